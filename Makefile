@@ -1,0 +1,56 @@
+# pg_agents — PGXS build.  `make demo`, `make test`, `make bench` are the
+# entry points; see README.md.
+
+EXTENSION   = pg_agents
+EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_agents.control)
+MODULE_big  = pg_agents
+
+SRCS        = $(sort $(wildcard src/*.c))
+OBJS        = $(SRCS:.c=.o)
+
+# The install script is generated from the ordered parts in sql/src/, so that
+# each capability keeps its SQL in its own file.
+SQL_PARTS   = $(sort $(wildcard sql/src/*.sql))
+DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
+
+PG_CONFIG  ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
+PG_CPPFLAGS = -I$(srcdir)/src -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+SHLIB_LINK  = -lcurl -ljansson
+EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
+
+# JIT bitcode is not needed and would require clang on the build machine.
+override with_llvm = no
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(PGXS),)
+include $(PGXS)
+else
+# Before `make deps` has run on a fresh machine there is no PGXS yet: the
+# entry points below install it first and then call make again.
+all:
+	@echo "pg_agents: PostgreSQL 15 server development files are missing; run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
+endif
+
+$(DATA_built): $(SQL_PARTS) pg_agents.control
+	@{ echo "-- pg_agents $(EXTVERSION): generated from sql/src/*.sql by make; do not edit."; \
+	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
+	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
+
+all: $(DATA_built)
+
+.PHONY: deps demo test bench check-tools
+deps:
+	@tools/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tools/run_tests.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tools/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@tools/bench.sh

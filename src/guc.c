@@ -1,0 +1,156 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.c
+ *		Every pg_agents.* setting, defined once from _PG_init.
+ *
+ * Session identity settings are PGC_USERSET (an application sets them with
+ * SET LOCAL or agent.set_identity); policy settings are PGC_SUSET so that a
+ * session cannot loosen them for itself; worker settings are PGC_SIGHUP or
+ * PGC_POSTMASTER; secrets are GUC_SUPERUSER_ONLY.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "pg_agents.h"
+
+#define DEFAULT_DELEGATION_DEPTH	3
+#define MAX_DELEGATION_DEPTH		5
+
+/* session identity */
+char	   *pg_agents_actor = NULL;
+char	   *pg_agents_workspace = NULL;
+char	   *pg_agents_run_id = NULL;
+char	   *pg_agents_surface = NULL;
+char	   *pg_agents_on_behalf_of = NULL;
+
+/* worker */
+char	   *pg_agents_database = NULL;
+int			pg_agents_max_concurrent_runs = 8;
+char	   *pg_agents_llm_provider = NULL;
+char	   *pg_agents_llm_url = NULL;
+char	   *pg_agents_llm_model = NULL;
+char	   *pg_agents_llm_api_key = NULL;
+int			pg_agents_request_timeout = 60000;
+
+/* policy */
+bool		pg_agents_audit_enabled = true;
+int			pg_agents_audit_retention_days = 365;
+int			pg_agents_dedup_window = 600;
+int			pg_agents_hourly_run_cap = 60;
+int			pg_agents_max_delegation_depth = DEFAULT_DELEGATION_DEPTH;
+int			pg_agents_approval_ttl = 72 * 60;
+int			pg_agents_run_lease = 300;
+int			pg_agents_max_attempts = 3;
+
+static void
+DefineIdentityGuc(const char *name, const char *desc, char **var)
+{
+	DefineCustomStringVariable(name, desc, NULL, var, "",
+							   PGC_USERSET, GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
+}
+
+void
+PgAgentsDefineGucs(void)
+{
+	DefineIdentityGuc("pg_agents.actor",
+					  "Who acts in this session: user:<id>, agent:<id> or system.",
+					  &pg_agents_actor);
+	DefineIdentityGuc("pg_agents.workspace",
+					  "The caller's workspace id.",
+					  &pg_agents_workspace);
+	DefineIdentityGuc("pg_agents.run_id",
+					  "The agent run this session works for, if any.",
+					  &pg_agents_run_id);
+	DefineIdentityGuc("pg_agents.surface",
+					  "Where the call comes from: sql, tool, http, frontend, cli, mcp or a2a.",
+					  &pg_agents_surface);
+	DefineIdentityGuc("pg_agents.on_behalf_of",
+					  "The user an agent acts on behalf of, if any.",
+					  &pg_agents_on_behalf_of);
+
+	DefineCustomStringVariable("pg_agents.database",
+							   "Database in which the pg_agents worker runs.",
+							   NULL, &pg_agents_database, "postgres",
+							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_concurrent_runs",
+							"Runs the worker executes at once.",
+							NULL, &pg_agents_max_concurrent_runs, 8, 1, 1024,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.llm_provider",
+							   "LLM wire format: openai (chat completions) or anthropic (messages).",
+							   NULL, &pg_agents_llm_provider, "openai",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.llm_url",
+							   "Base URL of the LLM endpoint, e.g. https://api.openai.com/v1.",
+							   NULL, &pg_agents_llm_url, "",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.llm_model",
+							   "Default model name.",
+							   NULL, &pg_agents_llm_model, "",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.llm_api_key",
+							   "API key of the LLM endpoint.",
+							   NULL, &pg_agents_llm_api_key, "",
+							   PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.request_timeout",
+							"Time-out of one HTTP request of the worker.",
+							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_agents.audit_enabled",
+							 "Whether audit triggers record changes (global kill switch).",
+							 NULL, &pg_agents_audit_enabled, true,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.audit_retention_days",
+							"Days audit rows are kept by agent.purge_audit(); 0 keeps them forever.",
+							NULL, &pg_agents_audit_retention_days, 365, 0, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.dedup_window",
+							"Window in which the same event makes one run per trigger.",
+							NULL, &pg_agents_dedup_window, 600, 0, 7 * 24 * 3600,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.hourly_run_cap",
+							"Default autonomous runs per agent per hour.",
+							NULL, &pg_agents_hourly_run_cap, 60, 0, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_delegation_depth",
+							"Maximum delegation depth counted from the root run (0 to 5).",
+							"A negative value falls back to the default 3; a value above 5 is clamped to 5.",
+							&pg_agents_max_delegation_depth, DEFAULT_DELEGATION_DEPTH,
+							INT_MIN, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.approval_ttl",
+							"How long a pending approval waits before it expires.",
+							NULL, &pg_agents_approval_ttl, 72 * 60, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MIN, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.run_lease",
+							"How long a claimed run stays leased to its executor.",
+							NULL, &pg_agents_run_lease, 300, 1, 24 * 3600,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_attempts",
+							"Claims of one run before it fails.",
+							NULL, &pg_agents_max_attempts, 3, 1, 100,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_agents");
+}
+
+/*
+ * The delegation depth in force: a negative setting falls back to the
+ * default, a setting above the hard ceiling is clamped to it.
+ */
+int
+PgAgentsEffectiveDelegationDepth(void)
+{
+	if (pg_agents_max_delegation_depth < 0)
+		return DEFAULT_DELEGATION_DEPTH;
+	if (pg_agents_max_delegation_depth > MAX_DELEGATION_DEPTH)
+		return MAX_DELEGATION_DEPTH;
+	return pg_agents_max_delegation_depth;
+}
