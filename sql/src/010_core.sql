@@ -1,0 +1,149 @@
+-- pg_agents: the two internal entry points every capability shares.
+--
+--   agent._enqueue_run  — the one way a run is queued (caps, NOTIFY)
+--   agent._audit_event  — the one way the extension writes its own audit rows
+--
+-- Their signatures are a contract between modules; their bodies may move to C.
+
+-- ---------------------------------------------------------------------------
+-- Audit log (the C audit triggers and _audit_event write it)
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE agent.audit_log (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at           timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor_kind   text NOT NULL CHECK (actor_kind IN ('agent', 'human', 'system')),
+    actor_id     text,
+    on_behalf_of text,
+    db_user      text NOT NULL DEFAULT session_user,
+    run_id       bigint,
+    surface      text,
+    action       text NOT NULL,
+    status       text NOT NULL DEFAULT 'success' CHECK (status IN ('success', 'error', 'denied')),
+    error_code   text,
+    target_type  text,
+    target_id    text,
+    owner_id     text,
+    workspace_id text,
+    inputs       jsonb,
+    changes      jsonb,
+    summary      text,
+    txid         bigint NOT NULL DEFAULT txid_current()
+);
+CREATE INDEX audit_log_workspace_at_idx ON agent.audit_log (workspace_id, at);
+CREATE INDEX audit_log_target_idx ON agent.audit_log (target_type, target_id);
+CREATE INDEX audit_log_run_idx ON agent.audit_log (run_id) WHERE run_id IS NOT NULL;
+COMMENT ON TABLE agent.audit_log IS 'Append-only, redacted, tenant-scoped record of who changed what, human or agent.';
+COMMENT ON COLUMN agent.audit_log.id IS 'Audit row id.';
+COMMENT ON COLUMN agent.audit_log.at IS 'When it happened.';
+COMMENT ON COLUMN agent.audit_log.actor_kind IS 'agent, human or system.';
+COMMENT ON COLUMN agent.audit_log.actor_id IS 'Agent id or user id of the actor.';
+COMMENT ON COLUMN agent.audit_log.on_behalf_of IS 'User an agent acted for.';
+COMMENT ON COLUMN agent.audit_log.db_user IS 'PostgreSQL session user, always recorded.';
+COMMENT ON COLUMN agent.audit_log.run_id IS 'Agent run, when the change came from one.';
+COMMENT ON COLUMN agent.audit_log.surface IS 'sql, tool, http, frontend, cli, mcp or a2a.';
+COMMENT ON COLUMN agent.audit_log.action IS 'insert, update, delete, or a named action such as agent.grant.';
+COMMENT ON COLUMN agent.audit_log.status IS 'success, error or denied.';
+COMMENT ON COLUMN agent.audit_log.error_code IS 'Reason code or SQLSTATE of a refusal or error.';
+COMMENT ON COLUMN agent.audit_log.target_type IS 'Kind of the changed object.';
+COMMENT ON COLUMN agent.audit_log.target_id IS 'Id (primary key) of the changed object.';
+COMMENT ON COLUMN agent.audit_log.owner_id IS 'Owner of the changed object, when known.';
+COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row; reads are scoped by it.';
+COMMENT ON COLUMN agent.audit_log.inputs IS 'Inputs of a named action (redacted).';
+COMMENT ON COLUMN agent.audit_log.changes IS 'Row data: new row, changed columns {col: {old, new}}, or old row (redacted).';
+COMMENT ON COLUMN agent.audit_log.summary IS 'One line in clear.';
+COMMENT ON COLUMN agent.audit_log.txid IS 'Transaction id of the change.';
+
+CREATE FUNCTION agent._audit_event(p_action text, p_status text DEFAULT 'success',
+                                   p_target_type text DEFAULT NULL, p_target_id text DEFAULT NULL,
+                                   p_workspace_id text DEFAULT NULL, p_owner_id text DEFAULT NULL,
+                                   p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
+                                   p_error_code text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_actor text := nullif(current_setting('pg_agents.actor', true), '');
+BEGIN
+  IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
+    RETURN;
+  END IF;
+  INSERT INTO agent.audit_log (actor_kind, actor_id, on_behalf_of, run_id, surface, action, status,
+                               error_code, target_type, target_id, owner_id, workspace_id, inputs, summary)
+  VALUES (CASE WHEN v_actor LIKE 'agent:%' THEN 'agent' WHEN v_actor = 'system' THEN 'system' ELSE 'human' END,
+          CASE WHEN v_actor LIKE 'agent:%' THEN substr(v_actor, 7)
+               WHEN v_actor LIKE 'user:%' THEN substr(v_actor, 6) END,
+          nullif(current_setting('pg_agents.on_behalf_of', true), ''),
+          nullif(current_setting('pg_agents.run_id', true), '')::bigint,
+          nullif(current_setting('pg_agents.surface', true), ''),
+          p_action, p_status, p_error_code, p_target_type, p_target_id, p_owner_id,
+          coalesce(p_workspace_id, nullif(current_setting('pg_agents.workspace', true), '')),
+          p_inputs, p_summary);
+END
+$$;
+REVOKE ALL ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb, text, text) IS
+  'Internal: writes one audit row for an action of the extension itself, with the session identity.';
+
+-- ---------------------------------------------------------------------------
+-- The run queue
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, p_origin text,
+                                   p_input jsonb DEFAULT '{}',
+                                   p_trigger_id bigint DEFAULT NULL,
+                                   p_requested_by text DEFAULT NULL,
+                                   p_parent_run_id bigint DEFAULT NULL,
+                                   p_token_budget bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  a        agent.agents%ROWTYPE;
+  p        agent.runs%ROWTYPE;
+  v_cap    integer;
+  v_recent bigint;
+  v_status text := 'queued';
+  v_error  text;
+  v_id     bigint;
+BEGIN
+  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
+  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF p_parent_run_id IS NOT NULL THEN
+    SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  END IF;
+  IF p_regime = 'autonomous' THEN
+    v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
+    -- one queue decision at a time per agent, so that concurrent events respect the cap
+    PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
+    SELECT count(*) INTO v_recent FROM agent.runs r
+     WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
+       AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded';
+    IF v_recent >= v_cap THEN
+      v_status := 'budget_exceeded';
+      v_error := format('hourly run cap of %s reached', v_cap);
+    END IF;
+  END IF;
+  INSERT INTO agent.runs (workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
+                          origin, requested_by, status, priority, input, error, token_budget, finished_at)
+  VALUES (a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, p.root_run_id,
+          coalesce(p.depth + 1, 0), p_regime, p_origin, p_requested_by, v_status,
+          CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
+          coalesce(p_input, '{}'), v_error, p_token_budget,
+          CASE WHEN v_status <> 'queued' THEN now() END)
+  RETURNING id INTO v_id;
+  IF p_parent_run_id IS NULL THEN
+    UPDATE agent.runs SET root_run_id = v_id WHERE id = v_id;
+  END IF;
+  PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
+                                                    'status', v_status)::text);
+  RETURN v_id;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
+  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs); the one path every origin uses.';
