@@ -724,6 +724,10 @@ put_values(Buf *b, const CronSpec *spec, int f, const char *unit)
 	int			step = progression_step(vals, n);
 	int			i;
 
+	/* weekdays read better as a list; months only as a whole-year step */
+	if (f == CRON_DOW ||
+		(f == CRON_MONTH && step && (vals[0] != 1 || vals[n - 1] + step <= 12)))
+		step = 0;
 	if (step)
 	{
 		put(b, "every %d%s %s", step, ordinal_suffix(step), unit);
