@@ -119,7 +119,6 @@ BEGIN
                                                        'scheduled_for', r.next_run_at,
                                                        'trigger_id', r.id),
                                     r.id, r.created_by, NULL, NULL);
-        v_made := v_made + 1;
       END IF;
       -- one run for however many slots were missed: the next slot after now
       v_next := agent.cron_next(r.schedule, v_now, r.timezone);
@@ -127,6 +126,9 @@ BEGIN
          SET next_run_at = v_next,
              last_run_at = CASE WHEN v_run IS NOT NULL THEN v_now ELSE last_run_at END
        WHERE id = r.id;
+      IF v_run IS NOT NULL THEN
+        v_made := v_made + 1;   -- counted once the block can no longer roll back
+      END IF;
     EXCEPTION WHEN OTHERS THEN
       -- one broken schedule never stops the others: record why, and move it
       -- to its next slot (or stop it when its schedule no longer computes)
