@@ -34,21 +34,21 @@ SQL
 due=$(q -c "SELECT count(*) FROM agent.triggers WHERE enabled AND kind = 'schedule' AND next_run_at <= now()")
 total=$(q -c "SELECT count(*) FROM agent.triggers WHERE kind = 'schedule'")
 
-measure() {  # tick argument expression, repetitions -> "median_ms runs"
-    q -v arg="$1" -v reps="$2" <<'SQL'
+measure() {  # SQL returning an integer, repetitions -> "median_ms value"
+    q -v stmt="$1" -v reps="$2" <<'SQL'
 SET client_min_messages = warning;
-SELECT set_config('bench.arg', :'arg', false), set_config('bench.reps', :'reps', false) \g /dev/null
-CREATE TEMP TABLE IF NOT EXISTS bench_ms (ms float8, made int);
+SELECT set_config('bench.stmt', :'stmt', false), set_config('bench.reps', :'reps', false) \g /dev/null
+CREATE TEMP TABLE IF NOT EXISTS bench_ms (ms float8, made bigint);
 TRUNCATE bench_ms;
 DO $$
-DECLARE t0 timestamptz; m int; ms float8;
+DECLARE t0 timestamptz; m bigint; ms float8;
 BEGIN
   FOR i IN 1 .. current_setting('bench.reps')::int LOOP
     BEGIN
       t0 := clock_timestamp();
-      EXECUTE 'SELECT agent.tick(' || current_setting('bench.arg') || ')' INTO m;
+      EXECUTE current_setting('bench.stmt') INTO m;
       ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
-      RAISE EXCEPTION 'bench rollback';   -- undo the tick: every repetition sees the same state
+      RAISE EXCEPTION 'bench rollback';   -- undo it: every repetition sees the same state
     EXCEPTION WHEN raise_exception THEN
       INSERT INTO bench_ms VALUES (ms, m);
     END;
@@ -57,8 +57,11 @@ END $$;
 SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2) || ' ' || max(made) FROM bench_ms;
 SQL
 }
-read -r due_ms due_runs < <(measure "now()" 7)
-read -r idle_ms idle_runs < <(measure "now() - interval '1 day'" 21)
+
+read -r due_ms due_runs < <(measure "SELECT agent.tick(now())" 7)
+read -r idle_ms idle_runs < <(measure "SELECT agent.tick(now() - interval '1 day')" 21)
+# the shared queue alone: the same runs queued straight through agent._enqueue_run
+read -r enq_ms enq_runs < <(measure "SELECT count(agent._enqueue_run(t.agent_id, 'autonomous', 'schedule', jsonb_build_object('prompt', t.prompt), t.id, NULL, NULL, NULL)) FROM agent.triggers t WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= now()" 7)
 
 cron_rate() {  # expr tz -> calls/s
     q -c "SELECT round(c / extract(epoch FROM d)) FROM (
@@ -77,5 +80,6 @@ verdict=$(awk -v a="$due_ms" 'BEGIN { print (a <= 50) ? "within" : "over" }')
 echo "schedule triggers: $total, due now: $due ($agents agents)"
 echo "tick, 1 % due:   $due_ms ms median, $due_runs runs queued  (target <= 50 ms: $verdict); ~$per_run us per queued run"
 echo "tick, none due:  $idle_ms ms median"
+echo "the same $enq_runs runs through agent._enqueue_run alone: $enq_ms ms median (tick / queue alone: $(awk -v a="$due_ms" -v b="$enq_ms" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'))"
 echo "cron_next calls/s: $r_simple ('0 9 * * 1-5' UTC), $r_dst ('30 2 * * *' New York), $r_step ('*/15 9-17 * * MON-FRI' Paris), $r_rare ('0 0 29 2 *' UTC)"
 [ -n "${BENCH_KEEP:-}" ] || q -c "DELETE FROM agent.agents WHERE workspace_id = 'ws-bench-cron'" >/dev/null
