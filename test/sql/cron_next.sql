@@ -68,4 +68,11 @@ SELECT agent.cron_next('0 0 * * *', '2024-02-28 23:59:59.999999') AS microsecond
 -- starts with *, so both day fields must match) next comes in 2032
 SELECT agent.cron_next('0 0 29 2 */7', '2024-03-01') AS from_2024_beyond_horizon,
        agent.cron_next('0 0 29 2 */7', '2028-03-01') AS from_2028;
+
+-- the ends of the timestamptz range, and a zone offset that is not whole minutes
+-- (Paris used local mean time, +00:09:21, in 1850)
+SELECT agent.cron_next('* * * * *', '294276-12-31 23:58:00Z') AS last_minute,
+       agent.cron_next('* * * * *', '294276-12-31 23:59:00Z') AS past_the_end,
+       agent.cron_next('0 0 1 1 *', '4713-01-01 00:00Z BC') AS first_year;
+SELECT agent.cron_next('0 12 * * *', '1850-01-01', 'Europe/Paris') AS paris_noon_lmt;
 DROP TABLE cron_cases;
