@@ -36,7 +36,7 @@ BEGIN
   IF fn IS NOT NULL THEN
     SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = fn;
     IF p.pronargs <> 4
-       OR p.proargtypes::oid[] <> ARRAY['text'::regtype, 'text'::regtype, 'text'::regtype, 'text'::regtype]::oid[]
+       OR array_to_string(p.proargtypes::oid[], ',') <> array_to_string(ARRAY['text'::regtype, 'text'::regtype, 'text'::regtype, 'text'::regtype]::oid[], ',')
        OR p.prorettype <> 'boolean'::regtype OR p.proretset THEN
       RAISE EXCEPTION 'function % does not have the signature of an ACL function', fn
         USING ERRCODE = 'invalid_parameter_value',
