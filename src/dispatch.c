@@ -627,7 +627,7 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
 				"VALUES ($1, $2, $3, pg_catalog.now()) "
 				"ON CONFLICT (workspace_id, trigger_id, fingerprint) DO UPDATE SET seen_at = excluded.seen_at "
-				"WHERE d.seen_at OPERATOR(pg_catalog.<=) excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $4) "
+				"WHERE d.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $4)) "
 				"RETURNING 1",
 				4, types);
 	args[0] = CStringGetTextDatum(c->workspace_id);
@@ -812,7 +812,7 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 	List	   *runs;
 	ListCell   *lc;
 
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 	if (event_name == NULL || event_name[0] == '\0')
 		ereport(ERROR,

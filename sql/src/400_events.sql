@@ -101,10 +101,11 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
 DECLARE
-  v_window integer := coalesce(nullif(current_setting('pg_agents.dedup_window', true), '')::integer, 600);
+  -- SHOW gives the window with a unit (10min, 600s, 1h...), which interval input reads
+  v_window interval := coalesce(nullif(current_setting('pg_agents.dedup_window', true), ''), '600')::interval;
   v_n      bigint;
 BEGIN
-  DELETE FROM agent.event_dedup d WHERE d.seen_at < p_now - make_interval(secs => v_window);
+  DELETE FROM agent.event_dedup d WHERE d.seen_at < p_now - v_window;
   GET DIAGNOSTICS v_n = ROW_COUNT;
   RETURN v_n;
 END
