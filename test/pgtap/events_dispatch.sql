@@ -1,7 +1,7 @@
 -- events: agent.fire_event matching, dedup, cap, anti-loop, suspension,
 -- rollback, mentions, table watchers.
 BEGIN;
-SELECT plan(79);
+SELECT plan(80);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
