@@ -12,6 +12,8 @@
 
 #include "postgres.h"
 
+#include "utils/jsonb.h"
+
 /* guc.c */
 extern char *pg_agents_actor;
 extern char *pg_agents_workspace;
@@ -42,5 +44,9 @@ extern void PgAgentsInitShmem(void);
 
 /* worker.c */
 extern void PgAgentsRegisterWorker(void);
+
+/* approval.c */
+extern char *PgAgentsCanonicalJson(Jsonb *j);
+extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
 
 #endif							/* PG_AGENTS_H */
