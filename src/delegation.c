@@ -358,7 +358,7 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 			refusal.sqlstate = ERRCODE_INVALID_RECURSION;
 			refusal.message = psprintf("delegation cycle: agent %lld is already in the chain",
 									   (long long) child_id);
-			refusal.detail = psprintf("The chain from the root run is agents %s.", chain);
+			refusal.detail = psprintf("Agents on the chain from the root run: %s.", chain);
 			refusal.hint = pstrdup("An agent cannot receive work from a chain it is already part of.");
 		}
 	}

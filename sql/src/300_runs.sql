@@ -294,7 +294,7 @@ BEGIN
   IF origin IS NULL
      OR (regime = 'manual' AND origin NOT IN ('chat', 'api', 'draft'))
      OR (regime = 'autonomous' AND origin NOT IN ('api', 'schedule', 'event', 'mention')) THEN
-    RAISE EXCEPTION 'invalid origin "%" for a % run', origin, regime
+    RAISE EXCEPTION 'invalid origin "%" for the % regime', origin, regime
       USING ERRCODE = 'invalid_parameter_value',
             DETAIL = 'A manual run comes from chat, api or draft; an autonomous run from api, schedule, event or mention.';
   END IF;

@@ -27,9 +27,9 @@ SELECT throws_ok($$SELECT agent.start_run(999999999, 'o1')$$, '42704', 'agent 99
 SELECT throws_ok($$SELECT agent.start_run(320003, 'o1')$$, '42704', 'agent 320003 does not exist', 'deleted agent');
 SELECT throws_ok($$SELECT agent.start_run(320001, 'o1', '{}', 'sometimes')$$, '22023', 'invalid regime "sometimes"', 'bad regime');
 SELECT throws_ok($$SELECT agent.start_run(320001, 'o1', '{}', 'manual', 'fax')$$, '22023',
-                 'invalid origin "fax" for a manual run', 'bad origin');
+                 'invalid origin "fax" for the manual regime', 'bad origin');
 SELECT throws_ok($$SELECT agent.start_run(320001, 'o1', '{}', 'manual', 'schedule')$$, '22023',
-                 'invalid origin "schedule" for a manual run', 'a schedule run is not manual');
+                 'invalid origin "schedule" for the manual regime', 'a schedule run is not manual');
 SELECT throws_ok($$SELECT agent.start_run(320001, 'o1', '{}', 'autonomous', 'delegation')$$, '22023',
                  'origin "delegation" cannot be given to agent.start_run', 'delegation goes through agent.delegate');
 SELECT throws_ok($$SELECT agent.start_run(320001, 'o1', '[1]')$$, '22023', 'run input must be a json object',
