@@ -102,4 +102,8 @@ extern bool PgAgentsEventHasCandidates(const char *event_name,
 /* worker.c */
 extern void PgAgentsRegisterWorker(void);
 
+/* approval.c */
+extern char *PgAgentsCanonicalJson(Jsonb *j);
+extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
+
 #endif							/* PG_AGENTS_H */
