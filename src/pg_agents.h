@@ -37,6 +37,10 @@ extern int	pg_agents_request_timeout;
 extern void PgAgentsDefineGucs(void);
 extern int	PgAgentsEffectiveDelegationDepth(void);
 
+/* allowlist.c */
+extern bool PgAgentsActorIsAgent(const char *actor);
+extern void PgAgentsActorAssign(const char *newval, void *extra);
+
 /* shmem.c */
 extern void PgAgentsInitShmem(void);
 
