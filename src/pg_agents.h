@@ -82,6 +82,11 @@ extern void PgAgentsAuditEvent(const char *action, const char *status,
 							   const char *error_code);
 
 /* shmem.c (events): the worker's wake-up latch */
+/* allowlist.c */
+extern bool PgAgentsActorIsAgent(const char *actor);
+extern void PgAgentsActorAssign(const char *newval, void *extra);
+
+/* shmem.c */
 extern void PgAgentsInitShmem(void);
 extern bool PgAgentsShmemAvailable(void);
 extern void PgAgentsSetWorkerLatch(Latch *latch);
