@@ -155,12 +155,16 @@ BEGIN
      WHERE t.id = u.id;
   END IF;
 
-  -- The other modules' periodic work, when installed.
-  IF to_regprocedure('agent._tick_runs(timestamptz)') IS NOT NULL THEN
-    EXECUTE 'SELECT agent._tick_runs($1)' USING v_now;
-  END IF;
-  IF to_regprocedure('agent._events_cleanup(timestamptz)') IS NOT NULL THEN
-    EXECUTE 'SELECT agent._events_cleanup($1)' USING v_now;
+  -- The other modules' periodic work, when installed.  One tick at a time
+  -- does it: a concurrent tick skips it rather than wait for the rows the
+  -- other one is cleaning up (the lock is held until this transaction ends).
+  IF pg_try_advisory_xact_lock(hashtext('pg_agents.tick'), 0) THEN
+    IF to_regprocedure('agent._tick_runs(timestamptz)') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._tick_runs($1)' USING v_now;
+    END IF;
+    IF to_regprocedure('agent._events_cleanup(timestamptz)') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._events_cleanup($1)' USING v_now;
+    END IF;
   END IF;
 
   RETURN (SELECT count(*) FROM unnest(v_ran) AS x(ran) WHERE ran)::integer;
