@@ -97,6 +97,10 @@ DECLARE
   v_ids   bigint[] := '{}';
   v_nexts timestamptz[] := '{}';
   v_ran   boolean[] := '{}';
+  v_stats text[] := '{}';
+  v_errs  text[] := '{}';
+  v_stat  text;
+  v_rerr  text;
 BEGIN
   IF v_now IS NULL THEN
     RAISE EXCEPTION 'tick needs a time' USING ERRCODE = 'invalid_parameter_value';
@@ -119,17 +123,28 @@ BEGIN
       -- one run for however many slots were missed; next: the first slot after now
       v_next := agent.cron_next(r.schedule, v_now, r.timezone);
       v_run := NULL;
+      v_stat := NULL;
+      v_rerr := NULL;
       IF r.live THEN   -- suspended or deleted agents: no run, the schedule still advances
         v_run := agent._enqueue_run(r.agent_id, 'autonomous', 'schedule',
                                     jsonb_build_object('prompt', r.prompt,
                                                        'scheduled_for', r.next_run_at,
                                                        'trigger_id', r.id),
                                     r.id, r.created_by, NULL, NULL);
+        -- a run the queue ended at once (hourly cap: budget_exceeded) is the
+        -- trigger's last outcome now; a queued one's is written when it finishes
+        SELECT x.status, x.error INTO v_stat, v_rerr FROM agent.runs x WHERE x.id = v_run;
+        IF v_stat = 'queued' THEN
+          v_stat := NULL;
+          v_rerr := NULL;
+        END IF;
       END IF;
       -- recorded once the block can no longer roll back
       v_ids := v_ids || r.id;
       v_nexts := v_nexts || v_next;
       v_ran := v_ran || (v_run IS NOT NULL);
+      v_stats := v_stats || v_stat;
+      v_errs := v_errs || v_rerr;
     EXCEPTION WHEN OTHERS THEN
       -- one broken schedule never stops the others: record why, and move it
       -- to its next slot (or stop it when its schedule no longer computes)
@@ -150,8 +165,10 @@ BEGIN
   IF cardinality(v_ids) > 0 THEN
     UPDATE agent.triggers t
        SET next_run_at = u.next_at,
-           last_run_at = CASE WHEN u.ran THEN v_now ELSE t.last_run_at END
-      FROM unnest(v_ids, v_nexts, v_ran) AS u(id, next_at, ran)
+           last_run_at = CASE WHEN u.ran THEN v_now ELSE t.last_run_at END,
+           last_status = CASE WHEN u.st IS NOT NULL THEN u.st ELSE t.last_status END,
+           last_error  = CASE WHEN u.st IS NOT NULL THEN u.err ELSE t.last_error END
+      FROM unnest(v_ids, v_nexts, v_ran, v_stats, v_errs) AS u(id, next_at, ran, st, err)
      WHERE t.id = u.id;
   END IF;
 

@@ -2,7 +2,7 @@
 -- slots fire once, next_run_at advances with cron_next, disabled triggers and
 -- suspended or deleted agents are skipped, the hourly cap applies.
 BEGIN;
-SELECT plan(52);
+SELECT plan(53);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (450801, 'ws-cron-tick', 'u1', 'tick active'),
@@ -135,6 +135,10 @@ SELECT results_eq(
 SELECT is((SELECT count(*) FROM agent.triggers WHERE id IN (450805, 450806)
             AND next_run_at = '2030-01-09 09:00Z' AND last_run_at = '2030-01-08 09:00Z'), 2::bigint,
           'both schedules advanced');
+SELECT results_eq(
+  $$SELECT last_status, last_error FROM agent.triggers WHERE id IN (450805, 450806) ORDER BY id$$,
+  $$VALUES (NULL::text, NULL::text), ('budget_exceeded', 'hourly run cap of 1 reached')$$,
+  'the capped schedule shows budget_exceeded as its last outcome; the queued one waits for its run to finish');
 
 -- ---- a broken schedule is recorded and does not stop the others ----
 SET LOCAL session_replication_role = replica;   -- bypass the save trigger, as a bad restore would
