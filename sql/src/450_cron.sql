@@ -36,7 +36,7 @@ AS $$
     UNION ALL
     SELECT i + 1, agent.cron_next(expr, at, tz) FROM s WHERE i < n AND at IS NOT NULL
   )
-  SELECT at FROM s WHERE at IS NOT NULL ORDER BY i
+  SELECT at FROM s WHERE at IS NOT NULL AND i <= n ORDER BY i
 $$;
 COMMENT ON FUNCTION agent.cron_upcoming(text, integer, timestamptz, text) IS
   'The next n firings of a cron expression after "after" in time zone tz (repeated cron_next).';

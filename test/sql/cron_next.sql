@@ -62,6 +62,7 @@ SELECT agent.cron_next(NULL, now()) IS NULL AS null_expr,
 -- the next firings of a schedule
 SELECT * FROM agent.cron_upcoming('0 9 * * MON,WED,FRI', 5, '2024-01-01');
 SELECT count(*) FROM agent.cron_upcoming('0 0 31 2 *', 3, '2024-01-01');
+SELECT count(*) FROM agent.cron_upcoming('* * * * *', 0, '2024-01-01');
 -- a microsecond before a slot still gets that slot
 SELECT agent.cron_next('0 0 * * *', '2024-02-28 23:59:59.999999') AS microsecond_before;
 -- the search looks five years ahead: February 29 on a Sunday (day-of-week */7
