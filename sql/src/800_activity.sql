@@ -639,8 +639,13 @@ BEGIN
                                                    'reason', 'invalid_resource_type');
     ELSIF NOT v_found @> jsonb_build_array(jsonb_build_object('resource_type', v_rt, 'resource_id', v_rid)) THEN
       v_dropped := v_dropped || jsonb_build_object('kind', 'access', 'resource_type', v_rt, 'resource_id', v_rid,
-                                                   'reason', CASE WHEN agent.can_access(r.agent_id, v_rt, v_rid, 'read', 'manual', v_user)
-                                                                  THEN 'not_found_by_search' ELSE 'not_readable' END);
+                                                   'reason', CASE WHEN EXISTS (
+                                                                    SELECT 1 FROM agent.run_steps s,
+                                                                           jsonb_array_elements(CASE WHEN jsonb_typeof(s.output -> 'results') = 'array'
+                                                                                                     THEN s.output -> 'results' ELSE '[]' END) x
+                                                                     WHERE s.run_id = r.id AND s.kind = 'tool' AND s.name = 'search_resources'
+                                                                       AND x ->> 'resource_type' = v_rt AND x ->> 'resource_id' = v_rid)
+                                                                  THEN 'not_readable' ELSE 'not_found_by_search' END);
     ELSIF (v_rt || ':' || v_rid) = ANY (v_seen) THEN
       CONTINUE;
     ELSE
