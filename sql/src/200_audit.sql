@@ -164,6 +164,7 @@ SELECT t.tgrelid::pg_catalog.regclass AS table_name,
   FROM pg_catalog.pg_trigger t
   JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
  WHERE t.tgname = 'pg_agents_audit' AND NOT t.tgisinternal;
+GRANT SELECT ON agent.audited_tables TO PUBLIC;
 COMMENT ON VIEW agent.audited_tables IS 'Tables audited by agent.audit_table(), with their settings.';
 COMMENT ON COLUMN agent.audited_tables.table_name IS 'Audited table.';
 COMMENT ON COLUMN agent.audited_tables.target_type IS 'target_type written in its audit rows.';
@@ -220,6 +221,7 @@ SELECT pg_catalog.date_trunc('day', l.at) AS day, l.workspace_id, l.actor_kind, 
        pg_catalog.count(*) AS events
   FROM agent.audit_log l
  GROUP BY 1, 2, 3, 4, 5;
+GRANT SELECT ON agent.audit_summary TO PUBLIC;
 COMMENT ON VIEW agent.audit_summary IS
   'Audit rows per day, workspace, actor kind, action and status (row-level security applies: a non-owner sees its workspace).';
 COMMENT ON COLUMN agent.audit_summary.day IS 'Day (UTC midnight in the session time zone).';
