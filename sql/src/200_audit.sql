@@ -114,6 +114,7 @@ BEGIN
 
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit ON %s', tbl);
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_truncate ON %s', tbl);
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_stmt ON %s', tbl);
   EXECUTE pg_catalog.format(
     'CREATE TRIGGER pg_agents_audit AFTER INSERT OR UPDATE OR DELETE ON %s '
     'FOR EACH ROW EXECUTE FUNCTION agent._audit_trigger(%L, %L, %L)',
@@ -122,6 +123,10 @@ BEGIN
     'CREATE TRIGGER pg_agents_audit_truncate AFTER TRUNCATE ON %s '
     'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_trigger(%L, %L, %L)',
     tbl, v_type, '', '');
+  -- after the statement's rows: releases the log the row trigger kept open
+  EXECUTE pg_catalog.format(
+    'CREATE TRIGGER pg_agents_audit_stmt AFTER INSERT OR UPDATE OR DELETE ON %s '
+    'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_trigger()', tbl);
   PERFORM agent._audit_table_event(tbl, 'audit.table', nullif(v_type, ''));
 END
 $$;
@@ -146,6 +151,7 @@ BEGIN
     INTO v_had;
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit ON %s', tbl);
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_truncate ON %s', tbl);
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_stmt ON %s', tbl);
   IF v_had THEN
     PERFORM agent._audit_table_event(tbl, 'audit.untable', NULL);
   END IF;

@@ -1,7 +1,7 @@
 -- Capture matrix: every action under every kind of actor, types to jsonb,
 -- changed-columns-only updates, no-op updates, TOASTed values.
 BEGIN;
-SELECT plan(21);
+SELECT plan(23);
 
 CREATE TABLE public.audit_tm (id int PRIMARY KEY, workspace_id text, owner_id text, b boolean, i2 smallint,
   i8 bigint, f float8, n numeric, t text, vc varchar(10), ch char(3), nm name, j json, jb jsonb,
@@ -70,6 +70,15 @@ ROLLBACK TO SAVEPOINT sp;
 SELECT is((SELECT count(*)::int FROM agent.audit_log WHERE target_type = 'audit_tm' AND target_id = '50'), 0,
           'a rolled-back change leaves no audit row');
 
+-- a statement failing half-way (row 2 cannot be converted) leaves the log
+-- usable: the guard still answers TRUNCATE, DDL on the log still works
+SAVEPOINT sp2;
+SELECT throws_ok($$INSERT INTO audit_tm (id, j) VALUES (70, '{}'), (71, '"\u0000"')$$, '22P05', NULL,
+                 'an audit row that cannot be built fails the change');
+ROLLBACK TO SAVEPOINT sp2;
+SELECT throws_ok($$TRUNCATE agent.audit_log$$, '42501', 'agent.audit_log is append-only',
+                 'after it, TRUNCATE of the log meets the append-only guard');
+
 -- schema changes are picked up
 ALTER TABLE audit_tm ADD COLUMN extra text, DROP COLUMN arr;
 INSERT INTO audit_tm (id, extra) VALUES (60, 'new column');
@@ -81,7 +90,7 @@ SELECT agent.audit_table('public.audit_tm', 'thing');
 INSERT INTO audit_tm (id) VALUES (61);
 SELECT is((SELECT target_type FROM agent.audit_log WHERE target_id = '61' AND action = 'insert' ORDER BY id DESC LIMIT 1),
           'thing', 're-running audit_table changes target_type');
-SELECT is((SELECT count(*)::int FROM pg_trigger WHERE tgrelid = 'public.audit_tm'::regclass AND tgname LIKE 'pg_agents_audit%'), 2,
+SELECT is((SELECT count(*)::int FROM pg_trigger WHERE tgrelid = 'public.audit_tm'::regclass AND tgname LIKE 'pg_agents_audit%'), 3,
           'and does not duplicate triggers');
 
 -- partitioned table
