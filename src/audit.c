@@ -118,6 +118,7 @@ typedef struct AuditCol
 {
 	char	   *name;
 	Oid			typid;
+	Oid			basetypid;
 	int16		typlen;
 	bool		typbyval;
 	char		kind;			/* b i f n s N j J d o, or 0 for dropped */
@@ -753,6 +754,7 @@ trig_info(TriggerData *td)
 			continue;
 		c->name = pstrdup(NameStr(att->attname));
 		c->typid = att->atttypid;
+		c->basetypid = getBaseType(att->atttypid);
 		c->typlen = att->attlen;
 		c->typbyval = att->attbyval;
 		c->kind = column_kind(att->atttypid);
@@ -885,7 +887,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 		case 'd':
 			{
 				/* pushed strings are referenced, not copied: no stack buffer */
-				char	   *buf = JsonEncodeDateTime(NULL, d, getBaseType(c->typid), NULL);
+				char	   *buf = JsonEncodeDateTime(NULL, d, c->basetypid, NULL);
 
 				PgAgentsRedactPushString(r, ps, tok, buf, strlen(buf), c->sensitive);
 				return;
