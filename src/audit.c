@@ -622,14 +622,24 @@ pg_agents_audit_event(PG_FUNCTION_ARGS)
 Datum
 pg_agents_audit_table_event(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *action = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Oid			relid;
+	char	   *action;
 	char	   *target_type = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	char	   *relname;
 	char	   *nspname;
 	char	   *qual;
 	StringInfoData buf;
 
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("table and action must not be null")));
+	relid = PG_GETARG_OID(0);
+	action = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	if (strcmp(action, "audit.table") != 0 && strcmp(action, "audit.untable") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

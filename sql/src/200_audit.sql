@@ -30,6 +30,9 @@ CREATE TRIGGER audit_log_append_only_row BEFORE UPDATE OR DELETE ON agent.audit_
   FOR EACH ROW EXECUTE FUNCTION agent._audit_guard();
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON agent.audit_log
   FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard();
+COMMENT ON TRIGGER audit_log_append_only ON agent.audit_log IS 'Refuses UPDATE and DELETE statements (even ones matching no row).';
+COMMENT ON TRIGGER audit_log_append_only_row ON agent.audit_log IS 'Refuses each updated or deleted row; inside purge_audit only rows past the retention period pass.';
+COMMENT ON TRIGGER audit_log_no_truncate ON agent.audit_log IS 'Refuses TRUNCATE.';
 -- also with session_replication_role = replica
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only;
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only_row;
@@ -45,6 +48,8 @@ GRANT SELECT ON agent.audit_log TO PUBLIC;
 ALTER TABLE agent.audit_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY audit_log_workspace_read ON agent.audit_log FOR SELECT TO PUBLIC
   USING (workspace_id = agent.current_workspace());
+COMMENT ON POLICY audit_log_workspace_read ON agent.audit_log IS
+  'A role other than the owner reads only the rows of its workspace (pg_agents.workspace).';
 
 -- ---------------------------------------------------------------------------
 -- Table triggers
@@ -76,6 +81,9 @@ DECLARE
   v_ws   name := workspace_column;
   v_type text := coalesce(target_type, '');
 BEGIN
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = tbl;
   IF tbl = 'agent.audit_log'::pg_catalog.regclass THEN
     RAISE EXCEPTION 'cannot audit agent.audit_log'
@@ -141,6 +149,9 @@ AS $$
 DECLARE
   v_had boolean;
 BEGIN
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   IF NOT pg_catalog.pg_has_role(current_user,
                                 (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') THEN
     RAISE EXCEPTION 'must be owner of table %', tbl

@@ -1,5 +1,6 @@
 -- Audit triggers: what is recorded for INSERT, UPDATE and DELETE, with every
 -- column; the refusals of the append-only log; the errors of the API.
+set SHOW_CONTEXT never
 CREATE TABLE public.audit_rt_tickets (
     id bigint PRIMARY KEY, workspace_id text, owner text, title text,
     priority text, api_key text, meta jsonb, due date, score numeric);
@@ -68,6 +69,8 @@ CREATE VIEW public.audit_rt_view AS SELECT 1 AS x;
 SELECT agent.audit_table('public.audit_rt_view');
 SELECT agent.audit_table('public.audit_rt_tickets', '  ');
 SELECT agent.audit_table('public.audit_rt_tickets', 'ticket', 'no_such_column');
+SELECT agent.audit_table(NULL);
+SELECT agent.unaudit_table(NULL);
 SELECT agent._audit_event('x.test', 'maybe');
 SELECT agent._audit_event(NULL);
 BEGIN;
