@@ -1,6 +1,6 @@
 -- Audit triggers: what is recorded for INSERT, UPDATE and DELETE, with every
 -- column; the refusals of the append-only log; the errors of the API.
-set SHOW_CONTEXT never
+\set SHOW_CONTEXT never
 CREATE TABLE public.audit_rt_tickets (
     id bigint PRIMARY KEY, workspace_id text, owner text, title text,
     priority text, api_key text, meta jsonb, due date, score numeric);
