@@ -553,16 +553,6 @@ WriteRows(void *arg)
  * ---------------------------------------------------------------------
  */
 
-static ResourceTable *
-OneTable(const char *rtype)
-{
-	List	   *tables;
-
-	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
-		return NULL;
-	return (ResourceTable *) linitial(tables);
-}
-
 static ToolOutcome
 ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -575,6 +565,8 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 	const char *ids[2];
 	bool		failed;
 	json_t	   *r;
+	List	   *tables;
+	ListCell   *lc;
 
 	if (rtype == NULL || rid == NULL)
 	{
@@ -594,8 +586,7 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 		if (gate != TOOL_DONE || *result != NULL)
 			return gate;
 	}
-	t = OneTable(rtype);
-	if (t == NULL)
+	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
 	{
 		*result = ErrorResult("no table is registered for resource type \"%s\"", rtype);
 		ToolsRecordStep(tr->run_id, "error", "read_resource", input, *result, "error", 0, started);
@@ -604,9 +595,18 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 	vals[0] = CStringGetTextDatum(rid);
 	ids[0] = rtype;
 	ids[1] = rid;
-	r = RunAsTool(psprintf("SELECT t.%s::text, t.%s::text FROM %s t WHERE t.%s::text = $1 LIMIT 1",
-						   t->title_col, t->body_col, t->tbl, t->id_col),
-				  1, types, vals, NULL, SPI_OK_SELECT, ReadRow, ids, &failed);
+	r = NULL;
+	failed = false;
+	/* a resource type may be spread over several registered tables */
+	foreach(lc, tables)
+	{
+		t = (ResourceTable *) lfirst(lc);
+		r = RunAsTool(psprintf("SELECT t.%s::text, t.%s::text FROM %s t WHERE t.%s::text = $1 LIMIT 1",
+							   t->title_col, t->body_col, t->tbl, t->id_col),
+					  1, types, vals, NULL, SPI_OK_SELECT, ReadRow, ids, &failed);
+		if (r != NULL)
+			break;
+	}
 	if (r == NULL)
 	{
 		r = ErrorResult("resource %s %s not found", rtype, rid);
@@ -725,6 +725,8 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	bool		failed;
 	json_t	   *r;
 	ToolOutcome gate;
+	List	   *tables;
+	ListCell   *lc;
 
 	if (rtype == NULL || rid == NULL || body == NULL)
 	{
@@ -743,8 +745,7 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		if (gate != TOOL_DONE || *result != NULL)
 			return gate;
 	}
-	t = OneTable(rtype);
-	if (t == NULL)
+	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
 	{
 		*result = ErrorResult("no table is registered for resource type \"%s\"", rtype);
 		ToolsRecordStep(tr->run_id, "error", "write_resource", input, *result, "error", 0, started);
@@ -753,14 +754,24 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	vals[0] = CStringGetTextDatum(rid);
 	vals[1] = CStringGetTextDatum(body);
 	vals[2] = title ? CStringGetTextDatum(title) : (Datum) 0;
-	if (title)
-		r = RunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::text = $1",
-							   t->tbl, t->body_col, t->title_col, t->id_col),
-					  3, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
-	else
-		r = RunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::text = $1",
-							   t->tbl, t->body_col, t->id_col),
-					  2, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+	r = NULL;
+	failed = false;
+	foreach(lc, tables)
+	{
+		t = (ResourceTable *) lfirst(lc);
+		if (r)
+			json_decref(r);
+		if (title)
+			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::text = $1",
+								   t->tbl, t->body_col, t->title_col, t->id_col),
+						  3, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+		else
+			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::text = $1",
+								   t->tbl, t->body_col, t->id_col),
+						  2, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+		if (failed || json_integer_value(json_object_get(r, "updated")) > 0)
+			break;
+	}
 	if (!failed && json_integer_value(json_object_get(r, "updated")) == 0)
 	{
 		json_decref(r);
