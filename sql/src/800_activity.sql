@@ -180,6 +180,10 @@ BEGIN
     RETURN;
   END IF;
   v_scope := agent.activity_scope(v_user, r.agent_id);
+  -- the user who asked for a draft sees its steps (the assistant itself is nobody's)
+  IF r.origin = 'draft' AND r.requested_by = v_user THEN
+    v_scope := 'own_manual';
+  END IF;
   IF v_scope IS NULL OR (v_scope <> 'all' AND NOT (r.regime = 'manual' AND r.requested_by = v_user)) THEN
     RETURN;
   END IF;
@@ -224,7 +228,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.run_detail(bigint, text) IS
-  'The steps of one run in order (model calls with tokens, reads, writes, tool calls, searches, denied steps, delegations, errors) with a one-line summary, then the run''s approvals and their decisions. Same visibility as agent.activity: a run the user may not see gives nothing, exactly like an unknown run.';
+  'The steps of one run in order (model calls with tokens, reads, writes, tool calls, searches, denied steps, delegations, errors) with a one-line summary, then the run''s approvals and their decisions. Same visibility as agent.activity (and the requester of a draft run sees its steps): a run the user may not see gives nothing, exactly like an unknown run.';
 
 -- ---------------------------------------------------------------------------
 -- Insights

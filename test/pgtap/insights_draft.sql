@@ -3,7 +3,7 @@
 -- The worker is simulated: the draft run's steps and answer are recorded as
 -- the worker records them (search_resources: kind tool, output.results).
 BEGIN;
-SELECT plan(39);
+SELECT plan(41);
 
 INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES
   ('ws-dr', 'collection', 'c-support', 'user:dru', 'edit'),
@@ -71,6 +71,10 @@ SELECT is((SELECT array_agg(e ->> 'index' ORDER BY (e ->> 'index')::int) FROM js
             WHERE e ->> 'kind' = 'trigger'), ARRAY['2', '4', '5'], 'bad cron, unknown resource and bad filter dropped');
 SELECT is((:'d'::jsonb) -> 'draft' ->> 'name', 'Support triage', 'name from the model');
 SELECT is((:'d'::jsonb) -> 'draft' ->> 'workspace_id', 'ws-dr', 'workspace of the run');
+SELECT is((SELECT string_agg(summary, '; ' ORDER BY seq) FROM agent.run_detail(:run, 'dru')),
+          'searched "support": 1 result(s); searched "read only": 2 result(s); error in search_resources: boom',
+          'the requester sees the steps of the draft run');
+SELECT is_empty(format('SELECT * FROM agent.run_detail(%s, %L)', :run, 'intruder'), 'nobody else does');
 SELECT throws_ok(format('SELECT agent.draft(%s, %L)', :run, 'intruder'), '42704', format('draft run %s does not exist', :run),
                  'another user''s draft looks like no draft');
 
