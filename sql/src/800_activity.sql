@@ -383,7 +383,7 @@ LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog
 AS $$ SELECT $i$You help a user create a custom agent from a short description.
 
-1. For every page, collection or other resource the description names, call search_resources with the words that name it. You only ever see what the user may read.
+1. For every page, collection or other resource the description names, call search_resources with the words that name it (and its resource_type, e.g. "collection" or "page", when the description says which). You only ever see what the user may read.
 2. Then answer with ONE JSON object and nothing else (no prose, no code fence):
 {"name": "<short agent name>",
  "instructions": "<what the agent should do, as instructions to it>",
