@@ -276,12 +276,13 @@ typedef struct GrantItem
 typedef struct GrantSet
 {
 	uint32		mask;
+	int			n;
 	GrantItem  *items;
+	MemoryContext cxt;			/* holds the set; deleted when the set is dropped */
 } GrantSet;
 
 #define GRANTSET_AFTER_CHECKS	4
 #define GRANTSET_MAX_AGENT		20000
-#define GRANTSET_MAX_TOTAL		262144
 
 static long grantset_total = 0;
 
@@ -294,7 +295,8 @@ typedef struct AgentEntry
 	char	   *workspace;
 	char	   *owner;
 	int			ws_grant;		/* level of its workspace_shared grant, -1 unknown */
-	int			checks;			/* grant lookups made for it in this snapshot */
+	int			checks;			/* grant lookups since its set was last loaded */
+	int			loads;			/* how many times its set was loaded */
 	bool		set_failed;		/* too many grants to load them all */
 	struct GrantSet *set;		/* all its grants, once loaded */
 } AgentEntry;
@@ -444,6 +446,7 @@ GetAgent(int64 agent_id, Snapshot snap)
 	e->owner = NULL;
 	e->ws_grant = -1;
 	e->checks = 0;
+	e->loads = 0;
 	e->set_failed = false;
 	e->set = NULL;
 
@@ -612,6 +615,30 @@ GrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
 	return LEVEL_NONE;
 }
 
+/*
+ * Past the memory limit, drop every loaded set: with checks grouped by agent
+ * the earlier agents are done; with scattered checks each agent reloads its
+ * set only after twice as many checks as the time before.
+ */
+static void
+DropGrantSets(void)
+{
+	HASH_SEQ_STATUS status;
+	AgentEntry *e;
+
+	hash_seq_init(&status, agent_cache);
+	while ((e = (AgentEntry *) hash_seq_search(&status)) != NULL)
+	{
+		if (e->set != NULL)
+		{
+			MemoryContextDelete(e->set->cxt);
+			e->set = NULL;
+			e->checks = 0;
+		}
+	}
+	grantset_total = 0;
+}
+
 /* load every grant of the agent; false (and nothing kept) past the limits */
 static bool
 LoadGrantSet(AgentEntry *ag, Snapshot snap)
@@ -646,7 +673,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		bool		isnull;
 		Datum		d;
 
-		if (n >= GRANTSET_MAX_AGENT || grantset_total + n >= GRANTSET_MAX_TOTAL)
+		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
 		{
 			ok = false;
 			break;
@@ -680,13 +707,18 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		while (size < (uint32) n * 2)
 			size *= 2;
 		gs->mask = size - 1;
+		gs->n = n;
+		gs->cxt = tmp;
 		gs->items = palloc0(sizeof(GrantItem) * size);
 		for (i = 0; i < n; i++)
 			GrantSetInsert(gs, types[i], ids[i], levels[i]);
 		pfree(types);
 		pfree(ids);
 		pfree(levels);
+		if (grantset_total + n > pg_agents_access_cache_grants)
+			DropGrantSets();
 		ag->set = gs;			/* lives in tmp, a child of cache_cxt */
+		ag->loads++;
 		grantset_total += n;
 	}
 	else
@@ -703,7 +735,7 @@ static int
 AgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
 {
 	if (ag->set == NULL && !ag->set_failed &&
-		++ag->checks >= GRANTSET_AFTER_CHECKS)
+		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)))
 		LoadGrantSet(ag, snap);
 	if (ag->set != NULL)
 		return GrantSetLookup(ag->set, rtype, rid);

@@ -47,6 +47,9 @@ int			pg_agents_approval_ttl = 72 * 60;
 int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
 
+/* access */
+int			pg_agents_access_cache_grants = 262144;
+
 static void
 DefineIdentityGuc(const char *name, const char *desc, char **var)
 {
@@ -137,6 +140,12 @@ PgAgentsDefineGucs(void)
 							"Claims of one run before it fails.",
 							NULL, &pg_agents_max_attempts, 3, 1, 100,
 							PGC_SUSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_agents.access_cache_grants",
+							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",
+							"0 makes every check probe the index.",
+							&pg_agents_access_cache_grants, 262144, 0, 16 * 1024 * 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_agents");
 }

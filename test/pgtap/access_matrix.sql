@@ -9,7 +9,7 @@
 -- Then: suspended, deleted and unknown agents, workspace isolation, run-time
 -- evaluation of workspace shares, a custom ACL function, bad arguments.
 BEGIN;
-SELECT plan(385);
+SELECT plan(387);
 
 CREATE TEMP TABLE cells (n int PRIMARY KEY, regime text, mode text, grant_state text,
                          ws_grant text, acl text, ws_share text, expected text);
@@ -533,6 +533,28 @@ SELECT is((SELECT count(*)::int FROM generate_series(1, 700) i, (VALUES ('read')
           (SELECT count(*)::int FROM bulk_expected WHERE agent_id = 7210006),
           'after revoking grants and lowering an ACL in the same transaction: seen at once');
 SELECT is(agent.can_access(7210006, 'page', 'b3'), false, 'a revoked grant, checked alone: refused');
+INSERT INTO agent.agents (id, workspace_id, owner_id, name)
+SELECT 7210007 + k, 'ws-bulk', 'bo', 'bulk ' || k FROM generate_series(1, 3) k;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+SELECT 7210007 + k, g.resource_type, g.resource_id, g.access
+FROM agent.access g, generate_series(1, 3) k WHERE g.agent_id = 7210006;
+CREATE TEMP VIEW bulk4_expected AS
+SELECT g.agent_id, g.resource_id, m.mode
+FROM agent.access g JOIN agent.resource_acl r ON r.resource_type = g.resource_type AND r.resource_id = g.resource_id
+     CROSS JOIN (VALUES ('read'), ('edit')) m(mode)
+WHERE g.agent_id IN (7210006, 7210008, 7210009, 7210010) AND r.principal = 'user:bo'
+  AND (m.mode = 'read' OR (g.access = 'edit' AND r.access = 'edit'));
+CREATE TEMP VIEW bulk4_checked AS
+SELECT count(*)::int AS n FROM generate_series(1, 700) i, (VALUES (7210006), (7210008), (7210009), (7210010)) a(id),
+       (VALUES ('read'), ('edit')) m(mode)
+WHERE agent.can_access(a.id, 'page', 'b' || i, m.mode);
+SET LOCAL pg_agents.access_cache_grants = 500;
+SELECT is((SELECT n FROM bulk4_checked), (SELECT count(*)::int FROM bulk4_expected),
+          'four agents checked in turn with room for one grant set at a time: the same answers');
+SET LOCAL pg_agents.access_cache_grants = 0;
+SELECT is((SELECT n FROM bulk4_checked), (SELECT count(*)::int FROM bulk4_expected),
+          'no grant sets at all (access_cache_grants = 0): the same answers');
+RESET pg_agents.access_cache_grants;
 
 SELECT * FROM finish();
 ROLLBACK;
