@@ -279,12 +279,18 @@ typedef struct GrantSet
 	int			n;
 	GrantItem  *items;
 	MemoryContext cxt;			/* holds the set; deleted when the set is dropped */
+	uint64		last_use;		/* check_clock when it last answered */
 } GrantSet;
 
 #define GRANTSET_AFTER_CHECKS	4
 #define GRANTSET_MAX_AGENT		20000
 
 static long grantset_total = 0;
+static uint64 check_clock = 0;	/* grant lookups in this snapshot */
+static uint64 load_blocked_until = 0;
+
+/* a set unused for this many checks may be dropped to make room */
+#define GRANTSET_COLD_CHECKS	Max(1024, pg_agents_access_cache_grants / 4)
 
 typedef struct AgentEntry
 {
@@ -334,6 +340,8 @@ CacheReset(void)
 	acl_cache = NULL;
 	acl_cached_rows = 0;
 	grantset_total = 0;
+	check_clock = 0;
+	load_blocked_until = 0;
 	acl_fn_loaded = false;
 	acl_fn_oid = InvalidOid;
 }
@@ -616,27 +624,34 @@ GrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
 }
 
 /*
- * Past the memory limit, drop every loaded set: with checks grouped by agent
- * the earlier agents are done; with scattered checks each agent reloads its
- * set only after twice as many checks as the time before.
+ * Past the memory limit, drop the sets that have not answered for a while:
+ * with checks grouped by agent (a run, a WHERE clause) those of the agents
+ * already done; with checks scattered over many agents, none, and then no
+ * new set is loaded for a while (each check probes the index).
  */
 static void
-DropGrantSets(void)
+DropColdGrantSets(void)
 {
 	HASH_SEQ_STATUS status;
 	AgentEntry *e;
+	uint64		cold = GRANTSET_COLD_CHECKS;
+	uint64		threshold = check_clock > cold ? check_clock - cold : 0;
+	int			dropped = 0;
 
 	hash_seq_init(&status, agent_cache);
 	while ((e = (AgentEntry *) hash_seq_search(&status)) != NULL)
 	{
-		if (e->set != NULL)
+		if (e->set != NULL && e->set->last_use < threshold)
 		{
+			grantset_total -= e->set->n;
 			MemoryContextDelete(e->set->cxt);
 			e->set = NULL;
 			e->checks = 0;
+			dropped++;
 		}
 	}
-	grantset_total = 0;
+	elog(DEBUG2, "pg_agents: dropped %d cold grant sets, %ld grants still held",
+		 dropped, grantset_total);
 }
 
 /* load every grant of the agent; false (and nothing kept) past the limits */
@@ -700,7 +715,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	table_close(heap, NoLock);
 	if (ok)
 	{
-		GrantSet   *gs = palloc(sizeof(GrantSet));
+		GrantSet   *gs = palloc(sizeof(GrantSet));	/* in tmp */
 		uint32		size = 16;
 		int			i;
 
@@ -715,18 +730,31 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		pfree(types);
 		pfree(ids);
 		pfree(levels);
+		gs->last_use = check_clock;
+		MemoryContextSwitchTo(old);
 		if (grantset_total + n > pg_agents_access_cache_grants)
-			DropGrantSets();
-		ag->set = gs;			/* lives in tmp, a child of cache_cxt */
-		ag->loads++;
-		grantset_total += n;
+			DropColdGrantSets();
+		if (grantset_total + n > pg_agents_access_cache_grants)
+		{
+			/* no room: probe the index, and try again later */
+			MemoryContextDelete(tmp);
+			ag->checks = 0;
+			load_blocked_until = check_clock + GRANTSET_COLD_CHECKS;
+			ok = false;
+		}
+		else
+		{
+			ag->set = gs;		/* lives in tmp, a child of cache_cxt */
+			ag->loads++;
+			grantset_total += n;
+		}
 	}
 	else
 	{
+		MemoryContextSwitchTo(old);
 		MemoryContextDelete(tmp);
 		ag->set_failed = true;
 	}
-	MemoryContextSwitchTo(old);
 	return ok;
 }
 
@@ -734,11 +762,15 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 static int
 AgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
 {
-	if (ag->set == NULL && !ag->set_failed &&
+	check_clock++;
+	if (ag->set == NULL && !ag->set_failed && check_clock >= load_blocked_until &&
 		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)))
 		LoadGrantSet(ag, snap);
 	if (ag->set != NULL)
+	{
+		ag->set->last_use = check_clock;
 		return GrantSetLookup(ag->set, rtype, rid);
+	}
 	return GetGrant(ag->id, rtype, rid, snap);
 }
 

@@ -9,7 +9,7 @@
 -- Then: suspended, deleted and unknown agents, workspace isolation, run-time
 -- evaluation of workspace shares, a custom ACL function, bad arguments.
 BEGIN;
-SELECT plan(387);
+SELECT plan(388);
 
 CREATE TEMP TABLE cells (n int PRIMARY KEY, regime text, mode text, grant_state text,
                          ws_grant text, acl text, ws_share text, expected text);
@@ -544,15 +544,26 @@ FROM agent.access g JOIN agent.resource_acl r ON r.resource_type = g.resource_ty
      CROSS JOIN (VALUES ('read'), ('edit')) m(mode)
 WHERE g.agent_id IN (7210006, 7210008, 7210009, 7210010) AND r.principal = 'user:bo'
   AND (m.mode = 'read' OR (g.access = 'edit' AND r.access = 'edit'));
-CREATE TEMP VIEW bulk4_checked AS
-SELECT count(*)::int AS n FROM generate_series(1, 700) i, (VALUES (7210006), (7210008), (7210009), (7210010)) a(id),
-       (VALUES ('read'), ('edit')) m(mode)
-WHERE agent.can_access(a.id, 'page', 'b' || i, m.mode);
+-- agent after agent (sets dropped once cold), and agents interleaved (no room)
+CREATE TEMP VIEW bulk4_grouped AS
+SELECT count(*)::int AS n
+FROM (SELECT a.id, i, m.mode FROM (VALUES (7210006), (7210008), (7210009), (7210010)) a(id),
+             generate_series(1, 700) i, (VALUES ('read'), ('edit')) m(mode)
+      ORDER BY a.id, i, m.mode OFFSET 0) c
+WHERE agent.can_access(c.id, 'page', 'b' || c.i, c.mode);
+CREATE TEMP VIEW bulk4_interleaved AS
+SELECT count(*)::int AS n
+FROM (SELECT a.id, i, m.mode FROM (VALUES (7210006), (7210008), (7210009), (7210010)) a(id),
+             generate_series(1, 700) i, (VALUES ('read'), ('edit')) m(mode)
+      ORDER BY i, a.id, m.mode OFFSET 0) c
+WHERE agent.can_access(c.id, 'page', 'b' || c.i, c.mode);
 SET LOCAL pg_agents.access_cache_grants = 500;
-SELECT is((SELECT n FROM bulk4_checked), (SELECT count(*)::int FROM bulk4_expected),
-          'four agents checked in turn with room for one grant set at a time: the same answers');
+SELECT is((SELECT n FROM bulk4_grouped), (SELECT count(*)::int FROM bulk4_expected),
+          'four agents one after the other, room for one grant set: the same answers');
+SELECT is((SELECT n FROM bulk4_interleaved), (SELECT count(*)::int FROM bulk4_expected),
+          'four agents interleaved, room for one grant set: the same answers');
 SET LOCAL pg_agents.access_cache_grants = 0;
-SELECT is((SELECT n FROM bulk4_checked), (SELECT count(*)::int FROM bulk4_expected),
+SELECT is((SELECT n FROM bulk4_interleaved), (SELECT count(*)::int FROM bulk4_expected),
           'no grant sets at all (access_cache_grants = 0): the same answers');
 RESET pg_agents.access_cache_grants;
 
