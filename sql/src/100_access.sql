@@ -94,9 +94,9 @@ SET search_path = pg_catalog
 AS $$
   SELECT CASE action
     WHEN 'chat' THEN 'interact' WHEN 'view_settings' THEN 'interact'
-    WHEN 'duplicate' THEN 'interact' WHEN 'view_activity' THEN 'interact'
+    WHEN 'duplicate' THEN 'interact'
     WHEN 'edit_settings' THEN 'edit'
-    WHEN 'share' THEN 'full' WHEN 'view_insights' THEN 'full'
+    WHEN 'share' THEN 'full' WHEN 'view_activity' THEN 'full' WHEN 'view_insights' THEN 'full'
     WHEN 'delete' THEN 'full' WHEN 'suspend' THEN 'full'
   END
 $$;
@@ -145,7 +145,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
-  'May the user do the action on the agent (§7.4 matrix: full everything; edit chat, view_settings, edit_settings, duplicate, view_activity; interact chat, view_settings, duplicate, view_activity)? Deleted or unknown agent: false.';
+  'May the user do the action on the agent (§7.4 matrix: full everything, the full Activity and Insights included; edit chat, view_settings, edit_settings, duplicate; interact chat, view_settings, duplicate; edit and interact see their own manual runs, see agent.activity_scope)? Deleted or unknown agent: false.';
 
 CREATE FUNCTION agent.activity_scope(user_id text, agent_id bigint) RETURNS text
 LANGUAGE sql STABLE SECURITY DEFINER
