@@ -253,6 +253,7 @@ typedef struct AclEntry
 	char	   *rid;
 	int			nrows;
 	AclRow	   *rows;
+	bool		filled;			/* false while (or if an error stopped) filling it */
 } AclEntry;
 
 static HTAB *acl_cache = NULL;
@@ -305,6 +306,7 @@ typedef struct AgentEntry
 	int			loads;			/* how many times its set was loaded */
 	bool		set_failed;		/* too many grants to load them all */
 	struct GrantSet *set;		/* all its grants, once loaded */
+	bool		filled;			/* false while (or if an error stopped) filling it */
 } AgentEntry;
 
 typedef struct GroupsEntry
@@ -314,6 +316,7 @@ typedef struct GroupsEntry
 	char	   *user;
 	int			ngroups;
 	char	  **groups;
+	bool		filled;			/* false while (or if an error stopped) filling it */
 } GroupsEntry;
 
 #define CACHE_MAX_ENTRIES	65536
@@ -445,8 +448,9 @@ GetAgent(int64 agent_id, Snapshot snap)
 	TupleTableSlot *slot;
 
 	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
-	if (found)
+	if (found && e->filled)
 		return e;
+	e->filled = false;
 	e->found = false;
 	e->deleted = false;
 	e->suspended = false;
@@ -485,6 +489,7 @@ GetAgent(int64 agent_id, Snapshot snap)
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
+	e->filled = true;
 	return e;
 }
 
@@ -507,8 +512,9 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	h = hash_bytes_extended((const unsigned char *) user, strlen(user), 0);
 	h = hash_bytes_extended((const unsigned char *) workspace, wslen, h);
 	e = (GroupsEntry *) hash_search(groups_cache, &h, HASH_ENTER, &found);
-	if (found && strcmp(e->user, user) == 0 && strcmp(e->workspace, workspace) == 0)
+	if (found && e->filled && strcmp(e->user, user) == 0 && strcmp(e->workspace, workspace) == 0)
 		return e;
+	e->filled = false;
 	/* new entry, or a hash collision: (re)fill it */
 	old = MemoryContextSwitchTo(cache_cxt);
 	e->workspace = pstrdup(workspace);
@@ -548,6 +554,7 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
+	e->filled = true;
 	return e;
 }
 
@@ -902,8 +909,12 @@ GetAclRows(const char *rtype, const char *rid, Snapshot snap)
 	if (acl_cached_rows >= ACL_CACHE_MAX_ROWS)
 		e = (AclEntry *) hash_search(acl_cache, &h, HASH_FIND, &found);
 	else
+	{
 		e = (AclEntry *) hash_search(acl_cache, &h, HASH_ENTER, &found);
-	if (found && strcmp(e->rtype, rtype) == 0 && strcmp(e->rid, rid) == 0)
+		if (!found)
+			e->filled = false;
+	}
+	if (found && e->filled && strcmp(e->rtype, rtype) == 0 && strcmp(e->rid, rid) == 0)
 		return e;
 	if (e == NULL || found)
 	{
@@ -919,6 +930,7 @@ GetAclRows(const char *rtype, const char *rid, Snapshot snap)
 	e->rid = pstrdup(rid);
 	MemoryContextSwitchTo(old);
 	LoadAclRows(e, rtype, rid, snap, cache_cxt);
+	e->filled = true;
 	acl_cached_rows += e->nrows + 1;
 	return e;
 }
