@@ -12,7 +12,8 @@ INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, princi
   ('acme', 'page', 'payroll', 'user:hr',    'edit'),
   ('acme', 'page', 'minutes', 'user:alice', 'read'),
   ('acme', 'page', 'minutes', 'user:bob',   'read'),
-  ('acme', 'page', 'handbook', 'workspace', 'read');
+  ('acme', 'page', 'handbook', 'workspace', 'read')
+ON CONFLICT DO NOTHING;
 SQL
 id=$(q -c "SELECT agent.create_agent('acme', 'alice', 'Roadmap keeper',
             '{\"instructions\": \"Keep the roadmap page tidy.\", \"model\": \"gpt-4o-mini\"}')")
@@ -38,4 +39,4 @@ q -c "SELECT format('access: bob duplicated it as agent %s; dropped: %s', d.agen
                  FROM jsonb_array_elements(d.report->'dropped') e))
       FROM agent.duplicate($id, 'bob') d"
 q -c "SELECT format('  the copy holds: %s', string_agg(format('%s %s (%s)', resource_type, resource_id, access), ', ' ORDER BY resource_id))
-      FROM agent.access WHERE agent_id = (SELECT max(id) FROM agent.agents WHERE name = 'Roadmap keeper (copy)')"
+      FROM agent.access WHERE agent_id = (SELECT max(id) FROM agent.agents WHERE owner_id = 'bob' AND name = 'Roadmap keeper (copy)')"
