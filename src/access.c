@@ -32,10 +32,14 @@
  *
  * Speed matters: can_access sits in WHERE clauses over millions of rows. So
  * there is no SPI here: every lookup is a direct index scan on the tables'
- * keys; relation and index OIDs are looked up once per transaction; and the
- * agent row, the group memberships and the ACL setting are cached for as long
- * as the active snapshot is the same (same transaction, command id and
- * visible transaction set), which in practice is one statement.
+ * keys; relation and index OIDs are looked up, and the relations locked, once
+ * per transaction.  What is read is cached for as long as the active snapshot
+ * is the same (same transaction, command id and visible transaction set),
+ * which in practice is one statement: the agent rows, the users' groups, the
+ * ACL setting, the agent.resource_acl rows of each resource, and, for an agent
+ * checked several times, all its grants (one range scan; bounded by
+ * pg_agents.access_cache_grants, cold sets dropped first).  A write in the
+ * transaction or a commit seen by a new snapshot starts a fresh cache.
  *
  *-------------------------------------------------------------------------
  */
