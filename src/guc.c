@@ -59,9 +59,12 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 void
 PgAgentsDefineGucs(void)
 {
-	DefineIdentityGuc("pg_agents.actor",
-					  "Who acts in this session: user:<id>, agent:<id> or system.",
-					  &pg_agents_actor);
+	/* allowlist.c: switching to or from an agent invalidates cached plans */
+	DefineCustomStringVariable("pg_agents.actor",
+							   "Who acts in this session: user:<id>, agent:<id> or system.",
+							   NULL, &pg_agents_actor, "",
+							   PGC_USERSET, GUC_NOT_IN_SAMPLE,
+							   NULL, PgAgentsActorAssign, NULL);
 	DefineIdentityGuc("pg_agents.workspace",
 					  "The caller's workspace id.",
 					  &pg_agents_workspace);

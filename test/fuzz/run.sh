@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Runs every fuzz harness test/fuzz/*.sh with the same argument (make test
-# passes `short`).  Each area keeps its harness in its own file.
+# Run every fuzz harness script (test/fuzz/*.sh) with the same argument:
+#   test/fuzz/run.sh short      a short run of each (what make test runs)
+#   test/fuzz/run.sh long       a long run of each
+# Fails when any of them fails.
 set -uo pipefail
-dir=$(cd "$(dirname "$0")" && pwd)
-mode=${1:-short}
-fails=0
-for h in "$dir"/*.sh; do
-    [ "$(basename "$h")" = run.sh ] && continue
-    echo "-- $(basename "$h") $mode"
-    if bash "$h" "$mode"; then echo "ok: $(basename "$h")"; else echo "FAILED: $(basename "$h")"; fails=$((fails+1)); fi
+here=$(cd "$(dirname "$0")" && pwd)
+arg=${1:-short}
+failed=()
+for s in "$here"/*.sh; do
+    [ "$(basename "$s")" = run.sh ] && continue
+    echo "-- $(basename "$s") $arg"
+    bash "$s" "$arg" || failed+=("$(basename "$s")")
 done
-[ $fails -eq 0 ]
+if [ ${#failed[@]} -ne 0 ]; then
+    echo "fuzz: failed: ${failed[*]}" >&2
+    exit 1
+fi
