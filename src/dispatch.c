@@ -365,7 +365,8 @@ QueryCandidates(const char *event_name, const char *resource_type,
 		Datum		args[3];
 		char		nulls[3] = {' ', ' ', ' '};
 
-		/* two probes of triggers_event_rid_idx: this resource, and any resource */
+		/* probes of triggers_event_rid_idx: this resource, any resource of the
+		 * type, and (resource_type NULL) any resource of any type */
 		PreparePlan(&plan_lookup,
 					CANDIDATE_COLUMNS
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
@@ -376,6 +377,11 @@ QueryCandidates(const char *event_name, const char *resource_type,
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
 					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
 					"AND t.resource_id IS NULL "
+					"UNION ALL "
+					CANDIDATE_COLUMNS
+					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
+					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
 					"ORDER BY 1",
 					3, types);
 		args[0] = CStringGetTextDatum(event_name);

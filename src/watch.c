@@ -9,7 +9,9 @@
  * with resource_id = the schema-qualified table name and payload
  *	{"table", "row_id", "row", "old", "changed"}
  * and agent.mentioned for every [[agent:ID]] / [[fdagent:ID]] token that the
- * write added to a mention column.  The writing session's actor is the
+ * write added to a mention column (the column now holds more tokens naming
+ * that agent than before: editing text around an existing mention does not
+ * re-fire it, writing the mention again does).  The writing session's actor is the
  * event's actor.  When no trigger could match, it returns before building
  * any payload (a hash lookup), so watching a table costs little.
  *
@@ -121,7 +123,13 @@ RowToJsonb(WatchState *st, HeapTuple tup, TupleDesc desc)
 	return DatumGetJsonbP(FunctionCall1(&st->to_jsonb, heap_copy_tuple_as_datum(tup, desc)));
 }
 
-/* The agent ids of the [[agent:ID]] / [[fdagent:ID]] tokens of a text. */
+typedef struct MentionCount
+{
+	int64		id;
+	int			count;
+} MentionCount;
+
+/* Counts the [[agent:ID]] / [[fdagent:ID]] tokens of a text, per agent. */
 static List *
 MentionIds(const char *s, List *ids)
 {
@@ -150,22 +158,33 @@ MentionIds(const char *s, List *ids)
 		if (digits > 0 && digits <= 18 && q[0] == ']' && q[1] == ']' && id > 0)
 		{
 			ListCell   *lc;
-			bool		seen = false;
+			MentionCount *m = NULL;
 
 			foreach(lc, ids)
-				if (*(int64 *) lfirst(lc) == id)
-					seen = true;
-			if (!seen)
+				if (((MentionCount *) lfirst(lc))->id == id)
+					m = (MentionCount *) lfirst(lc);
+			if (m == NULL)
 			{
-				int64	   *v = palloc(sizeof(int64));
-
-				*v = id;
-				ids = lappend(ids, v);
+				m = palloc0(sizeof(MentionCount));
+				m->id = id;
+				ids = lappend(ids, m);
 			}
+			m->count++;
 		}
 		p = q;
 	}
 	return ids;
+}
+
+static int
+MentionCountOf(List *ids, int64 id)
+{
+	ListCell   *lc;
+
+	foreach(lc, ids)
+		if (((MentionCount *) lfirst(lc))->id == id)
+			return ((MentionCount *) lfirst(lc))->count;
+	return 0;
 }
 
 static List *
@@ -353,21 +372,23 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 			before = ColumnMentions(st, i, oldtup, desc);
 			foreach(lc, now_ids)
 			{
-				int64		id = *(int64 *) lfirst(lc);
+				MentionCount *m = (MentionCount *) lfirst(lc);
 				ListCell   *lc2;
-				bool		old_has = false,
-							dup = false;
+				bool		dup = false;
 
-				foreach(lc2, before)
-					if (*(int64 *) lfirst(lc2) == id)
-						old_has = true;
-				if (old_has)
+				/* added = more tokens for this agent than the old row had */
+				if (m->count <= MentionCountOf(before, m->id))
 					continue;
 				foreach(lc2, mentioned)
-					if (*(int64 *) lfirst(lc2) == id)
+					if (*(int64 *) lfirst(lc2) == m->id)
 						dup = true;
 				if (!dup)
-					mentioned = lappend(mentioned, lfirst(lc));
+				{
+					int64	   *v = palloc(sizeof(int64));
+
+					*v = m->id;
+					mentioned = lappend(mentioned, v);
+				}
 				{
 					char	   *col = NameStr(TupleDescAttr(desc, st->mention_attnos[i] - 1)->attname);
 					bool		have = false;

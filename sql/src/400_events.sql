@@ -8,7 +8,7 @@
 CREATE INDEX triggers_event_rid_idx ON agent.triggers (event_name, resource_type, resource_id)
   WHERE enabled AND kind IN ('event', 'mention');
 COMMENT ON INDEX agent.triggers_event_rid_idx IS
-  'Candidate lookup of agent.fire_event: (event_name, resource_type, resource_id or NULL = any).';
+  'Candidate lookup of agent.fire_event: (event_name, resource_type or NULL = any, resource_id or NULL = any).';
 
 -- ---------------------------------------------------------------------------
 -- Filters
@@ -44,11 +44,6 @@ BEGIN
         USING ERRCODE = 'invalid_parameter_value',
               DETAIL = 'An event name has 1 to 200 letters, digits, dots, colons, dashes or underscores.';
     END IF;
-    IF NEW.kind = 'event' AND (NEW.resource_type IS NULL OR btrim(NEW.resource_type) = '') THEN
-      RAISE EXCEPTION 'invalid event trigger: resource_type is required'
-        USING ERRCODE = 'invalid_parameter_value',
-              HINT = 'Give the resource type of the events, e.g. collection; leave resource_id NULL to match any resource of that type.';
-    END IF;
   END IF;
   IF NEW.filter IS NULL THEN
     NEW.filter := '{}';
@@ -58,7 +53,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._triggers_validate_event() IS
-  'Trigger: refuses an invalid filter, or an event trigger without event_name or resource_type, when agent.triggers is written.';
+  'Trigger: refuses an invalid filter, or an event trigger without a valid event_name, when agent.triggers is written.';
 CREATE TRIGGER triggers_validate_event
   BEFORE INSERT OR UPDATE OF kind, event_name, resource_type, resource_id, filter ON agent.triggers
   FOR EACH ROW EXECUTE FUNCTION agent._triggers_validate_event();

@@ -1,7 +1,7 @@
 -- events: agent.fire_event matching, dedup, cap, anti-loop, suspension,
 -- rollback, mentions, table watchers.
 BEGIN;
-SELECT plan(80);
+SELECT plan(82);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
@@ -47,6 +47,11 @@ INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, resou
 SELECT is(pg_temp.fire('events.t.scoped', 'public.b', '{}', 's-1'), 0::bigint, 'a trigger on one resource ignores another');
 SELECT is(pg_temp.fire('events.t.scoped', 'public.a', '{}', 's-2'), 1::bigint, 'and fires for its own resource');
 SELECT is(pg_temp.fire('events.t.added', 'public.anything', '{}', 's-3'), 1::bigint, 'resource_id NULL matches any resource');
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, resource_id) VALUES
+  (4218, 4205, 'event', 'events.t.anytype', NULL, NULL);
+SELECT is((SELECT count(*) FROM agent.fire_event('events.t.anytype', 'page', 'p-1', '{}', NULL, 'at-1'))
+        + (SELECT count(*) FROM agent.fire_event('events.t.anytype', 'meeting', 'm-1', '{}', NULL, 'at-2')), 2::bigint,
+          'resource_type NULL matches any resource type');
 
 UPDATE agent.triggers SET enabled = false WHERE id = 4201;
 SELECT is(pg_temp.fire('events.t.scoped', 'public.a', '{}', 's-4'), 0::bigint, 'a disabled trigger never fires (cache flushed by the update)');
@@ -222,7 +227,7 @@ SELECT is((SELECT input->'payload'->'columns' FROM agent.runs WHERE trigger_id =
 
 UPDATE events_tickets SET priority = priority WHERE id = 1;
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 0::bigint, 'an update that changes nothing emits nothing');
-UPDATE events_tickets SET priority = 'urgent', body = body || ' [[agent:4200]] and [[fdagent:4205]]' WHERE id = 1;
+UPDATE events_tickets SET priority = 'urgent', body = replace(body, 'cc', 'cc:') || ' and [[fdagent:4205]]' WHERE id = 1;
 SELECT is((SELECT input->'payload'->'changed' FROM agent.runs WHERE trigger_id = 4216), '["priority", "body"]'::jsonb,
           'property_updated lists the changed columns');
 SELECT is((SELECT input->'payload'->'old'->>'priority' FROM agent.runs WHERE trigger_id = 4216), 'high',
@@ -230,8 +235,11 @@ SELECT is((SELECT input->'payload'->'old'->>'priority' FROM agent.runs WHERE tri
 SELECT is((SELECT input->'payload'->'row'->>'priority' FROM agent.runs WHERE trigger_id = 4216), 'urgent',
           'and the new row');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4213), 2::bigint,
-          'a mention already in the old row does not wake the agent again');
+          'editing text around a mention already in the old row does not wake the agent again');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4214), 1::bigint, 'a newly added [[fdagent:ID]] mention does');
+UPDATE events_tickets SET body = body || ' again [[agent:4200]]' WHERE id = 1;
+SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4213), 3::bigint,
+          'writing the mention once more (one more token) wakes it');
 
 DELETE FROM events_tickets WHERE id = 2;
 SELECT is((SELECT ARRAY(SELECT jsonb_object_keys(input->'payload') ORDER BY 1) FROM agent.runs WHERE trigger_id = 4217),
@@ -241,7 +249,7 @@ SELECT is((SELECT count(DISTINCT input->>'event_id') FROM agent.runs WHERE trigg
           (SELECT count(*) FROM agent.runs WHERE trigger_id IN (4215, 4216, 4217, 4213, 4214)),
           'every row change has its own event_id');
 UPDATE events_tickets SET title = 'x' WHERE id = 1;
-SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 2::bigint, 'a second update is a new event (not deduped)');
+SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 3::bigint, 'a further update is a new event (not deduped)');
 
 SELECT agent.unwatch_table('events_tickets');
 INSERT INTO events_tickets (title, priority) VALUES ('after unwatch', 'high');
