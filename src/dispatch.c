@@ -86,6 +86,7 @@ static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
+static SPIPlanPtr plan_last_run = NULL;
 
 /* --------------------------------------------------------------------------
  * helpers
@@ -657,6 +658,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	int			ret;
 	bool		isnull;
 	Datum		d;
+	int64		run_id;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	PushText(&st, "event", ev->event_name);
@@ -687,7 +689,21 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		elog(ERROR, "pg_agents: agent._enqueue_run returned NULL");
-	return DatumGetInt64(d);
+	run_id = DatumGetInt64(d);
+
+	/* the trigger remembers when it last queued a run */
+	{
+		Oid			ltypes[1] = {INT8OID};
+		Datum		largs[1] = {Int64GetDatum(c->id)};
+
+		PreparePlan(&plan_last_run,
+					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() WHERE t.id OPERATOR(pg_catalog.=) $1",
+					1, ltypes);
+		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
+		if (ret != SPI_OK_UPDATE)
+			elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
+	}
+	return run_id;
 }
 
 /* Processes the candidates of one event; appends run ids to *runs. */

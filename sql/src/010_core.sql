@@ -120,9 +120,6 @@ BEGIN
           CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
           coalesce(p_input, '{}'), v_error, p_token_budget,
           CASE WHEN v_status <> 'queued' THEN now() END);
-  IF p_trigger_id IS NOT NULL THEN
-    UPDATE agent.triggers t SET last_run_at = now() WHERE t.id = p_trigger_id;
-  END IF;
   PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
                                                     'status', v_status)::text);
   IF v_status = 'queued' THEN
@@ -133,4 +130,4 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
-  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit, trigger last_run_at); the one path every origin uses.';
+  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit); the one path every origin uses.';
