@@ -69,11 +69,13 @@ done
 awk -v a="${hot[10]}" -v b="${hot[10000]}" -v c="${cold[10]}" -v d="${cold[10000]}" 'BEGIN {
   printf "  ratio 10 -> 10k triggers: %.2fx (cached), %.2fx (index probe)   target <= 1.2x\n", a / b, c / d }'
 
-echo "fire_event with a match (1 trigger matches, filter passes, one run queued per event; $NM events):"
+echo "fire_event with a match (1 trigger matches, filter passes, one run made per event; $NM events):"
+# the agent keeps the default hourly cap (60): past it runs are made budget_exceeded, each still a run row
+q -c "UPDATE agent.agents SET hourly_run_cap = NULL WHERE id = 4900" >/dev/null
 q -c "INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, filter)
       VALUES (4900, 'event', 'bench.hit', 'collection', '{\"all\": [{\"property\": \"priority\", \"op\": \"eq\", \"value\": \"high\"}]}')" >/dev/null
 m=$(best "public.events_bench_match($NM)")
-printf "  %8d events/s (each: filter, dedup insert, run insert, NOTIFY)\n" "$m"
+printf "  %8d events/s (each: filter, agent check, dedup insert, hourly cap, run insert, NOTIFY)\n" "$m"
 
 echo "INSERT into a watched vs an unwatched table (10k triggers registered, none matches):"
 q <<'SQL'
@@ -88,31 +90,34 @@ for t in plain watched; do
 done
 tps() { "$pgb" -n -c 1 -T "$T" -f "$dir/$1.sql" 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1; }
 bp=0; bw=0
-for _ in 1 2; do
-  v=$(tps plain); [ "$v" -gt "$bp" ] && bp=$v
-  v=$(tps watched); [ "$v" -gt "$bw" ] && bw=$v
+for _ in 1 2 3; do   # alternate, keep the best of each: the machine is shared
+  v=$(tps plain); [ "${v:-0}" -gt "$bp" ] && bp=$v
+  v=$(tps watched); [ "${v:-0}" -gt "$bw" ] && bw=$v
 done
-printf "  one-row INSERT transactions (pgbench, 1 client): unwatched %d tps, watched %d tps\n" "$bp" "$bw"
-bulk_ms() {
+printf "  one-row INSERT transactions (pgbench, 1 client, best of 3 x %ss): unwatched %d tps, watched %d tps\n" "$T" "$bp" "$bw"
+ms() {  # milliseconds of a DO body, through a NOTICE
   PGOPTIONS='-c client_min_messages=notice' psql -XAtq -v ON_ERROR_STOP=1 2>&1 <<SQL | sed -n 's/.*NOTICE: *\([0-9]*\).*/\1/p'
 DO \$\$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
-  INSERT INTO public.events_bench_$1 (title, priority, body)
-  SELECT 'ticket ' || i, 'low', 'no mention here' FROM generate_series(1, $N) i;
+  $1
   RAISE NOTICE '%', round(extract(epoch FROM clock_timestamp() - t0) * 1000);
 END \$\$;
 SQL
 }
-lp=999999; lw=999999
+stmt() { ms "FOR i IN 1..$N LOOP INSERT INTO public.events_bench_$1 (title, priority, body) VALUES ('ticket', 'low', 'no mention here'); END LOOP;"; }
+bulk() { ms "INSERT INTO public.events_bench_$1 (title, priority, body) SELECT 'ticket ' || i, 'low', 'no mention here' FROM generate_series(1, $N) i;"; }
+sp=999999; sw=999999; lp=999999; lw=999999
 for _ in 1 2 3; do
-  v=$(bulk_ms plain); [ "$v" -lt "$lp" ] && lp=$v
-  v=$(bulk_ms watched); [ "$v" -lt "$lw" ] && lw=$v
+  v=$(stmt plain); [ "$v" -lt "$sp" ] && sp=$v
+  v=$(stmt watched); [ "$v" -lt "$sw" ] && sw=$v
+  v=$(bulk plain); [ "$v" -lt "$lp" ] && lp=$v
+  v=$(bulk watched); [ "$v" -lt "$lw" ] && lw=$v
 done
+printf "  %d one-row INSERT statements in one transaction: unwatched %d ms, watched %d ms\n" "$N" "$sp" "$sw"
 printf "  bulk INSERT ... SELECT of %d rows: unwatched %d ms, watched %d ms\n" "$N" "$lp" "$lw"
-awk -v p="$bp" -v w="$bw" -v lp="$lp" -v lw="$lw" 'BEGIN {
-  printf "  ratio watched/unwatched: %.2fx (one-row transactions)   target <= 1.3x\n", p / w
-  printf "  ratio watched/unwatched: %.2fx (bulk insert, per-row trigger cost alone)\n", lw / lp }'
+awk -v p="$bp" -v w="$bw" -v sp="$sp" -v sw="$sw" -v lp="$lp" -v lw="$lw" 'BEGIN {
+  printf "  ratio watched/unwatched: %.2fx one-row transactions (target <= 1.3x), %.2fx one-row statements, %.2fx bulk (per-row trigger cost alone)\n", p / w, sw / sp, lw / lp }'
 
 rm -rf "$dir"
 q <<'SQL' >/dev/null

@@ -770,7 +770,9 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	EventCtx	ev;
 	List	   *volatile runs = NIL;
 	bool		mention = strcmp(event_name, "agent.mentioned") == 0;
-	volatile int64 mention_agent = 0;
+	int64		mention_agent = 0;
+	Candidate  *items;
+	int			n;
 
 	if (actor == NULL && pg_agents_actor != NULL && pg_agents_actor[0] != '\0')
 		actor = pg_agents_actor;
@@ -790,16 +792,18 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	ev.actor = actor;
 	ev.event_id = event_id;
 
+	/* may flush a stale cache: no dispatch is using it at depth 0 */
+	n = GetCandidates(event_name, resource_type, resource_id, mention_agent, &items);
+	if (n == 0)
+		return NIL;
+
+	/* a nested dispatch (a run written to a watched table) keeps items valid */
 	dispatch_depth++;
 	PG_TRY();
 	{
-		Candidate  *items;
-		int			n = GetCandidates(event_name, resource_type, resource_id, mention_agent, &items);
-
 		List	   *made = NIL;
 
-		if (n > 0)
-			ProcessCandidates(&ev, items, n, mention, &made);
+		ProcessCandidates(&ev, items, n, mention, &made);
 		runs = made;
 	}
 	PG_FINALLY();

@@ -30,6 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -55,6 +56,39 @@ typedef struct WatchState
 
 static uint64 watch_seq = 0;
 
+/*
+ * Watch states outlive a statement: they are kept per trigger OID in a
+ * backend-wide hash, dropped when the table's relcache entry is invalidated
+ * (ALTER TABLE, DROP, CREATE OR REPLACE TRIGGER).
+ */
+typedef struct WatchCacheEntry
+{
+	Oid			tgoid;
+	WatchState *st;
+} WatchCacheEntry;
+
+static HTAB *watch_cache = NULL;
+static MemoryContext watch_cxt = NULL;
+
+static void
+WatchInvalCallback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	WatchCacheEntry *e;
+
+	if (watch_cache == NULL)
+		return;
+	hash_seq_init(&seq, watch_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (relid == InvalidOid || e->st == NULL || e->st->relid == relid)
+		{
+			/* the state's memory is freed with watch_cxt resets only */
+			(void) hash_search(watch_cache, &e->tgoid, HASH_REMOVE, NULL);
+		}
+	}
+}
+
 static WatchState *
 GetState(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -66,16 +100,37 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	FuncExpr   *fexpr;
 	int			i;
 	bool		varlena;
+	WatchCacheEntry *entry;
+	bool		found;
 
 	if (st != NULL && st->relid == RelationGetRelid(rel))
 		return st;
+	if (watch_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		watch_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_agents watch states",
+										  ALLOCSET_SMALL_SIZES);
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(WatchCacheEntry);
+		ctl.hcxt = watch_cxt;
+		watch_cache = hash_create("pg_agents watch states", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
+	}
+	entry = hash_search(watch_cache, &tg->tgoid, HASH_FIND, NULL);
+	if (entry != NULL && entry->st != NULL && entry->st->relid == RelationGetRelid(rel))
+	{
+		fcinfo->flinfo->fn_extra = entry->st;
+		return entry->st;
+	}
 	if (tg->tgnargs < 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent._watch_row() needs the arguments resource_type and id_column"),
 				 errhint("Install watchers with agent.watch_table().")));
 
-	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	old = MemoryContextSwitchTo(watch_cxt);
 	st = palloc0(sizeof(WatchState));
 	st->relid = RelationGetRelid(rel);
 	st->table = psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
@@ -106,13 +161,16 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	}
 
 	/* to_jsonb(record) of the table's row type */
-	fmgr_info_cxt(F_TO_JSONB, &st->to_jsonb, fcinfo->flinfo->fn_mcxt);
+	fmgr_info_cxt(F_TO_JSONB, &st->to_jsonb, watch_cxt);
 	fexpr = makeFuncExpr(F_TO_JSONB, JSONBOID,
 						 list_make1(makeNullConst(desc->tdtypeid, -1, InvalidOid)),
 						 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 	fmgr_info_set_expr((Node *) fexpr, &st->to_jsonb);
 	MemoryContextSwitchTo(old);
 
+	/* a state replaced after an invalidation stays allocated until the backend ends: rare */
+	entry = hash_search(watch_cache, &tg->tgoid, HASH_ENTER, &found);
+	entry->st = st;
 	fcinfo->flinfo->fn_extra = st;
 	return st;
 }

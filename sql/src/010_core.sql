@@ -103,9 +103,12 @@ BEGIN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
     -- one queue decision at a time per agent, so that concurrent events respect the cap
     PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
-    SELECT count(*) INTO v_recent FROM agent.runs r
-     WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
-       AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded';
+    -- counting stops at the cap: the check costs at most cap rows
+    SELECT count(*) INTO v_recent FROM (
+      SELECT 1 FROM agent.runs r
+       WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
+         AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
+       LIMIT v_cap) s;
     IF v_recent >= v_cap THEN
       v_status := 'budget_exceeded';
       v_error := format('hourly run cap of %s reached', v_cap);

@@ -1,7 +1,7 @@
 -- events: agent.fire_event matching, dedup, cap, anti-loop, suspension,
 -- rollback, mentions, table watchers.
 BEGIN;
-SELECT plan(82);
+SELECT plan(83);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
@@ -251,6 +251,10 @@ SELECT is((SELECT count(DISTINCT input->>'event_id') FROM agent.runs WHERE trigg
 UPDATE events_tickets SET title = 'x' WHERE id = 1;
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 3::bigint, 'a further update is a new event (not deduped)');
 
+ALTER TABLE events_tickets ADD COLUMN team text DEFAULT 'ops';
+UPDATE events_tickets SET title = 'y' WHERE id = 1;
+SELECT is((SELECT input->'payload'->'row'->>'team' FROM agent.runs WHERE trigger_id = 4216 ORDER BY id DESC LIMIT 1), 'ops',
+          'after ALTER TABLE the watcher sees the new column');
 SELECT agent.unwatch_table('events_tickets');
 INSERT INTO events_tickets (title, priority) VALUES ('after unwatch', 'high');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4215), 1::bigint, 'unwatched: no more events');
