@@ -21,7 +21,7 @@ COMMENT ON FUNCTION agent.validate_filter(jsonb) IS
   'Raises 22023 "invalid filter: ..." naming the bad part of a trigger filter; returns nothing when the filter is valid.';
 
 CREATE FUNCTION agent.filter_matches(filter jsonb, payload jsonb) RETURNS boolean
-LANGUAGE c STABLE PARALLEL SAFE
+LANGUAGE c STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', 'pg_agents_filter_matches';
 COMMENT ON FUNCTION agent.filter_matches(jsonb, jsonb) IS
   'Whether an event payload satisfies a trigger filter (the evaluator agent.fire_event uses); a NULL or empty filter matches.';

@@ -1,7 +1,7 @@
 -- events: agent.fire_event matching, dedup, cap, anti-loop, suspension,
 -- rollback, mentions, table watchers.
 BEGIN;
-SELECT plan(83);
+SELECT plan(86);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
@@ -195,6 +195,20 @@ SELECT results_eq($$ SELECT agent_id, origin, trigger_id FROM agent.runs WHERE i
                   $$ VALUES (4200::bigint, 'mention', 4213::bigint) $$, 'a mention run has origin mention');
 SELECT is((SELECT count(*) FROM agent.fire_event('agent.mentioned', 'collection', 'x', '{}', 'user:bob', 'mn-2')),
           0::bigint, 'a mention without agent_id wakes nobody');
+
+-- ---------------------------------------------------------------- page.comment_added, meeting.summarized (T-07)
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, prompt) VALUES
+  (4219, 4205, 'event', 'meeting.summarized', 'meeting', 'Send the action items.'),
+  (4220, 4205, 'event', 'page.comment_added', 'page', NULL);
+SELECT is((SELECT count(*) FROM agent.fire_event('meeting.summarized', 'meeting', 'm-77',
+           '{"title": "Weekly ops", "summary": "Roll back v2.3; Bob owns the post-mortem."}', 'system', 'meeting:m-77')),
+          1::bigint, 'meeting.summarized wakes the follow-up agent');
+SELECT results_eq($$ SELECT input->'payload'->>'summary', input->>'prompt', input->>'resource_id' FROM agent.runs WHERE trigger_id = 4219 $$,
+                  $$ VALUES ('Roll back v2.3; Bob owns the post-mortem.', 'Send the action items.', 'm-77') $$,
+                  'with the summary in its payload');
+SELECT is((SELECT count(*) FROM agent.fire_event('page.comment_added', 'page', 'p-318',
+           '{"row_id": "c-1", "row": {"body": "Can someone check the outage?"}}', 'user:bob', 'comment:c-1')),
+          1::bigint, 'page.comment_added is a plain fire_event call');
 
 -- ---------------------------------------------------------------- watchers
 CREATE TABLE events_tickets (id serial PRIMARY KEY, title text, priority text, body text);
