@@ -366,7 +366,7 @@ QueryCandidates(const char *event_name, const char *resource_type,
 		Datum		args[3];
 		char		nulls[3] = {' ', ' ', ' '};
 
-		/* probes of triggers_event_rid_idx: this resource, any resource of the
+		/* probes of triggers_event_idx: this resource, any resource of the
 		 * type, and (resource_type NULL) any resource of any type */
 		PreparePlan(&plan_lookup,
 					CANDIDATE_COLUMNS

@@ -5,9 +5,10 @@
 -- Matching: one probe per (event, resource type, resource id | any)
 -- ---------------------------------------------------------------------------
 
-CREATE INDEX triggers_event_rid_idx ON agent.triggers (event_name, resource_type, resource_id)
-  WHERE enabled AND kind IN ('event', 'mention');
-COMMENT ON INDEX agent.triggers_event_rid_idx IS
+-- agent.triggers_event_idx (000_schema.sql) is (event_name, resource_type,
+-- resource_id) WHERE enabled AND kind IN ('event', 'mention'): every probe of
+-- the dispatcher is an equality (or IS NULL) on all three columns.
+COMMENT ON INDEX agent.triggers_event_idx IS
   'Candidate lookup of agent.fire_event: (event_name, resource_type or NULL = any, resource_id or NULL = any).';
 
 -- ---------------------------------------------------------------------------
