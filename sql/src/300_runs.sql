@@ -61,11 +61,13 @@ COMMENT ON FUNCTION agent._run_is_active(text) IS
   'Internal: whether a run status is not terminal (queued, running, waiting_approval, waiting_input, waiting_children).';
 
 CREATE FUNCTION agent._runs_notify(p_run_id bigint, p_agent_id bigint, p_status text) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
-  SELECT pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
-                                                   'status', p_status)::text)
+BEGIN
+  PERFORM pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
+                                                    'status', p_status)::text);
+END
 $$;
 REVOKE ALL ON FUNCTION agent._runs_notify(bigint, bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._runs_notify(bigint, bigint, text) IS
@@ -147,16 +149,21 @@ CREATE FUNCTION agent._runs_add_step(p_run_id bigint, p_kind text, p_name text, 
                                      p_output jsonb DEFAULT NULL, p_status text DEFAULT NULL,
                                      p_finished boolean DEFAULT false)
 RETURNS bigint
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
+DECLARE
+  v_id bigint;
+BEGIN
   INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
   SELECT r.workspace_id, r.id,
          coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.run_id = r.id), 0) + 1,
          p_kind, p_name, p_input, p_output, p_status,
          CASE WHEN p_finished THEN clock_timestamp() END
     FROM agent.runs r WHERE r.id = p_run_id
-  RETURNING id
+  RETURNING id INTO v_id;
+  RETURN v_id;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._runs_add_step(bigint, text, text, jsonb, jsonb, text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION agent._runs_add_step(bigint, text, text, jsonb, jsonb, text, boolean) IS
@@ -166,13 +173,18 @@ CREATE FUNCTION agent._audit_run(p_action text, p_run agent.runs, p_status text 
                                  p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
                                  p_error_code text DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
-  SELECT agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id,
-                            (SELECT a.owner_id FROM agent.agents a WHERE a.id = p_run.agent_id),
-                            jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
-                            p_summary, p_error_code)
+BEGIN
+  IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
+    RETURN;
+  END IF;
+  PERFORM agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = p_run.agent_id),
+                             jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
+                             p_summary, p_error_code);
+END
 $$;
 REVOKE ALL ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) IS
@@ -438,12 +450,6 @@ AS $$
 DECLARE
   r         agent.runs%ROWTYPE;
   v_t       bigint;
-  v_cur     bigint;
-  v_parent  bigint;
-  v_status  text;
-  v_before  bigint;
-  v_budget  bigint;
-  v_release bigint;
   v_left    bigint;
 BEGIN
   IF add_usage.tokens_in IS NULL OR add_usage.tokens_out IS NULL
@@ -453,32 +459,35 @@ BEGIN
   END IF;
   r := agent._lock_run(add_usage.run_id);
   v_t := add_usage.tokens_in::bigint + add_usage.tokens_out;
-  UPDATE agent.runs x
-     SET tokens_in = x.tokens_in + add_usage.tokens_in, tokens_out = x.tokens_out + add_usage.tokens_out,
-         model = coalesce(add_usage.model, x.model)
-   WHERE x.id = r.id;
-  -- roll up: the run and every ancestor; an active run's usage also consumes
-  -- what its parent reserved for it
-  v_cur := r.id;
-  LOOP
-    UPDATE agent.runs x SET tokens_total = x.tokens_total + v_t
-      FROM agent.agents a
-     WHERE x.id = v_cur AND a.id = x.agent_id
-    RETURNING x.parent_run_id, x.status, x.tokens_total - v_t, coalesce(x.token_budget, a.default_token_budget)
-         INTO v_parent, v_status, v_before, v_budget;
-    EXIT WHEN v_parent IS NULL;
-    IF agent._run_is_active(v_status) THEN
-      v_release := least(v_t, greatest(0, v_budget - v_before));
-      IF v_release > 0 THEN
-        UPDATE agent.runs x SET tokens_reserved = greatest(0, x.tokens_reserved - v_release)
-         WHERE x.id = v_parent;
-      END IF;
-    END IF;
-    v_cur := v_parent;
-  END LOOP;
-  SELECT coalesce(x.token_budget, a.default_token_budget) - x.tokens_total - x.tokens_reserved INTO v_left
-    FROM agent.runs x JOIN agent.agents a ON a.id = x.agent_id
-   WHERE x.id = r.id;
+  -- one statement for the whole chain (the tree is locked): every run on it
+  -- adds the tokens to tokens_total; a parent's reservation for its active
+  -- child on the chain shrinks by what the child used of its budget
+  WITH RECURSIVE chain(id, parent, active, before, budget, n) AS (
+    SELECT x.id, x.parent_run_id, agent._run_is_active(x.status), x.tokens_total,
+           coalesce(x.token_budget, a.default_token_budget), 0
+      FROM agent.runs x JOIN agent.agents a ON a.id = x.agent_id
+     WHERE x.id = r.id
+    UNION ALL
+    SELECT x.id, x.parent_run_id, agent._run_is_active(x.status), x.tokens_total,
+           coalesce(x.token_budget, a.default_token_budget), c.n + 1
+      FROM chain c JOIN agent.runs x ON x.id = c.parent JOIN agent.agents a ON a.id = x.agent_id
+     WHERE c.n < 16
+  ), rel AS (
+    SELECT c.parent AS id,
+           CASE WHEN c.active THEN least(v_t, greatest(0, c.budget - c.before)) ELSE 0 END AS release
+      FROM chain c WHERE c.parent IS NOT NULL
+  ), u AS (
+    UPDATE agent.runs x
+       SET tokens_total = x.tokens_total + v_t,
+           tokens_reserved = greatest(0, x.tokens_reserved - coalesce(rel.release, 0)),
+           tokens_in = x.tokens_in + CASE WHEN x.id = r.id THEN add_usage.tokens_in ELSE 0 END,
+           tokens_out = x.tokens_out + CASE WHEN x.id = r.id THEN add_usage.tokens_out ELSE 0 END,
+           model = CASE WHEN x.id = r.id THEN coalesce(add_usage.model, x.model) ELSE x.model END
+      FROM chain LEFT JOIN rel ON rel.id = chain.id
+     WHERE x.id = chain.id
+    RETURNING x.id, chain.budget - x.tokens_total - x.tokens_reserved AS remaining
+  )
+  SELECT u.remaining INTO v_left FROM u WHERE u.id = r.id;
   RETURN v_left;
 END
 $$;
