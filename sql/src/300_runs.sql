@@ -12,42 +12,8 @@
 -- children's budgets they have not used yet; the remaining envelope of a run
 -- is  budget - tokens_total - tokens_reserved.
 
--- ---------------------------------------------------------------------------
--- agent.user_can: defined by the access module (sql/src/100_access.sql).
--- Until that module is merged, a minimal stand-in with the same signature
--- and the §7.4 levels (owner = full; full > edit > interact) is created here
--- so that the run functions can be used and tested.  When 100_access.sql is
--- present it has already created agent.user_can and this block does nothing.
--- ---------------------------------------------------------------------------
-DO $do$
-BEGIN
-  IF to_regprocedure('agent.user_can(text,bigint,text)') IS NULL THEN
-    CREATE FUNCTION agent.user_can(user_id text, agent_id bigint, action text)
-    RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog
-    AS $f$
-      SELECT CASE
-        WHEN a.id IS NULL OR a.deleted_at IS NOT NULL OR $1 IS NULL THEN false
-        WHEN a.owner_id = $1 THEN true
-        ELSE coalesce((SELECT max(CASE s.level WHEN 'full' THEN 3 WHEN 'edit' THEN 2 ELSE 1 END)
-                         FROM agent.shares s
-                        WHERE s.agent_id = a.id
-                          AND (s.user_id = $1
-                               OR s.group_id IN (SELECT gm.group_id FROM agent.group_members gm
-                                                  WHERE gm.user_id = $1))), 0)
-             >= CASE $3 WHEN 'chat' THEN 1
-                        WHEN 'view_settings' THEN 2 WHEN 'edit_settings' THEN 2
-                        WHEN 'view_activity' THEN 2 WHEN 'duplicate' THEN 2
-                        ELSE 3 END
-      END
-      FROM (SELECT 1) d LEFT JOIN agent.agents a ON a.id = $2
-    $f$;
-    COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
-      'Whether a user may perform an action on an agent (stand-in of the access module: owner = full; full > edit > interact).';
-  END IF;
-END
-$do$;
+-- Levels come from the access module (sql/src/100_access.sql): agent.user_can
+-- and agent.activity_scope.
 
 -- ---------------------------------------------------------------------------
 -- Internal helpers
@@ -67,37 +33,14 @@ AS $$
 BEGIN
   PERFORM pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
                                                     'status', p_status)::text);
+  IF p_status = 'queued' THEN
+    PERFORM agent._request_wake();  -- the worker's latch is set at commit (sql/src/400_events.sql)
+  END IF;
 END
 $$;
 REVOKE ALL ON FUNCTION agent._runs_notify(bigint, bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._runs_notify(bigint, bigint, text) IS
-  'Internal: NOTIFY agent_runs with {"run_id","agent_id","status"} (delivered at commit).';
-
--- Redaction of tool inputs kept with approvals: values under credential-like
--- keys and credential-shaped strings are replaced.
-CREATE FUNCTION agent._runs_redact(j jsonb) RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
-AS $$
-  SELECT CASE jsonb_typeof(j)
-    WHEN 'object' THEN
-      (SELECT coalesce(jsonb_object_agg(e.k,
-                CASE WHEN e.k ~* '(^|[_-])(token|secret|password|passwd|api[_-]?key|authorization|credentials?|private[_-]?key|cookie)($|[_-])'
-                           OR lower(e.k) IN ('apikey', 'accesstoken', 'refreshtoken', 'clientsecret')
-                     THEN '"[redacted]"'::jsonb
-                     ELSE agent._runs_redact(e.v) END), '{}'::jsonb)
-         FROM jsonb_each(j) AS e(k, v))
-    WHEN 'array' THEN
-      (SELECT coalesce(jsonb_agg(agent._runs_redact(x.v) ORDER BY x.o), '[]'::jsonb)
-         FROM jsonb_array_elements(j) WITH ORDINALITY AS x(v, o))
-    WHEN 'string' THEN
-      CASE WHEN (j #>> '{}') ~* '^bearer\s+\S'
-             OR (j #>> '{}') ~ '^(sk|pk|rk|ghp|gho|xox[abprs])[-_][A-Za-z0-9_-]{16,}$'
-           THEN '"[redacted]"'::jsonb ELSE j END
-    ELSE j END
-$$;
-COMMENT ON FUNCTION agent._runs_redact(jsonb) IS
-  'Internal: replaces values under credential-like keys and credential-shaped strings by "[redacted]".';
+  'Internal: NOTIFY agent_runs with {"run_id","agent_id","status"} (delivered at commit); a re-queued run also wakes the worker at commit.';
 
 -- Locks the root run of a tree (the tree mutex).  Returns false when
 -- p_skip_locked and the root is locked by someone else.
@@ -545,10 +488,10 @@ BEGIN
   IF o.regime = 'manual' THEN
     IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'chat'), false)
        OR (o.requested_by IS DISTINCT FROM by_user
-           AND NOT coalesce(agent.user_can(by_user, o.agent_id, 'view_activity'), false)) THEN
+           AND agent.activity_scope(by_user, o.agent_id) IS DISTINCT FROM 'all') THEN
       RAISE EXCEPTION 'user "%" may not re-run run %', by_user, o.id
         USING ERRCODE = 'insufficient_privilege',
-              DETAIL = 'Re-running a manual run requires the chat level (and seeing the run: one''s own, or the edit level).';
+              DETAIL = 'Re-running a manual run requires the chat level and seeing the run (one''s own run, or the full level).';
     END IF;
   ELSE
     IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'edit_settings'), false) THEN
@@ -573,7 +516,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.rerun(bigint, text) IS
-  'Queues a new run of the same agent with the same input plus input.rerun_of, origin rerun, the original''s regime. Manual runs need the chat level (and, for another user''s run, view_activity); autonomous runs need edit_settings. Returns the new run id.';
+  'Queues a new run of the same agent with the same input plus input.rerun_of, origin rerun, the original''s regime. Manual runs need the chat level (and, for another user''s run, seeing it: agent.activity_scope = all); autonomous runs need edit_settings. Returns the new run id.';
 
 CREATE FUNCTION agent.cancel_run(run_id bigint, by_user text) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -755,13 +698,13 @@ BEGIN
    WHERE p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
   IF NOT FOUND THEN
     INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
-    VALUES (r.workspace_id, r.id, v_key, tool, agent._runs_redact(v_in), 'pending',
+    VALUES (r.workspace_id, r.id, v_key, tool, agent.redact(v_in), 'pending',
             now() + current_setting('pg_agents.approval_ttl')::interval)
     RETURNING id INTO v_id;
     PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id,
                                (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
                                jsonb_build_object('run_id', r.id, 'tool', tool, 'approval_key', v_key,
-                                                  'input', agent._runs_redact(v_in)),
+                                                  'input', agent.redact(v_in)),
                                format('run %s asks approval for %s', r.id, tool));
   END IF;
   IF r.status <> 'waiting_approval' THEN
