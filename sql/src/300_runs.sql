@@ -926,3 +926,23 @@ $$;
 REVOKE ALL ON FUNCTION agent._delegation_refused(bigint, bigint, text, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._delegation_refused(bigint, bigint, text, text, text, text) IS
   'Internal: records a refused delegation (denied step on the parent, denied audit row on the parent run).';
+
+-- ---------------------------------------------------------------------------
+-- Privileges: the functions that change runs, or that take a user name on
+-- trust, are for the application and the executor roles (GRANT EXECUTE to
+-- them); the pure ones are public.
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION agent.start_run(bigint, text, jsonb, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.claim_runs(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.renew_lease(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.wait_for_children(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.add_usage(bigint, int, int, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.finish_run(bigint, text, jsonb, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.rerun(bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.cancel_run(bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.delegate(bigint, bigint, text, jsonb, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.request_approval(bigint, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.approve(text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.deny(text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.consume_approval(bigint, text, jsonb) FROM PUBLIC;

@@ -1,6 +1,6 @@
 -- Run bookkeeping: start, claim, lease and reclaim, finish, re-run, cancel.
 BEGIN;
-SELECT plan(59);
+SELECT plan(61);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, status, deleted_at) VALUES
   (320001, 'ws-runs-b', 'o1', 'worker bee', '[320004]', 'active', NULL),
@@ -161,6 +161,11 @@ SELECT results_eq(format($$SELECT r.status, s.status, s.output ->> 'status' FROM
 SELECT agent.delegate(:q, 320004, 'part', '[]', 100) AS q2 \gset
 SELECT agent.finish_run(:q, 'succeeded');
 SELECT is((SELECT status FROM agent.runs WHERE id = :q2), 'cancelled', 'a run that ends cancels its active children');
+
+-- 7. privileges: not for PUBLIC
+CREATE ROLE runs_plain_role;
+SELECT ok(NOT has_function_privilege('runs_plain_role', f, 'EXECUTE'), 'PUBLIC cannot execute ' || f)
+  FROM unnest(ARRAY['agent.finish_run(bigint,text,jsonb,text)', 'agent.approve(text,text,bigint)']) AS f;
 
 SELECT * FROM finish();
 ROLLBACK;
