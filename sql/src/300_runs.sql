@@ -304,9 +304,10 @@ BEGIN
     WITH c AS (
       SELECT q.id FROM agent.runs q
        WHERE q.status = 'queued'
+         AND NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.id = q.agent_id AND a.deleted_at IS NOT NULL)
        ORDER BY q.priority DESC, q.id
        LIMIT n
-       FOR UPDATE SKIP LOCKED
+       FOR UPDATE OF q SKIP LOCKED
     ), u AS (
       UPDATE agent.runs x
          SET status = 'running', attempts = x.attempts + 1,
@@ -325,7 +326,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.claim_runs(int) IS
-  'Claims up to n queued runs (interactive first, then oldest; FOR UPDATE SKIP LOCKED, never the same run twice): running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease.';
+  'Claims up to n queued runs of agents not deleted (interactive first, then oldest; FOR UPDATE SKIP LOCKED, never the same run twice): running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease.';
 
 CREATE FUNCTION agent.renew_lease(run_id bigint) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -568,6 +569,7 @@ DECLARE
   v_reclaimed int := 0;
   v_abandoned int := 0;
   v_expired   int := 0;
+  v_cancelled int := 0;
 BEGIN
   -- runs whose executor's lease has passed
   FOR c IN SELECT x.id, coalesce(x.root_run_id, x.id) AS root FROM agent.runs x
@@ -586,6 +588,18 @@ BEGIN
                                format('run %s re-queued: its lease expired (attempt %s of %s)', r.id, r.attempts, v_max));
       PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
       v_reclaimed := v_reclaimed + 1;
+    END IF;
+  END LOOP;
+
+  -- runs of deleted agents never start (agent.claim_runs skips them)
+  FOR c IN SELECT x.id, coalesce(x.root_run_id, x.id) AS root, x.agent_id FROM agent.runs x
+             JOIN agent.agents a ON a.id = x.agent_id
+            WHERE a.deleted_at IS NOT NULL AND x.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')
+            ORDER BY x.id
+  LOOP
+    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
+    IF agent._finish_run(c.id, 'cancelled', NULL, format('agent %s was deleted', c.agent_id)) THEN
+      v_cancelled := v_cancelled + 1;
     END IF;
   END LOOP;
 
@@ -610,12 +624,13 @@ BEGIN
     END IF;
   END LOOP;
 
-  RETURN jsonb_build_object('reclaimed', v_reclaimed, 'abandoned', v_abandoned, 'approvals_expired', v_expired);
+  RETURN jsonb_build_object('reclaimed', v_reclaimed, 'abandoned', v_abandoned,
+                            'approvals_expired', v_expired, 'cancelled_deleted', v_cancelled);
 END
 $$;
 REVOKE ALL ON FUNCTION agent._tick_runs(timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION agent._tick_runs(timestamptz) IS
-  'Internal (called by agent.tick): re-queues running runs whose lease ended before p_now, fails them ("run abandoned after N attempts") at pg_agents.max_attempts, expires pending approvals past expires_at (their waiting runs end expired). Trees locked by others are left for the next tick. Returns {"reclaimed","abandoned","approvals_expired"}.';
+  'Internal (called by agent.tick): re-queues running runs whose lease ended before p_now, fails them ("run abandoned after N attempts") at pg_agents.max_attempts, cancels the waiting runs of deleted agents, expires pending approvals past expires_at (their waiting runs end expired). Trees locked by others are left for the next tick. Returns {"reclaimed","abandoned","approvals_expired","cancelled_deleted"}.';
 
 -- ---------------------------------------------------------------------------
 -- Delegation (checks in C: src/delegation.c)

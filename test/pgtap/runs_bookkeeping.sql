@@ -1,6 +1,6 @@
 -- Run bookkeeping: start, claim, lease and reclaim, finish, re-run, cancel.
 BEGIN;
-SELECT plan(61);
+SELECT plan(63);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, status, deleted_at) VALUES
   (320001, 'ws-runs-b', 'o1', 'worker bee', '[320004]', 'active', NULL),
@@ -162,7 +162,16 @@ SELECT agent.delegate(:q, 320004, 'part', '[]', 100) AS q2 \gset
 SELECT agent.finish_run(:q, 'succeeded');
 SELECT is((SELECT status FROM agent.runs WHERE id = :q2), 'cancelled', 'a run that ends cancels its active children');
 
--- 7. privileges: not for PUBLIC
+-- 7. a deleted agent's runs never start
+SELECT agent.start_run(320005, NULL, '{}', 'autonomous', 'api') AS dq \gset
+UPDATE agent.runs SET priority = 32000 WHERE id = :dq;
+UPDATE agent.agents SET deleted_at = now() WHERE id = 320005;
+SELECT ok(NOT EXISTS (SELECT 1 FROM agent.claim_runs(3) c WHERE c.id = :dq), 'claim_runs skips the runs of a deleted agent');
+SELECT agent._tick_runs(now());
+SELECT results_eq(format('SELECT status, error FROM agent.runs WHERE id = %s', :dq),
+                  $$VALUES ('cancelled'::text, 'agent 320005 was deleted'::text)$$, 'and tick cancels them');
+
+-- 8. privileges: not for PUBLIC
 CREATE ROLE runs_plain_role;
 SELECT ok(NOT has_function_privilege('runs_plain_role', f, 'EXECUTE'), 'PUBLIC cannot execute ' || f)
   FROM unnest(ARRAY['agent.finish_run(bigint,text,jsonb,text)', 'agent.approve(text,text,bigint)']) AS f;
