@@ -673,6 +673,45 @@ $$;
 COMMENT ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) IS
   'Like agent.delegate, but a refused delegation is returned ({"ok": false, "reason", "error", "detail", "sqlstate"}) instead of raised, so that its denied audit row and the denied step on the parent run are kept (what the worker''s delegate_to_agent tool uses). Success: {"ok": true, "child_run_id", "token_budget", "depth", "status"}.';
 
+CREATE FUNCTION agent.delegation_context(run_id bigint) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r       agent.runs%ROWTYPE;
+  a       agent.agents%ROWTYPE;
+  v_max   int := agent.delegation_depth_limit();
+  v_chain bigint[];
+  v_to    jsonb;
+BEGIN
+  SELECT * INTO r FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', delegation_context.run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  WITH RECURSIVE c(id, parent, agent_id, n) AS (
+    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.id = r.id
+    UNION ALL
+    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent WHERE c.n < 16)
+  SELECT array_agg(c.agent_id ORDER BY c.n DESC) INTO v_chain FROM c;
+  SELECT coalesce(jsonb_agg(jsonb_build_object('agent_id', d.id, 'name', d.name) ORDER BY d.id), '[]')
+    INTO v_to
+    FROM agent.agents d
+   WHERE d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
+                   WHERE (e #>> '{}') ~ '^[0-9]{1,18}$')
+     AND d.workspace_id = a.workspace_id AND d.deleted_at IS NULL AND d.status = 'active'
+     AND d.id <> ALL (v_chain);
+  RETURN jsonb_build_object(
+    'depth', r.depth, 'max_depth', v_max, 'chain', to_jsonb(v_chain),
+    'can_delegate', r.depth < v_max AND jsonb_array_length(v_to) > 0,
+    'delegates', CASE WHEN r.depth < v_max THEN v_to ELSE '[]'::jsonb END,
+    'remaining_budget', coalesce(r.token_budget, a.default_token_budget) - r.tokens_total - r.tokens_reserved);
+END
+$$;
+REVOKE ALL ON FUNCTION agent.delegation_context(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent.delegation_context(bigint) IS
+  'For the executor: where a run stands in its delegation tree: {"depth", "max_depth", "chain" (agent ids from the root), "can_delegate", "delegates" (agents it may hand work to now: listed, active, same workspace, not on the chain, and only below the depth limit), "remaining_budget"}. The delegate_to_agent tool is offered only when can_delegate.';
+
 -- ---------------------------------------------------------------------------
 -- Approvals (keys in C: src/approval.c)
 -- ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 -- Delegation: depth (0..5, clamping), cycles, who may receive work, budgets
 -- (reservation, return, fail closed), roll-up, results back to the parent.
 BEGIN;
-SELECT plan(75);
+SELECT plan(78);
 
 -- A chain of agents 310000..310006, each listing the next; plus odd cases.
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, default_token_budget)
@@ -231,6 +231,17 @@ SELECT ok(agent.can_access(310104, 'page', 'runs-secret', 'read', 'autonomous'),
 SELECT is((SELECT regime FROM agent.runs WHERE id = :gc), 'autonomous', 'the child runs autonomous, as its own agent');
 SELECT ok(NOT agent.can_access((SELECT agent_id FROM agent.runs WHERE id = :gc), 'page', 'runs-secret', 'read', 'autonomous'),
           'the child agent cannot read the parent''s page, attached or not');
+
+-- 9. what an executor tells the model about delegation
+SELECT set_config('pg_agents.max_delegation_depth', '3', true);
+SELECT is(agent.delegation_context(:g) - 'chain',
+          jsonb_build_object('depth', 0, 'max_depth', 3, 'can_delegate', true, 'remaining_budget', 290,
+                             'delegates', '[{"agent_id": 310105, "name": "helper 2"}]'::jsonb),
+          'delegation_context: depth, limit, the agents it may delegate to, the remaining budget');
+SELECT pg_temp.go(:gc);
+SELECT is(agent.delegation_context(:gc) -> 'chain', '[310104, 310105]'::jsonb, 'the chain of agents from the root');
+SELECT set_config('pg_agents.max_delegation_depth', '1', true);
+SELECT is(agent.delegation_context(:gc) ->> 'can_delegate', 'false', 'at the depth limit a run cannot delegate');
 
 SELECT * FROM finish();
 ROLLBACK;
