@@ -5,6 +5,7 @@
 -- it changes.  Work on one tree is serialised, work on different trees runs
 -- in parallel, and no two functions take run locks in opposite orders.
 -- agent.claim_runs only locks queued runs, one by one, with SKIP LOCKED.
+-- (A run whose root_run_id names no existing run is its own root.)
 --
 -- Token accounting: a run's effective budget is its token_budget, or its
 -- agent's default_token_budget when NULL.  tokens_total is the run's own
@@ -74,7 +75,7 @@ BEGIN
   IF p_run_id IS NULL THEN
     RAISE EXCEPTION 'run id must not be null' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT coalesce(x.root_run_id, x.id) INTO v_root FROM agent.runs x WHERE x.id = p_run_id;
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root FROM agent.runs x WHERE x.id = p_run_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -572,7 +573,7 @@ DECLARE
   v_cancelled int := 0;
 BEGIN
   -- runs whose executor's lease has passed
-  FOR c IN SELECT x.id, coalesce(x.root_run_id, x.id) AS root FROM agent.runs x
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root FROM agent.runs x
             WHERE x.status = 'running' AND x.lease_until < p_now ORDER BY x.id
   LOOP
     CONTINUE WHEN NOT agent._lock_tree(c.root, true);
@@ -592,7 +593,7 @@ BEGIN
   END LOOP;
 
   -- runs of deleted agents never start (agent.claim_runs skips them)
-  FOR c IN SELECT x.id, coalesce(x.root_run_id, x.id) AS root, x.agent_id FROM agent.runs x
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id FROM agent.runs x
              JOIN agent.agents a ON a.id = x.agent_id
             WHERE a.deleted_at IS NOT NULL AND x.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')
             ORDER BY x.id
@@ -604,7 +605,7 @@ BEGIN
   END LOOP;
 
   -- pending approvals past their time-to-live
-  FOR c IN SELECT p.id, coalesce(x.root_run_id, x.id) AS root FROM agent.approvals p
+  FOR c IN SELECT p.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root FROM agent.approvals p
              JOIN agent.runs x ON x.id = p.run_id
             WHERE p.status = 'pending' AND p.expires_at <= p_now ORDER BY p.id
   LOOP
@@ -819,7 +820,7 @@ BEGIN
             DETAIL = 'The same tool call waits for approval in several runs; a decision applies to one.',
             HINT = 'Pass the run id as the third argument.';
   END IF;
-  SELECT coalesce(x.root_run_id, x.id) INTO v_root
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root
     FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id WHERE p.id = v_ids[1];
   PERFORM agent._lock_tree(v_root);
   SELECT * INTO ap FROM agent.approvals p WHERE p.id = v_ids[1] FOR UPDATE;
