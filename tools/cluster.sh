@@ -18,7 +18,11 @@ PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 SYS_BINDIR=$($PG_CONFIG --bindir)
 SYS_PKGLIBDIR=$($PG_CONFIG --pkglibdir)
 SYS_SHAREDIR=$($PG_CONFIG --sharedir)
+# Two databases: the worker's (integration tests, demo, bench) and one for
+# pg_regress and pgTAP, where no worker claims runs behind the tests' back
+# and where pg_cron lives.
 DBNAME=${PG_AGENTS_DB:-pg_agents_test}
+REGRESS_DB=pg_agents_regress
 
 as_pg() {
     if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -54,7 +58,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 shared_preload_libraries = 'pg_agents,pg_cron'
-cron.database_name = '$DBNAME'
+cron.database_name = '$REGRESS_DB'
 pg_agents.database = '$DBNAME'
 max_worker_processes = 32
 max_connections = 200
@@ -68,11 +72,16 @@ CONF
     if [ -n "${PG_AGENTS_EXTRA_CONF:-}" ]; then printf '%s\n' "$PG_AGENTS_EXTRA_CONF" >>"$data/postgresql.conf"; fi
     as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
-    "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres "$DBNAME"
-    "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -d "$DBNAME" -v ON_ERROR_STOP=1 \
+    for db in "$DBNAME" "$REGRESS_DB"; do
+        "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres "$db"
+    done
+    "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -d "$REGRESS_DB" -v ON_ERROR_STOP=1 \
         -c "CREATE EXTENSION pg_cron; CREATE EXTENSION pgtap; CREATE EXTENSION pg_agents;" >/dev/null
+    "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -d "$DBNAME" -v ON_ERROR_STOP=1 \
+        -c "CREATE EXTENSION pgtap; CREATE EXTENSION pg_agents;" >/dev/null
     cat >"$dir/env" <<ENV
 export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=$DBNAME
+export PG_AGENTS_REGRESS_DB=$REGRESS_DB
 export PG_AGENTS_DIR='$dir' PG_AGENTS_BINDIR='$bindir' PGDATA='$data'
 export PG_AGENTS_SRC='$here'
 export PATH='$bindir':\$PATH

@@ -45,7 +45,7 @@ if [ -n "$regress_tests" ]; then
         rm -rf test/results test/regression.diffs test/regression.out
         "$pgxs_dir/src/test/regress/pg_regress" --inputdir=test --outputdir=test \
             --bindir="$PG_AGENTS_BINDIR" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-            --use-existing --dbname="$PGDATABASE" $regress_tests
+            --use-existing --dbname="$PG_AGENTS_REGRESS_DB" $regress_tests
         local rc=$?
         if [ $rc -ne 0 ] && [ -f test/regression.diffs ]; then head -c 20000 test/regression.diffs; fi
         return $rc
@@ -56,7 +56,7 @@ fi
 # 2. pgTAP
 pgtap_files=$(pick test/pgtap/*.sql)
 if [ -n "$pgtap_files" ]; then
-    suite "pgTAP" pg_prove --host "$PGHOST" --port "$PGPORT" --username postgres --dbname "$PGDATABASE" $pgtap_files
+    suite "pgTAP" pg_prove --host "$PGHOST" --port "$PGPORT" --username postgres --dbname "$PG_AGENTS_REGRESS_DB" $pgtap_files
 fi
 
 # 3. integration tests (executables that print TAP)

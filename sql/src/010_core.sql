@@ -60,28 +60,11 @@ CREATE FUNCTION agent._audit_event(p_action text, p_status text DEFAULT 'success
                                    p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
                                    p_error_code text DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
-AS $$
-DECLARE
-  v_actor text := nullif(current_setting('pg_agents.actor', true), '');
-BEGIN
-  IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
-    RETURN;
-  END IF;
-  INSERT INTO agent.audit_log (actor_kind, actor_id, on_behalf_of, run_id, surface, action, status,
-                               error_code, target_type, target_id, owner_id, workspace_id, inputs, summary)
-  VALUES (CASE WHEN v_actor LIKE 'agent:%' THEN 'agent' WHEN v_actor = 'system' THEN 'system' ELSE 'human' END,
-          CASE WHEN v_actor LIKE 'agent:%' THEN substr(v_actor, 7)
-               WHEN v_actor LIKE 'user:%' THEN substr(v_actor, 6) END,
-          nullif(current_setting('pg_agents.on_behalf_of', true), ''),
-          nullif(current_setting('pg_agents.run_id', true), '')::bigint,
-          nullif(current_setting('pg_agents.surface', true), ''),
-          p_action, p_status, p_error_code, p_target_type, p_target_id, p_owner_id,
-          coalesce(p_workspace_id, nullif(current_setting('pg_agents.workspace', true), '')),
-          p_inputs, p_summary);
-END
-$$;
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_audit_event';
+-- C (src/audit.c): identity from the session GUCs, inputs and summary
+-- redacted, written straight into the log (no INSERT privilege needed, so
+-- no SECURITY DEFINER); a no-op when pg_agents.audit_enabled is off.
 REVOKE ALL ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb, text, text) IS
   'Internal: writes one audit row for an action of the extension itself, with the session identity.';

@@ -215,6 +215,36 @@ COMMENT ON FUNCTION agent.unregister_resource_table(text) IS
   'Removes the registration of a resource type''s table (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 -- ---------------------------------------------------------------------------
+-- Custom ACL function (agent.set_acl_function, access module)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._allowlist_custom_acl_now() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
+COMMENT ON FUNCTION agent._allowlist_custom_acl_now() IS
+  'Internal: whether a custom ACL function is configured (agent.access_config), now.';
+
+-- The same, IMMUTABLE on purpose: folded into the plans of the policies, which
+-- take a per-row agent.can_access shape when a custom ACL function is set.
+-- A change of agent.access_config invalidates every cached plan.
+CREATE FUNCTION agent._allowlist_custom_acl() RETURNS boolean
+LANGUAGE sql IMMUTABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
+COMMENT ON FUNCTION agent._allowlist_custom_acl() IS
+  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans.';
+
+CREATE FUNCTION agent._allowlist_invalidate() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_invalidate';
+COMMENT ON FUNCTION agent._allowlist_invalidate() IS
+  'Internal trigger: invalidates every cached plan of the database at commit (the allowlist policies fold the ACL setting).';
+CREATE TRIGGER access_config_allowlist_invalidate
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.access_config
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._allowlist_invalidate();
+
+-- ---------------------------------------------------------------------------
 -- The readable set
 -- ---------------------------------------------------------------------------
 
@@ -244,13 +274,27 @@ BEGIN
   IF NOT FOUND THEN
     RETURN;                     -- unknown, deleted or suspended: nothing
   END IF;
-  -- the owner's principals: user:<owner> and group:<g> for each of their groups
+  -- A custom ACL function answers one resource at a time: the direct grants
+  -- are checked one by one with agent.can_access; what is shared with the
+  -- whole workspace cannot be listed (the policies then check each row).
+  IF agent._allowlist_custom_acl_now() THEN
+    RETURN QUERY
+    SELECT g.resource_id FROM agent.access g
+     WHERE g.agent_id = readable_resources.agent_id
+       AND g.resource_type = readable_resources.resource_type
+       AND agent.can_access(g.agent_id, g.resource_type, g.resource_id, readable_resources.mode, 'autonomous');
+    RETURN;
+  END IF;
+  -- the owner's principals: user:<owner> and group:<g> for each of their
+  -- groups (memberships of the agent's workspace or of none)
   SELECT array_agg(p) INTO v_princ
     FROM (SELECT 'user:' || v_owner AS p
           UNION ALL
-          SELECT 'group:' || gm.group_id FROM agent.group_members gm WHERE gm.user_id = v_owner) s;
+          SELECT 'group:' || gm.group_id FROM agent.group_members gm
+           WHERE gm.user_id = v_owner AND (gm.workspace_id IS NULL OR gm.workspace_id = v_ws)) s;
   -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
-  --     group rows, and what is shared with the whole workspace);
+  --     group rows, and what is shared with the whole workspace; ACL rows of
+  --     the agent's workspace or of none);
   -- (b) with a workspace_shared grant at >= mode: what is shared with the
   --     whole workspace at >= mode now (a workspace row is part of the
   --     owner's ACL, so the owner bound holds by construction).
@@ -262,8 +306,8 @@ BEGIN
      AND g.resource_type = readable_resources.resource_type
      AND (readable_resources.mode = 'read' OR g.access = 'edit')
      AND (readable_resources.mode = 'read' OR acl.access = 'edit')
-     AND (acl.principal = ANY (v_princ)
-          OR (acl.principal = 'workspace' AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)))
+     AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
+     AND (acl.principal = ANY (v_princ) OR acl.principal = 'workspace')
   UNION
   SELECT acl.resource_id
     FROM agent.resource_acl acl
@@ -277,40 +321,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.readable_resources(bigint, text, text) IS
-  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, computed in one query: direct grants at the mode bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. An agent session may only ask for itself.';
-
--- Why an agent may not reach a resource (the reason codes of agent.explain_access).
-CREATE FUNCTION agent._allowlist_reason(p_agent_id bigint, p_type text, p_id text, p_mode text DEFAULT 'read')
-RETURNS text
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
-AS $$
-DECLARE
-  a agent.agents%ROWTYPE;
-  g agent.access%ROWTYPE;
-  v_self bigint := agent.current_agent_id();
-BEGIN
-  IF v_self IS NOT NULL AND p_agent_id IS DISTINCT FROM v_self THEN
-    RAISE EXCEPTION 'an agent session can only explain its own access'
-      USING ERRCODE = 'insufficient_privilege',
-            DETAIL = format('The session acts as agent %s.', v_self);
-  END IF;
-  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
-  IF NOT FOUND THEN RETURN 'agent_not_found'; END IF;
-  IF a.deleted_at IS NOT NULL THEN RETURN 'agent_deleted'; END IF;
-  IF a.status <> 'active' THEN RETURN 'agent_suspended'; END IF;
-  IF EXISTS (SELECT 1 FROM agent.readable_resources(p_agent_id, p_type, p_mode) r WHERE r = p_id) THEN
-    RETURN 'granted';
-  END IF;
-  SELECT * INTO g FROM agent.access
-   WHERE agent_id = p_agent_id AND resource_type = p_type AND resource_id = p_id;
-  IF NOT FOUND THEN RETURN 'not_granted'; END IF;
-  IF p_mode = 'edit' AND g.access <> 'edit' THEN RETURN 'grant_read_only'; END IF;
-  RETURN 'owner_denied';
-END
-$$;
-COMMENT ON FUNCTION agent._allowlist_reason(bigint, text, text, text) IS
-  'Internal: the reason code (granted, not_granted, grant_read_only, owner_denied, agent_suspended, agent_deleted, agent_not_found) for an agent and a resource; an agent session may only ask for itself.';
+  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, computed in one query: direct grants at the mode bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. With a custom ACL function (agent.set_acl_function): the direct grants that agent.can_access allows, without the workspace shares, which such a function cannot list. An agent session may only ask for itself.';
 
 -- ---------------------------------------------------------------------------
 -- Policies
@@ -352,13 +363,13 @@ BEGIN
     ELSE
       indexable := false;
   END CASE;
-  IF indexable THEN
-    expr := format('NOT agent._allowlist_active() OR %s = ANY (ARRAY(SELECT %s FROM %s WHERE %s))',
-                   col, conv, src, cond);
-  ELSE
-    expr := format('NOT agent._allowlist_active() OR (%s)::text = ANY (ARRAY(SELECT r.id FROM %s))',
-                   col, src);
-  END IF;
+  -- Folded at plan time: a non-agent session keeps "true"; an agent session
+  -- keeps the id test, or with a custom ACL function the per-row check.
+  expr := format('NOT agent._allowlist_active() OR (NOT agent._allowlist_custom_acl() AND %s)'
+                 ' OR (agent._allowlist_custom_acl() AND agent.can_access((SELECT agent.current_agent_id()), %L, (%s)::text, %L))',
+                 CASE WHEN indexable THEN format('%s = ANY (ARRAY(SELECT %s FROM %s WHERE %s))', col, conv, src, cond)
+                      ELSE format('(%s)::text = ANY (ARRAY(SELECT r.id FROM %s))', col, src) END,
+                 p_type, col, p_mode);
 END
 $$;
 COMMENT ON FUNCTION agent._allowlist_expr(regclass, name, text, text) IS
@@ -585,11 +596,14 @@ BEGIN
   v_det := jsonb_build_object('from_type', rel.from_type, 'from_id', from_id,
                               'relation', rel.column_name, 'to_type', rel.to_type);
   -- An agent follows nothing out of a row it may not read.
-  IF v_agent IS NOT NULL
-     AND NOT EXISTS (SELECT 1 FROM agent.readable_resources(v_agent, rel.from_type) r WHERE r = from_id) THEN
-    PERFORM agent._allowlist_denied(rel.from_type, agent._allowlist_reason(v_agent, rel.from_type, from_id),
-                                    from_id, v_det);
-    RETURN;
+  IF v_agent IS NOT NULL THEN
+    SELECT e.reason INTO v_why
+      FROM agent.explain_access(v_agent, rel.from_type, coalesce(from_id, ''), 'read', 'autonomous') e
+     WHERE NOT e.allowed;
+    IF FOUND THEN
+      PERFORM agent._allowlist_denied(rel.from_type, v_why, from_id, v_det);
+      RETURN;
+    END IF;
   END IF;
   SELECT CASE WHEN t.typcategory = 'A' THEN 'array' WHEN a.atttypid = 'jsonb'::regtype THEN 'jsonb' ELSE 'scalar' END
     INTO v_kind
@@ -614,12 +628,16 @@ BEGIN
                 rel.column_name, rel.from_table, rel.id_column, v_ityp, rel.column_name)
   END;
   FOR v_id IN EXECUTE v_sql USING from_id LOOP
-    IF v_agent IS NULL
-       OR EXISTS (SELECT 1 FROM agent.readable_resources(v_agent, rel.to_type) r WHERE r = v_id) THEN
+    IF v_agent IS NULL THEN
       RETURN NEXT v_id;
-    ELSE
-      v_why := agent._allowlist_reason(v_agent, rel.to_type, v_id);
+      CONTINUE;
+    END IF;
+    SELECT e.reason INTO v_why
+      FROM agent.explain_access(v_agent, rel.to_type, v_id, 'read', 'autonomous') e WHERE NOT e.allowed;
+    IF FOUND THEN
       PERFORM agent._allowlist_denied(rel.to_type, v_why, v_id, v_det);
+    ELSE
+      RETURN NEXT v_id;
     END IF;
   END LOOP;
 END
