@@ -298,16 +298,21 @@ BEGIN
   -- (b) with a workspace_shared grant at >= mode: what is shared with the
   --     whole workspace at >= mode now (a workspace row is part of the
   --     owner's ACL, so the owner bound holds by construction).
+  -- The LATERAL ... LIMIT 1 keeps (a) a walk of the agent's grants with one
+  -- primary-key probe of resource_acl each: its cost follows the grants, not
+  -- the size of the ACL table.
   RETURN QUERY
   SELECT g.resource_id
     FROM agent.access g
-    JOIN agent.resource_acl acl ON acl.resource_type = g.resource_type AND acl.resource_id = g.resource_id
+   CROSS JOIN LATERAL (SELECT 1 FROM agent.resource_acl acl
+                        WHERE acl.resource_type = g.resource_type AND acl.resource_id = g.resource_id
+                          AND (readable_resources.mode = 'read' OR acl.access = 'edit')
+                          AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
+                          AND (acl.principal = ANY (v_princ) OR acl.principal = 'workspace')
+                        LIMIT 1) ok
    WHERE g.agent_id = readable_resources.agent_id
      AND g.resource_type = readable_resources.resource_type
      AND (readable_resources.mode = 'read' OR g.access = 'edit')
-     AND (readable_resources.mode = 'read' OR acl.access = 'edit')
-     AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
-     AND (acl.principal = ANY (v_princ) OR acl.principal = 'workspace')
   UNION
   SELECT acl.resource_id
     FROM agent.resource_acl acl
