@@ -39,6 +39,12 @@ $(DATA_built): $(SQL_PARTS) pg_agents.control
 
 all: $(DATA_built)
 
+# The MCP probe: the extension's own client (src/mcp.c) on the command line.
+all: bin/pg_agents_mcp
+bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h
+	@mkdir -p bin
+	$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c -lcurl -ljansson
+
 .PHONY: deps demo test bench check-tools
 deps:
 	@tools/deps.sh

@@ -12,6 +12,10 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
+#include "storage/latch.h"
+#include "utils/jsonb.h"
+
 /* guc.c */
 extern char *pg_agents_actor;
 extern char *pg_agents_workspace;
@@ -33,13 +37,10 @@ extern char *pg_agents_llm_url;
 extern char *pg_agents_llm_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
+extern int	pg_agents_self_retrigger_cap;
 
 extern void PgAgentsDefineGucs(void);
 extern int	PgAgentsEffectiveDelegationDepth(void);
-
-/* allowlist.c */
-extern bool PgAgentsActorIsAgent(const char *actor);
-extern void PgAgentsActorAssign(const char *newval, void *extra);
 
 /* redact.c: credentials and oversized data never reach storage */
 #include "utils/jsonb.h"
@@ -80,10 +81,34 @@ extern void PgAgentsAuditEvent(const char *action, const char *status,
 							   Jsonb *inputs, const char *summary,
 							   const char *error_code);
 
+/* shmem.c (events): the worker's wake-up latch */
+/* allowlist.c */
+extern bool PgAgentsActorIsAgent(const char *actor);
+extern void PgAgentsActorAssign(const char *newval, void *extra);
+
 /* shmem.c */
 extern void PgAgentsInitShmem(void);
+extern bool PgAgentsShmemAvailable(void);
+extern void PgAgentsSetWorkerLatch(Latch *latch);
+extern void PgAgentsRequestWake(void);
+
+/* filter.c (events) */
+extern void PgAgentsValidateFilter(Jsonb *filter);
+extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload);
+
+/* dispatch.c (events) */
+extern List *PgAgentsDispatch(const char *event_name, const char *resource_type,
+							  const char *resource_id, Jsonb *payload,
+							  const char *actor, const char *event_id);
+extern bool PgAgentsEventHasCandidates(const char *event_name,
+									   const char *resource_type,
+									   const char *resource_id);
 
 /* worker.c */
 extern void PgAgentsRegisterWorker(void);
+
+/* approval.c */
+extern char *PgAgentsCanonicalJson(Jsonb *j);
+extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
 
 #endif							/* PG_AGENTS_H */

@@ -111,22 +111,26 @@ BEGIN
       v_error := format('hourly run cap of %s reached', v_cap);
     END IF;
   END IF;
-  INSERT INTO agent.runs (workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
+  -- the id is taken first so that a root run is its own root in one INSERT
+  v_id := nextval(pg_get_serial_sequence('agent.runs', 'id'));
+  INSERT INTO agent.runs (id, workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
                           origin, requested_by, status, priority, input, error, token_budget, finished_at)
-  VALUES (a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, p.root_run_id,
+  VALUES (v_id, a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, coalesce(p.root_run_id, v_id),
           coalesce(p.depth + 1, 0), p_regime, p_origin, p_requested_by, v_status,
           CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
           coalesce(p_input, '{}'), v_error, p_token_budget,
-          CASE WHEN v_status <> 'queued' THEN now() END)
-  RETURNING id INTO v_id;
-  IF p_parent_run_id IS NULL THEN
-    UPDATE agent.runs SET root_run_id = v_id WHERE id = v_id;
+          CASE WHEN v_status <> 'queued' THEN now() END);
+  IF p_trigger_id IS NOT NULL THEN
+    UPDATE agent.triggers t SET last_run_at = now() WHERE t.id = p_trigger_id;
   END IF;
   PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
                                                     'status', v_status)::text);
+  IF v_status = 'queued' THEN
+    PERFORM agent._request_wake();  -- sets the worker's latch at commit
+  END IF;
   RETURN v_id;
 END
 $$;
 REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
-  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs); the one path every origin uses.';
+  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit, trigger last_run_at); the one path every origin uses.';

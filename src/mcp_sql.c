@@ -1,0 +1,289 @@
+/*-------------------------------------------------------------------------
+ *
+ * mcp_sql.c
+ *		SQL-callable parts of the MCP client (agent._mcp_*).
+ *
+ * The HTTP work is done by src/mcp.c from the calling backend (or the
+ * worker, which calls the same functions through SPI).  One client, and so
+ * one MCP session, is kept per server and process, keyed by the server's URL
+ * and headers: a changed configuration opens a new session, a lost session
+ * is re-initialized by the client, and every session is closed (DELETE) when
+ * the process exits.  Remote failures are returned as {"ok": false, ...},
+ * never raised, so that a broken server cannot abort the caller.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <string.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+/* fmgrprotos.h declares SQL's json_object(), a name jansson uses too */
+#define json_object pg_sql_json_object
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#undef json_object
+
+#include "mcp.h"
+#include "pg_agents.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_mcp_url_problem);
+PG_FUNCTION_INFO_V1(pg_agents_mcp_list);
+PG_FUNCTION_INFO_V1(pg_agents_mcp_call);
+
+#define MCP_CACHE_SIZE 16
+
+typedef struct McpCached
+{
+	int64		server_id;
+	char	   *key;			/* malloc'd: url + '\n' + headers */
+	McpClient  *client;
+} McpCached;
+
+static McpCached mcp_cache[MCP_CACHE_SIZE];
+static int	mcp_cached = 0;
+static bool mcp_exit_hook = false;
+
+static void
+McpCloseAt(int i)
+{
+	mcp_client_close(mcp_cache[i].client);
+	free(mcp_cache[i].key);
+	memmove(&mcp_cache[i], &mcp_cache[i + 1], sizeof(McpCached) * (mcp_cached - i - 1));
+	mcp_cached--;
+}
+
+static void
+McpOnExit(int code, Datum arg)
+{
+	while (mcp_cached > 0)
+		McpCloseAt(mcp_cached - 1);
+}
+
+static int
+McpInterrupted(void *arg)
+{
+	return (QueryCancelPending || ProcDiePending) ? 1 : 0;
+}
+
+/*
+ * The client of a server, kept across calls while its URL and headers stay
+ * the same.  Only malloc'd memory is involved: nothing here can ereport.
+ */
+static McpClient *
+McpClientFor(int64 server_id, const char *url, const char *headers_text, json_t *headers)
+{
+	size_t		kl = strlen(url) + strlen(headers_text) + 2;
+	char	   *key = malloc(kl);
+	int			i;
+	McpClient  *c;
+
+	if (key == NULL)
+		return NULL;
+	snprintf(key, kl, "%s\n%s", url, headers_text);
+	for (i = 0; i < mcp_cached; i++)
+	{
+		if (mcp_cache[i].server_id != server_id)
+			continue;
+		if (strcmp(mcp_cache[i].key, key) == 0)
+		{
+			free(key);
+			c = mcp_cache[i].client;
+			mcp_client_set_timeout(c, pg_agents_request_timeout);
+			mcp_client_set_abort(c, McpInterrupted, NULL);
+			return c;
+		}
+		McpCloseAt(i);			/* the configuration changed */
+		break;
+	}
+	if (mcp_cached == MCP_CACHE_SIZE)
+		McpCloseAt(0);
+	c = mcp_client_new(url, headers, pg_agents_request_timeout);
+	mcp_client_set_abort(c, McpInterrupted, NULL);
+	mcp_cache[mcp_cached].server_id = server_id;
+	mcp_cache[mcp_cached].key = key;
+	mcp_cache[mcp_cached].client = c;
+	mcp_cached++;
+	return c;
+}
+
+/* After a transport failure the session state is unknown: start afresh. */
+static void
+McpForget(int64 server_id)
+{
+	int			i;
+
+	for (i = 0; i < mcp_cached; i++)
+	{
+		if (mcp_cache[i].server_id == server_id)
+		{
+			McpCloseAt(i);
+			return;
+		}
+	}
+}
+
+static void
+McpRegisterExit(void)
+{
+	if (!mcp_exit_hook)
+	{
+		on_proc_exit(McpOnExit, (Datum) 0);
+		mcp_exit_hook = true;
+	}
+}
+
+/* jsonb argument to a new jansson value (NULL when it cannot be read). */
+static json_t *
+JsonbToJansson(Jsonb *jb)
+{
+	char	   *text = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+	json_t	   *j = json_loads(text, JSON_DECODE_ANY, NULL);
+
+	pfree(text);
+	return j;
+}
+
+/* Takes ownership of j: dumped, released, then turned into a jsonb Datum. */
+static Datum
+JanssonToJsonb(json_t *j)
+{
+	char	   *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	char	   *p;
+
+	json_decref(j);
+	if (s == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not encode an MCP answer as JSON")));
+	p = pstrdup(s);
+	free(s);
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
+}
+
+static json_t *
+FailureJson(const char *error)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", error);
+}
+
+Datum
+pg_agents_mcp_url_problem(PG_FUNCTION_ARGS)
+{
+	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	const char *problem = mcp_url_problem(url);
+
+	if (problem == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(problem));
+}
+
+Datum
+pg_agents_mcp_list(PG_FUNCTION_ARGS)
+{
+	int64		server_id = PG_GETARG_INT64(0);
+	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Jsonb	   *hjb = PG_GETARG_JSONB_P(2);
+	char	   *htext = JsonbToCString(NULL, &hjb->root, VARSIZE(hjb));
+	json_t	   *headers;
+	json_t	   *out;
+	json_t	   *tools = NULL;
+	McpClient  *c;
+	int			rc;
+	const char *problem = mcp_url_problem(url);
+
+	if (problem)
+		return JanssonToJsonb(FailureJson(problem));
+	McpRegisterExit();
+	headers = json_loads(htext, 0, NULL);
+	c = McpClientFor(server_id, url, htext, headers);
+	if (headers)
+		json_decref(headers);
+	if (c == NULL)
+		return JanssonToJsonb(FailureJson("out of memory"));
+
+	rc = mcp_list_tools(c, &tools);
+	if (rc == MCP_OK)
+	{
+		json_t	   *info = mcp_client_server_info(c);
+
+		out = json_pack("{s:b, s:s, s:O, s:o}", "ok", 1,
+						"protocolVersion", mcp_client_protocol_version(c),
+						"serverInfo", info ? info : json_null(),
+						"tools", tools);
+	}
+	else
+	{
+		out = FailureJson(mcp_client_error(c));
+		McpForget(server_id);
+	}
+	if (rc == MCP_ABORTED)
+	{
+		json_decref(out);
+		CHECK_FOR_INTERRUPTS();
+		out = FailureJson("interrupted");
+	}
+	return JanssonToJsonb(out);
+}
+
+Datum
+pg_agents_mcp_call(PG_FUNCTION_ARGS)
+{
+	int64		server_id = PG_GETARG_INT64(0);
+	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Jsonb	   *hjb = PG_GETARG_JSONB_P(2);
+	char	   *tool = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	Jsonb	   *ajb = PG_GETARG_JSONB_P(4);
+	char	   *htext = JsonbToCString(NULL, &hjb->root, VARSIZE(hjb));
+	json_t	   *headers;
+	json_t	   *args;
+	json_t	   *result = NULL;
+	json_t	   *out;
+	McpClient  *c;
+	int			rc;
+	const char *problem = mcp_url_problem(url);
+
+	if (problem)
+		return JanssonToJsonb(FailureJson(problem));
+	args = JsonbToJansson(ajb);
+	if (!json_is_object(args))
+	{
+		if (args)
+			json_decref(args);
+		return JanssonToJsonb(FailureJson("the arguments must be a JSON object"));
+	}
+	McpRegisterExit();
+	headers = json_loads(htext, 0, NULL);
+	c = McpClientFor(server_id, url, htext, headers);
+	if (headers)
+		json_decref(headers);
+	if (c == NULL)
+	{
+		json_decref(args);
+		return JanssonToJsonb(FailureJson("out of memory"));
+	}
+
+	rc = mcp_call_tool(c, tool, args, &result);
+	json_decref(args);
+	if (rc == MCP_OK)
+		out = json_pack("{s:b, s:o}", "ok", 1, "result", result);
+	else if (rc == MCP_RPC_ERROR)
+		out = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", mcp_client_error(c),
+						"rpc_error", result ? result : json_object());
+	else
+	{
+		if (result)
+			json_decref(result);
+		out = FailureJson(mcp_client_error(c));
+		McpForget(server_id);
+	}
+	if (rc == MCP_ABORTED)
+	{
+		json_decref(out);
+		CHECK_FOR_INTERRUPTS();
+		out = FailureJson("interrupted");
+	}
+	return JanssonToJsonb(out);
+}
