@@ -503,6 +503,8 @@ $$;
 COMMENT ON FUNCTION agent._rls_sql_drop() IS
   'Internal: forgets the registrations (resource tables, allowlists, relations) of dropped tables.';
 CREATE EVENT TRIGGER pg_agents_rls_sql_drop ON sql_drop EXECUTE FUNCTION agent._rls_sql_drop();
+COMMENT ON EVENT TRIGGER pg_agents_rls_sql_drop IS
+  'pg_agents: forgets the resource-table, allowlist and relation registrations of dropped tables.';
 
 -- ---------------------------------------------------------------------------
 -- Relations
