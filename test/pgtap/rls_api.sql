@@ -1,7 +1,7 @@
 -- Allowlist API: registration, enable/disable and what they restore, id
 -- types, application policies kept, relations, custom ACL functions, errors.
 BEGIN;
-SELECT plan(54);
+SELECT plan(55);
 
 CREATE ROLE rls_a_app NOLOGIN;
 CREATE SCHEMA rls_a;
@@ -81,6 +81,15 @@ SELECT ok((SELECT relrowsecurity AND NOT relforcerowsecurity FROM pg_class WHERE
           'disable keeps the application''s RLS on, not forced, as it was');
 SELECT is((SELECT array_agg(polname::text) FROM pg_policy WHERE polrelid = 'rls_a.tickets'::regclass), ARRAY['tenant'],
           'and keeps the application''s policy');
+
+-- the documented COPY caveat: PostgreSQL refuses COPY FROM under RLS
+GRANT pg_read_server_files TO rls_a_app;
+SELECT agent.enable_allowlist('rls_a.tickets', 'collection', 'id');
+SET LOCAL ROLE rls_a_app;
+SELECT throws_ok($$COPY rls_a.tickets FROM '/dev/null'$$, '0A000', 'COPY FROM not supported with row-level security',
+                 'caveat: COPY FROM into an allowlisted table is refused for roles subject to RLS');
+RESET ROLE;
+SELECT agent.disable_allowlist('rls_a.tickets');
 
 -- ------------------------------------------------------------- id types
 SELECT agent.enable_allowlist('rls_a.pages', 'page', 'id');
