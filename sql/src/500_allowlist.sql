@@ -6,13 +6,17 @@
 --   agent.register_relation / follow_relation     relations, cut and reported
 --
 -- The policies are restrictive and read
---     NOT agent._allowlist_active() OR id = ANY (ARRAY(<readable ids>))
+--     NOT agent._allowlist_active()
+--     OR (NOT agent._allowlist_custom_acl() AND id = ANY (ARRAY(<readable ids>)))
+--     OR (agent._allowlist_custom_acl() AND agent.can_access(<agent>, <type>, id::text, <mode>))
 -- agent._allowlist_active() is C and IMMUTABLE: the planner folds it, so a
 -- session that does not act as an agent plans the table as if it had no
 -- policy, and an agent session gets an indexable "id = ANY($n)" whose array is
 -- computed once per statement (an InitPlan).  The assign hook of
 -- pg_agents.actor invalidates cached plans when a session switches between
--- acting as an agent and not (src/allowlist.c).
+-- acting as an agent and not (src/allowlist.c).  With a custom ACL function
+-- (agent.set_acl_function) the folded shape is a per-row agent.can_access;
+-- changing agent.access_config invalidates every cached plan.
 
 -- ---------------------------------------------------------------------------
 -- The worker's tool role
