@@ -19,23 +19,6 @@
 -- changing agent.access_config invalidates every cached plan.
 
 -- ---------------------------------------------------------------------------
--- The worker's tool role
--- ---------------------------------------------------------------------------
-
--- Superusers and BYPASSRLS roles bypass row-level security; the worker runs
--- tool SQL under this role, which must never get BYPASSRLS.  (Role names
--- starting with pg_ are reserved by PostgreSQL, hence agents_tool.)
-DO $$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'agents_tool') THEN
-    CREATE ROLE agents_tool NOLOGIN NOBYPASSRLS;
-    COMMENT ON ROLE agents_tool IS
-      'pg_agents: role under which agent tool SQL runs; never superuser or BYPASSRLS, so allowlist policies apply.';
-  END IF;
-END
-$$;
-
--- ---------------------------------------------------------------------------
 -- Plan-time switch
 -- ---------------------------------------------------------------------------
 
@@ -50,26 +33,23 @@ COMMENT ON FUNCTION agent._allowlist_active() IS
 -- ---------------------------------------------------------------------------
 
 CREATE TABLE agent.resource_tables (
-    resource_type text PRIMARY KEY
+    tbl           regclass PRIMARY KEY,
+    resource_type text NOT NULL
                   CHECK (length(resource_type) BETWEEN 1 AND 100 AND resource_type <> 'workspace_shared'),
-    tbl           regclass NOT NULL UNIQUE,
     id_column     name NOT NULL,
     title_column  name NOT NULL,
     body_column   name NOT NULL,
-    tsv_column    name,
-    search_config regconfig NOT NULL DEFAULT 'simple',
     registered_by text NOT NULL DEFAULT current_user,
     registered_at timestamptz NOT NULL DEFAULT now()
 );
+CREATE INDEX resource_tables_type_idx ON agent.resource_tables (resource_type);
 COMMENT ON TABLE agent.resource_tables IS
-  'Application tables that hold agent-readable resources (one table per resource type), used by the built-in read/search/write tools. Database-wide, like a catalog (a Citus reference table).';
-COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type the rows are (page, collection, skill, agent, or an application type).';
+  'Application tables that hold agent-readable resources (a type may span several tables), used by the built-in read/search/write tools and by relations. Database-wide, like a catalog (a Citus reference table).';
 COMMENT ON COLUMN agent.resource_tables.tbl IS 'The application table.';
+COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type of its rows (page, collection, skill, agent, or an application type).';
 COMMENT ON COLUMN agent.resource_tables.id_column IS 'Column holding the resource id (compared as text with agent.access.resource_id).';
 COMMENT ON COLUMN agent.resource_tables.title_column IS 'Column holding the title.';
 COMMENT ON COLUMN agent.resource_tables.body_column IS 'Column holding the body text.';
-COMMENT ON COLUMN agent.resource_tables.tsv_column IS 'Optional stored tsvector column that search uses (with its GIN index); NULL: search computes to_tsvector(search_config, title || '' '' || body).';
-COMMENT ON COLUMN agent.resource_tables.search_config IS 'Text search configuration of search queries (and of the computed tsvector).';
 COMMENT ON COLUMN agent.resource_tables.registered_by IS 'Role that registered the table.';
 COMMENT ON COLUMN agent.resource_tables.registered_at IS 'When it was registered.';
 
@@ -190,33 +170,42 @@ BEGIN
   PERFORM agent._rls_column(tbl, id_column, 'id');
   PERFORM agent._rls_column(tbl, title_column, 'title');
   PERFORM agent._rls_column(tbl, body_column, 'body');
-  INSERT INTO agent.resource_tables AS r (resource_type, tbl, id_column, title_column, body_column)
-  VALUES (register_resource_table.resource_type, register_resource_table.tbl,
+  INSERT INTO agent.resource_tables AS r (tbl, resource_type, id_column, title_column, body_column)
+  VALUES (register_resource_table.tbl, register_resource_table.resource_type,
           register_resource_table.id_column, register_resource_table.title_column,
           register_resource_table.body_column)
   ON CONFLICT ON CONSTRAINT resource_tables_pkey DO UPDATE
-     SET tbl = EXCLUDED.tbl, id_column = EXCLUDED.id_column, title_column = EXCLUDED.title_column,
-         body_column = EXCLUDED.body_column, registered_by = EXCLUDED.registered_by,
-         registered_at = EXCLUDED.registered_at;
+     SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
+         title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
+         registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
+  -- the built-in tools read (and write_resource updates) it as agent_tool
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agent_tool') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agent_tool',
+                   (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
+    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agent_tool', tbl);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name) IS
-  'Registers (or re-registers) the application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations.';
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations; grants agent_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
 
-CREATE FUNCTION agent.unregister_resource_table(resource_type text) RETURNS void
+CREATE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 BEGIN
-  DELETE FROM agent.resource_tables r WHERE r.resource_type = unregister_resource_table.resource_type;
+  DELETE FROM agent.resource_tables r WHERE r.tbl = unregister_resource_table.tbl;
   IF NOT FOUND THEN
-    RAISE EXCEPTION 'resource type "%" is not registered', resource_type
+    RAISE EXCEPTION 'table "%" is not a registered resource table', tbl
       USING ERRCODE = 'undefined_object';
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agent_tool') THEN
+    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agent_tool', tbl);
   END IF;
 END
 $$;
-COMMENT ON FUNCTION agent.unregister_resource_table(text) IS
-  'Removes the registration of a resource type''s table (its allowlist policies, if any, stay until agent.disable_allowlist).';
+COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
+  'Removes the registration of a resource table and revokes agent_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 -- ---------------------------------------------------------------------------
 -- Custom ACL function (agent.set_acl_function, access module)

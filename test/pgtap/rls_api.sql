@@ -1,7 +1,7 @@
 -- Allowlist API: registration, enable/disable and what they restore, id
 -- types, application policies kept, relations, custom ACL functions, errors.
 BEGIN;
-SELECT plan(55);
+SELECT plan(59);
 
 CREATE ROLE rls_a_app NOLOGIN;
 CREATE SCHEMA rls_a;
@@ -30,12 +30,21 @@ CREATE TABLE rls_a.pages (id bigint PRIMARY KEY, title text, body text, links js
 GRANT ALL ON rls_a.pages TO rls_a_app;
 SELECT lives_ok($$SELECT agent.register_resource_table('page', 'rls_a.pages', 'id', 'title', 'body')$$,
                 'register_resource_table');
-SELECT is((SELECT tbl::text || ' ' || id_column || ' ' || title_column || ' ' || body_column || ' ' || search_config::text
-             FROM agent.resource_tables WHERE resource_type = 'page'),
-          'rls_a.pages id title body simple', 'the registration is recorded');
+SELECT is((SELECT resource_type || ' ' || id_column || ' ' || title_column || ' ' || body_column
+             FROM agent.resource_tables WHERE tbl = 'rls_a.pages'::regclass),
+          'page id title body', 'the registration is recorded');
+SELECT ok(has_table_privilege('agent_tool', 'rls_a.pages', 'SELECT') AND has_table_privilege('agent_tool', 'rls_a.pages', 'UPDATE')
+          AND NOT has_table_privilege('agent_tool', 'rls_a.pages', 'DELETE')
+          AND has_schema_privilege('agent_tool', 'rls_a', 'USAGE'),
+          'registration grants agent_tool SELECT and UPDATE (not DELETE) and the schema');
 SELECT lives_ok($$SELECT agent.register_resource_table('page', 'rls_a.pages', 'id', 'body', 'title')$$,
                 'registering again replaces it');
-SELECT is((SELECT title_column::text FROM agent.resource_tables WHERE resource_type = 'page'), 'body', 'replaced');
+SELECT is((SELECT title_column::text FROM agent.resource_tables WHERE tbl = 'rls_a.pages'::regclass), 'body', 'replaced');
+CREATE TABLE rls_a.more_pages (id text PRIMARY KEY, title text, body text);
+SELECT agent.register_resource_table('page', 'rls_a.more_pages', 'id', 'title', 'body');
+SELECT is((SELECT count(*)::int FROM agent.resource_tables WHERE resource_type = 'page'), 2, 'a type may span several tables');
+SELECT lives_ok($$SELECT agent.unregister_resource_table('rls_a.more_pages')$$, 'unregister a table');
+SELECT ok(NOT has_table_privilege('agent_tool', 'rls_a.more_pages', 'SELECT'), 'unregistering revokes agent_tool''s access');
 SELECT throws_ok($$SELECT agent.register_resource_table('page', 'rls_a.pages', 'id', 'nope', 'body')$$,
                  '42703', 'column "nope" of relation "rls_a.pages" does not exist', 'unknown column');
 SELECT throws_ok($$SELECT agent.register_resource_table('workspace_shared', 'rls_a.pages', 'id', 'title', 'body')$$,
@@ -43,8 +52,8 @@ SELECT throws_ok($$SELECT agent.register_resource_table('workspace_shared', 'rls
 CREATE VIEW rls_a.v AS SELECT * FROM rls_a.pages;
 SELECT throws_ok($$SELECT agent.register_resource_table('view', 'rls_a.v', 'id', 'title', 'body')$$,
                  '42809', '"rls_a.v" is not a table', 'a view is not a resource table');
-SELECT throws_ok($$SELECT agent.unregister_resource_table('nothing')$$, '42704',
-                 'resource type "nothing" is not registered', 'unregister an unknown type');
+SELECT throws_ok($$SELECT agent.unregister_resource_table('rls_a.more_pages')$$, '42704',
+                 'table "rls_a.more_pages" is not a registered resource table', 'unregister a table not registered');
 
 -- ---------------------------------------------------- enable and disable
 SELECT lives_ok($$SELECT agent.enable_allowlist('rls_a.pages', 'page', 'id')$$, 'enable_allowlist');
@@ -204,7 +213,7 @@ SELECT is(pg_temp.as_agent('agent:980201', 'SELECT string_agg(id::text, '','' OR
 SELECT agent.register_resource_table('skill', 'rls_a.files', 'id', 'name', 'name');
 DROP TABLE rls_a.files;
 SELECT is((SELECT count(*)::int FROM agent.allowlist_tables WHERE tbl::text LIKE '%files%')
-        + (SELECT count(*)::int FROM agent.resource_tables WHERE resource_type = 'skill'), 0,
+        + (SELECT count(*)::int FROM agent.resource_tables WHERE tbl::text LIKE '%files%'), 0,
           'a dropped table leaves no registration behind');
 DROP VIEW rls_a.v;
 DROP TABLE rls_a.pages;
