@@ -46,6 +46,7 @@ int			pg_agents_max_delegation_depth = DEFAULT_DELEGATION_DEPTH;
 int			pg_agents_approval_ttl = 72 * 60;
 int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
+int			pg_agents_self_retrigger_cap = 3;
 
 static void
 DefineIdentityGuc(const char *name, const char *desc, char **var)
@@ -58,9 +59,12 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 void
 PgAgentsDefineGucs(void)
 {
-	DefineIdentityGuc("pg_agents.actor",
-					  "Who acts in this session: user:<id>, agent:<id> or system.",
-					  &pg_agents_actor);
+	/* allowlist.c: switching to or from an agent invalidates cached plans */
+	DefineCustomStringVariable("pg_agents.actor",
+							   "Who acts in this session: user:<id>, agent:<id> or system.",
+							   NULL, &pg_agents_actor, "",
+							   PGC_USERSET, GUC_NOT_IN_SAMPLE,
+							   NULL, PgAgentsActorAssign, NULL);
 	DefineIdentityGuc("pg_agents.workspace",
 					  "The caller's workspace id.",
 					  &pg_agents_workspace);
@@ -136,6 +140,11 @@ PgAgentsDefineGucs(void)
 	DefineCustomIntVariable("pg_agents.max_attempts",
 							"Claims of one run before it fails.",
 							NULL, &pg_agents_max_attempts, 3, 1, 100,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_agents.self_retrigger_cap",
+							"Runs in a chain an agent may trigger through its own writes (triggers with allow_self_retrigger).",
+							NULL, &pg_agents_self_retrigger_cap, 3, 0, 100,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_agents");

@@ -12,6 +12,10 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
+#include "storage/latch.h"
+#include "utils/jsonb.h"
+
 /* guc.c */
 extern char *pg_agents_actor;
 extern char *pg_agents_workspace;
@@ -33,14 +37,78 @@ extern char *pg_agents_llm_url;
 extern char *pg_agents_llm_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
+extern int	pg_agents_self_retrigger_cap;
 
 extern void PgAgentsDefineGucs(void);
 extern int	PgAgentsEffectiveDelegationDepth(void);
 
+/* redact.c: credentials and oversized data never reach storage */
+#include "utils/jsonb.h"
+
+#define PG_AGENTS_REDACTED		"[REDACTED]"
+#define PG_AGENTS_TRUNCATED		"[TRUNCATED]"
+#define REDACT_MAX_STRING		2048	/* bytes kept of one string */
+#define REDACT_SCAN_MARGIN		512 /* bytes scanned past the cut */
+#define REDACT_MAX_DEPTH		8	/* nesting levels kept */
+#define REDACT_MAX_ITEMS		500 /* members kept per array or object */
+#define REDACT_MAX_PAYLOAD		(64 * 1024) /* bytes of text kept per document */
+
+typedef struct PgAgentsRedactor
+{
+	int64		budget;			/* bytes of text still allowed */
+} PgAgentsRedactor;
+
+extern bool PgAgentsSensitiveName(const char *name, int len);
+extern char *PgAgentsRedactText(const char *s, int len, int *outlen);
+extern Jsonb *PgAgentsRedactJsonb(Jsonb *in);
+extern void PgAgentsRedactorInit(PgAgentsRedactor *r);
+extern void PgAgentsRedactPushMarker(JsonbParseState **ps, JsonbIteratorToken tok,
+									 const char *marker);
+extern void PgAgentsRedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
+									 JsonbIteratorToken tok, const char *s, int len,
+									 bool sensitive);
+extern JsonbValue *PgAgentsRedactPushValue(PgAgentsRedactor *r, JsonbParseState **ps,
+										   JsonbIteratorToken tok, JsonbValue *v,
+										   int depth, bool sensitive);
+extern JsonbValue *PgAgentsRedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
+										   JsonbIteratorToken tok, Jsonb *jb,
+										   int depth, bool sensitive);
+
+/* audit.c */
+extern void PgAgentsAuditEvent(const char *action, const char *status,
+							   const char *target_type, const char *target_id,
+							   const char *workspace_id, const char *owner_id,
+							   Jsonb *inputs, const char *summary,
+							   const char *error_code);
+
+/* shmem.c (events): the worker's wake-up latch */
+/* allowlist.c */
+extern bool PgAgentsActorIsAgent(const char *actor);
+extern void PgAgentsActorAssign(const char *newval, void *extra);
+
 /* shmem.c */
 extern void PgAgentsInitShmem(void);
+extern bool PgAgentsShmemAvailable(void);
+extern void PgAgentsSetWorkerLatch(Latch *latch);
+extern void PgAgentsRequestWake(void);
+
+/* filter.c (events) */
+extern void PgAgentsValidateFilter(Jsonb *filter);
+extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload);
+
+/* dispatch.c (events) */
+extern List *PgAgentsDispatch(const char *event_name, const char *resource_type,
+							  const char *resource_id, Jsonb *payload,
+							  const char *actor, const char *event_id);
+extern bool PgAgentsEventHasCandidates(const char *event_name,
+									   const char *resource_type,
+									   const char *resource_id);
 
 /* worker.c */
 extern void PgAgentsRegisterWorker(void);
+
+/* approval.c */
+extern char *PgAgentsCanonicalJson(Jsonb *j);
+extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
 
 #endif							/* PG_AGENTS_H */

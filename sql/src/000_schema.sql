@@ -329,7 +329,7 @@ CREATE TABLE agent.runs (
                     CHECK (origin IN ('chat', 'api', 'schedule', 'event', 'mention', 'delegation', 'rerun', 'draft')),
     requested_by    text,
     status          text NOT NULL DEFAULT 'queued'
-                    CHECK (status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'succeeded',
+                    CHECK (status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children', 'succeeded',
                                       'failed', 'budget_exceeded', 'cancelled', 'expired')),
     priority        smallint NOT NULL DEFAULT 0,
     input           jsonb NOT NULL DEFAULT '{}',
@@ -369,7 +369,7 @@ COMMENT ON COLUMN agent.runs.depth IS 'Delegation depth: 0 for a root run.';
 COMMENT ON COLUMN agent.runs.regime IS 'manual (acts as the requesting user) or autonomous (acts as the agent).';
 COMMENT ON COLUMN agent.runs.origin IS 'chat, api, schedule, event, mention, delegation, rerun or draft.';
 COMMENT ON COLUMN agent.runs.requested_by IS 'User who asked for it (manual runs), or the actor of the event.';
-COMMENT ON COLUMN agent.runs.status IS 'queued, running, waiting_approval, waiting_input, succeeded, failed, budget_exceeded, cancelled or expired.';
+COMMENT ON COLUMN agent.runs.status IS 'queued, running, waiting_approval, waiting_input, waiting_children (a delegating run waits for its child runs), succeeded, failed, budget_exceeded, cancelled or expired.';
 COMMENT ON COLUMN agent.runs.priority IS 'Higher is claimed first: interactive runs before autonomous ones.';
 COMMENT ON COLUMN agent.runs.input IS 'Trigger payload, rerun_of, or a delegation''s task and attachments.';
 COMMENT ON COLUMN agent.runs.output IS 'Final result.';

@@ -60,28 +60,11 @@ CREATE FUNCTION agent._audit_event(p_action text, p_status text DEFAULT 'success
                                    p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
                                    p_error_code text DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
-AS $$
-DECLARE
-  v_actor text := nullif(current_setting('pg_agents.actor', true), '');
-BEGIN
-  IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
-    RETURN;
-  END IF;
-  INSERT INTO agent.audit_log (actor_kind, actor_id, on_behalf_of, run_id, surface, action, status,
-                               error_code, target_type, target_id, owner_id, workspace_id, inputs, summary)
-  VALUES (CASE WHEN v_actor LIKE 'agent:%' THEN 'agent' WHEN v_actor = 'system' THEN 'system' ELSE 'human' END,
-          CASE WHEN v_actor LIKE 'agent:%' THEN substr(v_actor, 7)
-               WHEN v_actor LIKE 'user:%' THEN substr(v_actor, 6) END,
-          nullif(current_setting('pg_agents.on_behalf_of', true), ''),
-          nullif(current_setting('pg_agents.run_id', true), '')::bigint,
-          nullif(current_setting('pg_agents.surface', true), ''),
-          p_action, p_status, p_error_code, p_target_type, p_target_id, p_owner_id,
-          coalesce(p_workspace_id, nullif(current_setting('pg_agents.workspace', true), '')),
-          p_inputs, p_summary);
-END
-$$;
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_audit_event';
+-- C (src/audit.c): identity from the session GUCs, inputs and summary
+-- redacted, written straight into the log (no INSERT privilege needed, so
+-- no SECURITY DEFINER); a no-op when pg_agents.audit_enabled is off.
 REVOKE ALL ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb, text, text) IS
   'Internal: writes one audit row for an action of the extension itself, with the session identity.';
@@ -128,22 +111,26 @@ BEGIN
       v_error := format('hourly run cap of %s reached', v_cap);
     END IF;
   END IF;
-  INSERT INTO agent.runs (workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
+  -- the id is taken first so that a root run is its own root in one INSERT
+  v_id := nextval(pg_get_serial_sequence('agent.runs', 'id'));
+  INSERT INTO agent.runs (id, workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
                           origin, requested_by, status, priority, input, error, token_budget, finished_at)
-  VALUES (a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, p.root_run_id,
+  VALUES (v_id, a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, coalesce(p.root_run_id, v_id),
           coalesce(p.depth + 1, 0), p_regime, p_origin, p_requested_by, v_status,
           CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
           coalesce(p_input, '{}'), v_error, p_token_budget,
-          CASE WHEN v_status <> 'queued' THEN now() END)
-  RETURNING id INTO v_id;
-  IF p_parent_run_id IS NULL THEN
-    UPDATE agent.runs SET root_run_id = v_id WHERE id = v_id;
+          CASE WHEN v_status <> 'queued' THEN now() END);
+  IF p_trigger_id IS NOT NULL THEN
+    UPDATE agent.triggers t SET last_run_at = now() WHERE t.id = p_trigger_id;
   END IF;
   PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
                                                     'status', v_status)::text);
+  IF v_status = 'queued' THEN
+    PERFORM agent._request_wake();  -- sets the worker's latch at commit
+  END IF;
   RETURN v_id;
 END
 $$;
 REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
-  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs); the one path every origin uses.';
+  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit, trigger last_run_at); the one path every origin uses.';

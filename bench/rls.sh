@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Allowlist overhead: a ranked full-text query over N pages (1M; 100k with
+# BENCH_SCALE=small) run three ways, side by side in one cluster:
+#   before   the table without row-level security
+#   user     a non-agent session once agent.enable_allowlist is installed
+#   agent    a session acting as an agent with 10k grants (1k small), under
+#            the non-bypassing role agents_tool
+# and for three terms (about 10%, 1% and 0.05% of the pages).  Each figure is
+# the median of several runs, in ms; the ratios agent/before and user/before
+# are printed (target: agent/before <= 1.5 for the 1% term).
+. "$PG_AGENTS_ENV"
+set -euo pipefail
+if [ "${BENCH_SCALE:-}" = small ]; then ROWS=100000; GRANTS=1000; else ROWS=1000000; GRANTS=10000; fi
+REPS=${BENCH_REPS:-9}
+DB=rls_bench_$$
+psql -XAtq -d postgres -c "CREATE DATABASE $DB" >/dev/null
+[ -n "${BENCH_KEEP:-}" ] || trap 'psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1' EXIT
+q() { psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 "$@"; }
+
+t0=$(date +%s)
+q -v rows="$ROWS" -v grants="$GRANTS" >/dev/null <<'SQL'
+CREATE EXTENSION pg_agents;
+CREATE TABLE pages (id bigint PRIMARY KEY, title text NOT NULL, body text NOT NULL,
+                    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || body)) STORED);
+INSERT INTO pages (id, title, body)
+  SELECT g, 'page ' || g, format('a%s b%s c%s lorem ipsum dolor %s', g % 10, g % 100, g % 2000, md5(g::text))
+    FROM generate_series(1, :rows) g;
+CREATE INDEX pages_tsv_idx ON pages USING gin (tsv);
+GRANT SELECT ON pages TO agents_tool;
+INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (1, 'ws1', 'u1', 'bench agent');
+-- grants on :grants random pages; the owner's ACL covers them and 9x more pages
+SELECT setseed(0.42);
+CREATE TEMP TABLE granted AS
+  SELECT DISTINCT (1 + floor(random() * :rows))::bigint AS id FROM generate_series(1, :grants * 2) LIMIT :grants;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+  SELECT 1, 'page', id::text, 'read' FROM granted;
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
+  SELECT 'page', id::text, 'user:u1', 'read' FROM granted
+  UNION
+  SELECT 'page', g::text, 'user:u1', 'read' FROM generate_series(1, :rows, 10) g
+  ON CONFLICT DO NOTHING;
+VACUUM ANALYZE;
+CREATE FUNCTION bench_ms(query text, reps int) RETURNS numeric LANGUAGE plpgsql AS $$
+DECLARE t timestamptz; ms numeric[] := '{}'; n bigint;
+BEGIN
+  EXECUTE 'SELECT count(*) FROM (' || query || ') s' INTO n;     -- warm-up
+  FOR i IN 1 .. reps LOOP
+    t := clock_timestamp();
+    EXECUTE 'SELECT count(*) FROM (' || query || ') s' INTO n;
+    ms := ms || (extract(epoch FROM clock_timestamp() - t) * 1000)::numeric;
+  END LOOP;
+  RETURN (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(ms) x);
+END $$;
+SQL
+echo "rls: $ROWS pages, $GRANTS grants, built in $(( $(date +%s) - t0 )) s; median of $REPS runs, ms"
+
+QUERY="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
+measure() {  # actor, term
+    q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" \
+      -c "SELECT round(bench_ms(format(\$q\$$QUERY\$q\$, '$2'), $REPS), 2)"
+}
+declare -A before
+for term in a3 b42 c777; do before[$term]=$(measure "" $term); done
+q -c "SELECT agent.enable_allowlist('pages', 'page', 'id')" >/dev/null
+printf '%-6s %10s %10s %10s %8s %12s %12s\n' term matches before user agent agent/before user/before
+for term in a3 b42 c777; do
+    m=$(q -c "SELECT count(*) FROM pages WHERE tsv @@ to_tsquery('simple', '$term')")
+    u=$(measure "user:u1" $term)
+    a=$(measure "agent:1" $term)
+    b=${before[$term]}
+    printf '%-6s %10s %10s %10s %8s %12s %12s\n' "$term" "$m" "$b" "$u" "$a" \
+        "$(echo "scale=2; $a / $b" | bc)" "$(echo "scale=2; $u / $b" | bc)"
+done
+echo "readable set alone: $(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SELECT round(bench_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS), 2)") ms"
+echo "agent plan (b42):"
+q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
+  -c "EXPLAIN (COSTS OFF) $(printf "$QUERY" b42)" | sed 's/^/    /' | cut -c1-110

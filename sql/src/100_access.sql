@@ -1,0 +1,900 @@
+-- pg_agents: access (§7.1, §7.2), sharing (§7.4), lifecycle (P3-T03, T06).
+--
+--   agent.can_access / agent.explain_access   C, src/access.c
+--   agent.set_acl_function                    where the users' ACL comes from
+--   agent.grant / agent.revoke                what an autonomous agent may touch
+--   agent.share / unshare / user_can / visible_agents / activity_scope
+--   agent.create_agent / save_settings / restore_version / duplicate
+--   agent.set_status / delete_agent
+--
+-- See docs/access.md.
+
+-- ---------------------------------------------------------------------------
+-- Where the users' ACL comes from
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE agent.access_config (
+    singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    acl_function regprocedure,
+    updated_by   text,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO agent.access_config (singleton) VALUES (true);
+COMMENT ON TABLE agent.access_config IS 'One row: the access settings (the ACL function; NULL uses agent.resource_acl and agent.group_members).';
+COMMENT ON COLUMN agent.access_config.singleton IS 'Always true: the table has one row.';
+COMMENT ON COLUMN agent.access_config.acl_function IS 'Function (user_id text, resource_type text, resource_id text, mode text) RETURNS boolean answering the users'' ACL, or NULL for the default tables.';
+COMMENT ON COLUMN agent.access_config.updated_by IS 'Database user who last changed it.';
+COMMENT ON COLUMN agent.access_config.updated_at IS 'When it was last changed.';
+
+CREATE FUNCTION agent.set_acl_function(fn regprocedure) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  p pg_catalog.pg_proc%ROWTYPE;
+BEGIN
+  IF fn IS NOT NULL THEN
+    SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = fn;
+    IF p.pronargs <> 4
+       OR array_to_string(p.proargtypes::oid[], ',') <> array_to_string(ARRAY['text'::regtype, 'text'::regtype, 'text'::regtype, 'text'::regtype]::oid[], ',')
+       OR p.prorettype <> 'boolean'::regtype OR p.proretset THEN
+      RAISE EXCEPTION 'function % does not have the signature of an ACL function', fn
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = 'An ACL function is (user_id text, resource_type text, resource_id text, mode text) RETURNS boolean.',
+              HINT = 'It is called with user_id NULL to ask whether the resource is shared with the whole workspace.';
+    END IF;
+  END IF;
+  UPDATE agent.access_config SET acl_function = fn, updated_by = session_user, updated_at = now();
+  PERFORM agent._audit_event('agent.set_acl_function', 'success', 'access_config', NULL, NULL, NULL,
+                             jsonb_build_object('acl_function', fn::text),
+                             CASE WHEN fn IS NULL THEN 'ACL from agent.resource_acl (default)'
+                                  ELSE 'ACL from ' || fn::text END);
+END
+$$;
+REVOKE ALL ON FUNCTION agent.set_acl_function(regprocedure) FROM PUBLIC;
+COMMENT ON FUNCTION agent.set_acl_function(regprocedure) IS
+  'Plugs the application''s ACL in: fn(user_id, resource_type, resource_id, mode) RETURNS boolean (user_id NULL: shared with the whole workspace?); NULL goes back to agent.resource_acl.';
+
+-- ---------------------------------------------------------------------------
+-- The access check (C)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.can_access(agent_id bigint, resource_type text, resource_id text,
+                                 mode text DEFAULT 'read', regime text DEFAULT 'autonomous',
+                                 user_id text DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'pg_agents_can_access'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION agent.can_access(bigint, text, text, text, text, text) IS
+  'May the agent touch the resource at the mode (read/edit) under the regime (manual: as user_id; autonomous: grants ∩ owner''s ACL)? Bad arguments raise 22023.';
+
+CREATE FUNCTION agent.explain_access(agent_id bigint, resource_type text, resource_id text,
+                                     mode text DEFAULT 'read', regime text DEFAULT 'autonomous',
+                                     user_id text DEFAULT NULL)
+RETURNS TABLE(allowed boolean, reason text, detail text)
+AS 'MODULE_PATHNAME', 'pg_agents_explain_access'
+LANGUAGE C STABLE PARALLEL SAFE ROWS 1;
+COMMENT ON FUNCTION agent.explain_access(bigint, text, text, text, text, text) IS
+  'The decision of agent.can_access with its reason code and a detail in clear; invalid mode/regime and a missing user give a row instead of an error.';
+
+-- ---------------------------------------------------------------------------
+-- Sharing levels (§7.4)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._level_rank(level text) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog
+AS $$ SELECT CASE level WHEN 'full' THEN 3 WHEN 'edit' THEN 2 WHEN 'interact' THEN 1 ELSE 0 END $$;
+COMMENT ON FUNCTION agent._level_rank(text) IS 'Internal: full 3, edit 2, interact 1, none 0.';
+
+-- The level an action needs (NULL for an unknown action).
+CREATE FUNCTION agent._action_level(action text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog
+AS $$
+  SELECT CASE action
+    WHEN 'chat' THEN 'interact' WHEN 'view_settings' THEN 'interact'
+    WHEN 'duplicate' THEN 'interact' WHEN 'view_activity' THEN 'interact'
+    WHEN 'edit_settings' THEN 'edit'
+    WHEN 'share' THEN 'full' WHEN 'view_insights' THEN 'full'
+    WHEN 'delete' THEN 'full' WHEN 'suspend' THEN 'full'
+  END
+$$;
+COMMENT ON FUNCTION agent._action_level(text) IS
+  'Internal: the lowest level an action needs (§7.4), NULL for an unknown action.';
+
+CREATE FUNCTION agent._user_level(p_user_id text, p_agent_id bigint) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+  SELECT CASE max(r) WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END
+  FROM (
+    SELECT 3 AS r FROM agent.agents a
+     WHERE a.id = p_agent_id AND a.deleted_at IS NULL AND a.owner_id = p_user_id
+    UNION ALL
+    SELECT agent._level_rank(s.level) FROM agent.shares s JOIN agent.agents a ON a.id = s.agent_id
+     WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL AND s.user_id = p_user_id
+    UNION ALL
+    SELECT agent._level_rank(s.level) FROM agent.shares s
+      JOIN agent.agents a ON a.id = s.agent_id
+      JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = p_user_id
+                                AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
+     WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL
+  ) l
+$$;
+COMMENT ON FUNCTION agent._user_level(text, bigint) IS
+  'Internal: the best level the user holds on the agent (owner: full; direct and group shares), NULL when none or the agent is deleted.';
+
+CREATE FUNCTION agent.user_can(user_id text, agent_id bigint, action text) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_need text := agent._action_level(action);
+BEGIN
+  IF v_need IS NULL THEN
+    RAISE EXCEPTION 'unknown action "%"', coalesce(action, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An action is one of chat, view_settings, edit_settings, share, view_activity, view_insights, duplicate, delete, suspend.';
+  END IF;
+  IF user_id IS NULL OR agent_id IS NULL THEN
+    RETURN false;
+  END IF;
+  RETURN agent._level_rank(agent._user_level(user_can.user_id, user_can.agent_id)) >= agent._level_rank(v_need);
+END
+$$;
+COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
+  'May the user do the action on the agent (§7.4 matrix: full everything; edit chat, view_settings, edit_settings, duplicate, view_activity; interact chat, view_settings, duplicate, view_activity)? Deleted or unknown agent: false.';
+
+CREATE FUNCTION agent.activity_scope(user_id text, agent_id bigint) RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT CASE agent._user_level(activity_scope.user_id, activity_scope.agent_id)
+           WHEN 'full' THEN 'all' WHEN 'edit' THEN 'own_manual' WHEN 'interact' THEN 'own_manual' END
+$$;
+COMMENT ON FUNCTION agent.activity_scope(text, bigint) IS
+  'Which runs of the agent the user may see in Activity: all (full), own_manual (edit, interact: only the manual runs they asked for), NULL (no access).';
+
+CREATE FUNCTION agent.visible_agents(user_id text)
+RETURNS TABLE(agent_id bigint, name text, level text)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  WITH l AS (
+    SELECT a.id, 3 AS r FROM agent.agents a
+     WHERE a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
+    UNION ALL
+    SELECT s.agent_id, agent._level_rank(s.level) FROM agent.shares s
+     WHERE s.user_id = visible_agents.user_id
+    UNION ALL
+    SELECT s.agent_id, agent._level_rank(s.level) FROM agent.shares s
+      JOIN agent.agents a ON a.id = s.agent_id
+      JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = visible_agents.user_id
+                                AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
+  ), best AS (
+    SELECT l.id, max(l.r) AS r FROM l GROUP BY l.id
+  )
+  SELECT a.id, a.name, CASE b.r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' ELSE 'interact' END
+  FROM best b JOIN agent.agents a ON a.id = b.id
+  WHERE a.deleted_at IS NULL AND b.r > 0
+  ORDER BY b.r DESC, a.name, a.id
+$$;
+COMMENT ON FUNCTION agent.visible_agents(text) IS
+  'The agents a user can see (owned, shared with them or with one of their groups), best level first; an agent they have no access to is not listed.';
+
+-- The agent row, locked, after checking that it exists and that by_user
+-- holds the level the action needs.  by_user NULL is allowed only when
+-- p_allow_system (an application or DBA call without a user).
+CREATE FUNCTION agent._agent_for(p_agent_id bigint, p_by_user text, p_action text,
+                                 p_allow_system boolean DEFAULT false)
+RETURNS agent.agents
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  a       agent.agents%ROWTYPE;
+  v_level text;
+  v_need  text := agent._action_level(p_action);
+BEGIN
+  IF p_agent_id IS NULL THEN
+    RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', p_agent_id
+      USING ERRCODE = 'undefined_object', DETAIL = 'The agent was deleted.';
+  END IF;
+  IF p_by_user IS NULL THEN
+    IF p_allow_system THEN
+      RETURN a;
+    END IF;
+    RAISE EXCEPTION 'by_user must not be NULL'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = format('Only a user holding the %s level may %s.', v_need, replace(p_action, '_', ' '));
+  END IF;
+  v_level := agent._user_level(p_by_user, p_agent_id);
+  IF agent._level_rank(v_level) < agent._level_rank(v_need) THEN
+    RAISE EXCEPTION 'user "%" cannot % agent %', p_by_user,
+        CASE p_action
+          WHEN 'chat' THEN 'chat with' WHEN 'view_settings' THEN 'view the settings of'
+          WHEN 'edit_settings' THEN 'edit the settings of' WHEN 'share' THEN 'share'
+          WHEN 'view_activity' THEN 'view the activity of' WHEN 'view_insights' THEN 'view the insights of'
+          WHEN 'duplicate' THEN 'duplicate' WHEN 'delete' THEN 'delete'
+          WHEN 'suspend' THEN 'change the status of' END,
+        p_agent_id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = CASE WHEN v_level IS NULL THEN format('User "%s" has no access to this agent.', p_by_user)
+                          ELSE format('User "%s" holds the %s level.', p_by_user, v_level) END,
+            HINT = format('This needs the %s level%s.', v_need,
+                          CASE v_need WHEN 'interact' THEN ' or above' WHEN 'edit' THEN ' or full' ELSE '' END);
+  END IF;
+  RETURN a;
+END
+$$;
+COMMENT ON FUNCTION agent._agent_for(bigint, text, text, boolean) IS
+  'Internal: locks and returns the agent after checking it exists (42704) and that by_user holds the level the action needs (42501).';
+
+CREATE FUNCTION agent.share(agent_id bigint, principal text, level text, by_user text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a   agent.agents%ROWTYPE;
+  v_u text;
+  v_g text;
+BEGIN
+  IF principal IS NULL OR principal !~ '^(user|group):.+$' THEN
+    RAISE EXCEPTION 'invalid principal "%"', coalesce(principal, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An agent is shared with user:<id> or group:<id>.';
+  END IF;
+  IF level IS NULL OR level NOT IN ('full', 'edit', 'interact') THEN
+    RAISE EXCEPTION 'invalid share level "%"', coalesce(level, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A level is full, edit or interact.';
+  END IF;
+  a := agent._agent_for(share.agent_id, by_user, 'share');
+  IF principal LIKE 'user:%' THEN
+    v_u := substr(principal, 6);
+    INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by)
+    VALUES (a.workspace_id, a.id, v_u, share.level, by_user)
+    ON CONFLICT (agent_id, user_id) WHERE user_id IS NOT NULL
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
+  ELSE
+    v_g := substr(principal, 7);
+    INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by)
+    VALUES (a.workspace_id, a.id, v_g, share.level, by_user)
+    ON CONFLICT (agent_id, group_id) WHERE group_id IS NOT NULL
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
+  END IF;
+  PERFORM agent._audit_event('agent.share', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('principal', principal, 'level', level, 'by_user', by_user),
+                             format('%s shared agent %s with %s at %s', by_user, a.id, principal, level));
+END
+$$;
+REVOKE ALL ON FUNCTION agent.share(bigint, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.share(bigint, text, text, text) IS
+  'Shares the agent with user:<id> or group:<id> at full, edit or interact (replacing a previous level); by_user needs full.';
+
+CREATE FUNCTION agent.unshare(agent_id bigint, principal text, by_user text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a agent.agents%ROWTYPE;
+  n integer;
+BEGIN
+  IF principal IS NULL OR principal !~ '^(user|group):.+$' THEN
+    RAISE EXCEPTION 'invalid principal "%"', coalesce(principal, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An agent is shared with user:<id> or group:<id>.';
+  END IF;
+  a := agent._agent_for(unshare.agent_id, by_user, 'share');
+  IF principal LIKE 'user:%' THEN
+    DELETE FROM agent.shares s WHERE s.agent_id = a.id AND s.user_id = substr(principal, 6);
+  ELSE
+    DELETE FROM agent.shares s WHERE s.agent_id = a.id AND s.group_id = substr(principal, 7);
+  END IF;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  PERFORM agent._audit_event('agent.unshare', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('principal', principal, 'by_user', by_user, 'removed', n > 0),
+                             format('%s unshared agent %s from %s', by_user, a.id, principal));
+  RETURN n > 0;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.unshare(bigint, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.unshare(bigint, text, text) IS
+  'Removes the share of the agent with user:<id> or group:<id>; true when there was one. by_user needs full.';
+
+-- ---------------------------------------------------------------------------
+-- Grants (§7.2)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._check_grant(p_type text, p_id text, p_access text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  IF p_type IS NULL OR p_type NOT IN ('page', 'collection', 'skill', 'agent', 'workspace_shared') THEN
+    RAISE EXCEPTION 'invalid resource type "%"', coalesce(p_type, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A grant is on a page, collection, skill, agent or workspace_shared.';
+  END IF;
+  IF p_id IS NULL OR length(p_id) NOT BETWEEN 1 AND 500 THEN
+    RAISE EXCEPTION 'invalid resource id "%"', coalesce(p_id, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A resource id has 1 to 500 characters.';
+  END IF;
+  IF p_type = 'workspace_shared' AND p_id <> '*' THEN
+    RAISE EXCEPTION 'invalid resource id "%" for workspace_shared', p_id
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'The workspace_shared grant has the resource id *.';
+  END IF;
+  IF p_access IS NULL OR p_access NOT IN ('read', 'edit') THEN
+    RAISE EXCEPTION 'invalid access "%"', coalesce(p_access, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'An access is read or edit.';
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._check_grant(text, text, text) IS
+  'Internal: refuses (22023) a grant with a bad resource type, id or access.';
+
+CREATE FUNCTION agent.grant(agent_id bigint, resource_type text, resource_id text,
+                            access text DEFAULT 'read', by_user text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a agent.agents%ROWTYPE;
+BEGIN
+  PERFORM agent._check_grant(resource_type, resource_id, access);
+  a := agent._agent_for("grant".agent_id, by_user, 'edit_settings', true);
+  INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+  VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user)
+  ON CONFLICT ON CONSTRAINT access_pkey
+  DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
+  PERFORM agent._audit_event('agent.grant', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
+                                                'access', access, 'by_user', by_user),
+                             format('agent %s granted %s on %s %s', a.id, access, resource_type, resource_id));
+END
+$$;
+REVOKE ALL ON FUNCTION agent.grant(bigint, text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.grant(bigint, text, text, text, text) IS
+  'Grants the agent read or edit on a resource (replacing a previous grant); by_user needs edit (NULL: an application call).';
+
+CREATE FUNCTION agent.revoke(agent_id bigint, resource_type text, resource_id text,
+                             by_user text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a agent.agents%ROWTYPE;
+  n integer;
+BEGIN
+  a := agent._agent_for(revoke.agent_id, by_user, 'edit_settings', true);
+  DELETE FROM agent.access g
+   WHERE g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  PERFORM agent._audit_event('agent.revoke', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
+                                                'by_user', by_user, 'removed', n > 0),
+                             format('agent %s revoked from %s %s', a.id, resource_type, resource_id));
+  RETURN n > 0;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.revoke(bigint, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.revoke(bigint, text, text, text) IS
+  'Removes the agent''s grant on a resource; true when there was one. by_user needs edit (NULL: an application call).';
+
+-- ---------------------------------------------------------------------------
+-- Settings, snapshots, versions (P3-T03, P3-T06)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._check_settings(p_settings jsonb) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  k text;
+  v jsonb;
+  e jsonb;
+  t text;
+BEGIN
+  IF p_settings IS NULL OR jsonb_typeof(p_settings) <> 'object' THEN
+    RAISE EXCEPTION 'settings must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  FOR k, v IN SELECT * FROM jsonb_each(p_settings) LOOP
+    t := jsonb_typeof(v);
+    CASE k
+      WHEN 'instructions', 'name' THEN
+        IF t <> 'string' THEN
+          RAISE EXCEPTION 'settings key "%" must be a string', k USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k = 'name' AND length(btrim(v #>> '{}')) NOT BETWEEN 1 AND 200 THEN
+          RAISE EXCEPTION 'settings key "name" must have 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'instruction_page_id', 'model' THEN
+        IF t NOT IN ('string', 'null') THEN
+          RAISE EXCEPTION 'settings key "%" must be a string or null', k USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'approval_mode' THEN
+        IF t <> 'string' OR v #>> '{}' NOT IN ('none', 'writes', 'all') THEN
+          RAISE EXCEPTION 'settings key "approval_mode" must be none, writes or all' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'scope' THEN
+        IF t <> 'object' THEN
+          RAISE EXCEPTION 'settings key "scope" must be an object' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'web_access' THEN
+        IF t <> 'boolean' THEN
+          RAISE EXCEPTION 'settings key "web_access" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'delegation' THEN
+        IF t <> 'array' OR EXISTS (SELECT 1 FROM jsonb_array_elements(v) x
+                                    WHERE jsonb_typeof(x) <> 'number' OR (x #>> '{}') !~ '^[0-9]{1,18}$') THEN
+          RAISE EXCEPTION 'settings key "delegation" must be an array of agent ids' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'max_iterations', 'hourly_run_cap', 'credit_limit_monthly', 'default_token_budget' THEN
+        IF NOT (t = 'number' AND (v #>> '{}') ~ '^[0-9]{1,9}$'
+                OR t = 'null' AND k IN ('hourly_run_cap', 'credit_limit_monthly')) THEN
+          RAISE EXCEPTION 'settings key "%" must be a non-negative integer%', k,
+                CASE WHEN k IN ('hourly_run_cap', 'credit_limit_monthly') THEN ' or null' ELSE '' END
+            USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k = 'max_iterations' AND (v #>> '{}')::integer NOT BETWEEN 1 AND 200 THEN
+          RAISE EXCEPTION 'settings key "max_iterations" must be between 1 and 200' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'access' THEN
+        IF t <> 'array' THEN
+          RAISE EXCEPTION 'settings key "access" must be an array of grants' USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'A grant is {"resource_type": ..., "resource_id": ..., "access": "read" | "edit"}.';
+        END IF;
+        FOR e IN SELECT * FROM jsonb_array_elements(v) LOOP
+          IF jsonb_typeof(e) <> 'object' OR EXISTS (SELECT 1 FROM jsonb_object_keys(e) ok
+                                                     WHERE ok NOT IN ('resource_type', 'resource_id', 'access')) THEN
+            RAISE EXCEPTION 'settings key "access" must be an array of grants' USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A grant is {"resource_type": ..., "resource_id": ..., "access": "read" | "edit"}.';
+          END IF;
+          PERFORM agent._check_grant(e ->> 'resource_type', e ->> 'resource_id', coalesce(e ->> 'access', 'read'));
+        END LOOP;
+      WHEN 'triggers' THEN
+        RAISE EXCEPTION 'settings key "triggers" cannot be saved with the settings'
+          USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'Triggers are rows of agent.triggers; the version snapshots record them.';
+      ELSE
+        RAISE EXCEPTION 'unknown settings key "%"', k
+          USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'Known keys: name, instructions, instruction_page_id, model, approval_mode, scope, web_access, delegation, access, max_iterations, hourly_run_cap, credit_limit_monthly, default_token_budget.';
+    END CASE;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION agent._check_settings(jsonb) IS
+  'Internal: refuses (22023) settings with an unknown key or a value of the wrong shape, naming the key.';
+
+-- Applies checked settings to the agent (grants: the "access" list replaces them).
+CREATE FUNCTION agent._apply_settings(p_agent_id bigint, p_settings jsonb, p_by_user text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  s jsonb := p_settings;
+BEGIN
+  UPDATE agent.agents a SET
+    name                 = CASE WHEN s ? 'name' THEN btrim(s ->> 'name') ELSE a.name END,
+    instructions         = CASE WHEN s ? 'instructions' THEN s ->> 'instructions' ELSE a.instructions END,
+    instruction_page_id  = CASE WHEN s ? 'instruction_page_id' THEN s ->> 'instruction_page_id' ELSE a.instruction_page_id END,
+    model                = CASE WHEN s ? 'model' THEN s ->> 'model' ELSE a.model END,
+    approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
+    scope                = CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
+    web_access           = CASE WHEN s ? 'web_access' THEN (s ->> 'web_access')::boolean ELSE a.web_access END,
+    delegation           = CASE WHEN s ? 'delegation' THEN s -> 'delegation' ELSE a.delegation END,
+    max_iterations       = CASE WHEN s ? 'max_iterations' THEN (s ->> 'max_iterations')::integer ELSE a.max_iterations END,
+    hourly_run_cap       = CASE WHEN s ? 'hourly_run_cap' THEN (s ->> 'hourly_run_cap')::integer ELSE a.hourly_run_cap END,
+    credit_limit_monthly = CASE WHEN s ? 'credit_limit_monthly' THEN (s ->> 'credit_limit_monthly')::integer ELSE a.credit_limit_monthly END,
+    default_token_budget = CASE WHEN s ? 'default_token_budget' THEN (s ->> 'default_token_budget')::bigint ELSE a.default_token_budget END,
+    updated_at           = now()
+  WHERE a.id = p_agent_id;
+  IF s ? 'access' THEN
+    DELETE FROM agent.access g
+     WHERE g.agent_id = p_agent_id
+       AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(s -> 'access') e
+                        WHERE e ->> 'resource_type' = g.resource_type AND e ->> 'resource_id' = g.resource_id);
+    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+    SELECT DISTINCT ON (e ->> 'resource_type', e ->> 'resource_id')
+           a.workspace_id, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
+           coalesce(e ->> 'access', 'read'), p_by_user
+      FROM agent.agents a, jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
+     WHERE a.id = p_agent_id
+     ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
+    ON CONFLICT (agent_id, resource_type, resource_id) DO UPDATE
+      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
+      WHERE g.access IS DISTINCT FROM EXCLUDED.access;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._apply_settings(bigint, jsonb, text) IS
+  'Internal: writes checked settings to the agent; an "access" list replaces its grants.';
+
+CREATE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+  SELECT jsonb_build_object(
+    'name', a.name,
+    'instructions', a.instructions,
+    'instruction_page_id', a.instruction_page_id,
+    'model', a.model,
+    'approval_mode', a.approval_mode,
+    'scope', a.scope,
+    'web_access', a.web_access,
+    'delegation', a.delegation,
+    'max_iterations', a.max_iterations,
+    'hourly_run_cap', a.hourly_run_cap,
+    'credit_limit_monthly', a.credit_limit_monthly,
+    'default_token_budget', a.default_token_budget,
+    'access', coalesce((SELECT jsonb_agg(jsonb_build_object('resource_type', g.resource_type,
+                                                            'resource_id', g.resource_id,
+                                                            'access', g.access)
+                                         ORDER BY g.resource_type, g.resource_id)
+                          FROM agent.access g WHERE g.agent_id = a.id), '[]'),
+    'triggers', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                   'id', t.id, 'kind', t.kind, 'event_name', t.event_name,
+                                   'resource_type', t.resource_type, 'resource_id', t.resource_id,
+                                   'filter', t.filter, 'schedule', t.schedule, 'timezone', t.timezone,
+                                   'prompt', t.prompt, 'enabled', t.enabled,
+                                   'allow_self_retrigger', t.allow_self_retrigger,
+                                   'show_typing', t.show_typing, 'run_as', t.run_as)
+                                 ORDER BY t.id)
+                            FROM agent.triggers t WHERE t.agent_id = a.id), '[]'))
+  FROM agent.agents a WHERE a.id = p_agent_id
+$$;
+COMMENT ON FUNCTION agent._snapshot(bigint) IS
+  'Internal: the agent''s settings as a version snapshot: instructions, instruction_page_id, model, approval_mode, scope, web_access, delegation, limits, access list and triggers.';
+
+-- The sections that differ between two snapshots, comma-separated.
+CREATE FUNCTION agent._changed_sections(p_old jsonb, p_new jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+  SELECT coalesce(string_agg(sect, ', ' ORDER BY ord), '')
+  FROM (VALUES (1, 'name', ARRAY['name']),
+               (2, 'instructions', ARRAY['instructions', 'instruction_page_id']),
+               (3, 'model', ARRAY['model']),
+               (4, 'approval', ARRAY['approval_mode']),
+               (5, 'scope', ARRAY['scope']),
+               (6, 'access', ARRAY['access']),
+               (7, 'triggers', ARRAY['triggers']),
+               (8, 'web_access', ARRAY['web_access']),
+               (9, 'delegation', ARRAY['delegation']),
+               (10, 'limits', ARRAY['max_iterations', 'hourly_run_cap', 'credit_limit_monthly', 'default_token_budget']))
+       AS s(ord, sect, keys)
+  WHERE EXISTS (SELECT 1 FROM unnest(keys) k
+                 WHERE (p_old -> k) IS DISTINCT FROM (p_new -> k))
+$$;
+COMMENT ON FUNCTION agent._changed_sections(jsonb, jsonb) IS
+  'Internal: the settings sections (name, instructions, model, approval, scope, access, triggers, web_access, delegation, limits) that differ between two snapshots.';
+
+-- Writes the next version of the agent; p_note NULL gets the automatic note.
+CREATE FUNCTION agent._write_version(p_agent_id bigint, p_by_user text, p_note text,
+                                     p_prev jsonb DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_snap    jsonb := agent._snapshot(p_agent_id);
+  v_changed text;
+  v_note    text;
+  v_id      bigint;
+BEGIN
+  IF p_prev IS NULL THEN
+    v_note := p_note;
+  ELSE
+    v_changed := agent._changed_sections(p_prev, v_snap);
+    v_note := CASE WHEN v_changed = '' THEN 'no changes' ELSE 'changed: ' || v_changed END;
+    IF p_note IS NOT NULL THEN
+      v_note := p_note || ' (' || v_note || ')';
+    END IF;
+  END IF;
+  INSERT INTO agent.versions (workspace_id, agent_id, version, snapshot, created_by, note)
+  SELECT a.workspace_id, a.id,
+         coalesce((SELECT max(v.version) FROM agent.versions v WHERE v.agent_id = a.id), 0) + 1,
+         v_snap, p_by_user, v_note
+    FROM agent.agents a WHERE a.id = p_agent_id
+  RETURNING id INTO v_id;
+  RETURN v_id;
+END
+$$;
+COMMENT ON FUNCTION agent._write_version(bigint, text, text, jsonb) IS
+  'Internal: writes the agent''s next version (snapshot of now); with the previous snapshot, the note lists the changed sections.';
+
+CREATE FUNCTION agent.create_agent(workspace_id text, owner_id text, name text,
+                                   settings jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_id bigint;
+BEGIN
+  IF workspace_id IS NULL OR workspace_id = '' THEN
+    RAISE EXCEPTION 'workspace_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF owner_id IS NULL OR owner_id = '' THEN
+    RAISE EXCEPTION 'owner_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF name IS NULL OR length(btrim(name)) NOT BETWEEN 1 AND 200 THEN
+    RAISE EXCEPTION 'agent name must have 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  PERFORM agent._check_settings(coalesce(settings, '{}'));
+  INSERT INTO agent.agents (workspace_id, owner_id, name)
+  VALUES (create_agent.workspace_id, create_agent.owner_id, btrim(create_agent.name))
+  RETURNING id INTO v_id;
+  PERFORM agent._apply_settings(v_id, coalesce(settings, '{}'), owner_id);
+  PERFORM agent._write_version(v_id, owner_id, 'created');
+  PERFORM agent._audit_event('agent.create', 'success', 'agent', v_id::text, workspace_id, owner_id,
+                             jsonb_build_object('name', name, 'settings', settings),
+                             format('%s created agent %s "%s"', owner_id, v_id, btrim(name)));
+  RETURN v_id;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.create_agent(text, text, text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent.create_agent(text, text, text, jsonb) IS
+  'Creates an agent owned by owner_id (who holds full implicitly) with optional settings, and writes version 1.';
+
+CREATE FUNCTION agent.save_settings(agent_id bigint, settings jsonb, by_user text, note text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a      agent.agents%ROWTYPE;
+  v_prev jsonb;
+  v_ver  bigint;
+BEGIN
+  a := agent._agent_for(save_settings.agent_id, by_user, 'edit_settings');
+  PERFORM agent._check_settings(settings);
+  v_prev := agent._snapshot(a.id);
+  PERFORM agent._apply_settings(a.id, settings, by_user);
+  v_ver := agent._write_version(a.id, by_user, note, v_prev);
+  PERFORM agent._audit_event('agent.save_settings', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('settings', settings, 'by_user', by_user,
+                                                'version_id', v_ver, 'note', note),
+                             (SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id,
+                                            v.version, v.note)
+                                FROM agent.versions v WHERE v.id = v_ver));
+  RETURN v_ver;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.save_settings(bigint, jsonb, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.save_settings(bigint, jsonb, text, text) IS
+  'Saves settings (edit level): checks every key, applies them, writes a version whose note lists the changed sections, audits. Returns the version id.';
+
+CREATE FUNCTION agent.restore_version(version_id bigint, by_user text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  v      agent.versions%ROWTYPE;
+  a      agent.agents%ROWTYPE;
+  v_prev jsonb;
+  v_ver  bigint;
+BEGIN
+  SELECT * INTO v FROM agent.versions WHERE id = version_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'version % does not exist', coalesce(version_id::text, 'NULL') USING ERRCODE = 'undefined_object';
+  END IF;
+  a := agent._agent_for(v.agent_id, by_user, 'edit_settings');
+  v_prev := agent._snapshot(a.id);
+  -- the settings of the snapshot, grants included; triggers stay as they are
+  PERFORM agent._apply_settings(a.id, v.snapshot - 'triggers', by_user);
+  v_ver := agent._write_version(a.id, by_user, format('restored version %s', v.version), v_prev);
+  PERFORM agent._audit_event('agent.restore_version', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('restored_version', v.version, 'version_id', v_ver, 'by_user', by_user),
+                             format('%s restored agent %s to version %s', by_user, a.id, v.version));
+  RETURN v_ver;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.restore_version(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.restore_version(bigint, text) IS
+  'Restores a version (edit level): a new version made from the old snapshot, grants included (triggers are not changed); history is never rewritten. Returns the new version id.';
+
+-- May the user read the resource, on their own ACL (in the agent's workspace)?
+CREATE FUNCTION agent._user_reads(p_agent_id bigint, p_user text, p_type text, p_id text, p_mode text DEFAULT 'read')
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+  SELECT CASE
+    WHEN p_type = 'workspace_shared' THEN true
+    WHEN p_type = 'agent' THEN
+      CASE WHEN p_id ~ '^[0-9]{1,18}$'
+           THEN agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END
+           ELSE false END
+    ELSE agent.can_access(p_agent_id, p_type, p_id, p_mode, 'manual', p_user)
+  END
+$$;
+COMMENT ON FUNCTION agent._user_reads(bigint, text, text, text, text) IS
+  'Internal: does the user''s own access reach the resource (agents: their share level; other resources: their ACL)?';
+
+CREATE FUNCTION agent._duplicate(p_agent_id bigint, by_user text, OUT new_agent_id bigint, OUT report jsonb)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  a          agent.agents%ROWTYPE;
+  g          record;
+  t          record;
+  d          jsonb;
+  v_new      bigint;
+  v_dropped  jsonb := '[]';
+  v_down     jsonb := '[]';
+  v_grants   jsonb := '[]';
+  v_trigs    jsonb := '[]';
+  v_deleg    jsonb := '[]';
+  v_page     text;
+  v_tid      bigint;
+  v_srcver   integer;
+  v_report   jsonb;
+BEGIN
+  a := agent._agent_for(p_agent_id, by_user, 'duplicate');
+  SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.agent_id = a.id;
+
+  -- the instruction page is kept only when by_user can read it
+  v_page := a.instruction_page_id;
+  IF v_page IS NOT NULL AND NOT agent._user_reads(a.id, by_user, 'page', v_page) THEN
+    v_dropped := v_dropped || jsonb_build_object('kind', 'instruction_page', 'resource_type', 'page',
+                                                 'resource_id', v_page, 'reason', 'no_read_access');
+    v_page := NULL;
+  END IF;
+  -- delegable agents: only those by_user can see
+  FOR d IN SELECT x FROM jsonb_array_elements(a.delegation) x LOOP
+    IF agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
+      v_deleg := v_deleg || d;
+    ELSE
+      v_dropped := v_dropped || jsonb_build_object('kind', 'delegation', 'agent_id', d,
+                                                   'reason', 'no_access');
+    END IF;
+  END LOOP;
+
+  INSERT INTO agent.agents (workspace_id, owner_id, name, instructions, instruction_page_id, model,
+                            approval_mode, web_access, delegation)
+  VALUES (a.workspace_id, by_user, left(a.name, 193) || ' (copy)', a.instructions, v_page, a.model,
+          a.approval_mode, a.web_access, v_deleg)
+  RETURNING id INTO v_new;
+
+  -- grants: copied where by_user can read the resource; edit kept only where they can edit
+  FOR g IN SELECT * FROM agent.access x WHERE x.agent_id = a.id ORDER BY x.resource_type, x.resource_id LOOP
+    IF NOT agent._user_reads(a.id, by_user, g.resource_type, g.resource_id) THEN
+      v_dropped := v_dropped || jsonb_build_object('kind', 'access', 'resource_type', g.resource_type,
+                                                   'resource_id', g.resource_id, 'access', g.access,
+                                                   'reason', 'no_read_access');
+      CONTINUE;
+    END IF;
+    IF g.access = 'edit' AND NOT agent._user_reads(a.id, by_user, g.resource_type, g.resource_id, 'edit') THEN
+      INSERT INTO agent.access (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+      VALUES (a.workspace_id, v_new, g.resource_type, g.resource_id, 'read', by_user);
+      v_down := v_down || jsonb_build_object('kind', 'access', 'resource_type', g.resource_type,
+                                             'resource_id', g.resource_id, 'from', 'edit', 'to', 'read',
+                                             'reason', 'no_edit_access');
+      v_grants := v_grants || jsonb_build_object('resource_type', g.resource_type,
+                                                 'resource_id', g.resource_id, 'access', 'read');
+    ELSE
+      INSERT INTO agent.access (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+      VALUES (a.workspace_id, v_new, g.resource_type, g.resource_id, g.access, by_user);
+      v_grants := v_grants || jsonb_build_object('resource_type', g.resource_type,
+                                                 'resource_id', g.resource_id, 'access', g.access);
+    END IF;
+  END LOOP;
+
+  -- triggers: copied (disabled) when they watch nothing in particular or a resource by_user can read
+  FOR t IN SELECT * FROM agent.triggers x WHERE x.agent_id = a.id ORDER BY x.id LOOP
+    IF t.resource_type IS NOT NULL AND t.resource_id IS NOT NULL
+       AND NOT agent._user_reads(a.id, by_user, t.resource_type, t.resource_id) THEN
+      v_dropped := v_dropped || jsonb_build_object('kind', 'trigger', 'trigger_id', t.id,
+                                                   'trigger_kind', t.kind, 'event_name', t.event_name,
+                                                   'resource_type', t.resource_type,
+                                                   'resource_id', t.resource_id, 'reason', 'no_read_access');
+      CONTINUE;
+    END IF;
+    INSERT INTO agent.triggers (workspace_id, agent_id, kind, event_name, resource_type, resource_id,
+                                filter, schedule, timezone, prompt, enabled, allow_self_retrigger,
+                                show_typing, run_as, created_by)
+    VALUES (a.workspace_id, v_new, t.kind, t.event_name, t.resource_type, t.resource_id, t.filter,
+            t.schedule, t.timezone, t.prompt, false, t.allow_self_retrigger, t.show_typing, t.run_as,
+            by_user)
+    RETURNING id INTO v_tid;
+    v_trigs := v_trigs || jsonb_build_object('from_trigger_id', t.id, 'trigger_id', v_tid, 'enabled', false);
+  END LOOP;
+
+  v_report := jsonb_build_object(
+    'source_agent_id', a.id,
+    'source_version', v_srcver,
+    'copied', jsonb_build_object('access', v_grants, 'triggers', v_trigs, 'delegation', v_deleg,
+                                 'instruction_page_id', v_page),
+    'dropped', v_dropped,
+    'downgraded', v_down,
+    'not_copied', jsonb_build_array('shares', 'tool_connections', 'limits', 'history'));
+  PERFORM agent._write_version(v_new, by_user, format('duplicated from agent %s version %s', a.id, v_srcver));
+  PERFORM agent._audit_event('agent.duplicate', 'success', 'agent', v_new::text, a.workspace_id, by_user,
+                             jsonb_build_object('source_agent_id', a.id, 'by_user', by_user, 'report', v_report),
+                             format('%s duplicated agent %s as %s (%s dropped)', by_user, a.id, v_new,
+                                    jsonb_array_length(v_dropped)));
+  new_agent_id := v_new;
+  report := v_report;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._duplicate(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._duplicate(bigint, text) IS
+  'Internal: the body of agent.duplicate.';
+
+CREATE FUNCTION agent.duplicate(agent_id bigint, by_user text)
+RETURNS TABLE(agent_id bigint, report jsonb)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT d.new_agent_id, d.report FROM agent._duplicate($1, $2) d $$;
+REVOKE ALL ON FUNCTION agent.duplicate(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.duplicate(bigint, text) IS
+  'Private copy owned by by_user (duplicate level): name suffixed " (copy)", instructions and model kept; grants, triggers (copied disabled), instruction page and delegation filtered by by_user''s own access; the report lists exactly what was dropped and why. Shares, tool connections (scope), limits and history are not copied.';
+
+CREATE FUNCTION agent.set_status(agent_id bigint, status text, by_user text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a agent.agents%ROWTYPE;
+BEGIN
+  IF status IS NULL OR status NOT IN ('active', 'suspended') THEN
+    RAISE EXCEPTION 'invalid agent status "%"', coalesce(status, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A status is active or suspended.';
+  END IF;
+  a := agent._agent_for(set_status.agent_id, by_user, 'suspend');
+  UPDATE agent.agents x SET status = set_status.status, updated_at = now() WHERE x.id = a.id;
+  PERFORM agent._audit_event('agent.set_status', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('from', a.status, 'to', status, 'by_user', by_user),
+                             format('%s set agent %s %s', by_user, a.id, status));
+END
+$$;
+REVOKE ALL ON FUNCTION agent.set_status(bigint, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.set_status(bigint, text, text) IS
+  'Suspends or resumes an agent (full level). Suspension stops new autonomous runs, not chat.';
+
+CREATE FUNCTION agent.delete_agent(agent_id bigint, by_user text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  a agent.agents%ROWTYPE;
+BEGIN
+  a := agent._agent_for(delete_agent.agent_id, by_user, 'delete');
+  UPDATE agent.agents x SET deleted_at = now(), updated_at = now() WHERE x.id = a.id;
+  PERFORM agent._audit_event('agent.delete', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('by_user', by_user),
+                             format('%s deleted agent %s "%s"', by_user, a.id, a.name));
+END
+$$;
+REVOKE ALL ON FUNCTION agent.delete_agent(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.delete_agent(bigint, text) IS
+  'Soft-deletes an agent (full level): deleted_at is set; it loses every access and every level, and its history stays.';

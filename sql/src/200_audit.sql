@@ -1,0 +1,310 @@
+-- pg_agents: audit (docs/audit.md).
+--
+-- agent.audit_log and agent._audit_event live in 010_core.sql (other parts
+-- call _audit_event); this part adds the C table triggers, redaction, the
+-- append-only guard, tenant-scoped reads, retention and scheduling.
+
+-- ---------------------------------------------------------------------------
+-- Redaction
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.redact(jsonb) RETURNS jsonb
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_redact';
+COMMENT ON FUNCTION agent.redact(jsonb) IS
+  'The redacted copy of a jsonb document: credential-shaped keys and values replaced by [REDACTED], long strings, deep nesting and oversized payloads cut (docs/audit.md).';
+
+-- ---------------------------------------------------------------------------
+-- Append-only guard
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._audit_guard() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'pg_agents_audit_guard';
+COMMENT ON FUNCTION agent._audit_guard() IS
+  'Internal: refuses UPDATE, DELETE and TRUNCATE on agent.audit_log, except inside agent.purge_audit() and agent._audit_backdate().';
+
+CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON agent.audit_log
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard();
+CREATE TRIGGER audit_log_append_only_row BEFORE UPDATE OR DELETE ON agent.audit_log
+  FOR EACH ROW EXECUTE FUNCTION agent._audit_guard();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON agent.audit_log
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard();
+-- also with session_replication_role = replica
+ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only;
+ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only_row;
+ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_no_truncate;
+
+-- Nobody writes the log through SQL: the C code writes it directly.
+REVOKE ALL ON agent.audit_log FROM PUBLIC;
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agent.audit_log FROM CURRENT_USER;
+GRANT SELECT ON agent.audit_log TO PUBLIC;
+
+-- Reads are tenant-scoped: a role other than the owner sees only the rows of
+-- its workspace (pg_agents.workspace); without a workspace, nothing.
+ALTER TABLE agent.audit_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY audit_log_workspace_read ON agent.audit_log FOR SELECT TO PUBLIC
+  USING (workspace_id = agent.current_workspace());
+
+-- ---------------------------------------------------------------------------
+-- Table triggers
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._audit_trigger() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'pg_agents_audit_trigger';
+COMMENT ON FUNCTION agent._audit_trigger() IS
+  'Internal: the C audit trigger agent.audit_table() attaches; arguments: target_type, owner column, workspace column.';
+
+CREATE FUNCTION agent._audit_table_event(tbl regclass, action text, target_type text)
+RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_audit_table_event';
+COMMENT ON FUNCTION agent._audit_table_event(regclass, text, text) IS
+  'Internal: records audit.table / audit.untable; only the table''s owner may.';
+
+CREATE FUNCTION agent.audit_table(tbl regclass, target_type text DEFAULT NULL,
+                                  owner_column name DEFAULT NULL,
+                                  workspace_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+SET client_min_messages = warning
+AS $$
+DECLARE
+  v_rel  pg_catalog.pg_class%ROWTYPE;
+  v_ws   name := workspace_column;
+  v_type text := coalesce(target_type, '');
+BEGIN
+  SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = tbl;
+  IF tbl = 'agent.audit_log'::pg_catalog.regclass THEN
+    RAISE EXCEPTION 'cannot audit agent.audit_log'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'The audit log records changes to other tables; it is append-only itself.';
+  END IF;
+  IF v_rel.relkind NOT IN ('r', 'p') THEN
+    RAISE EXCEPTION '"%" is not a table', tbl
+      USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only tables and partitioned tables can be audited.';
+  END IF;
+  IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
+    RAISE EXCEPTION 'must be owner of table %', tbl
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  IF target_type IS NOT NULL AND pg_catalog.btrim(target_type) = '' THEN
+    RAISE EXCEPTION 'target_type must not be empty'
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass NULL to use the table name.';
+  END IF;
+  IF owner_column IS NOT NULL AND NOT EXISTS (
+       SELECT 1 FROM pg_catalog.pg_attribute
+        WHERE attrelid = tbl AND attname = owner_column AND attnum > 0 AND NOT attisdropped) THEN
+    RAISE EXCEPTION 'column "%" of relation "%" does not exist', owner_column, tbl
+      USING ERRCODE = 'undefined_column';
+  END IF;
+  IF v_ws IS NULL THEN
+    SELECT a.attname INTO v_ws FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = tbl AND a.attname = 'workspace_id' AND a.attnum > 0 AND NOT a.attisdropped;
+  ELSIF NOT EXISTS (
+       SELECT 1 FROM pg_catalog.pg_attribute
+        WHERE attrelid = tbl AND attname = v_ws AND attnum > 0 AND NOT attisdropped) THEN
+    RAISE EXCEPTION 'column "%" of relation "%" does not exist', v_ws, tbl
+      USING ERRCODE = 'undefined_column';
+  END IF;
+
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit ON %s', tbl);
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_truncate ON %s', tbl);
+  EXECUTE pg_catalog.format(
+    'CREATE TRIGGER pg_agents_audit AFTER INSERT OR UPDATE OR DELETE ON %s '
+    'FOR EACH ROW EXECUTE FUNCTION agent._audit_trigger(%L, %L, %L)',
+    tbl, v_type, coalesce(owner_column, ''), coalesce(v_ws, ''));
+  EXECUTE pg_catalog.format(
+    'CREATE TRIGGER pg_agents_audit_truncate AFTER TRUNCATE ON %s '
+    'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_trigger(%L, %L, %L)',
+    tbl, v_type, '', '');
+  PERFORM agent._audit_table_event(tbl, 'audit.table', nullif(v_type, ''));
+END
+$$;
+COMMENT ON FUNCTION agent.audit_table(regclass, text, name, name) IS
+  'Attaches the C audit trigger to a table: INSERT (new row), UPDATE (changed columns only), DELETE (old row) and TRUNCATE are recorded in agent.audit_log, redacted. Re-running it updates the settings.';
+
+CREATE FUNCTION agent.unaudit_table(tbl regclass) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+SET client_min_messages = warning
+AS $$
+DECLARE
+  v_had boolean;
+BEGIN
+  IF NOT pg_catalog.pg_has_role(current_user,
+                                (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') THEN
+    RAISE EXCEPTION 'must be owner of table %', tbl
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger
+                  WHERE tgrelid = tbl AND tgname IN ('pg_agents_audit', 'pg_agents_audit_truncate'))
+    INTO v_had;
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit ON %s', tbl);
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_truncate ON %s', tbl);
+  IF v_had THEN
+    PERFORM agent._audit_table_event(tbl, 'audit.untable', NULL);
+  END IF;
+  RETURN v_had;
+END
+$$;
+COMMENT ON FUNCTION agent.unaudit_table(regclass) IS
+  'Removes the audit trigger from a table; returns false when the table was not audited. Recorded as audit.untable.';
+
+CREATE VIEW agent.audited_tables WITH (security_invoker = true) AS
+SELECT t.tgrelid::pg_catalog.regclass AS table_name,
+       coalesce(nullif(pg_catalog.split_part(pg_catalog.encode(t.tgargs, 'escape'), E'\\000', 1), ''),
+                c.relname::text) AS target_type,
+       nullif(pg_catalog.split_part(pg_catalog.encode(t.tgargs, 'escape'), E'\\000', 2), '') AS owner_column,
+       nullif(pg_catalog.split_part(pg_catalog.encode(t.tgargs, 'escape'), E'\\000', 3), '') AS workspace_column
+  FROM pg_catalog.pg_trigger t
+  JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+ WHERE t.tgname = 'pg_agents_audit' AND NOT t.tgisinternal;
+COMMENT ON VIEW agent.audited_tables IS 'Tables audited by agent.audit_table(), with their settings.';
+COMMENT ON COLUMN agent.audited_tables.table_name IS 'Audited table.';
+COMMENT ON COLUMN agent.audited_tables.target_type IS 'target_type written in its audit rows.';
+COMMENT ON COLUMN agent.audited_tables.owner_column IS 'Column read into owner_id, if any.';
+COMMENT ON COLUMN agent.audited_tables.workspace_column IS 'Column read into workspace_id (else pg_agents.workspace), if any.';
+
+-- ---------------------------------------------------------------------------
+-- Reads
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.audit_events(target_type text DEFAULT NULL, target_id text DEFAULT NULL,
+                                   actor_kind text DEFAULT NULL, status text DEFAULT NULL,
+                                   run_id bigint DEFAULT NULL, action text DEFAULT NULL,
+                                   since timestamptz DEFAULT NULL, lim integer DEFAULT 100)
+RETURNS SETOF agent.audit_log
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  IF audit_events.actor_kind IS NOT NULL AND audit_events.actor_kind NOT IN ('agent', 'human', 'system') THEN
+    RAISE EXCEPTION 'invalid actor kind "%"', audit_events.actor_kind
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An actor kind is agent, human or system.';
+  END IF;
+  IF audit_events.status IS NOT NULL AND audit_events.status NOT IN ('success', 'error', 'denied') THEN
+    RAISE EXCEPTION 'invalid audit status "%"', audit_events.status
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An audit status is success, error or denied.';
+  END IF;
+  IF lim IS NULL OR lim < 1 OR lim > 10000 THEN
+    RAISE EXCEPTION 'invalid limit %', coalesce(lim::text, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'The limit is between 1 and 10000.';
+  END IF;
+  RETURN QUERY
+    SELECT l.* FROM agent.audit_log l
+     WHERE l.workspace_id = agent.current_workspace()
+       AND (audit_events.target_type IS NULL OR l.target_type = audit_events.target_type)
+       AND (audit_events.target_id IS NULL OR l.target_id = audit_events.target_id)
+       AND (audit_events.actor_kind IS NULL OR l.actor_kind = audit_events.actor_kind)
+       AND (audit_events.status IS NULL OR l.status = audit_events.status)
+       AND (audit_events.run_id IS NULL OR l.run_id = audit_events.run_id)
+       AND (audit_events.action IS NULL OR l.action = audit_events.action)
+       AND (audit_events.since IS NULL OR l.at >= audit_events.since)
+     ORDER BY l.at DESC, l.id DESC
+     LIMIT lim;
+END
+$$;
+COMMENT ON FUNCTION agent.audit_events(text, text, text, text, bigint, text, timestamptz, integer) IS
+  'Audit rows of the caller''s workspace (pg_agents.workspace), newest first, filtered; without a workspace identity nothing matches.';
+
+CREATE VIEW agent.audit_summary WITH (security_invoker = true) AS
+SELECT pg_catalog.date_trunc('day', l.at) AS day, l.workspace_id, l.actor_kind, l.action, l.status,
+       pg_catalog.count(*) AS events
+  FROM agent.audit_log l
+ GROUP BY 1, 2, 3, 4, 5;
+COMMENT ON VIEW agent.audit_summary IS
+  'Audit rows per day, workspace, actor kind, action and status (row-level security applies: a non-owner sees its workspace).';
+COMMENT ON COLUMN agent.audit_summary.day IS 'Day (UTC midnight in the session time zone).';
+COMMENT ON COLUMN agent.audit_summary.workspace_id IS 'Workspace.';
+COMMENT ON COLUMN agent.audit_summary.actor_kind IS 'agent, human or system.';
+COMMENT ON COLUMN agent.audit_summary.action IS 'Action.';
+COMMENT ON COLUMN agent.audit_summary.status IS 'success, error or denied.';
+COMMENT ON COLUMN agent.audit_summary.events IS 'Number of audit rows.';
+
+-- ---------------------------------------------------------------------------
+-- Retention and maintenance
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.purge_audit() RETURNS bigint
+LANGUAGE C VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS 'MODULE_PATHNAME', 'pg_agents_purge_audit';
+REVOKE ALL ON FUNCTION agent.purge_audit() FROM PUBLIC;
+COMMENT ON FUNCTION agent.purge_audit() IS
+  'Deletes audit rows older than pg_agents.audit_retention_days (0 keeps them forever) and returns how many; the only deletion the log allows. Recorded as audit.purge.';
+
+CREATE FUNCTION agent._audit_backdate(ids bigint[], age interval) RETURNS bigint
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_audit_backdate';
+REVOKE ALL ON FUNCTION agent._audit_backdate(bigint[], interval) FROM PUBLIC;
+COMMENT ON FUNCTION agent._audit_backdate(bigint[], interval) IS
+  'Test support, superuser only: moves the time of the given audit rows back by age (nothing else can change), and records audit.backdate.';
+
+CREATE FUNCTION agent.schedule_maintenance()
+RETURNS TABLE(job_name text, schedule text, command text, jobid bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_jobs text[][] := ARRAY[
+    ARRAY['pg_agents_purge_audit', '17 3 * * *',
+          'SELECT agent.set_identity(''system''); SELECT agent.purge_audit()'],
+    ARRAY['pg_agents_tick', '* * * * *',
+          'SELECT agent.set_identity(''system''); SELECT agent.tick()']];
+  i int;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
+    RAISE EXCEPTION 'pg_cron is not installed in this database'
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = 'agent.schedule_maintenance() schedules agent.purge_audit() and agent.tick() through pg_cron.',
+            HINT = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database and run CREATE EXTENSION pg_cron; or call agent.purge_audit() daily and agent.tick() every minute from another scheduler.';
+  END IF;
+  FOR i IN 1 .. pg_catalog.array_length(v_jobs, 1) LOOP
+    job_name := v_jobs[i][1];
+    schedule := v_jobs[i][2];
+    command := v_jobs[i][3];
+    -- a named job is updated in place when it exists
+    EXECUTE 'SELECT cron.schedule($1, $2, $3)' INTO jobid USING job_name, schedule, command;
+    RETURN NEXT;
+  END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.schedule_maintenance() FROM PUBLIC;
+COMMENT ON FUNCTION agent.schedule_maintenance() IS
+  'Schedules agent.purge_audit() daily (03:17) and agent.tick() every minute through pg_cron; re-running updates the jobs instead of duplicating them.';
+
+CREATE FUNCTION agent.unschedule_maintenance() RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_n integer := 0;
+  v_ok boolean;
+  v_name text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
+    RAISE EXCEPTION 'pg_cron is not installed in this database'
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  FOREACH v_name IN ARRAY ARRAY['pg_agents_purge_audit', 'pg_agents_tick'] LOOP
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM cron.job WHERE jobname = $1 AND username = current_user)'
+      INTO v_ok USING v_name;
+    IF v_ok THEN
+      EXECUTE 'SELECT cron.unschedule($1)' USING v_name;
+      v_n := v_n + 1;
+    END IF;
+  END LOOP;
+  RETURN v_n;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.unschedule_maintenance() FROM PUBLIC;
+COMMENT ON FUNCTION agent.unschedule_maintenance() IS
+  'Removes the pg_cron jobs agent.schedule_maintenance() made; returns how many.';

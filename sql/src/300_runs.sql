@@ -1,0 +1,976 @@
+-- pg_agents: run bookkeeping, delegation and approvals (docs/runs.md, docs/delegation.md).
+--
+-- Locking rule: every function that touches more than one run of a
+-- delegation tree first locks the tree's root run (FOR UPDATE), then the runs
+-- it changes.  Work on one tree is serialised, work on different trees runs
+-- in parallel, and no two functions take run locks in opposite orders.
+-- agent.claim_runs only locks queued runs, one by one, with SKIP LOCKED.
+--
+-- Token accounting: a run's effective budget is its token_budget, or its
+-- agent's default_token_budget when NULL.  tokens_total is the run's own
+-- usage plus all its descendants'.  tokens_reserved is the part of its active
+-- children's budgets they have not used yet; the remaining envelope of a run
+-- is  budget - tokens_total - tokens_reserved.
+
+-- ---------------------------------------------------------------------------
+-- agent.user_can: defined by the access module (sql/src/100_access.sql).
+-- Until that module is merged, a minimal stand-in with the same signature
+-- and the §7.4 levels (owner = full; full > edit > interact) is created here
+-- so that the run functions can be used and tested.  When 100_access.sql is
+-- present it has already created agent.user_can and this block does nothing.
+-- ---------------------------------------------------------------------------
+DO $do$
+BEGIN
+  IF to_regprocedure('agent.user_can(text,bigint,text)') IS NULL THEN
+    CREATE FUNCTION agent.user_can(user_id text, agent_id bigint, action text)
+    RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog
+    AS $f$
+      SELECT CASE
+        WHEN a.id IS NULL OR a.deleted_at IS NOT NULL OR $1 IS NULL THEN false
+        WHEN a.owner_id = $1 THEN true
+        ELSE coalesce((SELECT max(CASE s.level WHEN 'full' THEN 3 WHEN 'edit' THEN 2 ELSE 1 END)
+                         FROM agent.shares s
+                        WHERE s.agent_id = a.id
+                          AND (s.user_id = $1
+                               OR s.group_id IN (SELECT gm.group_id FROM agent.group_members gm
+                                                  WHERE gm.user_id = $1))), 0)
+             >= CASE $3 WHEN 'chat' THEN 1
+                        WHEN 'view_settings' THEN 2 WHEN 'edit_settings' THEN 2
+                        WHEN 'view_activity' THEN 2 WHEN 'duplicate' THEN 2
+                        ELSE 3 END
+      END
+      FROM (SELECT 1) d LEFT JOIN agent.agents a ON a.id = $2
+    $f$;
+    COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
+      'Whether a user may perform an action on an agent (stand-in of the access module: owner = full; full > edit > interact).';
+  END IF;
+END
+$do$;
+
+-- ---------------------------------------------------------------------------
+-- Internal helpers
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._run_is_active(status text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog
+AS $$ SELECT $1 IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children') $$;
+COMMENT ON FUNCTION agent._run_is_active(text) IS
+  'Internal: whether a run status is not terminal (queued, running, waiting_approval, waiting_input, waiting_children).';
+
+CREATE FUNCTION agent._runs_notify(p_run_id bigint, p_agent_id bigint, p_status text) RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog
+AS $$
+  SELECT pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
+                                                   'status', p_status)::text)
+$$;
+REVOKE ALL ON FUNCTION agent._runs_notify(bigint, bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._runs_notify(bigint, bigint, text) IS
+  'Internal: NOTIFY agent_runs with {"run_id","agent_id","status"} (delivered at commit).';
+
+-- Redaction of tool inputs kept with approvals: values under credential-like
+-- keys and credential-shaped strings are replaced.
+CREATE FUNCTION agent._runs_redact(j jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog
+AS $$
+  SELECT CASE jsonb_typeof(j)
+    WHEN 'object' THEN
+      (SELECT coalesce(jsonb_object_agg(e.k,
+                CASE WHEN e.k ~* '(^|[_-])(token|secret|password|passwd|api[_-]?key|authorization|credentials?|private[_-]?key|cookie)($|[_-])'
+                           OR lower(e.k) IN ('apikey', 'accesstoken', 'refreshtoken', 'clientsecret')
+                     THEN '"[redacted]"'::jsonb
+                     ELSE agent._runs_redact(e.v) END), '{}'::jsonb)
+         FROM jsonb_each(j) AS e(k, v))
+    WHEN 'array' THEN
+      (SELECT coalesce(jsonb_agg(agent._runs_redact(x.v) ORDER BY x.o), '[]'::jsonb)
+         FROM jsonb_array_elements(j) WITH ORDINALITY AS x(v, o))
+    WHEN 'string' THEN
+      CASE WHEN (j #>> '{}') ~* '^bearer\s+\S'
+             OR (j #>> '{}') ~ '^(sk|pk|rk|ghp|gho|xox[abprs])[-_][A-Za-z0-9_-]{16,}$'
+           THEN '"[redacted]"'::jsonb ELSE j END
+    ELSE j END
+$$;
+COMMENT ON FUNCTION agent._runs_redact(jsonb) IS
+  'Internal: replaces values under credential-like keys and credential-shaped strings by "[redacted]".';
+
+-- Locks the root run of a tree (the tree mutex).  Returns false when
+-- p_skip_locked and the root is locked by someone else.
+CREATE FUNCTION agent._lock_tree(p_root_run_id bigint, p_skip_locked boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  IF p_skip_locked THEN
+    PERFORM 1 FROM agent.runs WHERE id = p_root_run_id FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+  END IF;
+  PERFORM 1 FROM agent.runs WHERE id = p_root_run_id FOR UPDATE;
+  RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._lock_tree(bigint, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent._lock_tree(bigint, boolean) IS
+  'Internal: locks the root run of a delegation tree (every multi-run change takes it first).';
+
+-- Looks a run up and locks its tree; raises 42704 for an unknown run.
+CREATE FUNCTION agent._lock_run(p_run_id bigint) RETURNS agent.runs
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_root bigint;
+  r      agent.runs%ROWTYPE;
+BEGIN
+  IF p_run_id IS NULL THEN
+    RAISE EXCEPTION 'run id must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT coalesce(x.root_run_id, x.id) INTO v_root FROM agent.runs x WHERE x.id = p_run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  PERFORM agent._lock_tree(v_root);
+  SELECT * INTO r FROM agent.runs x WHERE x.id = p_run_id FOR UPDATE;
+  RETURN r;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._lock_run(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._lock_run(bigint) IS
+  'Internal: locks the tree of a run, then the run, and returns it (42704 when unknown).';
+
+-- Appends a step to a run (the caller holds the tree lock).
+CREATE FUNCTION agent._runs_add_step(p_run_id bigint, p_kind text, p_name text, p_input jsonb,
+                                     p_output jsonb DEFAULT NULL, p_status text DEFAULT NULL,
+                                     p_finished boolean DEFAULT false)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog
+AS $$
+  INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
+  SELECT r.workspace_id, r.id,
+         coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.run_id = r.id), 0) + 1,
+         p_kind, p_name, p_input, p_output, p_status,
+         CASE WHEN p_finished THEN clock_timestamp() END
+    FROM agent.runs r WHERE r.id = p_run_id
+  RETURNING id
+$$;
+REVOKE ALL ON FUNCTION agent._runs_add_step(bigint, text, text, jsonb, jsonb, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent._runs_add_step(bigint, text, text, jsonb, jsonb, text, boolean) IS
+  'Internal: appends a step (next seq) to a run whose tree the caller has locked.';
+
+CREATE FUNCTION agent._audit_run(p_action text, p_run agent.runs, p_status text DEFAULT 'success',
+                                 p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
+                                 p_error_code text DEFAULT NULL)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog
+AS $$
+  SELECT agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id,
+                            (SELECT a.owner_id FROM agent.agents a WHERE a.id = p_run.agent_id),
+                            jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
+                            p_summary, p_error_code)
+$$;
+REVOKE ALL ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) IS
+  'Internal: audits a run state change through agent._audit_event (target_type run).';
+
+-- ---------------------------------------------------------------------------
+-- Ending a run (the one path: finish_run, cancel_run, deny, tick)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._finish_run(p_run_id bigint, p_status text, p_output jsonb, p_error text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r        agent.runs%ROWTYPE;
+  p        agent.runs%ROWTYPE;
+  v_budget bigint;
+  v_child  bigint;
+  v_unused bigint;
+BEGIN
+  -- the caller holds the tree lock
+  SELECT * INTO r FROM agent.runs WHERE id = p_run_id FOR UPDATE;
+  IF NOT FOUND OR NOT agent._run_is_active(r.status) THEN
+    RETURN false;
+  END IF;
+  UPDATE agent.runs
+     SET status = p_status, output = coalesce(p_output, output), error = p_error,
+         finished_at = now(), lease_until = NULL
+   WHERE id = p_run_id
+  RETURNING * INTO r;
+
+  -- children still at work are cancelled (deepest first, through recursion)
+  FOR v_child IN SELECT c.id FROM agent.runs c
+                  WHERE c.parent_run_id = p_run_id AND agent._run_is_active(c.status) ORDER BY c.id
+  LOOP
+    PERFORM agent._finish_run(v_child, 'cancelled', NULL,
+                              format('cancelled: parent run %s ended %s', p_run_id, p_status));
+  END LOOP;
+
+  -- pending approvals of an ended run can no longer be decided
+  UPDATE agent.approvals SET status = 'expired', decided_at = now()
+   WHERE run_id = p_run_id AND status = 'pending';
+
+  IF r.parent_run_id IS NOT NULL THEN
+    SELECT coalesce(r.token_budget, a.default_token_budget) INTO v_budget
+      FROM agent.agents a WHERE a.id = r.agent_id;
+    -- the unused part of the reservation goes back to the parent's envelope
+    v_unused := greatest(0, v_budget - r.tokens_total);
+    UPDATE agent.runs SET tokens_reserved = greatest(0, tokens_reserved - v_unused)
+     WHERE id = r.parent_run_id
+    RETURNING * INTO p;
+    -- the parent sees the child's end as the result of its delegate step
+    UPDATE agent.run_steps s
+       SET output = jsonb_build_object('child_run_id', r.id, 'agent_id', r.agent_id,
+                                       'status', r.status, 'output', r.output, 'error', r.error,
+                                       'tokens_total', r.tokens_total),
+           status = CASE WHEN r.status = 'succeeded' THEN 'ok' ELSE 'error' END,
+           finished_at = clock_timestamp()
+     WHERE s.run_id = r.parent_run_id AND s.kind = 'delegate'
+       AND s.input ->> 'child_run_id' = r.id::text;
+    -- a parent waiting for its children goes back to the queue when the last one ends
+    IF p.status = 'waiting_children'
+       AND NOT EXISTS (SELECT 1 FROM agent.runs c
+                        WHERE c.parent_run_id = p.id AND agent._run_is_active(c.status)) THEN
+      UPDATE agent.runs SET status = 'queued' WHERE id = p.id RETURNING * INTO p;
+      PERFORM agent._audit_run('run.resume', p, 'success', jsonb_build_object('status', 'queued'),
+                               format('run %s re-queued: its child runs have ended', p.id));
+      PERFORM agent._runs_notify(p.id, p.agent_id, 'queued');
+    END IF;
+  END IF;
+
+  IF r.trigger_id IS NOT NULL THEN
+    UPDATE agent.triggers
+       SET last_status = r.status, last_error = r.error, last_run_at = coalesce(last_run_at, r.created_at)
+     WHERE id = r.trigger_id;
+  END IF;
+
+  PERFORM agent._audit_run('run.finish', r,
+                           CASE WHEN r.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
+                           jsonb_build_object('status', r.status, 'error', r.error,
+                                              'tokens_total', r.tokens_total),
+                           format('run %s %s', r.id, r.status),
+                           CASE WHEN r.status NOT IN ('succeeded', 'cancelled') THEN r.status END);
+  PERFORM agent._runs_notify(r.id, r.agent_id, r.status);
+  RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._finish_run(bigint, text, jsonb, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._finish_run(bigint, text, jsonb, text) IS
+  'Internal: ends an active run (tree lock held): cancels active children, returns unused budget to the parent, records the result on the parent''s delegate step, re-queues a waiting parent, updates the trigger, audits, notifies.';
+
+-- ---------------------------------------------------------------------------
+-- Starting, claiming, leasing
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.start_run(agent_id bigint, requested_by text, input jsonb DEFAULT '{}',
+                                regime text DEFAULT 'manual', origin text DEFAULT 'chat')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_variable
+DECLARE
+  a    agent.agents%ROWTYPE;
+  v_id bigint;
+  r    agent.runs%ROWTYPE;
+BEGIN
+  IF regime IS NULL OR regime NOT IN ('manual', 'autonomous') THEN
+    RAISE EXCEPTION 'invalid regime "%"', regime
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A regime is manual or autonomous.';
+  END IF;
+  IF origin IN ('delegation', 'rerun') THEN
+    RAISE EXCEPTION 'origin "%" cannot be given to agent.start_run', origin
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = CASE origin WHEN 'delegation' THEN 'Use agent.delegate().' ELSE 'Use agent.rerun().' END;
+  END IF;
+  IF origin IS NULL
+     OR (regime = 'manual' AND origin NOT IN ('chat', 'api', 'draft'))
+     OR (regime = 'autonomous' AND origin NOT IN ('api', 'schedule', 'event', 'mention')) THEN
+    RAISE EXCEPTION 'invalid origin "%" for the % regime', origin, regime
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A manual run comes from chat, api or draft; an autonomous run from api, schedule, event or mention.';
+  END IF;
+  IF input IS NOT NULL AND jsonb_typeof(input) <> 'object' THEN
+    RAISE EXCEPTION 'run input must be a json object'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.id = agent_id;
+  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF regime = 'manual' THEN
+    IF requested_by IS NULL OR requested_by = '' THEN
+      RAISE EXCEPTION 'a manual run needs the requesting user'
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = 'A manual run acts as the user who asked for it (requested_by).';
+    END IF;
+    IF NOT coalesce(agent.user_can(requested_by, agent_id, 'chat'), false) THEN
+      RAISE EXCEPTION 'user "%" may not chat with agent %', requested_by, agent_id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'A manual run requires the interact level or higher on the agent.';
+    END IF;
+  ELSIF a.status = 'suspended' THEN
+    RAISE EXCEPTION 'agent % is suspended', agent_id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = 'A suspended agent starts no autonomous run; chat still works.';
+  END IF;
+  v_id := agent._enqueue_run(agent_id, regime, origin, coalesce(input, '{}'), NULL, requested_by);
+  SELECT * INTO r FROM agent.runs x WHERE x.id = v_id;
+  PERFORM agent._audit_run('run.start', r, 'success',
+                           jsonb_build_object('regime', regime, 'origin', origin, 'status', r.status),
+                           format('run %s queued (%s, %s)', v_id, regime, origin));
+  RETURN v_id;
+END
+$$;
+COMMENT ON FUNCTION agent.start_run(bigint, text, jsonb, text, text) IS
+  'Queues a run of an agent: manual runs (chat, api, draft) require the chat level of requested_by; autonomous runs (api, schedule, event, mention) are refused for a suspended agent. Returns the run id.';
+
+CREATE FUNCTION agent.claim_runs(n int) RETURNS SETOF agent.runs
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_lease interval := current_setting('pg_agents.run_lease')::interval;
+  r       agent.runs%ROWTYPE;
+BEGIN
+  IF n IS NULL OR n < 1 THEN
+    RAISE EXCEPTION 'number of runs to claim must be positive'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  FOR r IN
+    WITH c AS (
+      SELECT q.id FROM agent.runs q
+       WHERE q.status = 'queued'
+       ORDER BY q.priority DESC, q.id
+       LIMIT n
+       FOR UPDATE SKIP LOCKED
+    ), u AS (
+      UPDATE agent.runs x
+         SET status = 'running', attempts = x.attempts + 1,
+             started_at = coalesce(x.started_at, now()), lease_until = now() + v_lease
+        FROM c
+       WHERE x.id = c.id AND x.status = 'queued'
+      RETURNING x.*
+    )
+    SELECT * FROM u ORDER BY u.priority DESC, u.id
+  LOOP
+    PERFORM agent._audit_run('run.claim', r, 'success',
+                             jsonb_build_object('status', 'running', 'attempts', r.attempts),
+                             format('run %s claimed (attempt %s)', r.id, r.attempts));
+    RETURN NEXT r;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION agent.claim_runs(int) IS
+  'Claims up to n queued runs (interactive first, then oldest; FOR UPDATE SKIP LOCKED, never the same run twice): running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease.';
+
+CREATE FUNCTION agent.renew_lease(run_id bigint) RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_until timestamptz;
+  v_status text;
+BEGIN
+  UPDATE agent.runs r
+     SET lease_until = now() + current_setting('pg_agents.run_lease')::interval
+   WHERE r.id = renew_lease.run_id AND r.status = 'running'
+  RETURNING r.lease_until INTO v_until;
+  IF NOT FOUND THEN
+    SELECT r.status INTO v_status FROM agent.runs r WHERE r.id = renew_lease.run_id;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'run % does not exist', renew_lease.run_id USING ERRCODE = 'undefined_object';
+    END IF;
+    RAISE EXCEPTION 'run % is not running', renew_lease.run_id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run is %s; only a running run holds a lease.', v_status);
+  END IF;
+  RETURN v_until;
+END
+$$;
+COMMENT ON FUNCTION agent.renew_lease(bigint) IS
+  'Extends the lease of a running run to now() + pg_agents.run_lease (long runs call it before the lease ends); returns the new lease end.';
+
+CREATE FUNCTION agent.wait_for_children(run_id bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r agent.runs%ROWTYPE;
+BEGIN
+  r := agent._lock_run(wait_for_children.run_id);
+  IF r.status <> 'running' THEN
+    RAISE EXCEPTION 'run % is not running', r.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run is %s; only a running run may wait for its children.', r.status);
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.runs c WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status)) THEN
+    RETURN false;
+  END IF;
+  UPDATE agent.runs x SET status = 'waiting_children', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+  PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_children'),
+                           format('run %s waits for its child runs', r.id));
+  PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_children');
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION agent.wait_for_children(bigint) IS
+  'The executor of a running run that has delegated parks it in waiting_children (lease released; returns true) until its last active child ends, which re-queues it; returns false (run stays running) when no child is active.';
+
+-- ---------------------------------------------------------------------------
+-- Usage and the end of a run
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.add_usage(run_id bigint, tokens_in int, tokens_out int, model text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+  r         agent.runs%ROWTYPE;
+  v_t       bigint;
+  v_cur     bigint;
+  v_parent  bigint;
+  v_status  text;
+  v_before  bigint;
+  v_budget  bigint;
+  v_release bigint;
+  v_left    bigint;
+BEGIN
+  IF add_usage.tokens_in IS NULL OR add_usage.tokens_out IS NULL
+     OR add_usage.tokens_in < 0 OR add_usage.tokens_out < 0 THEN
+    RAISE EXCEPTION 'token counts must be non-negative'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  r := agent._lock_run(add_usage.run_id);
+  v_t := add_usage.tokens_in::bigint + add_usage.tokens_out;
+  UPDATE agent.runs x
+     SET tokens_in = x.tokens_in + add_usage.tokens_in, tokens_out = x.tokens_out + add_usage.tokens_out,
+         model = coalesce(add_usage.model, x.model)
+   WHERE x.id = r.id;
+  -- roll up: the run and every ancestor; an active run's usage also consumes
+  -- what its parent reserved for it
+  v_cur := r.id;
+  LOOP
+    UPDATE agent.runs x SET tokens_total = x.tokens_total + v_t
+      FROM agent.agents a
+     WHERE x.id = v_cur AND a.id = x.agent_id
+    RETURNING x.parent_run_id, x.status, x.tokens_total - v_t, coalesce(x.token_budget, a.default_token_budget)
+         INTO v_parent, v_status, v_before, v_budget;
+    EXIT WHEN v_parent IS NULL;
+    IF agent._run_is_active(v_status) THEN
+      v_release := least(v_t, greatest(0, v_budget - v_before));
+      IF v_release > 0 THEN
+        UPDATE agent.runs x SET tokens_reserved = greatest(0, x.tokens_reserved - v_release)
+         WHERE x.id = v_parent;
+      END IF;
+    END IF;
+    v_cur := v_parent;
+  END LOOP;
+  SELECT coalesce(x.token_budget, a.default_token_budget) - x.tokens_total - x.tokens_reserved INTO v_left
+    FROM agent.runs x JOIN agent.agents a ON a.id = x.agent_id
+   WHERE x.id = r.id;
+  RETURN v_left;
+END
+$$;
+COMMENT ON FUNCTION agent.add_usage(bigint, int, int, text) IS
+  'Adds token usage to a run and rolls it up to every ancestor''s tokens_total (same transaction). Returns the run''s remaining budget (budget - tokens_total - tokens_reserved): at 0 or below the executor makes no further model call and ends the run budget_exceeded.';
+
+CREATE FUNCTION agent.finish_run(run_id bigint, status text, output jsonb DEFAULT NULL, error text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_variable
+DECLARE
+  r agent.runs%ROWTYPE;
+BEGIN
+  IF status IS NULL OR status NOT IN ('succeeded', 'failed', 'budget_exceeded', 'cancelled', 'expired') THEN
+    RAISE EXCEPTION 'invalid final status "%"', status
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A run ends succeeded, failed, budget_exceeded, cancelled or expired.';
+  END IF;
+  r := agent._lock_run(run_id);
+  IF NOT agent._run_is_active(r.status) THEN
+    RAISE EXCEPTION 'run % has already ended', r.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run ended %s.', r.status);
+  END IF;
+  PERFORM agent._finish_run(r.id, status, output, error);
+END
+$$;
+COMMENT ON FUNCTION agent.finish_run(bigint, text, jsonb, text) IS
+  'Ends an active run with a terminal status (succeeded, failed, budget_exceeded, cancelled, expired): unused reserved budget returns to the parent, the parent''s delegate step gets the result, a parent waiting for its children is re-queued when the last one ends, active children are cancelled, the trigger''s last_status/last_error/last_run_at are written; audited and notified.';
+
+-- ---------------------------------------------------------------------------
+-- Re-run and cancel
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.rerun(run_id bigint, by_user text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  o    agent.runs%ROWTYPE;
+  a    agent.agents%ROWTYPE;
+  v_id bigint;
+  n    agent.runs%ROWTYPE;
+BEGIN
+  SELECT * INTO o FROM agent.runs x WHERE x.id = rerun.run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', rerun.run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.id = o.agent_id;
+  IF a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', o.agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF o.regime = 'manual' THEN
+    IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'chat'), false)
+       OR (o.requested_by IS DISTINCT FROM by_user
+           AND NOT coalesce(agent.user_can(by_user, o.agent_id, 'view_activity'), false)) THEN
+      RAISE EXCEPTION 'user "%" may not re-run run %', by_user, o.id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'Re-running a manual run requires the chat level (and seeing the run: one''s own, or the edit level).';
+    END IF;
+  ELSE
+    IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'edit_settings'), false) THEN
+      RAISE EXCEPTION 'user "%" may not re-run run %', by_user, o.id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'Re-running an autonomous run requires the edit level on the agent.';
+    END IF;
+    IF a.status = 'suspended' THEN
+      RAISE EXCEPTION 'agent % is suspended', a.id
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              DETAIL = 'A suspended agent starts no autonomous run; chat still works.';
+    END IF;
+  END IF;
+  v_id := agent._enqueue_run(o.agent_id, o.regime, 'rerun',
+                             o.input || jsonb_build_object('rerun_of', o.id), NULL,
+                             CASE WHEN o.regime = 'manual' THEN by_user ELSE coalesce(by_user, o.requested_by) END);
+  SELECT * INTO n FROM agent.runs x WHERE x.id = v_id;
+  PERFORM agent._audit_run('run.rerun', n, 'success',
+                           jsonb_build_object('rerun_of', o.id, 'by_user', by_user, 'status', n.status),
+                           format('run %s re-runs run %s', v_id, o.id));
+  RETURN v_id;
+END
+$$;
+COMMENT ON FUNCTION agent.rerun(bigint, text) IS
+  'Queues a new run of the same agent with the same input plus input.rerun_of, origin rerun, the original''s regime. Manual runs need the chat level (and, for another user''s run, view_activity); autonomous runs need edit_settings. Returns the new run id.';
+
+CREATE FUNCTION agent.cancel_run(run_id bigint, by_user text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r      agent.runs%ROWTYPE;
+  v_need text;
+  v_n    integer;
+BEGIN
+  r := agent._lock_run(cancel_run.run_id);
+  v_need := CASE WHEN r.regime = 'manual' AND r.requested_by = by_user THEN 'chat' ELSE 'edit_settings' END;
+  IF NOT coalesce(agent.user_can(by_user, r.agent_id, v_need), false) THEN
+    RAISE EXCEPTION 'user "%" may not cancel run %', by_user, r.id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Cancelling one''s own manual run requires the chat level; any other run the edit level.';
+  END IF;
+  IF NOT agent._run_is_active(r.status) THEN
+    RETURN 0;
+  END IF;
+  SELECT count(*) INTO v_n
+    FROM agent.runs d
+   WHERE d.root_run_id = r.root_run_id AND agent._run_is_active(d.status)
+     AND (d.id = r.id OR d.id IN (WITH RECURSIVE t(id) AS (
+                                    SELECT c.id FROM agent.runs c WHERE c.parent_run_id = r.id
+                                    UNION ALL
+                                    SELECT c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id)
+                                  SELECT t.id FROM t));
+  PERFORM agent._finish_run(r.id, 'cancelled', NULL, format('cancelled by %s', by_user));
+  RETURN v_n;
+END
+$$;
+COMMENT ON FUNCTION agent.cancel_run(bigint, text) IS
+  'Cancels an active run and its active descendants (one''s own manual run: chat level; otherwise edit level). Returns how many runs were cancelled (0 when it had already ended).';
+
+-- ---------------------------------------------------------------------------
+-- Maintenance, called by agent.tick()
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._tick_runs(p_now timestamptz DEFAULT now()) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_max       int := current_setting('pg_agents.max_attempts')::int;
+  c           record;
+  r           agent.runs%ROWTYPE;
+  ap          agent.approvals%ROWTYPE;
+  v_reclaimed int := 0;
+  v_abandoned int := 0;
+  v_expired   int := 0;
+BEGIN
+  -- runs whose executor's lease has passed
+  FOR c IN SELECT x.id, coalesce(x.root_run_id, x.id) AS root FROM agent.runs x
+            WHERE x.status = 'running' AND x.lease_until < p_now ORDER BY x.id
+  LOOP
+    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
+    SELECT * INTO r FROM agent.runs x WHERE x.id = c.id FOR UPDATE;
+    CONTINUE WHEN r.status <> 'running' OR NOT r.lease_until < p_now;
+    IF r.attempts >= v_max THEN
+      PERFORM agent._finish_run(r.id, 'failed', NULL, format('run abandoned after %s attempts', r.attempts));
+      v_abandoned := v_abandoned + 1;
+    ELSE
+      UPDATE agent.runs x SET status = 'queued', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+      PERFORM agent._audit_run('run.reclaim', r, 'success',
+                               jsonb_build_object('status', 'queued', 'attempts', r.attempts),
+                               format('run %s re-queued: its lease expired (attempt %s of %s)', r.id, r.attempts, v_max));
+      PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
+      v_reclaimed := v_reclaimed + 1;
+    END IF;
+  END LOOP;
+
+  -- pending approvals past their time-to-live
+  FOR c IN SELECT p.id, coalesce(x.root_run_id, x.id) AS root FROM agent.approvals p
+             JOIN agent.runs x ON x.id = p.run_id
+            WHERE p.status = 'pending' AND p.expires_at <= p_now ORDER BY p.id
+  LOOP
+    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
+    SELECT * INTO ap FROM agent.approvals p WHERE p.id = c.id FOR UPDATE;
+    CONTINUE WHEN ap.status <> 'pending';
+    UPDATE agent.approvals p SET status = 'expired', decided_at = p_now WHERE p.id = ap.id;
+    SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id;
+    PERFORM agent._audit_event('approval.expire', 'success', 'approval', ap.id::text, ap.workspace_id,
+                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                               jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
+                               format('approval of %s on run %s expired', ap.tool, ap.run_id));
+    v_expired := v_expired + 1;
+    IF r.status = 'waiting_approval' THEN
+      PERFORM agent._finish_run(r.id, 'expired', NULL,
+                                format('approval of tool "%s" expired at %s', ap.tool, ap.expires_at));
+    END IF;
+  END LOOP;
+
+  RETURN jsonb_build_object('reclaimed', v_reclaimed, 'abandoned', v_abandoned, 'approvals_expired', v_expired);
+END
+$$;
+REVOKE ALL ON FUNCTION agent._tick_runs(timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION agent._tick_runs(timestamptz) IS
+  'Internal (called by agent.tick): re-queues running runs whose lease ended before p_now, fails them ("run abandoned after N attempts") at pg_agents.max_attempts, expires pending approvals past expires_at (their waiting runs end expired). Trees locked by others are left for the next tick. Returns {"reclaimed","abandoned","approvals_expired"}.';
+
+-- ---------------------------------------------------------------------------
+-- Delegation (checks in C: src/delegation.c)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.delegation_depth_limit() RETURNS integer
+LANGUAGE C STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_delegation_depth_limit';
+COMMENT ON FUNCTION agent.delegation_depth_limit() IS
+  'The delegation depth in force: pg_agents.max_delegation_depth, negative values falling back to 3 and values above 5 clamped to 5 (0: no delegation).';
+
+CREATE FUNCTION agent._delegate(p_parent_run_id bigint, p_child_agent_id bigint, p_task text,
+                                p_attachments jsonb, p_token_budget bigint, p_raise boolean)
+RETURNS jsonb
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_delegate';
+REVOKE ALL ON FUNCTION agent._delegate(bigint, bigint, text, jsonb, bigint, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent._delegate(bigint, bigint, text, jsonb, bigint, boolean) IS
+  'Internal: checks and creates a child run (src/delegation.c); p_raise chooses between raising a refusal and returning it.';
+
+CREATE FUNCTION agent.delegate(parent_run_id bigint, child_agent_id bigint, task text,
+                               attachments jsonb DEFAULT '[]', token_budget int DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT (agent._delegate($1, $2, $3, coalesce($4, '[]'::jsonb), $5, true) ->> 'child_run_id')::bigint
+$$;
+COMMENT ON FUNCTION agent.delegate(bigint, bigint, text, jsonb, int) IS
+  'Queues a child run of a running run for an agent in the parent agent''s delegation list (active, same workspace): autonomous, origin delegation, depth + 1, input {task, attachments, parent_run_id}, budget reserved from the parent''s envelope. Refusals raise (depth 54000, cycle 42P19, budget 54000, unlisted 42501, ...). Returns the child run id.';
+
+CREATE FUNCTION agent.try_delegate(parent_run_id bigint, child_agent_id bigint, task text,
+                                   attachments jsonb DEFAULT '[]', token_budget int DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT agent._delegate($1, $2, $3, coalesce($4, '[]'::jsonb), $5, false)
+$$;
+COMMENT ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) IS
+  'Like agent.delegate, but a refused delegation is returned ({"ok": false, "reason", "error", "detail", "sqlstate"}) instead of raised, so that its denied audit row and the denied step on the parent run are kept (what the worker''s delegate_to_agent tool uses). Success: {"ok": true, "child_run_id", "token_budget", "depth", "status"}.';
+
+-- ---------------------------------------------------------------------------
+-- Approvals (keys in C: src/approval.c)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.canonical_json(input jsonb) RETURNS text
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_canonical_json';
+COMMENT ON FUNCTION agent.canonical_json(jsonb) IS
+  'Canonical JSON text of a jsonb value: object keys sorted by bytes at every depth, arrays in order, numbers normalised (1.0 = 1), no white space.';
+
+CREATE FUNCTION agent.approval_key(tool text, input jsonb) RETURNS text
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_approval_key';
+COMMENT ON FUNCTION agent.approval_key(text, jsonb) IS
+  'Deterministic approval key of a tool call: lowercase hex SHA-256 of the canonical JSON of [tool, input]; the same for the same logical input whatever the key order.';
+
+CREATE FUNCTION agent.request_approval(run_id bigint, tool text, input jsonb) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r     agent.runs%ROWTYPE;
+  v_in  jsonb := coalesce(request_approval.input, '{}');
+  v_key text;
+  v_id  bigint;
+BEGIN
+  IF tool IS NULL THEN
+    RAISE EXCEPTION 'tool name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  v_key := agent.approval_key(tool, v_in);
+  r := agent._lock_run(request_approval.run_id);
+  IF r.status NOT IN ('running', 'waiting_approval') THEN
+    RAISE EXCEPTION 'run % is not running', r.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run is %s; only a running run asks for an approval.', r.status);
+  END IF;
+  SELECT p.id INTO v_id FROM agent.approvals p
+   WHERE p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
+  IF NOT FOUND THEN
+    INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
+    VALUES (r.workspace_id, r.id, v_key, tool, agent._runs_redact(v_in), 'pending',
+            now() + current_setting('pg_agents.approval_ttl')::interval)
+    RETURNING id INTO v_id;
+    PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id,
+                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                               jsonb_build_object('run_id', r.id, 'tool', tool, 'approval_key', v_key,
+                                                  'input', agent._runs_redact(v_in)),
+                               format('run %s asks approval for %s', r.id, tool));
+  END IF;
+  IF r.status <> 'waiting_approval' THEN
+    UPDATE agent.runs x SET status = 'waiting_approval', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+    PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_approval'),
+                             format('run %s waits for approval of %s', r.id, tool));
+    PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_approval');
+  END IF;
+  RETURN v_key;
+END
+$$;
+COMMENT ON FUNCTION agent.request_approval(bigint, text, jsonb) IS
+  'Pauses a running run on a tool call that needs approval: stores a pending approval (key, redacted input, expires_at = now() + pg_agents.approval_ttl), the run goes to waiting_approval. Asking twice for the same call reuses the pending approval. Returns the approval key.';
+
+-- Finds the one pending approval a user decides (shared by approve and deny).
+CREATE FUNCTION agent._approval_to_decide(p_key text, p_by_user text, p_run_id bigint)
+RETURNS agent.approvals
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_ids   bigint[];
+  v_any   boolean;
+  v_state text;
+  ap      agent.approvals%ROWTYPE;
+  v_root  bigint;
+BEGIN
+  IF p_key IS NULL OR p_by_user IS NULL OR p_by_user = '' THEN
+    RAISE EXCEPTION 'approval key and deciding user are required'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT array_agg(p.id ORDER BY p.id) FILTER (WHERE coalesce(agent.user_can(p_by_user, x.agent_id, 'edit_settings'), false)),
+         count(*) > 0
+    INTO v_ids, v_any
+    FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
+   WHERE p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > now()
+     AND (p_run_id IS NULL OR p.run_id = p_run_id);
+  IF NOT v_any THEN
+    SELECT p.status INTO v_state FROM agent.approvals p
+     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
+     ORDER BY p.id DESC LIMIT 1;
+    IF v_state IS NULL THEN
+      RAISE EXCEPTION 'no pending approval with key "%"', p_key
+        USING ERRCODE = 'undefined_object';
+    END IF;
+    RAISE EXCEPTION 'approval "%" is no longer pending', p_key
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('It is %s.', CASE WHEN v_state = 'pending' THEN 'past its expiry time' ELSE v_state END);
+  END IF;
+  IF v_ids IS NULL THEN
+    RAISE EXCEPTION 'user "%" may not decide approval "%"', p_by_user, p_key
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Deciding an approval requires the edit level on the agent.';
+  END IF;
+  IF cardinality(v_ids) > 1 THEN
+    RAISE EXCEPTION 'approval key "%" is pending on % runs', p_key, cardinality(v_ids)
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'The same tool call waits for approval in several runs; a decision applies to one.',
+            HINT = 'Pass the run id as the third argument.';
+  END IF;
+  SELECT coalesce(x.root_run_id, x.id) INTO v_root
+    FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id WHERE p.id = v_ids[1];
+  PERFORM agent._lock_tree(v_root);
+  SELECT * INTO ap FROM agent.approvals p WHERE p.id = v_ids[1] FOR UPDATE;
+  IF ap.status <> 'pending' THEN
+    RAISE EXCEPTION 'approval "%" is no longer pending', p_key
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('It is %s.', ap.status);
+  END IF;
+  RETURN ap;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._approval_to_decide(text, text, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._approval_to_decide(text, text, bigint) IS
+  'Internal: the single pending approval with that key (and run) the user may decide, locked; explains every other case.';
+
+CREATE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  ap agent.approvals%ROWTYPE;
+  r  agent.runs%ROWTYPE;
+BEGIN
+  ap := agent._approval_to_decide(approve.approval_key, by_user, approve.run_id);
+  UPDATE agent.approvals p SET status = 'approved', decided_by = by_user, decided_at = now() WHERE p.id = ap.id;
+  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
+  PERFORM agent._audit_event('approval.approve', 'success', 'approval', ap.id::text, ap.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
+                                                'approval_key', ap.approval_key, 'by_user', by_user),
+                             format('%s approved %s on run %s', by_user, ap.tool, ap.run_id));
+  IF r.status = 'waiting_approval'
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
+    PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: approved by %s', r.id, by_user));
+    PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
+  END IF;
+  RETURN ap.run_id;
+END
+$$;
+COMMENT ON FUNCTION agent.approve(text, text, bigint) IS
+  'Approves one pending tool call (edit level on the agent required). A key pending on several runs needs the run id. The run goes back to queued once none of its approvals is pending; the approval authorises that one call once (agent.consume_approval). Returns the run id.';
+
+CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  ap agent.approvals%ROWTYPE;
+  r  agent.runs%ROWTYPE;
+BEGIN
+  ap := agent._approval_to_decide(deny.approval_key, by_user, deny.run_id);
+  UPDATE agent.approvals p SET status = 'denied', decided_by = by_user, decided_at = now() WHERE p.id = ap.id;
+  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id;
+  PERFORM agent._audit_event('approval.deny', 'denied', 'approval', ap.id::text, ap.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
+                                                'approval_key', ap.approval_key, 'by_user', by_user),
+                             format('%s denied %s on run %s', by_user, ap.tool, ap.run_id), 'denied');
+  PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
+  RETURN ap.run_id;
+END
+$$;
+COMMENT ON FUNCTION agent.deny(text, text, bigint) IS
+  'Denies one pending tool call (edit level on the agent required; run id needed when the key is pending on several runs): the run fails with "denied by <user>". Returns the run id.';
+
+CREATE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
+  ap    agent.approvals%ROWTYPE;
+BEGIN
+  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+   WHERE p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.run_id = consume_approval.run_id AND q.approval_key = v_key
+                    AND q.status = 'approved' AND q.consumed_at IS NULL
+                  ORDER BY q.id LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+     AND p.consumed_at IS NULL
+  RETURNING * INTO ap;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM agent._audit_event('approval.consume', 'success', 'approval', ap.id::text, ap.workspace_id, NULL,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
+                             format('run %s executes the approved call of %s', ap.run_id, ap.tool));
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION agent.consume_approval(bigint, text, jsonb) IS
+  'For the executor, before a gated tool call: true exactly once for an approved, not yet consumed approval of that run with that tool and input (consumed_at is set); false otherwise (ask with agent.request_approval).';
+
+-- ---------------------------------------------------------------------------
+-- Delegation records (called from src/delegation.c with the tree locked)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._delegation_granted(p_parent_run_id bigint, p_child_run_id bigint,
+                                          p_child_agent_id bigint, p_task text,
+                                          p_attachments jsonb, p_token_budget bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  c agent.runs%ROWTYPE;
+  p agent.runs%ROWTYPE;
+BEGIN
+  SELECT * INTO c FROM agent.runs WHERE id = p_child_run_id;
+  SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  -- the delegate step on the parent; its output is the child's result, set
+  -- when the child ends (at once if the child could not be queued)
+  PERFORM agent._runs_add_step(
+    p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.id = p_child_agent_id),
+    jsonb_build_object('child_run_id', c.id, 'child_agent_id', p_child_agent_id, 'task', p_task,
+                       'attachments', p_attachments, 'token_budget', p_token_budget, 'depth', c.depth),
+    CASE WHEN NOT agent._run_is_active(c.status) THEN
+      jsonb_build_object('child_run_id', c.id, 'agent_id', c.agent_id, 'status', c.status,
+                         'output', c.output, 'error', c.error, 'tokens_total', c.tokens_total) END,
+    CASE WHEN NOT agent._run_is_active(c.status) THEN 'error' END,
+    NOT agent._run_is_active(c.status));
+  PERFORM agent._audit_run('run.delegate', c, 'success',
+                           jsonb_build_object('parent_run_id', p_parent_run_id, 'parent_agent_id', p.agent_id,
+                                              'child_agent_id', p_child_agent_id, 'token_budget', p_token_budget,
+                                              'depth', c.depth, 'root_run_id', c.root_run_id, 'status', c.status),
+                           format('run %s (agent %s) delegated to agent %s: run %s, budget %s tokens',
+                                  p_parent_run_id, p.agent_id, p_child_agent_id, c.id, p_token_budget));
+END
+$$;
+REVOKE ALL ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint) IS
+  'Internal: records an accepted delegation (delegate step on the parent, audit row on the child run).';
+
+CREATE FUNCTION agent._delegation_refused(p_parent_run_id bigint, p_child_agent_id bigint, p_task text,
+                                          p_reason text, p_message text, p_detail text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  p agent.runs%ROWTYPE;
+BEGIN
+  SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  PERFORM agent._runs_add_step(
+    p_parent_run_id, 'denied', 'delegate_to_agent',
+    jsonb_build_object('child_agent_id', p_child_agent_id, 'task', p_task),
+    jsonb_build_object('reason', p_reason, 'error', p_message, 'detail', p_detail),
+    'denied', true);
+  PERFORM agent._audit_run('run.delegate', p, 'denied',
+                           jsonb_build_object('parent_run_id', p.id, 'child_agent_id', p_child_agent_id,
+                                              'depth', p.depth, 'reason', p_reason, 'error', p_message),
+                           format('delegation from run %s to agent %s refused: %s', p.id, p_child_agent_id, p_message),
+                           p_reason);
+END
+$$;
+REVOKE ALL ON FUNCTION agent._delegation_refused(bigint, bigint, text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._delegation_refused(bigint, bigint, text, text, text, text) IS
+  'Internal: records a refused delegation (denied step on the parent, denied audit row on the parent run).';

@@ -1,0 +1,628 @@
+-- pg_agents: allowlist enforcement with row-level security (docs/allowlist.md).
+--
+--   agent.register_resource_table / unregister_resource_table  what tools read
+--   agent.readable_resources   the ids an agent may read (or edit), one query
+--   agent.enable_allowlist / disable_allowlist    RLS policies on a table
+--   agent.register_relation / follow_relation     relations, cut and reported
+--
+-- The policies are restrictive and read
+--     NOT agent._allowlist_active() OR id = ANY (ARRAY(<readable ids>))
+-- agent._allowlist_active() is C and IMMUTABLE: the planner folds it, so a
+-- session that does not act as an agent plans the table as if it had no
+-- policy, and an agent session gets an indexable "id = ANY($n)" whose array is
+-- computed once per statement (an InitPlan).  The assign hook of
+-- pg_agents.actor invalidates cached plans when a session switches between
+-- acting as an agent and not (src/allowlist.c).
+
+-- ---------------------------------------------------------------------------
+-- The worker's tool role
+-- ---------------------------------------------------------------------------
+
+-- Superusers and BYPASSRLS roles bypass row-level security; the worker runs
+-- tool SQL under this role, which must never get BYPASSRLS.  (Role names
+-- starting with pg_ are reserved by PostgreSQL, hence agents_tool.)
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'agents_tool') THEN
+    CREATE ROLE agents_tool NOLOGIN NOBYPASSRLS;
+    COMMENT ON ROLE agents_tool IS
+      'pg_agents: role under which agent tool SQL runs; never superuser or BYPASSRLS, so allowlist policies apply.';
+  END IF;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Plan-time switch
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._allowlist_active() RETURNS boolean
+LANGUAGE C IMMUTABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_active';
+COMMENT ON FUNCTION agent._allowlist_active() IS
+  'Internal to the allowlist policies: whether the session acts as an agent. Declared IMMUTABLE on purpose so that the planner folds the policy; pg_agents.actor invalidates cached plans when it changes between agent and non-agent.';
+
+-- ---------------------------------------------------------------------------
+-- Registries
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE agent.resource_tables (
+    resource_type text PRIMARY KEY
+                  CHECK (length(resource_type) BETWEEN 1 AND 100 AND resource_type <> 'workspace_shared'),
+    tbl           regclass NOT NULL UNIQUE,
+    id_column     name NOT NULL,
+    title_column  name NOT NULL,
+    body_column   name NOT NULL,
+    tsv_column    name,
+    search_config regconfig NOT NULL DEFAULT 'simple',
+    registered_by text NOT NULL DEFAULT current_user,
+    registered_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE agent.resource_tables IS
+  'Application tables that hold agent-readable resources (one table per resource type), used by the built-in read/search/write tools. Database-wide, like a catalog (a Citus reference table).';
+COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type the rows are (page, collection, skill, agent, or an application type).';
+COMMENT ON COLUMN agent.resource_tables.tbl IS 'The application table.';
+COMMENT ON COLUMN agent.resource_tables.id_column IS 'Column holding the resource id (compared as text with agent.access.resource_id).';
+COMMENT ON COLUMN agent.resource_tables.title_column IS 'Column holding the title.';
+COMMENT ON COLUMN agent.resource_tables.body_column IS 'Column holding the body text.';
+COMMENT ON COLUMN agent.resource_tables.tsv_column IS 'Optional stored tsvector column that search uses (with its GIN index); NULL: search computes to_tsvector(search_config, title || '' '' || body).';
+COMMENT ON COLUMN agent.resource_tables.search_config IS 'Text search configuration of search queries (and of the computed tsvector).';
+COMMENT ON COLUMN agent.resource_tables.registered_by IS 'Role that registered the table.';
+COMMENT ON COLUMN agent.resource_tables.registered_at IS 'When it was registered.';
+
+CREATE TABLE agent.allowlist_tables (
+    tbl             regclass PRIMARY KEY,
+    resource_type   text NOT NULL CHECK (length(resource_type) BETWEEN 1 AND 100 AND resource_type <> 'workspace_shared'),
+    id_column       name NOT NULL,
+    indexable       boolean NOT NULL,
+    rls_was_enabled boolean NOT NULL,
+    rls_was_forced  boolean NOT NULL,
+    base_policy     text,
+    enabled_by      text NOT NULL DEFAULT current_user,
+    enabled_at      timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE agent.allowlist_tables IS
+  'Tables under allowlist enforcement (agent.enable_allowlist) and the row-level security state to restore on disable. Database-wide, like a catalog.';
+COMMENT ON COLUMN agent.allowlist_tables.tbl IS 'The application table.';
+COMMENT ON COLUMN agent.allowlist_tables.resource_type IS 'Resource type of its rows.';
+COMMENT ON COLUMN agent.allowlist_tables.id_column IS 'Column holding the resource id.';
+COMMENT ON COLUMN agent.allowlist_tables.indexable IS 'Whether the policy compares the column in its own type (an index on it serves agent queries); false: compared as text.';
+COMMENT ON COLUMN agent.allowlist_tables.rls_was_enabled IS 'Whether row-level security was enabled before (kept enabled on disable).';
+COMMENT ON COLUMN agent.allowlist_tables.rls_was_forced IS 'Whether row-level security was forced before (kept forced on disable).';
+COMMENT ON COLUMN agent.allowlist_tables.base_policy IS 'Permissive pass-through policy added so that non-agent sessions keep their access: pg_agents_allowlist_base (for everyone, when the table had no RLS) or pg_agents_allowlist_owner (for the owner, when RLS was on but not forced); NULL if none.';
+COMMENT ON COLUMN agent.allowlist_tables.enabled_by IS 'Role that enabled it.';
+COMMENT ON COLUMN agent.allowlist_tables.enabled_at IS 'When it was enabled.';
+
+CREATE TABLE agent.relations (
+    from_type   text NOT NULL,
+    column_name name NOT NULL,
+    from_table  regclass NOT NULL,
+    id_column   name NOT NULL,
+    to_type     text NOT NULL CHECK (length(to_type) BETWEEN 1 AND 100 AND to_type <> 'workspace_shared'),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (from_type, column_name)
+);
+COMMENT ON TABLE agent.relations IS
+  'Relations between resources: a column of a resource table that holds ids of resources of another type (scalar, array or jsonb). Followed with agent.follow_relation. Database-wide, like a catalog.';
+COMMENT ON COLUMN agent.relations.from_type IS 'Resource type of the rows holding the relation.';
+COMMENT ON COLUMN agent.relations.column_name IS 'Column holding the target id(s); the relation''s name.';
+COMMENT ON COLUMN agent.relations.from_table IS 'Table holding the relation.';
+COMMENT ON COLUMN agent.relations.id_column IS 'Id column of from_table.';
+COMMENT ON COLUMN agent.relations.to_type IS 'Resource type of the targets.';
+COMMENT ON COLUMN agent.relations.created_at IS 'When it was registered.';
+
+GRANT SELECT ON agent.resource_tables, agent.allowlist_tables, agent.relations TO PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('agent.resource_tables', '');
+SELECT pg_catalog.pg_extension_config_dump('agent.allowlist_tables', '');
+SELECT pg_catalog.pg_extension_config_dump('agent.relations', '');
+
+-- Resolves a column of a table, or raises 42703.
+CREATE FUNCTION agent._rls_column(p_tbl regclass, p_column name, p_what text)
+RETURNS pg_catalog.pg_attribute
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  a pg_attribute;
+BEGIN
+  IF p_column IS NULL THEN
+    RAISE EXCEPTION '% column must not be null', p_what USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT * INTO a FROM pg_attribute
+   WHERE attrelid = p_tbl AND attname = p_column AND attnum > 0 AND NOT attisdropped;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'column "%" of relation "%" does not exist', p_column, p_tbl
+      USING ERRCODE = 'undefined_column',
+            DETAIL = format('The %s column must be a column of the table.', p_what);
+  END IF;
+  RETURN a;
+END
+$$;
+COMMENT ON FUNCTION agent._rls_column(regclass, name, text) IS
+  'Internal: the pg_attribute row of a table column, or an undefined_column error.';
+
+CREATE FUNCTION agent._rls_check_table(p_tbl regclass) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  IF p_tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF (SELECT relkind FROM pg_class WHERE oid = p_tbl) NOT IN ('r', 'p') THEN
+    RAISE EXCEPTION '"%" is not a table', p_tbl
+      USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only ordinary and partitioned tables hold resources.';
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._rls_check_table(regclass) IS
+  'Internal: raises unless the relation is an ordinary or partitioned table.';
+
+CREATE FUNCTION agent._rls_check_type(p_type text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  IF p_type IS NULL OR length(p_type) NOT BETWEEN 1 AND 100 OR p_type = 'workspace_shared' THEN
+    RAISE EXCEPTION 'invalid resource type "%"', coalesce(p_type, '(null)')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A resource type is a name of 1 to 100 characters other than workspace_shared, such as page or collection.';
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._rls_check_type(text) IS
+  'Internal: raises unless the text is a usable resource type.';
+
+CREATE FUNCTION agent.register_resource_table(resource_type text, tbl regclass, id_column name,
+                                              title_column name, body_column name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  PERFORM agent._rls_check_type(resource_type);
+  PERFORM agent._rls_check_table(tbl);
+  PERFORM agent._rls_column(tbl, id_column, 'id');
+  PERFORM agent._rls_column(tbl, title_column, 'title');
+  PERFORM agent._rls_column(tbl, body_column, 'body');
+  INSERT INTO agent.resource_tables AS r (resource_type, tbl, id_column, title_column, body_column)
+  VALUES (register_resource_table.resource_type, register_resource_table.tbl,
+          register_resource_table.id_column, register_resource_table.title_column,
+          register_resource_table.body_column)
+  ON CONFLICT ON CONSTRAINT resource_tables_pkey DO UPDATE
+     SET tbl = EXCLUDED.tbl, id_column = EXCLUDED.id_column, title_column = EXCLUDED.title_column,
+         body_column = EXCLUDED.body_column, registered_by = EXCLUDED.registered_by,
+         registered_at = EXCLUDED.registered_at;
+END
+$$;
+COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name) IS
+  'Registers (or re-registers) the application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations.';
+
+CREATE FUNCTION agent.unregister_resource_table(resource_type text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  DELETE FROM agent.resource_tables r WHERE r.resource_type = unregister_resource_table.resource_type;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'resource type "%" is not registered', resource_type
+      USING ERRCODE = 'undefined_object';
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent.unregister_resource_table(text) IS
+  'Removes the registration of a resource type''s table (its allowlist policies, if any, stay until agent.disable_allowlist).';
+
+-- ---------------------------------------------------------------------------
+-- The readable set
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_self   bigint := agent.current_agent_id();
+  v_owner  text;
+  v_ws     text;
+  v_princ  text[];
+BEGIN
+  IF mode IS NULL OR mode NOT IN ('read', 'edit') THEN
+    RAISE EXCEPTION 'invalid mode "%"', coalesce(mode, '(null)')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A mode is read or edit.';
+  END IF;
+  IF v_self IS NOT NULL AND agent_id IS DISTINCT FROM v_self THEN
+    RAISE EXCEPTION 'an agent session can only list its own resources'
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = format('The session acts as agent %s.', v_self);
+  END IF;
+  SELECT ag.owner_id, ag.workspace_id INTO v_owner, v_ws
+    FROM agent.agents ag
+   WHERE ag.id = readable_resources.agent_id AND ag.deleted_at IS NULL AND ag.status = 'active';
+  IF NOT FOUND THEN
+    RETURN;                     -- unknown, deleted or suspended: nothing
+  END IF;
+  -- the owner's principals: user:<owner> and group:<g> for each of their groups
+  SELECT array_agg(p) INTO v_princ
+    FROM (SELECT 'user:' || v_owner AS p
+          UNION ALL
+          SELECT 'group:' || gm.group_id FROM agent.group_members gm WHERE gm.user_id = v_owner) s;
+  -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
+  --     group rows, and what is shared with the whole workspace);
+  -- (b) with a workspace_shared grant at >= mode: what is shared with the
+  --     whole workspace at >= mode now (a workspace row is part of the
+  --     owner's ACL, so the owner bound holds by construction).
+  RETURN QUERY
+  SELECT g.resource_id
+    FROM agent.access g
+    JOIN agent.resource_acl acl ON acl.resource_type = g.resource_type AND acl.resource_id = g.resource_id
+   WHERE g.agent_id = readable_resources.agent_id
+     AND g.resource_type = readable_resources.resource_type
+     AND (readable_resources.mode = 'read' OR g.access = 'edit')
+     AND (readable_resources.mode = 'read' OR acl.access = 'edit')
+     AND (acl.principal = ANY (v_princ)
+          OR (acl.principal = 'workspace' AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)))
+  UNION
+  SELECT acl.resource_id
+    FROM agent.resource_acl acl
+   WHERE acl.resource_type = readable_resources.resource_type
+     AND acl.principal = 'workspace'
+     AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
+     AND (readable_resources.mode = 'read' OR acl.access = 'edit')
+     AND EXISTS (SELECT 1 FROM agent.access w
+                  WHERE w.agent_id = readable_resources.agent_id AND w.resource_type = 'workspace_shared'
+                    AND w.resource_id = '*' AND (readable_resources.mode = 'read' OR w.access = 'edit'));
+END
+$$;
+COMMENT ON FUNCTION agent.readable_resources(bigint, text, text) IS
+  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, computed in one query: direct grants at the mode bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. An agent session may only ask for itself.';
+
+-- Why an agent may not reach a resource (the reason codes of agent.explain_access).
+CREATE FUNCTION agent._allowlist_reason(p_agent_id bigint, p_type text, p_id text, p_mode text DEFAULT 'read')
+RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  a agent.agents%ROWTYPE;
+  g agent.access%ROWTYPE;
+  v_self bigint := agent.current_agent_id();
+BEGIN
+  IF v_self IS NOT NULL AND p_agent_id IS DISTINCT FROM v_self THEN
+    RAISE EXCEPTION 'an agent session can only explain its own access'
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = format('The session acts as agent %s.', v_self);
+  END IF;
+  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
+  IF NOT FOUND THEN RETURN 'agent_not_found'; END IF;
+  IF a.deleted_at IS NOT NULL THEN RETURN 'agent_deleted'; END IF;
+  IF a.status <> 'active' THEN RETURN 'agent_suspended'; END IF;
+  IF EXISTS (SELECT 1 FROM agent.readable_resources(p_agent_id, p_type, p_mode) r WHERE r = p_id) THEN
+    RETURN 'granted';
+  END IF;
+  SELECT * INTO g FROM agent.access
+   WHERE agent_id = p_agent_id AND resource_type = p_type AND resource_id = p_id;
+  IF NOT FOUND THEN RETURN 'not_granted'; END IF;
+  IF p_mode = 'edit' AND g.access <> 'edit' THEN RETURN 'grant_read_only'; END IF;
+  RETURN 'owner_denied';
+END
+$$;
+COMMENT ON FUNCTION agent._allowlist_reason(bigint, text, text, text) IS
+  'Internal: the reason code (granted, not_granted, grant_read_only, owner_denied, agent_suspended, agent_deleted, agent_not_found) for an agent and a resource; an agent session may only ask for itself.';
+
+-- ---------------------------------------------------------------------------
+-- Policies
+-- ---------------------------------------------------------------------------
+
+-- The "id is in the readable set" expression for a column, in the column's own
+-- type when that keeps an index on it usable, as text otherwise.  Ids that
+-- cannot be the text form of a value of the column's type are dropped, so a
+-- stray grant never makes a query fail.
+CREATE FUNCTION agent._allowlist_expr(p_tbl regclass, p_column name, p_type text, p_mode text,
+                                      OUT expr text, OUT indexable boolean)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  att  pg_attribute := agent._rls_column(p_tbl, p_column, 'id');
+  col  text := quote_ident(p_column);
+  src  text := format('agent.readable_resources(agent.current_agent_id(), %L, %L) AS r(id)', p_type, p_mode);
+  typ  text;
+  conv text;
+  cond text := 'true';
+BEGIN
+  typ := format_type(att.atttypid, NULL);
+  indexable := true;
+  CASE att.atttypid
+    WHEN 'text'::regtype, 'varchar'::regtype THEN
+      conv := 'r.id';
+    WHEN 'int2'::regtype, 'int4'::regtype, 'int8'::regtype THEN
+      conv := format('r.id::%s', typ);
+      -- CASE, not AND: the planner may reorder the arms of an AND
+      cond := format($c$CASE WHEN r.id ~ '^(0|-?[1-9][0-9]{0,18})$' THEN r.id::numeric BETWEEN %s AND %s ELSE false END$c$,
+                     CASE att.atttypid WHEN 'int2'::regtype THEN '-32768' WHEN 'int4'::regtype THEN '-2147483648'
+                          ELSE '-9223372036854775808' END,
+                     CASE att.atttypid WHEN 'int2'::regtype THEN '32767' WHEN 'int4'::regtype THEN '2147483647'
+                          ELSE '9223372036854775807' END);
+    WHEN 'uuid'::regtype THEN
+      conv := 'r.id::uuid';
+      cond := $c$r.id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'$c$;
+    ELSE
+      indexable := false;
+  END CASE;
+  IF indexable THEN
+    expr := format('NOT agent._allowlist_active() OR %s = ANY (ARRAY(SELECT %s FROM %s WHERE %s))',
+                   col, conv, src, cond);
+  ELSE
+    expr := format('NOT agent._allowlist_active() OR (%s)::text = ANY (ARRAY(SELECT r.id FROM %s))',
+                   col, src);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._allowlist_expr(regclass, name, text, text) IS
+  'Internal: the policy expression "not an agent session, or the id is in agent.readable_resources" for a table column and a mode.';
+
+CREATE FUNCTION agent.enable_allowlist(tbl regclass, resource_type text, id_column name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  c     pg_class;
+  rd    record;
+  ed    record;
+  base  text;
+BEGIN
+  PERFORM agent._rls_check_type(resource_type);
+  PERFORM agent._rls_check_table(tbl);
+  IF EXISTS (SELECT 1 FROM agent.allowlist_tables t WHERE t.tbl = enable_allowlist.tbl) THEN
+    RAISE EXCEPTION 'allowlist is already enabled on table "%"', tbl
+      USING ERRCODE = 'duplicate_object',
+            HINT = 'Call agent.disable_allowlist first to change its resource type or id column.';
+  END IF;
+  SELECT * INTO c FROM pg_class WHERE oid = tbl;
+  rd := agent._allowlist_expr(tbl, id_column, resource_type, 'read');
+  ed := agent._allowlist_expr(tbl, id_column, resource_type, 'edit');
+
+  -- Non-agent sessions keep exactly the access they had: with no RLS before,
+  -- a pass-through policy for everyone; with RLS on but not forced, one for
+  -- the owner (who bypassed the application's policies until now).
+  IF NOT c.relrowsecurity THEN
+    base := 'pg_agents_allowlist_base';
+    EXECUTE format('CREATE POLICY %I ON %s AS PERMISSIVE FOR ALL TO PUBLIC USING (true) WITH CHECK (true)',
+                   base, tbl);
+  ELSIF NOT c.relforcerowsecurity THEN
+    base := 'pg_agents_allowlist_owner';
+    EXECUTE format('CREATE POLICY %I ON %s AS PERMISSIVE FOR ALL TO %I USING (true) WITH CHECK (true)',
+                   base, tbl, pg_get_userbyid(c.relowner));
+  END IF;
+  IF base IS NOT NULL THEN
+    EXECUTE format('COMMENT ON POLICY %I ON %s IS %L', base, tbl,
+                   'pg_agents: keeps non-agent sessions'' access unchanged under agent.enable_allowlist.');
+  END IF;
+
+  EXECUTE format('CREATE POLICY pg_agents_allowlist_select ON %s AS RESTRICTIVE FOR SELECT TO PUBLIC USING (%s)',
+                 tbl, rd.expr);
+  EXECUTE format('CREATE POLICY pg_agents_allowlist_insert ON %s AS RESTRICTIVE FOR INSERT TO PUBLIC WITH CHECK (%s)',
+                 tbl, ed.expr);
+  EXECUTE format('CREATE POLICY pg_agents_allowlist_update ON %s AS RESTRICTIVE FOR UPDATE TO PUBLIC USING (%s) WITH CHECK (%s)',
+                 tbl, ed.expr, ed.expr);
+  EXECUTE format('CREATE POLICY pg_agents_allowlist_delete ON %s AS RESTRICTIVE FOR DELETE TO PUBLIC USING (%s)',
+                 tbl, ed.expr);
+  EXECUTE format('COMMENT ON POLICY pg_agents_allowlist_select ON %s IS %L', tbl,
+                 'pg_agents: an agent session reads only the rows agent.readable_resources grants it.');
+  EXECUTE format('COMMENT ON POLICY pg_agents_allowlist_insert ON %s IS %L', tbl,
+                 'pg_agents: an agent session inserts only rows it may edit.');
+  EXECUTE format('COMMENT ON POLICY pg_agents_allowlist_update ON %s IS %L', tbl,
+                 'pg_agents: an agent session updates only rows it may edit.');
+  EXECUTE format('COMMENT ON POLICY pg_agents_allowlist_delete ON %s IS %L', tbl,
+                 'pg_agents: an agent session deletes only rows it may edit.');
+  EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', tbl);
+  EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', tbl);
+
+  INSERT INTO agent.allowlist_tables (tbl, resource_type, id_column, indexable, rls_was_enabled,
+                                      rls_was_forced, base_policy)
+  VALUES (tbl, resource_type, id_column, rd.indexable, c.relrowsecurity, c.relforcerowsecurity, base);
+  IF NOT rd.indexable THEN
+    RAISE NOTICE 'allowlist on "%" compares "%" as text', tbl, id_column
+      USING DETAIL = 'Its type has no indexable comparison with resource ids, so agent queries filter every row they scan.',
+            HINT = format('Use a text, varchar, integer or uuid id column, or index (%I::text).', id_column);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent.enable_allowlist(regclass, text, name) IS
+  'Installs row-level security on an application table (ENABLE and FORCE, restrictive policies per command) so that a session acting as an agent reads only the rows it may read and inserts, updates and deletes only the rows it may edit; other sessions are unaffected. Superusers and BYPASSRLS roles bypass it.';
+
+CREATE FUNCTION agent.disable_allowlist(tbl regclass) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  t agent.allowlist_tables%ROWTYPE;
+  p text;
+BEGIN
+  SELECT * INTO t FROM agent.allowlist_tables a WHERE a.tbl = disable_allowlist.tbl;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'allowlist is not enabled on table "%"', tbl USING ERRCODE = 'undefined_object';
+  END IF;
+  FOREACH p IN ARRAY ARRAY['pg_agents_allowlist_select', 'pg_agents_allowlist_insert',
+                           'pg_agents_allowlist_update', 'pg_agents_allowlist_delete', t.base_policy]
+  LOOP
+    IF p IS NOT NULL THEN
+      EXECUTE format('DROP POLICY IF EXISTS %I ON %s', p, tbl);
+    END IF;
+  END LOOP;
+  IF NOT t.rls_was_forced THEN
+    EXECUTE format('ALTER TABLE %s NO FORCE ROW LEVEL SECURITY', tbl);
+  END IF;
+  IF NOT t.rls_was_enabled THEN
+    EXECUTE format('ALTER TABLE %s DISABLE ROW LEVEL SECURITY', tbl);
+  END IF;
+  DELETE FROM agent.allowlist_tables a WHERE a.tbl = disable_allowlist.tbl;
+END
+$$;
+COMMENT ON FUNCTION agent.disable_allowlist(regclass) IS
+  'Removes the allowlist policies of a table and restores its row-level security settings as they were before agent.enable_allowlist.';
+
+-- Registrations of a dropped table go with it (an OID may be reused later).
+CREATE FUNCTION agent._rls_sql_drop() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  dropped oid[];
+BEGIN
+  SELECT array_agg(objid) INTO dropped FROM pg_event_trigger_dropped_objects()
+   WHERE classid = 'pg_class'::regclass AND objsubid = 0 AND object_type IN ('table', 'partitioned table');
+  IF dropped IS NULL THEN
+    RETURN;
+  END IF;
+  DELETE FROM agent.allowlist_tables WHERE tbl::oid = ANY (dropped);
+  DELETE FROM agent.resource_tables WHERE tbl::oid = ANY (dropped);
+  DELETE FROM agent.relations WHERE from_table::oid = ANY (dropped);
+END
+$$;
+COMMENT ON FUNCTION agent._rls_sql_drop() IS
+  'Internal: forgets the registrations (resource tables, allowlists, relations) of dropped tables.';
+CREATE EVENT TRIGGER pg_agents_rls_sql_drop ON sql_drop EXECUTE FUNCTION agent._rls_sql_drop();
+
+-- ---------------------------------------------------------------------------
+-- Relations
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.register_relation(from_type text, from_table regclass, column_name name, to_type text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_id name;
+BEGIN
+  PERFORM agent._rls_check_type(from_type);
+  PERFORM agent._rls_check_type(to_type);
+  PERFORM agent._rls_check_table(from_table);
+  PERFORM agent._rls_column(from_table, column_name, 'relation');
+  SELECT r.id_column INTO v_id FROM agent.resource_tables r WHERE r.tbl = from_table;
+  IF v_id IS NULL THEN
+    SELECT a.id_column INTO v_id FROM agent.allowlist_tables a WHERE a.tbl = from_table;
+  END IF;
+  IF v_id IS NULL THEN
+    RAISE EXCEPTION 'table "%" is not a registered resource table', from_table
+      USING ERRCODE = 'undefined_object',
+            HINT = 'Register it with agent.register_resource_table or agent.enable_allowlist first.';
+  END IF;
+  INSERT INTO agent.relations AS r (from_type, column_name, from_table, id_column, to_type)
+  VALUES (register_relation.from_type, register_relation.column_name, register_relation.from_table,
+          v_id, register_relation.to_type)
+  ON CONFLICT ON CONSTRAINT relations_pkey DO UPDATE
+     SET from_table = EXCLUDED.from_table, id_column = EXCLUDED.id_column, to_type = EXCLUDED.to_type;
+END
+$$;
+COMMENT ON FUNCTION agent.register_relation(text, regclass, name, text) IS
+  'Declares that a column of a resource table (scalar, array or jsonb) holds ids of resources of another type; agent.follow_relation follows it.';
+
+-- Records one cut target as a denied step of the session's run (no title, no
+-- body, no id of the target: its type and the reason), and audits it.
+CREATE FUNCTION agent._allowlist_denied(p_to_type text, p_reason text, p_target_id text, p_detail jsonb)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_agent bigint := agent.current_agent_id();
+  v_run   bigint;
+  v_ws    text;
+  v_seq   integer;
+BEGIN
+  IF v_agent IS NULL THEN
+    RETURN;
+  END IF;
+  BEGIN
+    v_run := nullif(current_setting('pg_agents.run_id', true), '')::bigint;
+  EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
+    v_run := NULL;
+  END;
+  IF v_run IS NOT NULL THEN
+    SELECT r.workspace_id INTO v_ws FROM agent.runs r WHERE r.id = v_run AND r.agent_id = v_agent FOR UPDATE;
+    IF FOUND THEN
+      SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.run_id = v_run;
+      INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
+      VALUES (v_ws, v_run, v_seq, 'denied', 'follow_relation', p_detail,
+              jsonb_build_object('resource_type', p_to_type, 'reason', p_reason), 'denied', clock_timestamp());
+    END IF;
+  END IF;
+  SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  PERFORM agent._audit_event('agent.follow_relation', 'denied', p_to_type, p_target_id, v_ws, NULL,
+                             p_detail, format('relation to a %s cut: %s', p_to_type, p_reason), p_reason);
+END
+$$;
+COMMENT ON FUNCTION agent._allowlist_denied(text, text, text, jsonb) IS
+  'Internal: records a cut relation target as a denied step of the current run (type and reason only; only a run of the session''s own agent) and as a denied audit row.';
+
+CREATE FUNCTION agent.follow_relation(from_type text, from_id text, column_name name)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  rel     agent.relations%ROWTYPE;
+  v_agent bigint := agent.current_agent_id();
+  v_kind  text;
+  v_ityp  text;
+  v_sql   text;
+  v_id    text;
+  v_why   text;
+  v_det   jsonb;
+BEGIN
+  SELECT * INTO rel FROM agent.relations r
+   WHERE r.from_type = follow_relation.from_type AND r.column_name = follow_relation.column_name;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'relation "%" of resource type "%" does not exist', column_name, from_type
+      USING ERRCODE = 'undefined_object', HINT = 'Declare it with agent.register_relation.';
+  END IF;
+  v_det := jsonb_build_object('from_type', rel.from_type, 'from_id', from_id,
+                              'relation', rel.column_name, 'to_type', rel.to_type);
+  -- An agent follows nothing out of a row it may not read.
+  IF v_agent IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM agent.readable_resources(v_agent, rel.from_type) r WHERE r = from_id) THEN
+    PERFORM agent._allowlist_denied(rel.from_type, agent._allowlist_reason(v_agent, rel.from_type, from_id),
+                                    from_id, v_det);
+    RETURN;
+  END IF;
+  SELECT CASE WHEN t.typcategory = 'A' THEN 'array' WHEN a.atttypid = 'jsonb'::regtype THEN 'jsonb' ELSE 'scalar' END
+    INTO v_kind
+    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+   WHERE a.attrelid = rel.from_table AND a.attname = rel.column_name AND NOT a.attisdropped;
+  SELECT format_type(a.atttypid, a.atttypmod) INTO v_ityp
+    FROM pg_attribute a WHERE a.attrelid = rel.from_table AND a.attname = rel.id_column AND NOT a.attisdropped;
+  IF v_kind IS NULL OR v_ityp IS NULL THEN
+    RAISE EXCEPTION 'relation "%" of resource type "%" refers to a missing column', column_name, from_type
+      USING ERRCODE = 'undefined_column';
+  END IF;
+  v_sql := CASE v_kind
+    WHEN 'array' THEN format('SELECT u::text FROM %s t, unnest(t.%I) u WHERE t.%I = $1::%s AND u IS NOT NULL',
+                             rel.from_table, rel.column_name, rel.id_column, v_ityp)
+    WHEN 'jsonb' THEN format($q$SELECT CASE jsonb_typeof(e) WHEN 'string' THEN e #>> '{}' ELSE e::text END
+                                FROM %s t, jsonb_array_elements(CASE jsonb_typeof(t.%I) WHEN 'array' THEN t.%I
+                                                                ELSE jsonb_build_array(t.%I) END) e
+                               WHERE t.%I = $1::%s AND jsonb_typeof(e) <> 'null'$q$,
+                             rel.from_table, rel.column_name, rel.column_name, rel.column_name,
+                             rel.id_column, v_ityp)
+    ELSE format('SELECT t.%I::text FROM %s t WHERE t.%I = $1::%s AND t.%I IS NOT NULL',
+                rel.column_name, rel.from_table, rel.id_column, v_ityp, rel.column_name)
+  END;
+  FOR v_id IN EXECUTE v_sql USING from_id LOOP
+    IF v_agent IS NULL
+       OR EXISTS (SELECT 1 FROM agent.readable_resources(v_agent, rel.to_type) r WHERE r = v_id) THEN
+      RETURN NEXT v_id;
+    ELSE
+      v_why := agent._allowlist_reason(v_agent, rel.to_type, v_id);
+      PERFORM agent._allowlist_denied(rel.to_type, v_why, v_id, v_det);
+    END IF;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION agent.follow_relation(text, text, name) IS
+  'Ids a relation of a resource leads to (SECURITY INVOKER: the caller reads the table with its own privileges and policies). In a session acting as an agent, only targets the agent may read are returned; each cut target is recorded as a denied step of the current run (pg_agents.run_id: its type and reason, never its title or body) and audited; nothing is followed out of a source the agent may not read. Other sessions get every target.';

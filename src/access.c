@@ -1,0 +1,926 @@
+/*-------------------------------------------------------------------------
+ *
+ * access.c
+ *		agent.can_access and agent.explain_access: may this agent touch this
+ *		resource, and why (not)?
+ *
+ * The rules (docs/access.md):
+ *
+ *	 arguments		NULL agent/resource -> error; mode not read/edit -> invalid_mode;
+ *					regime not manual/autonomous -> invalid_regime; manual without
+ *					a user -> user_required
+ *	 agent			unknown -> agent_not_found; deleted -> agent_deleted;
+ *					suspended (autonomous only) -> agent_suspended
+ *	 manual			the user's ACL for the mode -> granted | user_denied
+ *	 autonomous		direct grant in agent.access for (type, id):
+ *					  edit asked, read granted -> grant_read_only (unless the
+ *					  workspace_shared path allows the edit)
+ *					  else the owner's ACL for the mode -> granted | owner_denied
+ *					no direct grant, a workspace_shared grant, and the resource
+ *					shared with the whole workspace (now, never snapshotted):
+ *					  read: owner's ACL read -> granted_workspace_shared | owner_denied
+ *					  edit: workspace_shared grant at edit (else grant_read_only),
+ *					  workspace share at edit and owner's ACL edit (else
+ *					  owner_denied) -> granted_workspace_shared
+ *					else not_granted
+ *	 edit implies read everywhere.
+ *
+ * The ACL (a user's or the owner's) comes from agent.resource_acl (principals
+ * user:<id>, group:<g> for the groups of agent.group_members, workspace),
+ * rows whose workspace_id is NULL or the agent's workspace; or from a function
+ * registered with agent.set_acl_function().
+ *
+ * Speed matters: can_access sits in WHERE clauses over millions of rows. So
+ * there is no SPI here: every lookup is a direct index scan on the tables'
+ * keys; relation and index OIDs are looked up once per transaction; and the
+ * agent row, the group memberships and the ACL setting are cached for as long
+ * as the active snapshot is the same (same transaction, command id and
+ * visible transaction set), which in practice is one statement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "pg_agents.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_can_access);
+PG_FUNCTION_INFO_V1(pg_agents_explain_access);
+
+/* the reason codes, stable and documented */
+typedef enum AccessReason
+{
+	AR_GRANTED,
+	AR_GRANTED_WORKSPACE_SHARED,
+	AR_NOT_GRANTED,
+	AR_GRANT_READ_ONLY,
+	AR_OWNER_DENIED,
+	AR_USER_DENIED,
+	AR_AGENT_SUSPENDED,
+	AR_AGENT_DELETED,
+	AR_AGENT_NOT_FOUND,
+	AR_USER_REQUIRED,
+	AR_INVALID_MODE,
+	AR_INVALID_REGIME
+} AccessReason;
+
+static const char *const reason_names[] = {
+	"granted",
+	"granted_workspace_shared",
+	"not_granted",
+	"grant_read_only",
+	"owner_denied",
+	"user_denied",
+	"agent_suspended",
+	"agent_deleted",
+	"agent_not_found",
+	"user_required",
+	"invalid_mode",
+	"invalid_regime"
+};
+
+/* access levels: none < read < edit */
+#define LEVEL_NONE	0
+#define LEVEL_READ	1
+#define LEVEL_EDIT	2
+
+/* ------------------------------------------------------------------------
+ * Relation and index OIDs, looked up once per transaction
+ * ------------------------------------------------------------------------
+ */
+typedef struct AccessRels
+{
+	LocalTransactionId lxid;
+	bool		valid;
+	Oid			agents;
+	Oid			agents_pkey;
+	Oid			access;
+	Oid			access_pkey;
+	Oid			acl;
+	Oid			acl_pkey;
+	Oid			members;
+	Oid			members_user_idx;
+	Oid			config;
+	/* attribute numbers in the heaps */
+	AttrNumber	ag_workspace;
+	AttrNumber	ag_owner;
+	AttrNumber	ag_status;
+	AttrNumber	ag_deleted;
+	AttrNumber	ac_access;
+	AttrNumber	acl_workspace;
+	AttrNumber	acl_principal;
+	AttrNumber	acl_access;
+	AttrNumber	gm_workspace;
+	AttrNumber	gm_group;
+	AttrNumber	cf_function;
+} AccessRels;
+
+static AccessRels rels;
+
+static Oid
+LookupRel(Oid nsp, const char *name)
+{
+	Oid			relid = get_relname_relid(name, nsp);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"agent.%s\" does not exist", name),
+				 errhint("Is the pg_agents extension installed in this database?")));
+	return relid;
+}
+
+static AttrNumber
+LookupAtt(Oid relid, const char *name)
+{
+	AttrNumber	att = get_attnum(relid, name);
+
+	if (att == InvalidAttrNumber)
+		elog(ERROR, "pg_agents: column \"%s\" missing from relation %u", name, relid);
+	return att;
+}
+
+static void
+EnsureRels(void)
+{
+	Oid			nsp;
+
+	if (rels.valid && rels.lxid == MyProc->lxid)
+		return;
+	rels.valid = false;
+	nsp = get_namespace_oid("agent", true);
+	if (!OidIsValid(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				 errmsg("schema \"agent\" does not exist"),
+				 errhint("Is the pg_agents extension installed in this database?")));
+	rels.agents = LookupRel(nsp, "agents");
+	rels.agents_pkey = LookupRel(nsp, "agents_pkey");
+	rels.access = LookupRel(nsp, "access");
+	rels.access_pkey = LookupRel(nsp, "access_pkey");
+	rels.acl = LookupRel(nsp, "resource_acl");
+	rels.acl_pkey = LookupRel(nsp, "resource_acl_pkey");
+	rels.members = LookupRel(nsp, "group_members");
+	rels.members_user_idx = LookupRel(nsp, "group_members_user_idx");
+	rels.config = LookupRel(nsp, "access_config");
+	rels.ag_workspace = LookupAtt(rels.agents, "workspace_id");
+	rels.ag_owner = LookupAtt(rels.agents, "owner_id");
+	rels.ag_status = LookupAtt(rels.agents, "status");
+	rels.ag_deleted = LookupAtt(rels.agents, "deleted_at");
+	rels.ac_access = LookupAtt(rels.access, "access");
+	rels.acl_workspace = LookupAtt(rels.acl, "workspace_id");
+	rels.acl_principal = LookupAtt(rels.acl, "principal");
+	rels.acl_access = LookupAtt(rels.acl, "access");
+	rels.gm_workspace = LookupAtt(rels.members, "workspace_id");
+	rels.gm_group = LookupAtt(rels.members, "group_id");
+	rels.cf_function = LookupAtt(rels.config, "acl_function");
+	rels.lxid = MyProc->lxid;
+	rels.valid = true;
+}
+
+/* ------------------------------------------------------------------------
+ * The per-snapshot cache: agents, group memberships, the ACL setting
+ * ------------------------------------------------------------------------
+ */
+typedef struct CacheKey
+{
+	LocalTransactionId lxid;
+	CommandId	curcid;
+	TransactionId xmin;
+	TransactionId xmax;
+	uint32		xcnt;
+	int32		subxcnt;
+	bool		suboverflowed;
+	bool		valid;
+} CacheKey;
+
+typedef struct AgentEntry
+{
+	int64		id;				/* hash key */
+	bool		found;
+	bool		deleted;
+	bool		suspended;
+	char	   *workspace;
+	char	   *owner;
+} AgentEntry;
+
+typedef struct GroupsEntry
+{
+	uint64		hash;			/* hash key: of (workspace, user) */
+	char	   *workspace;
+	char	   *user;
+	int			ngroups;
+	char	  **groups;
+} GroupsEntry;
+
+#define CACHE_MAX_ENTRIES	65536
+
+static MemoryContext cache_cxt = NULL;
+static HTAB *agent_cache = NULL;
+static HTAB *groups_cache = NULL;
+static CacheKey cache_key;
+static bool acl_fn_loaded = false;
+static Oid	acl_fn_oid = InvalidOid;
+static FmgrInfo acl_fn_info;
+
+static void
+CacheReset(void)
+{
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext,
+										  "pg_agents access cache",
+										  ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(cache_cxt);
+	agent_cache = NULL;
+	groups_cache = NULL;
+	acl_fn_loaded = false;
+	acl_fn_oid = InvalidOid;
+}
+
+static void
+EnsureCache(Snapshot snap)
+{
+	CacheKey	k;
+
+	memset(&k, 0, sizeof(k));
+	k.lxid = MyProc->lxid;
+	k.curcid = snap->curcid;
+	k.xmin = snap->xmin;
+	k.xmax = snap->xmax;
+	k.xcnt = snap->xcnt;
+	k.subxcnt = snap->subxcnt;
+	k.suboverflowed = snap->suboverflowed;
+	k.valid = true;
+	if (cache_key.valid && memcmp(&k, &cache_key, sizeof(k)) == 0 &&
+		agent_cache != NULL &&
+		hash_get_num_entries(agent_cache) < CACHE_MAX_ENTRIES &&
+		hash_get_num_entries(groups_cache) < CACHE_MAX_ENTRIES)
+		return;
+	CacheReset();
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(AgentEntry);
+		ctl.hcxt = cache_cxt;
+		agent_cache = hash_create("pg_agents agents", 256, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(GroupsEntry);
+		ctl.hcxt = cache_cxt;
+		groups_cache = hash_create("pg_agents groups", 256, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	cache_key = k;
+}
+
+/* ------------------------------------------------------------------------
+ * Small helpers on text datums
+ * ------------------------------------------------------------------------
+ */
+
+/* does the text datum equal the C string s (of length len)? */
+static inline bool
+TextEq(Datum d, const char *s, int len)
+{
+	text	   *t = DatumGetTextPP(d);
+	bool		eq = (VARSIZE_ANY_EXHDR(t) == len &&
+					  memcmp(VARDATA_ANY(t), s, len) == 0);
+
+	if ((Pointer) t != DatumGetPointer(d))
+		pfree(t);
+	return eq;
+}
+
+/* 'edit' -> LEVEL_EDIT, 'read' -> LEVEL_READ, anything else LEVEL_NONE */
+static inline int
+TextLevel(Datum d)
+{
+	if (TextEq(d, "edit", 4))
+		return LEVEL_EDIT;
+	if (TextEq(d, "read", 4))
+		return LEVEL_READ;
+	return LEVEL_NONE;
+}
+
+static void
+InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
+{
+	ScanKeyEntryInitialize(key, 0, attno, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[attno - 1], F_TEXTEQ,
+						   CStringGetTextDatum(value));
+}
+
+/* ------------------------------------------------------------------------
+ * Lookups by index scan
+ * ------------------------------------------------------------------------
+ */
+
+static AgentEntry *
+GetAgent(int64 agent_id, Snapshot snap)
+{
+	AgentEntry *e;
+	bool		found;
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+
+	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
+	if (found)
+		return e;
+	e->found = false;
+	e->deleted = false;
+	e->suspended = false;
+	e->workspace = NULL;
+	e->owner = NULL;
+
+	heap = table_open(rels.agents, AccessShareLock);
+	index = index_open(rels.agents_pkey, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		MemoryContext old = MemoryContextSwitchTo(cache_cxt);
+
+		e->found = true;
+		d = slot_getattr(slot, rels.ag_workspace, &isnull);
+		e->workspace = isnull ? pstrdup("") : TextDatumGetCString(d);
+		d = slot_getattr(slot, rels.ag_owner, &isnull);
+		e->owner = isnull ? pstrdup("") : TextDatumGetCString(d);
+		d = slot_getattr(slot, rels.ag_status, &isnull);
+		e->suspended = !isnull && TextEq(d, "suspended", 9);
+		(void) slot_getattr(slot, rels.ag_deleted, &isnull);
+		e->deleted = !isnull;
+		MemoryContextSwitchTo(old);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return e;
+}
+
+/* the groups of a user (agent.group_members rows of this workspace or none) */
+static GroupsEntry *
+GetGroups(const char *workspace, const char *user, Snapshot snap)
+{
+	uint64		h;
+	GroupsEntry *e;
+	bool		found;
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	int			cap = 0;
+	int			wslen = strlen(workspace);
+	MemoryContext old;
+
+	h = hash_bytes_extended((const unsigned char *) user, strlen(user), 0);
+	h = hash_bytes_extended((const unsigned char *) workspace, wslen, h);
+	e = (GroupsEntry *) hash_search(groups_cache, &h, HASH_ENTER, &found);
+	if (found && strcmp(e->user, user) == 0 && strcmp(e->workspace, workspace) == 0)
+		return e;
+	/* new entry, or a hash collision: (re)fill it */
+	old = MemoryContextSwitchTo(cache_cxt);
+	e->workspace = pstrdup(workspace);
+	e->user = pstrdup(user);
+	e->ngroups = 0;
+	e->groups = NULL;
+	MemoryContextSwitchTo(old);
+
+	heap = table_open(rels.members, AccessShareLock);
+	index = index_open(rels.members_user_idx, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&key, index, 1, user);
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+
+		d = slot_getattr(slot, rels.gm_workspace, &isnull);
+		if (!isnull && !TextEq(d, workspace, wslen))
+			continue;
+		d = slot_getattr(slot, rels.gm_group, &isnull);
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(cache_cxt);
+		if (e->ngroups == cap)
+		{
+			cap = cap == 0 ? 4 : cap * 2;
+			e->groups = e->groups == NULL ? palloc(sizeof(char *) * cap)
+				: repalloc(e->groups, sizeof(char *) * cap);
+		}
+		e->groups[e->ngroups++] = TextDatumGetCString(d);
+		MemoryContextSwitchTo(old);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return e;
+}
+
+/* the access level of the agent's grant on (type, id), LEVEL_NONE if none */
+static int
+GetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[3];
+	TupleTableSlot *slot;
+	int			level = LEVEL_NONE;
+
+	heap = table_open(rels.access, AccessShareLock);
+	index = index_open(rels.access_pkey, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	InitTextKey(&keys[1], index, 2, rtype);
+	InitTextKey(&keys[2], index, 3, rid);
+	scan = index_beginscan(heap, index, snap, 3, 0);
+	index_rescan(scan, keys, 3, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(slot, rels.ac_access, &isnull);
+
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return level;
+}
+
+/* the registered ACL function, InvalidOid for the default tables */
+static Oid
+GetAclFunction(Snapshot snap)
+{
+	Relation	heap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (acl_fn_loaded)
+		return acl_fn_oid;
+	acl_fn_oid = InvalidOid;
+	heap = table_open(rels.config, AccessShareLock);
+	scan = systable_beginscan(heap, InvalidOid, false, snap, 0, NULL);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, rels.cf_function, RelationGetDescr(heap), &isnull);
+
+		if (!isnull)
+			acl_fn_oid = DatumGetObjectId(d);
+	}
+	systable_endscan(scan);
+	table_close(heap, AccessShareLock);
+	if (OidIsValid(acl_fn_oid))
+		fmgr_info_cxt(acl_fn_oid, &acl_fn_info, cache_cxt);
+	acl_fn_loaded = true;
+	return acl_fn_oid;
+}
+
+/* call the registered ACL function; user NULL asks about the workspace share */
+static bool
+CallAclFunction(const char *user, const char *rtype, const char *rid, int mode)
+{
+	LOCAL_FCINFO(fcinfo, 4);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, &acl_fn_info, 4, DEFAULT_COLLATION_OID, NULL, NULL);
+	fcinfo->args[0].value = user ? CStringGetTextDatum(user) : (Datum) 0;
+	fcinfo->args[0].isnull = (user == NULL);
+	fcinfo->args[1].value = CStringGetTextDatum(rtype);
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = CStringGetTextDatum(rid);
+	fcinfo->args[2].isnull = false;
+	fcinfo->args[3].value = CStringGetTextDatum(mode == LEVEL_EDIT ? "edit" : "read");
+	fcinfo->args[3].isnull = false;
+	if (user == NULL && acl_fn_info.fn_strict)
+		return false;
+	result = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		return false;
+	return DatumGetBool(result);
+}
+
+/*
+ * The level a principal holds on a resource, from agent.resource_acl rows of
+ * the workspace (or without one).  user NULL: the workspace share only.
+ */
+static int
+AclLevel(const char *workspace, const char *user, GroupsEntry *groups,
+		 const char *rtype, const char *rid, Snapshot snap)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[2];
+	TupleTableSlot *slot;
+	int			best = LEVEL_NONE;
+	int			wslen = strlen(workspace);
+	int			ulen = user ? strlen(user) : 0;
+
+	heap = table_open(rels.acl, AccessShareLock);
+	index = index_open(rels.acl_pkey, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&keys[0], index, 1, rtype);
+	InitTextKey(&keys[1], index, 2, rid);
+	scan = index_beginscan(heap, index, snap, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (best < LEVEL_EDIT && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		text	   *p;
+		const char *ps;
+		int			plen;
+		bool		match = false;
+		int			level;
+
+		d = slot_getattr(slot, rels.acl_workspace, &isnull);
+		if (!isnull && !TextEq(d, workspace, wslen))
+			continue;
+		d = slot_getattr(slot, rels.acl_access, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level <= best)
+			continue;
+		d = slot_getattr(slot, rels.acl_principal, &isnull);
+		if (isnull)
+			continue;
+		p = DatumGetTextPP(d);
+		ps = VARDATA_ANY(p);
+		plen = VARSIZE_ANY_EXHDR(p);
+		if (plen == 9 && memcmp(ps, "workspace", 9) == 0)
+			match = true;
+		else if (user != NULL && plen == ulen + 5 && memcmp(ps, "user:", 5) == 0)
+			match = memcmp(ps + 5, user, ulen) == 0;
+		else if (user != NULL && groups != NULL && plen > 6 && memcmp(ps, "group:", 6) == 0)
+		{
+			int			i;
+
+			for (i = 0; i < groups->ngroups && !match; i++)
+			{
+				const char *g = groups->groups[i];
+
+				match = (strlen(g) == plen - 6 && memcmp(ps + 6, g, plen - 6) == 0);
+			}
+		}
+		if ((Pointer) p != DatumGetPointer(d))
+			pfree(p);
+		if (match)
+			best = level;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return best;
+}
+
+/* may the user act on the resource at the mode (the user's own ACL)? */
+static bool
+UserAllows(const char *workspace, const char *user, const char *rtype,
+		   const char *rid, int mode, Snapshot snap)
+{
+	if (OidIsValid(GetAclFunction(snap)))
+		return CallAclFunction(user, rtype, rid, mode);
+	return AclLevel(workspace, user, GetGroups(workspace, user, snap),
+					rtype, rid, snap) >= mode;
+}
+
+/* is the resource shared with the whole workspace at the mode? */
+static bool
+WorkspaceShares(const char *workspace, const char *rtype, const char *rid,
+				int mode, Snapshot snap)
+{
+	if (OidIsValid(GetAclFunction(snap)))
+		return CallAclFunction(NULL, rtype, rid, mode);
+	return AclLevel(workspace, NULL, NULL, rtype, rid, snap) >= mode;
+}
+
+/* ------------------------------------------------------------------------
+ * The decision
+ * ------------------------------------------------------------------------
+ */
+typedef struct AccessArgs
+{
+	bool		agent_null;
+	int64		agent_id;
+	char	   *rtype;			/* NULL when the argument was NULL */
+	char	   *rid;
+	char	   *mode_s;
+	char	   *regime_s;
+	char	   *user;
+	int			mode;			/* LEVEL_READ or LEVEL_EDIT once checked */
+	bool		manual;
+} AccessArgs;
+
+static void
+ReadArgs(FunctionCallInfo fcinfo, AccessArgs *a)
+{
+	a->agent_null = PG_ARGISNULL(0);
+	a->agent_id = a->agent_null ? 0 : PG_GETARG_INT64(0);
+	a->rtype = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	a->rid = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	a->mode_s = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	a->regime_s = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	a->user = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	a->mode = LEVEL_NONE;
+	a->manual = false;
+}
+
+/*
+ * Check the arguments.  NULL agent or resource is always an error; for the
+ * others, returns the reason code (invalid_mode, invalid_regime,
+ * user_required) or -1 when they are fine, and fills *detail.
+ */
+static int
+CheckArgs(AccessArgs *a, char **detail)
+{
+	if (a->agent_null || a->rtype == NULL || a->rid == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("agent_id, resource_type and resource_id must not be NULL"),
+				 errdetail("An access check needs an agent and a resource.")));
+	if (a->mode_s != NULL && strcmp(a->mode_s, "read") == 0)
+		a->mode = LEVEL_READ;
+	else if (a->mode_s != NULL && strcmp(a->mode_s, "edit") == 0)
+		a->mode = LEVEL_EDIT;
+	else
+	{
+		*detail = psprintf("mode \"%s\" is not read or edit",
+						   a->mode_s ? a->mode_s : "NULL");
+		return AR_INVALID_MODE;
+	}
+	if (a->regime_s != NULL && strcmp(a->regime_s, "manual") == 0)
+		a->manual = true;
+	else if (a->regime_s != NULL && strcmp(a->regime_s, "autonomous") == 0)
+		a->manual = false;
+	else
+	{
+		*detail = psprintf("regime \"%s\" is not manual or autonomous",
+						   a->regime_s ? a->regime_s : "NULL");
+		return AR_INVALID_REGIME;
+	}
+	if (a->manual && a->user == NULL)
+	{
+		*detail = pstrdup("a manual run acts as a user: user_id is required");
+		return AR_USER_REQUIRED;
+	}
+	return -1;
+}
+
+static void
+RaiseArgError(AccessArgs *a, int reason)
+{
+	switch (reason)
+	{
+		case AR_INVALID_MODE:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid access mode \"%s\"", a->mode_s ? a->mode_s : "NULL"),
+					 errdetail("Reason code: invalid_mode."),
+					 errhint("The mode is read or edit.")));
+			break;
+		case AR_INVALID_REGIME:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid regime \"%s\"", a->regime_s ? a->regime_s : "NULL"),
+					 errdetail("Reason code: invalid_regime."),
+					 errhint("The regime is manual or autonomous.")));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a manual access check needs a user_id"),
+					 errdetail("Reason code: user_required."),
+					 errhint("A manual run acts as the user who asked for it.")));
+			break;
+	}
+}
+
+static const char *
+ModeName(int mode)
+{
+	return mode == LEVEL_EDIT ? "edit" : "read";
+}
+
+/*
+ * The decision for checked arguments.  detail is filled only when want_detail.
+ */
+static AccessReason
+Decide(AccessArgs *a, bool want_detail, char **detail)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+	int			grant;
+
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: can_access needs an active snapshot");
+	snap = GetActiveSnapshot();
+	EnsureCache(snap);
+
+	ag = GetAgent(a->agent_id, snap);
+	if (!ag->found)
+	{
+		if (want_detail)
+			*detail = psprintf("agent %lld does not exist", (long long) a->agent_id);
+		return AR_AGENT_NOT_FOUND;
+	}
+	if (ag->deleted)
+	{
+		if (want_detail)
+			*detail = psprintf("agent %lld was deleted", (long long) a->agent_id);
+		return AR_AGENT_DELETED;
+	}
+
+	if (a->manual)
+	{
+		if (UserAllows(ag->workspace, a->user, a->rtype, a->rid, a->mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("manual run: user %s may %s %s %s",
+								   a->user, ModeName(a->mode), a->rtype, a->rid);
+			return AR_GRANTED;
+		}
+		if (want_detail)
+			*detail = psprintf("manual run: user %s may not %s %s %s",
+							   a->user, ModeName(a->mode), a->rtype, a->rid);
+		return AR_USER_DENIED;
+	}
+
+	if (ag->suspended)
+	{
+		if (want_detail)
+			*detail = psprintf("agent %lld is suspended: it runs no autonomous work",
+							   (long long) a->agent_id);
+		return AR_AGENT_SUSPENDED;
+	}
+
+	grant = GetGrant(a->agent_id, a->rtype, a->rid, snap);
+	if (grant != LEVEL_NONE)
+	{
+		if (a->mode == LEVEL_EDIT && grant < LEVEL_EDIT)
+		{
+			/* the workspace_shared path may still allow the edit */
+			if (GetGrant(a->agent_id, "workspace_shared", "*", snap) >= LEVEL_EDIT &&
+				WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_EDIT, snap) &&
+				UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, LEVEL_EDIT, snap))
+			{
+				if (want_detail)
+					*detail = psprintf("agent %lld holds a read grant on %s %s, but an edit workspace_shared grant, the resource is shared with the workspace at edit and owner %s may edit it",
+									   (long long) a->agent_id, a->rtype, a->rid, ag->owner);
+				return AR_GRANTED_WORKSPACE_SHARED;
+			}
+			if (want_detail)
+				*detail = psprintf("agent %lld holds only a read grant on %s %s",
+								   (long long) a->agent_id, a->rtype, a->rid);
+			return AR_GRANT_READ_ONLY;
+		}
+		if (UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, a->mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("agent %lld holds a%s grant on %s %s and owner %s may %s it",
+								   (long long) a->agent_id,
+								   grant == LEVEL_EDIT ? "n edit" : " read",
+								   a->rtype, a->rid, ag->owner, ModeName(a->mode));
+			return AR_GRANTED;
+		}
+		if (want_detail)
+			*detail = psprintf("agent %lld holds a grant on %s %s but owner %s may not %s it",
+							   (long long) a->agent_id, a->rtype, a->rid, ag->owner,
+							   ModeName(a->mode));
+		return AR_OWNER_DENIED;
+	}
+
+	grant = GetGrant(a->agent_id, "workspace_shared", "*", snap);
+	if (grant != LEVEL_NONE &&
+		WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_READ, snap))
+	{
+		if (a->mode == LEVEL_EDIT)
+		{
+			if (grant < LEVEL_EDIT)
+			{
+				if (want_detail)
+					*detail = psprintf("%s %s is shared with the workspace but agent %lld holds only a read workspace_shared grant",
+									   a->rtype, a->rid, (long long) a->agent_id);
+				return AR_GRANT_READ_ONLY;
+			}
+			if (!WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_EDIT, snap))
+			{
+				if (want_detail)
+					*detail = psprintf("%s %s is shared with the workspace read-only",
+									   a->rtype, a->rid);
+				return AR_OWNER_DENIED;
+			}
+		}
+		if (UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, a->mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("%s %s is shared with the workspace at %s and agent %lld holds a workspace_shared grant",
+								   a->rtype, a->rid, ModeName(a->mode), (long long) a->agent_id);
+			return AR_GRANTED_WORKSPACE_SHARED;
+		}
+		if (want_detail)
+			*detail = psprintf("%s %s is shared with the workspace but owner %s may not %s it",
+							   a->rtype, a->rid, ag->owner, ModeName(a->mode));
+		return AR_OWNER_DENIED;
+	}
+
+	if (want_detail)
+		*detail = psprintf("agent %lld holds no grant on %s %s%s",
+						   (long long) a->agent_id, a->rtype, a->rid,
+						   grant != LEVEL_NONE ? " and it is not shared with the workspace" : "");
+	return AR_NOT_GRANTED;
+}
+
+static inline bool
+ReasonAllows(AccessReason r)
+{
+	return r == AR_GRANTED || r == AR_GRANTED_WORKSPACE_SHARED;
+}
+
+/*
+ * agent.can_access(agent_id bigint, resource_type text, resource_id text,
+ *					mode text, regime text, user_id text) RETURNS boolean
+ */
+Datum
+pg_agents_can_access(PG_FUNCTION_ARGS)
+{
+	AccessArgs	a;
+	char	   *detail = NULL;
+	int			bad;
+
+	ReadArgs(fcinfo, &a);
+	bad = CheckArgs(&a, &detail);
+	if (bad >= 0)
+		RaiseArgError(&a, bad);
+	PG_RETURN_BOOL(ReasonAllows(Decide(&a, false, &detail)));
+}
+
+/*
+ * agent.explain_access(<same>) RETURNS TABLE(allowed boolean, reason text,
+ *												detail text)
+ */
+Datum
+pg_agents_explain_access(PG_FUNCTION_ARGS)
+{
+	AccessArgs	a;
+	char	   *detail = NULL;
+	int			r;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_agents: explain_access must return a row");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	ReadArgs(fcinfo, &a);
+	r = CheckArgs(&a, &detail);
+	if (r < 0)
+		r = Decide(&a, true, &detail);
+	values[0] = BoolGetDatum(ReasonAllows((AccessReason) r));
+	values[1] = CStringGetTextDatum(reason_names[r]);
+	values[2] = CStringGetTextDatum(detail ? detail : "");
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -1,0 +1,864 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatch.c
+ *		agent.fire_event: match an event to the enabled event and mention
+ *		triggers, apply anti-loop, filters, suspension, dedup, and queue one
+ *		autonomous run per surviving trigger through agent._enqueue_run.
+ *
+ * Everything happens inside the caller's transaction: a rolled-back write
+ * makes no run, and dedup fingerprints written by a rolled-back transaction
+ * vanish with it.
+ *
+ * Matching cost does not grow with non-matching triggers: candidates are
+ * looked up by (event_name, resource_type, resource_id | NULL) through a
+ * partial index, and the result is cached per backend.  The cache is flushed
+ * by a relcache invalidation of agent.triggers, which a statement trigger on
+ * that table sends whenever a matching column changes (and which every
+ * backend receives at commit, or at once in the writing transaction).  So an
+ * event that matches nothing costs a hash lookup, without SPI.
+ *
+ * Reads and writes of the extension's tables run as the owner of the schema
+ * "agent" with search_path = pg_catalog, as a SECURITY DEFINER function would,
+ * but only on the slow path (a candidate exists), so that the no-match path
+ * stays cheap.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "common/md5.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/syscache.h"
+
+#include "pg_agents.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_fire_event);
+PG_FUNCTION_INFO_V1(pg_agents_triggers_changed);
+
+#define CACHE_KEY_LEN		256
+#define CACHE_MAX_ENTRIES	4096
+
+/* One enabled trigger that may match an event. */
+typedef struct Candidate
+{
+	int64		id;
+	int64		agent_id;
+	char	   *workspace_id;
+	bool		allow_self;
+	char	   *prompt;
+	Jsonb	   *filter;			/* NULL when the filter is empty */
+} Candidate;
+
+typedef struct CacheEntry
+{
+	char		key[CACHE_KEY_LEN];
+	int			n;
+	Candidate  *items;
+} CacheEntry;
+
+static HTAB *trig_cache = NULL;
+static MemoryContext trig_cache_cxt = NULL;
+static bool cache_stale = true;
+static bool callback_registered = false;
+static Oid	triggers_relid = InvalidOid;
+static int	dispatch_depth = 0;
+
+static SPIPlanPtr plan_lookup = NULL;
+static SPIPlanPtr plan_mention = NULL;
+static SPIPlanPtr plan_agent = NULL;
+static SPIPlanPtr plan_parent = NULL;
+static SPIPlanPtr plan_dedup = NULL;
+static SPIPlanPtr plan_enqueue = NULL;
+static SPIPlanPtr plan_audit = NULL;
+
+/* --------------------------------------------------------------------------
+ * helpers
+ * --------------------------------------------------------------------------
+ */
+
+static SPIPlanPtr
+PreparePlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *types)
+{
+	if (*slot == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+		if (plan == NULL)
+			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_agents: could not keep plan");
+		*slot = plan;
+	}
+	return *slot;
+}
+
+typedef struct Elevation
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
+} Elevation;
+
+/*
+ * Acts as the owner of schema "agent" with search_path = pg_catalog until
+ * Restore (an error unwinds both with the transaction).
+ */
+static void
+Elevate(Elevation *e)
+{
+	Oid			nsp = get_namespace_oid("agent", false);
+	HeapTuple	tup;
+	Oid			owner;
+
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&e->save_userid, &e->save_sec);
+	SetUserIdAndSecContext(owner, e->save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	e->nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+static void
+Restore(Elevation *e)
+{
+	AtEOXact_GUC(true, e->nest);
+	SetUserIdAndSecContext(e->save_userid, e->save_sec);
+}
+
+static void
+PushKey(JsonbParseState **st, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(st, WJB_KEY, &k);
+}
+
+static void
+PushText(JsonbParseState **st, const char *key, const char *val)
+{
+	JsonbValue	v;
+
+	PushKey(st, key);
+	if (val == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) val;
+		v.val.string.len = strlen(val);
+	}
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+static void
+PushInt(JsonbParseState **st, const char *key, int64 val)
+{
+	JsonbValue	v;
+
+	PushKey(st, key);
+	v.type = jbvNumeric;
+	v.val.numeric = int64_to_numeric(val);
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+static void
+PushJsonb(JsonbParseState **st, const char *key, Jsonb *j)
+{
+	JsonbValue	v;
+
+	PushKey(st, key);
+	if (j == NULL)
+	{
+		v.type = jbvNull;
+		pushJsonbValue(st, WJB_VALUE, &v);
+		return;
+	}
+	v.type = jbvBinary;
+	v.val.binary.data = &j->root;
+	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* "agent:<id>" -> id, else 0. */
+static int64
+ActorAgentId(const char *actor)
+{
+	const char *p;
+	int64		id = 0;
+	int			digits = 0;
+
+	if (actor == NULL || strncmp(actor, "agent:", 6) != 0)
+		return 0;
+	for (p = actor + 6; *p; p++)
+	{
+		if (!isdigit((unsigned char) *p) || ++digits > 18)
+			return 0;
+		id = id * 10 + (*p - '0');
+	}
+	return digits > 0 ? id : 0;
+}
+
+/* The agent a payload's "agent_id" names (number or digits string), else 0. */
+static int64
+PayloadAgentId(Jsonb *payload)
+{
+	JsonbValue	v;
+	char	   *s;
+
+	if (payload == NULL || !JsonContainerIsObject(&payload->root) ||
+		getKeyJsonValueFromContainer(&payload->root, "agent_id", 8, &v) == NULL)
+		return 0;
+	if (v.type == jbvNumeric)
+		s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+	else if (v.type == jbvString && v.val.string.len > 0 && v.val.string.len <= 18)
+		s = pnstrdup(v.val.string.val, v.val.string.len);
+	else
+		return 0;
+	return ActorAgentId(psprintf("agent:%s", s));
+}
+
+/* --------------------------------------------------------------------------
+ * the trigger cache
+ * --------------------------------------------------------------------------
+ */
+
+static void
+TriggersInvalCallback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == triggers_relid)
+		cache_stale = true;
+}
+
+/* Drops the cache when stale and no dispatch is using it. */
+static void
+RefreshCache(void)
+{
+	HASHCTL		ctl;
+	Oid			nsp;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(TriggersInvalCallback, (Datum) 0);
+		callback_registered = true;
+	}
+	/* see trigger changes committed by other sessions */
+	AcceptInvalidationMessages();
+	if (!cache_stale || dispatch_depth > 0)
+		return;
+
+	cache_stale = false;
+	if (trig_cache_cxt == NULL)
+		trig_cache_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_agents trigger cache",
+											   ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(trig_cache_cxt);
+	ctl.keysize = CACHE_KEY_LEN;
+	ctl.entrysize = sizeof(CacheEntry);
+	ctl.hcxt = trig_cache_cxt;
+	trig_cache = hash_create("pg_agents trigger cache", 64, &ctl,
+							 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+
+	nsp = get_namespace_oid("agent", true);
+	triggers_relid = OidIsValid(nsp) ? get_relname_relid("triggers", nsp) : InvalidOid;
+}
+
+/* Copies the SPI result rows into an array of candidates in cxt. */
+static int
+CopyCandidates(MemoryContext cxt, Candidate **out)
+{
+	int			n = (int) SPI_processed;
+	int			i;
+	Candidate  *items;
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+
+	items = n > 0 ? palloc0(sizeof(Candidate) * n) : NULL;
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		items[i].id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		items[i].agent_id = DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
+		items[i].workspace_id = SPI_getvalue(tup, td, 3);
+		d = SPI_getbinval(tup, td, 4, &isnull);
+		items[i].allow_self = !isnull && DatumGetBool(d);
+		items[i].prompt = SPI_getvalue(tup, td, 5);
+		d = SPI_getbinval(tup, td, 6, &isnull);
+		if (!isnull)
+		{
+			Jsonb	   *f = DatumGetJsonbPCopy(d);
+
+			items[i].filter = JsonContainerSize(&f->root) > 0 ? f : NULL;
+		}
+	}
+	MemoryContextSwitchTo(old);
+	*out = items;
+	return n;
+}
+
+#define CANDIDATE_COLUMNS \
+	"SELECT t.id, t.agent_id, t.workspace_id, t.allow_self_retrigger, t.prompt, t.filter " \
+	"FROM agent.triggers t "
+
+/* Runs the candidate query; the caller is connected to SPI and elevated. */
+static int
+QueryCandidates(const char *event_name, const char *resource_type,
+				const char *resource_id, int64 mention_agent,
+				MemoryContext cxt, Candidate **out)
+{
+	int			ret;
+
+	if (mention_agent != 0)
+	{
+		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT8OID};
+		Datum		args[4];
+		char		nulls[4] = {' ', ' ', ' ', ' '};
+
+		PreparePlan(&plan_mention,
+					CANDIDATE_COLUMNS
+					"WHERE t.agent_id OPERATOR(pg_catalog.=) $4 AND t.enabled "
+					"AND (t.kind OPERATOR(pg_catalog.=) 'mention' "
+					"     OR (t.kind OPERATOR(pg_catalog.=) 'event' AND t.event_name OPERATOR(pg_catalog.=) $1)) "
+					"AND (t.resource_type IS NULL OR t.resource_type OPERATOR(pg_catalog.=) $2) "
+					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
+					"ORDER BY t.id",
+					4, types);
+		args[0] = CStringGetTextDatum(event_name);
+		args[1] = CStringGetTextDatum(resource_type);
+		if (resource_id)
+			args[2] = CStringGetTextDatum(resource_id);
+		else
+			nulls[2] = 'n';
+		args[3] = Int64GetDatum(mention_agent);
+		ret = SPI_execute_plan(plan_mention, args, nulls, false, 0);
+	}
+	else
+	{
+		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[3];
+		char		nulls[3] = {' ', ' ', ' '};
+
+		/* two probes of triggers_event_rid_idx: this resource, and any resource */
+		PreparePlan(&plan_lookup,
+					CANDIDATE_COLUMNS
+					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+					"AND t.resource_id OPERATOR(pg_catalog.=) $3 "
+					"UNION ALL "
+					CANDIDATE_COLUMNS
+					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+					"AND t.resource_id IS NULL "
+					"ORDER BY 1",
+					3, types);
+		args[0] = CStringGetTextDatum(event_name);
+		args[1] = CStringGetTextDatum(resource_type);
+		if (resource_id)
+			args[2] = CStringGetTextDatum(resource_id);
+		else
+			nulls[2] = 'n';
+		ret = SPI_execute_plan(plan_lookup, args, nulls, false, 0);
+	}
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: trigger lookup failed: %s", SPI_result_code_string(ret));
+	return CopyCandidates(cxt, out);
+}
+
+/*
+ * The candidate triggers of an event, from the cache when possible.  The
+ * array stays valid until the end of the current dispatch.
+ */
+static int
+GetCandidates(const char *event_name, const char *resource_type,
+			  const char *resource_id, int64 mention_agent, Candidate **out)
+{
+	char		key[CACHE_KEY_LEN];
+	int			len;
+	bool		cacheable;
+	CacheEntry *entry = NULL;
+	Elevation	elev;
+	int			n;
+	MemoryContext cxt;
+
+	RefreshCache();
+	len = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", event_name, resource_type,
+				   resource_id ? resource_id : "\x1e");
+	cacheable = mention_agent == 0 && !cache_stale && len < CACHE_KEY_LEN &&
+		!IsolationUsesXactSnapshot() && OidIsValid(triggers_relid);
+	if (cacheable)
+	{
+		entry = hash_search(trig_cache, key, HASH_FIND, NULL);
+		if (entry)
+		{
+			*out = entry->items;
+			return entry->n;
+		}
+	}
+
+	cxt = cacheable ? trig_cache_cxt : CurrentMemoryContext;
+	Elevate(&elev);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	n = QueryCandidates(event_name, resource_type, resource_id, mention_agent, cxt, out);
+	SPI_finish();
+	Restore(&elev);
+
+	/* an invalidation may have arrived while we queried: then do not keep it */
+	if (cacheable && !cache_stale)
+	{
+		if (hash_get_num_entries(trig_cache) >= CACHE_MAX_ENTRIES)
+			cache_stale = true; /* start over at the next event */
+		else
+		{
+			entry = hash_search(trig_cache, key, HASH_ENTER, NULL);
+			entry->n = n;
+			entry->items = *out;
+		}
+	}
+	return n;
+}
+
+/*
+ * Whether any enabled event trigger could match the event (ignoring
+ * filters).  The watchers call it before building a payload.
+ */
+bool
+PgAgentsEventHasCandidates(const char *event_name, const char *resource_type,
+						   const char *resource_id)
+{
+	Candidate  *items;
+
+	return GetCandidates(event_name, resource_type, resource_id, 0, &items) > 0;
+}
+
+/* --------------------------------------------------------------------------
+ * dispatch
+ * --------------------------------------------------------------------------
+ */
+
+typedef struct EventCtx
+{
+	const char *event_name;
+	const char *resource_type;
+	const char *resource_id;
+	Jsonb	   *payload;
+	const char *actor;
+	const char *event_id;
+	char		fingerprint[40];	/* computed on first use */
+} EventCtx;
+
+static const char *
+Fingerprint(EventCtx *ev)
+{
+	StringInfoData buf;
+	char		hex[33];
+	const char *errstr = NULL;
+	char		kind;
+
+	if (ev->fingerprint[0] != '\0')
+		return ev->fingerprint;
+	initStringInfo(&buf);
+	if (ev->event_id != NULL)
+	{
+		kind = 'e';
+		appendStringInfoString(&buf, ev->event_id);
+	}
+	else
+	{
+		/* jsonb text output is canonical: keys sorted, duplicates removed */
+		kind = 'p';
+		appendStringInfo(&buf, "%s%c%s%c%s%c", ev->event_name, '\0', ev->resource_type, '\0',
+						 ev->resource_id ? ev->resource_id : "", '\0');
+		(void) JsonbToCString(&buf, &ev->payload->root, VARSIZE(ev->payload));
+	}
+	if (!pg_md5_hash(buf.data, buf.len, hex, &errstr))
+		elog(ERROR, "pg_agents: could not compute event fingerprint: %s", errstr ? errstr : "?");
+	snprintf(ev->fingerprint, sizeof(ev->fingerprint), "%c:%s", kind, hex);
+	pfree(buf.data);
+	return ev->fingerprint;
+}
+
+/* Whether the agent exists, is not deleted and is active. */
+static bool
+AgentIsActive(int64 agent_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		args[1] = {Int64GetDatum(agent_id)};
+	int			ret;
+
+	PreparePlan(&plan_agent,
+				"SELECT 1 FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1 "
+				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
+				1, types);
+	ret = SPI_execute_plan(plan_agent, args, NULL, false, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
+	return SPI_processed > 0;
+}
+
+/*
+ * The length of the self-retrigger chain an event of agent agent_id starts:
+ * 1 plus the chain of the run the session works for, when that run is one of
+ * the same agent.
+ */
+static int
+SelfChain(int64 agent_id)
+{
+	const char *rid = pg_agents_run_id;
+	int64		run_id = 0;
+	const char *p;
+	Oid			types[1] = {INT8OID};
+	Datum		args[1];
+	int			ret;
+	int			chain = 0;
+
+	if (rid == NULL || *rid == '\0' || strlen(rid) > 18)
+		return 1;
+	for (p = rid; *p; p++)
+	{
+		if (!isdigit((unsigned char) *p))
+			return 1;
+		run_id = run_id * 10 + (*p - '0');
+	}
+	PreparePlan(&plan_parent,
+				"SELECT r.agent_id, COALESCE((r.input OPERATOR(pg_catalog.->>) 'self_chain')::pg_catalog.int4, 0) "
+				"FROM agent.runs r WHERE r.id OPERATOR(pg_catalog.=) $1",
+				1, types);
+	args[0] = Int64GetDatum(run_id);
+	ret = SPI_execute_plan(plan_parent, args, NULL, false, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: run lookup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+		int64		owner = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (owner == agent_id && !isnull)
+			chain = DatumGetInt32(d);
+	}
+	return chain + 1;
+}
+
+/* Records that a self-retrigger chain was stopped: audit row and notice. */
+static void
+ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID};
+	Datum		args[4];
+	JsonbParseState *st = NULL;
+	JsonbValue *res;
+	int			ret;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	PushText(&st, "event", ev->event_name);
+	PushText(&st, "resource_type", ev->resource_type);
+	PushText(&st, "resource_id", ev->resource_id);
+	PushText(&st, "event_id", ev->event_id);
+	PushText(&st, "actor", ev->actor);
+	PushInt(&st, "agent_id", c->agent_id);
+	PushInt(&st, "self_chain", chain);
+	PushInt(&st, "cap", pg_agents_self_retrigger_cap);
+	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+
+	PreparePlan(&plan_audit,
+				"SELECT agent._audit_event('event.self_retrigger_capped', 'denied', 'trigger', $1, $2, NULL, $3, $4, 'self_retrigger_cap')",
+				4, types);
+	args[0] = CStringGetTextDatum(psprintf(INT64_FORMAT, c->id));
+	args[1] = CStringGetTextDatum(c->workspace_id);
+	args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
+	args[3] = CStringGetTextDatum(psprintf("self-retrigger chain of agent " INT64_FORMAT " stopped after %d runs",
+										   c->agent_id, chain - 1));
+	ret = SPI_execute_plan(plan_audit, args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: audit failed: %s", SPI_result_code_string(ret));
+
+	ereport(NOTICE,
+			(errmsg("self-retrigger chain of agent " INT64_FORMAT " stopped after %d runs",
+					c->agent_id, chain - 1),
+			 errdetail("Trigger " INT64_FORMAT " allows self-retriggering up to pg_agents.self_retrigger_cap = %d runs in a chain.",
+					   c->id, pg_agents_self_retrigger_cap)));
+}
+
+/* Records the fingerprint; false when the same event was seen in the window. */
+static bool
+DedupFirstSeen(EventCtx *ev, Candidate *c)
+{
+	Oid			types[4] = {TEXTOID, INT8OID, TEXTOID, FLOAT8OID};
+	Datum		args[4];
+	int			ret;
+
+	if (pg_agents_dedup_window <= 0)
+		return true;
+	/*
+	 * A concurrent insert of the same key waits for the first transaction:
+	 * if it commits, the row is within the window and nothing is returned;
+	 * if it rolls back, this one inserts.  An expired fingerprint is
+	 * refreshed in place, and that event counts as new.
+	 */
+	PreparePlan(&plan_dedup,
+				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
+				"VALUES ($1, $2, $3, pg_catalog.now()) "
+				"ON CONFLICT (workspace_id, trigger_id, fingerprint) DO UPDATE SET seen_at = excluded.seen_at "
+				"WHERE d.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $4)) "
+				"RETURNING 1",
+				4, types);
+	args[0] = CStringGetTextDatum(c->workspace_id);
+	args[1] = Int64GetDatum(c->id);
+	args[2] = CStringGetTextDatum(Fingerprint(ev));
+	args[3] = Float8GetDatum((double) pg_agents_dedup_window);
+	ret = SPI_execute_plan(plan_dedup, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "pg_agents: dedup failed: %s", SPI_result_code_string(ret));
+	return SPI_processed > 0;
+}
+
+static int64
+Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
+{
+	Oid			types[5] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	JsonbParseState *st = NULL;
+	JsonbValue *res;
+	int			ret;
+	bool		isnull;
+	Datum		d;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	PushText(&st, "event", ev->event_name);
+	PushText(&st, "resource_type", ev->resource_type);
+	PushText(&st, "resource_id", ev->resource_id);
+	PushText(&st, "event_id", ev->event_id);
+	PushText(&st, "actor", ev->actor);
+	PushJsonb(&st, "payload", ev->payload);
+	PushText(&st, "prompt", c->prompt);
+	if (self_chain > 0)
+		PushInt(&st, "self_chain", self_chain);
+	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+
+	PreparePlan(&plan_enqueue,
+				"SELECT agent._enqueue_run($1, 'autonomous', $2, $3, $4, $5)",
+				5, types);
+	args[0] = Int64GetDatum(c->agent_id);
+	args[1] = CStringGetTextDatum(mention ? "mention" : "event");
+	args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
+	args[3] = Int64GetDatum(c->id);
+	if (ev->actor)
+		args[4] = CStringGetTextDatum(ev->actor);
+	else
+		nulls[4] = 'n';
+	ret = SPI_execute_plan(plan_enqueue, args, nulls, false, 0);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "pg_agents: could not queue run: %s", SPI_result_code_string(ret));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "pg_agents: agent._enqueue_run returned NULL");
+	return DatumGetInt64(d);
+}
+
+/* Processes the candidates of one event; appends run ids to *runs. */
+static void
+ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **runs)
+{
+	int64		actor_agent = ActorAgentId(ev->actor);
+	Elevation	elev;
+	int			i;
+	MemoryContext outer = CurrentMemoryContext;
+
+	Elevate(&elev);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	for (i = 0; i < n; i++)
+	{
+		Candidate  *c = &items[i];
+		int			self_chain = 0;
+		int64		run_id;
+
+		/* anti-loop: an agent's own writes do not wake it, unless allowed */
+		if (actor_agent != 0 && actor_agent == c->agent_id && !c->allow_self)
+			continue;
+		if (c->filter != NULL && !PgAgentsFilterMatches(c->filter, ev->payload))
+			continue;
+		/* suspended or deleted agents: silent */
+		if (!AgentIsActive(c->agent_id))
+			continue;
+		if (actor_agent != 0 && actor_agent == c->agent_id)
+		{
+			self_chain = SelfChain(c->agent_id);
+			if (self_chain > pg_agents_self_retrigger_cap)
+			{
+				ReportLoopStopped(ev, c, self_chain);
+				continue;
+			}
+		}
+		if (!DedupFirstSeen(ev, c))
+			continue;
+		run_id = Enqueue(ev, c, mention, self_chain);
+		{
+			MemoryContext old = MemoryContextSwitchTo(outer);
+			int64	   *v = palloc(sizeof(int64));
+
+			*v = run_id;
+			*runs = lappend(*runs, v);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	Restore(&elev);
+}
+
+/*
+ * Dispatches one event; returns the ids of the runs made (a List of int64
+ * pointers in the current memory context).  actor NULL means the session's
+ * pg_agents.actor.
+ */
+List *
+PgAgentsDispatch(const char *event_name, const char *resource_type,
+				 const char *resource_id, Jsonb *payload, const char *actor,
+				 const char *event_id)
+{
+	EventCtx	ev;
+	List	   *volatile runs = NIL;
+	bool		mention = strcmp(event_name, "agent.mentioned") == 0;
+	volatile int64 mention_agent = 0;
+
+	if (actor == NULL && pg_agents_actor != NULL && pg_agents_actor[0] != '\0')
+		actor = pg_agents_actor;
+	if (mention)
+	{
+		/* a mention is routed to the mentioned agent's triggers only */
+		mention_agent = PayloadAgentId(payload);
+		if (mention_agent == 0)
+			return NIL;
+	}
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_name = event_name;
+	ev.resource_type = resource_type;
+	ev.resource_id = resource_id;
+	ev.payload = payload;
+	ev.actor = actor;
+	ev.event_id = event_id;
+
+	dispatch_depth++;
+	PG_TRY();
+	{
+		Candidate  *items;
+		int			n = GetCandidates(event_name, resource_type, resource_id, mention_agent, &items);
+
+		List	   *made = NIL;
+
+		if (n > 0)
+			ProcessCandidates(&ev, items, n, mention, &made);
+		runs = made;
+	}
+	PG_FINALLY();
+	{
+		dispatch_depth--;
+	}
+	PG_END_TRY();
+	return runs;
+}
+
+static char *
+TextArgOrNull(FunctionCallInfo fcinfo, int n)
+{
+	return PG_ARGISNULL(n) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+/*
+ * agent.fire_event(event_name text, resource_type text, resource_id text,
+ *                  payload jsonb DEFAULT '{}', actor text DEFAULT NULL,
+ *                  event_id text DEFAULT NULL) RETURNS SETOF bigint
+ */
+Datum
+pg_agents_fire_event(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *event_name = TextArgOrNull(fcinfo, 0);
+	char	   *resource_type = TextArgOrNull(fcinfo, 1);
+	char	   *resource_id = TextArgOrNull(fcinfo, 2);
+	Jsonb	   *payload;
+	char	   *actor = TextArgOrNull(fcinfo, 4);
+	char	   *event_id = TextArgOrNull(fcinfo, 5);
+	List	   *runs;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	if (event_name == NULL || event_name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event_name must not be empty")));
+	if (resource_type == NULL || resource_type[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource_type must not be empty")));
+	if (PG_ARGISNULL(3))
+		payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	else
+		payload = PG_GETARG_JSONB_P(3);
+	if (!JsonContainerIsObject(&payload->root) || JsonContainerIsScalar(&payload->root))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event payload must be a JSON object")));
+	if (actor != NULL && actor[0] == '\0')
+		actor = NULL;
+	if (event_id != NULL && event_id[0] == '\0')
+		event_id = NULL;
+
+	runs = PgAgentsDispatch(event_name, resource_type, resource_id, payload, actor, event_id);
+	foreach(lc, runs)
+	{
+		Datum		value = Int64GetDatum(*(int64 *) lfirst(lc));
+		bool		isnull = false;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * Statement trigger on agent.triggers: tells every backend (at commit) and
+ * this one (at once) that the cached candidate triggers are stale.
+ */
+Datum
+pg_agents_triggers_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._triggers_changed() must be called as a trigger")));
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	return PointerGetDatum(NULL);
+}

@@ -1,0 +1,436 @@
+/*-------------------------------------------------------------------------
+ *
+ * watch.c
+ *		Table watchers: the C row trigger agent.watch_table installs.
+ *
+ * AFTER INSERT / UPDATE / DELETE FOR EACH ROW, it emits
+ *	collection.row_added, collection.property_updated (only when a column
+ *	changed; "changed" lists them) and collection.row_removed
+ * with resource_id = the schema-qualified table name and payload
+ *	{"table", "row_id", "row", "old", "changed"}
+ * and agent.mentioned for every [[agent:ID]] / [[fdagent:ID]] token that the
+ * write added to a mention column.  The writing session's actor is the
+ * event's actor.  When no trigger could match, it returns before building
+ * any payload (a hash lookup), so watching a table costs little.
+ *
+ * Trigger arguments: resource_type, id_column, mention columns...
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+
+#include "pg_agents.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_watch_row);
+
+typedef struct WatchState
+{
+	Oid			relid;
+	char	   *table;			/* schema.table */
+	char	   *resource_type;
+	AttrNumber	id_attno;
+	Oid			id_outfunc;
+	int			nmention;
+	AttrNumber *mention_attnos;
+	Oid		   *mention_outfuncs;
+	FmgrInfo	to_jsonb;
+} WatchState;
+
+static uint64 watch_seq = 0;
+
+static WatchState *
+GetState(FunctionCallInfo fcinfo, TriggerData *td)
+{
+	WatchState *st = (WatchState *) fcinfo->flinfo->fn_extra;
+	Relation	rel = td->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	Trigger    *tg = td->tg_trigger;
+	MemoryContext old;
+	FuncExpr   *fexpr;
+	int			i;
+	bool		varlena;
+
+	if (st != NULL && st->relid == RelationGetRelid(rel))
+		return st;
+	if (tg->tgnargs < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("agent._watch_row() needs the arguments resource_type and id_column"),
+				 errhint("Install watchers with agent.watch_table().")));
+
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	st = palloc0(sizeof(WatchState));
+	st->relid = RelationGetRelid(rel);
+	st->table = psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
+						 RelationGetRelationName(rel));
+	st->resource_type = pstrdup(tg->tgargs[0]);
+	st->id_attno = get_attnum(st->relid, tg->tgargs[1]);
+	if (st->id_attno <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of watched table \"%s\" does not exist", tg->tgargs[1], st->table),
+				 errhint("Watch the table again with agent.watch_table() and an existing id_column.")));
+	getTypeOutputInfo(TupleDescAttr(desc, st->id_attno - 1)->atttypid, &st->id_outfunc, &varlena);
+	st->nmention = tg->tgnargs - 2;
+	st->mention_attnos = palloc0(sizeof(AttrNumber) * Max(st->nmention, 1));
+	st->mention_outfuncs = palloc0(sizeof(Oid) * Max(st->nmention, 1));
+	for (i = 0; i < st->nmention; i++)
+	{
+		AttrNumber	a = get_attnum(st->relid, tg->tgargs[i + 2]);
+
+		if (a <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("mention column \"%s\" of watched table \"%s\" does not exist",
+							tg->tgargs[i + 2], st->table),
+					 errhint("Watch the table again with agent.watch_table() and existing mention columns.")));
+		st->mention_attnos[i] = a;
+		getTypeOutputInfo(TupleDescAttr(desc, a - 1)->atttypid, &st->mention_outfuncs[i], &varlena);
+	}
+
+	/* to_jsonb(record) of the table's row type */
+	fmgr_info_cxt(F_TO_JSONB, &st->to_jsonb, fcinfo->flinfo->fn_mcxt);
+	fexpr = makeFuncExpr(F_TO_JSONB, JSONBOID,
+						 list_make1(makeNullConst(desc->tdtypeid, -1, InvalidOid)),
+						 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	fmgr_info_set_expr((Node *) fexpr, &st->to_jsonb);
+	MemoryContextSwitchTo(old);
+
+	fcinfo->flinfo->fn_extra = st;
+	return st;
+}
+
+static Jsonb *
+RowToJsonb(WatchState *st, HeapTuple tup, TupleDesc desc)
+{
+	return DatumGetJsonbP(FunctionCall1(&st->to_jsonb, heap_copy_tuple_as_datum(tup, desc)));
+}
+
+/* The agent ids of the [[agent:ID]] / [[fdagent:ID]] tokens of a text. */
+static List *
+MentionIds(const char *s, List *ids)
+{
+	const char *p = s;
+
+	while ((p = strstr(p, "[[")) != NULL)
+	{
+		const char *q = p + 2;
+		int64		id = 0;
+		int			digits = 0;
+
+		if (strncmp(q, "agent:", 6) == 0)
+			q += 6;
+		else if (strncmp(q, "fdagent:", 8) == 0)
+			q += 8;
+		else
+		{
+			p += 2;
+			continue;
+		}
+		while (isdigit((unsigned char) *q) && digits <= 18)
+		{
+			id = id * 10 + (*q - '0');
+			q++, digits++;
+		}
+		if (digits > 0 && digits <= 18 && q[0] == ']' && q[1] == ']' && id > 0)
+		{
+			ListCell   *lc;
+			bool		seen = false;
+
+			foreach(lc, ids)
+				if (*(int64 *) lfirst(lc) == id)
+					seen = true;
+			if (!seen)
+			{
+				int64	   *v = palloc(sizeof(int64));
+
+				*v = id;
+				ids = lappend(ids, v);
+			}
+		}
+		p = q;
+	}
+	return ids;
+}
+
+static List *
+ColumnMentions(WatchState *st, int i, HeapTuple tup, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d;
+	char	   *s;
+
+	if (tup == NULL)
+		return NIL;
+	d = heap_getattr(tup, st->mention_attnos[i], desc, &isnull);
+	if (isnull)
+		return NIL;
+	s = OidOutputFunctionCall(st->mention_outfuncs[i], d);
+	if (strstr(s, "[[") == NULL)
+		return NIL;
+	return MentionIds(s, NIL);
+}
+
+static void
+PushKey(JsonbParseState **ps, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(ps, WJB_KEY, &k);
+}
+
+static void
+PushString(JsonbParseState **ps, const char *val)
+{
+	JsonbValue	v;
+
+	if (val == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) val;
+		v.val.string.len = strlen(val);
+	}
+	pushJsonbValue(ps, WJB_VALUE, &v);
+}
+
+static void
+PushJsonbVal(JsonbParseState **ps, Jsonb *j)
+{
+	JsonbValue	v;
+
+	v.type = jbvBinary;
+	v.val.binary.data = &j->root;
+	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
+	pushJsonbValue(ps, WJB_VALUE, &v);
+}
+
+static void
+PushStringArray(JsonbParseState **ps, List *names)
+{
+	ListCell   *lc;
+	JsonbValue	v;
+
+	pushJsonbValue(ps, WJB_BEGIN_ARRAY, NULL);
+	foreach(lc, names)
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) lfirst(lc);
+		v.val.string.len = strlen(v.val.string.val);
+		pushJsonbValue(ps, WJB_ELEM, &v);
+	}
+	pushJsonbValue(ps, WJB_END_ARRAY, NULL);
+}
+
+/* Starts a payload object with table, row_id, row, old and changed. */
+static void
+PushBase(JsonbParseState **ps, WatchState *st, const char *row_id, Jsonb *row,
+		 Jsonb *oldrow, List *changed, bool is_update)
+{
+	pushJsonbValue(ps, WJB_BEGIN_OBJECT, NULL);
+	PushKey(ps, "table");
+	PushString(ps, st->table);
+	PushKey(ps, "row_id");
+	PushString(ps, row_id);
+	PushKey(ps, "row");
+	PushJsonbVal(ps, row);
+	if (oldrow)
+	{
+		PushKey(ps, "old");
+		PushJsonbVal(ps, oldrow);
+	}
+	if (is_update)
+	{
+		PushKey(ps, "changed");
+		PushStringArray(ps, changed);
+	}
+}
+
+Datum
+pg_agents_watch_row(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	WatchState *st;
+	TupleDesc	desc;
+	HeapTuple	newtup = NULL,
+				oldtup = NULL,
+				idtup;
+	const char *event = NULL;
+	List	   *changed = NIL;
+	List	   *mentioned = NIL;
+	List	   *mention_cols = NIL;
+	bool		is_update = false;
+	bool		has_event;
+	Jsonb	   *row,
+			   *oldrow = NULL;
+	char	   *row_id = NULL;
+	char	   *event_id;
+	bool		isnull;
+	Datum		d;
+	int			i;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._watch_row() must be called as a trigger")));
+	if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._watch_row() must be fired AFTER ... FOR EACH ROW")));
+
+	st = GetState(fcinfo, td);
+	desc = RelationGetDescr(td->tg_relation);
+
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		newtup = td->tg_trigtuple;
+		event = "collection.row_added";
+	}
+	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+	{
+		oldtup = td->tg_trigtuple;
+		newtup = td->tg_newtuple;
+		is_update = true;
+		for (i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+			bool		n1,
+						n2;
+			Datum		v1,
+						v2;
+
+			if (att->attisdropped)
+				continue;
+			v1 = heap_getattr(oldtup, i + 1, desc, &n1);
+			v2 = heap_getattr(newtup, i + 1, desc, &n2);
+			if (n1 != n2 || (!n1 && !datum_image_eq(v1, v2, att->attbyval, att->attlen)))
+				changed = lappend(changed, pstrdup(NameStr(att->attname)));
+		}
+		if (changed != NIL)
+			event = "collection.property_updated";
+	}
+	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+	{
+		oldtup = td->tg_trigtuple;
+		event = "collection.row_removed";
+	}
+	else
+		return PointerGetDatum(NULL);
+
+	has_event = event != NULL &&
+		PgAgentsEventHasCandidates(event, st->resource_type, st->table);
+
+	/* mentions added by this write (not already in the old row) */
+	if (newtup != NULL && st->nmention > 0 && (!is_update || changed != NIL))
+	{
+		for (i = 0; i < st->nmention; i++)
+		{
+			List	   *now_ids = ColumnMentions(st, i, newtup, desc);
+			List	   *before;
+			ListCell   *lc;
+
+			if (now_ids == NIL)
+				continue;
+			before = ColumnMentions(st, i, oldtup, desc);
+			foreach(lc, now_ids)
+			{
+				int64		id = *(int64 *) lfirst(lc);
+				ListCell   *lc2;
+				bool		old_has = false,
+							dup = false;
+
+				foreach(lc2, before)
+					if (*(int64 *) lfirst(lc2) == id)
+						old_has = true;
+				if (old_has)
+					continue;
+				foreach(lc2, mentioned)
+					if (*(int64 *) lfirst(lc2) == id)
+						dup = true;
+				if (!dup)
+					mentioned = lappend(mentioned, lfirst(lc));
+				{
+					char	   *col = NameStr(TupleDescAttr(desc, st->mention_attnos[i] - 1)->attname);
+					bool		have = false;
+
+					foreach(lc2, mention_cols)
+						if (strcmp((char *) lfirst(lc2), col) == 0)
+							have = true;
+					if (!have)
+						mention_cols = lappend(mention_cols, pstrdup(col));
+				}
+			}
+		}
+	}
+
+	if (!has_event && mentioned == NIL)
+		return PointerGetDatum(NULL);
+
+	/* build the payload */
+	idtup = newtup ? newtup : oldtup;
+	d = heap_getattr(idtup, st->id_attno, desc, &isnull);
+	if (!isnull)
+		row_id = OidOutputFunctionCall(st->id_outfunc, d);
+	if (oldtup)
+		oldrow = RowToJsonb(st, oldtup, desc);
+	/* for a removed row, "row" is the row as it was */
+	row = newtup ? RowToJsonb(st, newtup, desc) : oldrow;
+	event_id = psprintf(UINT64_FORMAT ":%s:%s:" UINT64_FORMAT,
+						U64FromFullTransactionId(GetTopFullTransactionId()),
+						st->table, row_id ? row_id : "", ++watch_seq);
+
+	if (has_event)
+	{
+		JsonbParseState *ps = NULL;
+		JsonbValue *res;
+
+		PushBase(&ps, st, row_id, row, oldrow, changed, is_update);
+		res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+		(void) PgAgentsDispatch(event, st->resource_type, st->table,
+								JsonbValueToJsonb(res), NULL, event_id);
+	}
+	if (mentioned != NIL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, mentioned)
+		{
+			int64		id = *(int64 *) lfirst(lc);
+			JsonbParseState *ps = NULL;
+			JsonbValue *res;
+			JsonbValue	v;
+
+			PushBase(&ps, st, row_id, row, oldrow, changed, is_update);
+			PushKey(&ps, "agent_id");
+			v.type = jbvNumeric;
+			v.val.numeric = int64_to_numeric(id);
+			pushJsonbValue(&ps, WJB_VALUE, &v);
+			PushKey(&ps, "columns");
+			PushStringArray(&ps, mention_cols);
+			res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+			(void) PgAgentsDispatch("agent.mentioned", st->resource_type, st->table,
+									JsonbValueToJsonb(res), NULL,
+									psprintf("%s:mention:" INT64_FORMAT, event_id, id));
+		}
+	}
+	return PointerGetDatum(NULL);
+}

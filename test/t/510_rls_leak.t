@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# T-02, the leak test: an agent without a grant on a secret page can neither
+# read it, find it by search (ranks, counts, snippets, LIKE, EXPLAIN ANALYZE
+# row counts all identical to a world where the secret does not exist), reach
+# it by a relation from a granted page (cut, and a denied step), nor read it
+# through a run woken by a mention inside it.
+. "$PG_AGENTS_ENV"
+set -u
+MARK='ZEBRAFISH7Q'
+A=rls_leak_a_$$; B=rls_leak_b_$$
+work=$(mktemp -d)
+cleanup() { [ -n "${RLS_KEEP:-}" ] && { echo "# kept $work"; return; }
+    psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $A" -c "DROP DATABASE IF EXISTS $B" >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+n=0; fails=0
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
+
+echo "1..16"
+
+# ---------------------------------------------------------------- two worlds
+setup() {  # db, with_secret (1/0)
+    psql -XAtq -d postgres -c "CREATE DATABASE $1" >/dev/null || return 1
+    psql -XAtq -d "$1" -v ON_ERROR_STOP=1 -v secret="$2" -v mark="$MARK" >/dev/null <<'SQL'
+CREATE EXTENSION pg_agents;
+CREATE TABLE public.pages (
+  id      bigint PRIMARY KEY,
+  title   text NOT NULL,
+  body    text NOT NULL,
+  related bigint[] NOT NULL DEFAULT '{}',
+  tsv     tsvector GENERATED ALWAYS AS (to_tsvector('english', title || ' ' || body)) STORED);
+CREATE INDEX pages_tsv_idx ON public.pages USING gin (tsv);
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.pages TO agents_tool;
+INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (1, 'ws1', 'u1', 'leak test agent');
+INSERT INTO public.pages (id, title, body)
+  SELECT g, format('Page %s about the %s', g, (ARRAY['budget','roadmap','hiring','launch'])[1 + g % 4]),
+            format('Notes on the quarterly %s plan, item %s.', (ARRAY['budget','roadmap','hiring','launch'])[1 + (g / 4) % 4], g)
+    FROM generate_series(1, 3000) g;
+-- ten granted pages: they mention the agent, link to the secret, share its words
+UPDATE public.pages
+   SET body = body || ' See [[agent:1]] about the acquisition budget plan (confidential draft).',
+       related = ARRAY[5000::bigint, id + 1]
+ WHERE id % 300 = 0;
+\if :secret
+INSERT INTO public.pages (id, title, body) VALUES
+  (5000, 'Project ' || :'mark' || ' acquisition budget',
+   'Confidential: the acquisition budget plan of ' || :'mark' || ' is 40M. Ask [[agent:1]] to prepare the draft.');
+\endif
+-- the owner may read and edit everything, the secret included; the secret is
+-- even shared with the whole workspace: only the agent's grants keep it out
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
+  SELECT 'page', g::text, 'user:u1', 'edit' FROM generate_series(1, 3000) g;
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES
+  ('page', '5000', 'user:u1', 'edit'), ('page', '5000', 'workspace', 'read');
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+  SELECT 1, 'page', g::text, 'read' FROM generate_series(300, 3000, 300) g;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+  SELECT 1, 'page', g::text, 'read' FROM generate_series(301, 3000, 300) g;
+INSERT INTO agent.runs (id, workspace_id, agent_id, regime, origin, status) VALUES (1000, 'ws1', 1, 'autonomous', 'event', 'running');
+SELECT agent.register_resource_table('page', 'public.pages', 'id', 'title', 'body');
+SELECT agent.enable_allowlist('public.pages', 'page', 'id');
+SELECT agent.register_relation('page', 'public.pages', 'related', 'page');
+VACUUM ANALYZE public.pages;
+SQL
+}
+setup "$A" 1 && setup "$B" 0
+ok $? "two worlds built: with and without the secret page"
+
+# the agent's queries, run under the tool role and the agent identity
+cat > "$work/agent.sql" <<'SQL'
+SET ROLE agents_tool;
+SET pg_agents.actor = 'agent:1';
+SET pg_agents.run_id = '1000';
+SET pg_agents.surface = 'tool';
+\echo -- direct read
+SELECT id, title, body FROM public.pages WHERE id = 5000;
+SELECT id FROM public.pages WHERE title LIKE '%ZEBRAFISH7Q%' OR body LIKE '%ZEBRAFISH7Q%';
+\echo -- ranked full-text search, snippets
+SELECT id, title, ts_rank(tsv, q) AS rank, ts_headline('english', body, q) AS snippet
+  FROM public.pages, plainto_tsquery('english', 'acquisition budget plan') q
+ WHERE tsv @@ q ORDER BY rank DESC, id LIMIT 20;
+SELECT id, ts_rank_cd(tsv, q) FROM public.pages, to_tsquery('english', 'zebrafish7q | confidential') q
+ WHERE tsv @@ q ORDER BY 2 DESC, id;
+\echo -- LIKE search
+SELECT id, title FROM public.pages WHERE body ILIKE '%acquisition%' ORDER BY id;
+\echo -- counts
+SELECT count(*) FROM public.pages;
+SELECT count(*) FROM public.pages WHERE tsv @@ to_tsquery('english', 'budget');
+SELECT count(*) FROM public.pages WHERE body LIKE '%[[agent:1]]%';
+\echo -- EXPLAIN ANALYZE
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT id, ts_rank(tsv, q) FROM public.pages, plainto_tsquery('english', 'acquisition budget plan') q
+ WHERE tsv @@ q ORDER BY 2 DESC LIMIT 20;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT count(*) FROM public.pages WHERE body ILIKE '%acquisition%';
+\echo -- relation
+SELECT * FROM agent.follow_relation('page', '300', 'related');
+SELECT * FROM agent.follow_relation('page', '5000', 'related');
+SQL
+psql -XAq -d "$A" -f "$work/agent.sql" >"$work/a.out" 2>&1
+psql -XAq -d "$B" -f "$work/agent.sql" >"$work/b.out" 2>&1
+
+section() { sed -n "/^-- $2\$/,/^-- /p" "$1" | sed '$d'; }
+for s in "direct read" "ranked full-text search, snippets" "LIKE search" "counts" "EXPLAIN ANALYZE"; do
+    if [ "$s" = "EXPLAIN ANALYZE" ]; then sed -n '/^-- EXPLAIN ANALYZE$/,/^-- relation$/p' "$work/a.out" >"$work/a.s"; sed -n '/^-- EXPLAIN ANALYZE$/,/^-- relation$/p' "$work/b.out" >"$work/b.s";
+    else section "$work/a.out" "$s" >"$work/a.s"; section "$work/b.out" "$s" >"$work/b.s"; fi
+    [ -s "$work/a.s" ] && diff "$work/a.s" "$work/b.s" >"$work/diff" 2>&1
+    r=$?; ok $r "$s: identical with and without the secret"
+    [ $r -ne 0 ] && sed 's/^/# /' "$work/diff" | head -20
+done
+grep -q "$MARK" "$work/a.out"; [ $? -ne 0 ]; ok $? "the marker appears nowhere in the agent's outputs"
+grep -q "ERROR" "$work/a.out"; [ $? -ne 0 ]; ok $? "no query of the agent failed"
+[ "$(section "$work/a.out" 'direct read' | grep -c '^(0 rows)$')" = 2 ]; ok $? "direct read of the secret returns no row (by id, by marker)"
+grep -q "Index Cond: (id = ANY" "$work/a.out"; ok $? "the agent's search is filtered before ranking (id probe under the ranking)"
+
+# the test is not vacuous: outside the agent identity the secret is there
+v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SELECT count(*) FROM public.pages, plainto_tsquery('english', 'acquisition budget plan') q WHERE tsv @@ q AND title LIKE '%$MARK%'")
+[ "$v" = 1 ]; ok $? "a non-agent session of the same role finds the secret by the same search ($v)"
+
+# relations: cut and reported
+rel=$(sed -n '/^-- relation$/,$p' "$work/a.out" | grep -v -e '^-- relation$' -e '^follow_relation$' -e '^(. rows\?)$')
+[ "$rel" = "301" ]; ok $? "following the relation from a granted page yields only the granted target (got: $(echo $rel))"
+steps=$(psql -XAtq -d "$A" -c "SELECT kind || '|' || name || '|' || (output->>'resource_type') || '|' || (output->>'reason') FROM agent.run_steps WHERE run_id = 1000 ORDER BY seq")
+[ "$steps" = "denied|follow_relation|page|not_granted
+denied|follow_relation|page|not_granted" ]; ok $? "each cut target (and the unreadable source) is a denied step with type and reason"
+v=$(psql -XAtq -d "$A" -c "SELECT count(*) FROM agent.run_steps WHERE run_id = 1000 AND ((input::text || output::text) ~* '$MARK|acquisition|confidential' OR output::text ~ '5000' OR (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(output) k) <> '{reason,resource_type}')" -c "SELECT count(*) FROM agent.audit_log WHERE coalesce(inputs::text, '') || coalesce(summary, '') ~* '$MARK|acquisition|confidential'")
+[ "$v" = "0
+0" ]; ok $? "the denied steps (type and reason only) and audit rows carry no title or body of the secret"
+
+# mentions grant nothing: a run woken by a mention inside the secret page
+if [ -n "$(psql -XAtq -d "$A" -c "SELECT to_regprocedure('agent.watch_table(regclass,text,name,text[])')")" ]; then
+    psql -XAtq -d "$A" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type) VALUES (1, 'mention', 'agent.mentioned', 'page');
+SELECT agent.watch_table('public.pages', 'page', 'id', ARRAY['body']);
+UPDATE public.pages SET body = body || ' Again [[agent:1]].' WHERE id = 5000;
+SQL
+    run=$(psql -XAtq -d "$A" -c "SELECT max(id) FROM agent.runs WHERE agent_id = 1 AND origin = 'mention'")
+    [ -n "$run" ]; ok $? "a mention inside the secret page queues a run (run $run)"
+    if psql -XAtq -d "$A" -c "SELECT input::text FROM agent.runs WHERE id = $run" | grep -q "$MARK"; then
+        echo "# note: the mention run's input carries the secret row; the worker must not put it in a prompt"
+    fi
+else
+    run=$(psql -XAtq -d "$A" -c "SELECT agent._enqueue_run(1, 'autonomous', 'mention', '{\"resource_type\": \"page\", \"row_id\": \"5000\"}')")
+    [ -n "$run" ]; ok $? "a mention run is queued (events module not installed yet: through agent._enqueue_run, run $run)"
+fi
+rid=$(psql -XAtq -d "$A" -c "SELECT coalesce(input->>'row_id', input#>>'{payload,row_id}', '5000') FROM agent.runs WHERE id = $run")
+v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SET pg_agents.run_id = '$run'" \
+      -c "SELECT count(*) FROM public.pages WHERE id = $rid OR id = 5000 OR body LIKE '%$MARK%'" 2>&1)
+[ "$v" = 0 ]; ok $? "that run, under its identity, still cannot read the page ($v)"
+
+exit 0
