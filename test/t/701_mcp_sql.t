@@ -132,7 +132,7 @@ out=$(q <<SQL
 INSERT INTO agent.agents (workspace_id, owner_id, name, scope) VALUES
   ('$WS', 'u1', 'none', '{}'),
   ('$WS', 'u1', 'servers', '{"mcp_servers": ["good"]}'),
-  ('$WS', 'u1', 'patterns', '{"mcp_tools": ["mcp__good__echo", "mcp__auth__a*"], "mcp_approval": ["mcp__auth__*"]}'),
+  ('$WS', 'u1', 'patterns', '{"mcp_tools": ["mcp__good__echo", "mcp__auth__a*"], "needs_approval": ["mcp__auth__*"]}'),
   ('$WS', 'u1', 'all', '{"mcp_servers": ["*"]}'),
   ('$WS', 'u2', 'all2', '{"mcp_servers": ["*"]}');
 SELECT agent.mcp_add_server('mine', '$PY/mcp', scope => 'user', owner_id => 'u1', workspace_id => '$WS') > 0;
@@ -146,7 +146,7 @@ is "$out" 0 "no MCP tool without mcp_servers/mcp_tools in the scope"
 out=$(q -c "SELECT count(*) FROM agent.mcp_agent_tools($(agent servers))")
 is "$out" 14 "scope.mcp_servers: every tool of the servers of that name it can see (workspace and personal)"
 out=$(q -c "SELECT string_agg(exposed_name || ':' || needs_approval, ',' ORDER BY exposed_name) FROM agent.mcp_agent_tools($(agent patterns))")
-is "$out" "mcp__auth__add:true,mcp__good__echo:true" "scope.mcp_tools patterns; scope.mcp_approval and needs_approval"
+is "$out" "mcp__auth__add:true,mcp__good__echo:true" "scope.mcp_tools patterns; scope.needs_approval patterns and the tool flag"
 out=$(q -c "SELECT count(*), count(DISTINCT exposed_name), count(*) FILTER (WHERE server = 'mine') FROM agent.mcp_agent_tools($(agent all))")
 is "$out" "46|46|7" "owner u1 sees workspace servers and its personal ones, exposed names distinct"
 out=$(q -c "SELECT count(*) FILTER (WHERE exposed_name ~ '^mcp__good__echo_[0-9a-f]{8}\$') FROM agent.mcp_agent_tools($(agent all))")
