@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# MCP client benchmark: tools/call round trips per second against the
-# reference server (@modelcontextprotocol/server-everything, or our Python
-# test server when npm is out of reach), and the latency one MCP call adds
-# over a direct HTTP request carrying the same JSON-RPC message:
+# MCP client benchmark: tools/call round trips per second, and the latency
+# one MCP call adds over a direct HTTP request carrying the same JSON-RPC
+# message, against two servers: the reference one
+# (@modelcontextprotocol/server-everything, answers over SSE) when npm can
+# install it, and our test server (test/fixtures/mcp_server.py, JSON bodies).
 #   direct   curl, one process, keep-alive, the same POST on an open session
-#   probe    bin/pg_agents_mcp -n N (src/mcp.c: one session, SSE parsing)
+#            (it reads each answer to the end of the HTTP response)
+#   probe    bin/pg_agents_mcp -n N (src/mcp.c: one session; it stops reading
+#            an SSE stream as soon as the matching response arrived)
 #   sql      agent.mcp_call() N times in one backend (session kept per process)
 # BENCH_SCALE=small runs 100 calls instead of 1000.
 . "$PG_AGENTS_ENV"
@@ -15,25 +18,27 @@ peers="$src/test/fixtures/mcp_peers.sh"
 cleanup() { "$peers" stop "$tmp" 2>/dev/null; [ -n "${pypid:-}" ] && kill "$pypid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
+python3 "$src/test/fixtures/mcp_server.py" --port-file "$tmp/port" 2>/dev/null & pypid=$!
+for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+targets=("mcp_server.py (JSON answers)|http://127.0.0.1:$(cat "$tmp/port")/mcp")
 if "$peers" install 2>"$tmp/err" && port=$("$peers" start-everything "$tmp"); then
-    url="http://127.0.0.1:$port/mcp"; server="server-everything"; tool=echo
+    targets=("server-everything (SSE answers)|http://127.0.0.1:$port/mcp" "${targets[@]}")
 else
-    echo "# reference server unavailable ($(head -1 "$tmp/err")): using test/fixtures/mcp_server.py"
-    python3 "$src/test/fixtures/mcp_server.py" --port-file "$tmp/port" 2>/dev/null & pypid=$!
-    for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
-    url="http://127.0.0.1:$(cat "$tmp/port")/mcp"; server="mcp_server.py"; tool=echo
+    echo "# reference server unavailable ($(head -1 "$tmp/err")): only test/fixtures/mcp_server.py"
 fi
+tool=echo
 now() { date +%s.%N; }
 rate() { python3 -c "import sys; n,t=int(sys.argv[1]),float(sys.argv[2]); print('%8.0f calls/s  %7.3f ms/call' % (n/t, 1000*t/n))" "$1" "$2"; }
-
-# direct: initialize by hand, then N identical tools/call POSTs in one curl
 hdr=(-H "Content-Type: application/json" -H "Accept: application/json, text/event-stream")
-sid=$(curl -s -D - -o /dev/null "${hdr[@]}" "$url" \
-        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-      | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
-curl -s -o /dev/null "${hdr[@]}" -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: 2025-11-25" "$url" \
-    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-{
+
+bench_one() {  # label url
+    local server=$1 url=$2 sid i t0 t1 direct probe sql sqlt sqlbad got
+    # direct: initialize by hand, then N identical tools/call POSTs in one curl
+    sid=$(curl -s -D - -o /dev/null "${hdr[@]}" "$url" \
+            -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+          | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+    curl -s -o /dev/null "${hdr[@]}" -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: 2025-11-25" "$url" \
+        -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
     for i in $(seq 1 "$N"); do
         [ "$i" -gt 1 ] && echo "next"
         echo "url = \"$url\""
@@ -44,22 +49,21 @@ curl -s -o /dev/null "${hdr[@]}" -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Vers
         echo "data = \"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":$((i + 1)),\\\"method\\\":\\\"tools/call\\\",\\\"params\\\":{\\\"name\\\":\\\"$tool\\\",\\\"arguments\\\":{\\\"message\\\":\\\"bench\\\"}}}\""
         echo "output = \"/dev/null\""
         echo "silent"
-    done
-} >"$tmp/curl.cfg"
-t0=$(now); curl -K "$tmp/curl.cfg"; t1=$(now)
-direct=$(python3 -c "print($t1-$t0)")
-ok=$(curl -s "${hdr[@]}" -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: 2025-11-25" "$url" \
-       -d "{\"jsonrpc\":\"2.0\",\"id\":99999,\"method\":\"tools/call\",\"params\":{\"name\":\"$tool\",\"arguments\":{\"message\":\"check\"}}}" | grep -c check)
-[ "$ok" -ge 1 ] || echo "# warning: the direct request did not get an echo back"
+    done >"$tmp/curl.cfg"
+    t0=$(now); curl -K "$tmp/curl.cfg"; t1=$(now)
+    direct=$(python3 -c "print($t1-$t0)")
+    got=$(curl -s "${hdr[@]}" -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: 2025-11-25" "$url" \
+            -d "{\"jsonrpc\":\"2.0\",\"id\":99999,\"method\":\"tools/call\",\"params\":{\"name\":\"$tool\",\"arguments\":{\"message\":\"check\"}}}" | grep -c check)
+    [ "$got" -ge 1 ] || echo "# warning: the direct request did not get an echo back"
 
-# probe: one session, N calls
-t0=$(now); "$src/bin/pg_agents_mcp" -q -n "$N" "$url" "$tool" '{"message":"bench"}' >"$tmp/probe.out"; t1=$(now)
-probe=$(python3 -c "print($t1-$t0)")
-got=$(grep -c bench "$tmp/probe.out")
-[ "$got" -eq "$N" ] || echo "# warning: the probe got $got answers out of $N"
+    # probe: one session, N calls
+    t0=$(now); "$src/bin/pg_agents_mcp" -q -n "$N" "$url" "$tool" '{"message":"bench"}' >"$tmp/probe.out"; t1=$(now)
+    probe=$(python3 -c "print($t1-$t0)")
+    got=$(grep -c bench "$tmp/probe.out")
+    [ "$got" -eq "$N" ] || echo "# warning: the probe got $got answers out of $N"
 
-# SQL: N calls of agent.mcp_call in one backend
-sql=$(psql -XAtq -v ON_ERROR_STOP=1 2>&1 <<SQL
+    # SQL: N calls of agent.mcp_call in one backend
+    sql=$(psql -XAtq -v ON_ERROR_STOP=1 2>&1 <<SQL
 DELETE FROM agent.mcp_servers WHERE workspace_id = 'mcp_bench';
 SELECT agent.mcp_add_server('bench', '$url', workspace_id => 'mcp_bench', refresh => false) > 0;
 SELECT agent.mcp_call('bench', '$tool', '{"message": "warm"}', 'mcp_bench') IS NOT NULL;
@@ -76,22 +80,23 @@ END
 DELETE FROM agent.mcp_servers WHERE workspace_id = 'mcp_bench';
 SQL
 )
-sqlt=$(echo "$sql" | sed -n 's/.*elapsed \([0-9.]*\) failed \([0-9]*\).*/\1/p')
-sqlbad=$(echo "$sql" | sed -n 's/.*elapsed [0-9.]* failed \([0-9]*\).*/\1/p')
-[ -n "$sqlt" ] || echo "# warning: the SQL run failed: $(echo "$sql" | grep -m1 ERROR)"
-[ "${sqlbad:-0}" = 0 ] || echo "# warning: $sqlbad SQL calls failed"
-echo "server: $server, $N tools/call '$tool' per client, one session each"
-printf '  direct HTTP (curl, keep-alive)   %s\n' "$(rate "$N" "$direct")"
-printf '  probe (src/mcp.c)                %s\n' "$(rate "$N" "$probe")"
-if [ -n "$sqlt" ]; then
-    printf '  SQL agent.mcp_call (one backend) %s\n' "$(rate "$N" "$sqlt")"
-fi
-python3 - "$N" "$direct" "$probe" "${sqlt:-0}" <<'PY'
+    sqlt=$(echo "$sql" | sed -n 's/.*elapsed \([0-9.]*\) failed.*/\1/p')
+    sqlbad=$(echo "$sql" | sed -n 's/.*elapsed [0-9.]* failed \([0-9]*\).*/\1/p')
+    [ -n "$sqlt" ] || echo "# warning: the SQL run failed: $(echo "$sql" | grep -m1 ERROR)"
+    [ "${sqlbad:-0}" = 0 ] || echo "# warning: $sqlbad SQL calls failed"
+
+    echo "server: $server, $N tools/call '$tool' per client, one session each"
+    printf '  direct HTTP (curl, keep-alive)   %s\n' "$(rate "$N" "$direct")"
+    printf '  probe (src/mcp.c)                %s\n' "$(rate "$N" "$probe")"
+    [ -n "$sqlt" ] && printf '  SQL agent.mcp_call (one backend) %s\n' "$(rate "$N" "$sqlt")"
+    python3 - "$N" "$direct" "$probe" "${sqlt:-0}" <<'PY'
 import sys
 n, d, p, s = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-print("  added latency of one MCP call over a direct request: probe %+.3f ms (x%.2f)" % (1000*(p-d)/n, p/d), end="")
+line = "  added latency of one MCP call over the direct request: probe %+.3f ms (x%.2f)" % (1000*(p-d)/n, p/d)
 if s > 0:
-    print(", SQL %+.3f ms (x%.2f)" % (1000*(s-d)/n, s/d))
-else:
-    print()
+    line += ", SQL %+.3f ms (x%.2f)" % (1000*(s-d)/n, s/d)
+print(line)
 PY
+}
+
+for t in "${targets[@]}"; do bench_one "${t%%|*}" "${t#*|}"; done
