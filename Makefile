@@ -60,3 +60,4 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
+$(OBJS): src/pg_agents.h src/worker_int.h

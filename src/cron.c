@@ -153,6 +153,9 @@ pg_agents_cron_next(PG_FUNCTION_ARGS)
 
 	if (!cron_next_instant(&spec, &zone, after_secs, CRON_HORIZON_SECS, &next))
 		PG_RETURN_NULL();
+	/* past the end of the timestamptz range: no next run */
+	if (next - PG_EPOCH_UNIX_SECS >= END_TIMESTAMP / USECS_PER_SEC)
+		PG_RETURN_NULL();
 	result = (TimestampTz) (next - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC;
 	if (!IS_VALID_TIMESTAMP(result))
 		PG_RETURN_NULL();

@@ -48,6 +48,18 @@ int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
 int			pg_agents_self_retrigger_cap = 3;
 
+/*
+ * The API key is never displayed, to anyone (members of
+ * pg_read_all_settings included); the worker reads the variable itself.
+ */
+static const char *
+ShowApiKey(void)
+{
+	if (pg_agents_llm_api_key == NULL || pg_agents_llm_api_key[0] == '\0')
+		return "";
+	return "********";
+}
+
 static void
 DefineIdentityGuc(const char *name, const char *desc, char **var)
 {
@@ -100,9 +112,10 @@ PgAgentsDefineGucs(void)
 							   PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("pg_agents.llm_api_key",
 							   "API key of the LLM endpoint.",
-							   NULL, &pg_agents_llm_api_key, "",
+							   "Never shown: SHOW, current_setting and pg_settings print ******** when it is set.",
+							   &pg_agents_llm_api_key, "",
 							   PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
-							   NULL, NULL, NULL);
+							   NULL, NULL, ShowApiKey);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",
 							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,

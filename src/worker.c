@@ -1,16 +1,210 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *		The pg_agents background worker.
+ *		The pg_agents background worker: registration, signals and the
+ *		latch loop.
+ *
+ * One worker per cluster, connected to pg_agents.database.  It waits
+ * quietly while the extension is not created there, then loops:
+ *
+ *	 wait (latch set by a backend at commit, a curl socket, or a bounded
+ *	 timeout) -> reload the configuration on SIGHUP -> agent.tick() about
+ *	 once a second -> ExecutorStep (HTTP completions, tools, claims, new
+ *	 calls), each database step in its own short transaction.
+ *
+ * Backends never wait on it.  HTTP calls are never made inside an open
+ * transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "worker_int.h"
+
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
 #include "pg_agents.h"
+
+PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
+
+/*
+ * The wake-up latch lives in shared memory (src/shmem.c, events area).
+ * Referenced weakly so that the worker also builds and runs, polling,
+ * before that piece is linked in.
+ */
+extern void PgAgentsSetWorkerLatch(Latch *latch) __attribute__((weak));
+
+#define READY_RECHECK_MS	5000
+#define TICK_MS				1000
+#define IDLE_WAIT_MS		1000
+#define POLL_WAIT_MS		250
 
 void
 PgAgentsRegisterWorker(void)
 {
-	/* The worker issue registers the background worker here. */
+	BackgroundWorker worker;
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "pg_agents", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "pg_agents_worker_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "pg_agents worker", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "pg_agents worker", BGW_MAXLEN);
+	worker.bgw_main_arg = (Datum) 0;
+	worker.bgw_notify_pid = 0;
+	RegisterBackgroundWorker(&worker);
+}
+
+/* the extension is created and the run bookkeeping functions exist */
+bool
+PgAgentsWorkerReady(void)
+{
+	bool		ready;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "pg_agents: looking for the extension");
+	ready = OidIsValid(get_extension_oid("pg_agents", true)) &&
+		PgAgentsFunctionExists("agent.claim_runs(integer)") &&
+		PgAgentsFunctionExists("agent._worker_reclaim(integer)");
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return ready;
+}
+
+static void
+TickUnit(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		const char *sql = NULL;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "pg_agents: tick");
+		if (PgAgentsFunctionExists("agent.tick(timestamp with time zone)"))
+			sql = "SELECT agent.tick()";
+		else if (PgAgentsFunctionExists("agent._tick_runs()"))
+			sql = "SELECT agent._tick_runs()";
+		if (sql && SPI_execute(sql, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "%s failed", sql);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+void
+pg_agents_worker_main(Datum main_arg)
+{
+	MemoryContext loopcxt;
+	bool		ready = false;
+	TimestampTz last_ready_check = 0;
+	TimestampTz last_tick = 0;
+	bool		have_latch_wake;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
+	pgstat_report_appname("pg_agents worker");
+
+	have_latch_wake = (PgAgentsSetWorkerLatch != NULL);
+	if (have_latch_wake)
+		PgAgentsSetWorkerLatch(MyLatch);
+
+	HttpInit();
+	ExecutorInit();
+	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(loopcxt);
+
+	ereport(LOG, (errmsg("pg_agents worker started in database \"%s\"", pg_agents_database)));
+
+	for (;;)
+	{
+		TimestampTz now;
+		long		timeout;
+
+		if (!ready)
+			timeout = READY_RECHECK_MS;
+		else
+			timeout = ExecutorNextTimeout(have_latch_wake ? IDLE_WAIT_MS : POLL_WAIT_MS);
+		(void) HttpWait(timeout);
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		MemoryContextReset(loopcxt);
+		CHECK_FOR_INTERRUPTS();
+
+		now = GetCurrentTimestamp();
+		if (!ready)
+		{
+			if (!TimestampDifferenceExceeds(last_ready_check, now, READY_RECHECK_MS - 10))
+				continue;
+			last_ready_check = now;
+			ready = PgAgentsWorkerReady();
+			if (!ready)
+				continue;
+			ExecutorReclaimOnStart();
+		}
+
+		if (TimestampDifferenceExceeds(last_tick, now, TICK_MS))
+		{
+			last_tick = now;
+			TickUnit();
+			/* the extension may have been dropped meanwhile */
+			if (!PgAgentsWorkerReady())
+			{
+				ready = false;
+				continue;
+			}
+		}
+
+		ExecutorStep();
+	}
 }

@@ -36,7 +36,7 @@ AS $$
     UNION ALL
     SELECT i + 1, agent.cron_next(expr, at, tz) FROM s WHERE i < n AND at IS NOT NULL
   )
-  SELECT at FROM s WHERE at IS NOT NULL ORDER BY i
+  SELECT at FROM s WHERE at IS NOT NULL AND i <= n ORDER BY i
 $$;
 COMMENT ON FUNCTION agent.cron_upcoming(text, integer, timestamptz, text) IS
   'The next n firings of a cron expression after "after" in time zone tz (repeated cron_next).';
@@ -89,46 +89,62 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
 DECLARE
-  v_now  timestamptz := $1;
-  r      record;
-  v_made integer := 0;
-  v_run  bigint;
-  v_next timestamptz;
-  v_err  text;
+  v_now   timestamptz := $1;
+  r       record;
+  v_run   bigint;
+  v_next  timestamptz;
+  v_err   text;
+  v_ids   bigint[] := '{}';
+  v_nexts timestamptz[] := '{}';
+  v_ran   boolean[] := '{}';
+  v_stats text[] := '{}';
+  v_errs  text[] := '{}';
+  v_stat  text;
+  v_rerr  text;
 BEGIN
   IF v_now IS NULL THEN
     RAISE EXCEPTION 'tick needs a time' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
-  -- Due schedules.  SKIP LOCKED: a trigger another tick is handling is left
-  -- to it; once that tick commits, next_run_at has moved past now and the
-  -- row no longer qualifies (READ COMMITTED re-checks it), so a slot fires once.
+  -- Due schedules (index triggers_due_idx).  SKIP LOCKED: a trigger another
+  -- tick is handling is left to it; once that tick commits, next_run_at has
+  -- moved past now and the row no longer qualifies (READ COMMITTED re-checks
+  -- a row it waited for), so a slot fires once.
   FOR r IN
-    SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by
+    SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
+           (a.status = 'active' AND a.deleted_at IS NULL) AS live
       FROM agent.triggers t
+      JOIN agent.agents a ON a.id = t.agent_id
      WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
      ORDER BY t.next_run_at, t.id
        FOR UPDATE OF t SKIP LOCKED
   LOOP
     BEGIN
+      -- one run for however many slots were missed; next: the first slot after now
+      v_next := agent.cron_next(r.schedule, v_now, r.timezone);
       v_run := NULL;
-      IF EXISTS (SELECT 1 FROM agent.agents a
-                  WHERE a.id = r.agent_id AND a.status = 'active' AND a.deleted_at IS NULL) THEN
+      v_stat := NULL;
+      v_rerr := NULL;
+      IF r.live THEN   -- suspended or deleted agents: no run, the schedule still advances
         v_run := agent._enqueue_run(r.agent_id, 'autonomous', 'schedule',
                                     jsonb_build_object('prompt', r.prompt,
                                                        'scheduled_for', r.next_run_at,
                                                        'trigger_id', r.id),
                                     r.id, r.created_by, NULL, NULL);
+        -- a run the queue ended at once (hourly cap: budget_exceeded) is the
+        -- trigger's last outcome now; a queued one's is written when it finishes
+        SELECT x.status, x.error INTO v_stat, v_rerr FROM agent.runs x WHERE x.id = v_run;
+        IF v_stat = 'queued' THEN
+          v_stat := NULL;
+          v_rerr := NULL;
+        END IF;
       END IF;
-      -- one run for however many slots were missed: the next slot after now
-      v_next := agent.cron_next(r.schedule, v_now, r.timezone);
-      UPDATE agent.triggers
-         SET next_run_at = v_next,
-             last_run_at = CASE WHEN v_run IS NOT NULL THEN v_now ELSE last_run_at END
-       WHERE id = r.id;
-      IF v_run IS NOT NULL THEN
-        v_made := v_made + 1;   -- counted once the block can no longer roll back
-      END IF;
+      -- recorded once the block can no longer roll back
+      v_ids := v_ids || r.id;
+      v_nexts := v_nexts || v_next;
+      v_ran := v_ran || (v_run IS NOT NULL);
+      v_stats := v_stats || v_stat;
+      v_errs := v_errs || v_rerr;
     EXCEPTION WHEN OTHERS THEN
       -- one broken schedule never stops the others: record why, and move it
       -- to its next slot (or stop it when its schedule no longer computes)
@@ -146,15 +162,29 @@ BEGIN
     END;
   END LOOP;
 
-  -- The other modules' periodic work, when installed.
-  IF to_regprocedure('agent._tick_runs(timestamptz)') IS NOT NULL THEN
-    EXECUTE 'SELECT agent._tick_runs($1)' USING v_now;
-  END IF;
-  IF to_regprocedure('agent._events_cleanup(timestamptz)') IS NOT NULL THEN
-    EXECUTE 'SELECT agent._events_cleanup($1)' USING v_now;
+  IF cardinality(v_ids) > 0 THEN
+    UPDATE agent.triggers t
+       SET next_run_at = u.next_at,
+           last_run_at = CASE WHEN u.ran THEN v_now ELSE t.last_run_at END,
+           last_status = CASE WHEN u.st IS NOT NULL THEN u.st ELSE t.last_status END,
+           last_error  = CASE WHEN u.st IS NOT NULL THEN u.err ELSE t.last_error END
+      FROM unnest(v_ids, v_nexts, v_ran, v_stats, v_errs) AS u(id, next_at, ran, st, err)
+     WHERE t.id = u.id;
   END IF;
 
-  RETURN v_made;
+  -- The other modules' periodic work, when installed.  One tick at a time
+  -- does it: a concurrent tick skips it rather than wait for the rows the
+  -- other one is cleaning up (the lock is held until this transaction ends).
+  IF pg_try_advisory_xact_lock(hashtext('pg_agents.tick'), 0) THEN
+    IF to_regprocedure('agent._tick_runs(timestamptz)') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._tick_runs($1)' USING v_now;
+    END IF;
+    IF to_regprocedure('agent._events_cleanup(timestamptz)') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._events_cleanup($1)' USING v_now;
+    END IF;
+  END IF;
+
+  RETURN (SELECT count(*) FROM unnest(v_ran) AS x(ran) WHERE ran)::integer;
 END
 $$;
 REVOKE ALL ON FUNCTION agent.tick(timestamptz) FROM PUBLIC;

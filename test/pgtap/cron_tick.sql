@@ -2,7 +2,7 @@
 -- slots fire once, next_run_at advances with cron_next, disabled triggers and
 -- suspended or deleted agents are skipped, the hourly cap applies.
 BEGIN;
-SELECT plan(50);
+SELECT plan(53);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (450801, 'ws-cron-tick', 'u1', 'tick active'),
@@ -135,6 +135,10 @@ SELECT results_eq(
 SELECT is((SELECT count(*) FROM agent.triggers WHERE id IN (450805, 450806)
             AND next_run_at = '2030-01-09 09:00Z' AND last_run_at = '2030-01-08 09:00Z'), 2::bigint,
           'both schedules advanced');
+SELECT results_eq(
+  $$SELECT last_status, last_error FROM agent.triggers WHERE id IN (450805, 450806) ORDER BY id$$,
+  $$VALUES (NULL::text, NULL::text), ('budget_exceeded', 'hourly run cap of 1 reached')$$,
+  'the capped schedule shows budget_exceeded as its last outcome; the queued one waits for its run to finish');
 
 -- ---- a broken schedule is recorded and does not stop the others ----
 SET LOCAL session_replication_role = replica;   -- bypass the save trigger, as a bad restore would
@@ -157,31 +161,21 @@ INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, promp
 VALUES (450807, 450801, 'event', 'collection.row_added', 'collection', 'not a schedule');
 SELECT is((SELECT next_run_at FROM agent.triggers WHERE id = 450807), NULL, 'event triggers get no next_run_at');
 
--- ---- tick calls the other modules' periodic work ----
-CREATE TEMP TABLE periodic_calls (fn text, at timestamptz);
--- stand-ins record the calls when the real functions are not installed yet
-DO $$
-BEGIN
-  IF to_regprocedure('agent._tick_runs(timestamptz)') IS NULL THEN
-    EXECUTE $f$CREATE FUNCTION agent._tick_runs(timestamptz) RETURNS void LANGUAGE sql
-               AS 'INSERT INTO periodic_calls VALUES (''_tick_runs'', $1)'$f$;
-  END IF;
-  IF to_regprocedure('agent._events_cleanup(timestamptz)') IS NULL THEN
-    EXECUTE $f$CREATE FUNCTION agent._events_cleanup(timestamptz) RETURNS void LANGUAGE sql
-               AS 'INSERT INTO periodic_calls VALUES (''_events_cleanup'', $1)'$f$;
-  END IF;
-END $$;
+-- ---- tick calls the other modules' periodic work with its own now ----
+-- runs module: a running run whose lease ended is re-queued
+INSERT INTO agent.runs (id, agent_id, regime, origin, status, lease_until, attempts, started_at)
+VALUES (450899, 450801, 'autonomous', 'schedule', 'running', '2030-01-31 23:00Z', 1, now());
+-- events module: a dedup fingerprint older than the window is dropped
+INSERT INTO agent.event_dedup (workspace_id, trigger_id, fingerprint, seen_at)
+VALUES ('ws-cron-tick', 450807, 'e:cron-tick-test', '2030-01-31 23:00Z');
+SELECT is(agent.tick('2030-01-31 22:00Z'), 0, 'tick before the lease ends');
+SELECT results_eq($$SELECT status FROM agent.runs WHERE id = 450899$$, $$VALUES ('running')$$,
+                  'tick passes its now to agent._tick_runs: lease not over yet at that time');
 SELECT is(agent.tick('2030-02-01 00:00Z'), 0, 'tick with nothing due');
-SELECT ok(NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                       WHERE n.nspname = 'agent' AND p.proname = '_tick_runs'
-                         AND pg_get_functiondef(p.oid) LIKE '%periodic_calls%')
-          OR EXISTS (SELECT 1 FROM periodic_calls WHERE fn = '_tick_runs' AND at = '2030-02-01 00:00Z'),
-          'tick calls agent._tick_runs(now)');
-SELECT ok(NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                       WHERE n.nspname = 'agent' AND p.proname = '_events_cleanup'
-                         AND pg_get_functiondef(p.oid) LIKE '%periodic_calls%')
-          OR EXISTS (SELECT 1 FROM periodic_calls WHERE fn = '_events_cleanup' AND at = '2030-02-01 00:00Z'),
-          'tick calls agent._events_cleanup(now)');
+SELECT results_eq($$SELECT status FROM agent.runs WHERE id = 450899$$, $$VALUES ('queued')$$,
+                  'tick calls agent._tick_runs(now): the expired lease is reclaimed');
+SELECT is((SELECT count(*) FROM agent.event_dedup WHERE fingerprint = 'e:cron-tick-test'), 0::bigint,
+          'tick calls agent._events_cleanup(now): the old fingerprint is gone');
 
 -- ---- privileges and plan ----
 SELECT ok(NOT has_function_privilege('public', 'agent.tick(timestamptz)', 'EXECUTE'),

@@ -62,10 +62,18 @@ SELECT agent.cron_next(NULL, now()) IS NULL AS null_expr,
 -- the next firings of a schedule
 SELECT * FROM agent.cron_upcoming('0 9 * * MON,WED,FRI', 5, '2024-01-01');
 SELECT count(*) FROM agent.cron_upcoming('0 0 31 2 *', 3, '2024-01-01');
+SELECT count(*) FROM agent.cron_upcoming('* * * * *', 0, '2024-01-01');
 -- a microsecond before a slot still gets that slot
 SELECT agent.cron_next('0 0 * * *', '2024-02-28 23:59:59.999999') AS microsecond_before;
 -- the search looks five years ahead: February 29 on a Sunday (day-of-week */7
 -- starts with *, so both day fields must match) next comes in 2032
 SELECT agent.cron_next('0 0 29 2 */7', '2024-03-01') AS from_2024_beyond_horizon,
        agent.cron_next('0 0 29 2 */7', '2028-03-01') AS from_2028;
+
+-- the ends of the timestamptz range, and a zone offset that is not whole minutes
+-- (Paris used local mean time, +00:09:21, in 1850)
+SELECT agent.cron_next('* * * * *', '294276-12-31 23:58:00Z') AS last_minute,
+       agent.cron_next('* * * * *', '294276-12-31 23:59:00Z') AS past_the_end,
+       agent.cron_next('0 0 1 1 *', '4713-01-01 00:00Z BC') AS first_year;
+SELECT agent.cron_next('0 12 * * *', '1850-01-01', 'Europe/Paris') AS paris_noon_lmt;
 DROP TABLE cron_cases;

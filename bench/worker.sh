@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Worker throughput against the scripted LLM server (test/fixtures/llm_server.py):
+#   1. single-turn runs/s with zero model latency            (target >= 1,000 runs/s on 2 cores)
+#   2. runs/s with 100 ms latency, max_concurrent_runs = 32  (target >= 80 % of the ideal 320/s)
+#   3. queue-to-pickup latency, median                       (target <= 10 ms)
+# BENCH_SCALE=small shrinks the run counts.
+set -euo pipefail
+. "$PG_AGENTS_ENV"
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/test/fixtures/llm.sh"
+export PGOPTIONS="-c client_min_messages=warning"
+q() { psql -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+q "$(cat "$here/test/fixtures/worker_stubs.sql")" >/dev/null
+
+if [ "${BENCH_SCALE:-}" = small ]; then n1=300; n2=160; n3=30; else n1=3000; n2=960; n3=100; fi
+llm_start
+
+setconf() { q "ALTER SYSTEM SET $1 = '$2'" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null; sleep 0.3; }
+agent() {
+    q "INSERT INTO agent.agents (workspace_id, owner_id, name, scope, hourly_run_cap)
+       VALUES ('bench', 'bench', '$1', jsonb_build_object('llm_url', '$LLM_URL'), 1000000) RETURNING id"
+}
+wait_done() {  # agent, count -> waits until every run of the agent is terminal
+    local i
+    for i in $(seq 1 6000); do
+        [ "$(q "SELECT count(*) FROM agent.runs WHERE agent_id = $1 AND status IN ('succeeded','failed')")" -ge "$2" ] && return 0
+        sleep 0.05
+    done
+    echo "timed out" >&2; return 1
+}
+rate() {  # agent -> runs/s between the first claim and the last finish
+    q "SELECT round(count(*) / greatest(extract(epoch FROM max(finished_at) - min(created_at)), 0.001))::int
+       FROM agent.runs WHERE agent_id = $1 AND status = 'succeeded'"
+}
+enqueue() {  # agent, n -> queues n runs in one transaction
+    q "SELECT count(agent._enqueue_run($1, 'autonomous', 'api', '{\"prompt\": \"bench\"}'::jsonb)) FROM generate_series(1, $2)" >/dev/null
+}
+
+# 1. zero latency
+setconf pg_agents.max_concurrent_runs 64
+llm_script "" '[{"text": "ok", "repeat": true}]'
+a=$(agent bench_zero)
+enqueue "$a" "$n1"
+wait_done "$a" "$n1"
+r1=$(rate "$a")
+echo "single-turn runs, zero latency:          $r1 runs/s over $n1 runs (target >= 1000; ratio $(python3 -c "print(round($r1/1000, 2))"))"
+
+# 2. 100 ms latency, 32 at once
+setconf pg_agents.max_concurrent_runs 32
+llm_script "" '[{"text": "ok", "latency": 0.1, "repeat": true}]'
+b=$(agent bench_slow)
+enqueue "$b" "$n2"
+wait_done "$b" "$n2"
+r2=$(rate "$b")
+echo "runs with 100 ms latency, 32 at once:    $r2 runs/s over $n2 runs = $(python3 -c "print(round(100*$r2/320))") % of the ideal 320/s (target >= 80 %)"
+
+# 3. queue-to-pickup latency: one run at a time, worker idle in between
+llm_script "" '[{"text": "ok", "repeat": true}]'
+c=$(agent bench_pickup)
+for i in $(seq 1 "$n3"); do
+    q "SELECT agent._enqueue_run($c, 'autonomous', 'api', '{\"prompt\": \"bench\"}'::jsonb)" >/dev/null
+    sleep 0.1
+done
+wait_done "$c" "$n3"
+p50=$(q "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) * 1000)::numeric, 1)
+         FROM agent.runs WHERE agent_id = $c")
+p90=$(q "SELECT round((percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) * 1000)::numeric, 1)
+         FROM agent.runs WHERE agent_id = $c")
+echo "queue-to-pickup latency:                 median $p50 ms, p90 $p90 ms over $n3 runs (target median <= 10 ms)"
+q "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null

@@ -1,0 +1,1039 @@
+/*-------------------------------------------------------------------------
+ *
+ * executor.c
+ *		The runs in flight: one slot per claimed run, driven as a small
+ *		state machine by the worker loop.
+ *
+ *		READY    the next LLM call can start (no transaction is open)
+ *		HTTP     an LLM request is in flight in the curl multi handle
+ *		BACKOFF  waiting to retry a 429, a 5xx, a time-out or a refused
+ *		         connection
+ *		TOOLS    tool calls of the last reply remain to be executed
+ *		CHILD    waiting for a delegated child run to end
+ *
+ * Database work happens in short transactions (RunUnit), one per unit of
+ * work, and never while a transaction would span an HTTP call: requests
+ * are only started and collected between transactions.  The conversation
+ * (the provider's message array, the pending tool calls and their results)
+ * is saved in agent.run_state in the same transaction as the tool effects,
+ * so that a run paused for approval, waiting for a child, or interrupted by
+ * a crash resumes exactly where it stood.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "worker_int.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "pg_agents.h"
+
+#define MAX_SLOTS			1024
+#define LLM_MAX_RETRIES		3
+#define BACKOFF_BASE_MS		250
+#define BACKOFF_MAX_MS		60000
+#define CHILD_POLL_MS		200
+
+typedef enum SlotState
+{
+	SLOT_FREE = 0,
+	SLOT_READY,
+	SLOT_HTTP,
+	SLOT_BACKOFF,
+	SLOT_TOOLS,
+	SLOT_CHILD
+} SlotState;
+
+typedef struct Slot
+{
+	SlotState	state;
+	MemoryContext cxt;
+	int64		run_id;
+	int64		agent_id;
+	char	   *workspace;
+	char	   *regime;
+	char	   *user_id;
+	char	   *approval_mode;
+	char	   *model;
+	char	   *url;
+	char	   *system;
+	LlmProvider provider;
+	bool		can_delegate;
+	json_t	   *scope;
+	json_t	   *tools;			/* neutral definitions */
+	json_t	   *messages;		/* provider-native conversation */
+	json_t	   *pending;		/* tool calls of the last reply */
+	json_t	   *results;		/* their results so far */
+	int			iterations;
+	int			max_iterations;
+	int			http_attempts;
+	TimestampTz next_at;
+	TimestampTz call_started;
+	HttpRequest *req;
+	int64		child_run_id;
+	uint32		gen;			/* claim that filled the slot */
+} Slot;
+
+static Slot slots[MAX_SLOTS];
+static char unit_error[1024];
+static bool more_work = true;
+static TimestampTz last_claim = 0;
+static TimestampTz last_child_poll = 0;
+static uint32 claim_gen = 0;
+
+/* ---------------------------------------------------------------------
+ * Units of work
+ * ---------------------------------------------------------------------
+ */
+
+typedef void (*UnitFn) (Slot *s, void *arg);
+
+/*
+ * One short transaction, worker_spi's order.  An error is caught, the
+ * transaction aborted, and its message kept in unit_error.
+ */
+static bool
+RunUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, activity);
+		fn(s, arg);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		strlcpy(unit_error, edata->message ? edata->message : "unknown error", sizeof(unit_error));
+		ereport(LOG,
+				(errmsg("pg_agents worker: %s failed: %s", activity, unit_error)));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return ok;
+}
+
+static void
+SlotFree(Slot *s)
+{
+	if (s->req)
+		HttpFree(s->req);
+	if (s->scope)
+		json_decref(s->scope);
+	if (s->tools)
+		json_decref(s->tools);
+	if (s->messages)
+		json_decref(s->messages);
+	if (s->pending)
+		json_decref(s->pending);
+	if (s->results)
+		json_decref(s->results);
+	if (s->cxt)
+		MemoryContextDelete(s->cxt);
+	memset(s, 0, sizeof(Slot));
+	more_work = true;
+}
+
+static ToolRun
+SlotToolRun(Slot *s)
+{
+	ToolRun		tr;
+
+	tr.run_id = s->run_id;
+	tr.agent_id = s->agent_id;
+	tr.workspace = s->workspace;
+	tr.regime = s->regime;
+	tr.user_id = strcmp(s->regime, "manual") == 0 ? s->user_id : NULL;
+	tr.approval_mode = s->approval_mode;
+	tr.scope = s->scope;
+	tr.can_delegate = s->can_delegate;
+	return tr;
+}
+
+/* ---- SQL pieces used inside units ---- */
+
+/* renews the lease; false when the run is no longer ours (cancelled, reclaimed) */
+static bool
+HoldLease(int64 run_id)
+{
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		vals[2];
+
+	vals[0] = Int64GetDatum(run_id);
+	vals[1] = Int32GetDatum(pg_agents_run_lease);
+	if (SPI_execute_with_args("UPDATE agent.runs SET lease_until = now() + make_interval(secs => $2) "
+							  "WHERE id = $1 AND status = 'running'",
+							  2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
+	return SPI_processed == 1;
+}
+
+static void
+ForgetState(int64 run_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		vals[1];
+
+	vals[0] = Int64GetDatum(run_id);
+	SPI_execute_with_args("DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0);
+}
+
+static void
+FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
+{
+	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, TEXTOID};
+	Datum		vals[4];
+	char		nulls[4] = "    ";
+	char	   *out = NULL;
+
+	vals[0] = Int64GetDatum(run_id);
+	vals[1] = CStringGetTextDatum(status);
+	if (output)
+	{
+		char	   *s = json_dumps(output, JSON_COMPACT | JSON_ENCODE_ANY);
+
+		out = pstrdup(s);
+		free(s);
+		vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(out));
+	}
+	else
+		nulls[2] = 'n';
+	if (error)
+		vals[3] = CStringGetTextDatum(error);
+	else
+		nulls[3] = 'n';
+	if (SPI_execute_with_args("SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
+		!= SPI_OK_SELECT)
+		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
+	ForgetState(run_id);
+}
+
+static void
+SaveState(Slot *s)
+{
+	json_t	   *st = json_pack("{s:O,s:O,s:O,s:i,s:I}",
+							   "messages", s->messages,
+							   "pending", s->pending ? s->pending : json_null(),
+							   "results", s->results ? s->results : json_null(),
+							   "iterations", s->iterations,
+							   "child_run_id", (json_int_t) s->child_run_id);
+	char	   *str = json_dumps(st, JSON_COMPACT);
+	char	   *p = pstrdup(str);
+	Oid			types[3] = {INT8OID, JSONBOID, INT4OID};
+	Datum		vals[3];
+
+	free(str);
+	json_decref(st);
+	vals[0] = Int64GetDatum(s->run_id);
+	vals[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
+	vals[2] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
+							  "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
+							  "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
+							  "worker_pid = excluded.worker_pid, updated_at = clock_timestamp()",
+							  3, types, vals, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not save the state of run " INT64_FORMAT, s->run_id);
+}
+
+/* ---- failing a run ---- */
+
+typedef struct FailArg
+{
+	const char *status;
+	const char *error;
+} FailArg;
+
+static void
+FailUnit(Slot *s, void *arg)
+{
+	FailArg    *fa = (FailArg *) arg;
+	json_t	   *out = json_pack("{s:s}", "error", fa->error);
+
+	if (!HoldLease(s->run_id))
+	{
+		json_decref(out);
+		return;
+	}
+	ToolsRecordStep(s->run_id, "error", "run", NULL, out, fa->status, 0, 0);
+	json_decref(out);
+	FinishRun(s->run_id, fa->status, NULL, fa->error);
+}
+
+/* ends the run with a clear error; the slot is freed whatever happens */
+static void
+EndRunFailed(Slot *s, const char *status, const char *error)
+{
+	FailArg		fa;
+	char	   *copy = pstrdup(error);
+
+	fa.status = status;
+	fa.error = copy;
+	if (!RunUnit("pg_agents: failing a run", FailUnit, s, &fa))
+	{
+		/* a second chance without the step, e.g. when redaction failed */
+		FailArg		fb = {status, psprintf("%s (and: %s)", copy, unit_error)};
+
+		(void) RunUnit("pg_agents: failing a run", FailUnit, s, &fb);
+	}
+	SlotFree(s);
+}
+
+/* ---------------------------------------------------------------------
+ * Claiming
+ * ---------------------------------------------------------------------
+ */
+
+static char *
+SlotStrdup(Slot *s, const char *v)
+{
+	return v ? MemoryContextStrdup(s->cxt, v) : NULL;
+}
+
+static char *
+BuildPrompt(json_t *input, const char *trigger_prompt, const char *trigger_kind,
+			const char *event_name, const char *origin)
+{
+	StringInfoData b;
+	json_t	   *task = json_object_get(input, "task");
+	json_t	   *att = json_object_get(input, "attachments");
+	const char *keys[] = {"prompt", "message", "text"};
+	bool		said = false;
+
+	initStringInfo(&b);
+	if (trigger_prompt && trigger_prompt[0])
+	{
+		appendStringInfo(&b, "%s\n", trigger_prompt);
+		said = true;
+	}
+	if (json_is_string(task))
+	{
+		appendStringInfo(&b, "Task delegated to you:\n%s\n", json_string_value(task));
+		if (json_array_size(att) > 0)
+		{
+			char	   *a = json_dumps(att, JSON_COMPACT);
+
+			appendStringInfo(&b, "Attachments:\n%s\n", a);
+			free(a);
+		}
+		return b.data;
+	}
+	for (int i = 0; i < lengthof(keys); i++)
+	{
+		json_t	   *v = json_object_get(input, keys[i]);
+
+		if (json_is_string(v))
+		{
+			appendStringInfo(&b, "%s\n", json_string_value(v));
+			return b.data;
+		}
+	}
+	if (json_object_size(input) > 0)
+	{
+		char	   *a = json_dumps(input, JSON_COMPACT | JSON_SORT_KEYS);
+
+		if (event_name)
+			appendStringInfo(&b, "Event %s (%s). Payload:\n%s\n", event_name, origin, a);
+		else
+			appendStringInfo(&b, "Run input (%s):\n%s\n", origin, a);
+		free(a);
+	}
+	else if (!said)
+		appendStringInfo(&b, "Run (%s): proceed with your instructions.\n", origin);
+	return b.data;
+}
+
+static Slot *
+FreeSlot(void)
+{
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state == SLOT_FREE)
+			return &slots[i];
+	return NULL;
+}
+
+static void
+ClaimUnit(Slot *unused, void *arg)
+{
+	int			n = *(int *) arg;
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		vals[2];
+	int			rc;
+	uint64		nrows;
+	SPITupleTable *tt;
+
+	vals[0] = Int32GetDatum(n);
+	vals[1] = Int32GetDatum(MyProcPid);
+	rc = SPI_execute_with_args(
+		"WITH c AS (SELECT * FROM agent.claim_runs($1)), "
+		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
+		"      SELECT c.id, c.workspace_id, $2 FROM c "
+		"      ON CONFLICT (run_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = clock_timestamp() "
+		"      RETURNING st.run_id, st.state) "
+		"SELECT c.id, c.agent_id, c.workspace_id, c.regime, c.requested_by, c.input::text, c.origin, "
+		"       a.name, a.instructions, a.model, a.approval_mode, a.scope::text, a.max_iterations, "
+		"       jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
+		"       a.status = 'suspended' AND c.regime = 'autonomous', "
+		"       t.prompt, t.kind, t.event_name, s.state::text "
+		"FROM c JOIN s ON s.run_id = c.id "
+		"JOIN agent.agents a ON a.id = c.agent_id "
+		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
+		"ORDER BY c.priority DESC, c.id",
+		2, types, vals, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not claim runs: %s", SPI_result_code_string(rc));
+	nrows = SPI_processed;
+	tt = SPI_tuptable;
+	*(int *) arg = (int) nrows;
+
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		HeapTuple	tup = tt->vals[i];
+		TupleDesc	td = tt->tupdesc;
+		Slot	   *s = FreeSlot();
+		bool		isnull;
+		json_t	   *input;
+		json_t	   *state = NULL;
+		char	   *v;
+		const char *prov;
+		const char *url;
+		MemoryContext old;
+
+		if (s == NULL)
+			elog(ERROR, "no free run slot");
+		memset(s, 0, sizeof(Slot));
+		s->gen = claim_gen;
+		s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents run", ALLOCSET_SMALL_SIZES);
+		s->run_id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		s->agent_id = DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
+		s->workspace = SlotStrdup(s, SPI_getvalue(tup, td, 3));
+		s->regime = SlotStrdup(s, SPI_getvalue(tup, td, 4));
+		s->user_id = SlotStrdup(s, SPI_getvalue(tup, td, 5));
+		input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
+		s->approval_mode = SlotStrdup(s, SPI_getvalue(tup, td, 11));
+		s->scope = json_loads(SPI_getvalue(tup, td, 12), 0, NULL);
+		if (s->scope == NULL)
+			s->scope = json_object();
+		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
+		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
+		s->tools = ToolsDefinitions(s->can_delegate);
+		s->state = SLOT_READY;
+
+		/* provider, URL and model: the agent's settings first, then the GUCs */
+		prov = json_string_value(json_object_get(s->scope, "llm_provider"));
+		if (prov == NULL)
+			prov = pg_agents_llm_provider;
+		url = json_string_value(json_object_get(s->scope, "llm_url"));
+		if (url == NULL)
+			url = pg_agents_llm_url;
+		v = SPI_getvalue(tup, td, 10);
+		if (v == NULL || v[0] == '\0')
+			v = pg_agents_llm_model;
+		s->model = SlotStrdup(s, (v && v[0]) ? v : "default");
+
+		old = MemoryContextSwitchTo(s->cxt);
+		s->system = psprintf("You are \"%s\", an agent working inside a database application "
+							 "(%s run). Use the tools to read, search or change resources; you only "
+							 "ever see what this run may access.\n\n%s",
+							 SPI_getvalue(tup, td, 8), s->regime,
+							 SPI_getvalue(tup, td, 9) ? SPI_getvalue(tup, td, 9) : "");
+		MemoryContextSwitchTo(old);
+
+		v = SPI_getvalue(tup, td, 20);
+		if (v)
+			state = json_loads(v, 0, NULL);
+		if (state && json_is_array(json_object_get(state, "messages")))
+		{
+			s->messages = json_incref(json_object_get(state, "messages"));
+			if (json_is_array(json_object_get(state, "pending")))
+				s->pending = json_incref(json_object_get(state, "pending"));
+			if (json_is_array(json_object_get(state, "results")))
+				s->results = json_incref(json_object_get(state, "results"));
+			s->iterations = (int) json_integer_value(json_object_get(state, "iterations"));
+			s->child_run_id = json_integer_value(json_object_get(state, "child_run_id"));
+			if (s->child_run_id > 0)
+				s->state = SLOT_CHILD;
+			else if (s->pending && json_array_size(s->pending) > json_array_size(s->results))
+				s->state = SLOT_TOOLS;
+		}
+		else
+		{
+			char	   *prompt = BuildPrompt(input, SPI_getvalue(tup, td, 17), SPI_getvalue(tup, td, 18),
+											 SPI_getvalue(tup, td, 19), SPI_getvalue(tup, td, 7));
+
+			s->messages = json_array();
+			if (!LlmParseProvider(prov, &s->provider))
+				s->provider = LLM_OPENAI;
+			LlmAppendUser(s->provider, s->messages, prompt);
+		}
+		if (state)
+			json_decref(state);
+		if (input)
+			json_decref(input);
+		if (!LlmParseProvider(prov, &s->provider))
+		{
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("unknown LLM provider \"%s\" (expected openai or anthropic)", prov));
+			SlotFree(s);
+			continue;
+		}
+		s->url = SlotStrdup(s, url);
+		if (url == NULL || url[0] == '\0')
+		{
+			FinishRun(s->run_id, "failed", NULL,
+					  "no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url)");
+			SlotFree(s);
+			continue;
+		}
+		if (DatumGetBool(SPI_getbinval(tup, td, 15, &isnull)))
+		{
+			FinishRun(s->run_id, "failed", NULL, "the agent was deleted");
+			SlotFree(s);
+			continue;
+		}
+		if (DatumGetBool(SPI_getbinval(tup, td, 16, &isnull)))
+		{
+			FinishRun(s->run_id, "cancelled", NULL, "the agent is suspended");
+			SlotFree(s);
+			continue;
+		}
+	}
+}
+
+static int
+ActiveSlots(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state != SLOT_FREE && slots[i].state != SLOT_CHILD)
+			n++;
+	return n;
+}
+
+int
+ExecutorActive(void)
+{
+	return ActiveSlots();
+}
+
+/* claims up to the free capacity; returns how many runs were claimed */
+int
+ExecutorClaim(void)
+{
+	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
+	int			n = cap - ActiveSlots();
+	int			got;
+	int			used = 0;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state != SLOT_FREE)
+			used++;
+	n = Min(n, MAX_SLOTS - used);
+	if (n <= 0)
+		return 0;
+	got = n;
+	last_claim = GetCurrentTimestamp();
+	claim_gen++;
+	if (!RunUnit("pg_agents: claiming runs", ClaimUnit, NULL, &got))
+	{
+		/* the claim rolled back: forget the slots it had filled */
+		for (int i = 0; i < MAX_SLOTS; i++)
+			if (slots[i].state != SLOT_FREE && slots[i].gen == claim_gen)
+				SlotFree(&slots[i]);
+		more_work = false;
+		return -1;
+	}
+	more_work = (got == n);
+	return got;
+}
+
+/* ---------------------------------------------------------------------
+ * Tools
+ * ---------------------------------------------------------------------
+ */
+
+/* executes the remaining tool calls of the slot, inside a unit */
+static void
+ExecuteTools(Slot *s)
+{
+	ToolRun		tr = SlotToolRun(s);
+
+	if (s->results == NULL)
+		s->results = json_array();
+	ToolsSetIdentity(&tr);
+	while (json_array_size(s->results) < json_array_size(s->pending))
+	{
+		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
+		const char *name = json_string_value(json_object_get(call, "name"));
+		json_t	   *result = NULL;
+		int64		child = 0;
+		ToolOutcome oc;
+		char	   *content;
+
+		CHECK_FOR_INTERRUPTS();
+		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
+		if (oc == TOOL_PAUSE)
+		{
+			SaveState(s);
+			s->state = SLOT_FREE;	/* freed by the caller */
+			return;
+		}
+		if (oc == TOOL_WAIT_CHILD)
+		{
+			s->child_run_id = child;
+			SaveState(s);
+			s->state = SLOT_CHILD;
+			return;
+		}
+		content = json_dumps(result, JSON_COMPACT);
+		json_array_append_new(s->results,
+							  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
+										"content", content,
+										"is_error", json_object_get(result, "error") != NULL));
+		free(content);
+		json_decref(result);
+	}
+	LlmAppendToolResults(s->provider, s->messages, s->results);
+	json_decref(s->pending);
+	json_decref(s->results);
+	s->pending = NULL;
+	s->results = NULL;
+	SaveState(s);
+	s->state = SLOT_READY;
+}
+
+static void
+ToolsUnit(Slot *s, void *arg)
+{
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	ExecuteTools(s);
+}
+
+static void
+ChildUnit(Slot *s, void *arg)
+{
+	bool		finished;
+	json_t	   *result;
+	char	   *content;
+
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	result = ToolsChildResult(s->child_run_id, &finished);
+	if (!finished)
+		return;
+	{
+		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
+
+		content = json_dumps(result, JSON_COMPACT);
+		if (s->results == NULL)
+			s->results = json_array();
+		json_array_append_new(s->results,
+							  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
+										"content", content,
+										"is_error", json_object_get(result, "error") != NULL));
+		free(content);
+		json_decref(result);
+	}
+	s->child_run_id = 0;
+	ExecuteTools(s);
+}
+
+/* runs a unit for a slot that may end the slot; a failed unit fails the run */
+static void
+SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg)
+{
+	SlotState	before = s->state;
+
+	if (!RunUnit(activity, fn, s, arg))
+	{
+		char	   *msg = psprintf("internal error of the worker: %s", unit_error);
+
+		s->state = before;
+		EndRunFailed(s, "failed", msg);
+		return;
+	}
+	if (s->state == SLOT_FREE)
+		SlotFree(s);
+}
+
+/* ---------------------------------------------------------------------
+ * LLM calls
+ * ---------------------------------------------------------------------
+ */
+
+static void
+StartCall(Slot *s)
+{
+	char	   *body;
+	char	   *url;
+	struct curl_slist *headers;
+
+	if (s->iterations >= s->max_iterations)
+	{
+		EndRunFailed(s, "failed",
+					 psprintf("the model did not give a final answer within max_iterations (%d) turns",
+							  s->max_iterations));
+		return;
+	}
+	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools);
+	url = LlmEndpoint(s->provider, s->url);
+	headers = LlmHeaders(s->provider, pg_agents_llm_api_key);
+	s->call_started = GetCurrentTimestamp();
+	s->state = SLOT_HTTP;
+	s->req = HttpStart(url, headers, body, pg_agents_request_timeout, s);
+	pfree(url);
+}
+
+typedef struct ReplyArg
+{
+	LlmReply   *reply;
+	int64		in;
+	int64		out;
+} ReplyArg;
+
+static void
+ReplyUnit(Slot *s, void *arg)
+{
+	LlmReply   *r = ((ReplyArg *) arg)->reply;
+	json_t	   *in;
+	json_t	   *out;
+	json_t	   *names = json_array();
+	size_t		i;
+	json_t	   *t;
+	Oid			types[4] = {INT8OID, INT4OID, INT4OID, TEXTOID};
+	Datum		vals[4];
+	char	   *status;
+
+	if (!HoldLease(s->run_id))
+	{
+		json_decref(names);
+		s->state = SLOT_FREE;
+		return;
+	}
+	json_array_foreach(s->tools, i, t)
+		json_array_append(names, json_object_get(t, "name"));
+	in = json_pack("{s:s,s:s,s:i,s:o}", "provider", s->provider == LLM_ANTHROPIC ? "anthropic" : "openai",
+				   "model", s->model, "messages", (int) json_array_size(s->messages), "tools", names);
+	out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
+					"stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
+					"out", (json_int_t) r->tokens_out);
+	ToolsRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
+	json_decref(in);
+	json_decref(out);
+
+	vals[0] = Int64GetDatum(s->run_id);
+	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
+	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
+	vals[3] = CStringGetTextDatum(s->model);
+	if (SPI_execute_with_args("SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
+		!= SPI_OK_SELECT)
+		elog(ERROR, "agent.add_usage failed");
+	if (SPI_execute_with_args("SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
+							  "r.token_budget, r.tokens_total FROM agent.runs r WHERE r.id = $1",
+							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
+	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (strcmp(status, "running") != 0)
+	{
+		s->state = SLOT_FREE;	/* add_usage ended it (budget), or someone cancelled it */
+		return;
+	}
+	s->iterations++;
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2), "t") == 0)
+	{
+		char	   *err = psprintf("token budget of %s exhausted (%s used)",
+								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3),
+								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
+
+		FinishRun(s->run_id, "budget_exceeded", NULL, err);
+		s->state = SLOT_FREE;
+		return;
+	}
+
+	if (json_array_size(r->calls) == 0)
+	{
+		json_t	   *result = json_pack("{s:s}", "text", r->text ? r->text : "");
+
+		FinishRun(s->run_id, "succeeded", result, NULL);
+		json_decref(result);
+		s->state = SLOT_FREE;
+		return;
+	}
+
+	json_array_append(s->messages, r->assistant);
+	if (s->pending)
+		json_decref(s->pending);
+	if (s->results)
+		json_decref(s->results);
+	s->pending = json_incref(r->calls);
+	s->results = json_array();
+	ExecuteTools(s);
+}
+
+typedef struct RetryArg
+{
+	json_t	   *info;
+} RetryArg;
+
+static void
+RetryUnit(Slot *s, void *arg)
+{
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	ToolsRecordStep(s->run_id, "error", "llm", NULL, ((RetryArg *) arg)->info, "retry", 0, s->call_started);
+}
+
+static bool
+Retryable(HttpRequest *req)
+{
+	switch (req->result)
+	{
+		case CURLE_OK:
+			return req->status == 429 || req->status >= 500;
+		case CURLE_OPERATION_TIMEDOUT:
+		case CURLE_COULDNT_CONNECT:
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_GOT_NOTHING:
+		case CURLE_SEND_ERROR:
+		case CURLE_RECV_ERROR:
+			return true;
+		default:
+			return false;
+	}
+}
+
+static char *
+DescribeFailure(HttpRequest *req)
+{
+	if (req->result == CURLE_OPERATION_TIMEDOUT)
+		return psprintf("LLM request timed out after %d ms", pg_agents_request_timeout);
+	if (req->result == CURLE_PARTIAL_FILE)
+		return psprintf("truncated response from the LLM: the connection closed after %zu bytes", req->resp_len);
+	if (req->result != CURLE_OK)
+		return psprintf("could not reach the LLM endpoint: %s",
+						req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result));
+	return psprintf("LLM endpoint returned HTTP %ld: %s", req->status,
+					LlmErrorMessage(req->resp, req->resp_len));
+}
+
+static void
+CallDone(Slot *s, HttpRequest *req)
+{
+	s->req = NULL;
+	CHECK_FOR_INTERRUPTS();
+	if (req->result != CURLE_OK || req->status != 200)
+	{
+		char	   *why = DescribeFailure(req);
+
+		if (Retryable(req) && s->http_attempts < LLM_MAX_RETRIES)
+		{
+			long		delay;
+			RetryArg	ra;
+
+			if (req->retry_after_ms >= 0)
+				delay = Min(req->retry_after_ms, BACKOFF_MAX_MS) + random() % 50;
+			else
+			{
+				delay = BACKOFF_BASE_MS * (1L << s->http_attempts);
+				delay = Min(delay, BACKOFF_MAX_MS);
+				delay = delay / 2 + random() % (delay / 2 + 1);
+			}
+			s->http_attempts++;
+			ra.info = json_pack("{s:s,s:i,s:i,s:I,s:b}", "error", why, "attempt", s->http_attempts,
+								"http_status", (int) req->status, "retry_in_ms", (json_int_t) delay,
+								"retry_after", req->retry_after_ms >= 0);
+			HttpFree(req);
+			s->state = SLOT_BACKOFF;
+			s->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay);
+			if (!RunUnit("pg_agents: recording a retry", RetryUnit, s, &ra))
+			{
+				json_decref(ra.info);
+				EndRunFailed(s, "failed", psprintf("internal error of the worker: %s", unit_error));
+				return;
+			}
+			json_decref(ra.info);
+			if (s->state == SLOT_FREE)
+				SlotFree(s);
+			return;
+		}
+		HttpFree(req);
+		if (Retryable(req) || s->http_attempts > 0)
+			why = psprintf("%s (gave up after %d attempts)", why, s->http_attempts + 1);
+		EndRunFailed(s, "failed", why);
+		return;
+	}
+
+	{
+		LlmReply	r;
+		ReplyArg	ra;
+
+		if (!LlmParseReply(s->provider, req->resp, req->resp_len, &r))
+		{
+			HttpFree(req);
+			LlmFreeReply(&r);
+			EndRunFailed(s, "failed", r.error);
+			return;
+		}
+		HttpFree(req);
+		s->http_attempts = 0;
+		ra.reply = &r;
+		SlotUnit(s, "pg_agents: recording an LLM reply", ReplyUnit, &ra);
+		LlmFreeReply(&r);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * The executor's pass of the worker loop
+ * ---------------------------------------------------------------------
+ */
+
+void
+ExecutorInit(void)
+{
+	memset(slots, 0, sizeof(slots));
+	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
+}
+
+static void
+ReclaimUnit(Slot *s, void *arg)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		vals[1];
+
+	vals[0] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("SELECT agent._worker_reclaim($1)", 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "agent._worker_reclaim failed");
+	if (SPI_processed == 1)
+	{
+		char	   *n = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (n && strcmp(n, "0") != 0)
+			ereport(LOG,
+					(errmsg("pg_agents worker: reclaimed %s runs left running by a previous worker", n)));
+	}
+}
+
+void
+ExecutorReclaimOnStart(void)
+{
+	(void) RunUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
+}
+
+/*
+ * One pass: collect finished HTTP calls, run tool units, poll children,
+ * claim new runs, start calls that are due.
+ */
+void
+ExecutorStep(void)
+{
+	HttpRequest *req;
+	TimestampTz now;
+	bool		poll_children;
+
+	while ((req = HttpNextDone()) != NULL)
+	{
+		Slot	   *s = (Slot *) req->owner;
+
+		CallDone(s, req);
+	}
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state == SLOT_TOOLS)
+			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
+
+	now = GetCurrentTimestamp();
+	poll_children = TimestampDifferenceExceeds(last_child_poll, now, CHILD_POLL_MS);
+	if (poll_children)
+	{
+		last_child_poll = now;
+		for (int i = 0; i < MAX_SLOTS; i++)
+			if (slots[i].state == SLOT_CHILD)
+				SlotUnit(&slots[i], "pg_agents: waiting for a delegated run", ChildUnit, NULL);
+	}
+
+	if (more_work || TimestampDifferenceExceeds(last_claim, now, 250))
+		(void) ExecutorClaim();
+
+	now = GetCurrentTimestamp();
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &slots[i];
+
+		if (s->state == SLOT_BACKOFF && s->next_at <= now)
+			s->state = SLOT_READY;
+		if (s->state == SLOT_READY)
+		{
+			CHECK_FOR_INTERRUPTS();
+			StartCall(s);
+		}
+	}
+}
+
+/* how long the loop may sleep before the executor needs it again */
+long
+ExecutorNextTimeout(long dflt)
+{
+	long		t = dflt;
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &slots[i];
+
+		if (s->state == SLOT_BACKOFF)
+		{
+			long		ms = (long) ((s->next_at - now) / 1000);
+
+			t = Min(t, Max(ms, 0));
+		}
+		else if (s->state == SLOT_CHILD)
+			t = Min(t, CHILD_POLL_MS);
+		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
+			t = 0;
+	}
+	if (more_work && ActiveSlots() < pg_agents_max_concurrent_runs)
+		t = 0;
+	return t;
+}

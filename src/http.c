@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * http.c
+ *		The worker's HTTP client: libcurl's multi interface, whose sockets
+ *		are waited on in one WaitEventSet together with the process latch
+ *		and postmaster death, so that a wake-up from a backend, a signal or
+ *		a response all end the wait at once.  Every wait is bounded.
+ *
+ * libcurl allocates with malloc: request bodies, header lists and response
+ * buffers are malloc'd and released by HttpFree; curl callbacks never
+ * palloc or ereport.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "worker_int.h"
+
+#include <sys/select.h>
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
+
+#define MAX_RESPONSE_BYTES	(32 * 1024 * 1024)
+
+static CURLM *multi = NULL;
+static int	in_flight = 0;
+
+static void
+HttpOnExit(int code, Datum arg)
+{
+	if (multi)
+		curl_multi_cleanup(multi);
+	multi = NULL;
+	curl_global_cleanup();
+}
+
+void
+HttpInit(void)
+{
+	if (multi)
+		return;
+	if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not initialize libcurl")));
+	multi = curl_multi_init();
+	if (multi == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not create a libcurl multi handle")));
+	on_proc_exit(HttpOnExit, (Datum) 0);
+}
+
+static size_t
+WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	HttpRequest *req = (HttpRequest *) userdata;
+	size_t		n = size * nmemb;
+
+	if (req->resp_len + n + 1 > MAX_RESPONSE_BYTES)
+	{
+		req->resp_too_big = true;
+		return 0;				/* aborts the transfer */
+	}
+	if (req->resp_len + n + 1 > req->resp_cap)
+	{
+		size_t		cap = req->resp_cap ? req->resp_cap : 8192;
+		char	   *p;
+
+		while (cap < req->resp_len + n + 1)
+			cap *= 2;
+		p = realloc(req->resp, cap);
+		if (p == NULL)
+			return 0;
+		req->resp = p;
+		req->resp_cap = cap;
+	}
+	memcpy(req->resp + req->resp_len, ptr, n);
+	req->resp_len += n;
+	req->resp[req->resp_len] = '\0';
+	return n;
+}
+
+static size_t
+HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
+{
+	HttpRequest *req = (HttpRequest *) userdata;
+	size_t		n = size * nitems;
+	static const char name[] = "retry-after:";
+
+	if (n > sizeof(name) - 1 && pg_strncasecmp(buffer, name, sizeof(name) - 1) == 0)
+	{
+		char		val[128];
+		size_t		len = n - (sizeof(name) - 1);
+		char	   *s;
+		char	   *end;
+		double		secs;
+
+		if (len >= sizeof(val))
+			len = sizeof(val) - 1;
+		memcpy(val, buffer + sizeof(name) - 1, len);
+		val[len] = '\0';
+		s = val;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		end = s + strlen(s);
+		while (end > s && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+			*--end = '\0';
+		secs = strtod(s, &end);
+		if (end != s && *end == '\0' && secs >= 0)
+			req->retry_after_ms = (long) (secs * 1000.0);
+		else
+		{
+			time_t		t = curl_getdate(s, NULL);
+
+			if (t > 0)
+			{
+				time_t		now = time(NULL);
+
+				req->retry_after_ms = t > now ? (long) (t - now) * 1000 : 0;
+			}
+		}
+	}
+	return n;
+}
+
+/*
+ * Starts one POST.  Takes ownership of headers and body (both malloc'd).
+ */
+HttpRequest *
+HttpStart(const char *url, struct curl_slist *headers, char *body,
+		  long timeout_ms, void *owner)
+{
+	HttpRequest *req;
+	CURL	   *easy;
+	CURLMcode	mc;
+
+	req = MemoryContextAllocZero(TopMemoryContext, sizeof(HttpRequest));
+	req->headers = headers;
+	req->body = body;
+	req->retry_after_ms = -1;
+	req->owner = owner;
+
+	easy = curl_easy_init();
+	if (easy == NULL)
+	{
+		HttpFree(req);
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not create a libcurl handle")));
+	}
+	req->easy = easy;
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_POST, 1L);
+	curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, WriteCallback);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, HeaderCallback);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, req);
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->errbuf);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
+	curl_easy_setopt(easy, CURLOPT_USERAGENT, "pg_agents");
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+
+	mc = curl_multi_add_handle(multi, easy);
+	if (mc != CURLM_OK)
+	{
+		const char *msg = curl_multi_strerror(mc);
+
+		HttpFree(req);
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not start an HTTP request: %s", msg)));
+	}
+	in_flight++;
+	return req;
+}
+
+/*
+ * Waits up to timeout_ms for the latch, postmaster death (exits) or any
+ * activity on the transfers in flight, then lets libcurl progress.
+ * Returns true when the latch was set (it is reset here).
+ */
+bool
+HttpWait(long timeout_ms)
+{
+	WaitEventSet *set;
+	WaitEvent	events[64];
+	fd_set		rd,
+				wr,
+				ex;
+	int			maxfd = -1;
+	int			nfds = 0;
+	int			fd;
+	int			n;
+	int			running;
+	long		curl_to = -1;
+	bool		latch = false;
+
+	FD_ZERO(&rd);
+	FD_ZERO(&wr);
+	FD_ZERO(&ex);
+	if (in_flight > 0)
+	{
+		curl_multi_fdset(multi, &rd, &wr, &ex, &maxfd);
+		curl_multi_timeout(multi, &curl_to);
+		if (curl_to >= 0 && curl_to < timeout_ms)
+			timeout_ms = curl_to;
+		/* resolving names has no socket yet: look again soon */
+		if (maxfd < 0 && (curl_to < 0 || curl_to > 10))
+			timeout_ms = Min(timeout_ms, 10);
+	}
+	for (fd = 0; fd <= maxfd; fd++)
+		if (FD_ISSET(fd, &rd) || FD_ISSET(fd, &wr))
+			nfds++;
+
+	set = CreateWaitEventSet(CurrentMemoryContext, nfds + 2);
+	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (fd = 0; fd <= maxfd; fd++)
+	{
+		uint32		ev = 0;
+
+		if (FD_ISSET(fd, &rd))
+			ev |= WL_SOCKET_READABLE;
+		if (FD_ISSET(fd, &wr))
+			ev |= WL_SOCKET_WRITEABLE;
+		if (ev)
+			AddWaitEventToSet(set, ev, fd, NULL, NULL);
+	}
+	n = WaitEventSetWait(set, timeout_ms < 0 ? 0 : timeout_ms, events, lengthof(events),
+						 PG_WAIT_EXTENSION);
+	for (int i = 0; i < n; i++)
+		if (events[i].events & WL_LATCH_SET)
+			latch = true;
+	FreeWaitEventSet(set);
+
+	if (latch)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+
+	if (in_flight > 0)
+		curl_multi_perform(multi, &running);
+	return latch;
+}
+
+/*
+ * The next finished transfer, or NULL.  Its result and status are filled.
+ */
+HttpRequest *
+HttpNextDone(void)
+{
+	CURLMsg    *msg;
+	int			left;
+
+	while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+	{
+		HttpRequest *req = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &req);
+		req->result = msg->data.result;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &req->status);
+		req->done = true;
+		curl_multi_remove_handle(multi, msg->easy_handle);
+		in_flight--;
+		return req;
+	}
+	return NULL;
+}
+
+void
+HttpFree(HttpRequest *req)
+{
+	if (req == NULL)
+		return;
+	if (req->easy)
+	{
+		if (!req->done)
+		{
+			curl_multi_remove_handle(multi, req->easy);
+			in_flight--;
+		}
+		curl_easy_cleanup(req->easy);
+	}
+	if (req->headers)
+		curl_slist_free_all(req->headers);
+	free(req->body);
+	free(req->resp);
+	pfree(req);
+}
+
+int
+HttpInFlight(void)
+{
+	return in_flight;
+}

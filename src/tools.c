@@ -1,0 +1,947 @@
+/*-------------------------------------------------------------------------
+ *
+ * tools.c
+ *		Built-in tools of the worker: read_resource, search_resources,
+ *		write_resource and delegate_to_agent.
+ *
+ * Every tool runs inside the executor's transaction, with the run's
+ * identity GUCs set (ToolsSetIdentity).  The gate (agent.explain_access
+ * under the run's regime, the approval policy) runs as the worker; the
+ * data SQL itself runs in a subtransaction as the NOLOGIN role
+ * agent_tool (neither superuser nor BYPASSRLS), so that row-level
+ * security and audit triggers see the agent.  A failing tool rolls back
+ * its subtransaction only and becomes an error result for the model.
+ *
+ * Application tables are found through the resource registry filled by
+ * agent.register_resource_table (RESOURCE_REGISTRY below).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "worker_int.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+
+#define RESOURCE_REGISTRY	"agent.resource_tables"
+#define TOOL_ROLE			"agent_tool"
+#define SEARCH_DEFAULT_LIMIT 5
+#define SEARCH_MAX_LIMIT	50
+#define SNIPPET_CHARS		200
+
+typedef struct ResourceTable
+{
+	char	   *resource_type;
+	char	   *tbl;			/* already quoted, schema-qualified */
+	char	   *id_col;			/* quoted */
+	char	   *title_col;		/* quoted */
+	char	   *body_col;		/* quoted */
+} ResourceTable;
+
+/* ---------------------------------------------------------------------
+ * Small SPI and JSON helpers
+ * ---------------------------------------------------------------------
+ */
+
+/* calls to_regprocedure or to_regclass: InvalidOid when the object is missing */
+static Oid
+ToReg(PGFunction fn, const char *name)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		d;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(name);
+	fcinfo->args[0].isnull = false;
+	d = fn(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+bool
+PgAgentsFunctionExists(const char *signature)
+{
+	return OidIsValid(ToReg(to_regprocedure, signature));
+}
+
+static Datum
+JsonbDatum(json_t *v)
+{
+	char	   *s = json_dumps(v ? v : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+	char	   *p = pstrdup(s);
+
+	free(s);
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
+}
+
+/* json_t from a jsonb/text column of the current SPI row (new ref, or NULL) */
+static json_t *
+SpiJson(int row, int col)
+{
+	bool		isnull;
+	char	   *s;
+
+	SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+	if (isnull)
+		return NULL;
+	s = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+	return json_loads(s, JSON_DECODE_ANY, NULL);
+}
+
+static char *
+SpiText(int row, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+static json_t *
+ErrorResult(const char *fmt,...) pg_attribute_printf(1, 2);
+
+static json_t *
+ErrorResult(const char *fmt,...)
+{
+	char		buf[1024];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s}", "error", buf);
+}
+
+static pg_noinline const char *
+InputString(json_t *input, const char *key)
+{
+	json_t	   *v = json_object_get(input, key);
+
+	if (json_is_string(v))
+		return json_string_value(v);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Identity and steps
+ * ---------------------------------------------------------------------
+ */
+
+static void
+SetLocal(const char *name, const char *value)
+{
+	(void) set_config_option(name, value ? value : "", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * The run's identity for the rest of the transaction: agent:<id> for an
+ * autonomous run, user:<id> acting through the agent for a manual one.
+ */
+void
+ToolsSetIdentity(const ToolRun *tr)
+{
+	char		buf[64];
+
+	if (strcmp(tr->regime, "manual") == 0 && tr->user_id)
+	{
+		char	   *actor = psprintf("user:%s", tr->user_id);
+
+		SetLocal("pg_agents.actor", actor);
+		SetLocal("pg_agents.on_behalf_of", tr->user_id);
+	}
+	else
+	{
+		snprintf(buf, sizeof(buf), "agent:" INT64_FORMAT, tr->agent_id);
+		SetLocal("pg_agents.actor", buf);
+		SetLocal("pg_agents.on_behalf_of", "");
+	}
+	snprintf(buf, sizeof(buf), INT64_FORMAT, tr->run_id);
+	SetLocal("pg_agents.run_id", buf);
+	SetLocal("pg_agents.surface", "tool");
+	SetLocal("pg_agents.workspace", tr->workspace);
+}
+
+/* one row of agent.run_steps; input/output redacted by agent.redact when present */
+bool
+ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
+					const char *input_json, const char *output_json,
+					const char *status, int64 tokens, TimestampTz started)
+{
+	static const char *plain =
+		"INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens, started_at, finished_at) "
+		"SELECT $1, coalesce(max(s.seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp() "
+		"FROM agent.run_steps s WHERE s.run_id = $1";
+	static const char *redacted =
+		"INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens, started_at, finished_at) "
+		"SELECT $1, coalesce(max(s.seq), 0) + 1, $2, $3, agent.redact($4), agent.redact($5), $6, $7, $8, clock_timestamp() "
+		"FROM agent.run_steps s WHERE s.run_id = $1";
+	Oid			types[8] = {INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		vals[8];
+	char		nulls[8] = "        ";
+	int			rc;
+
+	vals[0] = Int64GetDatum(run_id);
+	vals[1] = CStringGetTextDatum(kind);
+	vals[2] = name ? CStringGetTextDatum(name) : (Datum) 0;
+	nulls[2] = name ? ' ' : 'n';
+	vals[3] = input_json ? DirectFunctionCall1(jsonb_in, CStringGetDatum(input_json)) : (Datum) 0;
+	nulls[3] = input_json ? ' ' : 'n';
+	vals[4] = output_json ? DirectFunctionCall1(jsonb_in, CStringGetDatum(output_json)) : (Datum) 0;
+	nulls[4] = output_json ? ' ' : 'n';
+	vals[5] = status ? CStringGetTextDatum(status) : (Datum) 0;
+	nulls[5] = status ? ' ' : 'n';
+	vals[6] = Int32GetDatum((int32) Min(tokens, PG_INT32_MAX));
+	vals[7] = TimestampTzGetDatum(started ? started : GetCurrentTimestamp());
+
+	rc = SPI_execute_with_args(PgAgentsFunctionExists("agent.redact(jsonb)") ? redacted : plain,
+							   8, types, vals, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "could not record a run step: %s", SPI_result_code_string(rc));
+	return true;
+}
+
+void
+ToolsRecordStep(int64 run_id, const char *kind, const char *name,
+				json_t *input, json_t *output, const char *status,
+				int64 tokens, TimestampTz started)
+{
+	char	   *in = input ? json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char	   *out = output ? json_dumps(output, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char	   *pin = in ? pstrdup(in) : NULL;
+	char	   *pout = out ? pstrdup(out) : NULL;
+
+	free(in);
+	free(out);
+	ToolsRecordStepText(run_id, kind, name, pin, pout, status, tokens, started);
+}
+
+/* ---------------------------------------------------------------------
+ * Tool definitions offered to the model
+ * ---------------------------------------------------------------------
+ */
+
+json_t *
+ToolsDefinitions(bool can_delegate)
+{
+	json_t	   *t = json_array();
+
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}}",
+		"name", "read_resource",
+		"description", "Read one resource (its title and body) by type and id.",
+		"parameters", "type", "object", "properties",
+		"resource_type", "type", "string", "description", "Resource type, e.g. page.",
+		"resource_id", "type", "string", "description", "Resource id.",
+		"required", "resource_type", "resource_id"));
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s]}}",
+		"name", "search_resources",
+		"description", "Full-text search over the resources you may read; returns ids, titles and snippets, best first.",
+		"parameters", "type", "object", "properties",
+		"query", "type", "string", "description", "Words to look for.",
+		"resource_type", "type", "string", "description", "Optional: only this resource type.",
+		"limit", "type", "integer", "description", "Maximum results (default 5, at most 50).",
+		"required", "query"));
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s,s,s]}}",
+		"name", "write_resource",
+		"description", "Replace the body (and optionally the title) of one resource.",
+		"parameters", "type", "object", "properties",
+		"resource_type", "type", "string", "description", "Resource type, e.g. page.",
+		"resource_id", "type", "string", "description", "Resource id.",
+		"body", "type", "string", "description", "New body.",
+		"title", "type", "string", "description", "Optional new title.",
+		"required", "resource_type", "resource_id", "body"));
+	if (can_delegate)
+		json_array_append_new(t, json_pack(
+			"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}}",
+			"name", "delegate_to_agent",
+			"description", "Hand a task to one of the agents you may delegate to, and get its result.",
+			"parameters", "type", "object", "properties",
+			"agent_id", "type", "integer", "description", "Id of the agent to delegate to.",
+			"task", "type", "string", "description", "What the agent must do, with the context it needs.",
+			"required", "agent_id", "task"));
+	return t;
+}
+
+/* ---------------------------------------------------------------------
+ * Gates
+ * ---------------------------------------------------------------------
+ */
+
+/* agent.explain_access under the run's regime; *reason is palloc'd */
+static bool
+Allowed(const ToolRun *tr, const char *rtype, const char *rid, const char *mode, char **reason)
+{
+	Oid			types[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[6];
+	char		nulls[6] = "      ";
+	int			rc;
+	bool		isnull;
+	bool		ok;
+
+	vals[0] = Int64GetDatum(tr->agent_id);
+	vals[1] = CStringGetTextDatum(rtype);
+	vals[2] = CStringGetTextDatum(rid);
+	vals[3] = CStringGetTextDatum(mode);
+	vals[4] = CStringGetTextDatum(tr->regime);
+	vals[5] = tr->user_id ? CStringGetTextDatum(tr->user_id) : (Datum) 0;
+	nulls[5] = tr->user_id ? ' ' : 'n';
+	rc = SPI_execute_with_args("SELECT e.allowed, e.reason FROM agent.explain_access($1, $2, $3, $4, $5, $6) e",
+							   6, types, vals, nulls, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+	{
+		*reason = pstrdup("not_granted");
+		return false;
+	}
+	ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*reason = SpiText(0, 2);
+	if (*reason == NULL)
+		*reason = pstrdup(ok ? "granted" : "not_granted");
+	return !isnull && ok;
+}
+
+/* a refusal: a denied step, an audit row; the model learns nothing more */
+static json_t *
+Deny(const ToolRun *tr, const char *tool, json_t *input, const char *rtype,
+	 const char *rid, const char *reason, TimestampTz started)
+{
+	Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
+	Datum		vals[9];
+	char		nulls[9] = "     n   ";
+	json_t	   *out = json_pack("{s:s}", "reason", reason);
+	char	   *summary = psprintf("%s refused: %s %s (%s)", tool, rtype, rid, reason);
+
+	ToolsRecordStep(tr->run_id, "denied", tool, input, out, "denied", 0, started);
+	json_decref(out);
+
+	vals[0] = CStringGetTextDatum(psprintf("tool.%s", tool));
+	vals[1] = CStringGetTextDatum("denied");
+	vals[2] = CStringGetTextDatum(rtype);
+	vals[3] = CStringGetTextDatum(rid);
+	vals[4] = CStringGetTextDatum(tr->workspace);
+	vals[5] = (Datum) 0;
+	vals[6] = JsonbDatum(input);
+	vals[7] = CStringGetTextDatum(summary);
+	vals[8] = CStringGetTextDatum(reason);
+	if (SPI_execute_with_args("SELECT agent._audit_event($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+							  9, types, vals, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not audit a refused tool call");
+	return json_pack("{s:s}", "error", "access denied");
+}
+
+static bool
+NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
+{
+	json_t	   *list = json_object_get(tr->scope, "needs_approval");
+	size_t		i;
+	json_t	   *v;
+
+	if (strcmp(tr->approval_mode, "all") == 0)
+		return true;
+	if (is_write && strcmp(tr->approval_mode, "writes") == 0)
+		return true;
+	json_array_foreach(list, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), tool) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The approval gate.  TOOL_DONE with *result NULL: go ahead (an approval
+ * was consumed, once); TOOL_DONE with *result: denied by a human;
+ * TOOL_PAUSE: an approval was requested and the run now waits.
+ */
+static ToolOutcome
+ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
+			 TimestampTz started)
+{
+	Oid			types[3] = {INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[3];
+	bool		isnull;
+	int			rc;
+	char	   *key;
+	json_t	   *out;
+
+	*result = NULL;
+	vals[0] = Int64GetDatum(tr->run_id);
+	vals[1] = CStringGetTextDatum(tool);
+	vals[2] = JsonbDatum(input);
+
+	rc = SPI_execute_with_args("SELECT agent.consume_approval($1, $2, $3)", 3, types, vals, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent.consume_approval returned no row");
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) && !isnull)
+	{
+		out = json_pack("{s:s}", "approval", "approved");
+		ToolsRecordStep(tr->run_id, "approval", tool, input, out, "approved", 0, started);
+		json_decref(out);
+		return TOOL_DONE;
+	}
+
+	rc = SPI_execute_with_args("SELECT a.status, a.decided_by FROM agent.approvals a "
+							   "WHERE a.run_id = $1 AND a.approval_key = agent.approval_key($2, $3) "
+							   "ORDER BY a.id DESC LIMIT 1", 3, types, vals, NULL, false, 1);
+	if (rc == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		char	   *status = SpiText(0, 1);
+
+		if (status && (strcmp(status, "denied") == 0 || strcmp(status, "expired") == 0))
+		{
+			out = json_pack("{s:s}", "approval", status);
+			ToolsRecordStep(tr->run_id, "approval", tool, input, out, status, 0, started);
+			json_decref(out);
+			*result = ErrorResult("this action was %s by a human reviewer; do not retry it",
+								  strcmp(status, "denied") == 0 ? "denied" : "not approved in time");
+			return TOOL_DONE;
+		}
+	}
+
+	rc = SPI_execute_with_args("SELECT agent.request_approval($1, $2, $3)", 3, types, vals, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent.request_approval returned no row");
+	key = SpiText(0, 1);
+	out = json_pack("{s:s,s:s}", "approval", "pending", "approval_key", key ? key : "");
+	ToolsRecordStep(tr->run_id, "approval", tool, input, out, "pending", 0, started);
+	json_decref(out);
+	return TOOL_PAUSE;
+}
+
+/* ---------------------------------------------------------------------
+ * Data SQL as agent_tool, in a subtransaction
+ * ---------------------------------------------------------------------
+ */
+
+typedef json_t *(*RowsToJson) (void *arg);
+
+/*
+ * Runs sql as the tool role in a subtransaction.  On success returns
+ * convert(arg) made from SPI_tuptable (inside the subtransaction); on
+ * error, returns an error result carrying the message.
+ */
+static json_t *
+RunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
+		  int expect, RowsToJson convert, void *arg, bool *failed)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	Oid			role = get_role_oid(TOOL_ROLE, true);
+	Oid			save_user;
+	int			save_sec;
+	json_t	   *volatile result = NULL;
+
+	*failed = false;
+	if (!OidIsValid(role))
+	{
+		*failed = true;
+		return ErrorResult("role \"%s\" does not exist; reinstall pg_agents", TOOL_ROLE);
+	}
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		int			rc;
+
+		SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		rc = SPI_execute_with_args(sql, nargs, types, vals, nulls, false, 0);
+		SetUserIdAndSecContext(save_user, save_sec);
+		if (rc != expect)
+			elog(ERROR, "unexpected SPI result %s", SPI_result_code_string(rc));
+		result = convert ? convert(arg) : NULL;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		SetUserIdAndSecContext(save_user, save_sec);
+		if (result)
+			json_decref(result);
+		result = ErrorResult("%s", edata->message);
+		*failed = true;
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+static bool
+LookupResourceTables(const char *rtype, List **out)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	char		nulls[1] = " ";
+	int			rc;
+
+	*out = NIL;
+	if (!OidIsValid(ToReg(to_regclass, RESOURCE_REGISTRY)))
+		return false;
+	vals[0] = rtype ? CStringGetTextDatum(rtype) : (Datum) 0;
+	nulls[0] = rtype ? ' ' : 'n';
+	rc = SPI_execute_with_args("SELECT r.resource_type::text, r.tbl::regclass::text, quote_ident(r.id_column::text), "
+							   "quote_ident(r.title_column::text), quote_ident(r.body_column::text) "
+							   "FROM " RESOURCE_REGISTRY " r WHERE $1 IS NULL OR r.resource_type = $1 "
+							   "ORDER BY 1, 2", 1, types, vals, nulls, true, 0);
+	if (rc != SPI_OK_SELECT)
+		return false;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		ResourceTable *t = palloc(sizeof(ResourceTable));
+
+		t->resource_type = SpiText(i, 1);
+		t->tbl = SpiText(i, 2);
+		t->id_col = SpiText(i, 3);
+		t->title_col = SpiText(i, 4);
+		t->body_col = SpiText(i, 5);
+		*out = lappend(*out, t);
+	}
+	return true;
+}
+
+static json_t *
+ReadRow(void *arg)
+{
+	const char **id = (const char **) arg;
+
+	if (SPI_processed == 0)
+		return NULL;
+	return json_pack("{s:s,s:s,s:s?,s:s?}", "resource_type", id[0], "resource_id", id[1],
+					 "title", SpiText(0, 1), "body", SpiText(0, 2));
+}
+
+static json_t *
+SearchRows(void *arg)
+{
+	json_t	   *list = json_array();
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+		json_array_append_new(list, json_pack("{s:s?,s:s?,s:s?,s:s?}",
+											  "resource_type", SpiText(i, 1),
+											  "resource_id", SpiText(i, 2),
+											  "title", SpiText(i, 3),
+											  "snippet", SpiText(i, 4)));
+	return json_pack("{s:o}", "results", list);
+}
+
+static json_t *
+WriteRows(void *arg)
+{
+	return json_pack("{s:I}", "updated", (json_int_t) SPI_processed);
+}
+
+/* ---------------------------------------------------------------------
+ * The tools
+ * ---------------------------------------------------------------------
+ */
+
+static ToolOutcome
+ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *rtype = InputString(input, "resource_type");
+	const char *rid = InputString(input, "resource_id");
+	char	   *reason;
+	ResourceTable *t;
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	const char *ids[2];
+	bool		failed;
+	json_t	   *r;
+	List	   *tables;
+	ListCell   *lc;
+
+	if (rtype == NULL || rid == NULL)
+	{
+		*result = ErrorResult("read_resource needs string arguments resource_type and resource_id");
+		ToolsRecordStep(tr->run_id, "error", "read_resource", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	if (!Allowed(tr, rtype, rid, "read", &reason))
+	{
+		*result = Deny(tr, "read_resource", input, rtype, rid, reason, started);
+		return TOOL_DONE;
+	}
+	if (NeedsApproval(tr, "read_resource", false))
+	{
+		ToolOutcome gate = ApprovalGate(tr, "read_resource", input, result, started);
+
+		if (gate != TOOL_DONE || *result != NULL)
+			return gate;
+	}
+	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
+	{
+		*result = ErrorResult("no table is registered for resource type \"%s\"", rtype);
+		ToolsRecordStep(tr->run_id, "error", "read_resource", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	vals[0] = CStringGetTextDatum(rid);
+	ids[0] = rtype;
+	ids[1] = rid;
+	r = NULL;
+	failed = false;
+	/* a resource type may be spread over several registered tables */
+	foreach(lc, tables)
+	{
+		t = (ResourceTable *) lfirst(lc);
+		r = RunAsTool(psprintf("SELECT t.%s::text, t.%s::text FROM %s t WHERE t.%s::text = $1 LIMIT 1",
+							   t->title_col, t->body_col, t->tbl, t->id_col),
+					  1, types, vals, NULL, SPI_OK_SELECT, ReadRow, ids, &failed);
+		if (r != NULL)
+			break;
+	}
+	if (r == NULL)
+	{
+		r = ErrorResult("resource %s %s not found", rtype, rid);
+		failed = true;
+	}
+	*result = r;
+	ToolsRecordStep(tr->run_id, failed ? "error" : "read", "read_resource", input,
+					failed ? r : json_pack("{s:s,s:s}", "resource_type", rtype, "resource_id", rid),
+					failed ? "error" : "ok", 0, started);
+	return TOOL_DONE;
+}
+
+static ToolOutcome
+ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *query = InputString(input, "query");
+	const char *rtype = InputString(input, "resource_type");
+	json_t	   *jl = json_object_get(input, "limit");
+	int			limit = json_is_integer(jl) ? (int) json_integer_value(jl) : SEARCH_DEFAULT_LIMIT;
+	List	   *tables;
+	ListCell   *lc;
+	StringInfoData sql;
+	Oid			types[5] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT4OID};
+	Datum		vals[5];
+	char		nulls[5] = "     ";
+	bool		failed;
+	json_t	   *r;
+	json_t	   *summary;
+
+	if (query == NULL)
+	{
+		*result = ErrorResult("search_resources needs a string argument query");
+		ToolsRecordStep(tr->run_id, "error", "search_resources", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	if (limit < 1)
+		limit = 1;
+	if (limit > SEARCH_MAX_LIMIT)
+		limit = SEARCH_MAX_LIMIT;
+	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
+	{
+		*result = json_pack("{s:[]}", "results");
+		ToolsRecordStep(tr->run_id, "tool", "search_resources", input, *result, "ok", 0, started);
+		return TOOL_DONE;
+	}
+
+	/*
+	 * Filtered before ranking: agent.can_access under the run's regime is
+	 * in the WHERE clause of every branch, so ranking and the limit only
+	 * ever see rows the run may read (and RLS applies on top, as the tool
+	 * role).
+	 */
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT s.rt, s.id, s.title, s.snippet FROM (");
+	foreach(lc, tables)
+	{
+		ResourceTable *t = (ResourceTable *) lfirst(lc);
+
+		if (lc != list_head(tables))
+			appendStringInfoString(&sql, " UNION ALL ");
+		appendStringInfo(&sql,
+						 "SELECT %s::text AS rt, t.%s::text AS id, t.%s::text AS title, "
+						 "left(t.%s::text, %d) AS snippet, "
+						 "ts_rank(to_tsvector('simple', coalesce(t.%s::text, '') || ' ' || coalesce(t.%s::text, '')), "
+						 "plainto_tsquery('simple', $1)) AS rank "
+						 "FROM %s t WHERE agent.can_access($2, %s, t.%s::text, 'read', $3, $4) "
+						 "AND to_tsvector('simple', coalesce(t.%s::text, '') || ' ' || coalesce(t.%s::text, '')) "
+						 "@@ plainto_tsquery('simple', $1)",
+						 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
+						 t->body_col, SNIPPET_CHARS, t->title_col, t->body_col,
+						 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
+						 t->title_col, t->body_col);
+	}
+	appendStringInfoString(&sql, ") s ORDER BY s.rank DESC, s.rt, s.id LIMIT $5");
+
+	vals[0] = CStringGetTextDatum(query);
+	vals[1] = Int64GetDatum(tr->agent_id);
+	vals[2] = CStringGetTextDatum(tr->regime);
+	vals[3] = tr->user_id ? CStringGetTextDatum(tr->user_id) : (Datum) 0;
+	nulls[3] = tr->user_id ? ' ' : 'n';
+	vals[4] = Int32GetDatum(limit);
+	r = RunAsTool(sql.data, 5, types, vals, nulls, SPI_OK_SELECT, SearchRows, NULL, &failed);
+	*result = r;
+	/* the step keeps ids, not titles or snippets */
+	summary = json_object();
+	if (!failed)
+	{
+		json_t	   *ids = json_array();
+		size_t		i;
+		json_t	   *v;
+
+		json_array_foreach(json_object_get(r, "results"), i, v)
+			json_array_append_new(ids, json_pack("{s:O,s:O}", "resource_type", json_object_get(v, "resource_type"),
+												 "resource_id", json_object_get(v, "resource_id")));
+		json_object_set_new(summary, "results", ids);
+	}
+	else
+		json_object_set(summary, "error", json_object_get(r, "error"));
+	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "search_resources", input, summary,
+					failed ? "error" : "ok", 0, started);
+	json_decref(summary);
+	return TOOL_DONE;
+}
+
+static ToolOutcome
+ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *rtype = InputString(input, "resource_type");
+	const char *rid = InputString(input, "resource_id");
+	const char *body = InputString(input, "body");
+	const char *title = InputString(input, "title");
+	char	   *reason;
+	ResourceTable *t;
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[3];
+	bool		failed;
+	json_t	   *r;
+	ToolOutcome gate;
+	List	   *tables;
+	ListCell   *lc;
+
+	if (rtype == NULL || rid == NULL || body == NULL)
+	{
+		*result = ErrorResult("write_resource needs string arguments resource_type, resource_id and body");
+		ToolsRecordStep(tr->run_id, "error", "write_resource", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	if (!Allowed(tr, rtype, rid, "edit", &reason))
+	{
+		*result = Deny(tr, "write_resource", input, rtype, rid, reason, started);
+		return TOOL_DONE;
+	}
+	if (NeedsApproval(tr, "write_resource", true))
+	{
+		gate = ApprovalGate(tr, "write_resource", input, result, started);
+		if (gate != TOOL_DONE || *result != NULL)
+			return gate;
+	}
+	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
+	{
+		*result = ErrorResult("no table is registered for resource type \"%s\"", rtype);
+		ToolsRecordStep(tr->run_id, "error", "write_resource", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	vals[0] = CStringGetTextDatum(rid);
+	vals[1] = CStringGetTextDatum(body);
+	vals[2] = title ? CStringGetTextDatum(title) : (Datum) 0;
+	r = NULL;
+	failed = false;
+	foreach(lc, tables)
+	{
+		t = (ResourceTable *) lfirst(lc);
+		if (r)
+			json_decref(r);
+		if (title)
+			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::text = $1",
+								   t->tbl, t->body_col, t->title_col, t->id_col),
+						  3, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+		else
+			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::text = $1",
+								   t->tbl, t->body_col, t->id_col),
+						  2, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+		if (failed || json_integer_value(json_object_get(r, "updated")) > 0)
+			break;
+	}
+	if (!failed && json_integer_value(json_object_get(r, "updated")) == 0)
+	{
+		json_decref(r);
+		r = ErrorResult("resource %s %s not found", rtype, rid);
+		failed = true;
+	}
+	*result = r;
+	ToolsRecordStep(tr->run_id, failed ? "error" : "write", "write_resource", input, r,
+					failed ? "error" : "ok", 0, started);
+	return TOOL_DONE;
+}
+
+static ToolOutcome
+ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
+			 TimestampTz started)
+{
+	json_t	   *jid = json_object_get(input, "agent_id");
+	const char *task = InputString(input, "task");
+	int64		child_agent;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile int64 child_run = 0;
+	char	   *volatile errmsg_copy = NULL;
+
+	if (json_is_string(jid))
+		child_agent = strtoll(json_string_value(jid), NULL, 10);
+	else
+		child_agent = json_is_integer(jid) ? (int64) json_integer_value(jid) : 0;
+	if (child_agent <= 0 || task == NULL)
+	{
+		*result = ErrorResult("delegate_to_agent needs an integer agent_id and a string task");
+		ToolsRecordStep(tr->run_id, "error", "delegate_to_agent", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	if (NeedsApproval(tr, "delegate_to_agent", false))
+	{
+		ToolOutcome gate = ApprovalGate(tr, "delegate_to_agent", input, result, started);
+
+		if (gate != TOOL_DONE || *result != NULL)
+			return gate;
+	}
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
+		Datum		vals[3];
+		bool		isnull;
+
+		vals[0] = Int64GetDatum(tr->run_id);
+		vals[1] = Int64GetDatum(child_agent);
+		vals[2] = CStringGetTextDatum(task);
+		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
+			|| SPI_processed != 1)
+			elog(ERROR, "agent.delegate returned no row");
+		child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		errmsg_copy = pstrdup(edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	if (errmsg_copy)
+	{
+		*result = ErrorResult("delegation refused: %s", errmsg_copy);
+		ToolsRecordStep(tr->run_id, "delegate", "delegate_to_agent", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	{
+		json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) child_run);
+
+		ToolsRecordStep(tr->run_id, "delegate", "delegate_to_agent", input, out, "ok", 0, started);
+		json_decref(out);
+	}
+	*child = child_run;
+	return TOOL_WAIT_CHILD;
+}
+
+/*
+ * The result of a child run, once terminal (*finished); a failure is a
+ * motivated error result.
+ */
+json_t *
+ToolsChildResult(int64 child_run_id, bool *finished)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		vals[1];
+	char	   *status;
+	json_t	   *output;
+	char	   *error;
+
+	*finished = false;
+	vals[0] = Int64GetDatum(child_run_id);
+	if (SPI_execute_with_args("SELECT r.status, r.output, r.error FROM agent.runs r WHERE r.id = $1",
+							  1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+		return NULL;
+	if (SPI_processed == 0)
+	{
+		*finished = true;
+		return ErrorResult("delegated run " INT64_FORMAT " no longer exists", child_run_id);
+	}
+	status = SpiText(0, 1);
+	if (strcmp(status, "succeeded") != 0 && strcmp(status, "failed") != 0 &&
+		strcmp(status, "budget_exceeded") != 0 && strcmp(status, "cancelled") != 0 &&
+		strcmp(status, "expired") != 0)
+		return NULL;
+	*finished = true;
+	output = SpiJson(0, 2);
+	error = SpiText(0, 3);
+	if (strcmp(status, "succeeded") == 0)
+		return json_pack("{s:I,s:s,s:o}", "child_run_id", (json_int_t) child_run_id,
+						 "status", status, "output", output ? output : json_null());
+	if (output)
+		json_decref(output);
+	return json_pack("{s:I,s:s,s:s}", "child_run_id", (json_int_t) child_run_id, "status", status,
+					 "error", psprintf("the delegated run %s: %s", status,
+									   error ? error : "no reason given"));
+}
+
+/*
+ * Executes one tool call.  TOOL_DONE sets *result (an object; {"error":
+ * ...} for a failure the model should see).
+ */
+ToolOutcome
+ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+			 int64 *child_run_id)
+{
+	TimestampTz started = GetCurrentTimestamp();
+
+	*result = NULL;
+	*child_run_id = 0;
+	if (!json_is_object(input))
+	{
+		*result = ErrorResult("the arguments of tool \"%s\" must be a JSON object", name);
+		ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	if (strcmp(name, "read_resource") == 0)
+		return ToolRead(tr, input, result, started);
+	if (strcmp(name, "search_resources") == 0)
+	{
+		if (NeedsApproval(tr, name, false))
+		{
+			ToolOutcome gate = ApprovalGate(tr, name, input, result, started);
+
+			if (gate != TOOL_DONE || *result != NULL)
+				return gate;
+		}
+		return ToolSearch(tr, input, result, started);
+	}
+	if (strcmp(name, "write_resource") == 0)
+		return ToolWrite(tr, input, result, started);
+	if (strcmp(name, "delegate_to_agent") == 0 && tr->can_delegate)
+		return ToolDelegate(tr, input, result, child_run_id, started);
+
+	*result = ErrorResult("unknown tool \"%s\"", name);
+	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+	return TOOL_DONE;
+}

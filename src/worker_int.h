@@ -1,0 +1,141 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker_int.h
+ *		Internal declarations of the worker: HTTP (http.c), LLM wire formats
+ *		(llm.c), built-in tools (tools.c) and the per-run executor
+ *		(executor.c).  Only worker files include it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_WORKER_INT_H
+#define PG_AGENTS_WORKER_INT_H
+
+#include "postgres.h"
+
+/*
+ * PostgreSQL's fmgrprotos.h declares a SQL function json_object() that
+ * clashes with jansson's: include it first under another name.  Files
+ * include this header right after postgres.h.
+ */
+#define json_object pg_agents_sql_json_object
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#undef json_object
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+/*
+ * The postgres executable exports its own json_object (the SQL function),
+ * which the dynamic linker would bind our calls to: make empty objects
+ * through json_pack, whose internal call stays inside libjansson.
+ */
+#define json_object() json_pack("{}")
+
+#include "datatype/timestamp.h"
+
+/* ---- http.c: libcurl multi, waited on together with the latch ---- */
+
+typedef struct HttpRequest
+{
+	CURL	   *easy;
+	struct curl_slist *headers;
+	char	   *body;			/* malloc'd request body */
+	char	   *resp;			/* malloc'd response body */
+	size_t		resp_len;
+	size_t		resp_cap;
+	bool		resp_too_big;
+	long		status;			/* HTTP status, 0 when none */
+	long		retry_after_ms; /* Retry-After header, -1 when absent */
+	CURLcode	result;
+	bool		done;
+	char		errbuf[CURL_ERROR_SIZE];
+	void	   *owner;
+} HttpRequest;
+
+extern void HttpInit(void);
+extern HttpRequest *HttpStart(const char *url, struct curl_slist *headers,
+							  char *body, long timeout_ms, void *owner);
+extern bool HttpWait(long timeout_ms);	/* true when the latch was set */
+extern HttpRequest *HttpNextDone(void);
+extern void HttpFree(HttpRequest *req);
+extern int	HttpInFlight(void);
+
+/* ---- llm.c: OpenAI chat completions and Anthropic messages ---- */
+
+typedef enum LlmProvider
+{
+	LLM_OPENAI,
+	LLM_ANTHROPIC
+} LlmProvider;
+
+typedef struct LlmReply
+{
+	char	   *text;			/* palloc'd, may be NULL */
+	json_t	   *calls;			/* array of {id, name, input}, owned */
+	json_t	   *assistant;		/* the provider-native assistant message, owned */
+	int64		tokens_in;
+	int64		tokens_out;
+	char	   *stop;			/* palloc'd finish/stop reason */
+	char	   *error;			/* palloc'd, set when the reply is unusable */
+} LlmReply;
+
+extern bool LlmParseProvider(const char *name, LlmProvider *out);
+extern char *LlmEndpoint(LlmProvider provider, const char *base_url);
+extern struct curl_slist *LlmHeaders(LlmProvider provider, const char *api_key);
+extern char *LlmBuildBody(LlmProvider provider, const char *model, const char *system,
+						  json_t *messages, json_t *tools);
+extern bool LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out);
+extern void LlmFreeReply(LlmReply *r);
+extern void LlmAppendUser(LlmProvider provider, json_t *messages, const char *text);
+extern void LlmAppendToolResults(LlmProvider provider, json_t *messages, json_t *results);
+extern json_t *LlmToolsFor(LlmProvider provider, json_t *neutral_tools);
+extern char *LlmErrorMessage(const char *body, size_t len);
+
+/* ---- tools.c: built-in tools, run inside the executor's transaction ---- */
+
+typedef struct ToolRun
+{
+	int64		run_id;
+	int64		agent_id;
+	const char *workspace;
+	const char *regime;			/* manual | autonomous */
+	const char *user_id;		/* requested_by for manual runs, else NULL */
+	const char *approval_mode;	/* none | writes | all */
+	json_t	   *scope;			/* agents.scope (borrowed) */
+	bool		can_delegate;
+} ToolRun;
+
+typedef enum ToolOutcome
+{
+	TOOL_DONE,					/* result is set */
+	TOOL_PAUSE,					/* approval requested: the run waits */
+	TOOL_WAIT_CHILD				/* delegated: child_run_id is set */
+} ToolOutcome;
+
+extern json_t *ToolsDefinitions(bool can_delegate);
+extern void ToolsSetIdentity(const ToolRun *tr);
+extern ToolOutcome ToolsExecute(const ToolRun *tr, const char *name, json_t *input,
+								json_t **result, int64 *child_run_id);
+extern void ToolsRecordStep(int64 run_id, const char *kind, const char *name,
+							json_t *input, json_t *output, const char *status,
+							int64 tokens, TimestampTz started);
+extern bool ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
+								const char *input_json, const char *output_json,
+								const char *status, int64 tokens, TimestampTz started);
+extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);
+extern bool PgAgentsFunctionExists(const char *signature);
+
+/* ---- executor.c: runs in flight ---- */
+
+extern void ExecutorInit(void);
+extern void ExecutorReclaimOnStart(void);
+extern int	ExecutorClaim(void);
+extern void ExecutorStep(void);
+extern long ExecutorNextTimeout(long dflt);
+extern int	ExecutorActive(void);
+
+/* worker.c */
+extern bool PgAgentsWorkerReady(void);
+
+#endif							/* PG_AGENTS_WORKER_INT_H */

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Worker: tools go through can_access under the run's regime; a refused
+# resource never reaches the model; search is filtered before ranking.
+. "$(dirname "$0")/../fixtures/worker_lib.sh"
+llm_start
+
+q "CREATE TABLE IF NOT EXISTS public.w601_pages (id text PRIMARY KEY, title text, body text);
+   TRUNCATE public.w601_pages;
+   INSERT INTO public.w601_pages VALUES
+     ('p601ok', 'Pump maintenance', 'The pump needs oil once a month.'),
+     ('p601secret', 'Zebra merger plan', 'Acquire Quokka Corp before Friday.');
+   INSERT INTO public.w601_pages SELECT 'p601noise' || g, 'pump pump pump ' || g, 'pump pump pump pump Quokka' FROM generate_series(1, 20) g;
+   SELECT agent.register_resource_table('page', 'public.w601_pages', 'id', 'title', 'body');
+   INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
+     SELECT 'page', id, 'user:owner6', 'edit' FROM public.w601_pages ON CONFLICT DO NOTHING;" >/dev/null
+
+a=$(mk_agent "reader601")
+q "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES ($a, 'page', 'p601ok', 'read')" >/dev/null
+
+# 1. a denied read
+llm_script "[[t601a]]" '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "p601secret"}},
+                          {"text": "I could not read it."}]'
+r=$(start_run "$a" '{"prompt": "Read the merger page [[t601a]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "a run with a refused read still ends normally"
+is "$(q "SELECT kind || '|' || name || '|' || (output->>'reason') FROM agent.run_steps WHERE run_id = $r AND kind = 'denied'")" \
+   "denied|read_resource|not_granted" "the refusal is a denied step with its reason"
+is "$(q "SELECT count(*) FROM agent.audit_log WHERE run_id = $r AND status = 'denied' AND action = 'tool.read_resource'
+          AND target_id = 'p601secret' AND actor_kind = 'agent' AND actor_id = '$a' AND error_code = 'not_granted'")" "1" \
+   "the refusal is audited with the agent as actor"
+reqs=$(llm_requests)
+is "$(python3 -c '
+import json,sys; rs=[r for r in json.loads(sys.argv[1]) if r["key"]=="[[t601a]]"]
+print([m["content"] for m in rs[1]["body"]["messages"] if m["role"]=="tool"][0])' "$reqs")" '{"error":"access denied"}' \
+   "the model only learns: access denied"
+ok "$(python3 -c '
+import json,sys; s=json.dumps([r for r in json.loads(sys.argv[1]) if r["key"]=="[[t601a]]"])
+print(1 if ("Zebra" in s or "Quokka" in s or "Friday" in s) else 0)' "$reqs")" \
+   "no recorded LLM request contains the refused title or body"
+ok "$(q "SELECT count(*) = 0 FROM agent.run_steps WHERE run_id = $r AND (input::text ~ 'Zebra|Quokka' OR output::text ~ 'Zebra|Quokka')")" \
+   "no step contains the refused title or body"
+
+# 2. a denied write (read-only grant) and a granted read
+llm_script "[[t601b]]" '[{"tool": "write_resource", "input": {"resource_type": "page", "resource_id": "p601ok", "body": "x"}},
+                          {"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "p601ok"}},
+                          {"text": "done"}]'
+r=$(start_run "$a" '{"prompt": "Edit the pump page [[t601b]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "write refusal run ends"
+is "$(q "SELECT string_agg(kind || ':' || coalesce(output->>'reason', status), ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r AND kind <> 'llm'")" \
+   "denied:grant_read_only,read:ok" "write refused (grant_read_only), read allowed"
+is "$(q "SELECT body FROM public.w601_pages WHERE id = 'p601ok'")" "The pump needs oil once a month." "the page is unchanged"
+
+# 3. search filtered before ranking: 20 better-ranked rows are not granted
+llm_script "[[t601c]]" '[{"tool": "search_resources", "input": {"query": "pump", "limit": 1}}, {"text": "found"}]'
+r=$(start_run "$a" '{"prompt": "Search pumps [[t601c]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "search run succeeds"
+reqs=$(llm_requests)
+is "$(python3 -c '
+import json,sys; rs=[r for r in json.loads(sys.argv[1]) if r["key"]=="[[t601c]]"]
+res=json.loads([m["content"] for m in rs[1]["body"]["messages"] if m["role"]=="tool"][0])["results"]
+print(",".join(x["resource_id"] for x in res))' "$reqs")" "p601ok" "with limit 1 the granted row is found: filtering happened before ranking"
+ok "$(python3 -c '
+import json,sys; s=json.dumps([r for r in json.loads(sys.argv[1]) if r["key"]=="[[t601c]]"])
+print(1 if ("Quokka" in s or "p601noise" in s or "Zebra" in s) else 0)' "$reqs")" "no refused row (title, snippet, id) reaches the model"
+is "$(q "SELECT output->'results' FROM agent.run_steps WHERE run_id = $r AND name = 'search_resources'")" \
+   '[{"resource_id": "p601ok", "resource_type": "page"}]' "the search step records ids only"
+
+# 4. manual regime: the user's ACL decides, not the agent's grants
+q "INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES ('page', 'p601secret', 'user:ana601', 'read') ON CONFLICT DO NOTHING" >/dev/null
+llm_script "[[t601d]]" '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "p601secret"}}, {"text": "ok"}]'
+r=$(start_run "$a" '{"prompt": "Read it for me [[t601d]]"}' manual ana601)
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "manual run succeeds"
+is "$(q "SELECT string_agg(kind, ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r")" "llm,read,llm" \
+   "a manual run reads what the user may read"
+done_testing
