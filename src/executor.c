@@ -615,6 +615,20 @@ ExecuteTools(Slot *s)
 			s->child_run_id = child;
 			SaveState(s);
 			s->state = SLOT_CHILD;
+			/* park the run (waiting_children) until its child ends: it is re-queued then */
+			if (PgAgentsFunctionExists("agent.wait_for_children(bigint)"))
+			{
+				Oid			types[1] = {INT8OID};
+				Datum		vals[1];
+				bool		isnull;
+
+				vals[0] = Int64GetDatum(s->run_id);
+				if (SPI_execute_with_args("SELECT agent.wait_for_children($1)", 1, types, vals, NULL, false, 1)
+					!= SPI_OK_SELECT || SPI_processed != 1)
+					elog(ERROR, "agent.wait_for_children returned no row");
+				if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+					s->state = SLOT_FREE;	/* freed by the caller */
+			}
 			return;
 		}
 		content = json_dumps(result, JSON_COMPACT);

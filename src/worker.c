@@ -114,6 +114,8 @@ TickUnit(void)
 			sql = "SELECT agent._tick_runs()";
 		if (sql && SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "%s failed", sql);
+		if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "agent._worker_cleanup() failed");
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
