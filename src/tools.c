@@ -78,6 +78,39 @@ PgAgentsFunctionExists(const char *signature)
 	return OidIsValid(ToReg(to_regprocedure, signature));
 }
 
+/*
+ * Executes a statement through a plan prepared once and kept (SPI_keepplan);
+ * the plan cache re-plans it when the objects it uses change.
+ */
+int
+PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
+				 Datum *vals, const char *nulls, bool read_only, long count)
+{
+	if (*cache == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not keep a plan");
+		*cache = plan;
+	}
+	return SPI_execute_plan(*cache, vals, nulls, read_only, count);
+}
+
+static SPIPlanPtr plain_plan = NULL;
+static SPIPlanPtr redacted_plan = NULL;
+
+/* whether agent.redact(jsonb) is installed; looked up again at every tick */
+static int	redact_available = -1;
+
+void
+ToolsRefreshCatalog(void)
+{
+	redact_available = PgAgentsFunctionExists("agent.redact(jsonb)") ? 1 : 0;
+}
+
 static Datum
 JsonbDatum(json_t *v)
 {
@@ -205,8 +238,12 @@ ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
 	vals[6] = Int32GetDatum((int32) Min(tokens, PG_INT32_MAX));
 	vals[7] = TimestampTzGetDatum(started ? started : GetCurrentTimestamp());
 
-	rc = SPI_execute_with_args(PgAgentsFunctionExists("agent.redact(jsonb)") ? redacted : plain,
-							   8, types, vals, nulls, false, 0);
+	if (redact_available < 0)
+		ToolsRefreshCatalog();
+	if (redact_available)
+		rc = PgAgentsExecPlan(&redacted_plan, redacted, 8, types, vals, nulls, false, 0);
+	else
+		rc = PgAgentsExecPlan(&plain_plan, plain, 8, types, vals, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not record a run step: %s", SPI_result_code_string(rc));
 	return true;
