@@ -178,16 +178,16 @@ BEGIN
      SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
          title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
          registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
-  -- the built-in tools read (and write_resource updates) it as agent_tool
-  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agent_tool') THEN
-    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agent_tool',
+  -- the built-in tools read (and write_resource updates) it as agents_tool
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
                    (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
-    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agent_tool', tbl);
+    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agents_tool', tbl);
   END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name) IS
-  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations; grants agent_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations; grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
 
 CREATE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -199,13 +199,13 @@ BEGIN
     RAISE EXCEPTION 'table "%" is not a registered resource table', tbl
       USING ERRCODE = 'undefined_object';
   END IF;
-  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agent_tool') THEN
-    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agent_tool', tbl);
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agents_tool', tbl);
   END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
-  'Removes the registration of a resource table and revokes agent_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
+  'Removes the registration of a resource table and revokes agents_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 -- ---------------------------------------------------------------------------
 -- Custom ACL function (agent.set_acl_function, access module)
