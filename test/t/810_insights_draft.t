@@ -12,7 +12,7 @@ q "CREATE TABLE IF NOT EXISTS public.w810_collections (id text PRIMARY KEY, titl
      ('c810support', 'Support tickets', 'Tickets opened by customers of the support desk.'),
      ('c810hr', 'HR salaries', 'Salaries and reviews of every employee.');
    SELECT agent.register_resource_table('collection', 'public.w810_collections', 'id', 'title', 'body');
-   GRANT SELECT ON public.w810_collections TO agent_tool;
+   GRANT SELECT ON public.w810_collections TO agents_tool;
    DELETE FROM agent.resource_acl WHERE resource_id LIKE 'c810%';
    INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES
      ('w810', 'collection', 'c810support', 'user:u810', 'read'),
