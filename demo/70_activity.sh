@@ -8,8 +8,6 @@ llm_start
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 echo
 echo "== Activity, insights, assisted creation"
-# another step's registration of 'page' is put back at the end
-prev=$(q -c "SELECT format('%L, %L, %L, %L', tbl, id_column, title_column, body_column) FROM agent.resource_tables WHERE resource_type = 'page'")
 q >/dev/null <<SQL
 DELETE FROM agent.agents WHERE workspace_id = 'demo-act';
 CREATE TABLE IF NOT EXISTS public.demo_act_pages (id text PRIMARY KEY, title text, body text);
@@ -17,7 +15,6 @@ INSERT INTO public.demo_act_pages VALUES
   ('pg-runbook', 'Pump runbook', 'Restart the pump, then call Ada.'),
   ('pg-payroll', 'Payroll', 'Salaries of every employee.') ON CONFLICT DO NOTHING;
 SELECT agent.register_resource_table('page', 'public.demo_act_pages', 'id', 'title', 'body');
-GRANT SELECT ON public.demo_act_pages TO agent_tool;
 DELETE FROM agent.resource_acl WHERE resource_id IN ('pg-runbook', 'pg-payroll');
 INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES
   ('demo-act', 'page', 'pg-runbook', 'workspace', 'read'), ('demo-act', 'page', 'pg-payroll', 'user:hr', 'read');
@@ -84,7 +81,6 @@ echo "  Gallery: $(q -c "SELECT string_agg(name, ', ' ORDER BY position) FROM ag
 q >/dev/null <<SQL
 DELETE FROM agent.agents WHERE workspace_id = 'demo-act';
 DELETE FROM agent.resource_acl WHERE resource_id IN ('pg-runbook', 'pg-payroll');
+SELECT agent.unregister_resource_table('public.demo_act_pages');
+DROP TABLE public.demo_act_pages;
 SQL
-if [ -n "$prev" ]; then
-    q -c "SELECT agent.register_resource_table('page', $prev)" >/dev/null
-fi
