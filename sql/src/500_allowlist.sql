@@ -39,6 +39,8 @@ CREATE TABLE agent.resource_tables (
     id_column     name NOT NULL,
     title_column  name NOT NULL,
     body_column   name NOT NULL,
+    tsv_column    name,
+    search_config regconfig NOT NULL DEFAULT 'simple',
     registered_by text NOT NULL DEFAULT current_user,
     registered_at timestamptz NOT NULL DEFAULT now()
 );
@@ -50,6 +52,8 @@ COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type of its r
 COMMENT ON COLUMN agent.resource_tables.id_column IS 'Column holding the resource id (compared as text with agent.access.resource_id).';
 COMMENT ON COLUMN agent.resource_tables.title_column IS 'Column holding the title.';
 COMMENT ON COLUMN agent.resource_tables.body_column IS 'Column holding the body text.';
+COMMENT ON COLUMN agent.resource_tables.tsv_column IS 'Optional stored tsvector column that search_resources uses (with its GIN index); NULL: search computes to_tsvector(search_config, title || '' '' || body).';
+COMMENT ON COLUMN agent.resource_tables.search_config IS 'Text search configuration of search queries (and of the computed tsvector); set it with UPDATE.';
 COMMENT ON COLUMN agent.resource_tables.registered_by IS 'Role that registered the table.';
 COMMENT ON COLUMN agent.resource_tables.registered_at IS 'When it was registered.';
 
@@ -178,16 +182,16 @@ BEGIN
      SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
          title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
          registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
-  -- the built-in tools read (and write_resource updates) it as agent_tool
-  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agent_tool') THEN
-    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agent_tool',
+  -- the built-in tools read (and write_resource updates) it as agents_tool
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
                    (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
-    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agent_tool', tbl);
+    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agents_tool', tbl);
   END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name) IS
-  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations; grants agent_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations; grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
 
 CREATE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -199,13 +203,13 @@ BEGIN
     RAISE EXCEPTION 'table "%" is not a registered resource table', tbl
       USING ERRCODE = 'undefined_object';
   END IF;
-  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agent_tool') THEN
-    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agent_tool', tbl);
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agents_tool', tbl);
   END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
-  'Removes the registration of a resource table and revokes agent_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
+  'Removes the registration of a resource table and revokes agents_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 -- ---------------------------------------------------------------------------
 -- Custom ACL function (agent.set_acl_function, access module)

@@ -33,10 +33,10 @@ SELECT lives_ok($$SELECT agent.register_resource_table('page', 'rls_a.pages', 'i
 SELECT is((SELECT resource_type || ' ' || id_column || ' ' || title_column || ' ' || body_column
              FROM agent.resource_tables WHERE tbl = 'rls_a.pages'::regclass),
           'page id title body', 'the registration is recorded');
-SELECT ok(has_table_privilege('agent_tool', 'rls_a.pages', 'SELECT') AND has_table_privilege('agent_tool', 'rls_a.pages', 'UPDATE')
-          AND NOT has_table_privilege('agent_tool', 'rls_a.pages', 'DELETE')
-          AND has_schema_privilege('agent_tool', 'rls_a', 'USAGE'),
-          'registration grants agent_tool SELECT and UPDATE (not DELETE) and the schema');
+SELECT ok(has_table_privilege('agents_tool', 'rls_a.pages', 'SELECT') AND has_table_privilege('agents_tool', 'rls_a.pages', 'UPDATE')
+          AND NOT has_table_privilege('agents_tool', 'rls_a.pages', 'DELETE')
+          AND has_schema_privilege('agents_tool', 'rls_a', 'USAGE'),
+          'registration grants agents_tool SELECT and UPDATE (not DELETE) and the schema');
 SELECT lives_ok($$SELECT agent.register_resource_table('page', 'rls_a.pages', 'id', 'body', 'title')$$,
                 'registering again replaces it');
 SELECT is((SELECT title_column::text FROM agent.resource_tables WHERE tbl = 'rls_a.pages'::regclass), 'body', 'replaced');
@@ -44,7 +44,7 @@ CREATE TABLE rls_a.more_pages (id text PRIMARY KEY, title text, body text);
 SELECT agent.register_resource_table('page', 'rls_a.more_pages', 'id', 'title', 'body');
 SELECT is((SELECT count(*)::int FROM agent.resource_tables WHERE resource_type = 'page'), 2, 'a type may span several tables');
 SELECT lives_ok($$SELECT agent.unregister_resource_table('rls_a.more_pages')$$, 'unregister a table');
-SELECT ok(NOT has_table_privilege('agent_tool', 'rls_a.more_pages', 'SELECT'), 'unregistering revokes agent_tool''s access');
+SELECT ok(NOT has_table_privilege('agents_tool', 'rls_a.more_pages', 'SELECT'), 'unregistering revokes agents_tool''s access');
 SELECT throws_ok($$SELECT agent.register_resource_table('page', 'rls_a.pages', 'id', 'nope', 'body')$$,
                  '42703', 'column "nope" of relation "rls_a.pages" does not exist', 'unknown column');
 SELECT throws_ok($$SELECT agent.register_resource_table('workspace_shared', 'rls_a.pages', 'id', 'title', 'body')$$,

@@ -8,10 +8,10 @@ CREATE ROLE rls_t_owner NOLOGIN;
 CREATE ROLE rls_t_app NOLOGIN;
 CREATE ROLE rls_t_bypass NOLOGIN BYPASSRLS;
 CREATE SCHEMA rls_t AUTHORIZATION rls_t_owner;
-GRANT USAGE ON SCHEMA rls_t TO rls_t_app, agent_tool, rls_t_bypass;
+GRANT USAGE ON SCHEMA rls_t TO rls_t_app, agents_tool, rls_t_bypass;
 SET LOCAL ROLE rls_t_owner;
 CREATE TABLE rls_t.docs (id text PRIMARY KEY, title text NOT NULL, body text NOT NULL);
-GRANT ALL ON rls_t.docs TO rls_t_app, agent_tool, rls_t_bypass;
+GRANT ALL ON rls_t.docs TO rls_t_app, agents_tool, rls_t_bypass;
 RESET ROLE;
 
 -- one agent per grant state, all owned by u1 in workspace ws-rls; state s
@@ -122,9 +122,9 @@ SELECT is(pg_temp.rls_try(c.cmd, 'rls_t_app', 'agent:' || s.aid, s.aid + 1000000
  ORDER BY s.aid, c.o;
 
 -- the same under the worker's tool role
-SELECT is(pg_temp.rls_try(c.cmd, 'agent_tool', 'agent:' || s.aid, s.aid + 1000000, 'd_' || s.st),
+SELECT is(pg_temp.rls_try(c.cmd, 'agents_tool', 'agent:' || s.aid, s.aid + 1000000, 'd_' || s.st),
           CASE c.cmd WHEN 'SELECT' THEN s.sel WHEN 'INSERT' THEN s.ins WHEN 'UPDATE' THEN s.upd ELSE s.del END,
-          format('agent_tool role, %s, grant state %s', c.cmd, s.st))
+          format('agents_tool role, %s, grant state %s', c.cmd, s.st))
   FROM states s CROSS JOIN (VALUES (1, 'SELECT'), (2, 'INSERT'), (3, 'UPDATE'), (4, 'DELETE')) c(o, cmd)
  ORDER BY s.aid, c.o;
 
@@ -236,8 +236,8 @@ SELECT set_config('pg_agents.actor', 'agent:980102', true);
 SELECT is((SELECT count(*)::int FROM rls_t.docs), 13, 'caveat: a BYPASSRLS role bypasses the allowlist (never run tool SQL under one)');
 RESET ROLE;
 SELECT set_config('pg_agents.actor', '', true);
-SELECT ok((SELECT NOT rolsuper AND NOT rolbypassrls FROM pg_roles WHERE rolname = 'agent_tool'),
-          'agent_tool is neither superuser nor BYPASSRLS');
+SELECT ok((SELECT NOT rolsuper AND NOT rolbypassrls FROM pg_roles WHERE rolname = 'agents_tool'),
+          'agents_tool is neither superuser nor BYPASSRLS');
 
 -- ------------------------------------------------ readable_resources API
 SELECT is((SELECT array_agg(r ORDER BY r) FROM agent.readable_resources(980109, 'page') r), ARRAY['d_owner_read'],

@@ -31,7 +31,7 @@ CREATE TABLE public.pages (
   related bigint[] NOT NULL DEFAULT '{}',
   tsv     tsvector GENERATED ALWAYS AS (to_tsvector('english', title || ' ' || body)) STORED);
 CREATE INDEX pages_tsv_idx ON public.pages USING gin (tsv);
-GRANT SELECT, INSERT, UPDATE, DELETE ON public.pages TO agent_tool;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.pages TO agents_tool;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (1, 'ws1', 'u1', 'leak test agent');
 INSERT INTO public.pages (id, title, body)
   SELECT g, format('Page %s about the %s', g, (ARRAY['budget','roadmap','hiring','launch'])[1 + g % 4]),
@@ -69,7 +69,7 @@ ok $? "two worlds built: with and without the secret page"
 
 # the agent's queries, run under the tool role and the agent identity
 cat > "$work/agent.sql" <<'SQL'
-SET ROLE agent_tool;
+SET ROLE agents_tool;
 SET pg_agents.actor = 'agent:1';
 SET pg_agents.run_id = '1000';
 SET pg_agents.surface = 'tool';
@@ -115,7 +115,7 @@ grep -q "ERROR" "$work/a.out"; [ $? -ne 0 ]; ok $? "no query of the agent failed
 grep -q "Index Cond: (id = ANY" "$work/a.out"; ok $? "the agent's search is filtered before ranking (id probe under the ranking)"
 
 # the test is not vacuous: outside the agent identity the secret is there
-v=$(psql -XAtq -d "$A" -c "SET ROLE agent_tool" -c "SELECT count(*) FROM public.pages, plainto_tsquery('english', 'acquisition budget plan') q WHERE tsv @@ q AND title LIKE '%$MARK%'")
+v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SELECT count(*) FROM public.pages, plainto_tsquery('english', 'acquisition budget plan') q WHERE tsv @@ q AND title LIKE '%$MARK%'")
 [ "$v" = 1 ]; ok $? "a non-agent session of the same role finds the secret by the same search ($v)"
 
 # relations: cut and reported
@@ -154,7 +154,7 @@ else
     n=$((n+1)); echo "ok $n # SKIP events module not installed: no payload to inspect"
 fi
 rid=$(psql -XAtq -d "$A" -c "SELECT coalesce(input->>'row_id', input#>>'{payload,row_id}', input#>>'{event,payload,row_id}', '5000') FROM agent.runs WHERE id = $run")
-v=$(psql -XAtq -d "$A" -c "SET ROLE agent_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SET pg_agents.run_id = '$run'" \
+v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SET pg_agents.run_id = '$run'" \
       -c "SELECT count(*) FROM public.pages WHERE id IN ($rid, 5000, 5001) OR body LIKE '%$MARK%'" 2>&1)
 [ "$v" = 0 ]; ok $? "that run, under its identity, still cannot read the page ($v)"
 
