@@ -2,7 +2,7 @@
 # T-02 through the worker: whatever an autonomous agent does (read, search,
 # mentions), the recorded LLM requests never contain a page it was not
 # granted.  The secret is in an allowlisted table (RLS) that the worker reads
-# as agent_tool.
+# as agents_tool.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
 MARK=MANTARAY9X
