@@ -134,3 +134,19 @@ $$;
 REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
   'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit); the one path every origin uses.';
+
+-- ---------------------------------------------------------------------------
+-- The role under which the worker runs tool SQL
+-- ---------------------------------------------------------------------------
+-- Neither superuser nor BYPASSRLS, so that allowlist policies (FORCE ROW
+-- LEVEL SECURITY) apply to every tool call.  Roles are cluster-wide: the
+-- extension may be created in several databases, so create it only once.
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'agents_tool') THEN
+    CREATE ROLE agents_tool NOLOGIN NOSUPERUSER NOBYPASSRLS;
+    COMMENT ON ROLE agents_tool IS
+      'pg_agents: role under which agent tool SQL runs; never superuser or BYPASSRLS, so allowlist policies apply.';
+  END IF;
+END
+$$;
