@@ -40,6 +40,7 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -53,6 +54,7 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -116,6 +118,7 @@ typedef struct AuditCol
 {
 	char	   *name;
 	Oid			typid;
+	Oid			basetypid;
 	int16		typlen;
 	bool		typbyval;
 	char		kind;			/* b i f n s N j J d o, or 0 for dropped */
@@ -146,6 +149,29 @@ static bool callback_registered = false;
 static Oid	db_user_oid = InvalidOid;
 static char db_user_name[NAMEDATALEN];
 
+/*
+ * The open audit_log and its indexes, kept across the rows of one statement
+ * so that each audit row costs a heap insert and index inserts, not a
+ * relation and index open/close.  Opened under TopTransactionResourceOwner,
+ * in TopTransactionContext; closed by the statement-level trigger that
+ * agent.audit_table() adds after the row trigger (so that DDL or TRUNCATE on
+ * the log later in the transaction does not find it in use), after each
+ * named event, at subtransaction abort and before commit; forgotten at
+ * abort (the resource owner releases it).
+ */
+typedef struct AuditInsertState
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+} AuditInsertState;
+
+static AuditInsertState *ins = NULL;
+static LocalTransactionId ins_lxid = InvalidLocalTransactionId;
+static bool ins_stale = false;
+static bool xact_callback_registered = false;
+
 /* set only by purge_audit / _audit_backdate, never from SQL */
 static bool purge_active = false;
 static TimestampTz purge_cutoff = 0;
@@ -158,7 +184,10 @@ audit_relcache_callback(Datum arg, Oid relid)
 	AuditTrigInfo *e;
 
 	if (relid == InvalidOid || relid == al_relid)
+	{
 		al_relid = InvalidOid;
+		ins_stale = true;
+	}
 	if (trig_cache == NULL)
 		return;
 	hash_seq_init(&status, trig_cache);
@@ -306,20 +335,121 @@ set_text(Datum *values, bool *nulls, int col, const char *s)
 	nulls[a] = false;
 }
 
+static void
+insert_state_close(void)
+{
+	if (ins != NULL && ins_lxid == MyProc->lxid)
+	{
+		ResourceOwner save_owner = CurrentResourceOwner;
+		AuditInsertState *st = ins;
+
+		ins = NULL;
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		PG_TRY();
+		{
+			ExecCloseIndices(st->rri);
+			ExecResetTupleTable(st->estate->es_tupleTable, false);
+			table_close(st->rel, NoLock);
+			FreeExecutorState(st->estate);
+		}
+		PG_FINALLY();
+		{
+			CurrentResourceOwner = save_owner;
+		}
+		PG_END_TRY();
+	}
+	ins = NULL;
+	ins_lxid = InvalidLocalTransactionId;
+}
+
+static void
+audit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	/* a statement cut short never reaches its closing statement trigger */
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		insert_state_close();
+}
+
+static void
+audit_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			insert_state_close();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* the resource owner releases the relations; memory is gone */
+			ins = NULL;
+			ins_lxid = InvalidLocalTransactionId;
+			break;
+		default:
+			break;
+	}
+}
+
+static AuditInsertState *
+insert_state(void)
+{
+	ResourceOwner save_owner;
+	MemoryContext save_cxt;
+	AuditInsertState *st;
+
+	if (ins != NULL && ins_lxid == MyProc->lxid && !ins_stale)
+		return ins;
+	if (ins != NULL && ins_lxid == MyProc->lxid)
+		insert_state_close();	/* stale: audit_log changed, reopen */
+	ins = NULL;
+	ins_stale = false;
+	audit_log_lookup();
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(audit_xact_callback, NULL);
+		RegisterSubXactCallback(audit_subxact_callback, NULL);
+		xact_callback_registered = true;
+	}
+
+	save_owner = CurrentResourceOwner;
+	save_cxt = MemoryContextSwitchTo(TopTransactionContext);
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	PG_TRY();
+	{
+		st = palloc0(sizeof(AuditInsertState));
+		st->rel = table_open(al_relid, RowExclusiveLock);
+		st->estate = CreateExecutorState();
+		st->rri = makeNode(ResultRelInfo);
+		InitResultRelInfo(st->rri, st->rel, 1, NULL, 0);
+		ExecOpenIndices(st->rri, false);
+		st->slot = ExecInitExtraTupleSlot(st->estate, RelationGetDescr(st->rel),
+										  &TTSOpsHeapTuple);
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = save_owner;
+		MemoryContextSwitchTo(save_cxt);
+	}
+	PG_END_TRY();
+	ins = st;
+	ins_lxid = MyProc->lxid;
+	return ins;
+}
+
 /*
  * Writes one row into agent.audit_log: heap insert plus index entries.
  */
 static void
 audit_insert(AuditRow *row)
 {
+	AuditInsertState *st;
 	Relation	rel;
 	TupleDesc	desc;
 	Datum	   *values;
 	bool	   *nulls;
 	HeapTuple	tup;
-	EState	   *estate;
-	ResultRelInfo *rri;
-	TupleTableSlot *slot;
 	int			natts;
 	int			i;
 
@@ -330,9 +460,8 @@ audit_insert(AuditRow *row)
 						row->action)));
 		return;
 	}
-	audit_log_lookup();
-
-	rel = table_open(al_relid, RowExclusiveLock);
+	st = insert_state();
+	rel = st->rel;
 	desc = RelationGetDescr(rel);
 	natts = desc->natts;
 	values = palloc0(sizeof(Datum) * natts);
@@ -378,22 +507,14 @@ audit_insert(AuditRow *row)
 
 	tup = heap_form_tuple(desc, values, nulls);
 
-	estate = CreateExecutorState();
-	estate->es_output_cid = GetCurrentCommandId(true);
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(tup, slot, false);
-
-	simple_table_tuple_insert(rel, slot);
-	if (rri->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL));
-
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-	table_close(rel, NoLock);
+	st->estate->es_output_cid = GetCurrentCommandId(true);
+	ExecStoreHeapTuple(tup, st->slot, false);
+	simple_table_tuple_insert(rel, st->slot);
+	if (st->rri->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(st->rri, st->slot, st->estate, false, false, NULL, NIL));
+	ExecClearTuple(st->slot);
+	ResetPerTupleExprContext(st->estate);
+	heap_freetuple(tup);
 }
 
 /* ------------------------------------------------------------------------
@@ -467,6 +588,7 @@ PgAgentsAuditEvent(const char *action, const char *status,
 	row.inputs = inputs ? PgAgentsRedactJsonb(inputs) : NULL;
 	row.summary = clean_summary(summary);
 	audit_insert(&row);
+	insert_state_close();
 }
 
 static inline char *
@@ -500,14 +622,24 @@ pg_agents_audit_event(PG_FUNCTION_ARGS)
 Datum
 pg_agents_audit_table_event(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *action = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Oid			relid;
+	char	   *action;
 	char	   *target_type = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	char	   *relname;
 	char	   *nspname;
 	char	   *qual;
 	StringInfoData buf;
 
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("table and action must not be null")));
+	relid = PG_GETARG_OID(0);
+	action = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	if (strcmp(action, "audit.table") != 0 && strcmp(action, "audit.untable") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -632,6 +764,7 @@ trig_info(TriggerData *td)
 			continue;
 		c->name = pstrdup(NameStr(att->attname));
 		c->typid = att->atttypid;
+		c->basetypid = getBaseType(att->atttypid);
 		c->typlen = att->attlen;
 		c->typbyval = att->attbyval;
 		c->kind = column_kind(att->atttypid);
@@ -764,7 +897,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 		case 'd':
 			{
 				/* pushed strings are referenced, not copied: no stack buffer */
-				char	   *buf = JsonEncodeDateTime(NULL, d, getBaseType(c->typid), NULL);
+				char	   *buf = JsonEncodeDateTime(NULL, d, c->basetypid, NULL);
 
 				PgAgentsRedactPushString(r, ps, tok, buf, strlen(buf), c->sensitive);
 				return;
@@ -898,12 +1031,15 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		row.summary = summary.data;
 		audit_identity(&row);
 		audit_insert(&row);
+		insert_state_close();
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("agent._audit_trigger() must be fired for each row")));
+	{
+		/* the statement's rows are written: release the log */
+		insert_state_close();
+		return PointerGetDatum(NULL);
+	}
 
 	PgAgentsRedactorInit(&r);
 	(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);

@@ -536,6 +536,7 @@ ClaimUnit(Slot *unused, void *arg)
 		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
 		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
 		s->tools = ToolsDefinitions(s->can_delegate);
+		McpAppendToolDefinitions(s->tools, s->agent_id);
 		s->state = SLOT_READY;
 
 		/* provider, URL and model: the agent's settings first, then the GUCs */

@@ -315,6 +315,10 @@ known_secret(const char *s, int i, int len)
 {
 	int			n;
 
+	/* every rule below starts with one of these letters */
+	if (!strchr("sgxAe", s[i]))
+		return 0;
+
 	if (starts_with(s, i, len, "sk-"))
 	{
 		n = span(s, i + 3, len, ok_b64url);
@@ -559,7 +563,8 @@ PgAgentsRedactText(const char *s, int len, int *outlen)
 		}
 
 		/* Bearer <token>, Basic <base64> */
-		if (starts_with_ci(s, i, len, "bearer ") || starts_with_ci(s, i, len, "basic "))
+		if ((c == 'b' || c == 'B') &&
+			(starts_with_ci(s, i, len, "bearer ") || starts_with_ci(s, i, len, "basic ")))
 		{
 			bool		basic = (ascii_lower(c) == 'b' && ascii_lower(s[i + 1]) == 'a');
 			int			j = i + (basic ? 6 : 7);
@@ -597,17 +602,17 @@ PgAgentsRedactText(const char *s, int len, int *outlen)
 		if (is_alpha(c))
 		{
 			int			w = span(s, i, len, ok_b64url);
+			int			j = i + w;
 
-			if (PgAgentsSensitiveName(s + i, w))
+			if (j < len && (s[j] == '"' || s[j] == '\''))
+				j++;
+			while (j < len && s[j] == ' ')
+				j++;
+			/* the separator first: the name test is the costly part */
+			if (j < len && (s[j] == '=' || s[j] == ':') &&
+				!(s[j] == ':' && starts_with(s, j, len, "://")) &&
+				PgAgentsSensitiveName(s + i, w))
 			{
-				int			j = i + w;
-
-				if (j < len && (s[j] == '"' || s[j] == '\''))
-					j++;
-				while (j < len && s[j] == ' ')
-					j++;
-				if (j < len && (s[j] == '=' || s[j] == ':') &&
-					!(s[j] == ':' && starts_with(s, j, len, "://")))
 				{
 					int			skip;
 					int			v;

@@ -1017,8 +1017,24 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return ToolWrite(tr, input, result, started);
 	if (strcmp(name, "delegate_to_agent") == 0 && tr->can_delegate)
 		return ToolDelegate(tr, input, result, child_run_id, started);
+	if (strncmp(name, "mcp__", 5) == 0)
+		return McpToolExecute(tr, name, input, result, started);
 
 	*result = ErrorResult("unknown tool \"%s\"", name);
 	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 	return TOOL_DONE;
+}
+
+/* The approval policy and gate, for the MCP tools (mcp_tools.c). */
+bool
+ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
+{
+	return NeedsApproval(tr, tool, is_write);
+}
+
+ToolOutcome
+ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
+				  TimestampTz started)
+{
+	return ApprovalGate(tr, tool, input, result, started);
 }

@@ -130,6 +130,17 @@ extern void ToolsRefreshCatalog(void);
 extern int	PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
 							 Datum *vals, const char *nulls, bool read_only, long count);
 
+/* approval policy and gate of tools.c, shared with mcp_tools.c */
+extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
+extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input,
+									 json_t **result, TimestampTz started);
+
+/* ---- mcp_tools.c: MCP tools (mcp__<server>__<tool>) of the worker ---- */
+
+extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id);
+extern ToolOutcome McpToolExecute(const ToolRun *tr, const char *name, json_t *input,
+								  json_t **result, TimestampTz started);
+
 /* ---- executor.c: runs in flight ---- */
 
 extern void ExecutorInit(void);

@@ -30,6 +30,9 @@ CREATE TRIGGER audit_log_append_only_row BEFORE UPDATE OR DELETE ON agent.audit_
   FOR EACH ROW EXECUTE FUNCTION agent._audit_guard();
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON agent.audit_log
   FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard();
+COMMENT ON TRIGGER audit_log_append_only ON agent.audit_log IS 'Refuses UPDATE and DELETE statements (even ones matching no row).';
+COMMENT ON TRIGGER audit_log_append_only_row ON agent.audit_log IS 'Refuses each updated or deleted row; inside purge_audit only rows past the retention period pass.';
+COMMENT ON TRIGGER audit_log_no_truncate ON agent.audit_log IS 'Refuses TRUNCATE.';
 -- also with session_replication_role = replica
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only;
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only_row;
@@ -45,6 +48,8 @@ GRANT SELECT ON agent.audit_log TO PUBLIC;
 ALTER TABLE agent.audit_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY audit_log_workspace_read ON agent.audit_log FOR SELECT TO PUBLIC
   USING (workspace_id = agent.current_workspace());
+COMMENT ON POLICY audit_log_workspace_read ON agent.audit_log IS
+  'A role other than the owner reads only the rows of its workspace (pg_agents.workspace).';
 
 -- ---------------------------------------------------------------------------
 -- Table triggers
@@ -76,6 +81,9 @@ DECLARE
   v_ws   name := workspace_column;
   v_type text := coalesce(target_type, '');
 BEGIN
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = tbl;
   IF tbl = 'agent.audit_log'::pg_catalog.regclass THEN
     RAISE EXCEPTION 'cannot audit agent.audit_log'
@@ -114,6 +122,7 @@ BEGIN
 
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit ON %s', tbl);
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_truncate ON %s', tbl);
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_stmt ON %s', tbl);
   EXECUTE pg_catalog.format(
     'CREATE TRIGGER pg_agents_audit AFTER INSERT OR UPDATE OR DELETE ON %s '
     'FOR EACH ROW EXECUTE FUNCTION agent._audit_trigger(%L, %L, %L)',
@@ -122,6 +131,10 @@ BEGIN
     'CREATE TRIGGER pg_agents_audit_truncate AFTER TRUNCATE ON %s '
     'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_trigger(%L, %L, %L)',
     tbl, v_type, '', '');
+  -- after the statement's rows: releases the log the row trigger kept open
+  EXECUTE pg_catalog.format(
+    'CREATE TRIGGER pg_agents_audit_stmt AFTER INSERT OR UPDATE OR DELETE ON %s '
+    'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_trigger()', tbl);
   PERFORM agent._audit_table_event(tbl, 'audit.table', nullif(v_type, ''));
 END
 $$;
@@ -136,6 +149,9 @@ AS $$
 DECLARE
   v_had boolean;
 BEGIN
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   IF NOT pg_catalog.pg_has_role(current_user,
                                 (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') THEN
     RAISE EXCEPTION 'must be owner of table %', tbl
@@ -146,6 +162,7 @@ BEGIN
     INTO v_had;
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit ON %s', tbl);
   EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_truncate ON %s', tbl);
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_audit_stmt ON %s', tbl);
   IF v_had THEN
     PERFORM agent._audit_table_event(tbl, 'audit.untable', NULL);
   END IF;
@@ -164,6 +181,7 @@ SELECT t.tgrelid::pg_catalog.regclass AS table_name,
   FROM pg_catalog.pg_trigger t
   JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
  WHERE t.tgname = 'pg_agents_audit' AND NOT t.tgisinternal;
+GRANT SELECT ON agent.audited_tables TO PUBLIC;
 COMMENT ON VIEW agent.audited_tables IS 'Tables audited by agent.audit_table(), with their settings.';
 COMMENT ON COLUMN agent.audited_tables.table_name IS 'Audited table.';
 COMMENT ON COLUMN agent.audited_tables.target_type IS 'target_type written in its audit rows.';
@@ -220,6 +238,7 @@ SELECT pg_catalog.date_trunc('day', l.at) AS day, l.workspace_id, l.actor_kind, 
        pg_catalog.count(*) AS events
   FROM agent.audit_log l
  GROUP BY 1, 2, 3, 4, 5;
+GRANT SELECT ON agent.audit_summary TO PUBLIC;
 COMMENT ON VIEW agent.audit_summary IS
   'Audit rows per day, workspace, actor kind, action and status (row-level security applies: a non-owner sees its workspace).';
 COMMENT ON COLUMN agent.audit_summary.day IS 'Day (UTC midnight in the session time zone).';
