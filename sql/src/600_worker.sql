@@ -6,7 +6,7 @@
 --   agent._worker_reclaim requeues runs left running by a previous worker
 
 -- ---------------------------------------------------------------------------
--- The tool role agents_tool (created in 500_allowlist.sql): neither superuser
+-- The tool role agents_tool (created in 010_core.sql): neither superuser
 -- nor BYPASSRLS, so that row-level security and audit triggers apply to what
 -- an agent does.  Application tables registered as resources must be granted
 -- to it (GRANT SELECT, UPDATE ON ... TO agents_tool).
