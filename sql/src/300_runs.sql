@@ -396,6 +396,14 @@ DECLARE
   r         agent.runs%ROWTYPE;
   v_t       bigint;
   v_left    bigint;
+  v_cur     bigint;
+  v_n       integer := 0;
+  v_release bigint := 0;
+  v_parent  bigint;
+  v_active  boolean;
+  v_total   bigint;
+  v_reserved bigint;
+  v_budget  bigint;
 BEGIN
   IF add_usage.tokens_in IS NULL OR add_usage.tokens_out IS NULL
      OR add_usage.tokens_in < 0 OR add_usage.tokens_out < 0 THEN
@@ -404,35 +412,32 @@ BEGIN
   END IF;
   r := agent._lock_run(add_usage.run_id);
   v_t := add_usage.tokens_in::bigint + add_usage.tokens_out;
-  -- one statement for the whole chain (the tree is locked): every run on it
-  -- adds the tokens to tokens_total; a parent's reservation for its active
-  -- child on the chain shrinks by what the child used of its budget
-  WITH RECURSIVE chain(id, parent, active, before, budget, n) AS (
-    SELECT x.id, x.parent_run_id, agent._run_is_active(x.status), x.tokens_total,
-           coalesce(x.token_budget, a.default_token_budget), 0
-      FROM agent.runs x JOIN agent.agents a ON a.id = x.agent_id
-     WHERE x.id = r.id
-    UNION ALL
-    SELECT x.id, x.parent_run_id, agent._run_is_active(x.status), x.tokens_total,
-           coalesce(x.token_budget, a.default_token_budget), c.n + 1
-      FROM chain c JOIN agent.runs x ON x.id = c.parent JOIN agent.agents a ON a.id = x.agent_id
-     WHERE c.n < 16
-  ), rel AS (
-    SELECT c.parent AS id,
-           CASE WHEN c.active THEN least(v_t, greatest(0, c.budget - c.before)) ELSE 0 END AS release
-      FROM chain c WHERE c.parent IS NOT NULL
-  ), u AS (
+  -- walk up the chain (the tree is locked), one indexed UPDATE per run: every
+  -- run on it adds the tokens to tokens_total; a parent's reservation for its
+  -- active child on the chain shrinks by what the child used of its budget
+  -- (at most 16 ancestors)
+  v_cur := r.id;
+  LOOP
     UPDATE agent.runs x
        SET tokens_total = x.tokens_total + v_t,
-           tokens_reserved = greatest(0, x.tokens_reserved - coalesce(rel.release, 0)),
-           tokens_in = x.tokens_in + CASE WHEN x.id = r.id THEN add_usage.tokens_in ELSE 0 END,
-           tokens_out = x.tokens_out + CASE WHEN x.id = r.id THEN add_usage.tokens_out ELSE 0 END,
-           model = CASE WHEN x.id = r.id THEN coalesce(add_usage.model, x.model) ELSE x.model END
-      FROM chain LEFT JOIN rel ON rel.id = chain.id
-     WHERE x.id = chain.id
-    RETURNING x.id, chain.budget - x.tokens_total - x.tokens_reserved AS remaining
-  )
-  SELECT u.remaining INTO v_left FROM u WHERE u.id = r.id;
+           tokens_reserved = greatest(0, x.tokens_reserved - v_release),
+           tokens_in = x.tokens_in + CASE WHEN v_n = 0 THEN add_usage.tokens_in ELSE 0 END,
+           tokens_out = x.tokens_out + CASE WHEN v_n = 0 THEN add_usage.tokens_out ELSE 0 END,
+           model = CASE WHEN v_n = 0 THEN coalesce(add_usage.model, x.model) ELSE x.model END
+      FROM agent.agents a
+     WHERE x.id = v_cur AND a.id = x.agent_id
+    RETURNING x.parent_run_id, agent._run_is_active(x.status), x.tokens_total, x.tokens_reserved,
+              coalesce(x.token_budget, a.default_token_budget)
+      INTO v_parent, v_active, v_total, v_reserved, v_budget;
+    EXIT WHEN NOT FOUND;
+    IF v_n = 0 THEN
+      v_left := v_budget - v_total - v_reserved;
+    END IF;
+    EXIT WHEN v_parent IS NULL OR v_n >= 16;
+    v_release := CASE WHEN v_active THEN least(v_t, greatest(0, v_budget - (v_total - v_t))) ELSE 0 END;
+    v_cur := v_parent;
+    v_n := v_n + 1;
+  END LOOP;
   RETURN v_left;
 END
 $$;
