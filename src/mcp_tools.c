@@ -35,11 +35,27 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id)
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
 	int			rc;
+	static SPIPlanPtr any_plan = NULL;
+	static SPIPlanPtr list_plan = NULL;
 
 	vals[0] = Int64GetDatum(agent_id);
-	rc = SPI_execute_with_args("SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::text "
-							   "FROM agent.mcp_agent_tools($1) m ORDER BY m.exposed_name",
-							   1, types, vals, NULL, true, 0);
+
+	/*
+	 * Most agents have no MCP server enabled in their workspace: a cheap
+	 * kept-plan look first, then the listing (agent.mcp_agent_tools is a
+	 * SECURITY DEFINER SQL function, planned again at every call).
+	 */
+	rc = PgAgentsExecPlan(&any_plan,
+						  "SELECT EXISTS (SELECT 1 FROM agent.agents a JOIN agent.mcp_servers s "
+						  "ON s.workspace_id = a.workspace_id WHERE a.id = $1 AND s.enabled)",
+						  1, types, vals, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+		return;
+	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::text "
+						  "FROM agent.mcp_agent_tools($1) m ORDER BY m.exposed_name",
+						  1, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
 	for (uint64 i = 0; i < SPI_processed; i++)
