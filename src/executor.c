@@ -1078,8 +1078,53 @@ ExecutorReclaimOnStart(void)
 }
 
 /*
+ * Claim when woken by a backend, once a second anyway, or when slots freed
+ * up: then in batches (a quarter of the capacity) while calls are in
+ * flight, so that one claim transaction serves several runs.
+ */
+static void
+ClaimIfDue(TimestampTz now)
+{
+	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
+	int			free_slots = cap - ActiveSlots();
+
+	if (free_slots > 0 &&
+		(woken || TimestampDifferenceExceeds(last_claim, now, 1000) ||
+		 (more_work && (free_slots >= Max(1, cap / 4) || HttpInFlight() == 0))))
+	{
+		woken = false;
+		(void) ExecutorClaim();
+	}
+}
+
+/* starts the LLM calls that are due */
+static void
+StartDueCalls(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &slots[i];
+
+		if (s->state == SLOT_BACKOFF && s->next_at <= now)
+			s->state = SLOT_READY;
+		if (s->state == SLOT_READY)
+		{
+			CHECK_FOR_INTERRUPTS();
+			StartCall(s);
+		}
+	}
+}
+
+/*
  * One pass: collect finished HTTP calls, run tool units, poll children,
  * claim new runs, start calls that are due.
+ *
+ * While many replies are waiting to be recorded, new runs are claimed and
+ * their calls sent every few replies, so that the model endpoint works on
+ * them while the worker records the rest (instead of a whole batch of
+ * calls ending, then a whole batch starting).
  */
 void
 ExecutorStep(void)
@@ -1087,12 +1132,20 @@ ExecutorStep(void)
 	HttpRequest *req;
 	TimestampTz now;
 	bool		poll_children;
+	int			done = 0;
 
 	while ((req = HttpNextDone()) != NULL)
 	{
 		Slot	   *s = (Slot *) req->owner;
 
 		CallDone(s, req);
+		/* (bounded, so that the pass ends under a steady stream of replies) */
+		if (++done % 8 == 0 && done <= 256)
+		{
+			ClaimIfDue(GetCurrentTimestamp());
+			StartDueCalls();
+			HttpPerform();
+		}
 	}
 
 	for (int i = 0; i < MAX_SLOTS; i++)
@@ -1109,37 +1162,8 @@ ExecutorStep(void)
 				SlotUnit(&slots[i], "pg_agents: waiting for a delegated run", ChildUnit, NULL);
 	}
 
-	/*
-	 * Claim when woken by a backend, once a second anyway, or when slots
-	 * freed up: then in batches (a quarter of the capacity) while calls are
-	 * in flight, so that one claim transaction serves several runs.
-	 */
-	{
-		int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
-		int			free_slots = cap - ActiveSlots();
-
-		if (free_slots > 0 &&
-			(woken || TimestampDifferenceExceeds(last_claim, now, 1000) ||
-			 (more_work && (free_slots >= Max(1, cap / 4) || HttpInFlight() == 0))))
-		{
-			woken = false;
-			(void) ExecutorClaim();
-		}
-	}
-
-	now = GetCurrentTimestamp();
-	for (int i = 0; i < MAX_SLOTS; i++)
-	{
-		Slot	   *s = &slots[i];
-
-		if (s->state == SLOT_BACKOFF && s->next_at <= now)
-			s->state = SLOT_READY;
-		if (s->state == SLOT_READY)
-		{
-			CHECK_FOR_INTERRUPTS();
-			StartCall(s);
-		}
-	}
+	ClaimIfDue(now);
+	StartDueCalls();
 }
 
 /* how long the loop may sleep before the executor needs it again */

@@ -301,6 +301,16 @@ HttpFree(HttpRequest *req)
 	pfree(req);
 }
 
+/* sends what is pending and reads what has arrived, without waiting */
+void
+HttpPerform(void)
+{
+	int			running;
+
+	if (in_flight > 0)
+		curl_multi_perform(multi, &running);
+}
+
 int
 HttpInFlight(void)
 {

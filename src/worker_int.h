@@ -61,6 +61,7 @@ extern bool HttpWait(long timeout_ms);	/* true when the latch was set */
 extern HttpRequest *HttpNextDone(void);
 extern void HttpFree(HttpRequest *req);
 extern int	HttpInFlight(void);
+extern void HttpPerform(void);	/* non-blocking progress */
 
 /* ---- llm.c: OpenAI chat completions and Anthropic messages ---- */
 
