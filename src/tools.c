@@ -941,7 +941,26 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 	if (strcmp(name, "delegate_to_agent") == 0 && tr->can_delegate)
 		return ToolDelegate(tr, input, result, child_run_id, started);
 
+	/* teams (teams.c): ask_parent, agent_teams */
+	if (TeamsHandles(name))
+		return TeamsExecute(tr, name, input, result, child_run_id, started);
+
 	*result = ErrorResult("unknown tool \"%s\"", name);
 	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 	return TOOL_DONE;
+}
+
+/*
+ * teams.c: the approval gate for a teams tool.  TOOL_DONE with *result
+ * NULL: go ahead; otherwise as ApprovalGate.  always: gated whatever the
+ * agent's policy.
+ */
+ToolOutcome
+ToolsGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
+		  bool always, TimestampTz started)
+{
+	*result = NULL;
+	if (!always && !NeedsApproval(tr, tool, false))
+		return TOOL_DONE;
+	return ApprovalGate(tr, tool, input, result, started);
 }

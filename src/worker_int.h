@@ -126,6 +126,19 @@ extern bool ToolsRecordStepText(int64 run_id, const char *kind, const char *name
 extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);
 extern bool PgAgentsFunctionExists(const char *signature);
 
+/* ---- teams.c: messages to runs, ask_parent, agent_teams (docs/teams.md) ---- */
+
+extern void TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate);
+extern bool TeamsHandles(const char *name);
+extern ToolOutcome TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+								int64 *child_run_id, TimestampTz started);
+extern int	TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages);
+extern bool TeamsPending(int64 run_id);
+extern json_t *TeamsChildQuestion(int64 parent_run_id, int64 child_run_id);
+/* tools.c: the approval gate (policy unless always) for teams tools */
+extern ToolOutcome ToolsGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
+							 bool always, TimestampTz started);
+
 /* ---- executor.c: runs in flight ---- */
 
 extern void ExecutorInit(void);
