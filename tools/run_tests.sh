@@ -63,7 +63,7 @@ fi
 it_files=$(pick test/t/*.t)
 if [ -n "$it_files" ]; then
     export PG_AGENTS_ENV="$envfile"
-    suite "integration" prove --exec '' $it_files
+    suite "integration" prove ${PROVE_FLAGS:-} --exec '' $it_files
 fi
 
 # 4. fuzzers: a short run each (longer by hand: see test/fuzz/README.md)
