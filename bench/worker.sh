@@ -10,7 +10,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/test/fixtures/llm.sh"
 export PGOPTIONS="-c client_min_messages=warning"
 q() { psql -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
-q "$(cat "$here/test/fixtures/worker_stubs.sql")" >/dev/null
 
 if [ "${BENCH_SCALE:-}" = small ]; then n1=300; n2=160; n3=30; else n1=3000; n2=960; n3=100; fi
 llm_start

@@ -32,10 +32,14 @@
  *
  * Speed matters: can_access sits in WHERE clauses over millions of rows. So
  * there is no SPI here: every lookup is a direct index scan on the tables'
- * keys; relation and index OIDs are looked up once per transaction; and the
- * agent row, the group memberships and the ACL setting are cached for as long
- * as the active snapshot is the same (same transaction, command id and
- * visible transaction set), which in practice is one statement.
+ * keys; relation and index OIDs are looked up, and the relations locked, once
+ * per transaction.  What is read is cached for as long as the active snapshot
+ * is the same (same transaction, command id and visible transaction set),
+ * which in practice is one statement: the agent rows, the users' groups, the
+ * ACL setting, the agent.resource_acl rows of each resource, and, for an agent
+ * checked several times, all its grants (one range scan; bounded by
+ * pg_agents.access_cache_grants, cold sets dropped first).  A write in the
+ * transaction or a commit seen by a new snapshot starts a fresh cache.
  *
  *-------------------------------------------------------------------------
  */
@@ -129,6 +133,8 @@ typedef struct AccessRels
 	AttrNumber	ag_owner;
 	AttrNumber	ag_status;
 	AttrNumber	ag_deleted;
+	AttrNumber	ac_type;
+	AttrNumber	ac_id;
 	AttrNumber	ac_access;
 	AttrNumber	acl_workspace;
 	AttrNumber	acl_principal;
@@ -190,6 +196,8 @@ EnsureRels(void)
 	rels.ag_owner = LookupAtt(rels.agents, "owner_id");
 	rels.ag_status = LookupAtt(rels.agents, "status");
 	rels.ag_deleted = LookupAtt(rels.agents, "deleted_at");
+	rels.ac_type = LookupAtt(rels.access, "resource_type");
+	rels.ac_id = LookupAtt(rels.access, "resource_id");
 	rels.ac_access = LookupAtt(rels.access, "access");
 	rels.acl_workspace = LookupAtt(rels.acl, "workspace_id");
 	rels.acl_principal = LookupAtt(rels.acl, "principal");
@@ -197,6 +205,19 @@ EnsureRels(void)
 	rels.gm_workspace = LookupAtt(rels.members, "workspace_id");
 	rels.gm_group = LookupAtt(rels.members, "group_id");
 	rels.cf_function = LookupAtt(rels.config, "acl_function");
+	/*
+	 * Lock them once for the rest of the transaction (as any query reading
+	 * them would), so that each check opens them without the lock manager.
+	 */
+	LockRelationOid(rels.agents, AccessShareLock);
+	LockRelationOid(rels.agents_pkey, AccessShareLock);
+	LockRelationOid(rels.access, AccessShareLock);
+	LockRelationOid(rels.access_pkey, AccessShareLock);
+	LockRelationOid(rels.acl, AccessShareLock);
+	LockRelationOid(rels.acl_pkey, AccessShareLock);
+	LockRelationOid(rels.members, AccessShareLock);
+	LockRelationOid(rels.members_user_idx, AccessShareLock);
+	LockRelationOid(rels.config, AccessShareLock);
 	rels.lxid = MyProc->lxid;
 	rels.valid = true;
 }
@@ -217,6 +238,65 @@ typedef struct CacheKey
 	bool		valid;
 } CacheKey;
 
+/*
+ * The agent.resource_acl rows of one resource, cached per snapshot (the same
+ * resource is typically checked for several agents or modes).
+ */
+typedef struct AclRow
+{
+	char	   *principal;
+	int			plen;
+	int			level;
+	char	   *workspace;		/* NULL: row of no particular workspace */
+} AclRow;
+
+typedef struct AclEntry
+{
+	uint64		hash;			/* hash key: of (type, id) */
+	char	   *rtype;
+	char	   *rid;
+	int			nrows;
+	AclRow	   *rows;
+	bool		filled;			/* false while (or if an error stopped) filling it */
+} AclEntry;
+
+static HTAB *acl_cache = NULL;
+static long acl_cached_rows = 0;
+
+#define ACL_CACHE_MAX_ROWS	262144
+
+/*
+ * All the grants of one agent, in an open-addressing table, loaded in one
+ * index range scan once the agent has been checked a few times in the same
+ * snapshot (a run, or a WHERE clause, checks many resources for one agent).
+ */
+typedef struct GrantItem
+{
+	uint32		hash;
+	int			level;			/* LEVEL_NONE marks an empty slot */
+	char	   *rtype;
+	char	   *rid;
+} GrantItem;
+
+typedef struct GrantSet
+{
+	uint32		mask;
+	int			n;
+	GrantItem  *items;
+	MemoryContext cxt;			/* holds the set; deleted when the set is dropped */
+	uint64		last_use;		/* check_clock when it last answered */
+} GrantSet;
+
+#define GRANTSET_AFTER_CHECKS	4
+#define GRANTSET_MAX_AGENT		20000
+
+static long grantset_total = 0;
+static uint64 check_clock = 0;	/* grant lookups in this snapshot */
+static uint64 load_blocked_until = 0;
+
+/* a set unused for this many checks may be dropped to make room */
+#define GRANTSET_COLD_CHECKS	Max(1024, pg_agents_access_cache_grants / 4)
+
 typedef struct AgentEntry
 {
 	int64		id;				/* hash key */
@@ -225,6 +305,12 @@ typedef struct AgentEntry
 	bool		suspended;
 	char	   *workspace;
 	char	   *owner;
+	int			ws_grant;		/* level of its workspace_shared grant, -1 unknown */
+	int			checks;			/* grant lookups since its set was last loaded */
+	int			loads;			/* how many times its set was loaded */
+	bool		set_failed;		/* too many grants to load them all */
+	struct GrantSet *set;		/* all its grants, once loaded */
+	bool		filled;			/* false while (or if an error stopped) filling it */
 } AgentEntry;
 
 typedef struct GroupsEntry
@@ -234,6 +320,7 @@ typedef struct GroupsEntry
 	char	   *user;
 	int			ngroups;
 	char	  **groups;
+	bool		filled;			/* false while (or if an error stopped) filling it */
 } GroupsEntry;
 
 #define CACHE_MAX_ENTRIES	65536
@@ -257,6 +344,11 @@ CacheReset(void)
 		MemoryContextReset(cache_cxt);
 	agent_cache = NULL;
 	groups_cache = NULL;
+	acl_cache = NULL;
+	acl_cached_rows = 0;
+	grantset_total = 0;
+	check_clock = 0;
+	load_blocked_until = 0;
 	acl_fn_loaded = false;
 	acl_fn_oid = InvalidOid;
 }
@@ -296,6 +388,12 @@ EnsureCache(Snapshot snap)
 		ctl.hcxt = cache_cxt;
 		groups_cache = hash_create("pg_agents groups", 256, &ctl,
 								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(AclEntry);
+		ctl.hcxt = cache_cxt;
+		acl_cache = hash_create("pg_agents acl", 1024, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	cache_key = k;
 }
@@ -354,16 +452,22 @@ GetAgent(int64 agent_id, Snapshot snap)
 	TupleTableSlot *slot;
 
 	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
-	if (found)
+	if (found && e->filled)
 		return e;
+	e->filled = false;
 	e->found = false;
 	e->deleted = false;
 	e->suspended = false;
 	e->workspace = NULL;
 	e->owner = NULL;
+	e->ws_grant = -1;
+	e->checks = 0;
+	e->loads = 0;
+	e->set_failed = false;
+	e->set = NULL;
 
-	heap = table_open(rels.agents, AccessShareLock);
-	index = index_open(rels.agents_pkey, AccessShareLock);
+	heap = table_open(rels.agents, NoLock);
+	index = index_open(rels.agents_pkey, NoLock);
 	slot = table_slot_create(heap, NULL);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
 	scan = index_beginscan(heap, index, snap, 1, 0);
@@ -387,8 +491,9 @@ GetAgent(int64 agent_id, Snapshot snap)
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	e->filled = true;
 	return e;
 }
 
@@ -411,8 +516,9 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	h = hash_bytes_extended((const unsigned char *) user, strlen(user), 0);
 	h = hash_bytes_extended((const unsigned char *) workspace, wslen, h);
 	e = (GroupsEntry *) hash_search(groups_cache, &h, HASH_ENTER, &found);
-	if (found && strcmp(e->user, user) == 0 && strcmp(e->workspace, workspace) == 0)
+	if (found && e->filled && strcmp(e->user, user) == 0 && strcmp(e->workspace, workspace) == 0)
 		return e;
+	e->filled = false;
 	/* new entry, or a hash collision: (re)fill it */
 	old = MemoryContextSwitchTo(cache_cxt);
 	e->workspace = pstrdup(workspace);
@@ -421,8 +527,8 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	e->groups = NULL;
 	MemoryContextSwitchTo(old);
 
-	heap = table_open(rels.members, AccessShareLock);
-	index = index_open(rels.members_user_idx, AccessShareLock);
+	heap = table_open(rels.members, NoLock);
+	index = index_open(rels.members_user_idx, NoLock);
 	slot = table_slot_create(heap, NULL);
 	InitTextKey(&key, index, 1, user);
 	scan = index_beginscan(heap, index, snap, 1, 0);
@@ -450,8 +556,9 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	e->filled = true;
 	return e;
 }
 
@@ -466,8 +573,8 @@ GetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap)
 	TupleTableSlot *slot;
 	int			level = LEVEL_NONE;
 
-	heap = table_open(rels.access, AccessShareLock);
-	index = index_open(rels.access_pkey, AccessShareLock);
+	heap = table_open(rels.access, NoLock);
+	index = index_open(rels.access_pkey, NoLock);
 	slot = table_slot_create(heap, NULL);
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
 	InitTextKey(&keys[1], index, 2, rtype);
@@ -483,9 +590,208 @@ GetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap)
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	return level;
+}
+
+
+static inline uint32
+GrantHash(const char *rtype, const char *rid)
+{
+	return hash_combine(hash_bytes((const unsigned char *) rtype, strlen(rtype)),
+						hash_bytes((const unsigned char *) rid, strlen(rid)));
+}
+
+static void
+GrantSetInsert(GrantSet *gs, char *rtype, char *rid, int level)
+{
+	uint32		h = GrantHash(rtype, rid);
+	uint32		i = h & gs->mask;
+
+	while (gs->items[i].level != LEVEL_NONE)
+		i = (i + 1) & gs->mask;
+	gs->items[i].hash = h;
+	gs->items[i].level = level;
+	gs->items[i].rtype = rtype;
+	gs->items[i].rid = rid;
+}
+
+static int
+GrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
+{
+	uint32		h = GrantHash(rtype, rid);
+	uint32		i = h & gs->mask;
+
+	while (gs->items[i].level != LEVEL_NONE)
+	{
+		GrantItem  *it = &gs->items[i];
+
+		if (it->hash == h && strcmp(it->rid, rid) == 0 && strcmp(it->rtype, rtype) == 0)
+			return it->level;
+		i = (i + 1) & gs->mask;
+	}
+	return LEVEL_NONE;
+}
+
+/*
+ * Past the memory limit, drop the sets that have not answered for a while:
+ * with checks grouped by agent (a run, a WHERE clause) those of the agents
+ * already done; with checks scattered over many agents, none, and then no
+ * new set is loaded for a while (each check probes the index).
+ */
+static void
+DropColdGrantSets(void)
+{
+	HASH_SEQ_STATUS status;
+	AgentEntry *e;
+	uint64		cold = GRANTSET_COLD_CHECKS;
+	uint64		threshold = check_clock > cold ? check_clock - cold : 0;
+	int			dropped = 0;
+
+	hash_seq_init(&status, agent_cache);
+	while ((e = (AgentEntry *) hash_seq_search(&status)) != NULL)
+	{
+		if (e->set != NULL && e->set->last_use < threshold)
+		{
+			grantset_total -= e->set->n;
+			MemoryContextDelete(e->set->cxt);
+			e->set = NULL;
+			e->checks = 0;
+			dropped++;
+		}
+	}
+	elog(DEBUG2, "pg_agents: dropped %d cold grant sets, %ld grants still held",
+		 dropped, grantset_total);
+}
+
+/* load every grant of the agent; false (and nothing kept) past the limits */
+static bool
+LoadGrantSet(AgentEntry *ag, Snapshot snap)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	int			n = 0;
+	int			cap = 64;
+	char	  **types;
+	char	  **ids;
+	int		   *levels;
+	bool		ok = true;
+	MemoryContext old = MemoryContextSwitchTo(cache_cxt);
+	MemoryContext tmp = AllocSetContextCreate(cache_cxt, "pg_agents grant set",
+											  ALLOCSET_DEFAULT_SIZES);
+
+	MemoryContextSwitchTo(tmp);
+	types = palloc(sizeof(char *) * cap);
+	ids = palloc(sizeof(char *) * cap);
+	levels = palloc(sizeof(int) * cap);
+	heap = table_open(rels.access, NoLock);
+	index = index_open(rels.access_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(ag->id));
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
+		{
+			ok = false;
+			break;
+		}
+		if (n == cap)
+		{
+			cap *= 2;
+			types = repalloc(types, sizeof(char *) * cap);
+			ids = repalloc(ids, sizeof(char *) * cap);
+			levels = repalloc(levels, sizeof(int) * cap);
+		}
+		d = slot_getattr(slot, rels.ac_type, &isnull);
+		types[n] = isnull ? pstrdup("") : TextDatumGetCString(d);
+		d = slot_getattr(slot, rels.ac_id, &isnull);
+		ids[n] = isnull ? pstrdup("") : TextDatumGetCString(d);
+		d = slot_getattr(slot, rels.ac_access, &isnull);
+		levels[n] = isnull ? LEVEL_NONE : TextLevel(d);
+		if (levels[n] != LEVEL_NONE)
+			n++;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	if (ok)
+	{
+		GrantSet   *gs = palloc(sizeof(GrantSet));	/* in tmp */
+		uint32		size = 16;
+		int			i;
+
+		while (size < (uint32) n * 2)
+			size *= 2;
+		gs->mask = size - 1;
+		gs->n = n;
+		gs->cxt = tmp;
+		gs->items = palloc0(sizeof(GrantItem) * size);
+		for (i = 0; i < n; i++)
+			GrantSetInsert(gs, types[i], ids[i], levels[i]);
+		pfree(types);
+		pfree(ids);
+		pfree(levels);
+		gs->last_use = check_clock;
+		MemoryContextSwitchTo(old);
+		if (grantset_total + n > pg_agents_access_cache_grants)
+			DropColdGrantSets();
+		if (grantset_total + n > pg_agents_access_cache_grants)
+		{
+			/* no room: probe the index, and try again later */
+			MemoryContextDelete(tmp);
+			ag->checks = 0;
+			load_blocked_until = check_clock + GRANTSET_COLD_CHECKS;
+			ok = false;
+		}
+		else
+		{
+			ag->set = gs;		/* lives in tmp, a child of cache_cxt */
+			ag->loads++;
+			grantset_total += n;
+		}
+	}
+	else
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(tmp);
+		ag->set_failed = true;
+	}
+	return ok;
+}
+
+/* the level of the agent's grant on (type, id): from its set, or one index probe */
+static int
+AgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
+{
+	check_clock++;
+	if (ag->set == NULL && !ag->set_failed && check_clock >= load_blocked_until &&
+		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)))
+		LoadGrantSet(ag, snap);
+	if (ag->set != NULL)
+	{
+		ag->set->last_use = check_clock;
+		return GrantSetLookup(ag->set, rtype, rid);
+	}
+	return GetGrant(ag->id, rtype, rid, snap);
+}
+
+/* the level of the agent's workspace_shared grant, looked up once per snapshot */
+static int
+GetWorkspaceGrant(AgentEntry *ag, Snapshot snap)
+{
+	if (ag->ws_grant < 0)
+		ag->ws_grant = AgentGrant(ag, "workspace_shared", "*", snap);
+	return ag->ws_grant;
 }
 
 /* the registered ACL function, InvalidOid for the default tables */
@@ -499,7 +805,7 @@ GetAclFunction(Snapshot snap)
 	if (acl_fn_loaded)
 		return acl_fn_oid;
 	acl_fn_oid = InvalidOid;
-	heap = table_open(rels.config, AccessShareLock);
+	heap = table_open(rels.config, NoLock);
 	scan = systable_beginscan(heap, InvalidOid, false, snap, 0, NULL);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
@@ -510,7 +816,7 @@ GetAclFunction(Snapshot snap)
 			acl_fn_oid = DatumGetObjectId(d);
 	}
 	systable_endscan(scan);
-	table_close(heap, AccessShareLock);
+	table_close(heap, NoLock);
 	if (OidIsValid(acl_fn_oid))
 		fmgr_info_cxt(acl_fn_oid, &acl_fn_info, cache_cxt);
 	acl_fn_loaded = true;
@@ -541,6 +847,98 @@ CallAclFunction(const char *user, const char *rtype, const char *rid, int mode)
 	return DatumGetBool(result);
 }
 
+
+static void
+LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
+			MemoryContext cxt)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[2];
+	TupleTableSlot *slot;
+	int			cap = 0;
+
+	e->nrows = 0;
+	e->rows = NULL;
+	heap = table_open(rels.acl, NoLock);
+	index = index_open(rels.acl_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&keys[0], index, 1, rtype);
+	InitTextKey(&keys[1], index, 2, rid);
+	scan = index_beginscan(heap, index, snap, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		AclRow	   *r;
+		MemoryContext old;
+
+		d = slot_getattr(slot, rels.acl_principal, &isnull);
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(cxt);
+		if (e->nrows == cap)
+		{
+			cap = cap == 0 ? 4 : cap * 2;
+			e->rows = e->rows == NULL ? palloc(sizeof(AclRow) * cap)
+				: repalloc(e->rows, sizeof(AclRow) * cap);
+		}
+		r = &e->rows[e->nrows++];
+		r->principal = TextDatumGetCString(d);
+		r->plen = strlen(r->principal);
+		d = slot_getattr(slot, rels.acl_access, &isnull);
+		r->level = isnull ? LEVEL_NONE : TextLevel(d);
+		d = slot_getattr(slot, rels.acl_workspace, &isnull);
+		r->workspace = isnull ? NULL : TextDatumGetCString(d);
+		MemoryContextSwitchTo(old);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+}
+
+static AclEntry *
+GetAclRows(const char *rtype, const char *rid, Snapshot snap)
+{
+	uint64		h;
+	AclEntry   *e;
+	bool		found;
+	MemoryContext old;
+
+	h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
+	h = hash_bytes_extended((const unsigned char *) rid, strlen(rid), h);
+	if (acl_cached_rows >= ACL_CACHE_MAX_ROWS)
+		e = (AclEntry *) hash_search(acl_cache, &h, HASH_FIND, &found);
+	else
+	{
+		e = (AclEntry *) hash_search(acl_cache, &h, HASH_ENTER, &found);
+		if (!found)
+			e->filled = false;
+	}
+	if (found && e->filled && strcmp(e->rtype, rtype) == 0 && strcmp(e->rid, rid) == 0)
+		return e;
+	if (e == NULL || found)
+	{
+		/* cache full, or another resource with the same hash: no caching */
+		e = palloc(sizeof(AclEntry));
+		e->rtype = pstrdup(rtype);
+		e->rid = pstrdup(rid);
+		LoadAclRows(e, rtype, rid, snap, CurrentMemoryContext);
+		return e;
+	}
+	old = MemoryContextSwitchTo(cache_cxt);
+	e->rtype = pstrdup(rtype);
+	e->rid = pstrdup(rid);
+	MemoryContextSwitchTo(old);
+	LoadAclRows(e, rtype, rid, snap, cache_cxt);
+	e->filled = true;
+	acl_cached_rows += e->nrows + 1;
+	return e;
+}
+
 /*
  * The level a principal holds on a resource, from agent.resource_acl rows of
  * the workspace (or without one).  user NULL: the workspace share only.
@@ -549,69 +947,36 @@ static int
 AclLevel(const char *workspace, const char *user, GroupsEntry *groups,
 		 const char *rtype, const char *rid, Snapshot snap)
 {
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData keys[2];
-	TupleTableSlot *slot;
+	AclEntry   *e = GetAclRows(rtype, rid, snap);
 	int			best = LEVEL_NONE;
-	int			wslen = strlen(workspace);
 	int			ulen = user ? strlen(user) : 0;
+	int			i;
 
-	heap = table_open(rels.acl, AccessShareLock);
-	index = index_open(rels.acl_pkey, AccessShareLock);
-	slot = table_slot_create(heap, NULL);
-	InitTextKey(&keys[0], index, 1, rtype);
-	InitTextKey(&keys[1], index, 2, rid);
-	scan = index_beginscan(heap, index, snap, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
-	while (best < LEVEL_EDIT && index_getnext_slot(scan, ForwardScanDirection, slot))
+	for (i = 0; i < e->nrows && best < LEVEL_EDIT; i++)
 	{
-		bool		isnull;
-		Datum		d;
-		text	   *p;
-		const char *ps;
-		int			plen;
+		AclRow	   *r = &e->rows[i];
+		const char *ps = r->principal;
+		int			plen = r->plen;
 		bool		match = false;
-		int			level;
 
-		d = slot_getattr(slot, rels.acl_workspace, &isnull);
-		if (!isnull && !TextEq(d, workspace, wslen))
+		if (r->level <= best)
 			continue;
-		d = slot_getattr(slot, rels.acl_access, &isnull);
-		level = isnull ? LEVEL_NONE : TextLevel(d);
-		if (level <= best)
+		if (r->workspace != NULL && strcmp(r->workspace, workspace) != 0)
 			continue;
-		d = slot_getattr(slot, rels.acl_principal, &isnull);
-		if (isnull)
-			continue;
-		p = DatumGetTextPP(d);
-		ps = VARDATA_ANY(p);
-		plen = VARSIZE_ANY_EXHDR(p);
 		if (plen == 9 && memcmp(ps, "workspace", 9) == 0)
 			match = true;
 		else if (user != NULL && plen == ulen + 5 && memcmp(ps, "user:", 5) == 0)
 			match = memcmp(ps + 5, user, ulen) == 0;
 		else if (user != NULL && groups != NULL && plen > 6 && memcmp(ps, "group:", 6) == 0)
 		{
-			int			i;
+			int			g;
 
-			for (i = 0; i < groups->ngroups && !match; i++)
-			{
-				const char *g = groups->groups[i];
-
-				match = (strlen(g) == plen - 6 && memcmp(ps + 6, g, plen - 6) == 0);
-			}
+			for (g = 0; g < groups->ngroups && !match; g++)
+				match = strcmp(ps + 6, groups->groups[g]) == 0;
 		}
-		if ((Pointer) p != DatumGetPointer(d))
-			pfree(p);
 		if (match)
-			best = level;
+			best = r->level;
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
 	return best;
 }
 
@@ -796,13 +1161,13 @@ Decide(AccessArgs *a, bool want_detail, char **detail)
 		return AR_AGENT_SUSPENDED;
 	}
 
-	grant = GetGrant(a->agent_id, a->rtype, a->rid, snap);
+	grant = AgentGrant(ag, a->rtype, a->rid, snap);
 	if (grant != LEVEL_NONE)
 	{
 		if (a->mode == LEVEL_EDIT && grant < LEVEL_EDIT)
 		{
 			/* the workspace_shared path may still allow the edit */
-			if (GetGrant(a->agent_id, "workspace_shared", "*", snap) >= LEVEL_EDIT &&
+			if (GetWorkspaceGrant(ag, snap) >= LEVEL_EDIT &&
 				WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_EDIT, snap) &&
 				UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, LEVEL_EDIT, snap))
 			{
@@ -832,7 +1197,7 @@ Decide(AccessArgs *a, bool want_detail, char **detail)
 		return AR_OWNER_DENIED;
 	}
 
-	grant = GetGrant(a->agent_id, "workspace_shared", "*", snap);
+	grant = GetWorkspaceGrant(ag, snap);
 	if (grant != LEVEL_NONE &&
 		WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_READ, snap))
 	{

@@ -21,18 +21,26 @@
  * agent.current_agent_id(), so a plan made for one agent and run for another
  * still filters for the second one.
  *
+ * The policies also fold agent._allowlist_custom_acl() (whether a custom ACL
+ * function is configured), so a change of agent.access_config invalidates
+ * every cached plan of every backend at commit (a statement trigger calling
+ * pg_agents_allowlist_invalidate).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <ctype.h>
 
+#include "commands/trigger.h"
 #include "fmgr.h"
+#include "utils/inval.h"
 #include "utils/plancache.h"
 
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_invalidate);
 
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
@@ -84,4 +92,20 @@ Datum
 pg_agents_allowlist_active(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(PgAgentsActorIsAgent(pg_agents_actor));
+}
+
+/*
+ * agent._allowlist_invalidate(): statement trigger on agent.access_config.
+ * Sends a relcache invalidation of every relation at commit, which makes every
+ * backend drop its cached plans (they may hold a folded policy).
+ */
+Datum
+pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._allowlist_invalidate() must be called as a trigger")));
+	CacheInvalidateRelcacheAll();
+	return PointerGetDatum(NULL);
 }

@@ -211,7 +211,8 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 
 	/* 0. find and lock the tree, then the parent */
 	v[0] = Int64GetDatum(parent_id);
-	Exec(GetPlan(Q_ROOT, "SELECT coalesce(root_run_id, id) FROM agent.runs WHERE id = $1", 1, t1),
+	Exec(GetPlan(Q_ROOT, "SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = r.root_run_id), r.id)"
+				 " FROM agent.runs r WHERE r.id = $1", 1, t1),
 		 v, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		ereport(ERROR,

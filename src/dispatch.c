@@ -86,6 +86,7 @@ static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
+static SPIPlanPtr plan_last_run = NULL;
 
 /* --------------------------------------------------------------------------
  * helpers
@@ -365,7 +366,8 @@ QueryCandidates(const char *event_name, const char *resource_type,
 		Datum		args[3];
 		char		nulls[3] = {' ', ' ', ' '};
 
-		/* two probes of triggers_event_rid_idx: this resource, and any resource */
+		/* probes of triggers_event_idx: this resource, any resource of the
+		 * type, and (resource_type NULL) any resource of any type */
 		PreparePlan(&plan_lookup,
 					CANDIDATE_COLUMNS
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
@@ -376,6 +378,11 @@ QueryCandidates(const char *event_name, const char *resource_type,
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
 					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
 					"AND t.resource_id IS NULL "
+					"UNION ALL "
+					CANDIDATE_COLUMNS
+					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
+					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
 					"ORDER BY 1",
 					3, types);
 		args[0] = CStringGetTextDatum(event_name);
@@ -651,6 +658,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	int			ret;
 	bool		isnull;
 	Datum		d;
+	int64		run_id;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	PushText(&st, "event", ev->event_name);
@@ -681,7 +689,21 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		elog(ERROR, "pg_agents: agent._enqueue_run returned NULL");
-	return DatumGetInt64(d);
+	run_id = DatumGetInt64(d);
+
+	/* the trigger remembers when it last queued a run */
+	{
+		Oid			ltypes[1] = {INT8OID};
+		Datum		largs[1] = {Int64GetDatum(c->id)};
+
+		PreparePlan(&plan_last_run,
+					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() WHERE t.id OPERATOR(pg_catalog.=) $1",
+					1, ltypes);
+		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
+		if (ret != SPI_OK_UPDATE)
+			elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
+	}
+	return run_id;
 }
 
 /* Processes the candidates of one event; appends run ids to *runs. */
@@ -748,7 +770,9 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	EventCtx	ev;
 	List	   *volatile runs = NIL;
 	bool		mention = strcmp(event_name, "agent.mentioned") == 0;
-	volatile int64 mention_agent = 0;
+	int64		mention_agent = 0;
+	Candidate  *items;
+	int			n;
 
 	if (actor == NULL && pg_agents_actor != NULL && pg_agents_actor[0] != '\0')
 		actor = pg_agents_actor;
@@ -768,16 +792,18 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	ev.actor = actor;
 	ev.event_id = event_id;
 
+	/* may flush a stale cache: no dispatch is using it at depth 0 */
+	n = GetCandidates(event_name, resource_type, resource_id, mention_agent, &items);
+	if (n == 0)
+		return NIL;
+
+	/* a nested dispatch (a run written to a watched table) keeps items valid */
 	dispatch_depth++;
 	PG_TRY();
 	{
-		Candidate  *items;
-		int			n = GetCandidates(event_name, resource_type, resource_id, mention_agent, &items);
-
 		List	   *made = NIL;
 
-		if (n > 0)
-			ProcessCandidates(&ev, items, n, mention, &made);
+		ProcessCandidates(&ev, items, n, mention, &made);
 		runs = made;
 	}
 	PG_FINALLY();

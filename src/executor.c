@@ -89,10 +89,19 @@ typedef struct Slot
 
 static Slot slots[MAX_SLOTS];
 static char unit_error[1024];
-static bool more_work = true;
+static bool more_work = true;	/* a slot was freed, or the last claim was full */
+static bool woken = true;		/* a backend queued runs (latch) */
 static TimestampTz last_claim = 0;
 static TimestampTz last_child_poll = 0;
 static uint32 claim_gen = 0;
+
+/* plans prepared once and kept */
+static SPIPlanPtr lease_plan = NULL;
+static SPIPlanPtr forget_plan = NULL;
+static SPIPlanPtr finish_plan = NULL;
+static SPIPlanPtr save_plan = NULL;
+static SPIPlanPtr claim_plan = NULL;
+
 
 /* ---------------------------------------------------------------------
  * Units of work
@@ -193,9 +202,9 @@ HoldLease(int64 run_id)
 
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (SPI_execute_with_args("UPDATE agent.runs SET lease_until = now() + make_interval(secs => $2) "
-							  "WHERE id = $1 AND status = 'running'",
-							  2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
+	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = now() + make_interval(secs => $2) "
+						 "WHERE id = $1 AND status = 'running'",
+						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
 	return SPI_processed == 1;
 }
@@ -207,7 +216,9 @@ ForgetState(int64 run_id)
 	Datum		vals[1];
 
 	vals[0] = Int64GetDatum(run_id);
-	SPI_execute_with_args("DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0);
+	if (PgAgentsExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
+		!= SPI_OK_DELETE)
+		elog(ERROR, "could not forget the state of run " INT64_FORMAT, run_id);
 }
 
 static void
@@ -234,7 +245,7 @@ FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
 		vals[3] = CStringGetTextDatum(error);
 	else
 		nulls[3] = 'n';
-	if (SPI_execute_with_args("SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
+	if (PgAgentsExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
 	ForgetState(run_id);
@@ -259,7 +270,7 @@ SaveState(Slot *s)
 	vals[0] = Int64GetDatum(s->run_id);
 	vals[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 	vals[2] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
+	if (PgAgentsExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
 							  "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
 							  "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
 							  "worker_pid = excluded.worker_pid, updated_at = clock_timestamp()",
@@ -395,7 +406,7 @@ ClaimUnit(Slot *unused, void *arg)
 
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
-	rc = SPI_execute_with_args(
+	rc = PgAgentsExecPlan(&claim_plan,
 		"WITH c AS (SELECT * FROM agent.claim_runs($1)), "
 		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 		"      SELECT c.id, c.workspace_id, $2 FROM c "
@@ -448,6 +459,7 @@ ClaimUnit(Slot *unused, void *arg)
 		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
 		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
 		s->tools = ToolsDefinitions(s->can_delegate);
+		McpAppendToolDefinitions(s->tools, s->agent_id);
 		TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		s->state = SLOT_READY;
 
@@ -619,6 +631,20 @@ ExecuteTools(Slot *s)
 			s->child_run_id = child;
 			SaveState(s);
 			s->state = SLOT_CHILD;
+			/* park the run (waiting_children) until its child ends: it is re-queued then */
+			if (PgAgentsFunctionExists("agent.wait_for_children(bigint)"))
+			{
+				Oid			types[1] = {INT8OID};
+				Datum		vals[1];
+				bool		isnull;
+
+				vals[0] = Int64GetDatum(s->run_id);
+				if (SPI_execute_with_args("SELECT agent.wait_for_children($1)", 1, types, vals, NULL, false, 1)
+					!= SPI_OK_SELECT || SPI_processed != 1)
+					elog(ERROR, "agent.wait_for_children returned no row");
+				if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+					s->state = SLOT_FREE;	/* freed by the caller */
+			}
 			return;
 		}
 		content = json_dumps(result, JSON_COMPACT);
@@ -752,6 +778,8 @@ ReplyUnit(Slot *s, void *arg)
 	Oid			types[4] = {INT8OID, INT4OID, INT4OID, TEXTOID};
 	Datum		vals[4];
 	char	   *status;
+	static SPIPlanPtr usage_plan = NULL;
+	static SPIPlanPtr status_plan = NULL;
 
 	if (!HoldLease(s->run_id))
 	{
@@ -774,10 +802,10 @@ ReplyUnit(Slot *s, void *arg)
 	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
 	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
 	vals[3] = CStringGetTextDatum(s->model);
-	if (SPI_execute_with_args("SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
+	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
-	if (SPI_execute_with_args("SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
+	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
 							  "r.token_budget, r.tokens_total FROM agent.runs r WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
@@ -949,6 +977,13 @@ CallDone(Slot *s, HttpRequest *req)
  * ---------------------------------------------------------------------
  */
 
+/* a backend queued runs (the latch was set): claim at the next pass */
+void
+ExecutorWake(void)
+{
+	woken = true;
+}
+
 void
 ExecutorInit(void)
 {
@@ -1013,8 +1048,23 @@ ExecutorStep(void)
 				SlotUnit(&slots[i], "pg_agents: waiting for a delegated run", ChildUnit, NULL);
 	}
 
-	if (more_work || TimestampDifferenceExceeds(last_claim, now, 250))
-		(void) ExecutorClaim();
+	/*
+	 * Claim when woken by a backend, once a second anyway, or when slots
+	 * freed up: then in batches (a quarter of the capacity) while calls are
+	 * in flight, so that one claim transaction serves several runs.
+	 */
+	{
+		int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
+		int			free_slots = cap - ActiveSlots();
+
+		if (free_slots > 0 &&
+			(woken || TimestampDifferenceExceeds(last_claim, now, 1000) ||
+			 (more_work && (free_slots >= Max(1, cap / 4) || HttpInFlight() == 0))))
+		{
+			woken = false;
+			(void) ExecutorClaim();
+		}
+	}
 
 	now = GetCurrentTimestamp();
 	for (int i = 0; i < MAX_SLOTS; i++)
@@ -1053,7 +1103,7 @@ ExecutorNextTimeout(long dflt)
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;
 	}
-	if (more_work && ActiveSlots() < pg_agents_max_concurrent_runs)
+	if ((woken || more_work) && ActiveSlots() < pg_agents_max_concurrent_runs && HttpInFlight() == 0)
 		t = 0;
 	return t;
 }

@@ -604,7 +604,7 @@ ResolveView(const char *name, bool *syntax_ok)
 	}
 	PG_END_TRY();
 	*syntax_ok = ok;
-	if (!ok || names == NIL || list_length(names) > 3)
+	if (!ok || names == NIL || list_length(names) > 2)
 	{
 		*syntax_ok = false;
 		return InvalidOid;

@@ -48,6 +48,9 @@ int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
 int			pg_agents_self_retrigger_cap = 3;
 
+/* access */
+int			pg_agents_access_cache_grants = 262144;
+
 /*
  * The API key is never displayed, to anyone (members of
  * pg_read_all_settings included); the worker reads the variable itself.
@@ -159,6 +162,11 @@ PgAgentsDefineGucs(void)
 							"Runs in a chain an agent may trigger through its own writes (triggers with allow_self_retrigger).",
 							NULL, &pg_agents_self_retrigger_cap, 3, 0, 100,
 							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.access_cache_grants",
+							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",
+							"0 makes every check probe the index.",
+							&pg_agents_access_cache_grants, 262144, 0, 16 * 1024 * 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_agents");
 }

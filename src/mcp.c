@@ -309,7 +309,7 @@ mcp_client_new(const char *url, json_t *headers, long timeout_ms)
 	if (c == NULL)
 		abort();
 	c->url = xstrdup(url);
-	c->headers = (headers && json_is_object(headers)) ? json_deep_copy(headers) : json_object();
+	c->headers = (headers && json_is_object(headers)) ? json_deep_copy(headers) : mcp_json_object();
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
 	c->next_id = 1;
 	c->curl = curl_easy_init();
@@ -1165,7 +1165,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 	*tools = NULL;
 	for (;;)
 	{
-		json_t	   *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
+		json_t	   *params = cursor ? json_pack("{s:s}", "cursor", cursor) : mcp_json_object();
 		json_t	   *result = NULL;
 		json_t	   *page;
 		json_t	   *next;
@@ -1236,7 +1236,7 @@ mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result
 	if (arguments && json_is_object(arguments))
 		params = json_pack("{s:s, s:O}", "name", name, "arguments", arguments);
 	else
-		params = json_pack("{s:s, s:o}", "name", name, "arguments", json_object());
+		params = json_pack("{s:s, s:o}", "name", name, "arguments", mcp_json_object());
 	rc = request(c, "tools/call", params, result);
 	json_decref(params);
 	return rc;

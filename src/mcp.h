@@ -31,6 +31,14 @@
 #define MCP_CLIENT_NAME			"pg_agents"
 #define MCP_CLIENT_VERSION		"0.1.0"
 
+/*
+ * An empty JSON object.  Code loaded into the server must never call
+ * jansson's json_object() directly: the postgres executable exports a
+ * function of the same name (SQL json_object), and the dynamic linker binds
+ * our call to it.  (libjansson's own internal calls are not affected.)
+ */
+#define mcp_json_object() json_pack("{}")
+
 /* Result codes of the client calls. */
 #define MCP_OK				0
 #define MCP_ERROR			(-1)	/* transport, HTTP or protocol failure */

@@ -271,7 +271,7 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 		out = json_pack("{s:b, s:o}", "ok", 1, "result", result);
 	else if (rc == MCP_RPC_ERROR)
 		out = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", mcp_client_error(c),
-						"rpc_error", result ? result : json_object());
+						"rpc_error", result ? result : mcp_json_object());
 	else
 	{
 		if (result)

@@ -38,6 +38,7 @@ extern char *pg_agents_llm_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
 extern int	pg_agents_self_retrigger_cap;
+extern int	pg_agents_access_cache_grants;
 
 extern void PgAgentsDefineGucs(void);
 extern int	PgAgentsEffectiveDelegationDepth(void);

@@ -343,10 +343,13 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 			r = TeamsError("spawn needs an integer agent_id and a string task"), failed = true;
 		else
 		{
-			ToolOutcome gate = ToolsGate(tr, "agent_teams", input, result, false, started);
+			if (ToolsNeedsApproval(tr, "agent_teams", false))
+			{
+				ToolOutcome gate = ToolsApprovalGate(tr, "agent_teams", input, result, started);
 
-			if (gate != TOOL_DONE || *result != NULL)
-				return gate;
+				if (gate != TOOL_DONE || *result != NULL)
+					return gate;
+			}
 			vals[1] = Int64GetDatum(agent);
 			vals[2] = CStringGetTextDatum(task);
 			r = TeamsQuery("SELECT jsonb_build_object('child_run_id', agent.delegate($1, $2, $3), 'status', 'queued')",

@@ -8,7 +8,7 @@
  * identity GUCs set (ToolsSetIdentity).  The gate (agent.explain_access
  * under the run's regime, the approval policy) runs as the worker; the
  * data SQL itself runs in a subtransaction as the NOLOGIN role
- * agent_tool (neither superuser nor BYPASSRLS), so that row-level
+ * agents_tool (neither superuser nor BYPASSRLS), so that row-level
  * security and audit triggers see the agent.  A failing tool rolls back
  * its subtransaction only and becomes an error result for the model.
  *
@@ -37,7 +37,7 @@
 
 
 #define RESOURCE_REGISTRY	"agent.resource_tables"
-#define TOOL_ROLE			"agent_tool"
+#define TOOL_ROLE			"agents_tool"
 #define SEARCH_DEFAULT_LIMIT 5
 #define SEARCH_MAX_LIMIT	50
 #define SNIPPET_CHARS		200
@@ -49,6 +49,8 @@ typedef struct ResourceTable
 	char	   *id_col;			/* quoted */
 	char	   *title_col;		/* quoted */
 	char	   *body_col;		/* quoted */
+	char	   *tsv_col;		/* quoted, or NULL */
+	char	   *config;			/* search configuration, as a literal */
 } ResourceTable;
 
 /* ---------------------------------------------------------------------
@@ -74,6 +76,39 @@ bool
 PgAgentsFunctionExists(const char *signature)
 {
 	return OidIsValid(ToReg(to_regprocedure, signature));
+}
+
+/*
+ * Executes a statement through a plan prepared once and kept (SPI_keepplan);
+ * the plan cache re-plans it when the objects it uses change.
+ */
+int
+PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
+				 Datum *vals, const char *nulls, bool read_only, long count)
+{
+	if (*cache == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not keep a plan");
+		*cache = plan;
+	}
+	return SPI_execute_plan(*cache, vals, nulls, read_only, count);
+}
+
+static SPIPlanPtr plain_plan = NULL;
+static SPIPlanPtr redacted_plan = NULL;
+
+/* whether agent.redact(jsonb) is installed; looked up again at every tick */
+static int	redact_available = -1;
+
+void
+ToolsRefreshCatalog(void)
+{
+	redact_available = PgAgentsFunctionExists("agent.redact(jsonb)") ? 1 : 0;
 }
 
 static Datum
@@ -203,8 +238,12 @@ ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
 	vals[6] = Int32GetDatum((int32) Min(tokens, PG_INT32_MAX));
 	vals[7] = TimestampTzGetDatum(started ? started : GetCurrentTimestamp());
 
-	rc = SPI_execute_with_args(PgAgentsFunctionExists("agent.redact(jsonb)") ? redacted : plain,
-							   8, types, vals, nulls, false, 0);
+	if (redact_available < 0)
+		ToolsRefreshCatalog();
+	if (redact_available)
+		rc = PgAgentsExecPlan(&redacted_plan, redacted, 8, types, vals, nulls, false, 0);
+	else
+		rc = PgAgentsExecPlan(&plain_plan, plain, 8, types, vals, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not record a run step: %s", SPI_result_code_string(rc));
 	return true;
@@ -418,7 +457,7 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 }
 
 /* ---------------------------------------------------------------------
- * Data SQL as agent_tool, in a subtransaction
+ * Data SQL as agents_tool, in a subtransaction
  * ---------------------------------------------------------------------
  */
 
@@ -498,7 +537,8 @@ LookupResourceTables(const char *rtype, List **out)
 	vals[0] = rtype ? CStringGetTextDatum(rtype) : (Datum) 0;
 	nulls[0] = rtype ? ' ' : 'n';
 	rc = SPI_execute_with_args("SELECT r.resource_type::text, r.tbl::regclass::text, quote_ident(r.id_column::text), "
-							   "quote_ident(r.title_column::text), quote_ident(r.body_column::text) "
+							   "quote_ident(r.title_column::text), quote_ident(r.body_column::text), "
+							   "quote_ident(r.tsv_column::text), quote_literal(r.search_config::text) "
 							   "FROM " RESOURCE_REGISTRY " r WHERE $1 IS NULL OR r.resource_type = $1 "
 							   "ORDER BY 1, 2", 1, types, vals, nulls, true, 0);
 	if (rc != SPI_OK_SELECT)
@@ -512,6 +552,8 @@ LookupResourceTables(const char *rtype, List **out)
 		t->id_col = SpiText(i, 3);
 		t->title_col = SpiText(i, 4);
 		t->body_col = SpiText(i, 5);
+		t->tsv_col = SpiText(i, 6);
+		t->config = SpiText(i, 7);
 		*out = lappend(*out, t);
 	}
 	return true;
@@ -665,20 +707,25 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	{
 		ResourceTable *t = (ResourceTable *) lfirst(lc);
 
+		char	   *tsv;
+
 		if (lc != list_head(tables))
 			appendStringInfoString(&sql, " UNION ALL ");
+		if (t->tsv_col)
+			tsv = psprintf("t.%s", t->tsv_col);
+		else
+			tsv = psprintf("to_tsvector(%s::regconfig, coalesce(t.%s::text, '') || ' ' || coalesce(t.%s::text, ''))",
+						   t->config, t->title_col, t->body_col);
 		appendStringInfo(&sql,
 						 "SELECT %s::text AS rt, t.%s::text AS id, t.%s::text AS title, "
 						 "left(t.%s::text, %d) AS snippet, "
-						 "ts_rank(to_tsvector('simple', coalesce(t.%s::text, '') || ' ' || coalesce(t.%s::text, '')), "
-						 "plainto_tsquery('simple', $1)) AS rank "
+						 "ts_rank(%s, plainto_tsquery(%s::regconfig, $1)) AS rank "
 						 "FROM %s t WHERE agent.can_access($2, %s, t.%s::text, 'read', $3, $4) "
-						 "AND to_tsvector('simple', coalesce(t.%s::text, '') || ' ' || coalesce(t.%s::text, '')) "
-						 "@@ plainto_tsquery('simple', $1)",
+						 "AND %s @@ plainto_tsquery(%s::regconfig, $1)",
 						 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
-						 t->body_col, SNIPPET_CHARS, t->title_col, t->body_col,
+						 t->body_col, SNIPPET_CHARS, tsv, t->config,
 						 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
-						 t->title_col, t->body_col);
+						 tsv, t->config);
 	}
 	appendStringInfoString(&sql, ") s ORDER BY s.rank DESC, s.rt, s.id LIMIT $5");
 
@@ -795,6 +842,7 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 	ResourceOwner oldowner = CurrentResourceOwner;
 	volatile int64 child_run = 0;
 	char	   *volatile errmsg_copy = NULL;
+	volatile bool use_try;
 
 	if (json_is_string(jid))
 		child_agent = strtoll(json_string_value(jid), NULL, 10);
@@ -814,6 +862,11 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 			return gate;
 	}
 
+	/*
+	 * agent.try_delegate returns a refusal instead of raising it, and itself
+	 * records the delegate (or denied) step on the parent and the audit row.
+	 */
+	use_try = PgAgentsFunctionExists("agent.try_delegate(bigint,bigint,text,jsonb,integer)");
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
@@ -825,10 +878,32 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 		vals[0] = Int64GetDatum(tr->run_id);
 		vals[1] = Int64GetDatum(child_agent);
 		vals[2] = CStringGetTextDatum(task);
-		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
-			|| SPI_processed != 1)
-			elog(ERROR, "agent.delegate returned no row");
-		child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		if (use_try)
+		{
+			json_t	   *res;
+
+			if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::text", 3, types, vals, NULL, false, 1)
+				!= SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "agent.try_delegate returned no row");
+			res = SpiJson(0, 1);
+			if (json_is_true(json_object_get(res, "ok")))
+				child_run = (int64) json_integer_value(json_object_get(res, "child_run_id"));
+			else
+			{
+				const char *e = json_string_value(json_object_get(res, "error"));
+
+				errmsg_copy = pstrdup(e ? e : "refused");
+			}
+			if (res)
+				json_decref(res);
+		}
+		else
+		{
+			if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
+				|| SPI_processed != 1)
+				elog(ERROR, "agent.delegate returned no row");
+			child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -851,9 +926,11 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 	if (errmsg_copy)
 	{
 		*result = ErrorResult("delegation refused: %s", errmsg_copy);
-		ToolsRecordStep(tr->run_id, "delegate", "delegate_to_agent", input, *result, "error", 0, started);
+		if (!use_try)
+			ToolsRecordStep(tr->run_id, "delegate", "delegate_to_agent", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
+	if (!use_try)
 	{
 		json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) child_run);
 
@@ -940,6 +1017,8 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return ToolWrite(tr, input, result, started);
 	if (strcmp(name, "delegate_to_agent") == 0 && tr->can_delegate)
 		return ToolDelegate(tr, input, result, child_run_id, started);
+	if (strncmp(name, "mcp__", 5) == 0)
+		return McpToolExecute(tr, name, input, result, started);
 
 	/* teams (teams.c): ask_parent, agent_teams */
 	if (TeamsHandles(name))
@@ -950,17 +1029,16 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 	return TOOL_DONE;
 }
 
-/*
- * teams.c: the approval gate for a teams tool.  TOOL_DONE with *result
- * NULL: go ahead; otherwise as ApprovalGate.  always: gated whatever the
- * agent's policy.
- */
-ToolOutcome
-ToolsGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
-		  bool always, TimestampTz started)
+/* The approval policy and gate, for the MCP tools (mcp_tools.c). */
+bool
+ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 {
-	*result = NULL;
-	if (!always && !NeedsApproval(tr, tool, false))
-		return TOOL_DONE;
+	return NeedsApproval(tr, tool, is_write);
+}
+
+ToolOutcome
+ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
+				  TimestampTz started)
+{
 	return ApprovalGate(tr, tool, input, result, started);
 }

@@ -9,7 +9,9 @@
  * with resource_id = the schema-qualified table name and payload
  *	{"table", "row_id", "row", "old", "changed"}
  * and agent.mentioned for every [[agent:ID]] / [[fdagent:ID]] token that the
- * write added to a mention column.  The writing session's actor is the
+ * write added to a mention column (the column now holds more tokens naming
+ * that agent than before: editing text around an existing mention does not
+ * re-fire it, writing the mention again does).  The writing session's actor is the
  * event's actor.  When no trigger could match, it returns before building
  * any payload (a hash lookup), so watching a table costs little.
  *
@@ -28,6 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -53,6 +56,39 @@ typedef struct WatchState
 
 static uint64 watch_seq = 0;
 
+/*
+ * Watch states outlive a statement: they are kept per trigger OID in a
+ * backend-wide hash, dropped when the table's relcache entry is invalidated
+ * (ALTER TABLE, DROP, CREATE OR REPLACE TRIGGER).
+ */
+typedef struct WatchCacheEntry
+{
+	Oid			tgoid;
+	WatchState *st;
+} WatchCacheEntry;
+
+static HTAB *watch_cache = NULL;
+static MemoryContext watch_cxt = NULL;
+
+static void
+WatchInvalCallback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	WatchCacheEntry *e;
+
+	if (watch_cache == NULL)
+		return;
+	hash_seq_init(&seq, watch_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (relid == InvalidOid || e->st == NULL || e->st->relid == relid)
+		{
+			/* the state's memory is freed with watch_cxt resets only */
+			(void) hash_search(watch_cache, &e->tgoid, HASH_REMOVE, NULL);
+		}
+	}
+}
+
 static WatchState *
 GetState(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -64,16 +100,37 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	FuncExpr   *fexpr;
 	int			i;
 	bool		varlena;
+	WatchCacheEntry *entry;
+	bool		found;
 
 	if (st != NULL && st->relid == RelationGetRelid(rel))
 		return st;
+	if (watch_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		watch_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_agents watch states",
+										  ALLOCSET_SMALL_SIZES);
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(WatchCacheEntry);
+		ctl.hcxt = watch_cxt;
+		watch_cache = hash_create("pg_agents watch states", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
+	}
+	entry = hash_search(watch_cache, &tg->tgoid, HASH_FIND, NULL);
+	if (entry != NULL && entry->st != NULL && entry->st->relid == RelationGetRelid(rel))
+	{
+		fcinfo->flinfo->fn_extra = entry->st;
+		return entry->st;
+	}
 	if (tg->tgnargs < 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent._watch_row() needs the arguments resource_type and id_column"),
 				 errhint("Install watchers with agent.watch_table().")));
 
-	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	old = MemoryContextSwitchTo(watch_cxt);
 	st = palloc0(sizeof(WatchState));
 	st->relid = RelationGetRelid(rel);
 	st->table = psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
@@ -104,13 +161,16 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	}
 
 	/* to_jsonb(record) of the table's row type */
-	fmgr_info_cxt(F_TO_JSONB, &st->to_jsonb, fcinfo->flinfo->fn_mcxt);
+	fmgr_info_cxt(F_TO_JSONB, &st->to_jsonb, watch_cxt);
 	fexpr = makeFuncExpr(F_TO_JSONB, JSONBOID,
 						 list_make1(makeNullConst(desc->tdtypeid, -1, InvalidOid)),
 						 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 	fmgr_info_set_expr((Node *) fexpr, &st->to_jsonb);
 	MemoryContextSwitchTo(old);
 
+	/* a state replaced after an invalidation stays allocated until the backend ends: rare */
+	entry = hash_search(watch_cache, &tg->tgoid, HASH_ENTER, &found);
+	entry->st = st;
 	fcinfo->flinfo->fn_extra = st;
 	return st;
 }
@@ -121,7 +181,13 @@ RowToJsonb(WatchState *st, HeapTuple tup, TupleDesc desc)
 	return DatumGetJsonbP(FunctionCall1(&st->to_jsonb, heap_copy_tuple_as_datum(tup, desc)));
 }
 
-/* The agent ids of the [[agent:ID]] / [[fdagent:ID]] tokens of a text. */
+typedef struct MentionCount
+{
+	int64		id;
+	int			count;
+} MentionCount;
+
+/* Counts the [[agent:ID]] / [[fdagent:ID]] tokens of a text, per agent. */
 static List *
 MentionIds(const char *s, List *ids)
 {
@@ -150,22 +216,33 @@ MentionIds(const char *s, List *ids)
 		if (digits > 0 && digits <= 18 && q[0] == ']' && q[1] == ']' && id > 0)
 		{
 			ListCell   *lc;
-			bool		seen = false;
+			MentionCount *m = NULL;
 
 			foreach(lc, ids)
-				if (*(int64 *) lfirst(lc) == id)
-					seen = true;
-			if (!seen)
+				if (((MentionCount *) lfirst(lc))->id == id)
+					m = (MentionCount *) lfirst(lc);
+			if (m == NULL)
 			{
-				int64	   *v = palloc(sizeof(int64));
-
-				*v = id;
-				ids = lappend(ids, v);
+				m = palloc0(sizeof(MentionCount));
+				m->id = id;
+				ids = lappend(ids, m);
 			}
+			m->count++;
 		}
 		p = q;
 	}
 	return ids;
+}
+
+static int
+MentionCountOf(List *ids, int64 id)
+{
+	ListCell   *lc;
+
+	foreach(lc, ids)
+		if (((MentionCount *) lfirst(lc))->id == id)
+			return ((MentionCount *) lfirst(lc))->count;
+	return 0;
 }
 
 static List *
@@ -353,21 +430,23 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 			before = ColumnMentions(st, i, oldtup, desc);
 			foreach(lc, now_ids)
 			{
-				int64		id = *(int64 *) lfirst(lc);
+				MentionCount *m = (MentionCount *) lfirst(lc);
 				ListCell   *lc2;
-				bool		old_has = false,
-							dup = false;
+				bool		dup = false;
 
-				foreach(lc2, before)
-					if (*(int64 *) lfirst(lc2) == id)
-						old_has = true;
-				if (old_has)
+				/* added = more tokens for this agent than the old row had */
+				if (m->count <= MentionCountOf(before, m->id))
 					continue;
 				foreach(lc2, mentioned)
-					if (*(int64 *) lfirst(lc2) == id)
+					if (*(int64 *) lfirst(lc2) == m->id)
 						dup = true;
 				if (!dup)
-					mentioned = lappend(mentioned, lfirst(lc));
+				{
+					int64	   *v = palloc(sizeof(int64));
+
+					*v = m->id;
+					mentioned = lappend(mentioned, v);
+				}
 				{
 					char	   *col = NameStr(TupleDescAttr(desc, st->mention_attnos[i] - 1)->attname);
 					bool		have = false;

@@ -41,17 +41,9 @@
 
 PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
 
-/*
- * The wake-up latch lives in shared memory (src/shmem.c, events area).
- * Referenced weakly so that the worker also builds and runs, polling,
- * before that piece is linked in.
- */
-extern void PgAgentsSetWorkerLatch(Latch *latch) __attribute__((weak));
-
 #define READY_RECHECK_MS	5000
 #define TICK_MS				1000
 #define IDLE_WAIT_MS		1000
-#define POLL_WAIT_MS		250
 
 void
 PgAgentsRegisterWorker(void)
@@ -114,6 +106,9 @@ TickUnit(void)
 			sql = "SELECT agent._tick_runs()";
 		if (sql && SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "%s failed", sql);
+		if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "agent._worker_cleanup() failed");
+		ToolsRefreshCatalog();
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -135,6 +130,12 @@ TickUnit(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+static void
+WorkerOnExit(int code, Datum arg)
+{
+	PgAgentsSetWorkerLatch(NULL);
+}
+
 void
 pg_agents_worker_main(Datum main_arg)
 {
@@ -142,7 +143,6 @@ pg_agents_worker_main(Datum main_arg)
 	bool		ready = false;
 	TimestampTz last_ready_check = 0;
 	TimestampTz last_tick = 0;
-	bool		have_latch_wake;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -151,9 +151,9 @@ pg_agents_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
 	pgstat_report_appname("pg_agents worker");
 
-	have_latch_wake = (PgAgentsSetWorkerLatch != NULL);
-	if (have_latch_wake)
-		PgAgentsSetWorkerLatch(MyLatch);
+	/* backends that queue runs set this latch at commit (src/shmem.c) */
+	PgAgentsSetWorkerLatch(MyLatch);
+	before_shmem_exit(WorkerOnExit, (Datum) 0);
 
 	HttpInit();
 	ExecutorInit();
@@ -170,8 +170,9 @@ pg_agents_worker_main(Datum main_arg)
 		if (!ready)
 			timeout = READY_RECHECK_MS;
 		else
-			timeout = ExecutorNextTimeout(have_latch_wake ? IDLE_WAIT_MS : POLL_WAIT_MS);
-		(void) HttpWait(timeout);
+			timeout = ExecutorNextTimeout(IDLE_WAIT_MS);
+		if (HttpWait(timeout))
+			ExecutorWake();
 
 		if (ConfigReloadPending)
 		{

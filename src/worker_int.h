@@ -33,6 +33,7 @@
 #define json_object() json_pack("{}")
 
 #include "datatype/timestamp.h"
+#include "executor/spi.h"
 
 /* ---- http.c: libcurl multi, waited on together with the latch ---- */
 
@@ -125,6 +126,20 @@ extern bool ToolsRecordStepText(int64 run_id, const char *kind, const char *name
 								const char *status, int64 tokens, TimestampTz started);
 extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);
 extern bool PgAgentsFunctionExists(const char *signature);
+extern void ToolsRefreshCatalog(void);
+extern int	PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
+							 Datum *vals, const char *nulls, bool read_only, long count);
+
+/* approval policy and gate of tools.c, shared with mcp_tools.c */
+extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
+extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input,
+									 json_t **result, TimestampTz started);
+
+/* ---- mcp_tools.c: MCP tools (mcp__<server>__<tool>) of the worker ---- */
+
+extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id);
+extern ToolOutcome McpToolExecute(const ToolRun *tr, const char *name, json_t *input,
+								  json_t **result, TimestampTz started);
 
 /* ---- teams.c: messages to runs, ask_parent, agent_teams (docs/teams.md) ---- */
 
@@ -135,13 +150,11 @@ extern ToolOutcome TeamsExecute(const ToolRun *tr, const char *name, json_t *inp
 extern int	TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages);
 extern bool TeamsPending(int64 run_id);
 extern json_t *TeamsChildQuestion(int64 parent_run_id, int64 child_run_id);
-/* tools.c: the approval gate (policy unless always) for teams tools */
-extern ToolOutcome ToolsGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
-							 bool always, TimestampTz started);
 
 /* ---- executor.c: runs in flight ---- */
 
 extern void ExecutorInit(void);
+extern void ExecutorWake(void);
 extern void ExecutorReclaimOnStart(void);
 extern int	ExecutorClaim(void);
 extern void ExecutorStep(void);

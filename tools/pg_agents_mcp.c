@@ -43,7 +43,7 @@ main(int argc, char **argv)
 	const char *url;
 	const char *tool = NULL;
 	const char *args_text = NULL;
-	json_t	   *headers = json_object();
+	json_t	   *headers = mcp_json_object();
 	json_t	   *args = NULL;
 	long		timeout = 30000;
 	long		count = 1;

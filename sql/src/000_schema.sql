@@ -281,7 +281,7 @@ CREATE TABLE agent.triggers (
     CHECK (kind <> 'event' OR event_name IS NOT NULL),
     FOREIGN KEY (workspace_id, agent_id) REFERENCES agent.agents (workspace_id, id) ON DELETE CASCADE
 );
-CREATE INDEX triggers_event_idx ON agent.triggers (event_name, resource_type)
+CREATE INDEX triggers_event_idx ON agent.triggers (event_name, resource_type, resource_id)
   WHERE enabled AND kind IN ('event', 'mention');
 CREATE INDEX triggers_due_idx ON agent.triggers (next_run_at)
   WHERE enabled AND kind = 'schedule';
@@ -374,7 +374,7 @@ COMMENT ON COLUMN agent.runs.priority IS 'Higher is claimed first: interactive r
 COMMENT ON COLUMN agent.runs.input IS 'Trigger payload, rerun_of, or a delegation''s task and attachments.';
 COMMENT ON COLUMN agent.runs.output IS 'Final result.';
 COMMENT ON COLUMN agent.runs.error IS 'Why the run failed, in clear.';
-COMMENT ON COLUMN agent.runs.token_budget IS 'Tokens this run (with its children) may spend; NULL is unlimited for root runs.';
+COMMENT ON COLUMN agent.runs.token_budget IS 'Tokens this run (with its children) may spend; NULL means its agent''s default_token_budget (docs/delegation.md).';
 COMMENT ON COLUMN agent.runs.tokens_reserved IS 'Tokens reserved by children still running.';
 COMMENT ON COLUMN agent.runs.tokens_in IS 'Prompt tokens used by this run.';
 COMMENT ON COLUMN agent.runs.tokens_out IS 'Completion tokens used by this run.';

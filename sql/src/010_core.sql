@@ -103,9 +103,12 @@ BEGIN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
     -- one queue decision at a time per agent, so that concurrent events respect the cap
     PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
-    SELECT count(*) INTO v_recent FROM agent.runs r
-     WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
-       AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded';
+    -- counting stops at the cap: the check costs at most cap rows
+    SELECT count(*) INTO v_recent FROM (
+      SELECT 1 FROM agent.runs r
+       WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
+         AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
+       LIMIT v_cap) s;
     IF v_recent >= v_cap THEN
       v_status := 'budget_exceeded';
       v_error := format('hourly run cap of %s reached', v_cap);
@@ -120,9 +123,6 @@ BEGIN
           CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
           coalesce(p_input, '{}'), v_error, p_token_budget,
           CASE WHEN v_status <> 'queued' THEN now() END);
-  IF p_trigger_id IS NOT NULL THEN
-    UPDATE agent.triggers t SET last_run_at = now() WHERE t.id = p_trigger_id;
-  END IF;
   PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
                                                     'status', v_status)::text);
   IF v_status = 'queued' THEN
@@ -133,4 +133,20 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
-  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit, trigger last_run_at); the one path every origin uses.';
+  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit); the one path every origin uses.';
+
+-- ---------------------------------------------------------------------------
+-- The role under which the worker runs tool SQL
+-- ---------------------------------------------------------------------------
+-- Neither superuser nor BYPASSRLS, so that allowlist policies (FORCE ROW
+-- LEVEL SECURITY) apply to every tool call.  Roles are cluster-wide: the
+-- extension may be created in several databases, so create it only once.
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'agents_tool') THEN
+    CREATE ROLE agents_tool NOLOGIN NOSUPERUSER NOBYPASSRLS;
+    COMMENT ON ROLE agents_tool IS
+      'pg_agents: role under which agent tool SQL runs; never superuser or BYPASSRLS, so allowlist policies apply.';
+  END IF;
+END
+$$;

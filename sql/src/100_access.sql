@@ -94,9 +94,9 @@ SET search_path = pg_catalog
 AS $$
   SELECT CASE action
     WHEN 'chat' THEN 'interact' WHEN 'view_settings' THEN 'interact'
-    WHEN 'duplicate' THEN 'interact' WHEN 'view_activity' THEN 'interact'
+    WHEN 'duplicate' THEN 'interact'
     WHEN 'edit_settings' THEN 'edit'
-    WHEN 'share' THEN 'full' WHEN 'view_insights' THEN 'full'
+    WHEN 'share' THEN 'full' WHEN 'view_activity' THEN 'full' WHEN 'view_insights' THEN 'full'
     WHEN 'delete' THEN 'full' WHEN 'suspend' THEN 'full'
   END
 $$;
@@ -145,7 +145,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
-  'May the user do the action on the agent (§7.4 matrix: full everything; edit chat, view_settings, edit_settings, duplicate, view_activity; interact chat, view_settings, duplicate, view_activity)? Deleted or unknown agent: false.';
+  'May the user do the action on the agent (§7.4 matrix: full everything, the full Activity and Insights included; edit chat, view_settings, edit_settings, duplicate; interact chat, view_settings, duplicate; edit and interact see their own manual runs, see agent.activity_scope)? Deleted or unknown agent: false.';
 
 CREATE FUNCTION agent.activity_scope(user_id text, agent_id bigint) RETURNS text
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -362,6 +362,7 @@ BEGIN
   VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user)
   ON CONFLICT ON CONSTRAINT access_pkey
   DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
+  PERFORM agent._write_version(a.id, by_user, format('granted %s on %s %s', access, resource_type, resource_id));
   PERFORM agent._audit_event('agent.grant', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
                                                 'access', access, 'by_user', by_user),
@@ -370,7 +371,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.grant(bigint, text, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.grant(bigint, text, text, text, text) IS
-  'Grants the agent read or edit on a resource (replacing a previous grant); by_user needs edit (NULL: an application call).';
+  'Grants the agent read or edit on a resource (replacing a previous grant) and writes a version; by_user needs edit (NULL: an application call).';
 
 CREATE FUNCTION agent.revoke(agent_id bigint, resource_type text, resource_id text,
                              by_user text DEFAULT NULL)
@@ -387,6 +388,9 @@ BEGIN
   DELETE FROM agent.access g
    WHERE g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
   GET DIAGNOSTICS n = ROW_COUNT;
+  IF n > 0 THEN
+    PERFORM agent._write_version(a.id, by_user, format('revoked %s %s', resource_type, resource_id));
+  END IF;
   PERFORM agent._audit_event('agent.revoke', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
                                                 'by_user', by_user, 'removed', n > 0),
@@ -396,7 +400,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.revoke(bigint, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.revoke(bigint, text, text, text) IS
-  'Removes the agent''s grant on a resource; true when there was one. by_user needs edit (NULL: an application call).';
+  'Removes the agent''s grant on a resource (writing a version when there was one); true when there was one. by_user needs edit (NULL: an application call).';
 
 -- ---------------------------------------------------------------------------
 -- Settings, snapshots, versions (P3-T03, P3-T06)
@@ -898,3 +902,9 @@ $$;
 REVOKE ALL ON FUNCTION agent.delete_agent(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.delete_agent(bigint, text) IS
   'Soft-deletes an agent (full level): deleted_at is set; it loses every access and every level, and its history stays.';
+
+-- The internal pieces run inside the SECURITY DEFINER functions above.
+REVOKE ALL ON FUNCTION agent._agent_for(bigint, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent._apply_settings(bigint, jsonb, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent._write_version(bigint, text, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent._snapshot(bigint) FROM PUBLIC;

@@ -5,6 +5,7 @@
 -- it changes.  Work on one tree is serialised, work on different trees runs
 -- in parallel, and no two functions take run locks in opposite orders.
 -- agent.claim_runs only locks queued runs, one by one, with SKIP LOCKED.
+-- (A run whose root_run_id names no existing run is its own root.)
 --
 -- Token accounting: a run's effective budget is its token_budget, or its
 -- agent's default_token_budget when NULL.  tokens_total is the run's own
@@ -12,42 +13,8 @@
 -- children's budgets they have not used yet; the remaining envelope of a run
 -- is  budget - tokens_total - tokens_reserved.
 
--- ---------------------------------------------------------------------------
--- agent.user_can: defined by the access module (sql/src/100_access.sql).
--- Until that module is merged, a minimal stand-in with the same signature
--- and the §7.4 levels (owner = full; full > edit > interact) is created here
--- so that the run functions can be used and tested.  When 100_access.sql is
--- present it has already created agent.user_can and this block does nothing.
--- ---------------------------------------------------------------------------
-DO $do$
-BEGIN
-  IF to_regprocedure('agent.user_can(text,bigint,text)') IS NULL THEN
-    CREATE FUNCTION agent.user_can(user_id text, agent_id bigint, action text)
-    RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path = pg_catalog
-    AS $f$
-      SELECT CASE
-        WHEN a.id IS NULL OR a.deleted_at IS NOT NULL OR $1 IS NULL THEN false
-        WHEN a.owner_id = $1 THEN true
-        ELSE coalesce((SELECT max(CASE s.level WHEN 'full' THEN 3 WHEN 'edit' THEN 2 ELSE 1 END)
-                         FROM agent.shares s
-                        WHERE s.agent_id = a.id
-                          AND (s.user_id = $1
-                               OR s.group_id IN (SELECT gm.group_id FROM agent.group_members gm
-                                                  WHERE gm.user_id = $1))), 0)
-             >= CASE $3 WHEN 'chat' THEN 1
-                        WHEN 'view_settings' THEN 2 WHEN 'edit_settings' THEN 2
-                        WHEN 'view_activity' THEN 2 WHEN 'duplicate' THEN 2
-                        ELSE 3 END
-      END
-      FROM (SELECT 1) d LEFT JOIN agent.agents a ON a.id = $2
-    $f$;
-    COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
-      'Whether a user may perform an action on an agent (stand-in of the access module: owner = full; full > edit > interact).';
-  END IF;
-END
-$do$;
+-- Levels come from the access module (sql/src/100_access.sql): agent.user_can
+-- and agent.activity_scope.
 
 -- ---------------------------------------------------------------------------
 -- Internal helpers
@@ -61,41 +28,20 @@ COMMENT ON FUNCTION agent._run_is_active(text) IS
   'Internal: whether a run status is not terminal (queued, running, waiting_approval, waiting_input, waiting_children).';
 
 CREATE FUNCTION agent._runs_notify(p_run_id bigint, p_agent_id bigint, p_status text) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
-  SELECT pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
-                                                   'status', p_status)::text)
+BEGIN
+  PERFORM pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
+                                                    'status', p_status)::text);
+  IF p_status = 'queued' THEN
+    PERFORM agent._request_wake();  -- the worker's latch is set at commit (sql/src/400_events.sql)
+  END IF;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._runs_notify(bigint, bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._runs_notify(bigint, bigint, text) IS
-  'Internal: NOTIFY agent_runs with {"run_id","agent_id","status"} (delivered at commit).';
-
--- Redaction of tool inputs kept with approvals: values under credential-like
--- keys and credential-shaped strings are replaced.
-CREATE FUNCTION agent._runs_redact(j jsonb) RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
-AS $$
-  SELECT CASE jsonb_typeof(j)
-    WHEN 'object' THEN
-      (SELECT coalesce(jsonb_object_agg(e.k,
-                CASE WHEN e.k ~* '(^|[_-])(token|secret|password|passwd|api[_-]?key|authorization|credentials?|private[_-]?key|cookie)($|[_-])'
-                           OR lower(e.k) IN ('apikey', 'accesstoken', 'refreshtoken', 'clientsecret')
-                     THEN '"[redacted]"'::jsonb
-                     ELSE agent._runs_redact(e.v) END), '{}'::jsonb)
-         FROM jsonb_each(j) AS e(k, v))
-    WHEN 'array' THEN
-      (SELECT coalesce(jsonb_agg(agent._runs_redact(x.v) ORDER BY x.o), '[]'::jsonb)
-         FROM jsonb_array_elements(j) WITH ORDINALITY AS x(v, o))
-    WHEN 'string' THEN
-      CASE WHEN (j #>> '{}') ~* '^bearer\s+\S'
-             OR (j #>> '{}') ~ '^(sk|pk|rk|ghp|gho|xox[abprs])[-_][A-Za-z0-9_-]{16,}$'
-           THEN '"[redacted]"'::jsonb ELSE j END
-    ELSE j END
-$$;
-COMMENT ON FUNCTION agent._runs_redact(jsonb) IS
-  'Internal: replaces values under credential-like keys and credential-shaped strings by "[redacted]".';
+  'Internal: NOTIFY agent_runs with {"run_id","agent_id","status"} (delivered at commit); a re-queued run also wakes the worker at commit.';
 
 -- Locks the root run of a tree (the tree mutex).  Returns false when
 -- p_skip_locked and the root is locked by someone else.
@@ -129,7 +75,7 @@ BEGIN
   IF p_run_id IS NULL THEN
     RAISE EXCEPTION 'run id must not be null' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT coalesce(x.root_run_id, x.id) INTO v_root FROM agent.runs x WHERE x.id = p_run_id;
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root FROM agent.runs x WHERE x.id = p_run_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -147,16 +93,21 @@ CREATE FUNCTION agent._runs_add_step(p_run_id bigint, p_kind text, p_name text, 
                                      p_output jsonb DEFAULT NULL, p_status text DEFAULT NULL,
                                      p_finished boolean DEFAULT false)
 RETURNS bigint
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
+DECLARE
+  v_id bigint;
+BEGIN
   INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
   SELECT r.workspace_id, r.id,
          coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.run_id = r.id), 0) + 1,
          p_kind, p_name, p_input, p_output, p_status,
          CASE WHEN p_finished THEN clock_timestamp() END
     FROM agent.runs r WHERE r.id = p_run_id
-  RETURNING id
+  RETURNING id INTO v_id;
+  RETURN v_id;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._runs_add_step(bigint, text, text, jsonb, jsonb, text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION agent._runs_add_step(bigint, text, text, jsonb, jsonb, text, boolean) IS
@@ -166,13 +117,18 @@ CREATE FUNCTION agent._audit_run(p_action text, p_run agent.runs, p_status text 
                                  p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
                                  p_error_code text DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
-  SELECT agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id,
-                            (SELECT a.owner_id FROM agent.agents a WHERE a.id = p_run.agent_id),
-                            jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
-                            p_summary, p_error_code)
+BEGIN
+  IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
+    RETURN;
+  END IF;
+  PERFORM agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = p_run.agent_id),
+                             jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
+                             p_summary, p_error_code);
+END
 $$;
 REVOKE ALL ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) IS
@@ -349,9 +305,10 @@ BEGIN
     WITH c AS (
       SELECT q.id FROM agent.runs q
        WHERE q.status = 'queued'
+         AND NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.id = q.agent_id AND a.deleted_at IS NOT NULL)
        ORDER BY q.priority DESC, q.id
        LIMIT n
-       FOR UPDATE SKIP LOCKED
+       FOR UPDATE OF q SKIP LOCKED
     ), u AS (
       UPDATE agent.runs x
          SET status = 'running', attempts = x.attempts + 1,
@@ -370,7 +327,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.claim_runs(int) IS
-  'Claims up to n queued runs (interactive first, then oldest; FOR UPDATE SKIP LOCKED, never the same run twice): running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease.';
+  'Claims up to n queued runs of agents not deleted (interactive first, then oldest; FOR UPDATE SKIP LOCKED, never the same run twice): running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease.';
 
 CREATE FUNCTION agent.renew_lease(run_id bigint) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -438,12 +395,6 @@ AS $$
 DECLARE
   r         agent.runs%ROWTYPE;
   v_t       bigint;
-  v_cur     bigint;
-  v_parent  bigint;
-  v_status  text;
-  v_before  bigint;
-  v_budget  bigint;
-  v_release bigint;
   v_left    bigint;
 BEGIN
   IF add_usage.tokens_in IS NULL OR add_usage.tokens_out IS NULL
@@ -453,32 +404,35 @@ BEGIN
   END IF;
   r := agent._lock_run(add_usage.run_id);
   v_t := add_usage.tokens_in::bigint + add_usage.tokens_out;
-  UPDATE agent.runs x
-     SET tokens_in = x.tokens_in + add_usage.tokens_in, tokens_out = x.tokens_out + add_usage.tokens_out,
-         model = coalesce(add_usage.model, x.model)
-   WHERE x.id = r.id;
-  -- roll up: the run and every ancestor; an active run's usage also consumes
-  -- what its parent reserved for it
-  v_cur := r.id;
-  LOOP
-    UPDATE agent.runs x SET tokens_total = x.tokens_total + v_t
-      FROM agent.agents a
-     WHERE x.id = v_cur AND a.id = x.agent_id
-    RETURNING x.parent_run_id, x.status, x.tokens_total - v_t, coalesce(x.token_budget, a.default_token_budget)
-         INTO v_parent, v_status, v_before, v_budget;
-    EXIT WHEN v_parent IS NULL;
-    IF agent._run_is_active(v_status) THEN
-      v_release := least(v_t, greatest(0, v_budget - v_before));
-      IF v_release > 0 THEN
-        UPDATE agent.runs x SET tokens_reserved = greatest(0, x.tokens_reserved - v_release)
-         WHERE x.id = v_parent;
-      END IF;
-    END IF;
-    v_cur := v_parent;
-  END LOOP;
-  SELECT coalesce(x.token_budget, a.default_token_budget) - x.tokens_total - x.tokens_reserved INTO v_left
-    FROM agent.runs x JOIN agent.agents a ON a.id = x.agent_id
-   WHERE x.id = r.id;
+  -- one statement for the whole chain (the tree is locked): every run on it
+  -- adds the tokens to tokens_total; a parent's reservation for its active
+  -- child on the chain shrinks by what the child used of its budget
+  WITH RECURSIVE chain(id, parent, active, before, budget, n) AS (
+    SELECT x.id, x.parent_run_id, agent._run_is_active(x.status), x.tokens_total,
+           coalesce(x.token_budget, a.default_token_budget), 0
+      FROM agent.runs x JOIN agent.agents a ON a.id = x.agent_id
+     WHERE x.id = r.id
+    UNION ALL
+    SELECT x.id, x.parent_run_id, agent._run_is_active(x.status), x.tokens_total,
+           coalesce(x.token_budget, a.default_token_budget), c.n + 1
+      FROM chain c JOIN agent.runs x ON x.id = c.parent JOIN agent.agents a ON a.id = x.agent_id
+     WHERE c.n < 16
+  ), rel AS (
+    SELECT c.parent AS id,
+           CASE WHEN c.active THEN least(v_t, greatest(0, c.budget - c.before)) ELSE 0 END AS release
+      FROM chain c WHERE c.parent IS NOT NULL
+  ), u AS (
+    UPDATE agent.runs x
+       SET tokens_total = x.tokens_total + v_t,
+           tokens_reserved = greatest(0, x.tokens_reserved - coalesce(rel.release, 0)),
+           tokens_in = x.tokens_in + CASE WHEN x.id = r.id THEN add_usage.tokens_in ELSE 0 END,
+           tokens_out = x.tokens_out + CASE WHEN x.id = r.id THEN add_usage.tokens_out ELSE 0 END,
+           model = CASE WHEN x.id = r.id THEN coalesce(add_usage.model, x.model) ELSE x.model END
+      FROM chain LEFT JOIN rel ON rel.id = chain.id
+     WHERE x.id = chain.id
+    RETURNING x.id, chain.budget - x.tokens_total - x.tokens_reserved AS remaining
+  )
+  SELECT u.remaining INTO v_left FROM u WHERE u.id = r.id;
   RETURN v_left;
 END
 $$;
@@ -536,10 +490,10 @@ BEGIN
   IF o.regime = 'manual' THEN
     IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'chat'), false)
        OR (o.requested_by IS DISTINCT FROM by_user
-           AND NOT coalesce(agent.user_can(by_user, o.agent_id, 'view_activity'), false)) THEN
+           AND agent.activity_scope(by_user, o.agent_id) IS DISTINCT FROM 'all') THEN
       RAISE EXCEPTION 'user "%" may not re-run run %', by_user, o.id
         USING ERRCODE = 'insufficient_privilege',
-              DETAIL = 'Re-running a manual run requires the chat level (and seeing the run: one''s own, or the edit level).';
+              DETAIL = 'Re-running a manual run requires the chat level and seeing the run (one''s own run, or the full level).';
     END IF;
   ELSE
     IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'edit_settings'), false) THEN
@@ -564,7 +518,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.rerun(bigint, text) IS
-  'Queues a new run of the same agent with the same input plus input.rerun_of, origin rerun, the original''s regime. Manual runs need the chat level (and, for another user''s run, view_activity); autonomous runs need edit_settings. Returns the new run id.';
+  'Queues a new run of the same agent with the same input plus input.rerun_of, origin rerun, the original''s regime. Manual runs need the chat level (and, for another user''s run, seeing it: agent.activity_scope = all); autonomous runs need edit_settings. Returns the new run id.';
 
 CREATE FUNCTION agent.cancel_run(run_id bigint, by_user text) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -616,9 +570,10 @@ DECLARE
   v_reclaimed int := 0;
   v_abandoned int := 0;
   v_expired   int := 0;
+  v_cancelled int := 0;
 BEGIN
   -- runs whose executor's lease has passed
-  FOR c IN SELECT x.id, coalesce(x.root_run_id, x.id) AS root FROM agent.runs x
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root FROM agent.runs x
             WHERE x.status = 'running' AND x.lease_until < p_now ORDER BY x.id
   LOOP
     CONTINUE WHEN NOT agent._lock_tree(c.root, true);
@@ -637,8 +592,20 @@ BEGIN
     END IF;
   END LOOP;
 
+  -- runs of deleted agents never start (agent.claim_runs skips them)
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id FROM agent.runs x
+             JOIN agent.agents a ON a.id = x.agent_id
+            WHERE a.deleted_at IS NOT NULL AND x.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')
+            ORDER BY x.id
+  LOOP
+    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
+    IF agent._finish_run(c.id, 'cancelled', NULL, format('agent %s was deleted', c.agent_id)) THEN
+      v_cancelled := v_cancelled + 1;
+    END IF;
+  END LOOP;
+
   -- pending approvals past their time-to-live
-  FOR c IN SELECT p.id, coalesce(x.root_run_id, x.id) AS root FROM agent.approvals p
+  FOR c IN SELECT p.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root FROM agent.approvals p
              JOIN agent.runs x ON x.id = p.run_id
             WHERE p.status = 'pending' AND p.expires_at <= p_now ORDER BY p.id
   LOOP
@@ -658,12 +625,13 @@ BEGIN
     END IF;
   END LOOP;
 
-  RETURN jsonb_build_object('reclaimed', v_reclaimed, 'abandoned', v_abandoned, 'approvals_expired', v_expired);
+  RETURN jsonb_build_object('reclaimed', v_reclaimed, 'abandoned', v_abandoned,
+                            'approvals_expired', v_expired, 'cancelled_deleted', v_cancelled);
 END
 $$;
 REVOKE ALL ON FUNCTION agent._tick_runs(timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION agent._tick_runs(timestamptz) IS
-  'Internal (called by agent.tick): re-queues running runs whose lease ended before p_now, fails them ("run abandoned after N attempts") at pg_agents.max_attempts, expires pending approvals past expires_at (their waiting runs end expired). Trees locked by others are left for the next tick. Returns {"reclaimed","abandoned","approvals_expired"}.';
+  'Internal (called by agent.tick): re-queues running runs whose lease ended before p_now, fails them ("run abandoned after N attempts") at pg_agents.max_attempts, cancels the waiting runs of deleted agents, expires pending approvals past expires_at (their waiting runs end expired). Trees locked by others are left for the next tick. Returns {"reclaimed","abandoned","approvals_expired","cancelled_deleted"}.';
 
 -- ---------------------------------------------------------------------------
 -- Delegation (checks in C: src/delegation.c)
@@ -706,6 +674,45 @@ $$;
 COMMENT ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) IS
   'Like agent.delegate, but a refused delegation is returned ({"ok": false, "reason", "error", "detail", "sqlstate"}) instead of raised, so that its denied audit row and the denied step on the parent run are kept (what the worker''s delegate_to_agent tool uses). Success: {"ok": true, "child_run_id", "token_budget", "depth", "status"}.';
 
+CREATE FUNCTION agent.delegation_context(run_id bigint) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r       agent.runs%ROWTYPE;
+  a       agent.agents%ROWTYPE;
+  v_max   int := agent.delegation_depth_limit();
+  v_chain bigint[];
+  v_to    jsonb;
+BEGIN
+  SELECT * INTO r FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', delegation_context.run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  WITH RECURSIVE c(id, parent, agent_id, n) AS (
+    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.id = r.id
+    UNION ALL
+    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent WHERE c.n < 16)
+  SELECT array_agg(c.agent_id ORDER BY c.n DESC) INTO v_chain FROM c;
+  SELECT coalesce(jsonb_agg(jsonb_build_object('agent_id', d.id, 'name', d.name) ORDER BY d.id), '[]')
+    INTO v_to
+    FROM agent.agents d
+   WHERE d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
+                   WHERE (e #>> '{}') ~ '^[0-9]{1,18}$')
+     AND d.workspace_id = a.workspace_id AND d.deleted_at IS NULL AND d.status = 'active'
+     AND d.id <> ALL (v_chain);
+  RETURN jsonb_build_object(
+    'depth', r.depth, 'max_depth', v_max, 'chain', to_jsonb(v_chain),
+    'can_delegate', r.depth < v_max AND jsonb_array_length(v_to) > 0,
+    'delegates', CASE WHEN r.depth < v_max THEN v_to ELSE '[]'::jsonb END,
+    'remaining_budget', coalesce(r.token_budget, a.default_token_budget) - r.tokens_total - r.tokens_reserved);
+END
+$$;
+REVOKE ALL ON FUNCTION agent.delegation_context(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent.delegation_context(bigint) IS
+  'For the executor: where a run stands in its delegation tree: {"depth", "max_depth", "chain" (agent ids from the root), "can_delegate", "delegates" (agents it may hand work to now: listed, active, same workspace, not on the chain, and only below the depth limit), "remaining_budget"}. The delegate_to_agent tool is offered only when can_delegate.';
+
 -- ---------------------------------------------------------------------------
 -- Approvals (keys in C: src/approval.c)
 -- ---------------------------------------------------------------------------
@@ -746,13 +753,13 @@ BEGIN
    WHERE p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
   IF NOT FOUND THEN
     INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
-    VALUES (r.workspace_id, r.id, v_key, tool, agent._runs_redact(v_in), 'pending',
+    VALUES (r.workspace_id, r.id, v_key, tool, agent.redact(v_in), 'pending',
             now() + current_setting('pg_agents.approval_ttl')::interval)
     RETURNING id INTO v_id;
     PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id,
                                (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
                                jsonb_build_object('run_id', r.id, 'tool', tool, 'approval_key', v_key,
-                                                  'input', agent._runs_redact(v_in)),
+                                                  'input', agent.redact(v_in)),
                                format('run %s asks approval for %s', r.id, tool));
   END IF;
   IF r.status <> 'waiting_approval' THEN
@@ -813,7 +820,7 @@ BEGIN
             DETAIL = 'The same tool call waits for approval in several runs; a decision applies to one.',
             HINT = 'Pass the run id as the third argument.';
   END IF;
-  SELECT coalesce(x.root_run_id, x.id) INTO v_root
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root
     FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id WHERE p.id = v_ids[1];
   PERFORM agent._lock_tree(v_root);
   SELECT * INTO ap FROM agent.approvals p WHERE p.id = v_ids[1] FOR UPDATE;
@@ -974,3 +981,23 @@ $$;
 REVOKE ALL ON FUNCTION agent._delegation_refused(bigint, bigint, text, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._delegation_refused(bigint, bigint, text, text, text, text) IS
   'Internal: records a refused delegation (denied step on the parent, denied audit row on the parent run).';
+
+-- ---------------------------------------------------------------------------
+-- Privileges: the functions that change runs, or that take a user name on
+-- trust, are for the application and the executor roles (GRANT EXECUTE to
+-- them); the pure ones are public.
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION agent.start_run(bigint, text, jsonb, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.claim_runs(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.renew_lease(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.wait_for_children(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.add_usage(bigint, int, int, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.finish_run(bigint, text, jsonb, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.rerun(bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.cancel_run(bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.delegate(bigint, bigint, text, jsonb, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.request_approval(bigint, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.approve(text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.deny(text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.consume_approval(bigint, text, jsonb) FROM PUBLIC;

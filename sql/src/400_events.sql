@@ -5,10 +5,11 @@
 -- Matching: one probe per (event, resource type, resource id | any)
 -- ---------------------------------------------------------------------------
 
-CREATE INDEX triggers_event_rid_idx ON agent.triggers (event_name, resource_type, resource_id)
-  WHERE enabled AND kind IN ('event', 'mention');
-COMMENT ON INDEX agent.triggers_event_rid_idx IS
-  'Candidate lookup of agent.fire_event: (event_name, resource_type, resource_id or NULL = any).';
+-- agent.triggers_event_idx (000_schema.sql) is (event_name, resource_type,
+-- resource_id) WHERE enabled AND kind IN ('event', 'mention'): every probe of
+-- the dispatcher is an equality (or IS NULL) on all three columns.
+COMMENT ON INDEX agent.triggers_event_idx IS
+  'Candidate lookup of agent.fire_event: (event_name, resource_type or NULL = any, resource_id or NULL = any).';
 
 -- ---------------------------------------------------------------------------
 -- Filters
@@ -21,7 +22,7 @@ COMMENT ON FUNCTION agent.validate_filter(jsonb) IS
   'Raises 22023 "invalid filter: ..." naming the bad part of a trigger filter; returns nothing when the filter is valid.';
 
 CREATE FUNCTION agent.filter_matches(filter jsonb, payload jsonb) RETURNS boolean
-LANGUAGE c STABLE PARALLEL SAFE
+LANGUAGE c STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', 'pg_agents_filter_matches';
 COMMENT ON FUNCTION agent.filter_matches(jsonb, jsonb) IS
   'Whether an event payload satisfies a trigger filter (the evaluator agent.fire_event uses); a NULL or empty filter matches.';
@@ -44,11 +45,6 @@ BEGIN
         USING ERRCODE = 'invalid_parameter_value',
               DETAIL = 'An event name has 1 to 200 letters, digits, dots, colons, dashes or underscores.';
     END IF;
-    IF NEW.kind = 'event' AND (NEW.resource_type IS NULL OR btrim(NEW.resource_type) = '') THEN
-      RAISE EXCEPTION 'invalid event trigger: resource_type is required'
-        USING ERRCODE = 'invalid_parameter_value',
-              HINT = 'Give the resource type of the events, e.g. collection; leave resource_id NULL to match any resource of that type.';
-    END IF;
   END IF;
   IF NEW.filter IS NULL THEN
     NEW.filter := '{}';
@@ -58,7 +54,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._triggers_validate_event() IS
-  'Trigger: refuses an invalid filter, or an event trigger without event_name or resource_type, when agent.triggers is written.';
+  'Trigger: refuses an invalid filter, or an event trigger without a valid event_name, when agent.triggers is written.';
 CREATE TRIGGER triggers_validate_event
   BEFORE INSERT OR UPDATE OF kind, event_name, resource_type, resource_id, filter ON agent.triggers
   FOR EACH ROW EXECUTE FUNCTION agent._triggers_validate_event();

@@ -6,30 +6,17 @@
 --   agent.register_relation / follow_relation     relations, cut and reported
 --
 -- The policies are restrictive and read
---     NOT agent._allowlist_active() OR id = ANY (ARRAY(<readable ids>))
+--     NOT agent._allowlist_active()
+--     OR (NOT agent._allowlist_custom_acl() AND id = ANY (ARRAY(<readable ids>)))
+--     OR (agent._allowlist_custom_acl() AND agent.can_access(<agent>, <type>, id::text, <mode>))
 -- agent._allowlist_active() is C and IMMUTABLE: the planner folds it, so a
 -- session that does not act as an agent plans the table as if it had no
 -- policy, and an agent session gets an indexable "id = ANY($n)" whose array is
 -- computed once per statement (an InitPlan).  The assign hook of
 -- pg_agents.actor invalidates cached plans when a session switches between
--- acting as an agent and not (src/allowlist.c).
-
--- ---------------------------------------------------------------------------
--- The worker's tool role
--- ---------------------------------------------------------------------------
-
--- Superusers and BYPASSRLS roles bypass row-level security; the worker runs
--- tool SQL under this role, which must never get BYPASSRLS.  (Role names
--- starting with pg_ are reserved by PostgreSQL, hence agents_tool.)
-DO $$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'agents_tool') THEN
-    CREATE ROLE agents_tool NOLOGIN NOBYPASSRLS;
-    COMMENT ON ROLE agents_tool IS
-      'pg_agents: role under which agent tool SQL runs; never superuser or BYPASSRLS, so allowlist policies apply.';
-  END IF;
-END
-$$;
+-- acting as an agent and not (src/allowlist.c).  With a custom ACL function
+-- (agent.set_acl_function) the folded shape is a per-row agent.can_access;
+-- changing agent.access_config invalidates every cached plan.
 
 -- ---------------------------------------------------------------------------
 -- Plan-time switch
@@ -46,26 +33,23 @@ COMMENT ON FUNCTION agent._allowlist_active() IS
 -- ---------------------------------------------------------------------------
 
 CREATE TABLE agent.resource_tables (
-    resource_type text PRIMARY KEY
+    tbl           regclass PRIMARY KEY,
+    resource_type text NOT NULL
                   CHECK (length(resource_type) BETWEEN 1 AND 100 AND resource_type <> 'workspace_shared'),
-    tbl           regclass NOT NULL UNIQUE,
     id_column     name NOT NULL,
     title_column  name NOT NULL,
     body_column   name NOT NULL,
-    tsv_column    name,
-    search_config regconfig NOT NULL DEFAULT 'simple',
     registered_by text NOT NULL DEFAULT current_user,
     registered_at timestamptz NOT NULL DEFAULT now()
 );
+CREATE INDEX resource_tables_type_idx ON agent.resource_tables (resource_type);
 COMMENT ON TABLE agent.resource_tables IS
-  'Application tables that hold agent-readable resources (one table per resource type), used by the built-in read/search/write tools. Database-wide, like a catalog (a Citus reference table).';
-COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type the rows are (page, collection, skill, agent, or an application type).';
+  'Application tables that hold agent-readable resources (a type may span several tables), used by the built-in read/search/write tools and by relations. Database-wide, like a catalog (a Citus reference table).';
 COMMENT ON COLUMN agent.resource_tables.tbl IS 'The application table.';
+COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type of its rows (page, collection, skill, agent, or an application type).';
 COMMENT ON COLUMN agent.resource_tables.id_column IS 'Column holding the resource id (compared as text with agent.access.resource_id).';
 COMMENT ON COLUMN agent.resource_tables.title_column IS 'Column holding the title.';
 COMMENT ON COLUMN agent.resource_tables.body_column IS 'Column holding the body text.';
-COMMENT ON COLUMN agent.resource_tables.tsv_column IS 'Optional stored tsvector column that search uses (with its GIN index); NULL: search computes to_tsvector(search_config, title || '' '' || body).';
-COMMENT ON COLUMN agent.resource_tables.search_config IS 'Text search configuration of search queries (and of the computed tsvector).';
 COMMENT ON COLUMN agent.resource_tables.registered_by IS 'Role that registered the table.';
 COMMENT ON COLUMN agent.resource_tables.registered_at IS 'When it was registered.';
 
@@ -186,33 +170,72 @@ BEGIN
   PERFORM agent._rls_column(tbl, id_column, 'id');
   PERFORM agent._rls_column(tbl, title_column, 'title');
   PERFORM agent._rls_column(tbl, body_column, 'body');
-  INSERT INTO agent.resource_tables AS r (resource_type, tbl, id_column, title_column, body_column)
-  VALUES (register_resource_table.resource_type, register_resource_table.tbl,
+  INSERT INTO agent.resource_tables AS r (tbl, resource_type, id_column, title_column, body_column)
+  VALUES (register_resource_table.tbl, register_resource_table.resource_type,
           register_resource_table.id_column, register_resource_table.title_column,
           register_resource_table.body_column)
   ON CONFLICT ON CONSTRAINT resource_tables_pkey DO UPDATE
-     SET tbl = EXCLUDED.tbl, id_column = EXCLUDED.id_column, title_column = EXCLUDED.title_column,
-         body_column = EXCLUDED.body_column, registered_by = EXCLUDED.registered_by,
-         registered_at = EXCLUDED.registered_at;
+     SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
+         title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
+         registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
+  -- the built-in tools read (and write_resource updates) it as agents_tool
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
+                   (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
+    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agents_tool', tbl);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name) IS
-  'Registers (or re-registers) the application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations.';
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns, for the built-in tools and relations; grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
 
-CREATE FUNCTION agent.unregister_resource_table(resource_type text) RETURNS void
+CREATE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 BEGIN
-  DELETE FROM agent.resource_tables r WHERE r.resource_type = unregister_resource_table.resource_type;
+  DELETE FROM agent.resource_tables r WHERE r.tbl = unregister_resource_table.tbl;
   IF NOT FOUND THEN
-    RAISE EXCEPTION 'resource type "%" is not registered', resource_type
+    RAISE EXCEPTION 'table "%" is not a registered resource table', tbl
       USING ERRCODE = 'undefined_object';
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agents_tool', tbl);
   END IF;
 END
 $$;
-COMMENT ON FUNCTION agent.unregister_resource_table(text) IS
-  'Removes the registration of a resource type''s table (its allowlist policies, if any, stay until agent.disable_allowlist).';
+COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
+  'Removes the registration of a resource table and revokes agents_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
+
+-- ---------------------------------------------------------------------------
+-- Custom ACL function (agent.set_acl_function, access module)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._allowlist_custom_acl_now() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
+COMMENT ON FUNCTION agent._allowlist_custom_acl_now() IS
+  'Internal: whether a custom ACL function is configured (agent.access_config), now.';
+
+-- The same, IMMUTABLE on purpose: folded into the plans of the policies, which
+-- take a per-row agent.can_access shape when a custom ACL function is set.
+-- A change of agent.access_config invalidates every cached plan.
+CREATE FUNCTION agent._allowlist_custom_acl() RETURNS boolean
+LANGUAGE sql IMMUTABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
+COMMENT ON FUNCTION agent._allowlist_custom_acl() IS
+  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans.';
+
+CREATE FUNCTION agent._allowlist_invalidate() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_invalidate';
+COMMENT ON FUNCTION agent._allowlist_invalidate() IS
+  'Internal trigger: invalidates every cached plan of the database at commit (the allowlist policies fold the ACL setting).';
+CREATE TRIGGER access_config_allowlist_invalidate
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.access_config
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._allowlist_invalidate();
 
 -- ---------------------------------------------------------------------------
 -- The readable set
@@ -244,26 +267,45 @@ BEGIN
   IF NOT FOUND THEN
     RETURN;                     -- unknown, deleted or suspended: nothing
   END IF;
-  -- the owner's principals: user:<owner> and group:<g> for each of their groups
+  -- A custom ACL function answers one resource at a time: the direct grants
+  -- are checked one by one with agent.can_access; what is shared with the
+  -- whole workspace cannot be listed (the policies then check each row).
+  IF agent._allowlist_custom_acl_now() THEN
+    RETURN QUERY
+    SELECT g.resource_id FROM agent.access g
+     WHERE g.agent_id = readable_resources.agent_id
+       AND g.resource_type = readable_resources.resource_type
+       AND agent.can_access(g.agent_id, g.resource_type, g.resource_id, readable_resources.mode, 'autonomous');
+    RETURN;
+  END IF;
+  -- the owner's principals: user:<owner> and group:<g> for each of their
+  -- groups (memberships of the agent's workspace or of none)
   SELECT array_agg(p) INTO v_princ
     FROM (SELECT 'user:' || v_owner AS p
           UNION ALL
-          SELECT 'group:' || gm.group_id FROM agent.group_members gm WHERE gm.user_id = v_owner) s;
+          SELECT 'group:' || gm.group_id FROM agent.group_members gm
+           WHERE gm.user_id = v_owner AND (gm.workspace_id IS NULL OR gm.workspace_id = v_ws)) s;
   -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
-  --     group rows, and what is shared with the whole workspace);
+  --     group rows, and what is shared with the whole workspace; ACL rows of
+  --     the agent's workspace or of none);
   -- (b) with a workspace_shared grant at >= mode: what is shared with the
   --     whole workspace at >= mode now (a workspace row is part of the
   --     owner's ACL, so the owner bound holds by construction).
+  -- The LATERAL ... LIMIT 1 keeps (a) a walk of the agent's grants with one
+  -- primary-key probe of resource_acl each: its cost follows the grants, not
+  -- the size of the ACL table.
   RETURN QUERY
   SELECT g.resource_id
     FROM agent.access g
-    JOIN agent.resource_acl acl ON acl.resource_type = g.resource_type AND acl.resource_id = g.resource_id
+   CROSS JOIN LATERAL (SELECT 1 FROM agent.resource_acl acl
+                        WHERE acl.resource_type = g.resource_type AND acl.resource_id = g.resource_id
+                          AND (readable_resources.mode = 'read' OR acl.access = 'edit')
+                          AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
+                          AND (acl.principal = ANY (v_princ) OR acl.principal = 'workspace')
+                        LIMIT 1) ok
    WHERE g.agent_id = readable_resources.agent_id
      AND g.resource_type = readable_resources.resource_type
      AND (readable_resources.mode = 'read' OR g.access = 'edit')
-     AND (readable_resources.mode = 'read' OR acl.access = 'edit')
-     AND (acl.principal = ANY (v_princ)
-          OR (acl.principal = 'workspace' AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)))
   UNION
   SELECT acl.resource_id
     FROM agent.resource_acl acl
@@ -277,40 +319,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.readable_resources(bigint, text, text) IS
-  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, computed in one query: direct grants at the mode bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. An agent session may only ask for itself.';
-
--- Why an agent may not reach a resource (the reason codes of agent.explain_access).
-CREATE FUNCTION agent._allowlist_reason(p_agent_id bigint, p_type text, p_id text, p_mode text DEFAULT 'read')
-RETURNS text
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
-AS $$
-DECLARE
-  a agent.agents%ROWTYPE;
-  g agent.access%ROWTYPE;
-  v_self bigint := agent.current_agent_id();
-BEGIN
-  IF v_self IS NOT NULL AND p_agent_id IS DISTINCT FROM v_self THEN
-    RAISE EXCEPTION 'an agent session can only explain its own access'
-      USING ERRCODE = 'insufficient_privilege',
-            DETAIL = format('The session acts as agent %s.', v_self);
-  END IF;
-  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
-  IF NOT FOUND THEN RETURN 'agent_not_found'; END IF;
-  IF a.deleted_at IS NOT NULL THEN RETURN 'agent_deleted'; END IF;
-  IF a.status <> 'active' THEN RETURN 'agent_suspended'; END IF;
-  IF EXISTS (SELECT 1 FROM agent.readable_resources(p_agent_id, p_type, p_mode) r WHERE r = p_id) THEN
-    RETURN 'granted';
-  END IF;
-  SELECT * INTO g FROM agent.access
-   WHERE agent_id = p_agent_id AND resource_type = p_type AND resource_id = p_id;
-  IF NOT FOUND THEN RETURN 'not_granted'; END IF;
-  IF p_mode = 'edit' AND g.access <> 'edit' THEN RETURN 'grant_read_only'; END IF;
-  RETURN 'owner_denied';
-END
-$$;
-COMMENT ON FUNCTION agent._allowlist_reason(bigint, text, text, text) IS
-  'Internal: the reason code (granted, not_granted, grant_read_only, owner_denied, agent_suspended, agent_deleted, agent_not_found) for an agent and a resource; an agent session may only ask for itself.';
+  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, computed in one query: direct grants at the mode bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. With a custom ACL function (agent.set_acl_function): the direct grants that agent.can_access allows, without the workspace shares, which such a function cannot list. An agent session may only ask for itself.';
 
 -- ---------------------------------------------------------------------------
 -- Policies
@@ -352,13 +361,13 @@ BEGIN
     ELSE
       indexable := false;
   END CASE;
-  IF indexable THEN
-    expr := format('NOT agent._allowlist_active() OR %s = ANY (ARRAY(SELECT %s FROM %s WHERE %s))',
-                   col, conv, src, cond);
-  ELSE
-    expr := format('NOT agent._allowlist_active() OR (%s)::text = ANY (ARRAY(SELECT r.id FROM %s))',
-                   col, src);
-  END IF;
+  -- Folded at plan time: a non-agent session keeps "true"; an agent session
+  -- keeps the id test, or with a custom ACL function the per-row check.
+  expr := format('NOT agent._allowlist_active() OR (NOT agent._allowlist_custom_acl() AND %s)'
+                 ' OR (agent._allowlist_custom_acl() AND agent.can_access((SELECT agent.current_agent_id()), %L, (%s)::text, %L))',
+                 CASE WHEN indexable THEN format('%s = ANY (ARRAY(SELECT %s FROM %s WHERE %s))', col, conv, src, cond)
+                      ELSE format('(%s)::text = ANY (ARRAY(SELECT r.id FROM %s))', col, src) END,
+                 p_type, col, p_mode);
 END
 $$;
 COMMENT ON FUNCTION agent._allowlist_expr(regclass, name, text, text) IS
@@ -487,6 +496,8 @@ $$;
 COMMENT ON FUNCTION agent._rls_sql_drop() IS
   'Internal: forgets the registrations (resource tables, allowlists, relations) of dropped tables.';
 CREATE EVENT TRIGGER pg_agents_rls_sql_drop ON sql_drop EXECUTE FUNCTION agent._rls_sql_drop();
+COMMENT ON EVENT TRIGGER pg_agents_rls_sql_drop IS
+  'pg_agents: forgets the resource-table, allowlist and relation registrations of dropped tables.';
 
 -- ---------------------------------------------------------------------------
 -- Relations
@@ -585,11 +596,14 @@ BEGIN
   v_det := jsonb_build_object('from_type', rel.from_type, 'from_id', from_id,
                               'relation', rel.column_name, 'to_type', rel.to_type);
   -- An agent follows nothing out of a row it may not read.
-  IF v_agent IS NOT NULL
-     AND NOT EXISTS (SELECT 1 FROM agent.readable_resources(v_agent, rel.from_type) r WHERE r = from_id) THEN
-    PERFORM agent._allowlist_denied(rel.from_type, agent._allowlist_reason(v_agent, rel.from_type, from_id),
-                                    from_id, v_det);
-    RETURN;
+  IF v_agent IS NOT NULL THEN
+    SELECT e.reason INTO v_why
+      FROM agent.explain_access(v_agent, rel.from_type, coalesce(from_id, ''), 'read', 'autonomous') e
+     WHERE NOT e.allowed;
+    IF FOUND THEN
+      PERFORM agent._allowlist_denied(rel.from_type, v_why, from_id, v_det);
+      RETURN;
+    END IF;
   END IF;
   SELECT CASE WHEN t.typcategory = 'A' THEN 'array' WHEN a.atttypid = 'jsonb'::regtype THEN 'jsonb' ELSE 'scalar' END
     INTO v_kind
@@ -614,12 +628,16 @@ BEGIN
                 rel.column_name, rel.from_table, rel.id_column, v_ityp, rel.column_name)
   END;
   FOR v_id IN EXECUTE v_sql USING from_id LOOP
-    IF v_agent IS NULL
-       OR EXISTS (SELECT 1 FROM agent.readable_resources(v_agent, rel.to_type) r WHERE r = v_id) THEN
+    IF v_agent IS NULL THEN
       RETURN NEXT v_id;
-    ELSE
-      v_why := agent._allowlist_reason(v_agent, rel.to_type, v_id);
+      CONTINUE;
+    END IF;
+    SELECT e.reason INTO v_why
+      FROM agent.explain_access(v_agent, rel.to_type, v_id, 'read', 'autonomous') e WHERE NOT e.allowed;
+    IF FOUND THEN
       PERFORM agent._allowlist_denied(rel.to_type, v_why, v_id, v_det);
+    ELSE
+      RETURN NEXT v_id;
     END IF;
   END LOOP;
 END

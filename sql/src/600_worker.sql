@@ -1,30 +1,21 @@
 -- pg_agents: the background worker's SQL side (src/worker.c, executor.c, tools.c).
 --
---   agent_tool        NOLOGIN role the worker switches to for tool SQL
+--   grants to agents_tool (the role the worker switches to for tool SQL)
 --   agent.run_state       conversation state of runs in flight (resume after
 --                         approval, delegation or a crash)
 --   agent._worker_reclaim requeues runs left running by a previous worker
 
 -- ---------------------------------------------------------------------------
--- The tool role (named agent_tool: names starting with pg_ are reserved to
--- PostgreSQL and skipped by pg_dumpall): neither superuser nor BYPASSRLS, so that row-level security
--- and audit triggers apply to what an agent does.  Roles are cluster-wide:
--- it is created once and kept when the extension is dropped.
+-- The tool role agents_tool (created in 500_allowlist.sql): neither superuser
+-- nor BYPASSRLS, so that row-level security and audit triggers apply to what
+-- an agent does.  Application tables registered as resources must be granted
+-- to it (GRANT SELECT, UPDATE ON ... TO agents_tool).
 -- ---------------------------------------------------------------------------
-DO $$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'agent_tool') THEN
-    CREATE ROLE agent_tool NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-  END IF;
-END
-$$;
-COMMENT ON ROLE agent_tool IS
-  'pg_agents: role under which the worker runs tool SQL (not superuser, not BYPASSRLS); grant it SELECT/UPDATE on registered resource tables.';
-GRANT USAGE ON SCHEMA agent TO agent_tool;
+GRANT USAGE ON SCHEMA agent TO agents_tool;
 -- what access checks evaluated inside tool SQL (search filters, RLS policies)
 -- read: agents, grants, shares, groups and the default ACL
 GRANT SELECT ON agent.agents, agent.access, agent.shares, agent.group_members, agent.resource_acl
-  TO agent_tool;
+  TO agents_tool;
 
 -- ---------------------------------------------------------------------------
 -- Run state
@@ -85,3 +76,18 @@ $$;
 REVOKE ALL ON FUNCTION agent._worker_reclaim(integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._worker_reclaim(integer) IS
   'Internal (worker start): requeues runs left running by a previous worker process, or fails them past pg_agents.max_attempts; returns how many it handled.';
+
+CREATE FUNCTION agent._worker_cleanup() RETURNS integer
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  WITH d AS (
+    DELETE FROM agent.run_state s USING agent.runs r
+     WHERE r.id = s.run_id
+       AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+    RETURNING 1)
+  SELECT count(*)::integer FROM d
+$$;
+REVOKE ALL ON FUNCTION agent._worker_cleanup() FROM PUBLIC;
+COMMENT ON FUNCTION agent._worker_cleanup() IS
+  'Internal (worker, every tick): drops the saved state of runs that ended without the worker (denied, expired, cancelled); returns how many.';

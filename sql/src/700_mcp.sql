@@ -534,7 +534,7 @@ LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
   SELECT t.exposed_name, s.id, s.name, t.name, t.description, t.input_schema,
-         t.needs_approval OR agent._mcp_match(t.exposed_name, a.scope->'mcp_approval'),
+         t.needs_approval OR agent._mcp_match(t.exposed_name, a.scope->'needs_approval'),
          coalesce((t.annotations->>'readOnlyHint')::boolean, false)
     FROM agent.agents a
     JOIN agent.mcp_servers s ON s.workspace_id = a.workspace_id
@@ -547,7 +547,7 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
-  'MCP tools an agent may use: enabled servers of its workspace or its owner''s personal ones, filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval adds scope.mcp_approval patterns.';
+  'MCP tools an agent may use: enabled servers of its workspace or its owner''s personal ones, filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval is the tool''s flag or a match in scope.needs_approval (names or * patterns).';
 
 CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
 RETURNS jsonb

@@ -9,7 +9,7 @@
 -- Then: suspended, deleted and unknown agents, workspace isolation, run-time
 -- evaluation of workspace shares, a custom ACL function, bad arguments.
 BEGIN;
-SELECT plan(381);
+SELECT plan(388);
 
 CREATE TEMP TABLE cells (n int PRIMARY KEY, regime text, mode text, grant_state text,
                          ws_grant text, acl text, ws_share text, expected text);
@@ -497,6 +497,75 @@ SELECT is((SELECT (allowed, reason)::text FROM agent.explain_access(7210003, 'pa
 SELECT is((SELECT (allowed, reason)::text FROM agent.explain_access(7210003, 'page', 'sp4', 'read', 'robot')), '(f,invalid_regime)', 'explain_access: invalid_regime row');
 SELECT is((SELECT (allowed, reason)::text FROM agent.explain_access(7210003, 'page', 'sp4', 'read', 'manual')), '(f,user_required)', 'explain_access: user_required row');
 SELECT is((SELECT reason FROM agent.explain_access(7219999, 'page', 'sp4', 'write')), 'invalid_mode', 'arguments are checked before the agent is looked up');
+
+-- ---------------------------------------------------------------------------
+-- many checks for one agent in one statement (its grants are then loaded at
+-- once, the ACL rows of each resource cached): the same answers as a plain
+-- join of the tables, before and after a change in the same transaction
+-- ---------------------------------------------------------------------------
+INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (7210006, 'ws-bulk', 'bo', 'bulk'), (7210007, 'ws-bulk', 'bo', 'huge');
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+SELECT 7210006, 'page', 'b' || i, CASE WHEN i % 3 = 0 THEN 'edit' ELSE 'read' END FROM generate_series(1, 600, 2) i;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+SELECT 7210007, 'page', 'b' || i, CASE WHEN i % 3 = 0 THEN 'edit' ELSE 'read' END FROM generate_series(1, 20100) i;
+INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access)
+SELECT 'ws-bulk', 'page', 'b' || i, 'user:bo', CASE WHEN i % 4 IN (0, 1) THEN 'edit' ELSE 'read' END
+FROM generate_series(1, 20100) i WHERE i % 5 <> 0;
+CREATE TEMP VIEW bulk_expected AS
+SELECT g.agent_id, g.resource_id, m.mode
+FROM agent.access g JOIN agent.resource_acl r ON r.resource_type = g.resource_type AND r.resource_id = g.resource_id
+     CROSS JOIN (VALUES ('read'), ('edit')) m(mode)
+WHERE g.agent_id IN (7210006, 7210007) AND g.resource_type = 'page' AND r.principal = 'user:bo'
+  AND (m.mode = 'read' OR (g.access = 'edit' AND r.access = 'edit'));
+SELECT is((SELECT count(*)::int FROM generate_series(1, 700) i, (VALUES ('read'), ('edit')) m(mode)
+           WHERE agent.can_access(7210006, 'page', 'b' || i, m.mode)),
+          (SELECT count(*)::int FROM bulk_expected WHERE agent_id = 7210006),
+          '700 resources x 2 modes for one agent in one statement: the same as a join of the tables');
+SELECT is((SELECT count(*)::int FROM generate_series(1, 20200) i
+           WHERE agent.can_access(7210007, 'page', 'b' || i, CASE WHEN i % 2 = 0 THEN 'edit' ELSE 'read' END)),
+          (SELECT count(*)::int FROM bulk_expected WHERE agent_id = 7210007
+             AND mode = CASE WHEN substr(resource_id, 2)::int % 2 = 0 THEN 'edit' ELSE 'read' END),
+          'an agent with more grants than are ever loaded at once: the same answers, probe by probe');
+DELETE FROM agent.access WHERE agent_id = 7210006 AND resource_id IN ('b3', 'b9');
+UPDATE agent.resource_acl SET access = 'read' WHERE resource_id = 'b33';
+SELECT is((SELECT count(*)::int FROM generate_series(1, 700) i, (VALUES ('read'), ('edit')) m(mode)
+           WHERE agent.can_access(7210006, 'page', 'b' || i, m.mode)),
+          (SELECT count(*)::int FROM bulk_expected WHERE agent_id = 7210006),
+          'after revoking grants and lowering an ACL in the same transaction: seen at once');
+SELECT is(agent.can_access(7210006, 'page', 'b3'), false, 'a revoked grant, checked alone: refused');
+INSERT INTO agent.agents (id, workspace_id, owner_id, name)
+SELECT 7210007 + k, 'ws-bulk', 'bo', 'bulk ' || k FROM generate_series(1, 3) k;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+SELECT 7210007 + k, g.resource_type, g.resource_id, g.access
+FROM agent.access g, generate_series(1, 3) k WHERE g.agent_id = 7210006;
+CREATE TEMP VIEW bulk4_expected AS
+SELECT g.agent_id, g.resource_id, m.mode
+FROM agent.access g JOIN agent.resource_acl r ON r.resource_type = g.resource_type AND r.resource_id = g.resource_id
+     CROSS JOIN (VALUES ('read'), ('edit')) m(mode)
+WHERE g.agent_id IN (7210006, 7210008, 7210009, 7210010) AND r.principal = 'user:bo'
+  AND (m.mode = 'read' OR (g.access = 'edit' AND r.access = 'edit'));
+-- agent after agent (sets dropped once cold), and agents interleaved (no room)
+CREATE TEMP VIEW bulk4_grouped AS
+SELECT count(*)::int AS n
+FROM (SELECT a.id, i, m.mode FROM (VALUES (7210006), (7210008), (7210009), (7210010)) a(id),
+             generate_series(1, 700) i, (VALUES ('read'), ('edit')) m(mode)
+      ORDER BY a.id, i, m.mode OFFSET 0) c
+WHERE agent.can_access(c.id, 'page', 'b' || c.i, c.mode);
+CREATE TEMP VIEW bulk4_interleaved AS
+SELECT count(*)::int AS n
+FROM (SELECT a.id, i, m.mode FROM (VALUES (7210006), (7210008), (7210009), (7210010)) a(id),
+             generate_series(1, 700) i, (VALUES ('read'), ('edit')) m(mode)
+      ORDER BY i, a.id, m.mode OFFSET 0) c
+WHERE agent.can_access(c.id, 'page', 'b' || c.i, c.mode);
+SET LOCAL pg_agents.access_cache_grants = 500;
+SELECT is((SELECT n FROM bulk4_grouped), (SELECT count(*)::int FROM bulk4_expected),
+          'four agents one after the other, room for one grant set: the same answers');
+SELECT is((SELECT n FROM bulk4_interleaved), (SELECT count(*)::int FROM bulk4_expected),
+          'four agents interleaved, room for one grant set: the same answers');
+SET LOCAL pg_agents.access_cache_grants = 0;
+SELECT is((SELECT n FROM bulk4_interleaved), (SELECT count(*)::int FROM bulk4_expected),
+          'no grant sets at all (access_cache_grants = 0): the same answers');
+RESET pg_agents.access_cache_grants;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,8 +1,9 @@
 -- §7.4: sharing levels, cell by cell, and the functions they gate.
 --
--- Matrix decision (docs/access.md): full may do everything; edit may chat,
--- view and edit settings, duplicate and see its own manual runs in Activity;
--- interact may chat, view settings, duplicate and see its own manual runs;
+-- Matrix decision (docs/access.md, P3-T05): full may do everything,
+-- Activity and Insights included; edit may chat, view and edit settings and
+-- duplicate; interact may chat, view settings and duplicate; edit and
+-- interact see only their own manual runs (activity_scope own_manual);
 -- no access: nothing.  The owner holds full; group shares count; the best
 -- level wins; a deleted agent gives nothing to anyone.
 BEGIN;
@@ -46,7 +47,7 @@ INSERT INTO expect VALUES
   ('sh_edit', 'edit share', 'view_settings', true),
   ('sh_edit', 'edit share', 'edit_settings', true),
   ('sh_edit', 'edit share', 'share', false),
-  ('sh_edit', 'edit share', 'view_activity', true),
+  ('sh_edit', 'edit share', 'view_activity', false),
   ('sh_edit', 'edit share', 'view_insights', false),
   ('sh_edit', 'edit share', 'duplicate', true),
   ('sh_edit', 'edit share', 'delete', false),
@@ -55,7 +56,7 @@ INSERT INTO expect VALUES
   ('sh_interact', 'interact share', 'view_settings', true),
   ('sh_interact', 'interact share', 'edit_settings', false),
   ('sh_interact', 'interact share', 'share', false),
-  ('sh_interact', 'interact share', 'view_activity', true),
+  ('sh_interact', 'interact share', 'view_activity', false),
   ('sh_interact', 'interact share', 'view_insights', false),
   ('sh_interact', 'interact share', 'duplicate', true),
   ('sh_interact', 'interact share', 'delete', false),
@@ -82,7 +83,7 @@ INSERT INTO expect VALUES
   ('sh_gedit', 'edit via group', 'view_settings', true),
   ('sh_gedit', 'edit via group', 'edit_settings', true),
   ('sh_gedit', 'edit via group', 'share', false),
-  ('sh_gedit', 'edit via group', 'view_activity', true),
+  ('sh_gedit', 'edit via group', 'view_activity', false),
   ('sh_gedit', 'edit via group', 'view_insights', false),
   ('sh_gedit', 'edit via group', 'duplicate', true),
   ('sh_gedit', 'edit via group', 'delete', false),
@@ -91,7 +92,7 @@ INSERT INTO expect VALUES
   ('sh_ginteract', 'interact via group', 'view_settings', true),
   ('sh_ginteract', 'interact via group', 'edit_settings', false),
   ('sh_ginteract', 'interact via group', 'share', false),
-  ('sh_ginteract', 'interact via group', 'view_activity', true),
+  ('sh_ginteract', 'interact via group', 'view_activity', false),
   ('sh_ginteract', 'interact via group', 'view_insights', false),
   ('sh_ginteract', 'interact via group', 'duplicate', true),
   ('sh_ginteract', 'interact via group', 'delete', false),
@@ -109,7 +110,7 @@ INSERT INTO expect VALUES
   ('sh_best2', 'edit share + interact via group', 'view_settings', true),
   ('sh_best2', 'edit share + interact via group', 'edit_settings', true),
   ('sh_best2', 'edit share + interact via group', 'share', false),
-  ('sh_best2', 'edit share + interact via group', 'view_activity', true),
+  ('sh_best2', 'edit share + interact via group', 'view_activity', false),
   ('sh_best2', 'edit share + interact via group', 'view_insights', false),
   ('sh_best2', 'edit share + interact via group', 'duplicate', true),
   ('sh_best2', 'edit share + interact via group', 'delete', false),

@@ -1,7 +1,7 @@
 -- events: agent.fire_event matching, dedup, cap, anti-loop, suspension,
 -- rollback, mentions, table watchers.
 BEGIN;
-SELECT plan(80);
+SELECT plan(86);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
@@ -47,6 +47,11 @@ INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, resou
 SELECT is(pg_temp.fire('events.t.scoped', 'public.b', '{}', 's-1'), 0::bigint, 'a trigger on one resource ignores another');
 SELECT is(pg_temp.fire('events.t.scoped', 'public.a', '{}', 's-2'), 1::bigint, 'and fires for its own resource');
 SELECT is(pg_temp.fire('events.t.added', 'public.anything', '{}', 's-3'), 1::bigint, 'resource_id NULL matches any resource');
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, resource_id) VALUES
+  (4218, 4205, 'event', 'events.t.anytype', NULL, NULL);
+SELECT is((SELECT count(*) FROM agent.fire_event('events.t.anytype', 'page', 'p-1', '{}', NULL, 'at-1'))
+        + (SELECT count(*) FROM agent.fire_event('events.t.anytype', 'meeting', 'm-1', '{}', NULL, 'at-2')), 2::bigint,
+          'resource_type NULL matches any resource type');
 
 UPDATE agent.triggers SET enabled = false WHERE id = 4201;
 SELECT is(pg_temp.fire('events.t.scoped', 'public.a', '{}', 's-4'), 0::bigint, 'a disabled trigger never fires (cache flushed by the update)');
@@ -191,6 +196,20 @@ SELECT results_eq($$ SELECT agent_id, origin, trigger_id FROM agent.runs WHERE i
 SELECT is((SELECT count(*) FROM agent.fire_event('agent.mentioned', 'collection', 'x', '{}', 'user:bob', 'mn-2')),
           0::bigint, 'a mention without agent_id wakes nobody');
 
+-- ---------------------------------------------------------------- page.comment_added, meeting.summarized (T-07)
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, prompt) VALUES
+  (4219, 4205, 'event', 'meeting.summarized', 'meeting', 'Send the action items.'),
+  (4220, 4205, 'event', 'page.comment_added', 'page', NULL);
+SELECT is((SELECT count(*) FROM agent.fire_event('meeting.summarized', 'meeting', 'm-77',
+           '{"title": "Weekly ops", "summary": "Roll back v2.3; Bob owns the post-mortem."}', 'system', 'meeting:m-77')),
+          1::bigint, 'meeting.summarized wakes the follow-up agent');
+SELECT results_eq($$ SELECT input->'payload'->>'summary', input->>'prompt', input->>'resource_id' FROM agent.runs WHERE trigger_id = 4219 $$,
+                  $$ VALUES ('Roll back v2.3; Bob owns the post-mortem.', 'Send the action items.', 'm-77') $$,
+                  'with the summary in its payload');
+SELECT is((SELECT count(*) FROM agent.fire_event('page.comment_added', 'page', 'p-318',
+           '{"row_id": "c-1", "row": {"body": "Can someone check the outage?"}}', 'user:bob', 'comment:c-1')),
+          1::bigint, 'page.comment_added is a plain fire_event call');
+
 -- ---------------------------------------------------------------- watchers
 CREATE TABLE events_tickets (id serial PRIMARY KEY, title text, priority text, body text);
 SELECT agent.watch_table('events_tickets', 'collection', 'id', ARRAY['body']);
@@ -222,7 +241,7 @@ SELECT is((SELECT input->'payload'->'columns' FROM agent.runs WHERE trigger_id =
 
 UPDATE events_tickets SET priority = priority WHERE id = 1;
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 0::bigint, 'an update that changes nothing emits nothing');
-UPDATE events_tickets SET priority = 'urgent', body = body || ' [[agent:4200]] and [[fdagent:4205]]' WHERE id = 1;
+UPDATE events_tickets SET priority = 'urgent', body = replace(body, 'cc', 'cc:') || ' and [[fdagent:4205]]' WHERE id = 1;
 SELECT is((SELECT input->'payload'->'changed' FROM agent.runs WHERE trigger_id = 4216), '["priority", "body"]'::jsonb,
           'property_updated lists the changed columns');
 SELECT is((SELECT input->'payload'->'old'->>'priority' FROM agent.runs WHERE trigger_id = 4216), 'high',
@@ -230,8 +249,11 @@ SELECT is((SELECT input->'payload'->'old'->>'priority' FROM agent.runs WHERE tri
 SELECT is((SELECT input->'payload'->'row'->>'priority' FROM agent.runs WHERE trigger_id = 4216), 'urgent',
           'and the new row');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4213), 2::bigint,
-          'a mention already in the old row does not wake the agent again');
+          'editing text around a mention already in the old row does not wake the agent again');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4214), 1::bigint, 'a newly added [[fdagent:ID]] mention does');
+UPDATE events_tickets SET body = body || ' again [[agent:4200]]' WHERE id = 1;
+SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4213), 3::bigint,
+          'writing the mention once more (one more token) wakes it');
 
 DELETE FROM events_tickets WHERE id = 2;
 SELECT is((SELECT ARRAY(SELECT jsonb_object_keys(input->'payload') ORDER BY 1) FROM agent.runs WHERE trigger_id = 4217),
@@ -241,8 +263,12 @@ SELECT is((SELECT count(DISTINCT input->>'event_id') FROM agent.runs WHERE trigg
           (SELECT count(*) FROM agent.runs WHERE trigger_id IN (4215, 4216, 4217, 4213, 4214)),
           'every row change has its own event_id');
 UPDATE events_tickets SET title = 'x' WHERE id = 1;
-SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 2::bigint, 'a second update is a new event (not deduped)');
+SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4216), 3::bigint, 'a further update is a new event (not deduped)');
 
+ALTER TABLE events_tickets ADD COLUMN team text DEFAULT 'ops';
+UPDATE events_tickets SET title = 'y' WHERE id = 1;
+SELECT is((SELECT input->'payload'->'row'->>'team' FROM agent.runs WHERE trigger_id = 4216 ORDER BY id DESC LIMIT 1), 'ops',
+          'after ALTER TABLE the watcher sees the new column');
 SELECT agent.unwatch_table('events_tickets');
 INSERT INTO events_tickets (title, priority) VALUES ('after unwatch', 'high');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4215), 1::bigint, 'unwatched: no more events');

@@ -46,7 +46,7 @@ SELECT is(:'k1', agent.approval_key('runs_t_send', '{"body": "hi", "api_key": "s
 SELECT results_eq(format('SELECT status, lease_until IS NULL FROM agent.runs WHERE id = %s', :r1),
                   $$VALUES ('waiting_approval'::text, true)$$, 'the run waits for approval, its lease released');
 SELECT results_eq(format('SELECT status, input, expires_at - now() FROM agent.approvals WHERE run_id = %s', :r1),
-                  $$VALUES ('pending'::text, '{"to": "x@y.z", "body": "hi", "api_key": "[redacted]"}'::jsonb, interval '30 minutes')$$,
+                  $$VALUES ('pending'::text, '{"to": "x@y.z", "body": "hi", "api_key": "[REDACTED]"}'::jsonb, interval '30 minutes')$$,
                   'a pending approval with the redacted input, expiring after pg_agents.approval_ttl');
 SELECT is(agent.request_approval(:r1, 'runs_t_send', '{"api_key": "sk-abcdefghijklmnopqrstuvwxyz", "to": "x@y.z", "body": "hi"}'), :'k1',
           'asking again for the same call gives the same key');

@@ -1,6 +1,6 @@
 -- Run bookkeeping: start, claim, lease and reclaim, finish, re-run, cancel.
 BEGIN;
-SELECT plan(58);
+SELECT plan(63);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, status, deleted_at) VALUES
   (320001, 'ws-runs-b', 'o1', 'worker bee', '[320004]', 'active', NULL),
@@ -10,7 +10,7 @@ INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, status, 
   (320005, 'ws-runs-b', 'o1', 'helper 2', '[]', 'active', NULL);
 INSERT INTO agent.shares (agent_id, user_id, level) VALUES
   (320001, 'i1', 'interact'), (320001, 'i2', 'interact'), (320001, 'e1', 'edit'), (320002, 'i1', 'interact');
-INSERT INTO agent.triggers (id, agent_id, kind, event_name) VALUES (320100, 320001, 'event', 'collection.row_added');
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type) VALUES (320100, 320001, 'event', 'collection.row_added', 'collection');
 
 -- 1. start_run
 SELECT agent.start_run(320001, 'i1', '{"message": "hello"}') AS m1 \gset
@@ -97,8 +97,8 @@ SELECT throws_ok(format('SELECT agent.finish_run(%s, ''succeeded'')', :t1), '550
                  'a run ends once');
 SELECT ok(EXISTS (SELECT 1 FROM agent.audit_log WHERE action = 'run.finish' AND target_id = :t1::text
                    AND status = 'error' AND error_code = 'failed'), 'the end is audited');
-UPDATE agent.triggers SET last_run_at = '2020-01-01' WHERE id = 320100;
 SELECT agent._enqueue_run(320001, 'autonomous', 'event', '{"row": 2}', 320100) AS t2 \gset
+UPDATE agent.triggers SET last_run_at = '2020-01-01' WHERE id = 320100;
 SELECT agent.finish_run(:t2, 'succeeded', '{"summary": "ok"}');
 SELECT results_eq('SELECT last_status, last_error, last_run_at FROM agent.triggers WHERE id = 320100',
                   $$VALUES ('succeeded'::text, NULL::text, '2020-01-01'::timestamptz)$$,
@@ -113,8 +113,10 @@ SELECT results_eq(format('SELECT regime, origin, requested_by, input FROM agent.
                   'a re-run is a linked run with the same input plus rerun_of, same regime');
 SELECT throws_ok(format('SELECT agent.rerun(%s, ''i2'')', :m3), '42501', format('user "i2" may not re-run run %s', :m3),
                  'an interact user cannot re-run another user''s run');
-SELECT agent.rerun(:m3, 'e1') AS re \gset
-SELECT is((SELECT requested_by FROM agent.runs WHERE id = :re), 'e1', 'an edit user can, and the re-run is theirs');
+SELECT throws_ok(format('SELECT agent.rerun(%s, ''e1'')', :m3), '42501', format('user "e1" may not re-run run %s', :m3),
+                 'nor can an edit user, who sees only their own manual runs');
+SELECT agent.rerun(:m3, 'o1') AS re \gset
+SELECT is((SELECT requested_by FROM agent.runs WHERE id = :re), 'o1', 'the owner (full) can, and the re-run is theirs');
 SELECT throws_ok(format('SELECT agent.rerun(%s, ''i1'')', :a1), '42501', format('user "i1" may not re-run run %s', :a1),
                  're-running an autonomous run needs the edit level');
 SELECT agent.rerun(:a1, 'e1') AS ra \gset
@@ -159,6 +161,20 @@ SELECT results_eq(format($$SELECT r.status, s.status, s.output ->> 'status' FROM
 SELECT agent.delegate(:q, 320004, 'part', '[]', 100) AS q2 \gset
 SELECT agent.finish_run(:q, 'succeeded');
 SELECT is((SELECT status FROM agent.runs WHERE id = :q2), 'cancelled', 'a run that ends cancels its active children');
+
+-- 7. a deleted agent's runs never start
+SELECT agent.start_run(320005, NULL, '{}', 'autonomous', 'api') AS dq \gset
+UPDATE agent.runs SET priority = 32000 WHERE id = :dq;
+UPDATE agent.agents SET deleted_at = now() WHERE id = 320005;
+SELECT ok(NOT EXISTS (SELECT 1 FROM agent.claim_runs(3) c WHERE c.id = :dq), 'claim_runs skips the runs of a deleted agent');
+SELECT agent._tick_runs(now());
+SELECT results_eq(format('SELECT status, error FROM agent.runs WHERE id = %s', :dq),
+                  $$VALUES ('cancelled'::text, 'agent 320005 was deleted'::text)$$, 'and tick cancels them');
+
+-- 8. privileges: not for PUBLIC
+CREATE ROLE runs_plain_role;
+SELECT ok(NOT has_function_privilege('runs_plain_role', f, 'EXECUTE'), 'PUBLIC cannot execute ' || f)
+  FROM unnest(ARRAY['agent.finish_run(bigint,text,jsonb,text)', 'agent.approve(text,text,bigint)']) AS f;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,7 +1,7 @@
 -- Delegation: depth (0..5, clamping), cycles, who may receive work, budgets
 -- (reservation, return, fail closed), roll-up, results back to the parent.
 BEGIN;
-SELECT plan(72);
+SELECT plan(78);
 
 -- A chain of agents 310000..310006, each listing the next; plus odd cases.
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, default_token_budget)
@@ -219,6 +219,29 @@ SELECT agent.finish_run(:s1, 'succeeded');
 SELECT is((SELECT status FROM agent.runs WHERE id = :r1), 'queued', 'the last child ending re-queues it');
 SELECT pg_temp.go(:r1);
 SELECT is(agent.wait_for_children(:r1), false, 'nothing to wait for: the run keeps running');
+
+-- 8. the child works under its own grants (T-11 cross-leak): attaching a
+-- page the parent may read grants nothing to the child
+INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access)
+VALUES ('ws-runs-d', 'page', 'runs-secret', 'user:u-d', 'read');
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (310104, 'page', 'runs-secret', 'read');
+SELECT pg_temp.root(310104) AS g \gset
+SELECT agent.delegate(:g, 310105, 'summarise the attached page', '[{"page": "runs-secret"}]', 10) AS gc \gset
+SELECT ok(agent.can_access(310104, 'page', 'runs-secret', 'read', 'autonomous'), 'the parent agent may read the page');
+SELECT is((SELECT regime FROM agent.runs WHERE id = :gc), 'autonomous', 'the child runs autonomous, as its own agent');
+SELECT ok(NOT agent.can_access((SELECT agent_id FROM agent.runs WHERE id = :gc), 'page', 'runs-secret', 'read', 'autonomous'),
+          'the child agent cannot read the parent''s page, attached or not');
+
+-- 9. what an executor tells the model about delegation
+SELECT set_config('pg_agents.max_delegation_depth', '3', true);
+SELECT is(agent.delegation_context(:g) - 'chain',
+          jsonb_build_object('depth', 0, 'max_depth', 3, 'can_delegate', true, 'remaining_budget', 290,
+                             'delegates', '[{"agent_id": 310105, "name": "helper 2"}]'::jsonb),
+          'delegation_context: depth, limit, the agents it may delegate to, the remaining budget');
+SELECT pg_temp.go(:gc);
+SELECT is(agent.delegation_context(:gc) -> 'chain', '[310104, 310105]'::jsonb, 'the chain of agents from the root');
+SELECT set_config('pg_agents.max_delegation_depth', '1', true);
+SELECT is(agent.delegation_context(:gc) ->> 'can_delegate', 'false', 'at the depth limit a run cannot delegate');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,5 +1,6 @@
 -- events: the filter evaluator (every operator) and filter validation errors.
 \set VERBOSITY default
+\set SHOW_CONTEXT never
 SET client_min_messages = warning;
 
 -- every operator, each with a matching and a non-matching case
@@ -117,7 +118,7 @@ SELECT agent.validate_filter('{"view": "pg_catalog.pg_am"}');
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (4100, 'w-events-ft', 'u1', 'filter test agent');
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, filter)
 VALUES (4100, 'event', 'collection.row_added', 'collection', '{"all": [{"property": "priority", "op": "equals", "value": "high"}]}');
-INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type) VALUES (4100, 'event', 'collection.row_added', NULL);
+INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type) VALUES (4100, 'event', NULL, 'collection');
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type) VALUES (4100, 'event', 'bad name!', 'collection');
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, filter)
 VALUES (4100, 'event', 'collection.row_added', 'collection', '{"all": [{"property": "priority", "op": "eq", "value": "high"}]}')

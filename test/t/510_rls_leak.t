@@ -17,7 +17,7 @@ trap cleanup EXIT
 n=0; fails=0
 ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
 
-echo "1..16"
+echo "1..17"
 
 # ---------------------------------------------------------------- two worlds
 setup() {  # db, with_secret (1/0)
@@ -133,20 +133,29 @@ if [ -n "$(psql -XAtq -d "$A" -c "SELECT to_regprocedure('agent.watch_table(regc
     psql -XAtq -d "$A" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type) VALUES (1, 'mention', 'agent.mentioned', 'page');
 SELECT agent.watch_table('public.pages', 'page', 'id', ARRAY['body']);
-UPDATE public.pages SET body = body || ' Again [[agent:1]].' WHERE id = 5000;
+INSERT INTO public.pages (id, title, body) VALUES
+  (5001, 'ZEBRAFISH7Q follow-up', 'Second secret page: [[agent:1]] please summarise the ZEBRAFISH7Q acquisition.');
 SQL
     run=$(psql -XAtq -d "$A" -c "SELECT max(id) FROM agent.runs WHERE agent_id = 1 AND origin = 'mention'")
     [ -n "$run" ]; ok $? "a mention inside the secret page queues a run (run $run)"
+    # The agent.mentioned payload carries the row (events module, SPEC §3):
+    # the run's input then holds the secret.  It is not a read by the agent,
+    # but the worker must never hand it to the model: reported as TODO until
+    # the worker's prompt assembly (or the payload) drops it.
+    n=$((n+1))
     if psql -XAtq -d "$A" -c "SELECT input::text FROM agent.runs WHERE id = $run" | grep -q "$MARK"; then
-        echo "# note: the mention run's input carries the secret row; the worker must not put it in a prompt"
+        echo "not ok $n - the mention run's input does not carry the secret row # TODO the worker must drop payload rows the agent cannot read before prompting"
+    else
+        echo "ok $n - the mention run's input does not carry the secret row"
     fi
 else
     run=$(psql -XAtq -d "$A" -c "SELECT agent._enqueue_run(1, 'autonomous', 'mention', '{\"resource_type\": \"page\", \"row_id\": \"5000\"}')")
     [ -n "$run" ]; ok $? "a mention run is queued (events module not installed yet: through agent._enqueue_run, run $run)"
+    n=$((n+1)); echo "ok $n # SKIP events module not installed: no payload to inspect"
 fi
-rid=$(psql -XAtq -d "$A" -c "SELECT coalesce(input->>'row_id', input#>>'{payload,row_id}', '5000') FROM agent.runs WHERE id = $run")
+rid=$(psql -XAtq -d "$A" -c "SELECT coalesce(input->>'row_id', input#>>'{payload,row_id}', input#>>'{event,payload,row_id}', '5000') FROM agent.runs WHERE id = $run")
 v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SET pg_agents.run_id = '$run'" \
-      -c "SELECT count(*) FROM public.pages WHERE id = $rid OR id = 5000 OR body LIKE '%$MARK%'" 2>&1)
+      -c "SELECT count(*) FROM public.pages WHERE id IN ($rid, 5000, 5001) OR body LIKE '%$MARK%'" 2>&1)
 [ "$v" = 0 ]; ok $? "that run, under its identity, still cannot read the page ($v)"
 
 exit 0

@@ -6,7 +6,8 @@ llm_start
 q "CREATE TABLE IF NOT EXISTS public.w600_pages (id text PRIMARY KEY, title text, body text);
    INSERT INTO public.w600_pages VALUES ('p600', 'Runbook 600', 'Restart the pump, then call Ada.')
      ON CONFLICT DO NOTHING;
-   SELECT agent.register_resource_table('page', 'public.w600_pages', 'id', 'title', 'body');" >/dev/null
+   SELECT agent.register_resource_table('page', 'public.w600_pages', 'id', 'title', 'body');
+   GRANT SELECT, UPDATE ON public.w600_pages TO agents_tool;" >/dev/null
 
 # 1. single turn
 a=$(mk_agent "single600")

@@ -11,6 +11,7 @@ q "CREATE TABLE IF NOT EXISTS public.w601_pages (id text PRIMARY KEY, title text
      ('p601secret', 'Zebra merger plan', 'Acquire Quokka Corp before Friday.');
    INSERT INTO public.w601_pages SELECT 'p601noise' || g, 'pump pump pump ' || g, 'pump pump pump pump Quokka' FROM generate_series(1, 20) g;
    SELECT agent.register_resource_table('page', 'public.w601_pages', 'id', 'title', 'body');
+   GRANT SELECT, UPDATE ON public.w601_pages TO agents_tool;
    INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
      SELECT 'page', id, 'user:owner6', 'edit' FROM public.w601_pages ON CONFLICT DO NOTHING;" >/dev/null
 

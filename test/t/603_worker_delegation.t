@@ -40,7 +40,7 @@ ok "$(echo "$tools" | sed -n 1p | grep -q '"status":"succeeded".*child says 42' 
 ok "$(echo "$tools" | sed -n 2p | grep -q '"error":"the delegated run failed: malformed response' && echo 0 || echo 1)" \
    "the parent receives a motivated failure result"
 ok "$(echo "$tools" | sed -n 3p | grep -q 'delegation refused' && echo 0 || echo 1)" "delegating outside the list is refused"
-is "$(q "SELECT string_agg(kind || ':' || status, ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r AND kind = 'delegate'")" \
-   "delegate:ok,delegate:ok,delegate:error" "delegate steps recorded"
+is "$(q "SELECT string_agg(kind || ':' || status, ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r AND kind IN ('delegate', 'denied')")" \
+   "delegate:ok,delegate:error,denied:denied" "delegate steps (with the child's outcome) and the refused delegation recorded"
 ok "$(q "SELECT tokens_total > tokens_in + tokens_out FROM agent.runs WHERE id = $r")" "child tokens roll up to the parent"
 done_testing

@@ -8,6 +8,7 @@ q "CREATE TABLE IF NOT EXISTS public.w606_pages (id text PRIMARY KEY, title text
    TRUNCATE public.w606_pages;
    INSERT INTO public.w606_pages VALUES ('p606', 'Menu', 'Soup of the day: pumpkin.');
    SELECT agent.register_resource_table('page', 'public.w606_pages', 'id', 'title', 'body');
+   GRANT SELECT, UPDATE ON public.w606_pages TO agents_tool;
    INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
      VALUES ('page', 'p606', 'user:owner6', 'read') ON CONFLICT DO NOTHING;" >/dev/null
 q "ALTER SYSTEM SET pg_agents.llm_api_key = 'sk-test-606-secret'" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null

@@ -1,0 +1,134 @@
+/*-------------------------------------------------------------------------
+ *
+ * mcp_tools.c
+ *		MCP tools in the worker: definitions offered to the model and the
+ *		execution of an mcp__<server>__<tool> call.
+ *
+ * Tools come from agent.mcp_agent_tools (the agent's workspace servers and
+ * its owner's personal ones, filtered by its scope), read at every claim, so
+ * that a server added or refreshed while the worker runs is used by the next
+ * run without a restart.  A call goes through the same approval gate as the
+ * built-in tools (the tool's needs_approval flag, scope.needs_approval, the
+ * agent's approval_mode: "writes" pauses any tool the server does not mark
+ * readOnlyHint), then agent.mcp_agent_call, which never raises for a remote
+ * failure: a broken server is a failed tool result the model reads.  The
+ * HTTP exchange runs synchronously in the worker, bounded by
+ * pg_agents.request_timeout.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "worker_int.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "mcp.h"
+
+/* Appends the agent's MCP tools to a neutral tool list. */
+void
+McpAppendToolDefinitions(json_t *tools, int64 agent_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		vals[1];
+	int			rc;
+
+	vals[0] = Int64GetDatum(agent_id);
+	rc = SPI_execute_with_args("SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::text "
+							   "FROM agent.mcp_agent_tools($1) m ORDER BY m.exposed_name",
+							   1, types, vals, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		char	   *name = SPI_getvalue(tup, td, 1);
+		char	   *server = SPI_getvalue(tup, td, 2);
+		char	   *desc = SPI_getvalue(tup, td, 3);
+		json_t	   *schema = json_loads(SPI_getvalue(tup, td, 4), 0, NULL);
+		char	   *full = psprintf("[MCP server %s] %s", server, desc);
+
+		if (!json_is_object(schema))
+		{
+			if (schema)
+				json_decref(schema);
+			schema = json_pack("{s:s}", "type", "object");
+		}
+		json_array_append_new(tools, json_pack("{s:s,s:s,s:o}", "name", name,
+											   "description", full, "parameters", schema));
+		pfree(full);
+	}
+}
+
+/* Executes one mcp__* tool call for the run. */
+ToolOutcome
+McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+			   TimestampTz started)
+{
+	Oid			types[3] = {INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[3];
+	int			rc;
+	bool		isnull;
+	bool		needs;
+	bool		read_only;
+	char	   *text;
+	json_t	   *call;
+	json_t	   *res;
+	json_t	   *step;
+	bool		ok;
+
+	*result = NULL;
+	vals[0] = Int64GetDatum(tr->agent_id);
+	vals[1] = CStringGetTextDatum(name);
+	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only FROM agent.mcp_agent_tools($1) m "
+							   "WHERE m.exposed_name = $2", 2, types, vals, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up MCP tool \"%s\"", name);
+	if (SPI_processed != 1)
+	{
+		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
+		ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (needs || ToolsNeedsApproval(tr, name, !read_only))
+	{
+		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
+
+		if (gate != TOOL_DONE || *result != NULL)
+			return gate;
+	}
+
+	text = json_dumps(input, JSON_COMPACT);
+	vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pstrdup(text ? text : "{}")));
+	free(text);
+	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call($1, $2, $3)::text", 3, types, vals, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent.mcp_agent_call returned no row");
+	call = json_loads(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), 0, NULL);
+	if (call == NULL)
+		elog(ERROR, "agent.mcp_agent_call returned invalid JSON");
+	ok = json_is_true(json_object_get(call, "ok"));
+	res = json_object_get(call, "result");
+	text = mcp_result_text(res);
+	if (ok)
+	{
+		*result = json_pack("{s:s}", "result", text);
+		if (json_object_get(res, "structuredContent"))
+			json_object_set(*result, "structured", json_object_get(res, "structuredContent"));
+	}
+	else
+		*result = json_pack("{s:s}", "error", text[0] ? text : "the MCP tool failed");
+	free(text);
+	step = json_pack("{s:O?,s:O?,s:O?}", "server", json_object_get(call, "server"),
+					 "tool", json_object_get(call, "tool"), "result", res);
+	ToolsRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
+	json_decref(step);
+	json_decref(call);
+	return TOOL_DONE;
+}
