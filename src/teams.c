@@ -123,15 +123,36 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
 	bool		has_parent = false;
+	bool		jobs = false;
 
 	vals[0] = Int64GetDatum(run_id);
-	if (SPI_execute_with_args("SELECT r.parent_run_id IS NOT NULL FROM agent.runs r WHERE r.id = $1",
+	if (SPI_execute_with_args("SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
+							  "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 							  1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *j = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 
 		has_parent = v && v[0] == 't';
+		jobs = j && j[0] == 't';
 	}
+	if (jobs)
+		json_array_append_new(tools, json_pack(
+			"{s:s,s:s,s:{s:s,s:{s:{s:s,s:[s,s,s,s],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},"
+			"s:{s:s,s:[s,s],s:s},s:{s:s,s:s}},s:[s]}}",
+			"name", "manage_jobs",
+			"description", "Manage your own recurring jobs (schedules): create, list, update or delete. "
+			"Deleting needs a human's approval.",
+			"parameters", "type", "object", "properties",
+			"action", "type", "string", "enum", "create", "list", "update", "delete", "description", "What to do.",
+			"job_id", "type", "integer", "description", "update, delete: the job.",
+			"schedule", "type", "string", "description", "create, update: 5-field cron expression, e.g. 0 9 * * 1-5.",
+			"timezone", "type", "string", "description", "create, update: IANA time zone (default UTC).",
+			"prompt", "type", "string", "description", "create, update: what to do at each run.",
+			"scope", "type", "string", "enum", "personal", "shared",
+			"description", "create, update: personal (yours) or shared (visible to the workspace).",
+			"enabled", "type", "boolean", "description", "update: pause (false) or resume (true).",
+			"required", "action"));
 	if (has_parent)
 		json_array_append_new(tools, json_pack(
 			"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s}},s:[s]}}",
@@ -161,7 +182,8 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 bool
 TeamsHandles(const char *name)
 {
-	return strcmp(name, "ask_parent") == 0 || strcmp(name, "agent_teams") == 0;
+	return strcmp(name, "ask_parent") == 0 || strcmp(name, "agent_teams") == 0 ||
+		strcmp(name, "manage_jobs") == 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -427,6 +449,47 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 	return TOOL_DONE;
 }
 
+/* ---------------------------------------------------------------------
+ * manage_jobs
+ * ---------------------------------------------------------------------
+ */
+
+static ToolOutcome
+ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *action = InputStr(input, "action");
+	Oid			types[3] = {INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[3];
+	bool		failed;
+	json_t	   *r;
+	char	   *in;
+
+	if (action == NULL)
+	{
+		*result = TeamsError("manage_jobs needs an action: create, list, update or delete");
+		ToolsRecordStep(tr->run_id, "error", "manage_jobs", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	/* a deletion always goes through the approval gate; otherwise the policy */
+	if (strcmp(action, "delete") == 0 ||
+		(strcmp(action, "list") != 0 && ToolsNeedsApproval(tr, "manage_jobs", true)))
+	{
+		ToolOutcome gate = ToolsApprovalGate(tr, "manage_jobs", input, result, started);
+
+		if (gate != TOOL_DONE || *result != NULL)
+			return gate;
+	}
+	in = json_dumps(input, JSON_COMPACT);
+	vals[0] = Int64GetDatum(tr->run_id);
+	vals[1] = CStringGetTextDatum(action);
+	vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pstrdup(in)));
+	free(in);
+	r = TeamsQuery("SELECT agent._teams_manage_jobs($1, $2, $3)", 3, types, vals, &failed);
+	*result = r;
+	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
+	return TOOL_DONE;
+}
+
 ToolOutcome
 TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			 int64 *child_run_id, TimestampTz started)
@@ -435,6 +498,8 @@ TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return AskParent(tr, input, result, started);
 	if (strcmp(name, "agent_teams") == 0 && tr->can_delegate)
 		return AgentTeams(tr, input, result, child_run_id, started);
+	if (strcmp(name, "manage_jobs") == 0 && json_is_true(json_object_get(tr->scope, "manage_jobs")))
+		return ManageJobs(tr, input, result, started);
 	*result = TeamsError("unknown tool \"%s\"", name);
 	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 	return TOOL_DONE;

@@ -277,3 +277,108 @@ $$;
 REVOKE ALL ON FUNCTION agent._tick_teams(timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION agent._tick_teams(timestamptz) IS
   'Internal (called by agent.tick): runs waiting_input past input_expires_at end expired. Returns how many.';
+
+-- ---------------------------------------------------------------------------
+-- manage_jobs: an agent manages its own schedule triggers
+-- ---------------------------------------------------------------------------
+
+-- The worker's manage_jobs tool (its delete has passed the approval gate).
+-- The acting user is the run's requester, else the agent's owner.
+CREATE FUNCTION agent._teams_manage_jobs(p_run_id bigint, p_action text, p_args jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  r       agent.runs%ROWTYPE;
+  a       agent.agents%ROWTYPE;
+  t       agent.triggers%ROWTYPE;
+  v_user  text;
+  v_scope text := coalesce(p_args->>'scope', 'personal');
+  v_sched text := p_args->>'schedule';
+  v_tz    text := coalesce(p_args->>'timezone', 'UTC');
+  v_job   bigint;
+BEGIN
+  SELECT * INTO r FROM agent.runs x WHERE x.id = p_run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  v_user := coalesce(r.requested_by, a.owner_id);
+  IF p_action = 'list' THEN
+    RETURN jsonb_build_object('jobs', coalesce((
+      SELECT jsonb_agg(jsonb_build_object('job_id', x.id, 'schedule', x.schedule, 'timezone', x.timezone,
+                                          'description', agent.cron_describe(x.schedule), 'prompt', x.prompt,
+                                          'enabled', x.enabled,
+                                          'scope', CASE x.run_as WHEN 'shared' THEN 'shared' ELSE 'personal' END,
+                                          'created_by', x.created_by, 'next_run_at', x.next_run_at,
+                                          'last_status', x.last_status) ORDER BY x.id)
+        FROM agent.triggers x
+       WHERE x.agent_id = a.id AND x.kind = 'schedule'
+         AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)), '[]'));
+  ELSIF p_action = 'create' THEN
+    IF v_scope NOT IN ('personal', 'shared') THEN
+      RAISE EXCEPTION 'invalid job scope "%"', v_scope
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A job is personal or shared.';
+    END IF;
+    IF v_sched IS NULL OR NOT agent.cron_valid(v_sched) THEN
+      RAISE EXCEPTION 'invalid schedule "%"', coalesce(v_sched, 'NULL')
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A schedule is a 5-field cron expression.';
+    END IF;
+    INSERT INTO agent.triggers (workspace_id, agent_id, kind, schedule, timezone, prompt, run_as, created_by)
+    VALUES (a.workspace_id, a.id, 'schedule', v_sched, v_tz, p_args->>'prompt',
+            CASE v_scope WHEN 'shared' THEN 'shared' ELSE 'creator' END, v_user)
+    RETURNING * INTO t;
+  ELSIF p_action IN ('update', 'delete') THEN
+    v_job := (p_args->>'job_id')::bigint;
+    SELECT * INTO t FROM agent.triggers x
+     WHERE x.id = v_job AND x.agent_id = a.id AND x.kind = 'schedule'
+       AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)
+     FOR UPDATE;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'job % does not exist', coalesce(v_job::text, 'NULL')
+        USING ERRCODE = 'undefined_object', DETAIL = 'Only this agent''s schedules you can see can be changed.';
+    END IF;
+    IF t.created_by IS DISTINCT FROM v_user AND NOT agent.user_can(v_user, a.id, 'delete') THEN
+      RAISE EXCEPTION 'user "%" may not change shared job %', v_user, t.id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'Only the job''s creator or a user with the full level on the agent may change a shared job.';
+    END IF;
+    IF p_action = 'delete' THEN
+      DELETE FROM agent.triggers x WHERE x.id = t.id;
+      RETURN jsonb_build_object('job_id', t.id, 'deleted', true);
+    END IF;
+    IF v_sched IS NOT NULL AND NOT agent.cron_valid(v_sched) THEN
+      RAISE EXCEPTION 'invalid schedule "%"', v_sched
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A schedule is a 5-field cron expression.';
+    END IF;
+    IF p_args ? 'scope' AND v_scope NOT IN ('personal', 'shared') THEN
+      RAISE EXCEPTION 'invalid job scope "%"', v_scope
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A job is personal or shared.';
+    END IF;
+    UPDATE agent.triggers x
+       SET schedule = coalesce(v_sched, x.schedule),
+           timezone = coalesce(p_args->>'timezone', x.timezone),
+           prompt = coalesce(p_args->>'prompt', x.prompt),
+           enabled = coalesce((p_args->>'enabled')::boolean, x.enabled),
+           run_as = CASE WHEN p_args ? 'scope' THEN CASE v_scope WHEN 'shared' THEN 'shared' ELSE 'creator' END
+                         ELSE x.run_as END,
+           updated_at = now()
+     WHERE x.id = t.id RETURNING * INTO t;
+  ELSE
+    RAISE EXCEPTION 'unknown manage_jobs action "%"', coalesce(p_action, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'An action is create, list, update or delete.';
+  END IF;
+  PERFORM agent._audit_event('job.' || p_action, 'success', 'trigger', t.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('agent_id', a.id, 'run_id', p_run_id, 'by_user', v_user,
+                                                'schedule', t.schedule),
+                             format('run %s %sd job %s', p_run_id, p_action, t.id));
+  RETURN jsonb_build_object('job_id', t.id, 'schedule', t.schedule, 'timezone', t.timezone,
+                            'description', agent.cron_describe(t.schedule), 'prompt', t.prompt,
+                            'enabled', t.enabled,
+                            'scope', CASE t.run_as WHEN 'shared' THEN 'shared' ELSE 'personal' END,
+                            'next_run_at', t.next_run_at);
+END
+$$;
+REVOKE ALL ON FUNCTION agent._teams_manage_jobs(bigint, text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent._teams_manage_jobs(bigint, text, jsonb) IS
+  'Internal (manage_jobs tool): create, list, update or delete the schedule triggers of the run''s agent, acting as the run''s requester (else the agent''s owner). personal jobs (run_as creator) are visible to their creator, shared ones (run_as shared) to everyone; only the creator or a full user changes a shared job (42501). Schedules are validated with agent.cron_valid (22023). The worker gates delete through the approval gate before calling this.';

@@ -27,7 +27,7 @@ for m in rs[-1]["body"]["messages"]:
 }
 
 # 1. two follow-ups during the first call, one during the second, then the worker dies
-llm_script "[[t900a]]" '[{"latency": 4, "tool": "search_resources", "input": {"query": "x"}},
+llm_script "[[t900a]]" '[{"latency": 4, "tool": "lookup_weather", "input": {"city": "Lyon"}},
                          {"latency": 8, "text": "lost"}, {"text": "final answer"}]'
 r=$(start_run "$a" '{"prompt": "work [[t900a]]"}' manual owner6)
 wait_requests "[[t900a]]" 1
