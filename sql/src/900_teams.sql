@@ -345,6 +345,10 @@ BEGIN
     END IF;
     IF p_action = 'delete' THEN
       DELETE FROM agent.triggers x WHERE x.id = t.id;
+      PERFORM agent._audit_event('job.delete', 'success', 'trigger', t.id::text, a.workspace_id, a.owner_id,
+                                 jsonb_build_object('agent_id', a.id, 'run_id', p_run_id, 'by_user', v_user,
+                                                    'schedule', t.schedule),
+                                 format('run %s deleted job %s', p_run_id, t.id));
       RETURN jsonb_build_object('job_id', t.id, 'deleted', true);
     END IF;
     IF v_sched IS NOT NULL AND NOT agent.cron_valid(v_sched) THEN
