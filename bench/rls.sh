@@ -4,7 +4,7 @@
 #   before   the table without row-level security
 #   user     a non-agent session once agent.enable_allowlist is installed
 #   agent    a session acting as an agent with 10k grants (1k small), under
-#            the non-bypassing role agent_tool
+#            the non-bypassing role agents_tool
 # and for three terms (about 10%, 1% and 0.05% of the pages).  Each figure is
 # the median of several runs, in ms; the ratios agent/before and user/before
 # are printed (target: agent/before <= 1.5 for the 1% term).
@@ -26,7 +26,7 @@ INSERT INTO pages (id, title, body)
   SELECT g, 'page ' || g, format('a%s b%s c%s lorem ipsum dolor %s', g % 10, g % 100, g % 2000, md5(g::text))
     FROM generate_series(1, :rows) g;
 CREATE INDEX pages_tsv_idx ON pages USING gin (tsv);
-GRANT SELECT ON pages TO agent_tool;
+GRANT SELECT ON pages TO agents_tool;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (1, 'ws1', 'u1', 'bench agent');
 -- grants on :grants random pages; the owner's ACL covers them and 9x more pages
 SELECT setseed(0.42);
@@ -56,7 +56,7 @@ echo "rls: $ROWS pages, $GRANTS grants, built in $(( $(date +%s) - t0 )) s; medi
 
 QUERY="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
 measure() {  # actor, term
-    q -c "SET ROLE agent_tool" -c "SET pg_agents.actor = '$1'" \
+    q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" \
       -c "SELECT round(bench_ms(format(\$q\$$QUERY\$q\$, '$2'), $REPS), 2)"
 }
 declare -A before
@@ -71,7 +71,7 @@ for term in a3 b42 c777; do
     printf '%-6s %10s %10s %10s %8s %12s %12s\n' "$term" "$m" "$b" "$u" "$a" \
         "$(echo "scale=2; $a / $b" | bc)" "$(echo "scale=2; $u / $b" | bc)"
 done
-echo "readable set alone: $(q -c "SET ROLE agent_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SELECT round(bench_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS), 2)") ms"
+echo "readable set alone: $(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SELECT round(bench_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS), 2)") ms"
 echo "agent plan (b42):"
-q -c "SET ROLE agent_tool" -c "SET pg_agents.actor = 'agent:1'" \
+q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
   -c "EXPLAIN (COSTS OFF) $(printf "$QUERY" b42)" | sed 's/^/    /' | cut -c1-110

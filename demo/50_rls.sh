@@ -13,8 +13,8 @@ INSERT INTO demo_rls.pages (id, title, body, related) VALUES
   (1, 'Q3 budget', 'The budget plan for Q3, see the acquisition notes.', '{3}'),
   (2, 'Hiring plan', 'Two engineers for the budget tool.', '{}'),
   (3, 'Acquisition (secret)', 'Acquisition budget plan: 40M. Ask [[agent:4242]].', '{}');
-GRANT USAGE ON SCHEMA demo_rls TO agent_tool;
-GRANT SELECT ON demo_rls.pages TO agent_tool;
+GRANT USAGE ON SCHEMA demo_rls TO agents_tool;
+GRANT SELECT ON demo_rls.pages TO agents_tool;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (4242, 'demo-rls', 'alice', 'budget helper');
 INSERT INTO agent.resource_acl (resource_type, resource_id, principal)
   SELECT 'page', g::text, 'user:alice' FROM generate_series(1, 3) g;
@@ -27,8 +27,8 @@ SQL
 search="SELECT string_agg(format('%s (%s)', title, round(ts_rank(tsv, q)::numeric, 3)), ', ' ORDER BY ts_rank(tsv, q) DESC)
           FROM demo_rls.pages, plainto_tsquery('english', 'budget plan') q WHERE tsv @@ q"
 echo "allowlist: a secret page mentions agent 4242 and shares its words; the agent holds grants on pages 1 and 2"
-echo "  as a user:        $(q -c "SET ROLE agent_tool" -c "$search")"
-echo "  as agent 4242:    $(q -c "SET ROLE agent_tool" -c "SET pg_agents.actor = 'agent:4242'" -c "$search")"
-echo "  follow page 1 -> related: [$(q -c "SET ROLE agent_tool" -c "SET pg_agents.actor = 'agent:4242'" -c "SET pg_agents.run_id = '424242'" \
+echo "  as a user:        $(q -c "SET ROLE agents_tool" -c "$search")"
+echo "  as agent 4242:    $(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:4242'" -c "$search")"
+echo "  follow page 1 -> related: [$(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:4242'" -c "SET pg_agents.run_id = '424242'" \
         -c "SELECT coalesce(string_agg(x, ','), '') FROM agent.follow_relation('page', '1', 'related') x")], run step: $(q -c \
         "SELECT kind || ' ' || name || ' ' || output::text FROM agent.run_steps WHERE run_id = 424242")"

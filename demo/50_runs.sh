@@ -28,7 +28,7 @@ echo "  lead delegates to 'Researcher' with 8000 tokens: run $res (depth 1); lea
 
 out=$(q -c "SET pg_agents.max_delegation_depth = 1" -c "SELECT agent.try_delegate($res, 3, 'Write it up') ->> 'error'")
 echo "  with max_delegation_depth = 1, Researcher -> Writer is refused: \"$out\""
-wri=$(q -c "SELECT agent.delegate($res, 3, 'Write the digest', '[]', 3000)")
+wri=$(q -c "SELECT agent.try_delegate($res, 3, 'Write the digest', '[]', 3000) ->> 'child_run_id'")
 q -c "UPDATE agent.runs SET status = 'running' WHERE id = $wri" >/dev/null
 echo "  at the default depth (3) it is accepted: run $wri (depth 2, 3000 tokens)"
 out=$(q -c "SELECT agent.try_delegate($wri, 1, 'Ask the lead') ->> 'error'")

@@ -8,7 +8,6 @@ llm_start
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 echo
 echo "== Activity, insights, assisted creation"
-prev=$(q -c "SELECT tbl FROM agent.resource_tables WHERE resource_type = 'page'")
 q >/dev/null <<SQL
 DELETE FROM agent.agents WHERE workspace_id = 'demo-act';
 CREATE TABLE IF NOT EXISTS public.demo_act_pages (id text PRIMARY KEY, title text, body text);
@@ -16,7 +15,6 @@ INSERT INTO public.demo_act_pages VALUES
   ('pg-runbook', 'Pump runbook', 'Restart the pump, then call Ada.'),
   ('pg-payroll', 'Payroll', 'Salaries of every employee.') ON CONFLICT DO NOTHING;
 SELECT agent.register_resource_table('page', 'public.demo_act_pages', 'id', 'title', 'body');
-GRANT SELECT ON public.demo_act_pages TO agent_tool;
 DELETE FROM agent.resource_acl WHERE resource_id IN ('pg-runbook', 'pg-payroll');
 INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES
   ('demo-act', 'page', 'pg-runbook', 'workspace', 'read'), ('demo-act', 'page', 'pg-payroll', 'user:hr', 'read');
@@ -66,8 +64,8 @@ q -c "SELECT '    ' || key || ': granted ' || coalesce(detail ->> 'granted', 'no
 echo "  the same figures from SQL: $(q -c "SELECT sum(runs) || ' runs, ' || sum(tokens) || ' tokens' FROM agent.insights WHERE agent_id = 970001")"
 
 echo "  Assisted creation: alice describes 'an agent that answers from the Pump runbook and the Payroll page'"
-llm_script "[[d70d]]" '[{"tool": "search_resources", "input": {"query": "pump runbook"}},
-  {"tool": "search_resources", "input": {"query": "payroll"}},
+llm_script "[[d70d]]" '[{"tool": "search_resources", "input": {"query": "pump runbook", "resource_type": "page"}},
+  {"tool": "search_resources", "input": {"query": "payroll", "resource_type": "page"}},
   {"text": "{\"name\": \"Runbook answers\", \"instructions\": \"Answer from the runbook.\", \"triggers\": [{\"kind\": \"schedule\", \"schedule\": \"0 8 * * 1-5\", \"prompt\": \"Daily check\"}], \"access\": [{\"resource_type\": \"page\", \"resource_id\": \"pg-runbook\"}, {\"resource_type\": \"page\", \"resource_id\": \"pg-payroll\"}]}"}]'
 d=$(q -c "SELECT agent.generate_draft('An agent that answers from the Pump runbook and the Payroll page [[d70d]]', 'alice', 'demo-act')")
 for _ in $(seq 1 300); do
@@ -75,7 +73,7 @@ for _ in $(seq 1 300); do
 done
 echo "    proposed access: $(q -c "SELECT string_agg(e ->> 'resource_id', ', ') FROM jsonb_array_elements(agent.draft($d) -> 'draft' -> 'access') e")"
 echo "    dropped: $(q -c "SELECT string_agg((e ->> 'resource_id') || ' (' || (e ->> 'reason') || ')', ', ') FROM jsonb_array_elements(agent.draft($d) -> 'dropped') e")"
-echo "    agents owned by alice before saving: $(q -c "SELECT count(*) FROM agent.agents WHERE owner_id = 'alice' AND workspace_id = 'demo-act'")"
+echo "    new agents of alice before saving: $(q -c "SELECT count(*) FROM agent.agents WHERE owner_id = 'alice' AND workspace_id = 'demo-act' AND id <> 970001")"
 new=$(q -c "SELECT agent.create_from_draft(agent.draft($d) -> 'draft', 'alice')")
 echo "    create_from_draft -> agent $new, $(q -c "SELECT count(*) || ' trigger(s), ' || count(*) FILTER (WHERE enabled) || ' enabled' FROM agent.triggers WHERE agent_id = $new")"
 echo "  Gallery: $(q -c "SELECT string_agg(name, ', ' ORDER BY position) FROM agent.templates")"
@@ -83,7 +81,6 @@ echo "  Gallery: $(q -c "SELECT string_agg(name, ', ' ORDER BY position) FROM ag
 q >/dev/null <<SQL
 DELETE FROM agent.agents WHERE workspace_id = 'demo-act';
 DELETE FROM agent.resource_acl WHERE resource_id IN ('pg-runbook', 'pg-payroll');
+SELECT agent.unregister_resource_table('public.demo_act_pages');
+DROP TABLE public.demo_act_pages;
 SQL
-if [ -n "$prev" ] && [ "$prev" != "demo_act_pages" ]; then
-    q -c "UPDATE agent.resource_tables SET tbl = '$prev'::regclass WHERE resource_type = 'page'" >/dev/null 2>&1 || true
-fi

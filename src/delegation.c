@@ -21,6 +21,11 @@
  * try mode it is recorded (a denied audit row, a denied step on the parent)
  * and returned as {"ok": false, ...}.
  *
+ * Steps: in try mode (agent.try_delegate, the executor API) an accepted
+ * delegation also gets a delegate step on the parent, whose output becomes
+ * the child's result when the child ends.  agent.delegate writes no step:
+ * its caller records its own tool step (as the worker does).
+ *
  * Budgets: the parent's budget is its token_budget or its agent's
  * default_token_budget; its remaining envelope is budget - tokens_total -
  * tokens_reserved.  A NULL child budget takes the smaller of the envelope
@@ -171,9 +176,9 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 	Oid			t2[2] = {INT8OID, INT8OID};
 	Oid			t_enq[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, INT8OID};
 	Oid			t_child_run[2] = {INT8OID, INT4OID};
-	Oid			t_granted[6] = {INT8OID, INT8OID, INT8OID, TEXTOID, JSONBOID, INT8OID};
+	Oid			t_granted[7] = {INT8OID, INT8OID, INT8OID, TEXTOID, JSONBOID, INT8OID, BOOLOID};
 	Oid			t_refused[6] = {INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		v[6];
+	Datum		v[7];
 	bool		isnull;
 
 	if (PG_ARGISNULL(0))
@@ -491,8 +496,9 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 		v[4] = attachments ? JsonbPGetDatum(attachments)
 			: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
 		v[5] = Int64GetDatum(child_budget);
+		v[6] = BoolGetDatum(!raise);
 		Exec(GetPlan(Q_GRANTED,
-					 "SELECT agent._delegation_granted($1, $2, $3, $4, $5, $6)", 6, t_granted),
+					 "SELECT agent._delegation_granted($1, $2, $3, $4, $5, $6, $7)", 7, t_granted),
 			 v, NULL, SPI_OK_SELECT);
 		MemoryContextSwitchTo(callerCxt);
 

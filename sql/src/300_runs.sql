@@ -661,7 +661,7 @@ AS $$
   SELECT (agent._delegate($1, $2, $3, coalesce($4, '[]'::jsonb), $5, true) ->> 'child_run_id')::bigint
 $$;
 COMMENT ON FUNCTION agent.delegate(bigint, bigint, text, jsonb, int) IS
-  'Queues a child run of a running run for an agent in the parent agent''s delegation list (active, same workspace): autonomous, origin delegation, depth + 1, input {task, attachments, parent_run_id}, budget reserved from the parent''s envelope. Refusals raise (depth 54000, cycle 42P19, budget 54000, unlisted 42501, ...). Returns the child run id.';
+  'Queues a child run of a running run for an agent in the parent agent''s delegation list (active, same workspace): autonomous, origin delegation, depth + 1, input {task, attachments, parent_run_id}, budget reserved from the parent''s envelope, audited. Refusals raise (depth 54000, cycle 42P19, budget 54000, unlisted 42501, ...). Writes no step on the parent (the caller records its tool step). Returns the child run id.';
 
 CREATE FUNCTION agent.try_delegate(parent_run_id bigint, child_agent_id bigint, task text,
                                    attachments jsonb DEFAULT '[]', token_budget int DEFAULT NULL)
@@ -672,7 +672,7 @@ AS $$
   SELECT agent._delegate($1, $2, $3, coalesce($4, '[]'::jsonb), $5, false)
 $$;
 COMMENT ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) IS
-  'Like agent.delegate, but a refused delegation is returned ({"ok": false, "reason", "error", "detail", "sqlstate"}) instead of raised, so that its denied audit row and the denied step on the parent run are kept (what the worker''s delegate_to_agent tool uses). Success: {"ok": true, "child_run_id", "token_budget", "depth", "status"}.';
+  'Like agent.delegate, for executors, with the step bookkeeping: an accepted delegation gets a delegate step on the parent whose output becomes the child''s result when it ends; a refusal is returned ({"ok": false, "reason", "error", "detail", "sqlstate"}) instead of raised, and its denied audit row and denied step on the parent are kept. Success: {"ok": true, "child_run_id", "token_budget", "depth", "status"}.';
 
 CREATE FUNCTION agent.delegation_context(run_id bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -836,7 +836,7 @@ REVOKE ALL ON FUNCTION agent._approval_to_decide(text, text, bigint) FROM PUBLIC
 COMMENT ON FUNCTION agent._approval_to_decide(text, text, bigint) IS
   'Internal: the single pending approval with that key (and run) the user may decide, locked; explains every other case.';
 
-CREATE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint DEFAULT NULL) RETURNS bigint
+CREATE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
@@ -863,9 +863,9 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.approve(text, text, bigint) IS
-  'Approves one pending tool call (edit level on the agent required). A key pending on several runs needs the run id. The run goes back to queued once none of its approvals is pending; the approval authorises that one call once (agent.consume_approval). Returns the run id.';
+  'Approves one pending tool call (edit level on the agent required); run_id may be NULL unless the key is pending on several runs the user may decide. The run goes back to queued once none of its approvals is pending; the approval authorises that one call once (agent.consume_approval). Returns the run id.';
 
-CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint DEFAULT NULL) RETURNS bigint
+CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
@@ -886,7 +886,23 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.deny(text, text, bigint) IS
-  'Denies one pending tool call (edit level on the agent required; run id needed when the key is pending on several runs): the run fails with "denied by <user>". Returns the run id.';
+  'Denies one pending tool call (edit level on the agent required; run_id may be NULL unless the key is pending on several runs the user may decide): the run fails with "denied by <user>". Returns the run id.';
+
+-- The SPEC's two-argument forms (the run id is needed only when a key is
+-- pending on several runs the user may decide).
+CREATE FUNCTION agent.approve(approval_key text, by_user text) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT agent.approve($1, $2, NULL::bigint) $$;
+COMMENT ON FUNCTION agent.approve(text, text) IS
+  'Approves the one pending tool call with that key the user may decide (edit level); see agent.approve(text, text, bigint). Returns the run id.';
+
+CREATE FUNCTION agent.deny(approval_key text, by_user text) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$ SELECT agent.deny($1, $2, NULL::bigint) $$;
+COMMENT ON FUNCTION agent.deny(text, text) IS
+  'Denies the one pending tool call with that key the user may decide (edit level): the run fails "denied by <user>"; see agent.deny(text, text, bigint). Returns the run id.';
 
 CREATE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -922,7 +938,8 @@ COMMENT ON FUNCTION agent.consume_approval(bigint, text, jsonb) IS
 
 CREATE FUNCTION agent._delegation_granted(p_parent_run_id bigint, p_child_run_id bigint,
                                           p_child_agent_id bigint, p_task text,
-                                          p_attachments jsonb, p_token_budget bigint)
+                                          p_attachments jsonb, p_token_budget bigint,
+                                          p_record_step boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
@@ -933,17 +950,20 @@ DECLARE
 BEGIN
   SELECT * INTO c FROM agent.runs WHERE id = p_child_run_id;
   SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
-  -- the delegate step on the parent; its output is the child's result, set
-  -- when the child ends (at once if the child could not be queued)
-  PERFORM agent._runs_add_step(
-    p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.id = p_child_agent_id),
-    jsonb_build_object('child_run_id', c.id, 'child_agent_id', p_child_agent_id, 'task', p_task,
-                       'attachments', p_attachments, 'token_budget', p_token_budget, 'depth', c.depth),
-    CASE WHEN NOT agent._run_is_active(c.status) THEN
-      jsonb_build_object('child_run_id', c.id, 'agent_id', c.agent_id, 'status', c.status,
-                         'output', c.output, 'error', c.error, 'tokens_total', c.tokens_total) END,
-    CASE WHEN NOT agent._run_is_active(c.status) THEN 'error' END,
-    NOT agent._run_is_active(c.status));
+  -- the delegate step on the parent (agent.try_delegate); its output is the
+  -- child's result, set when the child ends (at once if the child could not
+  -- be queued)
+  IF p_record_step THEN
+    PERFORM agent._runs_add_step(
+      p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.id = p_child_agent_id),
+      jsonb_build_object('child_run_id', c.id, 'child_agent_id', p_child_agent_id, 'task', p_task,
+                         'attachments', p_attachments, 'token_budget', p_token_budget, 'depth', c.depth),
+      CASE WHEN NOT agent._run_is_active(c.status) THEN
+        jsonb_build_object('child_run_id', c.id, 'agent_id', c.agent_id, 'status', c.status,
+                           'output', c.output, 'error', c.error, 'tokens_total', c.tokens_total) END,
+      CASE WHEN NOT agent._run_is_active(c.status) THEN 'error' END,
+      NOT agent._run_is_active(c.status));
+  END IF;
   PERFORM agent._audit_run('run.delegate', c, 'success',
                            jsonb_build_object('parent_run_id', p_parent_run_id, 'parent_agent_id', p.agent_id,
                                               'child_agent_id', p_child_agent_id, 'token_budget', p_token_budget,
@@ -952,9 +972,9 @@ BEGIN
                                   p_parent_run_id, p.agent_id, p_child_agent_id, c.id, p_token_budget));
 END
 $$;
-REVOKE ALL ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint) IS
-  'Internal: records an accepted delegation (delegate step on the parent, audit row on the child run).';
+REVOKE ALL ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint, boolean) IS
+  'Internal: records an accepted delegation (audit row on the child run; with p_record_step, the delegate step on the parent).';
 
 CREATE FUNCTION agent._delegation_refused(p_parent_run_id bigint, p_child_agent_id bigint, p_task text,
                                           p_reason text, p_message text, p_detail text)
@@ -1000,4 +1020,6 @@ REVOKE ALL ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) FROM
 REVOKE ALL ON FUNCTION agent.request_approval(bigint, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.approve(text, text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.deny(text, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.approve(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION agent.deny(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.consume_approval(bigint, text, jsonb) FROM PUBLIC;

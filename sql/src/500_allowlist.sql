@@ -39,6 +39,8 @@ CREATE TABLE agent.resource_tables (
     id_column     name NOT NULL,
     title_column  name NOT NULL,
     body_column   name NOT NULL,
+    tsv_column    name,
+    search_config regconfig NOT NULL DEFAULT 'simple',
     registered_by text NOT NULL DEFAULT current_user,
     registered_at timestamptz NOT NULL DEFAULT now()
 );
@@ -50,6 +52,8 @@ COMMENT ON COLUMN agent.resource_tables.resource_type IS 'Resource type of its r
 COMMENT ON COLUMN agent.resource_tables.id_column IS 'Column holding the resource id (compared as text with agent.access.resource_id).';
 COMMENT ON COLUMN agent.resource_tables.title_column IS 'Column holding the title.';
 COMMENT ON COLUMN agent.resource_tables.body_column IS 'Column holding the body text.';
+COMMENT ON COLUMN agent.resource_tables.tsv_column IS 'Optional stored tsvector column that search_resources uses (with its GIN index); NULL: search computes to_tsvector(search_config, title || '' '' || body).';
+COMMENT ON COLUMN agent.resource_tables.search_config IS 'Text search configuration of search queries (and of the computed tsvector); set it with UPDATE.';
 COMMENT ON COLUMN agent.resource_tables.registered_by IS 'Role that registered the table.';
 COMMENT ON COLUMN agent.resource_tables.registered_at IS 'When it was registered.';
 

@@ -129,7 +129,15 @@ BEGIN
          coalesce(r.error, st.last_error),
          CASE WHEN (r.input ->> 'rerun_of') ~ '^[0-9]{1,18}$' THEN (r.input ->> 'rerun_of')::bigint END,
          r.parent_run_id, r.trigger_id
-    FROM agent.runs r
+    FROM (SELECT x.* FROM agent.runs x
+           WHERE x.agent_id = v_agent
+             AND (v_scope = 'all' OR (x.regime = 'manual' AND x.requested_by = v_user))
+             AND (v_status IS NULL OR x.status = v_status)
+             AND (v_trig IS NULL OR x.trigger_id = v_trig)
+             AND (since IS NULL OR x.created_at >= since)
+             AND (until IS NULL OR x.created_at < until)
+           ORDER BY x.created_at DESC, x.id DESC
+           LIMIT lim) r
     LEFT JOIN LATERAL (
       SELECT coalesce(array_agg(DISTINCT coalesce(s.output ->> 'resource_id', s.input ->> 'resource_id'))
                         FILTER (WHERE s.kind = 'read' AND coalesce(s.output ->> 'resource_type', s.input ->> 'resource_type') = 'skill'),
@@ -145,14 +153,7 @@ BEGIN
                 FILTER (WHERE s.kind = 'error' AND coalesce(s.status, 'error') <> 'retry'))[1] AS last_error
         FROM agent.run_steps s WHERE s.run_id = r.id
     ) st ON true
-   WHERE r.agent_id = v_agent
-     AND (v_scope = 'all' OR (r.regime = 'manual' AND r.requested_by = v_user))
-     AND (v_status IS NULL OR r.status = v_status)
-     AND (v_trig IS NULL OR r.trigger_id = v_trig)
-     AND (since IS NULL OR r.created_at >= since)
-     AND (until IS NULL OR r.created_at < until)
-   ORDER BY r.created_at DESC, r.id DESC
-   LIMIT lim;
+   ORDER BY r.created_at DESC, r.id DESC;
 END
 $$;
 COMMENT ON FUNCTION agent.activity(bigint, text, text, bigint, timestamptz, timestamptz, int) IS
@@ -303,26 +304,29 @@ BEGIN
      WHERE x.agent_id = v_agent
        AND (since IS NULL OR x.created_at >= since)
        AND (until IS NULL OR x.created_at < until)
-  ), dims AS (
-    SELECT 1 AS ord, 'total'::text AS section, NULL::text AS key, r.* FROM r
-    UNION ALL SELECT 2, 'status', r.status, r.* FROM r
-    UNION ALL SELECT 3, 'day', to_char((r.created_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD'), r.* FROM r
-    UNION ALL SELECT 4, 'week', to_char(date_trunc('week', r.created_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD'), r.* FROM r
-    UNION ALL SELECT 5, 'model', coalesce(r.model, '(none)'), r.* FROM r
-    UNION ALL SELECT 6, 'origin', r.origin, r.* FROM r
   ), agg AS (
-    SELECT d.ord, d.section, d.key, count(*)::bigint AS runs,
-           (count(*) FILTER (WHERE d.status = 'succeeded'))::bigint AS succeeded,
-           (count(*) FILTER (WHERE d.is_failed))::bigint AS failed,
-           round((count(*) FILTER (WHERE d.is_failed))::numeric / nullif(count(*) FILTER (WHERE d.is_done), 0), 4) AS failure_rate,
-           sum(d.tokens_in + d.tokens_out)::bigint AS tokens,
-           jsonb_build_object('tokens_in', sum(d.tokens_in), 'tokens_out', sum(d.tokens_out),
-                              'finished', count(*) FILTER (WHERE d.is_done),
-                              'cancelled', count(*) FILTER (WHERE d.status = 'cancelled'),
-                              'active', count(*) FILTER (WHERE NOT d.is_done),
-                              'avg_duration_s', round(extract(epoch FROM avg(d.finished_at - d.started_at))::numeric, 3)) AS detail
-      FROM dims d
-     GROUP BY d.ord, d.section, d.key
+    -- one pass over the runs for every section
+    SELECT CASE WHEN GROUPING(k.st) = 0 THEN 2 WHEN GROUPING(k.dy) = 0 THEN 3 WHEN GROUPING(k.wk) = 0 THEN 4
+                WHEN GROUPING(k.md) = 0 THEN 5 WHEN GROUPING(k.og) = 0 THEN 6 ELSE 1 END AS ord,
+           CASE WHEN GROUPING(k.st) = 0 THEN 'status' WHEN GROUPING(k.dy) = 0 THEN 'day' WHEN GROUPING(k.wk) = 0 THEN 'week'
+                WHEN GROUPING(k.md) = 0 THEN 'model' WHEN GROUPING(k.og) = 0 THEN 'origin' ELSE 'total' END AS section,
+           coalesce(k.st, k.dy, k.wk, k.md, k.og) AS key,
+           count(*)::bigint AS runs,
+           (count(*) FILTER (WHERE k.status = 'succeeded'))::bigint AS succeeded,
+           (count(*) FILTER (WHERE k.is_failed))::bigint AS failed,
+           round((count(*) FILTER (WHERE k.is_failed))::numeric / nullif(count(*) FILTER (WHERE k.is_done), 0), 4) AS failure_rate,
+           sum(k.tokens_in + k.tokens_out)::bigint AS tokens,
+           jsonb_build_object('tokens_in', sum(k.tokens_in), 'tokens_out', sum(k.tokens_out),
+                              'finished', count(*) FILTER (WHERE k.is_done),
+                              'cancelled', count(*) FILTER (WHERE k.status = 'cancelled'),
+                              'active', count(*) FILTER (WHERE NOT k.is_done),
+                              'avg_duration_s', round(extract(epoch FROM avg(k.finished_at - k.started_at))::numeric, 3)) AS detail
+      FROM (SELECT r.*, r.status AS st,
+                   to_char((r.created_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS dy,
+                   to_char(date_trunc('week', r.created_at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD') AS wk,
+                   coalesce(r.model, '(none)') AS md, r.origin AS og
+              FROM r) k
+     GROUP BY GROUPING SETS ((), (k.st), (k.dy), (k.wk), (k.md), (k.og))
   ), touched AS (
     SELECT coalesce(s.output ->> 'resource_type', s.input ->> 'resource_type') AS rt,
            coalesce(s.output ->> 'resource_id', s.input ->> 'resource_id') AS rid,
@@ -383,7 +387,7 @@ LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog
 AS $$ SELECT $i$You help a user create a custom agent from a short description.
 
-1. For every page, collection or other resource the description names, call search_resources with the words that name it. You only ever see what the user may read.
+1. For every page, collection or other resource the description names, call search_resources with the words that name it (and its resource_type, e.g. "collection" or "page", when the description says which). You only ever see what the user may read.
 2. Then answer with ONE JSON object and nothing else (no prose, no code fence):
 {"name": "<short agent name>",
  "instructions": "<what the agent should do, as instructions to it>",

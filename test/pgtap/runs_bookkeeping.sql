@@ -1,6 +1,6 @@
 -- Run bookkeeping: start, claim, lease and reclaim, finish, re-run, cancel.
 BEGIN;
-SELECT plan(63);
+SELECT plan(64);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, status, deleted_at) VALUES
   (320001, 'ws-runs-b', 'o1', 'worker bee', '[320004]', 'active', NULL),
@@ -151,7 +151,7 @@ SELECT is(agent.cancel_run(:p, 'e1'), 0, 'cancelling an ended run does nothing')
 -- cancelling only a child: the parent sees it as its delegate result
 SELECT agent.start_run(320001, NULL, '{}', 'autonomous', 'api') AS q \gset
 UPDATE agent.runs SET status = 'running' WHERE id = :q;
-SELECT agent.delegate(:q, 320004, 'part', '[]', 100) AS q1 \gset
+SELECT (agent.try_delegate(:q, 320004, 'part', '[]', 100) ->> 'child_run_id')::bigint AS q1 \gset
 SELECT is(agent.cancel_run(:q1, 'o1'), 1, 'the owner cancels a child run');
 SELECT results_eq(format($$SELECT r.status, s.status, s.output ->> 'status' FROM agent.runs r
                             JOIN agent.run_steps s ON s.run_id = r.id AND s.kind = 'delegate' WHERE r.id = %s$$, :q),
@@ -174,7 +174,7 @@ SELECT results_eq(format('SELECT status, error FROM agent.runs WHERE id = %s', :
 -- 8. privileges: not for PUBLIC
 CREATE ROLE runs_plain_role;
 SELECT ok(NOT has_function_privilege('runs_plain_role', f, 'EXECUTE'), 'PUBLIC cannot execute ' || f)
-  FROM unnest(ARRAY['agent.finish_run(bigint,text,jsonb,text)', 'agent.approve(text,text,bigint)']) AS f;
+  FROM unnest(ARRAY['agent.finish_run(bigint,text,jsonb,text)', 'agent.approve(text,text,bigint)', 'agent.approve(text,text)']) AS f;
 
 SELECT * FROM finish();
 ROLLBACK;

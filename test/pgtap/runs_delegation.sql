@@ -1,7 +1,7 @@
 -- Delegation: depth (0..5, clamping), cycles, who may receive work, budgets
 -- (reservation, return, fail closed), roll-up, results back to the parent.
 BEGIN;
-SELECT plan(78);
+SELECT plan(79);
 
 -- A chain of agents 310000..310006, each listing the next; plus odd cases.
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, default_token_budget)
@@ -83,7 +83,7 @@ SELECT set_config('pg_agents.max_delegation_depth', '5', true);
 
 -- 2. the child run
 SELECT pg_temp.root(310100) AS h \gset
-SELECT agent.delegate(:h, 310104, 'summarise', '[{"page": "p1"}]', 100) AS c \gset
+SELECT (agent.try_delegate(:h, 310104, 'summarise', '[{"page": "p1"}]', 100) ->> 'child_run_id')::bigint AS c \gset
 SELECT results_eq(
   format('SELECT regime, origin, depth, root_run_id, parent_run_id, requested_by, token_budget, status FROM agent.runs WHERE id = %s', :c),
   format($$VALUES ('autonomous'::text, 'delegation'::text, 1, %s::bigint, %s::bigint, 'agent:310100'::text, 100::bigint, 'queued'::text)$$, :h, :h),
@@ -95,7 +95,10 @@ SELECT is((SELECT priority FROM agent.runs WHERE id = :c), (SELECT priority FROM
           'work delegated by an interactive run keeps its priority');
 SELECT ok(EXISTS (SELECT 1 FROM agent.run_steps WHERE run_id = :h AND kind = 'delegate'
                    AND input ->> 'child_run_id' = :c::text AND finished_at IS NULL),
-          'the parent has an open delegate step for the child');
+          'try_delegate opens a delegate step for the child on the parent');
+SELECT agent.delegate(:h, 310104, 'no step') AS c0 \gset
+SELECT ok(NOT EXISTS (SELECT 1 FROM agent.run_steps WHERE run_id = :h AND input ->> 'child_run_id' = :c0::text),
+          'agent.delegate writes no step (its caller records its own)');
 SELECT ok(EXISTS (SELECT 1 FROM agent.audit_log WHERE action = 'run.delegate' AND status = 'success'
                    AND target_id = :c::text), 'an accepted delegation is audited');
 SELECT is(agent.try_delegate(:h, 310107, 'string id in the list') ->> 'ok', 'true',
@@ -185,7 +188,7 @@ SELECT is((agent.try_delegate(:b, 310107, 'envelope') ->> 'token_budget')::bigin
 SELECT pg_temp.root(310000) AS r0 \gset
 SELECT pg_temp.go(agent.delegate(:r0, 310001, 'l1', '[]', 5000)) AS r1 \gset
 SELECT pg_temp.go(agent.delegate(:r1, 310002, 'l2', '[]', 1000)) AS r2 \gset
-SELECT pg_temp.go(agent.delegate(:r2, 310003, 'l3', '[]', 100)) AS r3 \gset
+SELECT pg_temp.go((agent.try_delegate(:r2, 310003, 'l3', '[]', 100) ->> 'child_run_id')::bigint) AS r3 \gset
 SELECT is(agent.add_usage(:r3, 10, 5, 'model-x'), 85::bigint, 'usage at level 3');
 SELECT agent.add_usage(:r1, 7, 0);
 SELECT results_eq(format('SELECT tokens_total, tokens_reserved FROM agent.runs WHERE id IN (%s, %s, %s, %s) ORDER BY depth',

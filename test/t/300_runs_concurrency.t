@@ -58,7 +58,7 @@ esac
 
 # a parent waits for its child in one session; the child finishes in another
 parent=$(q -c "UPDATE agent.runs SET status = 'running' WHERE id = $rid RETURNING id" | head -1)
-child=$(q -c "SELECT agent.delegate($parent, 2, 'look it up', '[]', 100)" | head -1)
+child=$(q -c "SELECT agent.try_delegate($parent, 2, 'look it up', '[]', 100) ->> 'child_run_id'" | head -1)
 q -c "SELECT agent.wait_for_children($parent)" >/dev/null
 q -c "UPDATE agent.runs SET status = 'running' WHERE id = $child" >/dev/null
 q -c "SELECT agent.add_usage($child, 30, 12)" >/dev/null

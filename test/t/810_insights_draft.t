@@ -31,7 +31,7 @@ draft_json() {  # name access-json
 }
 
 # 1. an existing, readable collection is proposed exactly
-llm_script "[[t810a]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"support tickets\"}},
+llm_script "[[t810a]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"support tickets\", \"resource_type\": \"collection\"}},
                          $(draft_json "Support triage" '[{"resource_type": "collection", "resource_id": "c810support", "access": "read"}]')]"
 r=$(q "SELECT agent.generate_draft('Triage the tickets of the Support tickets collection [[t810a]]', 'u810', 'w810')")
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "the draft run goes through the worker and succeeds"
@@ -47,7 +47,7 @@ is "$(q "SELECT count(*) || '/' || count(*) FILTER (WHERE enabled) FROM agent.tr
    "its trigger is created disabled"
 
 # 2. a collection that does not exist: empty proposal although the model proposes one
-llm_script "[[t810b]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"finance ledger\"}},
+llm_script "[[t810b]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"finance ledger\", \"resource_type\": \"collection\"}},
                          $(draft_json "Finance" '[{"resource_type": "collection", "resource_id": "c810finance", "access": "read"}]')]"
 r=$(q "SELECT agent.generate_draft('Watch the Finance ledger collection [[t810b]]', 'u810', 'w810')")
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "draft run for an unknown collection succeeds"
@@ -55,7 +55,7 @@ is "$(q "SELECT agent.draft($r) -> 'draft' -> 'access'")" "[]" "unknown collecti
 is "$(q "SELECT agent.draft($r) -> 'dropped' -> 0 ->> 'reason'")" "not_found_by_search" "the model's guess is reported as dropped"
 
 # 3. a collection that exists but the user cannot read: empty proposal, never leaked to the model
-llm_script "[[t810c]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"HR salaries\"}},
+llm_script "[[t810c]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"HR salaries\", \"resource_type\": \"collection\"}},
                          $(draft_json "HR" '[{"resource_type": "collection", "resource_id": "c810hr", "access": "read"}]')]"
 r=$(q "SELECT agent.generate_draft('Summarize the HR salaries collection [[t810c]]', 'u810', 'w810')")
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "draft run for an unreadable collection succeeds"
