@@ -162,6 +162,13 @@ BEGIN
   END IF;
   SELECT * INTO p FROM agent.runs x WHERE x.id = r.parent_run_id FOR UPDATE;
   v_id := agent._teams_post(p, 'run:' || r.id, p_question, 'question');
+  -- a parent parked until its children end is woken up to see the question
+  IF p.status = 'waiting_children' THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.id = p.id RETURNING * INTO p;
+    PERFORM agent._audit_run('run.resume', p, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: its child run %s asks a question', p.id, r.id));
+    PERFORM agent._runs_notify(p.id, p.agent_id, 'queued');
+  END IF;
   UPDATE agent.runs x SET status = 'waiting_input', lease_until = NULL,
          input_expires_at = now() + current_setting('pg_agents.approval_ttl')::interval
    WHERE x.id = r.id RETURNING * INTO r;
@@ -173,7 +180,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._teams_ask_parent(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._teams_ask_parent(bigint, text) IS
-  'Internal (ask_parent tool): posts the question to the parent run as a message (kind question) and parks the running child in waiting_input, expiring after pg_agents.approval_ttl. 55000 when the parent has ended. Returns the message id.';
+  'Internal (ask_parent tool): posts the question to the parent run as a message (kind question), re-queues the parent when it is parked in waiting_children, and parks the running child in waiting_input, expiring after pg_agents.approval_ttl. 55000 when the parent has ended. Returns the message id.';
 
 -- The worker takes a run's undelivered messages, in order, and marks them
 -- delivered in its own transaction (the one that records the turn).

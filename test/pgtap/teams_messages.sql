@@ -1,7 +1,7 @@
 -- Teams: send_to_run rules, refusal on ended runs, ask_parent bookkeeping,
 -- run_tree over a three-level tree, current_step/preview, expiry in tick.
 BEGIN;
-SELECT plan(39);
+SELECT plan(41);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, default_token_budget) VALUES
   (390000, 'ws-teams', 'u-owner', 'lead', '[390001]', 100000),
@@ -117,6 +117,11 @@ SELECT agent.add_usage(:leaf, 10, 5);
 SELECT is((SELECT tokens_total FROM agent.run_tree(:root) WHERE run_id = :root), 15::bigint,
           'run_tree shows tokens rolled up to the root');
 SELECT is((SELECT count(*)::int FROM agent.run_tree(:mid)), 2, 'run_tree of a subtree starts there');
+
+-- 9. a parent parked in waiting_children is woken by a child's question
+UPDATE agent.runs SET status = 'waiting_children' WHERE id = :root;
+SELECT ok(agent._teams_ask_parent(:mid, 'which market?') > 0, 'a child asks a parked parent');
+SELECT is((SELECT status FROM agent.runs WHERE id = :root), 'queued', 'the parent is re-queued to see the question');
 
 SELECT * FROM finish();
 ROLLBACK;

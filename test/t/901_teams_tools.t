@@ -80,4 +80,20 @@ is "$(q "SELECT string_agg(kind || ':' || sender, ',' ORDER BY seq) FROM agent.r
    "answer:run:$r" "the answer came from the lead"
 is "$(q "SELECT string_agg(depth || ':' || agent_name || ':' || status, ',') FROM agent.run_tree($r)")" \
    "0:lead901:succeeded,1:researcher901:succeeded" "run_tree shows the team"
+# 2. a lead blocked in delegate_to_agent gets the child's question as the result of its wait
+llm_script "[[t901d]]" '[{"latency": 3, "tool": "ask_parent", "input": {"question": "Metric or imperial?"}}, {"text": "12 feet"}]'
+llm_script "[[t901-blocked-lead]]" "[{\"tool\": \"delegate_to_agent\", \"input\": {\"agent_id\": $c, \"task\": \"measure [[t901d]]\"}}]"
+r2=$(start_run "$p" '{"prompt": "lead blocked [[t901-blocked-lead]]"}')
+wait_sql "SELECT EXISTS (SELECT 1 FROM agent.runs WHERE parent_run_id = $r2)"
+child2=$(q "SELECT id FROM agent.runs WHERE parent_run_id = $r2")
+llm_script "[[t901-blocked-lead]]" "[{\"tool\": \"agent_teams\", \"input\": {\"action\": \"send\", \"run_id\": $child2, \"message\": \"imperial\"}},
+                                     {\"tool\": \"agent_teams\", \"input\": {\"action\": \"wait\", \"run_id\": $child2}},
+                                     {\"text\": \"blocked lead done\"}]"
+is "$(wait_status "$r2" "succeeded|failed" 60)" "succeeded" "the blocked lead succeeds"
+res=$(results_of "[[t901-blocked-lead]]")
+ok "$(echo "$res" | sed -n 1p | grep '"status":"waiting_input"' | grep -q 'Metric or imperial?' && echo 0 || echo 1)" \
+   "the child's question ends the parent's delegate_to_agent wait"
+ok "$(echo "$res" | sed -n 3p | grep -q '12 feet' && echo 0 || echo 1)" "after the answer the parent waits again and gets the result"
+is "$(q "SELECT count(*) FROM agent.run_messages WHERE run_id = $r2 AND kind = 'question' AND delivered_at IS NOT NULL")" "1" \
+   "the question was delivered once, through the wait"
 done_testing
