@@ -58,7 +58,7 @@ mkfifo "$MCP_TMP/step"
 "$MCP_PROBE" -v -s -n 2 "$PY/mcp" echo '{"message":"restart"}' <"$MCP_TMP/step" >"$MCP_TMP/out" 2>"$MCP_TMP/err" &
 probe=$!
 exec 7>"$MCP_TMP/step"
-for _ in $(seq 1 100); do grep -q restart "$MCP_TMP/out" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 600); do grep -q restart "$MCP_TMP/out" 2>/dev/null && break; sleep 0.05; done
 stop_py_server
 start_py_server "$PY_PORT" --tools 25 --page-size 10
 echo go >&7

@@ -38,7 +38,7 @@ mkfifo "$MCP_TMP/step"
 "$MCP_PROBE" -v -s -n 2 "$EV" echo '{"message":"restart"}' <"$MCP_TMP/step" >"$MCP_TMP/out" 2>"$MCP_TMP/err" &
 probe=$!
 exec 7>"$MCP_TMP/step"
-for _ in $(seq 1 100); do grep -q restart "$MCP_TMP/out" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 600); do grep -q restart "$MCP_TMP/out" 2>/dev/null && break; sleep 0.05; done
 out=$(psql -XAtq 2>&1 <<SQL
 SELECT agent.mcp_call('everything', 'echo', '{"message": "before"}', '$WS')->'content'->0->>'text';
 \! "$MCP_PEERS" stop "$MCP_TMP" && "$MCP_PEERS" start-everything "$MCP_TMP" $port >/dev/null
