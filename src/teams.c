@@ -215,7 +215,6 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	uint64		n;
 	SPITupleTable *tt;
 	json_t	   *seqs;
-	char	   *s;
 
 	vals[0] = Int64GetDatum(run_id);
 	if (SPI_execute_with_args("SELECT m.seq, m.sender, m.kind, m.body "
@@ -240,11 +239,9 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	{
 		json_t	   *out = json_pack("{s:o}", "delivered", seqs);
 
-		s = NULL;
 		ToolsRecordStep(run_id, "message", "delivered", NULL, out, "ok", 0, 0);
 		json_decref(out);
 	}
-	(void) s;
 	return (int) n;
 }
 
@@ -444,8 +441,8 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 	if (!json_is_object(r))
 		r = json_pack("{s:o}", "children", r);
 	*result = r;
-	ToolsRecordStep(tr->run_id, failed ? "error" : (strcmp(action, "spawn") == 0 ? "delegate" : "tool"),
-					"agent_teams", input, r, failed ? "error" : "ok", 0, started);
+	/* (agent.delegate records the delegate step of a spawn itself) */
+	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 
