@@ -101,6 +101,8 @@ static SPIPlanPtr forget_plan = NULL;
 static SPIPlanPtr finish_plan = NULL;
 static SPIPlanPtr save_plan = NULL;
 static SPIPlanPtr claim_plan = NULL;
+static SPIPlanPtr eligible_plan = NULL;
+static SPIPlanPtr payload_plan = NULL;
 
 
 /* ---------------------------------------------------------------------
@@ -333,21 +335,20 @@ SlotStrdup(Slot *s, const char *v)
 }
 
 static char *
-BuildPrompt(json_t *input, const char *trigger_prompt, const char *trigger_kind,
-			const char *event_name, const char *origin)
+BuildPrompt(json_t *input, const char *trigger_prompt, const char *origin)
 {
 	StringInfoData b;
 	json_t	   *task = json_object_get(input, "task");
 	json_t	   *att = json_object_get(input, "attachments");
-	const char *keys[] = {"prompt", "message", "text"};
-	bool		said = false;
+	json_t	   *prompt = json_object_get(input, "prompt");
+	json_t	   *event = json_object_get(input, "event");
+	const char *keys[] = {"message", "text"};
 
 	initStringInfo(&b);
-	if (trigger_prompt && trigger_prompt[0])
-	{
+	if (json_is_string(prompt))
+		appendStringInfo(&b, "%s\n", json_string_value(prompt));
+	else if (trigger_prompt && trigger_prompt[0])
 		appendStringInfo(&b, "%s\n", trigger_prompt);
-		said = true;
-	}
 	if (json_is_string(task))
 	{
 		appendStringInfo(&b, "Task delegated to you:\n%s\n", json_string_value(task));
@@ -358,31 +359,87 @@ BuildPrompt(json_t *input, const char *trigger_prompt, const char *trigger_kind,
 			appendStringInfo(&b, "Attachments:\n%s\n", a);
 			free(a);
 		}
-		return b.data;
 	}
 	for (int i = 0; i < lengthof(keys); i++)
 	{
 		json_t	   *v = json_object_get(input, keys[i]);
 
 		if (json_is_string(v))
-		{
 			appendStringInfo(&b, "%s\n", json_string_value(v));
-			return b.data;
+	}
+	if (json_is_string(event))
+	{
+		json_t	   *payload = json_object_get(input, "payload");
+
+		appendStringInfo(&b, "Event %s on %s %s (%s).\n", json_string_value(event),
+						 json_string_value(json_object_get(input, "resource_type")) ?: "?",
+						 json_string_value(json_object_get(input, "resource_id")) ?: "?", origin);
+		if (payload && json_object_size(payload) > 0)
+		{
+			char	   *a = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS);
+
+			appendStringInfo(&b, "Payload:\n%s\n", a);
+			free(a);
 		}
 	}
-	if (json_object_size(input) > 0)
+	if (b.len == 0)
 	{
-		char	   *a = json_dumps(input, JSON_COMPACT | JSON_SORT_KEYS);
+		if (json_object_size(input) > 0)
+		{
+			char	   *a = json_dumps(input, JSON_COMPACT | JSON_SORT_KEYS);
 
-		if (event_name)
-			appendStringInfo(&b, "Event %s (%s). Payload:\n%s\n", event_name, origin, a);
-		else
 			appendStringInfo(&b, "Run input (%s):\n%s\n", origin, a);
-		free(a);
+			free(a);
+		}
+		else
+			appendStringInfo(&b, "Run (%s): proceed with your instructions.\n", origin);
 	}
-	else if (!said)
-		appendStringInfo(&b, "Run (%s): proceed with your instructions.\n", origin);
 	return b.data;
+}
+
+/*
+ * An event payload carries the row that changed: it reaches the prompt only
+ * when the run may read that resource (the resource itself, or the row as a
+ * resource of that type).  Otherwise it is replaced by a notice.
+ */
+static void
+WithholdUnreadablePayload(json_t *input, int64 agent_id, const char *regime, const char *user_id)
+{
+	json_t	   *payload = json_object_get(input, "payload");
+	const char *rtype = json_string_value(json_object_get(input, "resource_type"));
+	const char *rid = json_string_value(json_object_get(input, "resource_id"));
+	json_t	   *jrow = json_object_get(payload, "row_id");
+	char	   *row_id = NULL;
+	Oid			types[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[6];
+	char		nulls[6] = "      ";
+	bool		manual = strcmp(regime, "manual") == 0;
+
+	if (!json_is_object(payload) || json_object_size(payload) == 0 || rtype == NULL)
+		return;
+	if (json_is_string(jrow))
+		row_id = pstrdup(json_string_value(jrow));
+	else if (json_is_integer(jrow))
+		row_id = psprintf("%" JSON_INTEGER_FORMAT, json_integer_value(jrow));
+	vals[0] = Int64GetDatum(agent_id);
+	vals[1] = CStringGetTextDatum(rtype);
+	vals[2] = rid ? CStringGetTextDatum(rid) : (Datum) 0;
+	nulls[2] = rid ? ' ' : 'n';
+	vals[3] = CStringGetTextDatum(regime);
+	vals[4] = (manual && user_id) ? CStringGetTextDatum(user_id) : (Datum) 0;
+	nulls[4] = (manual && user_id) ? ' ' : 'n';
+	vals[5] = row_id ? CStringGetTextDatum(row_id) : (Datum) 0;
+	nulls[5] = row_id ? ' ' : 'n';
+	if (PgAgentsExecPlan(&payload_plan,
+						 "SELECT coalesce($3 IS NOT NULL AND agent.can_access($1, $2, $3, 'read', $4, $5), false) "
+						 "OR coalesce($6 IS NOT NULL AND agent.can_access($1, $2, $6, 'read', $4, $5), false)",
+						 6, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not check the event payload's resource");
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0)
+		return;
+	json_object_set_new(input, "payload",
+						json_pack("{s:s}", "withheld",
+								  "the changed row is not shown: this run may not read that resource"));
 }
 
 static Slot *
@@ -403,6 +460,26 @@ ClaimUnit(Slot *unused, void *arg)
 	int			rc;
 	uint64		nrows;
 	SPITupleTable *tt;
+
+	/*
+	 * Without a default endpoint (pg_agents.llm_url empty) the worker only
+	 * works when some queued run's agent names its own (scope llm_url);
+	 * otherwise runs stay queued for an external executor (claim_runs).
+	 */
+	if (pg_agents_llm_url == NULL || pg_agents_llm_url[0] == '\0')
+	{
+		rc = PgAgentsExecPlan(&eligible_plan,
+							  "SELECT EXISTS (SELECT 1 FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id "
+							  "WHERE r.status = 'queued' AND a.scope ? 'llm_url')",
+							  0, NULL, NULL, NULL, true, 1);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not look for runs to claim");
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+		{
+			*(int *) arg = 0;
+			return;
+		}
+	}
 
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
@@ -502,8 +579,12 @@ ClaimUnit(Slot *unused, void *arg)
 		}
 		else
 		{
-			char	   *prompt = BuildPrompt(input, SPI_getvalue(tup, td, 17), SPI_getvalue(tup, td, 18),
-											 SPI_getvalue(tup, td, 19), SPI_getvalue(tup, td, 7));
+			char	   *prompt;
+
+			if (input == NULL)
+				input = json_object();
+			WithholdUnreadablePayload(input, s->agent_id, s->regime, s->user_id);
+			prompt = BuildPrompt(input, SPI_getvalue(tup, td, 17), SPI_getvalue(tup, td, 7));
 
 			s->messages = json_array();
 			if (!LlmParseProvider(prov, &s->provider))

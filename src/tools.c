@@ -538,7 +538,8 @@ LookupResourceTables(const char *rtype, List **out)
 	nulls[0] = rtype ? ' ' : 'n';
 	rc = SPI_execute_with_args("SELECT r.resource_type::text, r.tbl::regclass::text, quote_ident(r.id_column::text), "
 							   "quote_ident(r.title_column::text), quote_ident(r.body_column::text), "
-							   "quote_ident(r.tsv_column::text), quote_literal(r.search_config::text) "
+							   "quote_ident(to_jsonb(r) ->> 'tsv_column'), "
+							   "quote_literal(coalesce(to_jsonb(r) ->> 'search_config', 'simple')) "
 							   "FROM " RESOURCE_REGISTRY " r WHERE $1 IS NULL OR r.resource_type = $1 "
 							   "ORDER BY 1, 2", 1, types, vals, nulls, true, 0);
 	if (rc != SPI_OK_SELECT)

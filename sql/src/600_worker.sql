@@ -6,10 +6,10 @@
 --   agent._worker_reclaim requeues runs left running by a previous worker
 
 -- ---------------------------------------------------------------------------
--- The tool role agents_tool (created in 500_allowlist.sql): neither superuser
+-- The tool role agents_tool (created in 010_core.sql): neither superuser
 -- nor BYPASSRLS, so that row-level security and audit triggers apply to what
--- an agent does.  Application tables registered as resources must be granted
--- to it (GRANT SELECT, UPDATE ON ... TO agents_tool).
+-- an agent does.  agent.register_resource_table grants it SELECT, UPDATE on
+-- each registered table.
 -- ---------------------------------------------------------------------------
 GRANT USAGE ON SCHEMA agent TO agents_tool;
 -- what access checks evaluated inside tool SQL (search filters, RLS policies)

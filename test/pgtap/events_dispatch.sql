@@ -1,7 +1,7 @@
 -- events: agent.fire_event matching, dedup, cap, anti-loop, suspension,
 -- rollback, mentions, table watchers.
 BEGIN;
-SELECT plan(86);
+SELECT plan(89);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
@@ -272,6 +272,21 @@ SELECT is((SELECT input->'payload'->'row'->>'team' FROM agent.runs WHERE trigger
 SELECT agent.unwatch_table('events_tickets');
 INSERT INTO events_tickets (title, priority) VALUES ('after unwatch', 'high');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4215), 1::bigint, 'unwatched: no more events');
+
+-- ---------------------------------------------------------------- an unprivileged caller
+CREATE ROLE events_app_role;
+GRANT INSERT, SELECT ON events_tickets TO events_app_role;
+GRANT USAGE ON SEQUENCE events_tickets_id_seq TO events_app_role;
+SELECT agent.watch_table('events_tickets', 'collection', 'id', ARRAY['body']);
+SET LOCAL ROLE events_app_role;
+SELECT is((SELECT count(*) FROM agent.fire_event('events.t.dedup', 'collection', 'x', '{}', NULL, 'role-1')), 1::bigint,
+          'a role without rights on agent tables fires an event: the run is made');
+INSERT INTO events_tickets (title, priority) VALUES ('from the app role', 'high');
+SELECT is(current_user::text, 'events_app_role', 'and the caller''s identity is restored afterwards');
+RESET ROLE;
+SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4215 AND input->'payload'->'row'->>'title' = 'from the app role'),
+          1::bigint, 'its write to a watched table makes a run too');
+SELECT agent.unwatch_table('events_tickets');
 
 -- ---------------------------------------------------------------- priority, errors
 CREATE TEMP TABLE manual_run AS SELECT agent._enqueue_run(4205, 'manual', 'chat') AS id;

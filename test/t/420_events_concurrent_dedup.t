@@ -54,8 +54,9 @@ run "$dir/distinct.sql"
 got=$(q -c "SELECT count(*) FROM agent.runs WHERE agent_id = 4400 AND input->>'event_id' LIKE 'burst-%' AND input->>'event_id' <> 'burst-same'")
 ok $([ "$got" = 50 ] && echo 0 || echo 1) "50 concurrent events with distinct ids make 50 runs (got $got)"
 run "$dir/cap.sql"
-got=$(q -c "SELECT count(*) FILTER (WHERE status = 'queued') || '/' || count(*) FILTER (WHERE status = 'budget_exceeded') FROM agent.runs WHERE agent_id = 4401")
-ok $([ "$got" = "5/45" ] && echo 0 || echo 1) "hourly cap 5 under 10 concurrent clients: 5 queued, 45 budget_exceeded (got $got)"
+# (a running worker may already have claimed the queued ones)
+got=$(q -c "SELECT count(*) FILTER (WHERE status <> 'budget_exceeded') || '/' || count(*) FILTER (WHERE status = 'budget_exceeded') FROM agent.runs WHERE agent_id = 4401")
+ok $([ "$got" = "5/45" ] && echo 0 || echo 1) "hourly cap 5 under 10 concurrent clients: 5 runs, 45 budget_exceeded (got $got)"
 got=$(q -c "SELECT count(*) FROM agent.event_dedup WHERE trigger_id IN (SELECT id FROM agent.triggers WHERE agent_id = 4400)")
 ok $([ "$got" = 52 ] && echo 0 || echo 1) "one fingerprint per distinct event (got $got)"
 

@@ -72,4 +72,21 @@ r=$(start_run "$a" '{"prompt": "Read it for me [[t601d]]"}' manual ana601)
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "manual run succeeds"
 is "$(q "SELECT string_agg(kind, ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r")" "llm,read,llm" \
    "a manual run reads what the user may read"
+
+# 5. an event payload reaches the prompt only when the run may read its resource
+llm_script "[[t601e]]" '[{"text": "noted"}]'
+r=$(start_run "$a" '{"event": "page.comment_added", "resource_type": "page", "resource_id": "p601secret", "prompt": "Handle it [[t601e]]",
+                     "payload": {"row_id": "p601secret", "row": {"title": "Zebra merger plan", "body": "Acquire Quokka Corp"}}}')
+wait_status "$r" "succeeded|failed" 30 >/dev/null
+llm_script "[[t601f]]" '[{"text": "noted"}]'
+r=$(start_run "$a" '{"event": "page.comment_added", "resource_type": "page", "resource_id": "p601ok", "prompt": "Handle it [[t601f]]",
+                     "payload": {"row_id": "p601ok", "row": {"title": "Pump maintenance", "body": "oil"}}}')
+wait_status "$r" "succeeded|failed" 30 >/dev/null
+reqs=$(llm_requests)
+is "$(python3 -c '
+import json,sys; rs=json.loads(sys.argv[1])
+e=[r for r in rs if r["key"]=="[[t601e]]"][0]["body"]["messages"][-1]["content"]
+f=[r for r in rs if r["key"]=="[[t601f]]"][0]["body"]["messages"][-1]["content"]
+print("Quokka" in e, "Zebra" in e, "withheld" in e, "Pump maintenance" in f, "page.comment_added" in f)' "$reqs")" \
+   "False False True True True" "an unreadable event row is withheld from the prompt; a readable one is shown"
 done_testing
