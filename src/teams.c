@@ -122,13 +122,14 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
+	static SPIPlanPtr plan = NULL;	/* kept: once per claimed run */
 	bool		has_parent = false;
 	bool		jobs = false;
 
 	vals[0] = Int64GetDatum(run_id);
-	if (SPI_execute_with_args("SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
-							  "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
-							  1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	if (PgAgentsExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
+						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
+						 1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		char	   *j = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
@@ -212,14 +213,15 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
+	static SPIPlanPtr plan = NULL;	/* kept: once per claimed run */
 	uint64		n;
 	SPITupleTable *tt;
 	json_t	   *seqs;
 
 	vals[0] = Int64GetDatum(run_id);
-	if (SPI_execute_with_args("SELECT m.seq, m.sender, m.kind, m.body "
-							  "FROM agent._teams_take_messages($1) m ORDER BY m.seq",
-							  1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
+	if (PgAgentsExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
+						 "FROM agent._teams_take_messages($1) m ORDER BY m.seq",
+						 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not take the messages of run " INT64_FORMAT, run_id);
 	n = SPI_processed;
 	if (n == 0)
@@ -251,10 +253,11 @@ TeamsPending(int64 run_id)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
+	static SPIPlanPtr plan = NULL;	/* kept: once per final answer */
 
 	vals[0] = Int64GetDatum(run_id);
-	if (SPI_execute_with_args("SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
-							  1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+	if (PgAgentsExecPlan(&plan, "SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
+						 1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
 		return false;
 	return SPI_processed > 0;
 }
