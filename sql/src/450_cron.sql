@@ -75,8 +75,10 @@ $$;
 COMMENT ON FUNCTION agent._schedule_before_save() IS
   'Trigger: validates the schedule and time zone of a schedule trigger and computes next_run_at from now() when they or enabled change.';
 
-CREATE TRIGGER triggers_schedule_next BEFORE INSERT OR UPDATE ON agent.triggers
-  FOR EACH ROW EXECUTE FUNCTION agent._schedule_before_save();
+-- UPDATE OF: an UPDATE that sets none of these columns (the tick's own
+-- writes: next_run_at, last_*) cannot change them, so the trigger stays out.
+CREATE TRIGGER triggers_schedule_next BEFORE INSERT OR UPDATE OF kind, schedule, timezone, enabled
+  ON agent.triggers FOR EACH ROW EXECUTE FUNCTION agent._schedule_before_save();
 COMMENT ON TRIGGER triggers_schedule_next ON agent.triggers IS
   'Computes next_run_at of schedule triggers when saved (agent._schedule_before_save).';
 
@@ -95,6 +97,7 @@ DECLARE
   v_next   timestamptz;
   v_err    text;
   v_made   integer := 0;
+  v_batch  boolean := false;
   -- the due rows, in (next_run_at, id) order
   d_ids    bigint[];
   d_agents bigint[];
@@ -131,37 +134,41 @@ BEGIN
   -- LOCKED: a trigger another tick is handling is left to it; once that tick
   -- commits, next_run_at has moved past now and the row no longer qualifies
   -- (READ COMMITTED re-checks a row it waited for), so a slot fires once.
-  SELECT array_agg(d.id ORDER BY d.next_run_at, d.id), array_agg(d.agent_id ORDER BY d.next_run_at, d.id),
-         array_agg(d.schedule ORDER BY d.next_run_at, d.id), array_agg(d.timezone ORDER BY d.next_run_at, d.id),
-         array_agg(d.prompt ORDER BY d.next_run_at, d.id), array_agg(d.next_run_at ORDER BY d.next_run_at, d.id),
-         array_agg(d.created_by ORDER BY d.next_run_at, d.id), array_agg(d.live ORDER BY d.next_run_at, d.id)
-    INTO d_ids, d_agents, d_scheds, d_tzs, d_prompts, d_dues, d_bys, d_live
-    FROM (SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
-                 (a.status = 'active' AND a.deleted_at IS NULL) AS live
-            FROM agent.triggers t
-            JOIN agent.agents a ON a.id = t.agent_id
-           WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
-           ORDER BY t.next_run_at, t.id
-             FOR UPDATE OF t SKIP LOCKED) d;
+  -- The set-based path runs in one subtransaction that also takes the row
+  -- locks (locks and writes under one transaction id: no MultiXact per row).
+  -- Should anything in it fail, it is undone as a whole and every due
+  -- schedule goes through the per-trigger path below.
+  BEGIN
+    SELECT array_agg(d.id ORDER BY d.next_run_at, d.id), array_agg(d.agent_id ORDER BY d.next_run_at, d.id),
+           array_agg(d.schedule ORDER BY d.next_run_at, d.id), array_agg(d.timezone ORDER BY d.next_run_at, d.id),
+           array_agg(d.prompt ORDER BY d.next_run_at, d.id), array_agg(d.next_run_at ORDER BY d.next_run_at, d.id),
+           array_agg(d.created_by ORDER BY d.next_run_at, d.id), array_agg(d.live ORDER BY d.next_run_at, d.id)
+      INTO d_ids, d_agents, d_scheds, d_tzs, d_prompts, d_dues, d_bys, d_live
+      FROM (SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
+                   (a.status = 'active' AND a.deleted_at IS NULL) AS live
+              FROM agent.triggers t
+              JOIN agent.agents a ON a.id = t.agent_id
+             WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
+             ORDER BY t.next_run_at, t.id
+               FOR NO KEY UPDATE OF t SKIP LOCKED) d;
 
-  IF d_ids IS NOT NULL THEN
-    -- Which rows the set-based path may take: cron_next cannot fail on them
-    -- (valid expression, known time zone, finite now).  Zones are few: each
-    -- distinct one is tried once.
-    FOR v_tz IN SELECT DISTINCT z FROM unnest(d_tzs) AS z WHERE z IS NOT NULL LOOP
-      BEGIN
-        PERFORM agent.cron_next('* * * * *', timestamptz '2000-01-01 00:00Z', v_tz);
-        v_oktz := v_oktz || v_tz;
-      EXCEPTION WHEN OTHERS THEN
-        NULL;   -- its rows take the per-trigger path, which records the error
-      END;
-    END LOOP;
-    SELECT array_agg(coalesce(isfinite(v_now) AND agent.cron_valid(u.sched) AND u.tz = ANY (v_oktz), false)
-                     ORDER BY u.i)
-      INTO d_ok
-      FROM unnest(d_scheds, d_tzs) WITH ORDINALITY AS u(sched, tz, i);
+    IF d_ids IS NOT NULL THEN
+      -- Which rows the set-based path may take: cron_next cannot fail on them
+      -- (valid expression, known time zone, finite now).  Zones are few: each
+      -- distinct one is tried once.
+      FOR v_tz IN SELECT DISTINCT z FROM unnest(d_tzs) AS z WHERE z IS NOT NULL LOOP
+        BEGIN
+          PERFORM agent.cron_next('* * * * *', timestamptz '2000-01-01 00:00Z', v_tz);
+          v_oktz := v_oktz || v_tz;
+        EXCEPTION WHEN OTHERS THEN
+          NULL;   -- its rows take the per-trigger path, which records the error
+        END;
+      END LOOP;
+      SELECT array_agg(coalesce(isfinite(v_now) AND agent.cron_valid(u.sched) AND u.tz = ANY (v_oktz), false)
+                       ORDER BY u.i)
+        INTO d_ok
+        FROM unnest(d_scheds, d_tzs) WITH ORDINALITY AS u(sched, tz, i);
 
-    BEGIN
       -- One queue decision at a time per agent (the lock agent._enqueue_run
       -- takes), taken in agent id order before the cap is counted.
       PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(x.agent_id::text))
@@ -186,7 +193,7 @@ BEGIN
           FROM unnest(d_ids, d_agents, d_prompts, d_dues, d_bys, d_live, d_ok)
                WITH ORDINALITY AS u(id, agent_id, prompt, due, by, live, ok, i)
          WHERE u.live AND u.ok
-      ), caps AS (
+      ), caps AS MATERIALIZED (   -- one count per agent, not one per use
         SELECT a.id AS agent_id, a.workspace_id, c.cap,
                (SELECT count(*) FROM (
                   SELECT 1 FROM agent.runs x
@@ -246,12 +253,26 @@ BEGIN
         PERFORM agent._request_wake();  -- sets the worker's latch at commit, once
       END IF;
       v_made := v_nlive;
-    EXCEPTION WHEN OTHERS THEN
-      -- the batch is undone as a whole: every row takes the per-trigger path
-      RAISE DEBUG 'pg_agents: tick batch undone (%), per-trigger path for % schedules', SQLERRM, cardinality(d_ids);
-      d_ok := array_fill(false, ARRAY[cardinality(d_ids)]);
-      v_made := 0;
-    END;
+    END IF;
+    v_batch := true;
+  EXCEPTION WHEN OTHERS THEN
+    RAISE DEBUG 'pg_agents: tick batch undone (%), per-trigger path', SQLERRM;
+    v_made := 0;
+  END;
+  IF NOT v_batch THEN
+    SELECT array_agg(d.id ORDER BY d.next_run_at, d.id), array_agg(d.agent_id ORDER BY d.next_run_at, d.id),
+           array_agg(d.schedule ORDER BY d.next_run_at, d.id), array_agg(d.timezone ORDER BY d.next_run_at, d.id),
+           array_agg(d.prompt ORDER BY d.next_run_at, d.id), array_agg(d.next_run_at ORDER BY d.next_run_at, d.id),
+           array_agg(d.created_by ORDER BY d.next_run_at, d.id), array_agg(d.live ORDER BY d.next_run_at, d.id)
+      INTO d_ids, d_agents, d_scheds, d_tzs, d_prompts, d_dues, d_bys, d_live
+      FROM (SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
+                   (a.status = 'active' AND a.deleted_at IS NULL) AS live
+              FROM agent.triggers t
+              JOIN agent.agents a ON a.id = t.agent_id
+             WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
+             ORDER BY t.next_run_at, t.id
+               FOR NO KEY UPDATE OF t SKIP LOCKED) d;
+    d_ok := array_fill(false, ARRAY[coalesce(cardinality(d_ids), 0)]);
   END IF;
 
   -- The per-trigger path, for the rows the batch could not take: each in its
