@@ -112,6 +112,7 @@ DECLARE
   v_tz     text;
   v_nlive  integer;
   v_runids bigint[];
+  v_seq    regclass;
   r_ids    bigint[];
   r_agents bigint[];
   r_trigs  bigint[];
@@ -179,8 +180,9 @@ BEGIN
 
       -- run ids first, in due order, so that each run is its own root
       SELECT count(*)::integer INTO v_nlive FROM unnest(d_live, d_ok) AS u(live, ok) WHERE u.live AND u.ok;
-      SELECT coalesce(array_agg(nextval(pg_get_serial_sequence('agent.runs', 'id')::regclass)), '{}')
-        INTO v_runids FROM generate_series(1, v_nlive);
+      v_seq := pg_get_serial_sequence('agent.runs', 'id')::regclass;
+      SELECT coalesce(array_agg(nextval(v_seq) ORDER BY g), '{}')
+        INTO v_runids FROM generate_series(1, v_nlive) AS g;
 
       -- One INSERT for all runs.  The hourly cap as agent._enqueue_run applies
       -- it, one run after the other: the k-th run of an agent in this tick is
@@ -193,17 +195,19 @@ BEGIN
           FROM unnest(d_ids, d_agents, d_prompts, d_dues, d_bys, d_live, d_ok)
                WITH ORDINALITY AS u(id, agent_id, prompt, due, by, live, ok, i)
          WHERE u.live AND u.ok
-      ), caps AS MATERIALIZED (   -- one count per agent, not one per use
-        SELECT a.id AS agent_id, a.workspace_id, c.cap,
-               (SELECT count(*) FROM (
-                  SELECT 1 FROM agent.runs x
-                   WHERE x.agent_id = a.id AND x.regime = 'autonomous'
-                     AND x.created_at > pg_catalog.now() - interval '1 hour'
-                     AND x.status <> 'budget_exceeded'
-                   LIMIT c.cap) s) AS recent
+      ), recent AS MATERIALIZED (   -- one grouped count for all agents
+        SELECT x.agent_id, count(*) AS n
+          FROM agent.runs x
+         WHERE x.agent_id = ANY (d_agents) AND x.regime = 'autonomous'
+           AND x.created_at > pg_catalog.now() - interval '1 hour'
+           AND x.status <> 'budget_exceeded'
+         GROUP BY x.agent_id
+      ), caps AS MATERIALIZED (
+        SELECT a.id AS agent_id, a.workspace_id, c.cap, least(coalesce(rc.n, 0), c.cap) AS recent
           FROM agent.agents a
           CROSS JOIN LATERAL (SELECT coalesce(a.hourly_run_cap,
                                               current_setting('pg_agents.hourly_run_cap')::integer) AS cap) c
+          LEFT JOIN recent rc ON rc.agent_id = a.id
          WHERE a.id IN (SELECT due.agent_id FROM due)
       ), plan AS (
         SELECT n.run_id, c.workspace_id, d.agent_id, d.id AS trigger_id, d.prompt, d.due, d.by,
