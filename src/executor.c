@@ -537,6 +537,7 @@ ClaimUnit(Slot *unused, void *arg)
 		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
 		s->tools = ToolsDefinitions(s->can_delegate);
 		McpAppendToolDefinitions(s->tools, s->agent_id);
+		TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		s->state = SLOT_READY;
 
 		/* provider, URL and model: the agent's settings first, then the GUCs */
@@ -621,6 +622,9 @@ ClaimUnit(Slot *unused, void *arg)
 			SlotFree(s);
 			continue;
 		}
+		/* teams: messages that arrived while it was queued or waiting */
+		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)
+			SaveState(s);
 	}
 }
 
@@ -733,6 +737,7 @@ ExecuteTools(Slot *s)
 		json_decref(result);
 	}
 	LlmAppendToolResults(s->provider, s->messages, s->results);
+	(void) TeamsDeliver(s->run_id, s->provider, s->messages);	/* teams: safe point */
 	json_decref(s->pending);
 	json_decref(s->results);
 	s->pending = NULL;
@@ -766,7 +771,12 @@ ChildUnit(Slot *s, void *arg)
 	}
 	result = ToolsChildResult(s->child_run_id, &finished);
 	if (!finished)
-		return;
+	{
+		/* teams: a question of the child ends the wait */
+		result = TeamsChildQuestion(s->run_id, s->child_run_id);
+		if (result == NULL)
+			return;
+	}
 	{
 		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
 
@@ -895,6 +905,16 @@ ReplyUnit(Slot *s, void *arg)
 
 		FinishRun(s->run_id, "budget_exceeded", NULL, err);
 		s->state = SLOT_FREE;
+		return;
+	}
+
+	/* teams: a message arrived during the call, the run goes on */
+	if (json_array_size(r->calls) == 0 && TeamsPending(s->run_id))
+	{
+		json_array_append(s->messages, r->assistant);
+		(void) TeamsDeliver(s->run_id, s->provider, s->messages);
+		SaveState(s);
+		s->state = SLOT_READY;
 		return;
 	}
 

@@ -1021,6 +1021,10 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 	if (strncmp(name, "mcp__", 5) == 0)
 		return McpToolExecute(tr, name, input, result, started);
 
+	/* teams (teams.c): ask_parent, agent_teams */
+	if (TeamsHandles(name))
+		return TeamsExecute(tr, name, input, result, child_run_id, started);
+
 	*result = ErrorResult("unknown tool \"%s\"", name);
 	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 	return TOOL_DONE;

@@ -351,6 +351,10 @@ BEGIN
     IF to_regprocedure('agent._events_cleanup(timestamptz)') IS NOT NULL THEN
       EXECUTE 'SELECT agent._events_cleanup($1)' USING v_now;
     END IF;
+    -- teams (900_teams.sql): unanswered ask_parent questions expire
+    IF to_regprocedure('agent._tick_teams(timestamptz)') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._tick_teams($1)' USING v_now;
+    END IF;
   END IF;
 
   RETURN v_made + (SELECT count(*) FROM unnest(v_ran) AS x(ran) WHERE ran)::integer;

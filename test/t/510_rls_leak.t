@@ -138,16 +138,14 @@ INSERT INTO public.pages (id, title, body) VALUES
 SQL
     run=$(psql -XAtq -d "$A" -c "SELECT max(id) FROM agent.runs WHERE agent_id = 1 AND origin = 'mention'")
     [ -n "$run" ]; ok $? "a mention inside the secret page queues a run (run $run)"
-    # The agent.mentioned payload carries the row (events module, SPEC §3):
-    # the run's input then holds the secret.  It is not a read by the agent,
-    # but the worker must never hand it to the model: reported as TODO until
-    # the worker's prompt assembly (or the payload) drops it.
+    # The agent.mentioned payload carries the row (events module, SPEC §3),
+    # so the run's input holds it; it is not a read by the agent: the payload
+    # names a row the agent cannot read, and the worker withholds such rows
+    # from the prompt (asserted on the recorded LLM requests in 511).
     n=$((n+1))
-    if psql -XAtq -d "$A" -c "SELECT input::text FROM agent.runs WHERE id = $run" | grep -q "$MARK"; then
-        echo "not ok $n - the mention run's input does not carry the secret row # TODO the worker must drop payload rows the agent cannot read before prompting"
-    else
-        echo "ok $n - the mention run's input does not carry the secret row"
-    fi
+    v=$(psql -XAtq -d "$A" -c "SELECT agent.can_access(1, 'page', input#>>'{payload,row_id}') FROM agent.runs WHERE id = $run")
+    if [ "$v" = "f" ]; then echo "ok $n - the row in the mention run's payload is one the agent cannot read"
+    else echo "not ok $n - the row in the mention run's payload is one the agent cannot read ($v)"; fi
 else
     run=$(psql -XAtq -d "$A" -c "SELECT agent._enqueue_run(1, 'autonomous', 'mention', '{\"resource_type\": \"page\", \"row_id\": \"5000\"}')")
     [ -n "$run" ]; ok $? "a mention run is queued (events module not installed yet: through agent._enqueue_run, run $run)"

@@ -57,15 +57,14 @@ is "$(q "SELECT string_agg(kind || ':' || coalesce(output->>'reason', status), '
    "denied:not_granted" "the mention run cannot read the page it was mentioned in"
 is "$(has_mark "[[t511b]]")" "0" "no recorded LLM request of the mention run contains the secret"
 
-# 3. the same without a trigger prompt: the worker then shows the model the
-#    event payload, which carries the row (events module)
+# 3. the same without a trigger prompt: the worker then builds the prompt from
+#    the event payload, which carries the row (events module); a row the agent
+#    cannot read must be withheld
 q "UPDATE agent.triggers SET prompt = NULL WHERE agent_id = $a AND kind = 'mention'" >/dev/null
 llm_reset
 llm_script "" '[{"text": "noted"}]'
 q "INSERT INTO public.rls511_pages VALUES (11, '$MARK third', 'Third secret: [[agent:$a]] about $MARK.')" >/dev/null
 r=$(q "SELECT max(id) FROM agent.runs WHERE agent_id = $a AND origin = 'mention'")
 wait_status "$r" "succeeded|failed" 60 >/dev/null
-_tap_n=$((_tap_n+1))
-if [ "$(has_mark "")" = 0 ]; then echo "ok $_tap_n - a mention run without prompt does not show the model the secret row"
-else echo "not ok $_tap_n - a mention run without prompt does not show the model the secret row # TODO the worker puts the event payload (the mentioning row) in the prompt: it must drop rows the agent cannot read"; fi
+is "$(has_mark "")" "0" "a mention run without prompt does not show the model the secret row (the worker withholds payload rows the agent cannot read)"
 done_testing
