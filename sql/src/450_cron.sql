@@ -75,8 +75,10 @@ $$;
 COMMENT ON FUNCTION agent._schedule_before_save() IS
   'Trigger: validates the schedule and time zone of a schedule trigger and computes next_run_at from now() when they or enabled change.';
 
-CREATE TRIGGER triggers_schedule_next BEFORE INSERT OR UPDATE ON agent.triggers
-  FOR EACH ROW EXECUTE FUNCTION agent._schedule_before_save();
+-- UPDATE OF: an UPDATE that sets none of these columns (the tick's own
+-- writes: next_run_at, last_*) cannot change them, so the trigger stays out.
+CREATE TRIGGER triggers_schedule_next BEFORE INSERT OR UPDATE OF kind, schedule, timezone, enabled
+  ON agent.triggers FOR EACH ROW EXECUTE FUNCTION agent._schedule_before_save();
 COMMENT ON TRIGGER triggers_schedule_next ON agent.triggers IS
   'Computes next_run_at of schedule triggers when saved (agent._schedule_before_save).';
 
@@ -89,11 +91,34 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
 DECLARE
-  v_now   timestamptz := $1;
-  r       record;
-  v_run   bigint;
-  v_next  timestamptz;
-  v_err   text;
+  v_now    timestamptz := $1;
+  r        record;
+  v_run    bigint;
+  v_next   timestamptz;
+  v_err    text;
+  v_made   integer := 0;
+  v_batch  boolean := false;
+  -- the due rows, in (next_run_at, id) order
+  d_ids    bigint[];
+  d_agents bigint[];
+  d_scheds text[];
+  d_tzs    text[];
+  d_prompts text[];
+  d_dues   timestamptz[];
+  d_bys    text[];
+  d_live   boolean[];
+  d_ok     boolean[];
+  v_oktz   text[] := '{}';
+  v_tz     text;
+  v_nlive  integer;
+  v_runids bigint[];
+  v_seq    regclass;
+  r_ids    bigint[];
+  r_agents bigint[];
+  r_trigs  bigint[];
+  r_stats  text[];
+  r_errs   text[];
+  -- rows left to the per-trigger path, and its results
   v_ids   bigint[] := '{}';
   v_nexts timestamptz[] := '{}';
   v_ran   boolean[] := '{}';
@@ -106,18 +131,162 @@ BEGIN
     RAISE EXCEPTION 'tick needs a time' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
-  -- Due schedules (index triggers_due_idx).  SKIP LOCKED: a trigger another
-  -- tick is handling is left to it; once that tick commits, next_run_at has
-  -- moved past now and the row no longer qualifies (READ COMMITTED re-checks
-  -- a row it waited for), so a slot fires once.
+  -- Due schedules (index triggers_due_idx), locked in one statement.  SKIP
+  -- LOCKED: a trigger another tick is handling is left to it; once that tick
+  -- commits, next_run_at has moved past now and the row no longer qualifies
+  -- (READ COMMITTED re-checks a row it waited for), so a slot fires once.
+  -- The set-based path runs in one subtransaction that also takes the row
+  -- locks (locks and writes under one transaction id: no MultiXact per row).
+  -- Should anything in it fail, it is undone as a whole and every due
+  -- schedule goes through the per-trigger path below.
+  BEGIN
+    SELECT array_agg(d.id ORDER BY d.next_run_at, d.id), array_agg(d.agent_id ORDER BY d.next_run_at, d.id),
+           array_agg(d.schedule ORDER BY d.next_run_at, d.id), array_agg(d.timezone ORDER BY d.next_run_at, d.id),
+           array_agg(d.prompt ORDER BY d.next_run_at, d.id), array_agg(d.next_run_at ORDER BY d.next_run_at, d.id),
+           array_agg(d.created_by ORDER BY d.next_run_at, d.id), array_agg(d.live ORDER BY d.next_run_at, d.id)
+      INTO d_ids, d_agents, d_scheds, d_tzs, d_prompts, d_dues, d_bys, d_live
+      FROM (SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
+                   (a.status = 'active' AND a.deleted_at IS NULL) AS live
+              FROM agent.triggers t
+              JOIN agent.agents a ON a.id = t.agent_id
+             WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
+             ORDER BY t.next_run_at, t.id
+               FOR NO KEY UPDATE OF t SKIP LOCKED) d;
+
+    IF d_ids IS NOT NULL THEN
+      -- Which rows the set-based path may take: cron_next cannot fail on them
+      -- (valid expression, known time zone, finite now).  Zones are few: each
+      -- distinct one is tried once.
+      FOR v_tz IN SELECT DISTINCT z FROM unnest(d_tzs) AS z WHERE z IS NOT NULL LOOP
+        BEGIN
+          PERFORM agent.cron_next('* * * * *', timestamptz '2000-01-01 00:00Z', v_tz);
+          v_oktz := v_oktz || v_tz;
+        EXCEPTION WHEN OTHERS THEN
+          NULL;   -- its rows take the per-trigger path, which records the error
+        END;
+      END LOOP;
+      SELECT array_agg(coalesce(isfinite(v_now) AND agent.cron_valid(u.sched) AND u.tz = ANY (v_oktz), false)
+                       ORDER BY u.i)
+        INTO d_ok
+        FROM unnest(d_scheds, d_tzs) WITH ORDINALITY AS u(sched, tz, i);
+
+      -- One queue decision at a time per agent (the lock agent._enqueue_run
+      -- takes), taken in agent id order before the cap is counted.
+      PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(x.agent_id::text))
+         FROM (SELECT DISTINCT u.agent_id
+                 FROM unnest(d_agents, d_live, d_ok) AS u(agent_id, live, ok)
+                WHERE u.live AND u.ok
+                ORDER BY u.agent_id) x;
+
+      -- run ids first, in due order, so that each run is its own root
+      SELECT count(*)::integer INTO v_nlive FROM unnest(d_live, d_ok) AS u(live, ok) WHERE u.live AND u.ok;
+      v_seq := pg_get_serial_sequence('agent.runs', 'id')::regclass;
+      SELECT coalesce(array_agg(nextval(v_seq) ORDER BY g), '{}')
+        INTO v_runids FROM generate_series(1, v_nlive) AS g;
+
+      -- One INSERT for all runs.  The hourly cap as agent._enqueue_run applies
+      -- it, one run after the other: the k-th run of an agent in this tick is
+      -- queued while (autonomous runs in the last hour, counted up to the cap)
+      -- + k <= cap, else created budget_exceeded.
+      WITH due AS (
+        SELECT u.id, u.agent_id, u.prompt, u.due, u.by,
+               row_number() OVER (ORDER BY u.i) AS rn,
+               row_number() OVER (PARTITION BY u.agent_id ORDER BY u.i) AS k
+          FROM unnest(d_ids, d_agents, d_prompts, d_dues, d_bys, d_live, d_ok)
+               WITH ORDINALITY AS u(id, agent_id, prompt, due, by, live, ok, i)
+         WHERE u.live AND u.ok
+      ), recent AS MATERIALIZED (   -- one grouped count for all agents
+        SELECT x.agent_id, count(*) AS n
+          FROM agent.runs x
+         WHERE x.agent_id = ANY (d_agents) AND x.regime = 'autonomous'
+           AND x.created_at > pg_catalog.now() - interval '1 hour'
+           AND x.status <> 'budget_exceeded'
+         GROUP BY x.agent_id
+      ), caps AS MATERIALIZED (
+        SELECT a.id AS agent_id, a.workspace_id, c.cap, least(coalesce(rc.n, 0), c.cap) AS recent
+          FROM agent.agents a
+          CROSS JOIN LATERAL (SELECT coalesce(a.hourly_run_cap,
+                                              current_setting('pg_agents.hourly_run_cap')::integer) AS cap) c
+          LEFT JOIN recent rc ON rc.agent_id = a.id
+         WHERE a.id IN (SELECT due.agent_id FROM due)
+      ), plan AS (
+        SELECT n.run_id, c.workspace_id, d.agent_id, d.id AS trigger_id, d.prompt, d.due, d.by,
+               (c.recent + d.k <= c.cap) AS ok, c.cap
+          FROM due d
+          JOIN caps c ON c.agent_id = d.agent_id
+          JOIN unnest(v_runids) WITH ORDINALITY AS n(run_id, rn) ON n.rn = d.rn
+      ), ins AS (
+      INSERT INTO agent.runs (id, workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
+                              origin, requested_by, status, priority, input, error, token_budget, finished_at)
+      SELECT p.run_id, p.workspace_id, p.agent_id, p.trigger_id, NULL, p.run_id, 0, 'autonomous',
+             'schedule', p.by, CASE WHEN p.ok THEN 'queued' ELSE 'budget_exceeded' END, 0,
+             jsonb_build_object('prompt', p.prompt, 'scheduled_for', p.due, 'trigger_id', p.trigger_id),
+             CASE WHEN NOT p.ok THEN format('hourly run cap of %s reached', p.cap) END, NULL,
+             CASE WHEN NOT p.ok THEN pg_catalog.now() END
+        FROM plan p
+       ORDER BY p.run_id
+      RETURNING id, agent_id, trigger_id, status, error)
+      SELECT coalesce(array_agg(ins.id ORDER BY ins.id), '{}'), array_agg(ins.agent_id ORDER BY ins.id),
+             array_agg(ins.trigger_id ORDER BY ins.id), array_agg(ins.status ORDER BY ins.id),
+             array_agg(ins.error ORDER BY ins.id)
+        INTO r_ids, r_agents, r_trigs, r_stats, r_errs
+        FROM ins;
+      IF cardinality(r_ids) <> v_nlive THEN
+        RAISE EXCEPTION 'tick: % runs planned, % queued', v_nlive, cardinality(r_ids);
+      END IF;
+
+      -- One NOTIFY per run (delivered at commit), in run order.
+      PERFORM pg_notify('agent_runs', json_build_object('run_id', x.id, 'agent_id', x.agent_id,
+                                                        'status', x.status)::text)
+         FROM unnest(r_ids, r_agents, r_stats) WITH ORDINALITY AS x(id, agent_id, status, i)
+        ORDER BY x.i;
+
+      -- Advance every taken schedule; last_run_at when a run was made, and a
+      -- run the cap ended at once is the trigger's last outcome now (a queued
+      -- one's is written when it finishes).
+      UPDATE agent.triggers t
+         SET next_run_at = agent.cron_next(t.schedule, v_now, t.timezone),
+             last_run_at = CASE WHEN u.live THEN v_now ELSE t.last_run_at END,
+             last_status = CASE WHEN x.status = 'budget_exceeded' THEN x.status ELSE t.last_status END,
+             last_error  = CASE WHEN x.status = 'budget_exceeded' THEN x.error ELSE t.last_error END
+        FROM unnest(d_ids, d_live, d_ok) AS u(id, live, ok)
+        LEFT JOIN unnest(r_trigs, r_stats, r_errs) AS x(trigger_id, status, error) ON x.trigger_id = u.id
+       WHERE u.ok AND t.id = u.id;
+
+      IF 'queued' = ANY (r_stats) THEN
+        PERFORM agent._request_wake();  -- sets the worker's latch at commit, once
+      END IF;
+      v_made := v_nlive;
+    END IF;
+    v_batch := true;
+  EXCEPTION WHEN OTHERS THEN
+    RAISE DEBUG 'pg_agents: tick batch undone (%), per-trigger path', SQLERRM;
+    v_made := 0;
+  END;
+  IF NOT v_batch THEN
+    SELECT array_agg(d.id ORDER BY d.next_run_at, d.id), array_agg(d.agent_id ORDER BY d.next_run_at, d.id),
+           array_agg(d.schedule ORDER BY d.next_run_at, d.id), array_agg(d.timezone ORDER BY d.next_run_at, d.id),
+           array_agg(d.prompt ORDER BY d.next_run_at, d.id), array_agg(d.next_run_at ORDER BY d.next_run_at, d.id),
+           array_agg(d.created_by ORDER BY d.next_run_at, d.id), array_agg(d.live ORDER BY d.next_run_at, d.id)
+      INTO d_ids, d_agents, d_scheds, d_tzs, d_prompts, d_dues, d_bys, d_live
+      FROM (SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
+                   (a.status = 'active' AND a.deleted_at IS NULL) AS live
+              FROM agent.triggers t
+              JOIN agent.agents a ON a.id = t.agent_id
+             WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
+             ORDER BY t.next_run_at, t.id
+               FOR NO KEY UPDATE OF t SKIP LOCKED) d;
+    d_ok := array_fill(false, ARRAY[coalesce(cardinality(d_ids), 0)]);
+  END IF;
+
+  -- The per-trigger path, for the rows the batch could not take: each in its
+  -- own subtransaction, so that one broken schedule never stops the others.
   FOR r IN
-    SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
-           (a.status = 'active' AND a.deleted_at IS NULL) AS live
-      FROM agent.triggers t
-      JOIN agent.agents a ON a.id = t.agent_id
-     WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= v_now
-     ORDER BY t.next_run_at, t.id
-       FOR UPDATE OF t SKIP LOCKED
+    SELECT u.id, u.agent_id, u.schedule, u.timezone, u.prompt, u.next_run_at, u.created_by, u.live
+      FROM unnest(d_ids, d_agents, d_scheds, d_tzs, d_prompts, d_dues, d_bys, d_live, d_ok)
+           WITH ORDINALITY AS u(id, agent_id, schedule, timezone, prompt, next_run_at, created_by, live, ok, i)
+     WHERE NOT u.ok
+     ORDER BY u.i
   LOOP
     BEGIN
       -- one run for however many slots were missed; next: the first slot after now
@@ -188,7 +357,7 @@ BEGIN
     END IF;
   END IF;
 
-  RETURN (SELECT count(*) FROM unnest(v_ran) AS x(ran) WHERE ran)::integer;
+  RETURN v_made + (SELECT count(*) FROM unnest(v_ran) AS x(ran) WHERE ran)::integer;
 END
 $$;
 REVOKE ALL ON FUNCTION agent.tick(timestamptz) FROM PUBLIC;

@@ -2,7 +2,7 @@
 -- slots fire once, next_run_at advances with cron_next, disabled triggers and
 -- suspended or deleted agents are skipped, the hourly cap applies.
 BEGIN;
-SELECT plan(53);
+SELECT plan(54);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (450801, 'ws-cron-tick', 'u1', 'tick active'),
@@ -127,7 +127,14 @@ INSERT INTO agent.triggers (id, agent_id, kind, schedule, prompt) VALUES
   (450806, 450804, 'schedule', '0 9 * * *', 'capped b');
 UPDATE agent.triggers SET next_run_at = '2030-01-08 09:00Z' WHERE id IN (450805, 450806);
 UPDATE agent.triggers SET next_run_at = 'infinity' WHERE id = 450801;
+-- the set-based path queues them (agent._enqueue_run is the per-trigger fallback)
+SET LOCAL track_functions = 'pl';
+SELECT coalesce(pg_stat_get_xact_function_calls(
+         'agent._enqueue_run(bigint,text,text,jsonb,bigint,text,bigint,bigint)'::regprocedure), 0) AS enq_before \gset
 SELECT is(agent.tick('2030-01-08 09:00Z'), 2, 'both due schedules make a run');
+SELECT is(coalesce(pg_stat_get_xact_function_calls(
+            'agent._enqueue_run(bigint,text,text,jsonb,bigint,text,bigint,bigint)'::regprocedure), 0) - :enq_before,
+          0::bigint, 'healthy schedules are queued by the set-based path, not one agent._enqueue_run each');
 SELECT results_eq(
   $$SELECT status, error FROM agent.runs WHERE agent_id = 450804 ORDER BY trigger_id$$,
   $$VALUES ('queued', NULL::text), ('budget_exceeded', 'hourly run cap of 1 reached')$$,
