@@ -65,50 +65,43 @@ InputStr(json_t *input, const char *key)
  * first column of the first row parsed as JSON (json_null() when there is
  * no row or the value is NULL).  An error becomes {"error": message}.
  */
+typedef struct TeamsQueryArgs
+{
+	const char *sql;
+	int			nargs;
+	Oid		   *types;
+	Datum	   *vals;
+	json_t	   *result;
+} TeamsQueryArgs;
+
+static void
+TeamsQueryBody(void *p)
+{
+	TeamsQueryArgs *a = (TeamsQueryArgs *) p;
+	int			rc = SPI_execute_with_args(a->sql, a->nargs, a->types, a->vals, NULL, false, 0);
+	char	   *v;
+
+	if (rc < 0)
+		elog(ERROR, "unexpected SPI result %s", SPI_result_code_string(rc));
+	v = (SPI_tuptable && SPI_processed > 0)
+		? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
+	a->result = v ? json_loads(v, JSON_DECODE_ANY, NULL) : json_null();
+	if (a->result == NULL)
+		a->result = json_string(v);
+}
+
 static json_t *
 TeamsQuery(const char *sql, int nargs, Oid *types, Datum *vals, bool *failed)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	json_t	   *volatile result = NULL;
+	TeamsQueryArgs a = {sql, nargs, types, vals, NULL};
+	char	   *message = ToolsInSubxact(TeamsQueryBody, &a);
 
-	*failed = false;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		int			rc = SPI_execute_with_args(sql, nargs, types, vals, NULL, false, 0);
-		char	   *v;
-
-		if (rc < 0)
-			elog(ERROR, "unexpected SPI result %s", SPI_result_code_string(rc));
-		v = (SPI_tuptable && SPI_processed > 0)
-			? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
-		result = v ? json_loads(v, JSON_DECODE_ANY, NULL) : json_null();
-		if (result == NULL)
-			result = json_string(v);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (result)
-			json_decref(result);
-		result = TeamsError("%s", edata->message);
-		*failed = true;
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	return result;
+	*failed = (message != NULL);
+	if (message == NULL)
+		return a.result;
+	if (a.result)
+		json_decref(a.result);
+	return TeamsError("%s", message);
 }
 
 /* ---------------------------------------------------------------------

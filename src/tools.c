@@ -464,40 +464,24 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 typedef json_t *(*RowsToJson) (void *arg);
 
 /*
- * Runs sql as the tool role in a subtransaction.  On success returns
- * convert(arg) made from SPI_tuptable (inside the subtransaction); on
- * error, returns an error result carrying the message.
+ * Runs body(arg) in an internal subtransaction.  Returns NULL when it
+ * succeeded; when it raised, rolls the subtransaction back and returns the
+ * error message, allocated in the caller's memory context.  The tool and
+ * teams code use it so that a failing statement becomes a failed tool
+ * result, never a failed run.
  */
-static json_t *
-RunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
-		  int expect, RowsToJson convert, void *arg, bool *failed)
+char *
+ToolsInSubxact(void (*body) (void *arg), void *arg)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	Oid			role = get_role_oid(TOOL_ROLE, true);
-	Oid			save_user;
-	int			save_sec;
-	json_t	   *volatile result = NULL;
+	char	   *volatile message = NULL;
 
-	*failed = false;
-	if (!OidIsValid(role))
-	{
-		*failed = true;
-		return ErrorResult("role \"%s\" does not exist; reinstall pg_agents", TOOL_ROLE);
-	}
-	GetUserIdAndSecContext(&save_user, &save_sec);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		int			rc;
-
-		SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-		rc = SPI_execute_with_args(sql, nargs, types, vals, nulls, false, 0);
-		SetUserIdAndSecContext(save_user, save_sec);
-		if (rc != expect)
-			elog(ERROR, "unexpected SPI result %s", SPI_result_code_string(rc));
-		result = convert ? convert(arg) : NULL;
+		body(arg);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -512,15 +496,72 @@ RunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_user, save_sec);
-		if (result)
-			json_decref(result);
-		result = ErrorResult("%s", edata->message);
-		*failed = true;
+		message = pstrdup(edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	return result;
+	return message;
+}
+
+typedef struct RunAsToolArgs
+{
+	const char *sql;
+	int			nargs;
+	Oid		   *types;
+	Datum	   *vals;
+	const char *nulls;
+	int			expect;
+	RowsToJson	convert;
+	void	   *arg;
+	Oid			role;
+	Oid			save_user;
+	int			save_sec;
+	json_t	   *result;
+} RunAsToolArgs;
+
+static void
+RunAsToolBody(void *p)
+{
+	RunAsToolArgs *a = (RunAsToolArgs *) p;
+	int			rc;
+
+	SetUserIdAndSecContext(a->role, a->save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_with_args(a->sql, a->nargs, a->types, a->vals, a->nulls, false, 0);
+	SetUserIdAndSecContext(a->save_user, a->save_sec);
+	if (rc != a->expect)
+		elog(ERROR, "unexpected SPI result %s", SPI_result_code_string(rc));
+	a->result = a->convert ? a->convert(a->arg) : NULL;
+}
+
+/*
+ * Runs sql as the tool role in a subtransaction.  On success returns
+ * convert(arg) made from SPI_tuptable (inside the subtransaction); on
+ * error, returns an error result carrying the message.
+ */
+static json_t *
+RunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
+		  int expect, RowsToJson convert, void *arg, bool *failed)
+{
+	RunAsToolArgs a = {sql, nargs, types, vals, nulls, expect, convert, arg};
+	char	   *message;
+
+	*failed = false;
+	a.role = get_role_oid(TOOL_ROLE, true);
+	if (!OidIsValid(a.role))
+	{
+		*failed = true;
+		return ErrorResult("role \"%s\" does not exist; reinstall pg_agents", TOOL_ROLE);
+	}
+	GetUserIdAndSecContext(&a.save_user, &a.save_sec);
+	message = ToolsInSubxact(RunAsToolBody, &a);
+	if (message == NULL)
+		return a.result;
+	/* the subtransaction's abort restored the user id; say so explicitly */
+	SetUserIdAndSecContext(a.save_user, a.save_sec);
+	if (a.result)
+		json_decref(a.result);
+	*failed = true;
+	return ErrorResult("%s", message);
 }
 
 static bool
@@ -832,6 +873,59 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	return TOOL_DONE;
 }
 
+typedef struct DelegateArgs
+{
+	bool		use_try;
+	int64		run_id;
+	int64		child_agent;
+	const char *task;
+	int64		child_run;		/* out */
+	char	   *refusal;		/* out: agent.try_delegate's refusal */
+} DelegateArgs;
+
+/*
+ * agent.try_delegate returns a refusal instead of raising it, and itself
+ * records the delegate (or denied) step on the parent and the audit row.
+ */
+static void
+DelegateBody(void *p)
+{
+	DelegateArgs *a = (DelegateArgs *) p;
+	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
+	Datum		vals[3];
+	bool		isnull;
+
+	vals[0] = Int64GetDatum(a->run_id);
+	vals[1] = Int64GetDatum(a->child_agent);
+	vals[2] = CStringGetTextDatum(a->task);
+	if (a->use_try)
+	{
+		json_t	   *res;
+
+		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::text", 3, types, vals, NULL, false, 1)
+			!= SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "agent.try_delegate returned no row");
+		res = SpiJson(0, 1);
+		if (json_is_true(json_object_get(res, "ok")))
+			a->child_run = (int64) json_integer_value(json_object_get(res, "child_run_id"));
+		else
+		{
+			const char *e = json_string_value(json_object_get(res, "error"));
+
+			a->refusal = pstrdup(e ? e : "refused");
+		}
+		if (res)
+			json_decref(res);
+	}
+	else
+	{
+		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
+			|| SPI_processed != 1)
+			elog(ERROR, "agent.delegate returned no row");
+		a->child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+}
+
 static ToolOutcome
 ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 			 TimestampTz started)
@@ -839,11 +933,8 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 	json_t	   *jid = json_object_get(input, "agent_id");
 	const char *task = InputString(input, "task");
 	int64		child_agent;
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile int64 child_run = 0;
-	char	   *volatile errmsg_copy = NULL;
-	volatile bool use_try;
+	DelegateArgs a = {0};
+	char	   *errmsg_copy;
 
 	if (json_is_string(jid))
 		child_agent = strtoll(json_string_value(jid), NULL, 10);
@@ -863,82 +954,29 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 			return gate;
 	}
 
-	/*
-	 * agent.try_delegate returns a refusal instead of raising it, and itself
-	 * records the delegate (or denied) step on the parent and the audit row.
-	 */
-	use_try = PgAgentsFunctionExists("agent.try_delegate(bigint,bigint,text,jsonb,integer)");
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
-		Datum		vals[3];
-		bool		isnull;
-
-		vals[0] = Int64GetDatum(tr->run_id);
-		vals[1] = Int64GetDatum(child_agent);
-		vals[2] = CStringGetTextDatum(task);
-		if (use_try)
-		{
-			json_t	   *res;
-
-			if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::text", 3, types, vals, NULL, false, 1)
-				!= SPI_OK_SELECT || SPI_processed != 1)
-				elog(ERROR, "agent.try_delegate returned no row");
-			res = SpiJson(0, 1);
-			if (json_is_true(json_object_get(res, "ok")))
-				child_run = (int64) json_integer_value(json_object_get(res, "child_run_id"));
-			else
-			{
-				const char *e = json_string_value(json_object_get(res, "error"));
-
-				errmsg_copy = pstrdup(e ? e : "refused");
-			}
-			if (res)
-				json_decref(res);
-		}
-		else
-		{
-			if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
-				|| SPI_processed != 1)
-				elog(ERROR, "agent.delegate returned no row");
-			child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		}
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		errmsg_copy = pstrdup(edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	a.use_try = PgAgentsFunctionExists("agent.try_delegate(bigint,bigint,text,jsonb,integer)");
+	a.run_id = tr->run_id;
+	a.child_agent = child_agent;
+	a.task = task;
+	errmsg_copy = ToolsInSubxact(DelegateBody, &a);
+	if (errmsg_copy == NULL)
+		errmsg_copy = a.refusal;
 
 	if (errmsg_copy)
 	{
 		*result = ErrorResult("delegation refused: %s", errmsg_copy);
-		if (!use_try)
+		if (!a.use_try)
 			ToolsRecordStep(tr->run_id, "delegate", "delegate_to_agent", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
-	if (!use_try)
+	if (!a.use_try)
 	{
-		json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) child_run);
+		json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) a.child_run);
 
 		ToolsRecordStep(tr->run_id, "delegate", "delegate_to_agent", input, out, "ok", 0, started);
 		json_decref(out);
 	}
-	*child = child_run;
+	*child = a.child_run;
 	return TOOL_WAIT_CHILD;
 }
 

@@ -119,6 +119,7 @@ extern json_t *ToolsDefinitions(bool can_delegate);
 extern void ToolsSetIdentity(const ToolRun *tr);
 extern ToolOutcome ToolsExecute(const ToolRun *tr, const char *name, json_t *input,
 								json_t **result, int64 *child_run_id);
+extern char *ToolsInSubxact(void (*body) (void *arg), void *arg);
 extern void ToolsRecordStep(int64 run_id, const char *kind, const char *name,
 							json_t *input, json_t *output, const char *status,
 							int64 tokens, TimestampTz started);
