@@ -353,6 +353,20 @@ CacheReset(void)
 	acl_fn_oid = InvalidOid;
 }
 
+
+/* one of the per-snapshot caches, in cache_cxt */
+static HTAB *
+CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = cache_cxt;
+	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 static void
 EnsureCache(Snapshot snap)
 {
@@ -373,28 +387,9 @@ EnsureCache(Snapshot snap)
 		hash_get_num_entries(groups_cache) < CACHE_MAX_ENTRIES)
 		return;
 	CacheReset();
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int64);
-		ctl.entrysize = sizeof(AgentEntry);
-		ctl.hcxt = cache_cxt;
-		agent_cache = hash_create("pg_agents agents", 256, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(uint64);
-		ctl.entrysize = sizeof(GroupsEntry);
-		ctl.hcxt = cache_cxt;
-		groups_cache = hash_create("pg_agents groups", 256, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(uint64);
-		ctl.entrysize = sizeof(AclEntry);
-		ctl.hcxt = cache_cxt;
-		acl_cache = hash_create("pg_agents acl", 1024, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+	agent_cache = CacheCreate("pg_agents agents", sizeof(int64), sizeof(AgentEntry), 256);
+	groups_cache = CacheCreate("pg_agents groups", sizeof(uint64), sizeof(GroupsEntry), 256);
+	acl_cache = CacheCreate("pg_agents acl", sizeof(uint64), sizeof(AclEntry), 1024);
 	cache_key = k;
 }
 

@@ -841,6 +841,27 @@ REVOKE ALL ON FUNCTION agent._approval_to_decide(text, text, bigint) FROM PUBLIC
 COMMENT ON FUNCTION agent._approval_to_decide(text, text, bigint) IS
   'Internal: the single pending approval with that key (and run) the user may decide, locked; explains every other case.';
 
+CREATE FUNCTION agent._record_decision(ap agent.approvals, p_by_user text, p_decision text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now() WHERE p.id = ap.id;
+  PERFORM agent._audit_event(CASE p_decision WHEN 'approved' THEN 'approval.approve' ELSE 'approval.deny' END,
+                             CASE p_decision WHEN 'approved' THEN 'success' ELSE 'denied' END,
+                             'approval', ap.id::text, ap.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id
+                               WHERE x.id = ap.run_id),
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
+                                                'approval_key', ap.approval_key, 'by_user', p_by_user),
+                             format('%s %s %s on run %s', p_by_user, p_decision, ap.tool, ap.run_id),
+                             CASE p_decision WHEN 'denied' THEN 'denied' END);
+END
+$$;
+REVOKE ALL ON FUNCTION agent._record_decision(agent.approvals, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._record_decision(agent.approvals, text, text) IS
+  'Internal: records an approve or deny decision on one approval and its audit row.';
+
 CREATE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
@@ -850,13 +871,8 @@ DECLARE
   r  agent.runs%ROWTYPE;
 BEGIN
   ap := agent._approval_to_decide(approve.approval_key, by_user, approve.run_id);
-  UPDATE agent.approvals p SET status = 'approved', decided_by = by_user, decided_at = now() WHERE p.id = ap.id;
+  PERFORM agent._record_decision(ap, by_user, 'approved');
   SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
-  PERFORM agent._audit_event('approval.approve', 'success', 'approval', ap.id::text, ap.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
-                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
-                                                'approval_key', ap.approval_key, 'by_user', by_user),
-                             format('%s approved %s on run %s', by_user, ap.tool, ap.run_id));
   IF r.status = 'waiting_approval'
      AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
     UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
@@ -876,16 +892,9 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
   ap agent.approvals%ROWTYPE;
-  r  agent.runs%ROWTYPE;
 BEGIN
   ap := agent._approval_to_decide(deny.approval_key, by_user, deny.run_id);
-  UPDATE agent.approvals p SET status = 'denied', decided_by = by_user, decided_at = now() WHERE p.id = ap.id;
-  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id;
-  PERFORM agent._audit_event('approval.deny', 'denied', 'approval', ap.id::text, ap.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
-                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
-                                                'approval_key', ap.approval_key, 'by_user', by_user),
-                             format('%s denied %s on run %s', by_user, ap.tool, ap.run_id), 'denied');
+  PERFORM agent._record_decision(ap, by_user, 'denied');
   PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
   RETURN ap.run_id;
 END
