@@ -840,6 +840,23 @@ StartCall(Slot *s)
 	pfree(url);
 }
 
+/* input and output of the llm step that records a reply */
+static void
+ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
+{
+	json_t	   *names = json_array();
+	size_t		i;
+	json_t	   *t;
+
+	json_array_foreach(s->tools, i, t)
+		json_array_append(names, json_object_get(t, "name"));
+	*in = json_pack("{s:s,s:s,s:i,s:o}", "provider", s->provider == LLM_ANTHROPIC ? "anthropic" : "openai",
+					"model", s->model, "messages", (int) json_array_size(s->messages), "tools", names);
+	*out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
+					 "stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
+					 "out", (json_int_t) r->tokens_out);
+}
+
 typedef struct ReplyArg
 {
 	LlmReply   *reply;
@@ -853,9 +870,6 @@ ReplyUnit(Slot *s, void *arg)
 	LlmReply   *r = ((ReplyArg *) arg)->reply;
 	json_t	   *in;
 	json_t	   *out;
-	json_t	   *names = json_array();
-	size_t		i;
-	json_t	   *t;
 	Oid			types[4] = {INT8OID, INT4OID, INT4OID, TEXTOID};
 	Datum		vals[4];
 	char	   *status;
@@ -864,17 +878,10 @@ ReplyUnit(Slot *s, void *arg)
 
 	if (!HoldLease(s->run_id))
 	{
-		json_decref(names);
 		s->state = SLOT_FREE;
 		return;
 	}
-	json_array_foreach(s->tools, i, t)
-		json_array_append(names, json_object_get(t, "name"));
-	in = json_pack("{s:s,s:s,s:i,s:o}", "provider", s->provider == LLM_ANTHROPIC ? "anthropic" : "openai",
-				   "model", s->model, "messages", (int) json_array_size(s->messages), "tools", names);
-	out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
-					"stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
-					"out", (json_int_t) r->tokens_out);
+	ReplyStepJson(s, r, &in, &out);
 	ToolsRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
 	json_decref(in);
 	json_decref(out);
@@ -987,6 +994,156 @@ DescribeFailure(HttpRequest *req)
 					LlmErrorMessage(req->resp, req->resp_len));
 }
 
+/*
+ * Final answers of root runs are recorded in batches: one transaction and
+ * a few set-based statements for all of them (agent._worker_finish_replies)
+ * instead of one transaction of a dozen statements each.  When the batch
+ * fails, each reply is recorded alone as before, so that an error of one
+ * run fails only that run.
+ */
+#define REPLY_BATCH		32
+
+typedef struct BatchItem
+{
+	Slot	   *s;
+	LlmReply	reply;
+	char		outcome;		/* f finished, c continue, g gone, s single */
+	json_t	   *saved_messages; /* before a "continue" changed them */
+	int			saved_iterations;
+} BatchItem;
+
+typedef struct ReplyBatch
+{
+	int			n;
+	BatchItem	items[REPLY_BATCH];
+} ReplyBatch;
+
+static ReplyBatch batch;
+
+static void
+BatchUnit(Slot *unused, void *arg)
+{
+	ReplyBatch *b = (ReplyBatch *) arg;
+	json_t	   *arr = json_array();
+	char	   *str;
+	char	   *p;
+	Oid			types[2] = {JSONBOID, INT4OID};
+	Datum		vals[2];
+	static SPIPlanPtr plan = NULL;
+	SPITupleTable *tt;
+	uint64		nrows;
+
+	for (int i = 0; i < b->n; i++)
+	{
+		BatchItem  *it = &b->items[i];
+		Slot	   *s = it->s;
+		LlmReply   *r = &it->reply;
+		json_t	   *in;
+		json_t	   *out;
+		int64		tin = Min(r->tokens_in, PG_INT32_MAX);
+		int64		tout = Min(r->tokens_out, PG_INT32_MAX);
+
+		ReplyStepJson(s, r, &in, &out);
+		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:s?}",
+											 "run_id", (json_int_t) s->run_id,
+											 "model", s->model,
+											 "input", in,
+											 "output", out,
+											 "tokens", (json_int_t) Min(r->tokens_in + r->tokens_out, PG_INT32_MAX),
+											 "tokens_in", (json_int_t) tin,
+											 "tokens_out", (json_int_t) tout,
+											 "started_us", (json_int_t) (s->call_started +
+																		 ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+																		  SECS_PER_DAY * USECS_PER_SEC)),
+											 "text", r->text));
+		it->outcome = 's';
+		it->saved_messages = NULL;
+	}
+	str = json_dumps(arr, JSON_COMPACT);
+	p = pstrdup(str);
+	free(str);
+	json_decref(arr);
+	vals[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
+	vals[1] = Int32GetDatum(pg_agents_run_lease);
+	if (PgAgentsExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
+						 2, types, vals, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "agent._worker_finish_replies failed");
+	tt = SPI_tuptable;
+	nrows = SPI_processed;
+	for (uint64 k = 0; k < nrows; k++)
+	{
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tt->vals[k], tt->tupdesc, 1, &isnull));
+		char	   *oc = SPI_getvalue(tt->vals[k], tt->tupdesc, 2);
+
+		for (int i = 0; i < b->n; i++)
+			if (b->items[i].s->run_id == id && oc)
+				b->items[i].outcome = oc[0];
+	}
+
+	/* teams: a message arrived during the call, the run goes on */
+	for (int i = 0; i < b->n; i++)
+	{
+		BatchItem  *it = &b->items[i];
+		Slot	   *s = it->s;
+
+		if (it->outcome != 'c')
+			continue;
+		it->saved_messages = s->messages;
+		it->saved_iterations = s->iterations;
+		s->messages = json_copy(s->messages);
+		s->iterations++;
+		json_array_append(s->messages, it->reply.assistant);
+		(void) TeamsDeliver(s->run_id, s->provider, s->messages);
+		SaveState(s);
+	}
+}
+
+/* records the batched replies; the slots end, go on, or are recorded alone */
+static void
+FlushReplies(void)
+{
+	ReplyBatch *b = &batch;
+	bool		ok;
+
+	if (b->n == 0)
+		return;
+	ok = RunUnit("pg_agents: recording LLM replies", BatchUnit, NULL, b);
+	for (int i = 0; i < b->n; i++)
+	{
+		BatchItem  *it = &b->items[i];
+		Slot	   *s = it->s;
+
+		if (!ok && it->saved_messages)
+		{
+			/* rolled back: the conversation as it was */
+			json_decref(s->messages);
+			s->messages = it->saved_messages;
+			s->iterations = it->saved_iterations;
+			it->saved_messages = NULL;
+		}
+		if (ok && it->outcome == 'f')
+			SlotFree(s);
+		else if (ok && it->outcome == 'g')
+			SlotFree(s);
+		else if (ok && it->outcome == 'c')
+		{
+			json_decref(it->saved_messages);
+			s->state = SLOT_READY;
+		}
+		else
+		{
+			ReplyArg	ra;
+
+			memset(&ra, 0, sizeof(ra));
+			ra.reply = &it->reply;
+			SlotUnit(s, "pg_agents: recording an LLM reply", ReplyUnit, &ra);
+		}
+		LlmFreeReply(&it->reply);
+	}
+	b->n = 0;
+}
+
 static void
 CallDone(Slot *s, HttpRequest *req)
 {
@@ -1047,6 +1204,15 @@ CallDone(Slot *s, HttpRequest *req)
 		}
 		HttpFree(req);
 		s->http_attempts = 0;
+		if (json_array_size(r.calls) == 0 && batch.n < REPLY_BATCH)
+		{
+			/* a final answer: recorded with the others (FlushReplies) */
+			batch.items[batch.n].s = s;
+			batch.items[batch.n].reply = r;
+			batch.items[batch.n].saved_messages = NULL;
+			batch.n++;
+			return;
+		}
 		ra.reply = &r;
 		SlotUnit(s, "pg_agents: recording an LLM reply", ReplyUnit, &ra);
 		LlmFreeReply(&r);
@@ -1159,14 +1325,18 @@ ExecutorStep(void)
 		Slot	   *s = (Slot *) req->owner;
 
 		CallDone(s, req);
+		if (batch.n == REPLY_BATCH)
+			FlushReplies();
 		/* (bounded, so that the pass ends under a steady stream of replies) */
 		if (++done % 8 == 0 && done <= 256)
 		{
+			FlushReplies();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
 			HttpPerform();
 		}
 	}
+	FlushReplies();
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)

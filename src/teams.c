@@ -211,6 +211,9 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	SPITupleTable *tt;
 	json_t	   *seqs;
 
+	/* most runs have none: a read-only look first (kept plan) */
+	if (!TeamsPending(run_id))
+		return 0;
 	vals[0] = Int64GetDatum(run_id);
 	if (PgAgentsExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
 						 "FROM agent._teams_take_messages($1) m ORDER BY m.seq",

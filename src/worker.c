@@ -166,12 +166,14 @@ pg_agents_worker_main(Datum main_arg)
 	{
 		TimestampTz now;
 		long		timeout;
+		bool		latch;
 
 		if (!ready)
 			timeout = READY_RECHECK_MS;
 		else
 			timeout = ExecutorNextTimeout(IDLE_WAIT_MS);
-		if (HttpWait(timeout))
+		latch = HttpWait(timeout);
+		if (latch)
 			ExecutorWake();
 
 		if (ConfigReloadPending)
@@ -185,7 +187,8 @@ pg_agents_worker_main(Datum main_arg)
 		now = GetCurrentTimestamp();
 		if (!ready)
 		{
-			if (!TimestampDifferenceExceeds(last_ready_check, now, READY_RECHECK_MS - 10))
+			/* a backend that queued runs set the latch: the extension is there */
+			if (!latch && !TimestampDifferenceExceeds(last_ready_check, now, READY_RECHECK_MS - 10))
 				continue;
 			last_ready_check = now;
 			ready = PgAgentsWorkerReady();
