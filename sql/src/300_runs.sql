@@ -252,16 +252,20 @@ BEGIN
     END IF;
   END LOOP;
 
-  WITH u AS (
-    UPDATE agent.runs r
-       SET status = f.status, output = coalesce(f.output, r.output), error = f.error,
-           finished_at = now(), lease_until = NULL
-      FROM unnest(p_ids, p_status, p_output, p_error) AS f(id, status, output, error)
-     WHERE r.id = ANY (p_ids) AND r.id = f.id AND agent._run_is_active(r.status) AND r.parent_run_id IS NULL
-       AND NOT EXISTS (SELECT 1 FROM agent.runs c
-                        WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))
-    RETURNING r AS run)
-  SELECT array_agg(u.run ORDER BY (u.run).id) INTO v_rows FROM u;
+  -- (planned for these runs: a plan kept from when agent.runs was small would scan it)
+  EXECUTE $q$
+    WITH u AS (
+      UPDATE agent.runs r
+         SET status = f.status, output = coalesce(f.output, r.output), error = f.error,
+             finished_at = now(), lease_until = NULL
+        FROM unnest($1, $2, $3, $4) AS f(id, status, output, error)
+       WHERE r.id = ANY ($1) AND r.id = f.id AND agent._run_is_active(r.status) AND r.parent_run_id IS NULL
+         AND NOT EXISTS (SELECT 1 FROM agent.runs c
+                          WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))
+      RETURNING r AS run)
+    SELECT array_agg(u.run ORDER BY (u.run).id) FROM u$q$
+    INTO v_rows
+    USING p_ids, p_status, p_output, p_error;
   IF v_rows IS NULL THEN
     RETURN;
   END IF;
@@ -281,14 +285,17 @@ BEGIN
            ORDER BY u.trigger_id, u.id DESC) l
    WHERE t.id = l.trigger_id;
 
-  -- one audit row and one notification per run, in id order
-  PERFORM agent._audit_run('run.finish', u,
-                           CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
-                           jsonb_build_object('status', u.status, 'error', u.error,
-                                              'tokens_total', u.tokens_total),
-                           format('run %s %s', u.id, u.status),
-                           CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
-          agent._runs_notify(u.id, u.agent_id, u.status)
+  -- one audit row (agent._audit_run) and one notification (agent._runs_notify
+  -- of an ended run) per run, in id order
+  PERFORM agent._audit_event('run.finish',
+                             CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
+                             'run', u.id::text, u.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = u.agent_id),
+                             jsonb_build_object('agent_id', u.agent_id, 'status', u.status, 'error', u.error,
+                                                'tokens_total', u.tokens_total),
+                             format('run %s %s', u.id, u.status),
+                             CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
+          pg_notify('agent_runs', json_build_object('run_id', u.id, 'agent_id', u.agent_id, 'status', u.status)::text)
      FROM unnest(v_rows) u;
   RETURN QUERY SELECT u.id FROM unnest(v_rows) u;
 END
@@ -371,14 +378,13 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
   v_lease interval := current_setting('pg_agents.run_lease')::interval;
-  r       agent.runs%ROWTYPE;
+  v_rows  agent.runs[];
 BEGIN
   IF n IS NULL OR n < 1 THEN
     RAISE EXCEPTION 'number of runs to claim must be positive'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  FOR r IN
-    WITH c AS (
+  WITH c AS (
       SELECT q.id FROM agent.runs q
        WHERE q.status = 'queued'
          AND NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.id = q.agent_id AND a.deleted_at IS NOT NULL)
@@ -391,15 +397,19 @@ BEGIN
              started_at = coalesce(x.started_at, now()), lease_until = now() + v_lease
         FROM c
        WHERE x.id = c.id AND x.status = 'queued'
-      RETURNING x.*
+      RETURNING x AS run
     )
-    SELECT * FROM u ORDER BY u.priority DESC, u.id
-  LOOP
-    PERFORM agent._audit_run('run.claim', r, 'success',
-                             jsonb_build_object('status', 'running', 'attempts', r.attempts),
-                             format('run %s claimed (attempt %s)', r.id, r.attempts));
-    RETURN NEXT r;
-  END LOOP;
+  SELECT array_agg(u.run ORDER BY (u.run).priority DESC, (u.run).id) INTO v_rows FROM u;
+  IF v_rows IS NULL THEN
+    RETURN;
+  END IF;
+  -- one audit row per claimed run (agent._audit_run), in claim order
+  PERFORM agent._audit_event('run.claim', 'success', 'run', r.id::text, r.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                             jsonb_build_object('agent_id', r.agent_id, 'status', 'running', 'attempts', r.attempts),
+                             format('run %s claimed (attempt %s)', r.id, r.attempts), NULL)
+     FROM unnest(v_rows) r;
+  RETURN QUERY SELECT * FROM unnest(v_rows);
 END
 $$;
 COMMENT ON FUNCTION agent.claim_runs(int) IS

@@ -131,20 +131,23 @@ BEGIN
   -- the usage (agent.add_usage of a root run: no ancestor to roll up to), on
   -- the root runs still running; the update locks them (a root run's row is
   -- its tree lock)
-  WITH u AS (
-    UPDATE agent.runs r
-       SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
-           tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
-           model = coalesce(x.model, r.model)
-      FROM jsonb_to_recordset(p_replies) AS x(run_id bigint, model text, tokens_in int, tokens_out int)
-     WHERE r.id = ANY (v_all) AND r.id = x.run_id
-       AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
-    RETURNING r.id, r.workspace_id, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget AS over,
-              r.token_budget, r.tokens_total)
-  SELECT array_agg(u.id ORDER BY u.id), array_agg(u.workspace_id ORDER BY u.id), array_agg(u.over ORDER BY u.id),
-         array_agg(u.token_budget ORDER BY u.id), array_agg(u.tokens_total ORDER BY u.id)
+  -- (planned for this batch: a plan kept from when agent.runs was small would scan it)
+  EXECUTE $q$
+    WITH u AS (
+      UPDATE agent.runs r
+         SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
+             tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
+             model = coalesce(x.model, r.model)
+        FROM jsonb_to_recordset($1) AS x(run_id bigint, model text, tokens_in int, tokens_out int)
+       WHERE r.id = ANY ($2) AND r.id = x.run_id
+         AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
+      RETURNING r.id, r.workspace_id, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget AS over,
+                r.token_budget, r.tokens_total)
+    SELECT array_agg(u.id ORDER BY u.id), array_agg(u.workspace_id ORDER BY u.id), array_agg(u.over ORDER BY u.id),
+           array_agg(u.token_budget ORDER BY u.id), array_agg(u.tokens_total ORDER BY u.id)
+      FROM u$q$
     INTO v_ids, v_ws, v_over, v_budget, v_total
-    FROM u;
+    USING p_replies, v_all;
 
   IF v_ids IS NOT NULL THEN
     -- the llm steps (as src/tools.c ToolsRecordStep)

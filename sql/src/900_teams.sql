@@ -205,22 +205,29 @@ COMMENT ON FUNCTION agent._teams_take_messages(bigint, text, integer) IS
 -- Live progress
 -- ---------------------------------------------------------------------------
 
+-- label and preview of a step (both triggers below)
+CREATE FUNCTION agent._teams_step_preview(p_kind text, p_output jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+  SELECT left(CASE
+    WHEN p_kind = 'llm' AND coalesce(p_output->>'text', '') <> '' THEN p_output->>'text'
+    WHEN p_kind = 'llm' AND jsonb_typeof(p_output->'tool_calls') = 'array'
+      THEN 'calls ' || (SELECT string_agg(c->>'name', ', ') FROM jsonb_array_elements(p_output->'tool_calls') c)
+    ELSE p_output::text END, 200)
+$$;
+COMMENT ON FUNCTION agent._teams_step_preview(text, jsonb) IS
+  'Internal: the preview of a step (runs.preview): the model''s text, "calls <tool names>" for a tool-calling turn, or the step''s output; at most 200 characters.';
+
 CREATE FUNCTION agent._teams_step_changed() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
   v_label   text := NEW.kind || coalesce(':' || NEW.name, '');
-  v_preview text;
   v_root    bigint;
 BEGIN
-  v_preview := CASE
-    WHEN NEW.kind = 'llm' AND coalesce(NEW.output->>'text', '') <> '' THEN NEW.output->>'text'
-    WHEN NEW.kind = 'llm' AND jsonb_typeof(NEW.output->'tool_calls') = 'array'
-      THEN 'calls ' || (SELECT string_agg(c->>'name', ', ') FROM jsonb_array_elements(NEW.output->'tool_calls') c)
-    ELSE NEW.output::text END;
-  v_preview := left(v_preview, 200);
-  UPDATE agent.runs x SET current_step = v_label, preview = v_preview
+  UPDATE agent.runs x SET current_step = v_label, preview = agent._teams_step_preview(NEW.kind, NEW.output)
    WHERE x.id = NEW.run_id RETURNING coalesce(x.root_run_id, x.id) INTO v_root;
   PERFORM pg_notify('agent_run_steps',
                     json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
@@ -229,9 +236,49 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._teams_step_changed() IS
-  'Trigger on agent.run_steps: writes runs.current_step and runs.preview and sends NOTIFY agent_run_steps {run_id, root_run_id, seq, step, status}.';
-CREATE TRIGGER run_steps_progress AFTER INSERT OR UPDATE OF status, output ON agent.run_steps
+  'Trigger on agent.run_steps (UPDATE of status, output; new steps: agent._teams_steps_inserted): writes runs.current_step and runs.preview and sends NOTIFY agent_run_steps {run_id, root_run_id, seq, step, status}.';
+CREATE TRIGGER run_steps_progress AFTER UPDATE OF status, output ON agent.run_steps
   FOR EACH ROW EXECUTE FUNCTION agent._teams_step_changed();
+
+-- New steps: the same per statement, so that the worker's batch of steps
+-- (one INSERT for many runs) costs two statements, not two per step.
+CREATE FUNCTION agent._teams_steps_inserted() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  -- each run shows its latest new step (as the row trigger would leave it).
+  -- Several steps (the worker's batch): planned for them (a plan kept from
+  -- when agent.runs was small would scan it); one step: a key lookup.
+  IF (SELECT count(*) FROM new_steps) > 1 THEN
+    EXECUTE $q$
+      UPDATE agent.runs x
+         SET current_step = n.kind || coalesce(':' || n.name, ''),
+             preview = agent._teams_step_preview(n.kind, n.output)
+        FROM (SELECT DISTINCT ON (s.run_id) s.* FROM new_steps s ORDER BY s.run_id, s.seq DESC) n
+       WHERE x.id = n.run_id$q$;
+  ELSE
+    UPDATE agent.runs x
+       SET current_step = n.kind || coalesce(':' || n.name, ''),
+           preview = agent._teams_step_preview(n.kind, n.output)
+      FROM new_steps n
+     WHERE x.id = (SELECT s.run_id FROM new_steps s) AND x.id = n.run_id;
+  END IF;
+  -- one notification per step, in insertion order
+  PERFORM pg_notify('agent_run_steps',
+                    json_build_object('run_id', n.run_id,
+                                      'root_run_id', (SELECT coalesce(x.root_run_id, x.id) FROM agent.runs x WHERE x.id = n.run_id),
+                                      'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
+                                      'status', n.status)::text)
+     FROM new_steps n;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION agent._teams_steps_inserted() IS
+  'Statement trigger on agent.run_steps (INSERT): what agent._teams_step_changed does for each new step, set-based: current_step and preview of each run from its latest new step, NOTIFY agent_run_steps per step.';
+CREATE TRIGGER run_steps_progress_insert AFTER INSERT ON agent.run_steps
+  REFERENCING NEW TABLE AS new_steps
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._teams_steps_inserted();
 
 CREATE FUNCTION agent.run_tree(root_run_id bigint)
 RETURNS TABLE(run_id bigint, parent_run_id bigint, depth integer, agent_id bigint, agent_name text,
