@@ -1328,7 +1328,7 @@ ExecutorStep(void)
 		if (batch.n == REPLY_BATCH)
 			FlushReplies();
 		/* (bounded, so that the pass ends under a steady stream of replies) */
-		if (++done % 8 == 0 && done <= 256)
+		if (++done % 16 == 0 && done <= 256)
 		{
 			FlushReplies();
 			ClaimIfDue(GetCurrentTimestamp());

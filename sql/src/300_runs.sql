@@ -138,6 +138,48 @@ COMMENT ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) 
 -- Ending a run (the one path: finish_run, cancel_run, deny, tick)
 -- ---------------------------------------------------------------------------
 
+-- The end of runs once their row is updated (status, output, error,
+-- finished_at): pending approvals expired, the trigger's last status, audit
+-- row, notification.  agent._finish_run calls it for one run; the worker
+-- (agent._worker_finish_replies) for a batch of runs, in id order.
+CREATE FUNCTION agent._finish_runs_effects(p_rows agent.runs[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  -- pending approvals of an ended run can no longer be decided
+  UPDATE agent.approvals SET status = 'expired', decided_at = now()
+   WHERE run_id IN (SELECT u.id FROM unnest(p_rows) u) AND status = 'pending';
+
+  -- the trigger keeps the last run's status and the first run's start (as one by one in id order)
+  UPDATE agent.triggers t
+     SET last_status = l.status, last_error = l.error, last_run_at = coalesce(t.last_run_at, l.first_created)
+    FROM (SELECT DISTINCT ON (u.trigger_id) u.trigger_id, u.status, u.error,
+                 (SELECT u2.created_at FROM unnest(p_rows) u2
+                   WHERE u2.trigger_id = u.trigger_id ORDER BY u2.id LIMIT 1) AS first_created
+            FROM unnest(p_rows) u
+           WHERE u.trigger_id IS NOT NULL
+           ORDER BY u.trigger_id, u.id DESC) l
+   WHERE t.id = l.trigger_id;
+
+  -- one audit row (agent._audit_run) and one notification (agent._runs_notify
+  -- of an ended run) per run, in id order
+  PERFORM agent._audit_event('run.finish',
+                             CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
+                             'run', u.id::text, u.workspace_id,
+                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = u.agent_id),
+                             jsonb_build_object('agent_id', u.agent_id, 'status', u.status, 'error', u.error,
+                                                'tokens_total', u.tokens_total),
+                             format('run %s %s', u.id, u.status),
+                             CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
+          pg_notify('agent_runs', json_build_object('run_id', u.id, 'agent_id', u.agent_id, 'status', u.status)::text)
+     FROM unnest(p_rows) u;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._finish_runs_effects(agent.runs[]) FROM PUBLIC;
+COMMENT ON FUNCTION agent._finish_runs_effects(agent.runs[]) IS
+  'Internal: the end of runs whose row is updated (agent._finish_run, the worker''s batch): pending approvals expired, the trigger''s last status, error and first run time, one run.finish audit row and one agent_runs notification per run, in order.';
+
 CREATE FUNCTION agent._finish_run(p_run_id bigint, p_status text, p_output jsonb, p_error text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -169,10 +211,6 @@ BEGIN
                               format('cancelled: parent run %s ended %s', p_run_id, p_status));
   END LOOP;
 
-  -- pending approvals of an ended run can no longer be decided
-  UPDATE agent.approvals SET status = 'expired', decided_at = now()
-   WHERE run_id = p_run_id AND status = 'pending';
-
   IF r.parent_run_id IS NOT NULL THEN
     SELECT coalesce(r.token_budget, a.default_token_budget) INTO v_budget
       FROM agent.agents a WHERE a.id = r.agent_id;
@@ -201,19 +239,8 @@ BEGIN
     END IF;
   END IF;
 
-  IF r.trigger_id IS NOT NULL THEN
-    UPDATE agent.triggers
-       SET last_status = r.status, last_error = r.error, last_run_at = coalesce(last_run_at, r.created_at)
-     WHERE id = r.trigger_id;
-  END IF;
-
-  PERFORM agent._audit_run('run.finish', r,
-                           CASE WHEN r.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
-                           jsonb_build_object('status', r.status, 'error', r.error,
-                                              'tokens_total', r.tokens_total),
-                           format('run %s %s', r.id, r.status),
-                           CASE WHEN r.status NOT IN ('succeeded', 'cancelled') THEN r.status END);
-  PERFORM agent._runs_notify(r.id, r.agent_id, r.status);
+  -- approvals, trigger, audit row, notification
+  PERFORM agent._finish_runs_effects(ARRAY[r]);
   RETURN true;
 END
 $$;
@@ -221,88 +248,7 @@ REVOKE ALL ON FUNCTION agent._finish_run(bigint, text, jsonb, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._finish_run(bigint, text, jsonb, text) IS
   'Internal: ends an active run (tree lock held): cancels active children, returns unused budget to the parent, records the result on the parent''s delegate step, re-queues a waiting parent, updates the trigger, audits, notifies.';
 
--- Ends several runs at once (the worker records a batch of final answers in
--- one transaction).  Same effects as agent._finish_run on each, in id order:
--- runs in a delegation tree (with a parent, or with active children) take
--- agent._finish_run itself; the others, whose end touches no other run, are
--- ended with set-based statements that write the same rows as the one-run
--- path (keep the two in step).
-CREATE FUNCTION agent._finish_runs(p_ids bigint[], p_status text[], p_output jsonb[], p_error text[])
-RETURNS SETOF bigint
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
-AS $$
-DECLARE
-  x      record;
-  v_rows agent.runs[];
-BEGIN
-  -- the caller holds the tree locks
-  FOR x IN
-    SELECT f.id, f.status, f.output, f.error
-      FROM unnest(p_ids, p_status, p_output, p_error) AS f(id, status, output, error)
-     WHERE (SELECT agent._run_is_active(r.status)
-                   AND (r.parent_run_id IS NOT NULL
-                        OR EXISTS (SELECT 1 FROM agent.runs c
-                                    WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status)))
-              FROM agent.runs r WHERE r.id = f.id)
-     ORDER BY f.id
-  LOOP
-    IF agent._finish_run(x.id, x.status, x.output, x.error) THEN
-      RETURN NEXT x.id;
-    END IF;
-  END LOOP;
 
-  -- (planned for these runs: a plan kept from when agent.runs was small would scan it)
-  EXECUTE $q$
-    WITH u AS (
-      UPDATE agent.runs r
-         SET status = f.status, output = coalesce(f.output, r.output), error = f.error,
-             finished_at = now(), lease_until = NULL
-        FROM unnest($1, $2, $3, $4) AS f(id, status, output, error)
-       WHERE r.id = ANY ($1) AND r.id = f.id AND agent._run_is_active(r.status) AND r.parent_run_id IS NULL
-         AND NOT EXISTS (SELECT 1 FROM agent.runs c
-                          WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))
-      RETURNING r AS run)
-    SELECT array_agg(u.run ORDER BY (u.run).id) FROM u$q$
-    INTO v_rows
-    USING p_ids, p_status, p_output, p_error;
-  IF v_rows IS NULL THEN
-    RETURN;
-  END IF;
-
-  -- pending approvals of an ended run can no longer be decided
-  UPDATE agent.approvals SET status = 'expired', decided_at = now()
-   WHERE run_id IN (SELECT u.id FROM unnest(v_rows) u) AND status = 'pending';
-
-  -- the trigger keeps the last run's status and the first run's start (as one by one in id order)
-  UPDATE agent.triggers t
-     SET last_status = l.status, last_error = l.error, last_run_at = coalesce(t.last_run_at, l.first_created)
-    FROM (SELECT DISTINCT ON (u.trigger_id) u.trigger_id, u.status, u.error,
-                 (SELECT u2.created_at FROM unnest(v_rows) u2
-                   WHERE u2.trigger_id = u.trigger_id ORDER BY u2.id LIMIT 1) AS first_created
-            FROM unnest(v_rows) u
-           WHERE u.trigger_id IS NOT NULL
-           ORDER BY u.trigger_id, u.id DESC) l
-   WHERE t.id = l.trigger_id;
-
-  -- one audit row (agent._audit_run) and one notification (agent._runs_notify
-  -- of an ended run) per run, in id order
-  PERFORM agent._audit_event('run.finish',
-                             CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
-                             'run', u.id::text, u.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = u.agent_id),
-                             jsonb_build_object('agent_id', u.agent_id, 'status', u.status, 'error', u.error,
-                                                'tokens_total', u.tokens_total),
-                             format('run %s %s', u.id, u.status),
-                             CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
-          pg_notify('agent_runs', json_build_object('run_id', u.id, 'agent_id', u.agent_id, 'status', u.status)::text)
-     FROM unnest(v_rows) u;
-  RETURN QUERY SELECT u.id FROM unnest(v_rows) u;
-END
-$$;
-REVOKE ALL ON FUNCTION agent._finish_runs(bigint[], text[], jsonb[], text[]) FROM PUBLIC;
-COMMENT ON FUNCTION agent._finish_runs(bigint[], text[], jsonb[], text[]) IS
-  'Internal (worker, tree locks held): ends several active runs, each with its status, output and error (parallel arrays), with the effects of agent._finish_run on each; runs with a parent or active children go through agent._finish_run, the others through set-based statements. Returns the ids of the runs it ended.';
 
 -- ---------------------------------------------------------------------------
 -- Starting, claiming, leasing

@@ -94,11 +94,13 @@ COMMENT ON FUNCTION agent._worker_cleanup() IS
 
 -- ---------------------------------------------------------------------------
 -- A batch of final answers recorded in one transaction (src/executor.c).
--- For each reply of a root run still running: the llm step, the usage, then
--- the end of the run (succeeded with {"text"}, or budget_exceeded when its
--- token_budget is used up) and its state forgotten; a run with undelivered
--- messages goes on instead (lease renewed, outcome "continue").  The same
--- rows as one transaction per reply (agent.add_usage, agent.finish_run).
+-- For each reply of a root run still running and without active children:
+-- the llm step, the usage, then the end of the run (succeeded with
+-- {"text"}, or budget_exceeded when its token_budget is used up) and its
+-- state forgotten; a run with undelivered messages goes on instead (lease
+-- renewed, outcome "continue").  The same rows as one transaction per reply
+-- (agent.add_usage, agent.finish_run), in one statement and
+-- agent._finish_runs_effects.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION agent._worker_finish_replies(p_replies jsonb, p_lease_secs integer)
 RETURNS TABLE(run_id bigint, outcome text)
@@ -107,98 +109,87 @@ SET search_path = pg_catalog
 AS $$
 #variable_conflict use_column
 DECLARE
-  v_all    bigint[];
-  v_bad    boolean;
-  v_ids    bigint[];
-  v_ws     text[];
-  v_over   boolean[];
-  v_budget bigint[];
-  v_total  bigint[];
-  v_fin    bigint[];
-  v_cont   bigint[];
-  v_status text[];
-  v_output jsonb[];
-  v_error  text[];
+  v_rows agent.runs[];
+  v_out  text[];
+  v_ids  bigint[];
+  v_all  bigint[];
 BEGIN
-  SELECT array_agg(x.run_id ORDER BY x.run_id),
-         bool_or(x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0)
-    INTO v_all, v_bad
-    FROM jsonb_to_recordset(p_replies) AS x(run_id bigint, tokens_in int, tokens_out int);
-  IF v_bad THEN
+  IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int)
+              WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0) THEN
     RAISE EXCEPTION 'token counts must be non-negative' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
-  -- the usage (agent.add_usage of a root run: no ancestor to roll up to), on
-  -- the root runs still running; the update locks them (a root run's row is
-  -- its tree lock)
-  -- (planned for this batch: a plan kept from when agent.runs was small would scan it)
-  EXECUTE $q$
-    WITH u AS (
+  -- One statement (planned for this batch: a plan kept from when agent.runs
+  -- was small would scan it).  The update locks the runs (a root run's row
+  -- is its tree lock), adds the usage (agent.add_usage of a root run: no
+  -- ancestor) and ends them as agent._finish_run does, unless messages wait
+  -- (then the lease is renewed); the steps are written as src/tools.c
+  -- ToolsRecordStep does; the state of ended runs is forgotten.
+  v_all := ARRAY(SELECT (e ->> 'run_id')::bigint FROM jsonb_array_elements(p_replies) e);
+    WITH x AS MATERIALIZED (
+      SELECT x.*, EXISTS (SELECT 1 FROM agent.run_messages m
+                           WHERE m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
+        FROM jsonb_to_recordset(p_replies)
+          AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer,
+               tokens_in integer, tokens_out integer, started_us bigint, text text)),
+    u AS (
       UPDATE agent.runs r
          SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
              tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
-             model = coalesce(x.model, r.model)
-        FROM jsonb_to_recordset($1) AS x(run_id bigint, model text, tokens_in int, tokens_out int)
-       WHERE r.id = ANY ($2) AND r.id = x.run_id
+             model = coalesce(x.model, r.model),
+             status = CASE WHEN r.token_budget IS NOT NULL
+                                AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN 'budget_exceeded'
+                           WHEN x.waits THEN r.status ELSE 'succeeded' END,
+             output = CASE WHEN r.token_budget IS NOT NULL
+                                AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN r.output
+                           WHEN x.waits THEN r.output ELSE jsonb_build_object('text', coalesce(x.text, '')) END,
+             error = CASE WHEN r.token_budget IS NOT NULL
+                               AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget
+                            THEN format('token budget of %s exhausted (%s used)', r.token_budget,
+                                        r.tokens_total + x.tokens_in + x.tokens_out)
+                          WHEN x.waits THEN r.error END,
+             finished_at = CASE WHEN r.token_budget IS NOT NULL
+                                     AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN now()
+                                WHEN x.waits THEN r.finished_at ELSE now() END,
+             lease_until = CASE WHEN r.token_budget IS NOT NULL
+                                     AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN NULL
+                                WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
+        FROM x
+       WHERE r.id = ANY (v_all) AND r.id = x.run_id
          AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
-      RETURNING r.id, r.workspace_id, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget AS over,
-                r.token_budget, r.tokens_total)
-    SELECT array_agg(u.id ORDER BY u.id), array_agg(u.workspace_id ORDER BY u.id), array_agg(u.over ORDER BY u.id),
-           array_agg(u.token_budget ORDER BY u.id), array_agg(u.tokens_total ORDER BY u.id)
-      FROM u$q$
-    INTO v_ids, v_ws, v_over, v_budget, v_total
-    USING p_replies, v_all;
+         AND NOT EXISTS (SELECT 1 FROM agent.runs c
+                          WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))
+      RETURNING r AS run, r.status <> 'running' AS ended),
+    s AS (
+      INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, tokens,
+                                   started_at, finished_at)
+      SELECT (u.run).workspace_id, x.run_id,
+             coalesce((SELECT max(st.seq) FROM agent.run_steps st WHERE st.run_id = x.run_id), 0) + 1,
+             'llm', x.model, agent.redact(x.input), agent.redact(x.output), 'ok', x.tokens,
+             timestamptz 'epoch' + x.started_us * interval '1 microsecond', clock_timestamp()
+        FROM u JOIN x ON x.run_id = (u.run).id
+       ORDER BY x.run_id),
+    d AS (
+      DELETE FROM agent.run_state st USING u WHERE st.run_id = (u.run).id AND u.ended)
+    SELECT array_agg(u.run ORDER BY (u.run).id) FILTER (WHERE u.ended),
+           array_agg(CASE WHEN u.ended THEN 'finished' ELSE 'continue' END ORDER BY (u.run).id),
+           array_agg((u.run).id ORDER BY (u.run).id)
+      INTO v_rows, v_out, v_ids
+      FROM u;
 
-  IF v_ids IS NOT NULL THEN
-    -- the llm steps (as src/tools.c ToolsRecordStep)
-    INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, tokens,
-                                 started_at, finished_at)
-    SELECT u.workspace_id, u.id, coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.run_id = u.id), 0) + 1,
-           'llm', x.model, agent.redact(x.input), agent.redact(x.output), 'ok', x.tokens,
-           timestamptz 'epoch' + x.started_us * interval '1 microsecond', clock_timestamp()
-      FROM unnest(v_ids, v_ws) AS u(id, workspace_id)
-      JOIN jsonb_to_recordset(p_replies)
-           AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer, started_us bigint)
-        ON x.run_id = u.id
-     ORDER BY u.id;
-
-    -- the end: budget used up, else succeeded unless messages wait for the run
-    SELECT array_agg(f.id ORDER BY f.id) FILTER (WHERE f.status IS NOT NULL),
-           array_agg(f.status ORDER BY f.id) FILTER (WHERE f.status IS NOT NULL),
-           array_agg(f.output ORDER BY f.id) FILTER (WHERE f.status IS NOT NULL),
-           array_agg(f.error ORDER BY f.id) FILTER (WHERE f.status IS NOT NULL),
-           array_agg(f.id ORDER BY f.id) FILTER (WHERE f.status IS NULL)
-      INTO v_fin, v_status, v_output, v_error, v_cont
-      FROM (SELECT u.id,
-                   CASE WHEN u.over THEN 'budget_exceeded'
-                        WHEN (SELECT count(*) FROM agent.run_messages m
-                               WHERE m.run_id = u.id AND m.delivered_at IS NULL) > 0 THEN NULL
-                        ELSE 'succeeded' END AS status,
-                   CASE WHEN NOT u.over THEN jsonb_build_object('text', coalesce(x.text, '')) END AS output,
-                   CASE WHEN u.over THEN format('token budget of %s exhausted (%s used)', u.budget, u.total) END AS error
-              FROM unnest(v_ids, v_over, v_budget, v_total) AS u(id, over, budget, total)
-              JOIN jsonb_to_recordset(p_replies) AS x(run_id bigint, text text) ON x.run_id = u.id) f;
-
-    IF v_fin IS NOT NULL THEN
-      SELECT array_agg(f.id) INTO v_fin FROM agent._finish_runs(v_fin, v_status, v_output, v_error) AS f(id);
-      DELETE FROM agent.run_state s WHERE s.run_id = ANY (v_fin);
-    END IF;
-    IF v_cont IS NOT NULL THEN
-      UPDATE agent.runs r SET lease_until = now() + make_interval(secs => p_lease_secs)
-       WHERE r.id = ANY (v_cont);
-    END IF;
+  IF v_rows IS NOT NULL THEN
+    PERFORM agent._finish_runs_effects(v_rows);
   END IF;
 
+  -- the others: no longer running (gone), or left to the one-reply path (single)
   RETURN QUERY
   SELECT x.run_id,
-         CASE WHEN x.run_id = ANY (coalesce(v_fin, '{}')) THEN 'finished'
-              WHEN x.run_id = ANY (coalesce(v_cont, '{}')) THEN 'continue'
-              WHEN x.run_id = ANY (coalesce(v_ids, '{}')) THEN 'gone'
-              WHEN (SELECT r.status FROM agent.runs r WHERE r.id = x.run_id) IS DISTINCT FROM 'running' THEN 'gone'
-              ELSE 'single' END
-    FROM unnest(v_all) AS x(run_id);
+         coalesce(v_out[array_position(v_ids, x.run_id)],
+                  CASE WHEN (SELECT r.status FROM agent.runs r WHERE r.id = x.run_id) IS DISTINCT FROM 'running'
+                       THEN 'gone' ELSE 'single' END)
+    FROM jsonb_to_recordset(p_replies) AS x(run_id bigint);
 END
 $$;
 REVOKE ALL ON FUNCTION agent._worker_finish_replies(jsonb, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._worker_finish_replies(jsonb, integer) IS
-  'Internal (worker): records a batch of final answers [{"run_id","model","input","output","tokens","tokens_in","tokens_out","started_us" (microseconds since 1970),"text"}] in one transaction: llm step, usage, end of the run (succeeded, or budget_exceeded) and its state, for root runs still running; returns each run''s outcome: finished, continue (messages wait: lease renewed, the worker delivers them), gone (no longer running) or single (the worker records it alone).';
+  'Internal (worker): records a batch of final answers [{"run_id","model","input","output","tokens","tokens_in","tokens_out","started_us" (microseconds since 1970),"text"}] in one transaction: llm step, usage, end of the run (succeeded, or budget_exceeded) and its state, for root runs still running without active children; returns each run''s outcome: finished, continue (messages wait: lease renewed, the worker delivers them), gone (no longer running) or single (the worker records it alone).';

@@ -1,5 +1,5 @@
 -- The worker records a batch of final answers in one transaction
--- (agent._worker_finish_replies, agent._finish_runs): every run must end
+-- (agent._worker_finish_replies, agent._finish_runs_effects): every run must end
 -- with exactly the rows the one-reply path writes (src/executor.c ReplyUnit:
 -- lease, llm step, agent.add_usage, agent.finish_run, state forgotten).
 -- Each case runs twice, once per path, on twin runs, and the two snapshots
@@ -154,7 +154,7 @@ SELECT throws_ok(format($q$SELECT * FROM agent._worker_finish_replies(%L, 300)$q
 
 -- 3. an empty batch
 SELECT is_empty($$SELECT * FROM agent._worker_finish_replies('[]', 300)$$, 'an empty batch does nothing');
-SELECT is((SELECT count(*)::int FROM agent._finish_runs('{}', '{}', '{}', '{}')), 0, 'nothing to end');
+SELECT lives_ok($$SELECT agent._finish_runs_effects('{}')$$, 'no run to end');
 
 SELECT * FROM finish();
 ROLLBACK;
