@@ -269,8 +269,8 @@ ToolsRecordStep(int64 run_id, const char *kind, const char *name,
  * ---------------------------------------------------------------------
  */
 
-json_t *
-ToolsDefinitions(bool can_delegate)
+static json_t *
+BuildToolsDefinitions(bool can_delegate)
 {
 	json_t	   *t = json_array();
 
@@ -311,6 +311,22 @@ ToolsDefinitions(bool can_delegate)
 			"task", "type", "string", "description", "What the agent must do, with the context it needs.",
 			"required", "agent_id", "task"));
 	return t;
+}
+
+/*
+ * The definitions never change: built once per worker, then each claimed
+ * run gets a shallow copy (its own array, sharing the read-only definitions)
+ * to which it appends its MCP and teams tools.
+ */
+json_t *
+ToolsDefinitions(bool can_delegate)
+{
+	static json_t *built[2] = {NULL, NULL};
+	int			i = can_delegate ? 1 : 0;
+
+	if (built[i] == NULL)
+		built[i] = BuildToolsDefinitions(can_delegate);
+	return json_copy(built[i]);
 }
 
 /* ---------------------------------------------------------------------

@@ -127,8 +127,9 @@ BEGIN
   -- ToolsRecordStep does; the state of ended runs is forgotten.
   v_all := ARRAY(SELECT (e ->> 'run_id')::bigint FROM jsonb_array_elements(p_replies) e);
     WITH x AS MATERIALIZED (
-      SELECT x.*, EXISTS (SELECT 1 FROM agent.run_messages m
-                           WHERE m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
+      SELECT x.*, agent.redact(x.input) AS step_input, agent.redact(x.output) AS step_output,
+             EXISTS (SELECT 1 FROM agent.run_messages m
+                      WHERE m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
         FROM jsonb_to_recordset(p_replies)
           AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer,
                tokens_in integer, tokens_out integer, started_us bigint, text text)),
@@ -137,6 +138,9 @@ BEGIN
          SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
              tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
              model = coalesce(x.model, r.model),
+             -- the live progress of the step (agent._teams_steps_inserted then finds it done)
+             current_step = 'llm' || coalesce(':' || x.model, ''),
+             preview = agent._teams_step_preview('llm', x.step_output),
              status = CASE WHEN r.token_budget IS NOT NULL
                                 AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN 'budget_exceeded'
                            WHEN x.waits THEN r.status ELSE 'succeeded' END,
@@ -165,7 +169,7 @@ BEGIN
                                    started_at, finished_at)
       SELECT (u.run).workspace_id, x.run_id,
              coalesce((SELECT max(st.seq) FROM agent.run_steps st WHERE st.run_id = x.run_id), 0) + 1,
-             'llm', x.model, agent.redact(x.input), agent.redact(x.output), 'ok', x.tokens,
+             'llm', x.model, x.step_input, x.step_output, 'ok', x.tokens,
              timestamptz 'epoch' + x.started_us * interval '1 microsecond', clock_timestamp()
         FROM u JOIN x ON x.run_id = (u.run).id
        ORDER BY x.run_id),

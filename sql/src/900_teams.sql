@@ -207,14 +207,18 @@ COMMENT ON FUNCTION agent._teams_take_messages(bigint, text, integer) IS
 
 -- label and preview of a step (both triggers below)
 CREATE FUNCTION agent._teams_step_preview(p_kind text, p_output jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog
 AS $$
-  SELECT left(CASE
-    WHEN p_kind = 'llm' AND coalesce(p_output->>'text', '') <> '' THEN p_output->>'text'
-    WHEN p_kind = 'llm' AND jsonb_typeof(p_output->'tool_calls') = 'array'
-      THEN 'calls ' || (SELECT string_agg(c->>'name', ', ') FROM jsonb_array_elements(p_output->'tool_calls') c)
-    ELSE p_output::text END, 200)
+BEGIN
+  -- (plpgsql: the common cases are evaluated without planning a query)
+  IF p_kind = 'llm' AND coalesce(p_output->>'text', '') <> '' THEN
+    RETURN left(p_output->>'text', 200);
+  ELSIF p_kind = 'llm' AND jsonb_typeof(p_output->'tool_calls') = 'array' THEN
+    RETURN left('calls ' || (SELECT string_agg(c->>'name', ', ') FROM jsonb_array_elements(p_output->'tool_calls') c), 200);
+  END IF;
+  RETURN left(p_output::text, 200);
+END
 $$;
 COMMENT ON FUNCTION agent._teams_step_preview(text, jsonb) IS
   'Internal: the preview of a step (runs.preview): the model''s text, "calls <tool names>" for a tool-calling turn, or the step''s output; at most 200 characters.';
@@ -247,22 +251,27 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 BEGIN
-  -- each run shows its latest new step (as the row trigger would leave it).
-  -- Several steps (the worker's batch): planned for them (a plan kept from
-  -- when agent.runs was small would scan it); one step: a key lookup.
+  -- each run shows its latest new step (as the row trigger would leave it;
+  -- a run that shows it already, as the worker's batch writes it, is left
+  -- alone).  Several steps: planned for them (a plan kept from when
+  -- agent.runs was small would scan it); one step: a key lookup.
   IF (SELECT count(*) FROM new_steps) > 1 THEN
     EXECUTE $q$
       UPDATE agent.runs x
-         SET current_step = n.kind || coalesce(':' || n.name, ''),
-             preview = agent._teams_step_preview(n.kind, n.output)
-        FROM (SELECT DISTINCT ON (s.run_id) s.* FROM new_steps s ORDER BY s.run_id, s.seq DESC) n
-       WHERE x.id = n.run_id$q$;
+         SET current_step = n.label, preview = n.preview
+        FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
+                     agent._teams_step_preview(s.kind, s.output) AS preview
+                FROM new_steps s ORDER BY s.run_id, s.seq DESC) n
+       WHERE x.id = n.run_id
+         AND (x.current_step IS DISTINCT FROM n.label OR x.preview IS DISTINCT FROM n.preview)$q$;
   ELSE
     UPDATE agent.runs x
-       SET current_step = n.kind || coalesce(':' || n.name, ''),
-           preview = agent._teams_step_preview(n.kind, n.output)
-      FROM new_steps n
-     WHERE x.id = (SELECT s.run_id FROM new_steps s) AND x.id = n.run_id;
+       SET current_step = n.label, preview = n.preview
+      FROM (SELECT s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
+                   agent._teams_step_preview(s.kind, s.output) AS preview
+              FROM new_steps s) n
+     WHERE x.id = (SELECT s.run_id FROM new_steps s) AND x.id = n.run_id
+       AND (x.current_step IS DISTINCT FROM n.label OR x.preview IS DISTINCT FROM n.preview);
   END IF;
   -- one notification per step, in insertion order
   PERFORM pg_notify('agent_run_steps',
