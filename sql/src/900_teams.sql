@@ -250,29 +250,21 @@ CREATE FUNCTION agent._teams_steps_inserted() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
+DECLARE
+  v record;
 BEGIN
-  -- each run shows its latest new step (as the row trigger would leave it;
-  -- a run that shows it already, as the worker's batch writes it, is left
-  -- alone).  Several steps: planned for them (a plan kept from when
-  -- agent.runs was small would scan it); one step: a key lookup.
-  IF (SELECT count(*) FROM new_steps) > 1 THEN
-    EXECUTE $q$
-      UPDATE agent.runs x
-         SET current_step = n.label, preview = n.preview
-        FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
-                     agent._teams_step_preview(s.kind, s.output) AS preview
-                FROM new_steps s ORDER BY s.run_id, s.seq DESC) n
-       WHERE x.id = n.run_id
-         AND (x.current_step IS DISTINCT FROM n.label OR x.preview IS DISTINCT FROM n.preview)$q$;
-  ELSE
-    UPDATE agent.runs x
-       SET current_step = n.label, preview = n.preview
-      FROM (SELECT s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
-                   agent._teams_step_preview(s.kind, s.output) AS preview
-              FROM new_steps s) n
-     WHERE x.id = (SELECT s.run_id FROM new_steps s) AND x.id = n.run_id
-       AND (x.current_step IS DISTINCT FROM n.label OR x.preview IS DISTINCT FROM n.preview);
-  END IF;
+  -- each run shows its latest new step (as the row trigger would leave it);
+  -- a run that shows it already (the worker's batch writes it with its own
+  -- update) is left alone.  Key lookups only, whatever the table's size.
+  FOR v IN
+    SELECT l.* FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
+                            agent._teams_step_preview(s.kind, s.output) AS preview
+                       FROM new_steps s ORDER BY s.run_id, s.seq DESC) l
+     WHERE (SELECT x.current_step IS DISTINCT FROM l.label OR x.preview IS DISTINCT FROM l.preview
+              FROM agent.runs x WHERE x.id = l.run_id)
+  LOOP
+    UPDATE agent.runs x SET current_step = v.label, preview = v.preview WHERE x.id = v.run_id;
+  END LOOP;
   -- one notification per step, in insertion order
   PERFORM pg_notify('agent_run_steps',
                     json_build_object('run_id', n.run_id,
