@@ -32,15 +32,26 @@
 
 #include <ctype.h>
 
+#include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
+#include "storage/proc.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/snapmgr.h"
+#include "utils/uuid.h"
 
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_invalidate);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_ids);
+PG_FUNCTION_INFO_V1(pg_agents_readable_ids);
 
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
@@ -108,4 +119,330 @@ pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
 				 errmsg("agent._allowlist_invalidate() must be called as a trigger")));
 	CacheInvalidateRelcacheAll();
 	return PointerGetDatum(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * The readable set as a typed array, for the policies
+ * ------------------------------------------------------------------------
+ *
+ * The SELECT policy of an integer id column reads
+ *
+ *		id = ANY ((SELECT agent._allowlist_ids_int8('page', 'read')))
+ *
+ * an InitPlan evaluated once per statement whose array feeds the index on the
+ * id column.  The array is computed by PgAgentsReadableIds (access.c, the
+ * decision of agent.can_access for each candidate) and kept for as long as
+ * the data it was computed from cannot have changed: the same visible
+ * transaction set (the snapshot's count of completed transactions, xmin, xmax
+ * and in-progress counts) and, in a transaction that has written, the same
+ * transaction and command.  A grant, revocation or share committed by anyone
+ * completes a transaction, so the next statement computes the set afresh.
+ */
+typedef struct IdsSnapKey
+{
+	uint64		completions;
+	TransactionId xmin;
+	TransactionId xmax;
+	uint32		xcnt;
+	int32		subxcnt;
+	bool		suboverflowed;
+	bool		recovery;
+	LocalTransactionId lxid;	/* 0 unless the transaction has written */
+	CommandId	curcid;			/* likewise */
+} IdsSnapKey;
+
+typedef struct IdsEntry
+{
+	int64		agent_id;
+	bool		edit;
+	Oid			elemtype;
+	char	   *rtype;
+	Datum		array;			/* in ids_cxt */
+} IdsEntry;
+
+#define IDS_CACHE_ENTRIES 8
+
+static MemoryContext ids_cxt = NULL;
+static IdsSnapKey ids_key;
+static bool ids_key_valid = false;
+static IdsEntry ids_cache[IDS_CACHE_ENTRIES];
+static int	ids_count = 0;
+static int	ids_next = 0;		/* round-robin replacement */
+
+static void
+IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->completions = snap->snapXactCompletionCount;
+	k->xmin = snap->xmin;
+	k->xmax = snap->xmax;
+	k->xcnt = snap->xcnt;
+	k->subxcnt = snap->subxcnt;
+	k->suboverflowed = snap->suboverflowed;
+	k->recovery = snap->takenDuringRecovery;
+	/*
+	 * A transaction sees its own writes: then the set is only good for this
+	 * transaction and command.  Without a completion count (a snapshot not
+	 * built by GetSnapshotData), likewise.
+	 */
+	if (k->completions == 0 || TransactionIdIsValid(GetTopTransactionIdIfAny()))
+	{
+		k->lxid = MyProc->lxid;
+		k->curcid = snap->curcid;
+	}
+}
+
+static bool
+ParseMode(text *mode)
+{
+	char	   *m = text_to_cstring(mode);
+
+	if (strcmp(m, "edit") == 0)
+		return true;
+	if (strcmp(m, "read") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid mode \"%s\"", m),
+				 errdetail("A mode is read or edit.")));
+	return false;
+}
+
+/* is s the text form of an int8, as the id test of the policies reads it? */
+static bool
+IdIsInt8(const char *s, int64 *out)
+{
+	const char *p = s;
+	int			digits;
+	bool		neg = false;
+	uint64		v = 0;
+
+	if (*p == '-')
+	{
+		neg = true;
+		p++;
+	}
+	if (*p == '0')
+	{
+		if (p[1] != '\0' || neg)
+			return false;
+		*out = 0;
+		return true;
+	}
+	for (digits = 0; p[digits]; digits++)
+	{
+		if (p[digits] < '0' || p[digits] > '9' || digits >= 19)
+			return false;
+		v = v * 10 + (p[digits] - '0');
+	}
+	if (digits == 0)
+		return false;
+	if (neg)
+	{
+		if (v > (uint64) PG_INT64_MAX + 1)
+			return false;
+		*out = (int64) (0 - v);
+	}
+	else
+	{
+		if (v > (uint64) PG_INT64_MAX)
+			return false;
+		*out = (int64) v;
+	}
+	return true;
+}
+
+/* is s a uuid in the canonical lowercase form the grants use? */
+static bool
+IdIsUuid(const char *s)
+{
+	int			i;
+
+	if (strlen(s) != 36)
+		return false;
+	for (i = 0; i < 36; i++)
+	{
+		char		c = s[i];
+
+		if (i == 8 || i == 13 || i == 18 || i == 23)
+		{
+			if (c != '-')
+				return false;
+		}
+		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+static int
+CompareInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * The readable ids as an array of elemtype (text, int8 or uuid): ids that
+ * are not the text form of a value of the type are left out, so a stray
+ * grant never makes a query fail.  Built in the current memory context.
+ */
+static Datum
+BuildIdsArray(char **ids, int n, Oid elemtype)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			m = 0;
+	int			i;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	for (i = 0; i < n; i++)
+	{
+		if (elemtype == INT8OID)
+		{
+			int64		v;
+
+			if (IdIsInt8(ids[i], &v))
+				elems[m++] = Int64GetDatum(v);
+		}
+		else if (elemtype == UUIDOID)
+		{
+			if (IdIsUuid(ids[i]))
+				elems[m++] = DirectFunctionCall1(uuid_in, CStringGetDatum(ids[i]));
+		}
+		else
+			elems[m++] = CStringGetTextDatum(ids[i]);
+	}
+	if (elemtype == INT8OID && m > 1)
+	{
+		int64	   *v = palloc(sizeof(int64) * m);
+
+		for (i = 0; i < m; i++)
+			v[i] = DatumGetInt64(elems[i]);
+		qsort(v, m, sizeof(int64), CompareInt64);
+		for (i = 0; i < m; i++)
+			elems[i] = Int64GetDatum(v[i]);
+	}
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_array(elems, m, elemtype, typlen, typbyval, typalign));
+}
+
+/*
+ * The readable set of an agent for a type and mode as an array of elemtype,
+ * from the cache when the snapshot allows it.  Returns a copy in the caller's
+ * memory context.
+ */
+static Datum
+ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	IdsSnapKey	key;
+	IdsEntry   *e = NULL;
+	int			i;
+	char	  **ids;
+	int			n;
+	Datum		arr;
+	MemoryContext old;
+
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	IdsSnapKeyFor(GetActiveSnapshot(), &key);
+	if (ids_cxt == NULL)
+		ids_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents readable sets",
+										ALLOCSET_DEFAULT_SIZES);
+	if (!ids_key_valid || memcmp(&key, &ids_key, sizeof(key)) != 0)
+	{
+		MemoryContextReset(ids_cxt);
+		ids_count = 0;
+		ids_next = 0;
+		ids_key = key;
+		ids_key_valid = true;
+	}
+	for (i = 0; i < ids_count; i++)
+	{
+		IdsEntry   *c = &ids_cache[i];
+
+		if (c->agent_id == agent_id && c->edit == edit && c->elemtype == elemtype &&
+			strcmp(c->rtype, rtype) == 0)
+		{
+			e = c;
+			break;
+		}
+	}
+	if (e == NULL)
+	{
+		/* compute in a scratch context; keep only the array */
+		MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext,
+													  "pg_agents readable set",
+													  ALLOCSET_DEFAULT_SIZES);
+
+		old = MemoryContextSwitchTo(scratch);
+		ids = PgAgentsReadableIds(agent_id, rtype, edit, &n);
+		arr = BuildIdsArray(ids, n, elemtype);
+		MemoryContextSwitchTo(old);
+
+		if (ids_count < IDS_CACHE_ENTRIES)
+			e = &ids_cache[ids_count++];
+		else
+		{
+			e = &ids_cache[ids_next];
+			ids_next = (ids_next + 1) % IDS_CACHE_ENTRIES;
+			/* the replaced entry's memory stays in ids_cxt until the next reset */
+		}
+		old = MemoryContextSwitchTo(ids_cxt);
+		e->agent_id = agent_id;
+		e->edit = edit;
+		e->elemtype = elemtype;
+		e->rtype = pstrdup(rtype);
+		e->array = PointerGetDatum(DatumGetArrayTypePCopy(arr));
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(scratch);
+	}
+	return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
+}
+
+/*
+ * agent._allowlist_ids_text / _int8 / _uuid(resource_type text, mode text):
+ * the ids the session's agent may read (or edit) among the resources of the
+ * type, as an array of the function's element type; empty when the session
+ * does not act as an agent.  Internal to the allowlist policies.
+ */
+Datum
+pg_agents_allowlist_ids(PG_FUNCTION_ARGS)
+{
+	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	Oid			elemtype = OidIsValid(rettype) ? get_element_type(rettype) : InvalidOid;
+	char	   *rtype;
+	bool		edit;
+
+	if (elemtype != TEXTOID && elemtype != INT8OID && elemtype != UUIDOID)
+		elog(ERROR, "pg_agents: _allowlist_ids must return text[], bigint[] or uuid[]");
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource_type and mode must not be NULL")));
+	rtype = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	edit = ParseMode(PG_GETARG_TEXT_PP(1));
+	if (!PgAgentsActorIsAgent(pg_agents_actor))
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(elemtype));
+	PG_RETURN_DATUM(ReadableIdsArray(strtoll(pg_agents_actor + 6, NULL, 10),
+									 rtype, edit, elemtype));
+}
+
+/*
+ * agent._readable_ids(agent_id bigint, resource_type text, mode text)
+ * RETURNS text[]: the readable set of any agent, for
+ * agent.readable_resources (which checks who may ask).
+ */
+Datum
+pg_agents_readable_ids(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("agent_id, resource_type and mode must not be NULL")));
+	PG_RETURN_DATUM(ReadableIdsArray(PG_GETARG_INT64(0),
+									 text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									 ParseMode(PG_GETARG_TEXT_PP(2)), TEXTOID));
 }

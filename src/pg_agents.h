@@ -83,6 +83,9 @@ extern void PgAgentsAuditEvent(const char *action, const char *status,
 							   const char *error_code);
 
 /* shmem.c (events): the worker's wake-up latch */
+/* access.c: the ids an agent may read (or edit) among resources of a type */
+extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n);
+
 /* allowlist.c */
 extern bool PgAgentsActorIsAgent(const char *actor);
 extern void PgAgentsActorAssign(const char *newval, void *extra);
