@@ -182,10 +182,12 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 	k->recovery = snap->takenDuringRecovery;
 	/*
 	 * A transaction sees its own writes: then the set is only good for this
-	 * transaction and command.  Without a completion count (a snapshot not
-	 * built by GetSnapshotData), likewise.
+	 * transaction and command.  Likewise without a completion count (a
+	 * snapshot not built by GetSnapshotData: imported, restored in a parallel
+	 * worker) and on a hot standby.
 	 */
-	if (k->completions == 0 || TransactionIdIsValid(GetTopTransactionIdIfAny()))
+	if (k->completions == 0 || k->recovery ||
+		TransactionIdIsValid(GetTopTransactionIdIfAny()))
 	{
 		k->lxid = MyProc->lxid;
 		k->curcid = snap->curcid;
