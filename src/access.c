@@ -1345,6 +1345,26 @@ CompareCStrings(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* a growable array of C strings */
+typedef struct IdList
+{
+	char	  **items;
+	int			n;
+	int			cap;
+} IdList;
+
+static void
+IdListAdd(IdList *l, char *s)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap == 0 ? 64 : l->cap * 2;
+		l->items = l->items == NULL ? palloc(sizeof(char *) * l->cap)
+			: repalloc(l->items, sizeof(char *) * l->cap);
+	}
+	l->items[l->n++] = s;
+}
+
 /*
  * The ids of the resources of one type that an agent may access at a mode in
  * the autonomous regime, as the decision of agent.can_access gives them:
@@ -1369,12 +1389,8 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 	AgentEntry *ag;
 	int			mode = edit ? LEVEL_EDIT : LEVEL_READ;
 	bool		want_shared;
-	int			count = 0;
-	int			cap = 64;
-	char	  **ids;
-	int			ndirect = 0;
-	int			dcap = 64;
-	char	  **direct = NULL;
+	IdList		ids = {NULL, 0, 0};
+	IdList		direct = {NULL, 0, 0};
 	int			rtype_len = strlen(rtype);
 	Relation	heap;
 	Relation	index;
@@ -1393,10 +1409,6 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 		return NULL;
 	want_shared = !OidIsValid(GetAclFunction(snap)) &&
 		GetWorkspaceGrant(ag, snap) != LEVEL_NONE;
-
-	ids = palloc(sizeof(char *) * cap);
-	if (want_shared)
-		direct = palloc(sizeof(char *) * dcap);
 
 	/* the direct grants of the type, each decided with its level */
 	heap = table_open(rels.access, NoLock);
@@ -1422,24 +1434,11 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 		if (isnull)
 			continue;
 		rid = TextDatumGetCString(d);
+		/* a direct grant decides its resource, allowed or not */
 		if (want_shared)
-		{
-			/* a direct grant decides its resource, allowed or not */
-			if (ndirect == dcap)
-			{
-				dcap *= 2;
-				direct = repalloc(direct, sizeof(char *) * dcap);
-			}
-			direct[ndirect++] = rid;
-		}
-		if (!ReasonAllows(DecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
-			continue;
-		if (count == cap)
-		{
-			cap *= 2;
-			ids = repalloc(ids, sizeof(char *) * cap);
-		}
-		ids[count++] = rid;
+			IdListAdd(&direct, rid);
+		if (ReasonAllows(DecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
+			IdListAdd(&ids, rid);
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -1449,7 +1448,8 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 	/* what is shared with the whole workspace and holds no direct grant */
 	if (want_shared)
 	{
-		qsort(direct, ndirect, sizeof(char *), CompareCStrings);
+		if (direct.n > 1)
+			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
 		heap = table_open(rels.acl, NoLock);
 		index = index_open(rels.acl_principal_idx, NoLock);
 		slot = table_slot_create(heap, NULL);
@@ -1473,19 +1473,14 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 			if (isnull)
 				continue;
 			rid = TextDatumGetCString(d);
-			if ((ndirect > 0 &&
-				 bsearch(&rid, direct, ndirect, sizeof(char *), CompareCStrings) != NULL) ||
+			if ((direct.n > 0 &&
+				 bsearch(&rid, direct.items, direct.n, sizeof(char *), CompareCStrings) != NULL) ||
 				!ReasonAllows(DecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap, false, NULL)))
 			{
 				pfree(rid);
 				continue;
 			}
-			if (count == cap)
-			{
-				cap *= 2;
-				ids = repalloc(ids, sizeof(char *) * cap);
-			}
-			ids[count++] = rid;
+			IdListAdd(&ids, rid);
 		}
 		index_endscan(scan);
 		ExecDropSingleTupleTableSlot(slot);
@@ -1494,21 +1489,21 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 	}
 
 	/* sorted and distinct (a resource may be shared by several ACL rows) */
-	if (count > 1)
+	if (ids.n > 1)
 	{
 		int			i,
 					j = 0;
 
-		qsort(ids, count, sizeof(char *), CompareCStrings);
-		for (i = 1; i < count; i++)
+		qsort(ids.items, ids.n, sizeof(char *), CompareCStrings);
+		for (i = 1; i < ids.n; i++)
 		{
-			if (strcmp(ids[i], ids[j]) != 0)
-				ids[++j] = ids[i];
+			if (strcmp(ids.items[i], ids.items[j]) != 0)
+				ids.items[++j] = ids.items[i];
 		}
-		count = j + 1;
+		ids.n = j + 1;
 	}
-	*n = count;
-	return ids;
+	*n = ids.n;
+	return ids.items;
 }
 
 /*
