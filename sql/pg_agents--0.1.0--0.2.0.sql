@@ -6,6 +6,37 @@
 -- (docs/allowlist.md, "How it works").
 -- ===========================================================================
 
+-- Transactions that change what agents may access say so (src/shmem.c), so
+-- that a backend may keep an agent's readable set across statements until one
+-- of them commits.  ENABLE ALWAYS: logical replication's apply changes count.
+CREATE FUNCTION agent._access_changed() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'pg_agents_access_changed';
+COMMENT ON FUNCTION agent._access_changed() IS
+  'Internal statement trigger on the tables agent.can_access reads: marks the transaction as changing access data, which invalidates the readable sets kept by backends when it commits.';
+CREATE TRIGGER access_changed AFTER INSERT OR DELETE OR TRUNCATE
+                             OR UPDATE OF workspace_id, owner_id, status, deleted_at ON agent.agents
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.access
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.resource_acl
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.group_members
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.access_config
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+ALTER TABLE agent.agents ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.access_config ENABLE ALWAYS TRIGGER access_changed;
+
+CREATE FUNCTION agent.readable_set_stats(OUT computed bigint, OUT reused bigint)
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_readable_set_stats';
+COMMENT ON FUNCTION agent.readable_set_stats() IS
+  'How many readable sets (for the allowlist policies and agent.readable_resources) this backend has computed, and how many it has reused because no access data could have changed since.';
+
 CREATE FUNCTION agent._readable_ids(agent_id bigint, resource_type text, mode text) RETURNS text[]
 LANGUAGE C STABLE PARALLEL SAFE
 AS 'MODULE_PATHNAME', 'pg_agents_readable_ids';

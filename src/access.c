@@ -1383,7 +1383,7 @@ IdListAdd(IdList *l, char *s)
  * per-snapshot caches of can_access.
  */
 static char **
-ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
+ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
 {
 	Snapshot	snap;
 	AgentEntry *ag;
@@ -1404,10 +1404,11 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
 	snap = GetActiveSnapshot();
 	EnsureCache(snap);
+	*custom_acl = OidIsValid(GetAclFunction(snap));
 	ag = GetAgent(agent_id, snap);
 	if (!ag->found || ag->deleted || ag->suspended)
 		return NULL;
-	want_shared = !OidIsValid(GetAclFunction(snap)) &&
+	want_shared = !*custom_acl &&
 		GetWorkspaceGrant(ag, snap) != LEVEL_NONE;
 
 	/* the direct grants of the type, each decided with its level */
@@ -1509,10 +1510,11 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 /*
  * The ids of the resources of one type that an agent may access at a mode in
  * the autonomous regime (see ReadableIds), with one open scan of
- * agent.resource_acl for the owner's ACL of every candidate.
+ * agent.resource_acl for the owner's ACL of every candidate.  *custom_acl
+ * says whether a custom ACL function answered (its sources are unknown).
  */
 char	  **
-PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
+PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
 {
 	char	  **ids;
 
@@ -1528,7 +1530,7 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 	acl_probe.active = true;
 	PG_TRY();
 	{
-		ids = ReadableIds(agent_id, rtype, edit, n);
+		ids = ReadableIds(agent_id, rtype, edit, n, custom_acl);
 	}
 	PG_CATCH();
 	{
@@ -1542,4 +1544,12 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n)
 	index_close(acl_probe.index, NoLock);
 	table_close(acl_probe.heap, NoLock);
 	return ids;
+}
+
+/* The OID of agent.access in this transaction (an installation's identity). */
+Oid
+PgAgentsAccessRelid(void)
+{
+	EnsureRels();
+	return rels.access;
 }

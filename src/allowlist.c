@@ -32,11 +32,15 @@
 
 #include <ctype.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -52,6 +56,8 @@ PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_invalidate);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_ids);
 PG_FUNCTION_INFO_V1(pg_agents_readable_ids);
+PG_FUNCTION_INFO_V1(pg_agents_access_changed);
+PG_FUNCTION_INFO_V1(pg_agents_readable_set_stats);
 
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
@@ -127,16 +133,27 @@ pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
  *
  * The SELECT policy of an integer id column reads
  *
- *		id = ANY ((SELECT agent._allowlist_ids_int8('page', 'read')))
+ *		id = ANY ((SELECT agent._allowlist_ids_int8('page', 'read'))::bigint[])
  *
  * an InitPlan evaluated once per statement whose array feeds the index on the
  * id column.  The array is computed by PgAgentsReadableIds (access.c, the
- * decision of agent.can_access for each candidate) and kept for as long as
- * the data it was computed from cannot have changed: the same visible
- * transaction set (the snapshot's count of completed transactions, xmin, xmax
- * and in-progress counts) and, in a transaction that has written, the same
- * transaction and command.  A grant, revocation or share committed by anyone
- * completes a transaction, so the next statement computes the set afresh.
+ * decision of agent.can_access for each candidate) and kept in the backend
+ * for as long as the access data it was computed from cannot have changed.
+ * Two ways to know:
+ *
+ * - kept across statements (READ COMMITTED, the library preloaded, not on a
+ *   standby, the transaction has not changed access data itself, no custom
+ *   ACL function): the access generation of src/shmem.c is sampled, then the
+ *   set is computed under a fresh snapshot (so no committed change can be
+ *   missing from it), and it stays good while the generation is the same and
+ *   the access-changing transactions that were in flight at the sample are
+ *   still in progress.  Changes to other tables do not matter.  The set may
+ *   thus be a little newer than the statement's snapshot, never older: a
+ *   revocation committed meanwhile already applies.
+ * - otherwise, for one snapshot: the same visible transaction set (the
+ *   snapshot's count of completed transactions, xmin, xmax and in-progress
+ *   counts) and, when the transaction has written (or on a standby, or
+ *   under an imported snapshot), the same transaction and command.
  */
 typedef struct IdsSnapKey
 {
@@ -153,20 +170,27 @@ typedef struct IdsSnapKey
 
 typedef struct IdsEntry
 {
+	bool		used;
 	int64		agent_id;
 	bool		edit;
 	Oid			elemtype;
+	Oid			access_rel;		/* agent.access: another installation, another set */
 	char	   *rtype;
-	Datum		array;			/* in ids_cxt */
+	Datum		array;
+	bool		shared;			/* kept by the access generation, else by snapshot */
+	uint64		gen;			/* shared: the generation sampled */
+	int			ninflight;		/* shared: access writers in flight at the sample */
+	TransactionId *inflight;
+	IdsSnapKey	key;			/* not shared: the snapshot */
+	MemoryContext cxt;			/* holds all of the entry */
 } IdsEntry;
 
 #define IDS_CACHE_ENTRIES 8
 
 static MemoryContext ids_cxt = NULL;
-static IdsSnapKey ids_key;
-static bool ids_key_valid = false;
 static IdsEntry ids_cache[IDS_CACHE_ENTRIES];
-static int	ids_count = 0;
+static int64 ids_computed = 0;	/* statistics of this backend */
+static int64 ids_reused = 0;
 static int	ids_next = 0;		/* round-robin replacement */
 
 static void
@@ -331,77 +355,209 @@ BuildIdsArray(char **ids, int n, Oid elemtype)
 	return PointerGetDatum(construct_array(elems, m, elemtype, typlen, typbyval, typalign));
 }
 
+/* the entry for these arguments, or NULL */
+static IdsEntry *
+FindEntry(int64 agent_id, const char *rtype, bool edit, Oid elemtype, Oid access_rel)
+{
+	int			i;
+
+	for (i = 0; i < IDS_CACHE_ENTRIES; i++)
+	{
+		IdsEntry   *c = &ids_cache[i];
+
+		if (c->used && c->agent_id == agent_id && c->edit == edit &&
+			c->elemtype == elemtype && c->access_rel == access_rel &&
+			strcmp(c->rtype, rtype) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static void
+DropEntry(IdsEntry *e)
+{
+	if (e->used)
+		MemoryContextDelete(e->cxt);
+	e->used = false;
+}
+
+/* a fresh entry (the old one for the same arguments, or a replaced one) */
+static IdsEntry *
+NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemtype,
+		 Oid access_rel, Datum arr)
+{
+	IdsEntry   *e = old;
+	MemoryContext oldcxt;
+
+	if (e == NULL)
+	{
+		int			i;
+
+		for (i = 0; i < IDS_CACHE_ENTRIES && e == NULL; i++)
+			if (!ids_cache[i].used)
+				e = &ids_cache[i];
+		if (e == NULL)
+		{
+			e = &ids_cache[ids_next];
+			ids_next = (ids_next + 1) % IDS_CACHE_ENTRIES;
+		}
+	}
+	DropEntry(e);
+	if (ids_cxt == NULL)
+		ids_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents readable sets",
+										ALLOCSET_SMALL_SIZES);
+	e->cxt = AllocSetContextCreate(ids_cxt, "pg_agents readable set", ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(e->cxt);
+	e->agent_id = agent_id;
+	e->edit = edit;
+	e->elemtype = elemtype;
+	e->access_rel = access_rel;
+	e->rtype = pstrdup(rtype);
+	e->array = PointerGetDatum(DatumGetArrayTypePCopy(arr));
+	e->shared = false;
+	e->ninflight = 0;
+	e->inflight = NULL;
+	MemoryContextSwitchTo(oldcxt);
+	e->used = true;
+	return e;
+}
+
+/* compute the set as an array under the active snapshot, in the current context */
+static Datum
+ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool *custom_acl)
+{
+	int			n;
+	char	  **ids = PgAgentsReadableIds(agent_id, rtype, edit, &n, custom_acl);
+
+	return BuildIdsArray(ids, n, elemtype);
+}
+
+/* may the set outlive the statement through the access generation? */
+static bool
+CanKeepAcrossStatements(void)
+{
+	return PgAgentsShmemAvailable() && !IsolationUsesXactSnapshot() &&
+		!RecoveryInProgress() && !IsInParallelMode() &&
+		!PgAgentsAccessChangedInXact();
+}
+
 /*
  * The readable set of an agent for a type and mode as an array of elemtype,
- * from the cache when the snapshot allows it.  Returns a copy in the caller's
- * memory context.
+ * kept while it cannot have changed (see above).  Returns a copy in the
+ * caller's memory context.
  */
 static Datum
 ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
-	IdsSnapKey	key;
-	IdsEntry   *e = NULL;
-	int			i;
-	char	  **ids;
-	int			n;
-	Datum		arr;
+	Oid			access_rel = PgAgentsAccessRelid();
+	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, access_rel);
+	MemoryContext scratch;
 	MemoryContext old;
+	Datum		arr;
+	bool		custom_acl = false;
 
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
-	IdsSnapKeyFor(GetActiveSnapshot(), &key);
-	if (ids_cxt == NULL)
-		ids_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents readable sets",
-										ALLOCSET_DEFAULT_SIZES);
-	if (!ids_key_valid || memcmp(&key, &ids_key, sizeof(key)) != 0)
-	{
-		MemoryContextReset(ids_cxt);
-		ids_count = 0;
-		ids_next = 0;
-		ids_key = key;
-		ids_key_valid = true;
-	}
-	for (i = 0; i < ids_count; i++)
-	{
-		IdsEntry   *c = &ids_cache[i];
 
-		if (c->agent_id == agent_id && c->edit == edit && c->elemtype == elemtype &&
-			strcmp(c->rtype, rtype) == 0)
+	scratch = AllocSetContextCreate(CurrentMemoryContext, "pg_agents readable set",
+									ALLOCSET_DEFAULT_SIZES);
+	if (CanKeepAcrossStatements())
+	{
+		uint64		gen;
+		TransactionId inflight[PG_AGENTS_ACCESS_INFLIGHT];
+		int			ninflight;
+		bool		keep = PgAgentsAccessSample(&gen, inflight, &ninflight);
+
+		if (keep && e != NULL && e->shared && e->gen == gen)
 		{
-			e = c;
-			break;
-		}
-	}
-	if (e == NULL)
-	{
-		/* compute in a scratch context; keep only the array */
-		MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext,
-													  "pg_agents readable set",
-													  ALLOCSET_DEFAULT_SIZES);
+			int			i;
+			bool		valid = true;
 
+			for (i = 0; i < e->ninflight && valid; i++)
+				valid = TransactionIdIsInProgress(e->inflight[i]);
+			if (valid)
+			{
+				MemoryContextDelete(scratch);
+				ids_reused++;
+				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
+			}
+		}
+		/* compute under a snapshot taken after the sample */
 		old = MemoryContextSwitchTo(scratch);
-		ids = PgAgentsReadableIds(agent_id, rtype, edit, &n);
-		arr = BuildIdsArray(ids, n, elemtype);
+		PushActiveSnapshot(GetLatestSnapshot());
+		arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
+		PopActiveSnapshot();
 		MemoryContextSwitchTo(old);
-
-		if (ids_count < IDS_CACHE_ENTRIES)
-			e = &ids_cache[ids_count++];
-		else
+		if (keep && !custom_acl)
 		{
-			e = &ids_cache[ids_next];
-			ids_next = (ids_next + 1) % IDS_CACHE_ENTRIES;
-			/* the replaced entry's memory stays in ids_cxt until the next reset */
+			e = NewEntry(e, agent_id, rtype, edit, elemtype, access_rel, arr);
+			e->shared = true;
+			e->gen = gen;
+			e->ninflight = ninflight;
+			if (ninflight > 0)
+			{
+				e->inflight = MemoryContextAlloc(e->cxt, sizeof(TransactionId) * ninflight);
+				memcpy(e->inflight, inflight, sizeof(TransactionId) * ninflight);
+			}
 		}
-		old = MemoryContextSwitchTo(ids_cxt);
-		e->agent_id = agent_id;
-		e->edit = edit;
-		e->elemtype = elemtype;
-		e->rtype = pstrdup(rtype);
-		e->array = PointerGetDatum(DatumGetArrayTypePCopy(arr));
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(scratch);
+		else if (e != NULL)
+			DropEntry(e);
 	}
-	return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
+	else
+	{
+		IdsSnapKey	key;
+
+		IdsSnapKeyFor(GetActiveSnapshot(), &key);
+		if (e != NULL && !e->shared && memcmp(&key, &e->key, sizeof(key)) == 0)
+		{
+			MemoryContextDelete(scratch);
+			ids_reused++;
+			return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
+		}
+		old = MemoryContextSwitchTo(scratch);
+		arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
+		MemoryContextSwitchTo(old);
+		e = NewEntry(e, agent_id, rtype, edit, elemtype, access_rel, arr);
+		e->key = key;
+	}
+	ids_computed++;
+	arr = PointerGetDatum(DatumGetArrayTypePCopy(DatumGetPointer(arr)));
+	MemoryContextDelete(scratch);
+	return arr;
+}
+
+/*
+ * agent.readable_set_stats(OUT computed bigint, OUT reused bigint): how many
+ * readable sets this backend has computed, and how many it has reused.
+ */
+Datum
+pg_agents_readable_set_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_agents: readable_set_stats must return a row");
+	tupdesc = BlessTupleDesc(tupdesc);
+	values[0] = Int64GetDatum(ids_computed);
+	values[1] = Int64GetDatum(ids_reused);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * agent._access_changed() RETURNS trigger: statement trigger on the access
+ * tables; the transaction changes access data (src/shmem.c).
+ */
+Datum
+pg_agents_access_changed(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._access_changed() must be called as a trigger")));
+	PgAgentsNoteAccessChange();
+	return PointerGetDatum(NULL);
 }
 
 /*

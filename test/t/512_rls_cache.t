@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The readable set behind the allowlist policies is computed in C once per
 # statement and kept, in the backend, while the data it was computed from
-# cannot have changed (same visible transaction set; same transaction and
-# command once the transaction has written).  This test keeps ONE agent
+# cannot have changed: no transaction changing access data (grants, ACL,
+# groups, agents, ACL setting) has committed since (src/shmem.c), or, in
+# REPEATABLE READ and in a transaction that changed access data itself, the
+# same snapshot and command.  This test keeps ONE agent
 # session open and changes grants, the owner's ACL, group membership,
 # workspace shares and the agent's status from OTHER sessions between its
 # statements: every change must show at the agent's next statement, in
@@ -76,6 +78,14 @@ SET pg_agents.actor = 'user:u1';
 SELECT count(*) FROM public.docs;
 SET pg_agents.actor = 'agent:7';
 EXECUTE visible;
+SELECT computed AS c0, reused AS r0 FROM agent.readable_set_stats() \gset
+EXECUTE visible;
+\! $other "CREATE TABLE IF NOT EXISTS public.unrelated (x int); INSERT INTO public.unrelated VALUES (1)"
+EXECUTE visible;
+SELECT (computed - :c0) || ' computed, ' || (reused - :r0) || ' reused' FROM agent.readable_set_stats();
+\! $other "UPDATE agent.access SET access = access WHERE agent_id = 7 AND resource_id = '5'"
+EXECUTE visible;
+SELECT (computed - :c0) || ' computed, ' || (reused - :r0) || ' reused' FROM agent.readable_set_stats();
 SQL
 sed -i '/^\\echo t1/d' "$work/agent.sql"
 mapfile -t out < <(psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 -f "$work/agent.sql" 2>"$work/err")
@@ -99,6 +109,11 @@ expect=(
   "5,6,7,8,9,10,11,12,13,14,15,16,30,40|reactivated: back"
   "50|a non-agent session is unaffected"
   "5,6,7,8,9,10,11,12,13,14,15,16,30,40|acting as the agent again: filtered again"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|nothing changed: the same"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|a commit elsewhere that changes no access data: the same"
+  "0 computed, 2 reused|... and the kept set served both statements"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|an update of agent.access elsewhere (even one that changes nothing)"
+  "1 computed, 2 reused|... makes the next statement compute the set afresh"
 )
 echo "1..${#expect[@]}"
 for i in "${!expect[@]}"; do
