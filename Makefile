@@ -12,10 +12,14 @@ OBJS        = $(SRCS:.c=.o)
 # each capability keeps its SQL in its own file.
 SQL_PARTS   = $(sort $(wildcard sql/src/*.sql))
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
-DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
+# Upgrade scripts (sql/pg_agents--<old>--<new>.sql, written by hand) and the
+# install scripts of released versions (sql/released/), so that an older
+# version can still be installed and upgraded.
+DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)) \
+              $(wildcard sql/released/$(EXTENSION)--*.sql)
 
 PG_CONFIG  ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
-PG_CPPFLAGS = -I$(srcdir)/src -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK  = -lcurl -ljansson
 EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
 

@@ -125,6 +125,7 @@ typedef struct AccessRels
 	Oid			access_pkey;
 	Oid			acl;
 	Oid			acl_pkey;
+	Oid			acl_principal_idx;
 	Oid			members;
 	Oid			members_user_idx;
 	Oid			config;
@@ -136,6 +137,8 @@ typedef struct AccessRels
 	AttrNumber	ac_type;
 	AttrNumber	ac_id;
 	AttrNumber	ac_access;
+	AttrNumber	acl_type;
+	AttrNumber	acl_id;
 	AttrNumber	acl_workspace;
 	AttrNumber	acl_principal;
 	AttrNumber	acl_access;
@@ -189,6 +192,7 @@ EnsureRels(void)
 	rels.access_pkey = LookupRel(nsp, "access_pkey");
 	rels.acl = LookupRel(nsp, "resource_acl");
 	rels.acl_pkey = LookupRel(nsp, "resource_acl_pkey");
+	rels.acl_principal_idx = LookupRel(nsp, "resource_acl_principal_idx");
 	rels.members = LookupRel(nsp, "group_members");
 	rels.members_user_idx = LookupRel(nsp, "group_members_user_idx");
 	rels.config = LookupRel(nsp, "access_config");
@@ -197,6 +201,8 @@ EnsureRels(void)
 	rels.ag_status = LookupAtt(rels.agents, "status");
 	rels.ag_deleted = LookupAtt(rels.agents, "deleted_at");
 	rels.ac_type = LookupAtt(rels.access, "resource_type");
+	rels.acl_type = LookupAtt(rels.acl, "resource_type");
+	rels.acl_id = LookupAtt(rels.acl, "resource_id");
 	rels.ac_id = LookupAtt(rels.access, "resource_id");
 	rels.ac_access = LookupAtt(rels.access, "access");
 	rels.acl_workspace = LookupAtt(rels.acl, "workspace_id");
@@ -215,6 +221,7 @@ EnsureRels(void)
 	LockRelationOid(rels.access_pkey, AccessShareLock);
 	LockRelationOid(rels.acl, AccessShareLock);
 	LockRelationOid(rels.acl_pkey, AccessShareLock);
+	LockRelationOid(rels.acl_principal_idx, AccessShareLock);
 	LockRelationOid(rels.members, AccessShareLock);
 	LockRelationOid(rels.members_user_idx, AccessShareLock);
 	LockRelationOid(rels.config, AccessShareLock);
@@ -843,6 +850,20 @@ CallAclFunction(const char *user, const char *rtype, const char *rid, int mode)
 }
 
 
+/*
+ * While the readable set is computed, one scan of agent.resource_acl serves
+ * every resource (index_rescan), instead of opening the relations and a scan
+ * for each.
+ */
+static struct
+{
+	bool		active;
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+}			acl_probe;
+
 static void
 LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 			MemoryContext cxt)
@@ -856,12 +877,22 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 
 	e->nrows = 0;
 	e->rows = NULL;
-	heap = table_open(rels.acl, NoLock);
-	index = index_open(rels.acl_pkey, NoLock);
-	slot = table_slot_create(heap, NULL);
+	if (acl_probe.active)
+	{
+		heap = acl_probe.heap;
+		index = acl_probe.index;
+		slot = acl_probe.slot;
+		scan = acl_probe.scan;
+	}
+	else
+	{
+		heap = table_open(rels.acl, NoLock);
+		index = index_open(rels.acl_pkey, NoLock);
+		slot = table_slot_create(heap, NULL);
+		scan = index_beginscan(heap, index, snap, 2, 0);
+	}
 	InitTextKey(&keys[0], index, 1, rtype);
 	InitTextKey(&keys[1], index, 2, rid);
-	scan = index_beginscan(heap, index, snap, 2, 0);
 	index_rescan(scan, keys, 2, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -889,10 +920,15 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 		r->workspace = isnull ? NULL : TextDatumGetCString(d);
 		MemoryContextSwitchTo(old);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	pfree(DatumGetPointer(keys[0].sk_argument));
+	pfree(DatumGetPointer(keys[1].sk_argument));
+	if (!acl_probe.active)
+	{
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
+	}
 }
 
 static AclEntry *
@@ -1104,6 +1140,92 @@ ModeName(int mode)
 }
 
 /*
+ * The autonomous decision for an active agent, given the level of its direct
+ * grant on the resource (LEVEL_NONE if none).  Shared by can_access and the
+ * readable set, so that both follow exactly the same rules.
+ */
+static AccessReason
+DecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int mode,
+				 int grant, Snapshot snap, bool want_detail, char **detail)
+{
+	if (grant != LEVEL_NONE)
+	{
+		if (mode == LEVEL_EDIT && grant < LEVEL_EDIT)
+		{
+			/* the workspace_shared path may still allow the edit */
+			if (GetWorkspaceGrant(ag, snap) >= LEVEL_EDIT &&
+				WorkspaceShares(ag->workspace, rtype, rid, LEVEL_EDIT, snap) &&
+				UserAllows(ag->workspace, ag->owner, rtype, rid, LEVEL_EDIT, snap))
+			{
+				if (want_detail)
+					*detail = psprintf("agent %lld holds a read grant on %s %s, but an edit workspace_shared grant, the resource is shared with the workspace at edit and owner %s may edit it",
+									   (long long) ag->id, rtype, rid, ag->owner);
+				return AR_GRANTED_WORKSPACE_SHARED;
+			}
+			if (want_detail)
+				*detail = psprintf("agent %lld holds only a read grant on %s %s",
+								   (long long) ag->id, rtype, rid);
+			return AR_GRANT_READ_ONLY;
+		}
+		if (UserAllows(ag->workspace, ag->owner, rtype, rid, mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("agent %lld holds a%s grant on %s %s and owner %s may %s it",
+								   (long long) ag->id,
+								   grant == LEVEL_EDIT ? "n edit" : " read",
+								   rtype, rid, ag->owner, ModeName(mode));
+			return AR_GRANTED;
+		}
+		if (want_detail)
+			*detail = psprintf("agent %lld holds a grant on %s %s but owner %s may not %s it",
+							   (long long) ag->id, rtype, rid, ag->owner,
+							   ModeName(mode));
+		return AR_OWNER_DENIED;
+	}
+
+	grant = GetWorkspaceGrant(ag, snap);
+	if (grant != LEVEL_NONE &&
+		WorkspaceShares(ag->workspace, rtype, rid, LEVEL_READ, snap))
+	{
+		if (mode == LEVEL_EDIT)
+		{
+			if (grant < LEVEL_EDIT)
+			{
+				if (want_detail)
+					*detail = psprintf("%s %s is shared with the workspace but agent %lld holds only a read workspace_shared grant",
+									   rtype, rid, (long long) ag->id);
+				return AR_GRANT_READ_ONLY;
+			}
+			if (!WorkspaceShares(ag->workspace, rtype, rid, LEVEL_EDIT, snap))
+			{
+				if (want_detail)
+					*detail = psprintf("%s %s is shared with the workspace read-only",
+									   rtype, rid);
+				return AR_OWNER_DENIED;
+			}
+		}
+		if (UserAllows(ag->workspace, ag->owner, rtype, rid, mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("%s %s is shared with the workspace at %s and agent %lld holds a workspace_shared grant",
+								   rtype, rid, ModeName(mode), (long long) ag->id);
+			return AR_GRANTED_WORKSPACE_SHARED;
+		}
+		if (want_detail)
+			*detail = psprintf("%s %s is shared with the workspace but owner %s may not %s it",
+							   rtype, rid, ag->owner, ModeName(mode));
+		return AR_OWNER_DENIED;
+	}
+
+	if (want_detail)
+		*detail = psprintf("agent %lld holds no grant on %s %s%s",
+						   (long long) ag->id, rtype, rid,
+						   grant != LEVEL_NONE ? " and it is not shared with the workspace" : "");
+	return AR_NOT_GRANTED;
+}
+
+
+/*
  * The decision for checked arguments.  detail is filled only when want_detail.
  */
 static AccessReason
@@ -1111,7 +1233,6 @@ Decide(AccessArgs *a, bool want_detail, char **detail)
 {
 	Snapshot	snap;
 	AgentEntry *ag;
-	int			grant;
 
 	EnsureRels();
 	if (!ActiveSnapshotSet())
@@ -1156,81 +1277,9 @@ Decide(AccessArgs *a, bool want_detail, char **detail)
 		return AR_AGENT_SUSPENDED;
 	}
 
-	grant = AgentGrant(ag, a->rtype, a->rid, snap);
-	if (grant != LEVEL_NONE)
-	{
-		if (a->mode == LEVEL_EDIT && grant < LEVEL_EDIT)
-		{
-			/* the workspace_shared path may still allow the edit */
-			if (GetWorkspaceGrant(ag, snap) >= LEVEL_EDIT &&
-				WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_EDIT, snap) &&
-				UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, LEVEL_EDIT, snap))
-			{
-				if (want_detail)
-					*detail = psprintf("agent %lld holds a read grant on %s %s, but an edit workspace_shared grant, the resource is shared with the workspace at edit and owner %s may edit it",
-									   (long long) a->agent_id, a->rtype, a->rid, ag->owner);
-				return AR_GRANTED_WORKSPACE_SHARED;
-			}
-			if (want_detail)
-				*detail = psprintf("agent %lld holds only a read grant on %s %s",
-								   (long long) a->agent_id, a->rtype, a->rid);
-			return AR_GRANT_READ_ONLY;
-		}
-		if (UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, a->mode, snap))
-		{
-			if (want_detail)
-				*detail = psprintf("agent %lld holds a%s grant on %s %s and owner %s may %s it",
-								   (long long) a->agent_id,
-								   grant == LEVEL_EDIT ? "n edit" : " read",
-								   a->rtype, a->rid, ag->owner, ModeName(a->mode));
-			return AR_GRANTED;
-		}
-		if (want_detail)
-			*detail = psprintf("agent %lld holds a grant on %s %s but owner %s may not %s it",
-							   (long long) a->agent_id, a->rtype, a->rid, ag->owner,
-							   ModeName(a->mode));
-		return AR_OWNER_DENIED;
-	}
-
-	grant = GetWorkspaceGrant(ag, snap);
-	if (grant != LEVEL_NONE &&
-		WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_READ, snap))
-	{
-		if (a->mode == LEVEL_EDIT)
-		{
-			if (grant < LEVEL_EDIT)
-			{
-				if (want_detail)
-					*detail = psprintf("%s %s is shared with the workspace but agent %lld holds only a read workspace_shared grant",
-									   a->rtype, a->rid, (long long) a->agent_id);
-				return AR_GRANT_READ_ONLY;
-			}
-			if (!WorkspaceShares(ag->workspace, a->rtype, a->rid, LEVEL_EDIT, snap))
-			{
-				if (want_detail)
-					*detail = psprintf("%s %s is shared with the workspace read-only",
-									   a->rtype, a->rid);
-				return AR_OWNER_DENIED;
-			}
-		}
-		if (UserAllows(ag->workspace, ag->owner, a->rtype, a->rid, a->mode, snap))
-		{
-			if (want_detail)
-				*detail = psprintf("%s %s is shared with the workspace at %s and agent %lld holds a workspace_shared grant",
-								   a->rtype, a->rid, ModeName(a->mode), (long long) a->agent_id);
-			return AR_GRANTED_WORKSPACE_SHARED;
-		}
-		if (want_detail)
-			*detail = psprintf("%s %s is shared with the workspace but owner %s may not %s it",
-							   a->rtype, a->rid, ag->owner, ModeName(a->mode));
-		return AR_OWNER_DENIED;
-	}
-
-	if (want_detail)
-		*detail = psprintf("agent %lld holds no grant on %s %s%s",
-						   (long long) a->agent_id, a->rtype, a->rid,
-						   grant != LEVEL_NONE ? " and it is not shared with the workspace" : "");
-	return AR_NOT_GRANTED;
+	return DecideAutonomous(ag, a->rtype, a->rid, a->mode,
+							AgentGrant(ag, a->rtype, a->rid, snap),
+							snap, want_detail, detail);
 }
 
 static inline bool
@@ -1283,4 +1332,224 @@ pg_agents_explain_access(PG_FUNCTION_ARGS)
 	values[1] = CStringGetTextDatum(reason_names[r]);
 	values[2] = CStringGetTextDatum(detail ? detail : "");
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* ------------------------------------------------------------------------
+ * The readable set
+ * ------------------------------------------------------------------------
+ */
+
+static int
+CompareCStrings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* a growable array of C strings */
+typedef struct IdList
+{
+	char	  **items;
+	int			n;
+	int			cap;
+} IdList;
+
+static void
+IdListAdd(IdList *l, char *s)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap == 0 ? 64 : l->cap * 2;
+		l->items = l->items == NULL ? palloc(sizeof(char *) * l->cap)
+			: repalloc(l->items, sizeof(char *) * l->cap);
+	}
+	l->items[l->n++] = s;
+}
+
+/*
+ * The ids of the resources of one type that an agent may access at a mode in
+ * the autonomous regime, as the decision of agent.can_access gives them:
+ *
+ *	- each direct grant of the type (one index range scan of agent.access),
+ *	  decided with its level, so bounded by the owner's ACL;
+ *	- with a workspace_shared grant, each resource of the type shared with the
+ *	  whole workspace (one index scan of agent.resource_acl on principal
+ *	  'workspace') that holds no direct grant.
+ *
+ * With a custom ACL function the workspace shares cannot be listed (such a
+ * function answers one resource at a time), so only direct grants count.
+ * Nothing for an unknown, deleted or suspended agent.  The ids are returned
+ * sorted (strcmp) and distinct, palloc'd in the current memory context; *n is
+ * their number.  Reads the tables under the active snapshot, sharing the
+ * per-snapshot caches of can_access.
+ */
+static char **
+ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+	int			mode = edit ? LEVEL_EDIT : LEVEL_READ;
+	bool		want_shared;
+	IdList		ids = {NULL, 0, 0};
+	IdList		direct = {NULL, 0, 0};
+	int			rtype_len = strlen(rtype);
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[2];
+	TupleTableSlot *slot;
+
+	*n = 0;
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	snap = GetActiveSnapshot();
+	EnsureCache(snap);
+	*custom_acl = OidIsValid(GetAclFunction(snap));
+	ag = GetAgent(agent_id, snap);
+	if (!ag->found || ag->deleted || ag->suspended)
+		return NULL;
+	want_shared = !*custom_acl &&
+		GetWorkspaceGrant(ag, snap) != LEVEL_NONE;
+
+	/* the direct grants of the type, each decided with its level */
+	heap = table_open(rels.access, NoLock);
+	index = index_open(rels.access_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	InitTextKey(&keys[1], index, 2, rtype);
+	scan = index_beginscan(heap, index, snap, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		int			level;
+		char	   *rid;
+
+		CHECK_FOR_INTERRUPTS();
+		d = slot_getattr(slot, rels.ac_access, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
+		d = slot_getattr(slot, rels.ac_id, &isnull);
+		if (isnull)
+			continue;
+		rid = TextDatumGetCString(d);
+		/* a direct grant decides its resource, allowed or not */
+		if (want_shared)
+			IdListAdd(&direct, rid);
+		if (ReasonAllows(DecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
+			IdListAdd(&ids, rid);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+
+	/* what is shared with the whole workspace and holds no direct grant */
+	if (want_shared)
+	{
+		if (direct.n > 1)
+			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
+		heap = table_open(rels.acl, NoLock);
+		index = index_open(rels.acl_principal_idx, NoLock);
+		slot = table_slot_create(heap, NULL);
+		InitTextKey(&keys[0], index, 1, "workspace");
+		scan = index_beginscan(heap, index, snap, 1, 0);
+		index_rescan(scan, keys, 1, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		d;
+			char	   *rid;
+
+			CHECK_FOR_INTERRUPTS();
+			d = slot_getattr(slot, rels.acl_type, &isnull);
+			if (isnull || !TextEq(d, rtype, rtype_len))
+				continue;
+			d = slot_getattr(slot, rels.acl_workspace, &isnull);
+			if (!isnull && !TextEq(d, ag->workspace, strlen(ag->workspace)))
+				continue;
+			d = slot_getattr(slot, rels.acl_id, &isnull);
+			if (isnull)
+				continue;
+			rid = TextDatumGetCString(d);
+			if ((direct.n > 0 &&
+				 bsearch(&rid, direct.items, direct.n, sizeof(char *), CompareCStrings) != NULL) ||
+				!ReasonAllows(DecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap, false, NULL)))
+			{
+				pfree(rid);
+				continue;
+			}
+			IdListAdd(&ids, rid);
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
+	}
+
+	/* sorted and distinct (a resource may be shared by several ACL rows) */
+	if (ids.n > 1)
+	{
+		int			i,
+					j = 0;
+
+		qsort(ids.items, ids.n, sizeof(char *), CompareCStrings);
+		for (i = 1; i < ids.n; i++)
+		{
+			if (strcmp(ids.items[i], ids.items[j]) != 0)
+				ids.items[++j] = ids.items[i];
+		}
+		ids.n = j + 1;
+	}
+	*n = ids.n;
+	return ids.items;
+}
+
+/*
+ * The ids of the resources of one type that an agent may access at a mode in
+ * the autonomous regime (see ReadableIds), with one open scan of
+ * agent.resource_acl for the owner's ACL of every candidate.  *custom_acl
+ * says whether a custom ACL function answered (its sources are unknown).
+ */
+char	  **
+PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
+{
+	char	  **ids;
+
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	Assert(!acl_probe.active);
+	acl_probe.heap = table_open(rels.acl, NoLock);
+	acl_probe.index = index_open(rels.acl_pkey, NoLock);
+	acl_probe.slot = table_slot_create(acl_probe.heap, NULL);
+	acl_probe.scan = index_beginscan(acl_probe.heap, acl_probe.index,
+									 GetActiveSnapshot(), 2, 0);
+	acl_probe.active = true;
+	PG_TRY();
+	{
+		ids = ReadableIds(agent_id, rtype, edit, n, custom_acl);
+	}
+	PG_CATCH();
+	{
+		acl_probe.active = false;	/* the transaction's abort releases the rest */
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	acl_probe.active = false;
+	index_endscan(acl_probe.scan);
+	ExecDropSingleTupleTableSlot(acl_probe.slot);
+	index_close(acl_probe.index, NoLock);
+	table_close(acl_probe.heap, NoLock);
+	return ids;
+}
+
+/* The OID of agent.access in this transaction (an installation's identity). */
+Oid
+PgAgentsAccessRelid(void)
+{
+	EnsureRels();
+	return rels.access;
 }

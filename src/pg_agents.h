@@ -83,12 +83,21 @@ extern void PgAgentsAuditEvent(const char *action, const char *status,
 							   const char *error_code);
 
 /* shmem.c (events): the worker's wake-up latch */
+/* access.c: the ids an agent may read (or edit) among resources of a type */
+extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n,
+								  bool *custom_acl);
+extern Oid	PgAgentsAccessRelid(void);
+
 /* allowlist.c */
 extern bool PgAgentsActorIsAgent(const char *actor);
 extern void PgAgentsActorAssign(const char *newval, void *extra);
 
 /* shmem.c */
+#define PG_AGENTS_ACCESS_INFLIGHT 64
 extern void PgAgentsInitShmem(void);
+extern void PgAgentsNoteAccessChange(void);
+extern bool PgAgentsAccessChangedInXact(void);
+extern bool PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n);
 extern bool PgAgentsShmemAvailable(void);
 extern void PgAgentsSetWorkerLatch(Latch *latch);
 extern void PgAgentsRequestWake(void);

@@ -21,7 +21,12 @@
 
 #include "worker_int.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -32,8 +37,10 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -66,17 +73,69 @@ PgAgentsRegisterWorker(void)
 	RegisterBackgroundWorker(&worker);
 }
 
-/* the extension is created and the run bookkeeping functions exist */
+/* the installed version of the extension in this database, NULL if none */
+static char *
+InstalledVersion(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("pg_agents"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = TextDatumGetCString(d);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * The extension is created at the version of this library and the run
+ * bookkeeping functions exist.  An older version (the library was upgraded,
+ * ALTER EXTENSION pg_agents UPDATE not run yet) is said once in the log.
+ */
 bool
 PgAgentsWorkerReady(void)
 {
+	static char last_mismatch[64] = "";
 	bool		ready;
+	char	   *version;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "pg_agents: looking for the extension");
-	ready = OidIsValid(get_extension_oid("pg_agents", true)) &&
+	version = InstalledVersion();
+	if (version != NULL && strcmp(version, PG_AGENTS_VERSION) != 0)
+	{
+		if (strcmp(last_mismatch, version) != 0)
+		{
+			ereport(LOG,
+					(errmsg("pg_agents worker: extension pg_agents is at version %s in database \"%s\", this library is version %s",
+							version, pg_agents_database, PG_AGENTS_VERSION),
+					 errdetail("The worker waits until the versions match."),
+					 errhint("Run ALTER EXTENSION pg_agents UPDATE in database \"%s\".",
+							 pg_agents_database)));
+			strlcpy(last_mismatch, version, sizeof(last_mismatch));
+		}
+		version = NULL;			/* not ready */
+	}
+	else if (version != NULL)
+		last_mismatch[0] = '\0';
+	ready = version != NULL &&
 		PgAgentsFunctionExists("agent.claim_runs(integer)") &&
 		PgAgentsFunctionExists("agent._worker_reclaim(integer)");
 	PopActiveSnapshot();

@@ -7,12 +7,13 @@
 --
 -- The policies are restrictive and read
 --     NOT agent._allowlist_active()
---     OR (NOT agent._allowlist_custom_acl() AND id = ANY (ARRAY(<readable ids>)))
+--     OR (NOT agent._allowlist_custom_acl() AND id = ANY ((SELECT agent._allowlist_ids_int8(<type>, <mode>))))
 --     OR (agent._allowlist_custom_acl() AND agent.can_access(<agent>, <type>, id::text, <mode>))
 -- agent._allowlist_active() is C and IMMUTABLE: the planner folds it, so a
 -- session that does not act as an agent plans the table as if it had no
 -- policy, and an agent session gets an indexable "id = ANY($n)" whose array is
--- computed once per statement (an InitPlan).  The assign hook of
+-- computed once per statement (an InitPlan), in C, by the decision of
+-- agent.can_access, and kept while the visible data cannot have changed.  The assign hook of
 -- pg_agents.actor invalidates cached plans when a session switches between
 -- acting as an agent and not (src/allowlist.c).  With a custom ACL function
 -- (agent.set_acl_function) the folded shape is a per-row agent.can_access;
@@ -245,6 +246,62 @@ CREATE TRIGGER access_config_allowlist_invalidate
 -- The readable set
 -- ---------------------------------------------------------------------------
 
+CREATE FUNCTION agent.readable_set_stats(OUT computed bigint, OUT reused bigint)
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_readable_set_stats';
+COMMENT ON FUNCTION agent.readable_set_stats() IS
+  'How many readable sets (for the allowlist policies and agent.readable_resources) this backend has computed, and how many it has reused because no access data could have changed since.';
+
+CREATE FUNCTION agent._readable_ids(agent_id bigint, resource_type text, mode text) RETURNS text[]
+LANGUAGE C STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_readable_ids';
+REVOKE ALL ON FUNCTION agent._readable_ids(bigint, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._readable_ids(bigint, text, text) IS
+  'Internal to agent.readable_resources: the readable (or editable) ids of any agent among the resources of a type, sorted, computed in C by the decision of agent.can_access. Not executable by PUBLIC.';
+
+CREATE FUNCTION agent._allowlist_ids_text(resource_type text, mode text) RETURNS text[]
+LANGUAGE C STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_ids';
+COMMENT ON FUNCTION agent._allowlist_ids_text(text, text) IS
+  'Internal to the allowlist policies: the ids the session''s agent may read (or edit) among the resources of a type, as text; empty when the session does not act as an agent. Computed in C once per statement, kept while the visible data cannot have changed.';
+
+CREATE FUNCTION agent._allowlist_ids_int8(resource_type text, mode text) RETURNS bigint[]
+LANGUAGE C STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_ids';
+COMMENT ON FUNCTION agent._allowlist_ids_int8(text, text) IS
+  'Internal to the allowlist policies: as agent._allowlist_ids_text, for integer id columns (ids that are not integers are left out).';
+
+CREATE FUNCTION agent._allowlist_ids_uuid(resource_type text, mode text) RETURNS uuid[]
+LANGUAGE C STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_ids';
+COMMENT ON FUNCTION agent._allowlist_ids_uuid(text, text) IS
+  'Internal to the allowlist policies: as agent._allowlist_ids_text, for uuid id columns (ids that are not canonical lowercase uuids are left out).';
+
+-- Transactions that change what agents may access say so (src/shmem.c), so
+-- that a backend may keep an agent's readable set across statements until one
+-- of them commits.  ENABLE ALWAYS: logical replication's apply changes count.
+CREATE FUNCTION agent._access_changed() RETURNS trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'pg_agents_access_changed';
+COMMENT ON FUNCTION agent._access_changed() IS
+  'Internal statement trigger on the tables agent.can_access reads: marks the transaction as changing access data, which invalidates the readable sets kept by backends when it commits.';
+CREATE TRIGGER access_changed AFTER INSERT OR DELETE OR TRUNCATE
+                             OR UPDATE OF workspace_id, owner_id, status, deleted_at ON agent.agents
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.access
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.resource_acl
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.group_members
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.access_config
+  FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
+ALTER TABLE agent.agents ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed;
+ALTER TABLE agent.access_config ENABLE ALWAYS TRIGGER access_changed;
+
 CREATE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -252,9 +309,6 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
   v_self   bigint := agent.current_agent_id();
-  v_owner  text;
-  v_ws     text;
-  v_princ  text[];
 BEGIN
   IF mode IS NULL OR mode NOT IN ('read', 'edit') THEN
     RAISE EXCEPTION 'invalid mode "%"', coalesce(mode, '(null)')
@@ -265,65 +319,19 @@ BEGIN
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = format('The session acts as agent %s.', v_self);
   END IF;
-  SELECT ag.owner_id, ag.workspace_id INTO v_owner, v_ws
-    FROM agent.agents ag
-   WHERE ag.id = readable_resources.agent_id AND ag.deleted_at IS NULL AND ag.status = 'active';
-  IF NOT FOUND THEN
-    RETURN;                     -- unknown, deleted or suspended: nothing
-  END IF;
-  -- A custom ACL function answers one resource at a time: the direct grants
-  -- are checked one by one with agent.can_access; what is shared with the
-  -- whole workspace cannot be listed (the policies then check each row).
-  IF agent._allowlist_custom_acl_now() THEN
-    RETURN QUERY
-    SELECT g.resource_id FROM agent.access g
-     WHERE g.agent_id = readable_resources.agent_id
-       AND g.resource_type = readable_resources.resource_type
-       AND agent.can_access(g.agent_id, g.resource_type, g.resource_id, readable_resources.mode, 'autonomous');
+  IF agent_id IS NULL OR resource_type IS NULL THEN
     RETURN;
   END IF;
-  -- the owner's principals: user:<owner> and group:<g> for each of their
-  -- groups (memberships of the agent's workspace or of none)
-  SELECT array_agg(p) INTO v_princ
-    FROM (SELECT 'user:' || v_owner AS p
-          UNION ALL
-          SELECT 'group:' || gm.group_id FROM agent.group_members gm
-           WHERE gm.user_id = v_owner AND (gm.workspace_id IS NULL OR gm.workspace_id = v_ws)) s;
   -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
-  --     group rows, and what is shared with the whole workspace; ACL rows of
-  --     the agent's workspace or of none);
-  -- (b) with a workspace_shared grant at >= mode: what is shared with the
-  --     whole workspace at >= mode now (a workspace row is part of the
-  --     owner's ACL, so the owner bound holds by construction).
-  -- The LATERAL ... LIMIT 1 keeps (a) a walk of the agent's grants with one
-  -- primary-key probe of resource_acl each: its cost follows the grants, not
-  -- the size of the ACL table.
-  RETURN QUERY
-  SELECT g.resource_id
-    FROM agent.access g
-   CROSS JOIN LATERAL (SELECT 1 FROM agent.resource_acl acl
-                        WHERE acl.resource_type = g.resource_type AND acl.resource_id = g.resource_id
-                          AND (readable_resources.mode = 'read' OR acl.access = 'edit')
-                          AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
-                          AND (acl.principal = ANY (v_princ) OR acl.principal = 'workspace')
-                        LIMIT 1) ok
-   WHERE g.agent_id = readable_resources.agent_id
-     AND g.resource_type = readable_resources.resource_type
-     AND (readable_resources.mode = 'read' OR g.access = 'edit')
-  UNION
-  SELECT acl.resource_id
-    FROM agent.resource_acl acl
-   WHERE acl.resource_type = readable_resources.resource_type
-     AND acl.principal = 'workspace'
-     AND (acl.workspace_id IS NULL OR acl.workspace_id = v_ws)
-     AND (readable_resources.mode = 'read' OR acl.access = 'edit')
-     AND EXISTS (SELECT 1 FROM agent.access w
-                  WHERE w.agent_id = readable_resources.agent_id AND w.resource_type = 'workspace_shared'
-                    AND w.resource_id = '*' AND (readable_resources.mode = 'read' OR w.access = 'edit'));
+  --     group rows, and what is shared with the whole workspace);
+  -- (b) with a workspace_shared grant: what is shared with the whole
+  --     workspace now, bounded by the owner's ACL;
+  -- each candidate decided by the code of agent.can_access (src/access.c).
+  RETURN QUERY SELECT unnest(agent._readable_ids(agent_id, resource_type, mode));
 END
 $$;
 COMMENT ON FUNCTION agent.readable_resources(bigint, text, text) IS
-  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, computed in one query: direct grants at the mode bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. With a custom ACL function (agent.set_acl_function): the direct grants that agent.can_access allows, without the workspace shares, which such a function cannot list. An agent session may only ask for itself.';
+  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, exactly those agent.can_access allows: direct grants bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. With a custom ACL function (agent.set_acl_function): the direct grants that function allows, without the workspace shares, which such a function cannot list. An agent session may only ask for itself.';
 
 -- ---------------------------------------------------------------------------
 -- Policies
@@ -341,41 +349,39 @@ AS $$
 DECLARE
   att  pg_attribute := agent._rls_column(p_tbl, p_column, 'id');
   col  text := quote_ident(p_column);
-  src  text := format('agent.readable_resources(agent.current_agent_id(), %L, %L) AS r(id)', p_type, p_mode);
-  typ  text;
-  conv text;
-  cond text := 'true';
+  ids  text;
+  arr  text;
 BEGIN
-  typ := format_type(att.atttypid, NULL);
   indexable := true;
   CASE att.atttypid
     WHEN 'text'::regtype, 'varchar'::regtype THEN
-      conv := 'r.id';
+      ids := format('agent._allowlist_ids_text(%L, %L)', p_type, p_mode);
+      arr := 'text[]';
     WHEN 'int2'::regtype, 'int4'::regtype, 'int8'::regtype THEN
-      conv := format('r.id::%s', typ);
-      -- CASE, not AND: the planner may reorder the arms of an AND
-      cond := format($c$CASE WHEN r.id ~ '^(0|-?[1-9][0-9]{0,18})$' THEN r.id::numeric BETWEEN %s AND %s ELSE false END$c$,
-                     CASE att.atttypid WHEN 'int2'::regtype THEN '-32768' WHEN 'int4'::regtype THEN '-2147483648'
-                          ELSE '-9223372036854775808' END,
-                     CASE att.atttypid WHEN 'int2'::regtype THEN '32767' WHEN 'int4'::regtype THEN '2147483647'
-                          ELSE '9223372036854775807' END);
+      -- int2/int4 = int8 are in the integer btree family: the index serves it
+      ids := format('agent._allowlist_ids_int8(%L, %L)', p_type, p_mode);
+      arr := 'bigint[]';
     WHEN 'uuid'::regtype THEN
-      conv := 'r.id::uuid';
-      cond := $c$r.id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'$c$;
+      ids := format('agent._allowlist_ids_uuid(%L, %L)', p_type, p_mode);
+      arr := 'uuid[]';
     ELSE
       indexable := false;
+      ids := format('agent._allowlist_ids_text(%L, %L)', p_type, p_mode);
+      arr := 'text[]';
   END CASE;
   -- Folded at plan time: a non-agent session keeps "true"; an agent session
-  -- keeps the id test, or with a custom ACL function the per-row check.
+  -- keeps the id test (its array an InitPlan), or with a custom ACL function
+  -- the per-row check.
   expr := format('NOT agent._allowlist_active() OR (NOT agent._allowlist_custom_acl() AND %s)'
                  ' OR (agent._allowlist_custom_acl() AND agent.can_access((SELECT agent.current_agent_id()), %L, (%s)::text, %L))',
-                 CASE WHEN indexable THEN format('%s = ANY (ARRAY(SELECT %s FROM %s WHERE %s))', col, conv, src, cond)
-                      ELSE format('(%s)::text = ANY (ARRAY(SELECT r.id FROM %s))', col, src) END,
+                 -- "(SELECT f())::t[]": an array-valued InitPlan, not ANY (subquery)
+                 CASE WHEN indexable THEN format('%s = ANY ((SELECT %s)::%s)', col, ids, arr)
+                      ELSE format('(%s)::text = ANY ((SELECT %s)::%s)', col, ids, arr) END,
                  p_type, col, p_mode);
 END
 $$;
 COMMENT ON FUNCTION agent._allowlist_expr(regclass, name, text, text) IS
-  'Internal: the policy expression "not an agent session, or the id is in agent.readable_resources" for a table column and a mode.';
+  'Internal: the policy expression "not an agent session, or the id is in the readable set" for a table column and a mode.';
 
 CREATE FUNCTION agent.enable_allowlist(tbl regclass, resource_type text, id_column name)
 RETURNS void

@@ -1,7 +1,7 @@
 -- Allowlist API: registration, enable/disable and what they restore, id
 -- types, application policies kept, relations, custom ACL functions, errors.
 BEGIN;
-SELECT plan(59);
+SELECT plan(61);
 
 CREATE ROLE rls_a_app NOLOGIN;
 CREATE SCHEMA rls_a;
@@ -110,6 +110,19 @@ INSERT INTO agent.resource_acl (resource_type, resource_id, principal)
   SELECT 'page', r, 'user:u1' FROM unnest(ARRAY['1', '017', 'p1', '99999999999999999999', '-0', '17 ', '17', '5000']) r;
 SELECT is(pg_temp.as_agent('agent:980201', 'SELECT string_agg(id::text, '','' ORDER BY id) FROM rls_a.pages'), '1',
           'bigint ids: only canonical text forms match; stray grants are ignored, never an error');
+CREATE TABLE rls_a.counters (id int4 PRIMARY KEY, name text);
+GRANT ALL ON rls_a.counters TO rls_a_app;
+INSERT INTO rls_a.counters VALUES (40001, 'granted'), (40002, 'not granted'), (-7, 'granted negative');
+SELECT agent.enable_allowlist('rls_a.counters', 'collection', 'id');
+INSERT INTO agent.access (agent_id, resource_type, resource_id) VALUES
+  (980201, 'collection', '40001'), (980201, 'collection', '3000000000'), (980201, 'collection', '-7');
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal)
+  SELECT resource_type, resource_id, 'user:u1' FROM agent.access
+   WHERE agent_id = 980201 AND resource_type = 'collection' AND resource_id IN ('40001', '3000000000', '-7');
+SELECT is(pg_temp.as_agent('agent:980201', 'SELECT string_agg(name, '','' ORDER BY id) FROM rls_a.counters'),
+          'granted negative,granted',
+          'integer ids: compared through the bigint array (an id beyond the column''s range matches nothing, never an error)');
+SELECT ok((SELECT indexable FROM agent.allowlist_tables WHERE tbl = 'rls_a.counters'::regclass), 'integer ids are indexable');
 CREATE TABLE rls_a.files (id uuid PRIMARY KEY, name text);
 GRANT ALL ON rls_a.files TO rls_a_app;
 INSERT INTO rls_a.files VALUES ('6f1c5a34-9a8e-4c1f-9a55-2d2f1f0b7a01', 'granted'), ('0b4b8f0e-1111-4c1f-9a55-2d2f1f0b7a02', 'not granted');

@@ -215,13 +215,13 @@ DEALLOCATE rls_count;
 -- ------------------------------------------------------ plans (EXPLAIN)
 CREATE FUNCTION pg_temp.rls_plan(q text) RETURNS text LANGUAGE plpgsql AS $f$
 DECLARE l text; out text := ''; BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP out := out || l || E'\n'; END LOOP; RETURN out; END $f$;
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF, VERBOSE) ' || q LOOP out := out || l || E'\n'; END LOOP; RETURN out; END $f$;
 SELECT set_config('pg_agents.actor', '', true);
-SELECT unalike(pg_temp.rls_plan($$SELECT * FROM rls_t.docs WHERE id = 'd_read'$$), '%readable_resources%',
+SELECT unalike(pg_temp.rls_plan($$SELECT * FROM rls_t.docs WHERE id = 'd_read'$$), '%_allowlist_ids%',
               'a non-agent session plans no policy at all');
 SELECT set_config('pg_agents.actor', 'agent:980102', true);
 SELECT matches(pg_temp.rls_plan($$SELECT * FROM rls_t.docs WHERE body LIKE '%x%'$$),
-               'InitPlan.*readable_resources.*Index Cond: \(id = ANY \(\$0\)\)',
+               'InitPlan.*_allowlist_ids_text.*Index Cond: \(docs.id = ANY \(\$0\)\)',
                'an agent session computes the readable set once (InitPlan) and probes the id index');
 
 -- ------------------------------------ FORCE: a non-superuser table owner

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The readable set behind the allowlist policies is computed in C once per
+# statement and kept, in the backend, while the data it was computed from
+# cannot have changed: no transaction changing access data (grants, ACL,
+# groups, agents, ACL setting) has committed since (src/shmem.c), or, in
+# REPEATABLE READ and in a transaction that changed access data itself, the
+# same snapshot and command.  This test keeps ONE agent
+# session open and changes grants, the owner's ACL, group membership,
+# workspace shares and the agent's status from OTHER sessions between its
+# statements: every change must show at the agent's next statement, in
+# READ COMMITTED, through a prepared statement, and not before its snapshot
+# allows it in REPEATABLE READ; a rolled-back grant of its own must vanish.
+. "$PG_AGENTS_ENV"
+set -u
+DB=rls_cache_$$
+work=$(mktemp -d)
+trap 'psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1; rm -rf "$work"' EXIT
+n=0; fails=0
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
+
+psql -XAtq -d postgres -c "CREATE DATABASE $DB" >/dev/null || { echo "1..0 # Skip cannot create database"; exit 1; }
+psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 >/dev/null <<'SQL' || { echo "Bail out! setup failed"; exit 1; }
+CREATE EXTENSION pg_agents;
+CREATE TABLE public.docs (id bigint PRIMARY KEY, title text NOT NULL);
+INSERT INTO public.docs SELECT g, 'doc ' || g FROM generate_series(1, 50) g;
+GRANT SELECT ON public.docs TO agents_tool;
+INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (7, 'ws1', 'u1', 'cache test agent');
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
+  SELECT 'page', g::text, 'user:u1', 'read' FROM generate_series(1, 10) g;
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
+  SELECT 'page', g::text, 'group:g1', 'read' FROM generate_series(11, 20) g;
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES ('page', '30', 'user:u1', 'read');
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+  SELECT 7, 'page', g::text, 'read' FROM generate_series(1, 15) g;
+SELECT agent.enable_allowlist('public.docs', 'page', 'id');
+SQL
+
+# The agent session: one psql, one backend.  "\! other SQL" runs SQL in
+# another session, which commits before the agent's next statement.
+other="psql -XAtq -d $DB -v ON_ERROR_STOP=1 -c"
+cat > "$work/agent.sql" <<SQL
+SET ROLE agents_tool;
+SET pg_agents.actor = 'agent:7';
+PREPARE visible AS SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '-') FROM public.docs;
+\echo t1 :'x'
+EXECUTE visible;
+EXECUTE visible;
+\! $other "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'page', '16', 'read'), (7, 'page', '30', 'read')"
+EXECUTE visible;
+\! $other "INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'g1', 'u1')"
+SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '-') FROM public.docs;
+\! $other "DELETE FROM agent.access WHERE agent_id = 7 AND resource_id IN ('1', '2')"
+EXECUTE visible;
+\! $other "DELETE FROM agent.resource_acl WHERE resource_id = '3' AND principal = 'user:u1'"
+EXECUTE visible;
+\! $other "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'workspace_shared', '*', 'read'); INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES ('page', '40', 'workspace', 'read'), ('page', '40', 'user:u1', 'read')"
+EXECUTE visible;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+EXECUTE visible;
+\! $other "DELETE FROM agent.access WHERE agent_id = 7 AND resource_id = '4'"
+EXECUTE visible;
+COMMIT;
+EXECUTE visible;
+BEGIN;
+RESET ROLE;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'page', '5', 'read') ON CONFLICT DO NOTHING;
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'page', '4', 'read');
+SET ROLE agents_tool;
+EXECUTE visible;
+ROLLBACK;
+SET ROLE agents_tool;
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET status = 'suspended' WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET status = 'active' WHERE id = 7"
+EXECUTE visible;
+SET pg_agents.actor = 'user:u1';
+SELECT count(*) FROM public.docs;
+SET pg_agents.actor = 'agent:7';
+EXECUTE visible;
+SELECT computed AS c0, reused AS r0 FROM agent.readable_set_stats() \gset
+EXECUTE visible;
+\! $other "CREATE TABLE IF NOT EXISTS public.unrelated (x int); INSERT INTO public.unrelated VALUES (1)"
+EXECUTE visible;
+SELECT (computed - :c0) || ' computed, ' || (reused - :r0) || ' reused' FROM agent.readable_set_stats();
+\! $other "UPDATE agent.access SET access = access WHERE agent_id = 7 AND resource_id = '5'"
+EXECUTE visible;
+SELECT (computed - :c0) || ' computed, ' || (reused - :r0) || ' reused' FROM agent.readable_set_stats();
+SQL
+sed -i '/^\\echo t1/d' "$work/agent.sql"
+mapfile -t out < <(psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 -f "$work/agent.sql" 2>"$work/err")
+if [ -s "$work/err" ]; then sed 's/^/# /' "$work/err"; fi
+
+base='1,2,3,4,5,6,7,8,9,10'
+expect=(
+  "$base|granted and owner-readable: 1-10 (11-15 wait for the owner's group)"
+  "$base|the same from the kept set"
+  "$base,30|a grant committed elsewhere shows at the next statement (16 waits for the owner's group)"
+  "$base,11,12,13,14,15,16,30|the owner joins a group: its pages show at the next statement"
+  "3,4,5,6,7,8,9,10,11,12,13,14,15,16,30|a revocation committed elsewhere hides the pages at the next statement"
+  "4,5,6,7,8,9,10,11,12,13,14,15,16,30|the owner loses a page: hidden at the next statement"
+  "4,5,6,7,8,9,10,11,12,13,14,15,16,30,40|workspace_shared: a page shared with the workspace shows"
+  "4,5,6,7,8,9,10,11,12,13,14,15,16,30,40|REPEATABLE READ: first statement"
+  "4,5,6,7,8,9,10,11,12,13,14,15,16,30,40|REPEATABLE READ: a revocation committed meanwhile is not in the snapshot yet"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|after COMMIT the revocation shows"
+  "4,5,6,7,8,9,10,11,12,13,14,15,16,30,40|the session's own uncommitted grant shows in its transaction"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|rolled back: gone again"
+  "-|suspended elsewhere: nothing at the next statement"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|reactivated: back"
+  "50|a non-agent session is unaffected"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|acting as the agent again: filtered again"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|nothing changed: the same"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|a commit elsewhere that changes no access data: the same"
+  "0 computed, 2 reused|... and the kept set served both statements"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|an update of agent.access elsewhere (even one that changes nothing)"
+  "1 computed, 2 reused|... makes the next statement compute the set afresh"
+)
+echo "1..${#expect[@]}"
+for i in "${!expect[@]}"; do
+    want=${expect[$i]%%|*}; what=${expect[$i]#*|}
+    got=${out[$i]:-<none>}
+    [ "$got" = "$want" ]; ok $? "$what"
+    [ "$got" = "$want" ] || echo "#   got: $got; want: $want"
+done
+[ "$fails" = 0 ]
