@@ -119,9 +119,10 @@ BEGIN
     RAISE EXCEPTION 'token counts must be non-negative' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
-  -- One statement (planned for this batch: a plan kept from when agent.runs
-  -- was small would scan it).  The update locks the runs (a root run's row
-  -- is its tree lock), adds the usage (agent.add_usage of a root run: no
+  -- One statement.  The update finds the runs among the running ones
+  -- (status = 'running': the small partial index runs_lease_idx, whatever
+  -- the size of agent.runs), locks them (a root run's row is its tree
+  -- lock), adds the usage (agent.add_usage of a root run: no
   -- ancestor) and ends them as agent._finish_run does, unless messages wait
   -- (then the lease is renewed); the steps are written as src/tools.c
   -- ToolsRecordStep does; the state of ended runs is forgotten.
