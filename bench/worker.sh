@@ -6,6 +6,7 @@
 #      worker cannot see them before) to the last finish; the same counted from
 #      that transaction's start (created_at) is printed below each.
 #   3. queue-to-pickup latency, median                       (target <= 10 ms)
+#      from the queueing commit; from the transaction's start printed beside
 # BENCH_SCALE=small shrinks the run counts.
 set -euo pipefail
 . "$PG_AGENTS_ENV"
@@ -74,17 +75,29 @@ echo "runs with 100 ms latency, 32 at once:    $r2 runs/s over $n2 runs = $(pyth
 r2c=$(rate_created "$b")
 echo "  (counting the queueing transaction too, $(queueing "$b" "$t0") s: $r2c runs/s = $(python3 -c "print(round(100*$r2c/320))") %)"
 
-# 3. queue-to-pickup latency: one run at a time, worker idle in between
+# 3. queue-to-pickup latency: one run at a time, worker idle in between.
+#    From the commit of the queueing transaction (track_commit_timestamp; the
+#    worker cannot see a run before) to the claim; from the transaction's
+#    start (created_at: a fresh psql session compiles agent._enqueue_run
+#    first) printed beside it.
 llm_script "" '[{"text": "ok", "repeat": true}]'
 c=$(agent bench_pickup)
+q "CREATE TABLE IF NOT EXISTS public.bench_pickup (run_id bigint, xid xid)" >/dev/null
 for i in $(seq 1 "$n3"); do
-    q "SELECT agent._enqueue_run($c, 'autonomous', 'api', '{\"prompt\": \"bench\"}'::jsonb)" >/dev/null
+    q "INSERT INTO public.bench_pickup
+       SELECT agent._enqueue_run($c, 'autonomous', 'api', '{\"prompt\": \"bench\"}'::jsonb), (txid_current() % 4294967296)::text::xid" >/dev/null
     sleep 0.1
 done
 wait_done "$c" "$n3"
-p50=$(q "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) * 1000)::numeric, 1)
-         FROM agent.runs WHERE agent_id = $c")
-p90=$(q "SELECT round((percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) * 1000)::numeric, 1)
-         FROM agent.runs WHERE agent_id = $c")
-echo "queue-to-pickup latency:                 median $p50 ms, p90 $p90 ms over $n3 runs (target median <= 10 ms)"
+pick() {  # expression of the queueing moment -> "median p90" in ms
+    q "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1) || ' ' ||
+              round((percentile_cont(0.9) WITHIN GROUP (ORDER BY ms))::numeric, 1)
+         FROM (SELECT extract(epoch FROM r.started_at - $1) * 1000 AS ms
+                 FROM agent.runs r JOIN public.bench_pickup p ON p.run_id = r.id WHERE r.agent_id = $c) s"
+}
+read -r p50 p90 <<<"$(pick 'pg_xact_commit_timestamp(p.xid)')"
+read -r c50 c90 <<<"$(pick 'r.created_at')"
+echo "queue-to-pickup latency:                 median $p50 ms, p90 $p90 ms over $n3 runs, from the queueing commit (target median <= 10 ms)"
+echo "  (from the queueing transaction's start: median $c50 ms, p90 $c90 ms)"
+q "DROP TABLE public.bench_pickup" >/dev/null
 q "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null

@@ -498,3 +498,78 @@ COMMENT ON FUNCTION agent._teams_steps_inserted() IS
 CREATE TRIGGER run_steps_progress_insert AFTER INSERT ON agent.run_steps
   REFERENCING NEW TABLE AS new_steps
   FOR EACH STATEMENT EXECUTE FUNCTION agent._teams_steps_inserted();
+
+-- ===========================================================================
+-- The hourly cap of agent._enqueue_run counted once per transaction and agent
+-- ===========================================================================
+
+CREATE OR REPLACE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, p_origin text,
+                                   p_input jsonb DEFAULT '{}',
+                                   p_trigger_id bigint DEFAULT NULL,
+                                   p_requested_by text DEFAULT NULL,
+                                   p_parent_run_id bigint DEFAULT NULL,
+                                   p_token_budget bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  a        agent.agents%ROWTYPE;
+  p        agent.runs%ROWTYPE;
+  v_cap    integer;
+  v_recent bigint;
+  v_status text := 'queued';
+  v_error  text;
+  v_id     bigint;
+  v_memo   text;
+BEGIN
+  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
+  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF p_parent_run_id IS NOT NULL THEN
+    SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  END IF;
+  IF p_regime = 'autonomous' THEN
+    v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
+    -- one queue decision at a time per agent, so that concurrent events respect the cap
+    PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
+    -- Counting stops at the cap: the check costs at most cap rows.  While this
+    -- transaction holds the lock no other one queues for the agent, and now()
+    -- does not move, so the count only grows by the runs queued here: it is
+    -- counted once per transaction and then carried in a transaction-local
+    -- setting (undone with a rolled-back subtransaction, like the rows).
+    v_memo := 'pg_agents_cap.a' || p_agent_id;
+    v_recent := nullif(current_setting(v_memo, true), '')::bigint;
+    IF v_recent IS NULL THEN
+      SELECT count(*) INTO v_recent FROM (
+        SELECT 1 FROM agent.runs r
+         WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
+           AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
+         LIMIT v_cap) s;
+    END IF;
+    IF v_recent >= v_cap THEN
+      v_status := 'budget_exceeded';
+      v_error := format('hourly run cap of %s reached', v_cap);
+    END IF;
+  END IF;
+  -- the id is taken first so that a root run is its own root in one INSERT
+  v_id := nextval(pg_get_serial_sequence('agent.runs', 'id'));
+  INSERT INTO agent.runs (id, workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
+                          origin, requested_by, status, priority, input, error, token_budget, finished_at)
+  VALUES (v_id, a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, coalesce(p.root_run_id, v_id),
+          coalesce(p.depth + 1, 0), p_regime, p_origin, p_requested_by, v_status,
+          CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
+          coalesce(p_input, '{}'), v_error, p_token_budget,
+          CASE WHEN v_status <> 'queued' THEN now() END);
+  IF v_memo IS NOT NULL THEN
+    PERFORM set_config(v_memo, (v_recent + CASE WHEN v_status = 'queued' THEN 1 ELSE 0 END)::text, true);
+  END IF;
+  PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
+                                                    'status', v_status)::text);
+  IF v_status = 'queued' THEN
+    PERFORM agent._request_wake();  -- sets the worker's latch at commit
+  END IF;
+  RETURN v_id;
+END
+$$;

@@ -68,6 +68,7 @@ full_page_writes = off
 log_line_prefix = '%m [%p] %q%a '
 log_min_messages = warning
 timezone = 'UTC'
+track_commit_timestamp = on   # bench/worker.sh measures pickup from the queueing commit
 CONF
     if [ -n "${PG_AGENTS_EXTRA_CONF:-}" ]; then printf '%s\n' "$PG_AGENTS_EXTRA_CONF" >>"$data/postgresql.conf"; fi
     as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null \

@@ -91,6 +91,7 @@ DECLARE
   v_status text := 'queued';
   v_error  text;
   v_id     bigint;
+  v_memo   text;
 BEGIN
   SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
@@ -103,12 +104,20 @@ BEGIN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
     -- one queue decision at a time per agent, so that concurrent events respect the cap
     PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
-    -- counting stops at the cap: the check costs at most cap rows
-    SELECT count(*) INTO v_recent FROM (
-      SELECT 1 FROM agent.runs r
-       WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
-         AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
-       LIMIT v_cap) s;
+    -- Counting stops at the cap: the check costs at most cap rows.  While this
+    -- transaction holds the lock no other one queues for the agent, and now()
+    -- does not move, so the count only grows by the runs queued here: it is
+    -- counted once per transaction and then carried in a transaction-local
+    -- setting (undone with a rolled-back subtransaction, like the rows).
+    v_memo := 'pg_agents_cap.a' || p_agent_id;
+    v_recent := nullif(current_setting(v_memo, true), '')::bigint;
+    IF v_recent IS NULL THEN
+      SELECT count(*) INTO v_recent FROM (
+        SELECT 1 FROM agent.runs r
+         WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
+           AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
+         LIMIT v_cap) s;
+    END IF;
     IF v_recent >= v_cap THEN
       v_status := 'budget_exceeded';
       v_error := format('hourly run cap of %s reached', v_cap);
@@ -123,6 +132,9 @@ BEGIN
           CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
           coalesce(p_input, '{}'), v_error, p_token_budget,
           CASE WHEN v_status <> 'queued' THEN now() END);
+  IF v_memo IS NOT NULL THEN
+    PERFORM set_config(v_memo, (v_recent + CASE WHEN v_status = 'queued' THEN 1 ELSE 0 END)::text, true);
+  END IF;
   PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
                                                     'status', v_status)::text);
   IF v_status = 'queued' THEN

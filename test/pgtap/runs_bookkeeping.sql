@@ -1,6 +1,6 @@
 -- Run bookkeeping: start, claim, lease and reclaim, finish, re-run, cancel.
 BEGIN;
-SELECT plan(64);
+SELECT plan(68);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation, status, deleted_at) VALUES
   (320001, 'ws-runs-b', 'o1', 'worker bee', '[320004]', 'active', NULL),
@@ -175,6 +175,25 @@ SELECT results_eq(format('SELECT status, error FROM agent.runs WHERE id = %s', :
 CREATE ROLE runs_plain_role;
 SELECT ok(NOT has_function_privilege('runs_plain_role', f, 'EXECUTE'), 'PUBLIC cannot execute ' || f)
   FROM unnest(ARRAY['agent.finish_run(bigint,text,jsonb,text)', 'agent.approve(text,text,bigint)', 'agent.approve(text,text)']) AS f;
+
+-- hourly cap within one transaction: counted once, then carried (and undone
+-- with a rolled-back subtransaction, like the runs)
+INSERT INTO agent.agents (id, workspace_id, owner_id, name, hourly_run_cap) VALUES (320009, 'ws-runs-b', 'o1', 'capped', 3);
+INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status) VALUES ('ws-runs-b', 320009, 'autonomous', 'event', 'succeeded');
+SELECT agent._enqueue_run(320009, 'autonomous', 'api', '{}') AS cap1 \gset
+SAVEPOINT cap_sp;
+SELECT agent._enqueue_run(320009, 'autonomous', 'api', '{}') AS cap2 \gset
+SELECT agent._enqueue_run(320009, 'autonomous', 'api', '{}') AS cap3 \gset
+SELECT is((SELECT string_agg(status, ',' ORDER BY id) FROM agent.runs WHERE id IN (:cap2, :cap3)), 'queued,budget_exceeded',
+          'cap 3 with one run of the hour: the 2nd queued in the transaction is the last one');
+ROLLBACK TO SAVEPOINT cap_sp;
+SELECT agent._enqueue_run(320009, 'autonomous', 'api', '{}') AS cap4 \gset
+SELECT is((SELECT status FROM agent.runs WHERE id = :cap4), 'queued',
+          'after a rolled-back savepoint the runs it queued no longer count');
+SELECT agent._enqueue_run(320009, 'autonomous', 'api', '{}') AS cap5 \gset
+SELECT is((SELECT status FROM agent.runs WHERE id = :cap5), 'budget_exceeded', 'and the cap holds again');
+SELECT agent._enqueue_run(320009, 'manual', 'chat', '{}', NULL, 'o1') AS cap6 \gset
+SELECT is((SELECT status FROM agent.runs WHERE id = :cap6), 'queued', 'manual runs are not capped');
 
 SELECT * FROM finish();
 ROLLBACK;
