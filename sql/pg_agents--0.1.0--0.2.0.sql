@@ -294,7 +294,10 @@ BEGIN
          SET status = 'running', attempts = x.attempts + 1,
              started_at = coalesce(x.started_at, now()), lease_until = now() + v_lease
         FROM c
-       WHERE x.id = c.id AND x.status = 'queued'
+       -- by primary key: c locked these rows while they were queued, so no
+       -- status test here (with one, a stale estimate of the small partial
+       -- queue index made the planner scan every queued run per claim)
+       WHERE x.id = c.id
       RETURNING x AS run
     )
   SELECT array_agg(u.run ORDER BY (u.run).priority DESC, (u.run).id) INTO v_rows FROM u;
