@@ -54,11 +54,17 @@ llm_script "" '[{"text": "ok", "repeat": true}]'
 w=$(agent bench_warmup)
 enqueue "$w" 20 >/dev/null
 wait_done "$w" 20
-# statistics as autovacuum keeps them: benchmarks that ran before may have
-# emptied agent.runs, and an ANALYZE of an empty table (reltuples 0) makes
-# every "id = $1" lookup a tie between the primary key and the (workspace_id,
-# id) key, which then reads the whole index, until the next autoanalyze
-q "ANALYZE agent.runs; ANALYZE agent.run_steps" >/dev/null
+# Benchmarks that ran before (insights) may have written and deleted a
+# million runs:
+# vacuum now (waiting for an autovacuum already at it) so that autovacuum does
+# not take one of the two cores during the measures, and keep statistics as
+# autovacuum would (an ANALYZE of an emptied table, reltuples 0, makes every
+# "id = $1" lookup a tie between the primary key and the (workspace_id, id)
+# key, which then reads the whole index, until the next autoanalyze)
+for t in runs run_steps run_state run_messages audit_log; do
+    q "VACUUM ANALYZE agent.$t" >/dev/null
+done
+q "CHECKPOINT" >/dev/null   # and their dirty pages written out before, not during
 
 # 1. zero latency
 setconf pg_agents.max_concurrent_runs 64
