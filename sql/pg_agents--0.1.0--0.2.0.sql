@@ -272,6 +272,7 @@ COMMENT ON FUNCTION agent._finish_run(bigint, text, jsonb, text) IS
 
 CREATE OR REPLACE FUNCTION agent.claim_runs(n int) RETURNS SETOF agent.runs
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+ROWS 16   -- a claim returns a few runs: the worker's join on it stays a nested loop
 SET search_path = pg_catalog
 AS $$
 DECLARE

@@ -468,9 +468,17 @@ ClaimUnit(Slot *unused, void *arg)
 	 */
 	if (pg_agents_llm_url == NULL || pg_agents_llm_url[0] == '\0')
 	{
+		/*
+		 * One primary-key probe of agents per queued run, up to the first
+		 * that qualifies (LATERAL ... LIMIT 1 keeps it a nested loop: as a
+		 * join, the kept plan hashed every agent at each claim, 10k agents
+		 * costing more than the claim itself).
+		 */
 		rc = PgAgentsExecPlan(&eligible_plan,
-							  "SELECT EXISTS (SELECT 1 FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id "
-							  "WHERE r.status = 'queued' AND a.scope ? 'llm_url')",
+							  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
+							  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
+							  "                    WHERE a.id = r.agent_id AND a.scope ? 'llm_url' LIMIT 1) ok "
+							  "WHERE r.status = 'queued')",
 							  0, NULL, NULL, NULL, true, 1);
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "could not look for runs to claim");
