@@ -11,10 +11,19 @@ OBJS        = $(SRCS:.c=.o)
 # The install script is generated from the ordered parts in sql/src/, so that
 # each capability keeps its SQL in its own file.
 SQL_PARTS   = $(sort $(wildcard sql/src/*.sql))
-DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+INSTALL_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA_built  = $(INSTALL_built)
 # Upgrade scripts (sql/pg_agents--<old>--<new>.sql, written by hand) and the
 # install scripts of released versions (sql/released/), so that an older
 # version can still be installed and upgraded.
+# The upgrade script into the current version is generated too, from its
+# parts in sql/upgrade/<old>--<new>/ (one per area, in name order), followed
+# by sql/src/990_privileges.sql, the one statement of who may call and read
+# what, which install and upgrade both end with.
+UPGRADE_FROM = 0.2.0
+UPGRADE_PARTS = $(sort $(wildcard sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql))
+UPGRADE_built = sql/$(EXTENSION)--$(UPGRADE_FROM)--$(EXTVERSION).sql
+DATA_built += $(UPGRADE_built)
 DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)) \
               $(wildcard sql/released/$(EXTENSION)--*.sql)
 
@@ -36,10 +45,15 @@ all:
 	@echo "pg_agents: PostgreSQL 15 server development files are missing; run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
 endif
 
-$(DATA_built): $(SQL_PARTS) pg_agents.control
+$(INSTALL_built): $(SQL_PARTS) pg_agents.control
 	@{ echo "-- pg_agents $(EXTVERSION): generated from sql/src/*.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
 	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
+
+$(UPGRADE_built): $(UPGRADE_PARTS) sql/src/990_privileges.sql pg_agents.control
+	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql and sql/src/990_privileges.sql by make; do not edit."; \
+	   printf '%s\n' '\echo Use "ALTER EXTENSION pg_agents UPDATE" to load this file. \quit'; \
+	   for f in $(UPGRADE_PARTS) sql/src/990_privileges.sql; do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
 all: $(DATA_built)
 
