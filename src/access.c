@@ -61,6 +61,7 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
@@ -1049,6 +1050,29 @@ typedef struct AccessArgs
 	bool		manual;
 } AccessArgs;
 
+/*
+ * A user id is taken on trust: only the application (a member of agents_app)
+ * and superusers (the extension's own SECURITY DEFINER code) may pass one.
+ * Any other role may still ask about autonomous access, which depends on no
+ * user: that is what the allowlist policies evaluate as the querying role.
+ */
+static void
+RequireVouchingRole(void)
+{
+	Oid			app;
+
+	if (superuser())
+		return;
+	app = get_role_oid("agents_app", true);
+	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to check access for a user"),
+			 errdetail("Only the application (a member of agents_app) vouches for user ids."),
+			 errhint("Grant agents_app to the application role, or check autonomous access without user_id.")));
+}
+
 static void
 ReadArgs(FunctionCallInfo fcinfo, AccessArgs *a)
 {
@@ -1059,6 +1083,8 @@ ReadArgs(FunctionCallInfo fcinfo, AccessArgs *a)
 	a->mode_s = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	a->regime_s = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	a->user = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	if (a->user != NULL)
+		RequireVouchingRole();
 	a->mode = LEVEL_NONE;
 	a->manual = false;
 }

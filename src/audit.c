@@ -61,6 +61,7 @@
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_audit_trigger);
+PG_FUNCTION_INFO_V1(pg_agents_caller);
 PG_FUNCTION_INFO_V1(pg_agents_audit_event);
 PG_FUNCTION_INFO_V1(pg_agents_audit_table_event);
 PG_FUNCTION_INFO_V1(pg_agents_audit_guard);
@@ -1014,6 +1015,20 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("agent._audit_trigger() must be fired AFTER the change"),
 				 errhint("Attach it with agent.audit_table().")));
+	/*
+	 * History is written only by the triggers agent.audit_table() attached
+	 * (the function is not executable by PUBLIC; this also stops a superuser's
+	 * stray CREATE TRIGGER, and a temporary table, which no one else sees).
+	 */
+	if (strncmp(td->tg_trigger->tgname, "pg_agents_audit", strlen("pg_agents_audit")) != 0 ||
+		td->tg_relation->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("table \"%s\" is not audited by agent.audit_table()",
+						RelationGetRelationName(td->tg_relation)),
+				 errdetail("Trigger \"%s\" calls agent._audit_trigger() directly.",
+						   td->tg_trigger->tgname),
+				 errhint("Attach the audit trigger with agent.audit_table().")));
 	if (!pg_agents_audit_enabled)
 		return PointerGetDatum(NULL);
 
@@ -1306,4 +1321,16 @@ pg_agents_audit_backdate(PG_FUNCTION_ARGS)
 																	PG_GETARG_DATUM(1)))),
 					   NULL);
 	PG_RETURN_INT64(n);
+}
+
+/*
+ * agent._caller() RETURNS regrole: the role the session acts as (its SET
+ * ROLE), whatever SECURITY DEFINER function is running.  The extension's
+ * SECURITY DEFINER functions that act on an object of the caller's (such as
+ * agent.audit_table on a table) check the caller's rights with it.
+ */
+Datum
+pg_agents_caller(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_OID(GetOuterUserId());
 }

@@ -38,18 +38,8 @@ ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only;
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only_row;
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_no_truncate;
 
--- Nobody writes the log through SQL: the C code writes it directly.
-REVOKE ALL ON agent.audit_log FROM PUBLIC;
-REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agent.audit_log FROM CURRENT_USER;
-GRANT SELECT ON agent.audit_log TO PUBLIC;
-
--- Reads are tenant-scoped: a role other than the owner sees only the rows of
--- its workspace (pg_agents.workspace); without a workspace, nothing.
-ALTER TABLE agent.audit_log ENABLE ROW LEVEL SECURITY;
-CREATE POLICY audit_log_workspace_read ON agent.audit_log FOR SELECT TO PUBLIC
-  USING (workspace_id = agent.current_workspace());
-COMMENT ON POLICY audit_log_workspace_read ON agent.audit_log IS
-  'A role other than the owner reads only the rows of its workspace (pg_agents.workspace).';
+-- Nobody writes the log through SQL: the C code writes it directly.  Who may
+-- read it, and which rows, is in 210_reads.sql and 990_privileges.sql.
 
 -- ---------------------------------------------------------------------------
 -- Table triggers
@@ -68,12 +58,18 @@ AS 'MODULE_PATHNAME', 'pg_agents_audit_table_event';
 COMMENT ON FUNCTION agent._audit_table_event(regclass, text, text) IS
   'Internal: records audit.table / audit.untable; only the table''s owner may.';
 
+CREATE FUNCTION agent._caller() RETURNS regrole
+LANGUAGE C STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_caller';
+COMMENT ON FUNCTION agent._caller() IS
+  'Internal: the role the session acts as (after SET ROLE), also inside a SECURITY DEFINER function; the extension checks the caller''s rights on the caller''s own objects with it.';
+
 CREATE FUNCTION agent.audit_table(tbl regclass, target_type text DEFAULT NULL,
                                   owner_column name DEFAULT NULL,
                                   workspace_column name DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 SET client_min_messages = warning
 AS $$
 DECLARE
@@ -90,12 +86,17 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             DETAIL = 'The audit log records changes to other tables; it is append-only itself.';
   END IF;
+  IF v_rel.relpersistence = 't' THEN
+    RAISE EXCEPTION 'cannot audit temporary table %', tbl
+      USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'A temporary table is seen by its own session only; its changes are not history.';
+  END IF;
   IF v_rel.relkind NOT IN ('r', 'p') THEN
     RAISE EXCEPTION '"%" is not a table', tbl
       USING ERRCODE = 'wrong_object_type',
             DETAIL = 'Only tables and partitioned tables can be audited.';
   END IF;
-  IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
+  IF NOT pg_catalog.pg_has_role(agent._caller(), v_rel.relowner, 'USAGE') THEN
     RAISE EXCEPTION 'must be owner of table %', tbl
       USING ERRCODE = 'insufficient_privilege';
   END IF;
@@ -142,8 +143,8 @@ COMMENT ON FUNCTION agent.audit_table(regclass, text, name, name) IS
   'Attaches the C audit trigger to a table: INSERT (new row), UPDATE (changed columns only), DELETE (old row) and TRUNCATE are recorded in agent.audit_log, redacted. Re-running it updates the settings.';
 
 CREATE FUNCTION agent.unaudit_table(tbl regclass) RETURNS boolean
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 SET client_min_messages = warning
 AS $$
 DECLARE
@@ -152,7 +153,7 @@ BEGIN
   IF tbl IS NULL THEN
     RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  IF NOT pg_catalog.pg_has_role(current_user,
+  IF NOT pg_catalog.pg_has_role(agent._caller(),
                                 (SELECT relowner FROM pg_catalog.pg_class WHERE oid = tbl), 'USAGE') THEN
     RAISE EXCEPTION 'must be owner of table %', tbl
       USING ERRCODE = 'insufficient_privilege';
@@ -181,7 +182,6 @@ SELECT t.tgrelid::pg_catalog.regclass AS table_name,
   FROM pg_catalog.pg_trigger t
   JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
  WHERE t.tgname = 'pg_agents_audit' AND NOT t.tgisinternal;
-GRANT SELECT ON agent.audited_tables TO PUBLIC;
 COMMENT ON VIEW agent.audited_tables IS 'Tables audited by agent.audit_table(), with their settings.';
 COMMENT ON COLUMN agent.audited_tables.table_name IS 'Audited table.';
 COMMENT ON COLUMN agent.audited_tables.target_type IS 'target_type written in its audit rows.';
@@ -238,7 +238,6 @@ SELECT pg_catalog.date_trunc('day', l.at) AS day, l.workspace_id, l.actor_kind, 
        pg_catalog.count(*) AS events
   FROM agent.audit_log l
  GROUP BY 1, 2, 3, 4, 5;
-GRANT SELECT ON agent.audit_summary TO PUBLIC;
 COMMENT ON VIEW agent.audit_summary IS
   'Audit rows per day, workspace, actor kind, action and status (row-level security applies: a non-owner sees its workspace).';
 COMMENT ON COLUMN agent.audit_summary.day IS 'Day (UTC midnight in the session time zone).';

@@ -247,14 +247,15 @@ FROM (
          count(*) AS runs, sum(r.tokens_in)::bigint AS tokens_in, sum(r.tokens_out)::bigint AS tokens_out,
          avg(r.finished_at - r.started_at) AS avg_duration
     FROM agent.runs r
-   WHERE agent.current_workspace() IS NULL OR r.workspace_id = agent.current_workspace()
+   WHERE (agent.current_workspace() IS NULL AND pg_catalog.current_setting('is_superuser') = 'on')
+      OR (r.workspace_id = agent.current_workspace() AND (SELECT agent._may_read_workspace(agent.current_workspace())))
    GROUP BY 1, 2, 3, 4
 ) g
 JOIN agent.agents a ON a.id = g.agent_id
 WINDOW w AS (PARTITION BY g.agent_id, g.day);
 REVOKE ALL ON agent.insights FROM PUBLIC;
 COMMENT ON VIEW agent.insights IS
-  'Runs per agent, UTC day (of created_at) and status, for analytics: runs, own tokens (the run''s own tokens_in + tokens_out, never the rolled-up tokens_total, so that sums do not count a child twice), average duration, and the day''s run count and failure rate (failed, budget_exceeded, expired over finished runs). Scoped to pg_agents.workspace when it is set. Not granted to PUBLIC: GRANT SELECT to the analytics role.';
+  'Runs per agent, UTC day (of created_at) and status, for analytics: runs, own tokens (the run''s own tokens_in + tokens_out, never the rolled-up tokens_total, so that sums do not count a child twice), average duration, and the day''s run count and failure rate (failed, budget_exceeded, expired over finished runs). Scoped to the session''s workspace (pg_agents.workspace), and only one the role may read (agents_app: any; agents_reader: those bound by agent.bind_reader); a superuser session without a workspace sees all.';
 COMMENT ON COLUMN agent.insights.workspace_id IS 'Workspace of the agent.';
 COMMENT ON COLUMN agent.insights.agent_id IS 'Agent.';
 COMMENT ON COLUMN agent.insights.agent_name IS 'Agent name now.';

@@ -1,6 +1,147 @@
 -- ===========================================================================
--- Privileges: who may call and read what (docs/security.md).  Install and
--- upgrade both end with this file, so it states the whole model and must
--- stay idempotent.
+-- Privileges: who may call and read what (docs/security.md, "Roles").
+--
+-- Install and upgrade both end with this file, so it states the whole model
+-- and stays idempotent: first nobody but the owner may do anything, then each
+-- role of the model gets exactly its list.  test/sql/security_privileges.sql
+-- prints the resulting matrix (every function and relation of the schema,
+-- per role), so that a new object without a deliberate line here shows up.
+--
+--   PUBLIC           pure helpers (cron, canonical json, redaction, identity
+--                    getters) and what row-level security on application
+--                    tables evaluates as any querying role
+--   agents_app       the application: the API that takes user ids on trust,
+--                    the documented direct writes, workspace-scoped reads
+--   agents_executor  an external executor: claim, lease, usage, finish,
+--                    approvals, delegation, tick
+--   agents_reader    analytics: audit and run data of the workspaces a DBA
+--                    bound to it (agent.bind_reader)
+--   agents_tool      tool SQL of the worker: nothing in schema agent beyond
+--                    what the access checks evaluate as it
+-- Everything not listed (internal agent._* functions, maintenance, the MCP
+-- server registry, secrets) is for the owner (a superuser) only.
 -- ===========================================================================
-SELECT 1 WHERE false;
+
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
+REVOKE ALL ON ALL TABLES IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
+REVOKE ALL ON SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
+-- The audit log is written by the C code only, even by its owner.
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agent.audit_log FROM CURRENT_USER;
+
+-- Schema usage: the policies and triggers the extension puts on application
+-- tables name objects of schema agent, and any role may query those tables.
+GRANT USAGE ON SCHEMA agent TO PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- PUBLIC: pure functions and what row-level security evaluates
+-- ---------------------------------------------------------------------------
+GRANT EXECUTE ON FUNCTION
+  agent.current_workspace(), agent.current_actor(), agent.current_agent_id(),
+  agent.set_identity(text, text, bigint, text, text),
+  agent.cron_valid(text), agent.cron_describe(text),
+  agent.cron_next(text, timestamptz, text), agent.cron_upcoming(text, integer, timestamptz, text),
+  agent.canonical_json(jsonb), agent.approval_key(text, jsonb), agent.redact(jsonb),
+  agent.validate_filter(jsonb), agent.delegation_depth_limit(),
+  agent.readable_set_stats(),
+  -- the allowlist policies on application tables (the agent comes from the
+  -- session's identity, never from an argument)
+  agent._allowlist_active(), agent._allowlist_custom_acl(),
+  agent._allowlist_ids_text(text, text), agent._allowlist_ids_int8(text, text),
+  agent._allowlist_ids_uuid(text, text),
+  -- autonomous decisions only: a user id is refused unless the caller is
+  -- the application (src/access.c); the custom-ACL policy shape calls it
+  agent.can_access(bigint, text, text, text, text, text),
+  agent.explain_access(bigint, text, text, text, text, text)
+TO PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- agents_app: the application
+-- ---------------------------------------------------------------------------
+GRANT EXECUTE ON FUNCTION
+  -- access, sharing, lifecycle
+  agent.user_can(text, bigint, text), agent.activity_scope(text, bigint),
+  agent.visible_agents(text), agent.share(bigint, text, text, text),
+  agent.unshare(bigint, text, text), agent."grant"(bigint, text, text, text, text),
+  agent.revoke(bigint, text, text, text), agent.readable_resources(bigint, text, text),
+  agent.create_agent(text, text, text, jsonb), agent.save_settings(bigint, jsonb, text, text),
+  agent.restore_version(bigint, text), agent.duplicate(bigint, text),
+  agent.set_status(bigint, text, text), agent.delete_agent(bigint, text),
+  -- audit
+  agent.audit_table(regclass, text, name, name), agent.unaudit_table(regclass),
+  agent.audit_events(text, text, text, text, bigint, text, timestamptz, integer),
+  -- runs, delegation, approvals
+  agent.start_run(bigint, text, jsonb, text, text), agent.rerun(bigint, text),
+  agent.cancel_run(bigint, text), agent.delegate(bigint, bigint, text, jsonb, integer),
+  agent.try_delegate(bigint, bigint, text, jsonb, integer),
+  agent.approve(text, text), agent.deny(text, text),
+  agent.approve(text, text, bigint), agent.deny(text, text, bigint),
+  -- events
+  agent.fire_event(text, text, text, jsonb, text, text), agent.filter_matches(jsonb, jsonb),
+  agent.watch_table(regclass, text, name, text[]), agent.unwatch_table(regclass),
+  -- allowlist and resources (on tables the caller owns)
+  agent.register_resource_table(text, regclass, name, name, name),
+  agent.unregister_resource_table(regclass), agent.register_relation(text, regclass, name, text),
+  agent.enable_allowlist(regclass, text, name), agent.disable_allowlist(regclass),
+  agent.follow_relation(text, text, name),
+  -- MCP (status of the session's workspace)
+  agent.mcp_status(text, text),
+  -- activity, insights, assisted creation, teams
+  agent.activity(bigint, text, text, bigint, timestamptz, timestamptz, integer),
+  agent.run_detail(bigint, text), agent.insights(bigint, text, timestamptz, timestamptz),
+  agent.generate_draft(text, text, text), agent.draft(bigint, text),
+  agent.create_from_draft(jsonb, text), agent.send_to_run(bigint, text, text),
+  agent.run_tree(bigint)
+TO agents_app;
+-- the direct writes the SPEC documents (grants, ACL rows, group members,
+-- triggers, statuses); every one is checked, filled and audited by triggers
+GRANT SELECT, INSERT, UPDATE, DELETE ON agent.access, agent.resource_acl, agent.group_members, agent.triggers
+  TO agents_app;
+GRANT SELECT ON agent.agents, agent.shares, agent.versions, agent.runs, agent.run_steps,
+                agent.approvals, agent.run_messages, agent.audit_log, agent.audit_summary,
+                agent.audited_tables, agent.watched_tables, agent.resource_tables,
+                agent.allowlist_tables, agent.relations, agent.templates, agent.insights,
+                agent.mcp_status
+  TO agents_app;
+GRANT UPDATE (status) ON agent.agents TO agents_app;
+GRANT USAGE ON SEQUENCE agent.triggers_id_seq TO agents_app;
+
+-- ---------------------------------------------------------------------------
+-- agents_executor: an external executor (docs/runs.md)
+-- ---------------------------------------------------------------------------
+GRANT EXECUTE ON FUNCTION
+  agent.claim_runs(integer), agent.renew_lease(bigint), agent.wait_for_children(bigint),
+  agent.add_usage(bigint, integer, integer, text), agent.finish_run(bigint, text, jsonb, text),
+  agent.request_approval(bigint, text, jsonb), agent.consume_approval(bigint, text, jsonb),
+  agent.delegate(bigint, bigint, text, jsonb, integer),
+  agent.try_delegate(bigint, bigint, text, jsonb, integer),
+  agent.delegation_context(bigint), agent.tick(timestamptz)
+TO agents_executor;
+
+-- ---------------------------------------------------------------------------
+-- agents_reader: analytics, per bound workspace (row-level security)
+-- ---------------------------------------------------------------------------
+GRANT EXECUTE ON FUNCTION
+  agent.audit_events(text, text, text, text, bigint, text, timestamptz, integer)
+TO agents_reader;
+GRANT SELECT ON agent.audit_log, agent.audit_summary, agent.runs, agent.run_steps, agent.insights,
+                agent.reader_workspaces
+  TO agents_reader;
+GRANT SELECT ON agent.reader_workspaces TO agents_app;
+
+-- ---------------------------------------------------------------------------
+-- agents_tool: nothing more in schema agent.  What the worker's tools read
+-- of it goes through C (agent.can_access's direct index scans) and the
+-- functions PUBLIC has; application tables are granted to it by
+-- agent.register_resource_table.
+-- ---------------------------------------------------------------------------
+-- following relations out of a granted row, as the session acting as an
+-- agent; a cut target is recorded by agent._allowlist_denied, which writes
+-- only into a running run of that agent (sql/src/500_allowlist.sql)
+GRANT EXECUTE ON FUNCTION agent.follow_relation(text, text, name),
+                          agent._allowlist_denied(text, text, text, jsonb)
+  TO agents_tool, agents_app;
+-- the registries of resource tables and relations (no data of any tenant)
+GRANT SELECT ON agent.resource_tables, agent.allowlist_tables, agent.relations TO agents_tool;
+-- evaluated by the read policies (sql/src/210_reads.sql) as the reading role
+GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO agents_app, agents_reader;

@@ -1,11 +1,14 @@
 -- Audit log security: append-only for everyone, the unprivileged role case,
 -- tenant scoping (audit_events and RLS), the kill switch, retention purge.
 BEGIN;
-SELECT plan(40);
+SELECT plan(41);
 
 -- ---------------------------------------------------------------- setup
-CREATE ROLE audit_tap_app NOLOGIN;
-CREATE ROLE audit_tap_reader NOLOGIN;
+-- the application role (the documented grants: membership of agents_app)
+-- and an analytics role bound to ws-tap-a only
+CREATE ROLE audit_tap_app NOLOGIN IN ROLE agents_app;
+CREATE ROLE audit_tap_reader NOLOGIN IN ROLE agents_reader;
+SELECT agent.bind_reader('audit_tap_reader', 'ws-tap-a');
 CREATE ROLE audit_tap_owner NOLOGIN;
 GRANT USAGE ON SCHEMA public TO audit_tap_app, audit_tap_reader, audit_tap_owner;
 CREATE TABLE public.audit_tap_items (id int PRIMARY KEY, workspace_id text, title text, secret_note text);
@@ -77,9 +80,12 @@ SELECT is((SELECT count(*)::int FROM agent.audit_events()), 0, 'no workspace ide
 SET LOCAL ROLE audit_tap_reader;
 SELECT agent.set_identity('user:dave', 'ws-tap-a');
 SELECT is((SELECT array_agg(DISTINCT workspace_id) FROM agent.audit_log), ARRAY['ws-tap-a'],
-          'RLS: a plain role selecting the log sees its workspace only');
+          'RLS: an analytics role selecting the log sees its workspace only');
 SELECT is((SELECT sum(events)::int FROM agent.audit_summary WHERE action IN ('insert', 'update')), 2,
           'audit_summary goes through RLS too');
+SELECT agent.set_identity('user:dave', 'ws-tap-b');
+SELECT is((SELECT count(*)::int FROM agent.audit_log), 0,
+          'RLS: naming a workspace it is not bound to opens nothing');
 SELECT agent.set_identity('user:dave', NULL);
 SELECT is((SELECT count(*)::int FROM agent.audit_log), 0, 'RLS: no workspace, no rows');
 RESET ROLE;

@@ -87,7 +87,8 @@ SELECT ok((SELECT bool_and(exposed_name ~ '^[a-zA-Z0-9_-]{1,64}$') FROM agent.mc
 -- privileges
 SELECT ok(NOT has_table_privilege('public', 'agent.mcp_servers', 'SELECT'), 'mcp_servers not readable by PUBLIC');
 SELECT ok(NOT has_column_privilege('public', 'agent.mcp_servers', 'headers', 'SELECT'), 'headers not readable by PUBLIC');
-SELECT ok(has_table_privilege('public', 'agent.mcp_status', 'SELECT'), 'agent.mcp_status readable by PUBLIC');
+SELECT ok(has_table_privilege('agents_app', 'agent.mcp_status', 'SELECT') AND NOT has_table_privilege('public', 'agent.mcp_status', 'SELECT'),
+          'agent.mcp_status readable by the application role, not by PUBLIC');
 SELECT hasnt_column('agent', 'mcp_status', 'headers', 'the status view has no headers column');
 SELECT ok(NOT has_function_privilege('public', 'agent.mcp_add_server(text, text, jsonb, text, text, text, text, boolean)', 'EXECUTE'),
           'mcp_add_server not executable by PUBLIC');

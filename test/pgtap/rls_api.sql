@@ -3,7 +3,7 @@
 BEGIN;
 SELECT plan(61);
 
-CREATE ROLE rls_a_app NOLOGIN;
+CREATE ROLE rls_a_app NOLOGIN IN ROLE agents_app;
 CREATE SCHEMA rls_a;
 GRANT USAGE ON SCHEMA rls_a TO rls_a_app;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
