@@ -28,7 +28,7 @@ COMMENT ON COLUMN agent.access_config.updated_at IS 'When it was last changed.';
 
 CREATE FUNCTION agent.set_acl_function(fn regprocedure) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   p pg_catalog.pg_proc%ROWTYPE;
@@ -42,6 +42,14 @@ BEGIN
         USING ERRCODE = 'invalid_parameter_value',
               DETAIL = 'An ACL function is (user_id text, resource_type text, resource_id text, mode text) RETURNS boolean.',
               HINT = 'It is called with user_id NULL to ask whether the resource is shared with the whole workspace.';
+    END IF;
+    -- it is called inside the extension's SECURITY DEFINER functions: an
+    -- invoker function of another role would run with the extension's rights
+    IF NOT p.prosecdef AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner) THEN
+      RAISE EXCEPTION 'ACL function % must be SECURITY DEFINER or owned by a superuser', fn
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'agent.can_access calls it inside the extension''s own SECURITY DEFINER functions, where an invoker function of another role would run with the extension''s rights.',
+              HINT = 'ALTER FUNCTION ... SECURITY DEFINER (it then runs with its owner''s rights), with SET search_path.';
     END IF;
   END IF;
   UPDATE agent.access_config SET acl_function = fn, updated_by = session_user, updated_at = now();

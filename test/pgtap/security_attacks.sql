@@ -4,7 +4,7 @@
 -- workspace try to read, inject and forge across two workspaces.  Each
 -- assertion is what the attacker must NOT get.
 BEGIN;
-SELECT plan(42);
+SELECT plan(44);
 
 -- ---------------------------------------------------------------- setup
 SET LOCAL client_min_messages = warning;
@@ -130,6 +130,17 @@ SELECT ok((SELECT octet_length(input::text) < 5000 FROM agent.run_steps WHERE ru
           'and a bounded detail');
 SELECT ok((SELECT bool_and(workspace_id = 'ws-atk-a') FROM agent.audit_log WHERE action = 'agent.follow_relation'
             AND actor_id = '986001'), 'its audit rows are in its own workspace');
+
+-- ---------------- an application-owned ACL function never runs with our rights
+CREATE SCHEMA sec_atk_app AUTHORIZATION sec_atk_app;
+SET LOCAL ROLE sec_atk_app;
+CREATE FUNCTION sec_atk_app.acl(u text, t text, i text, m text) RETURNS boolean LANGUAGE plpgsql AS
+  $f$ BEGIN EXECUTE 'ALTER ROLE sec_atk_app SUPERUSER'; RETURN true; END $f$;
+RESET ROLE;
+SELECT throws_ok($$SELECT agent.set_acl_function('sec_atk_app.acl(text,text,text,text)')$$, '42501',
+                 'ACL function sec_atk_app.acl(text,text,text,text) must be SECURITY DEFINER or owned by a superuser',
+                 'an invoker ACL function of another role is refused (it would run inside our SECURITY DEFINER code)');
+SELECT ok(NOT (SELECT rolsuper FROM pg_roles WHERE rolname = 'sec_atk_app'), 'and the role did not become superuser');
 
 -- ----------------------------------------------------- the application role
 SET LOCAL ROLE sec_atk_app;

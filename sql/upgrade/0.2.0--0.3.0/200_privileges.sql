@@ -290,3 +290,40 @@ WINDOW w AS (PARTITION BY g.agent_id, g.day);
 
 COMMENT ON VIEW agent.insights IS
   'Runs per agent, UTC day (of created_at) and status, for analytics: runs, own tokens (the run''s own tokens_in + tokens_out, never the rolled-up tokens_total, so that sums do not count a child twice), average duration, and the day''s run count and failure rate (failed, budget_exceeded, expired over finished runs). Scoped to the session''s workspace (pg_agents.workspace), and only one the role may read (agents_app: any; agents_reader: those bound by agent.bind_reader); a superuser session without a workspace sees all.';
+CREATE OR REPLACE FUNCTION agent.set_acl_function(fn regprocedure) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  p pg_catalog.pg_proc%ROWTYPE;
+BEGIN
+  IF fn IS NOT NULL THEN
+    SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = fn;
+    IF p.pronargs <> 4
+       OR array_to_string(p.proargtypes::oid[], ',') <> array_to_string(ARRAY['text'::regtype, 'text'::regtype, 'text'::regtype, 'text'::regtype]::oid[], ',')
+       OR p.prorettype <> 'boolean'::regtype OR p.proretset THEN
+      RAISE EXCEPTION 'function % does not have the signature of an ACL function', fn
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = 'An ACL function is (user_id text, resource_type text, resource_id text, mode text) RETURNS boolean.',
+              HINT = 'It is called with user_id NULL to ask whether the resource is shared with the whole workspace.';
+    END IF;
+    -- it is called inside the extension's SECURITY DEFINER functions: an
+    -- invoker function of another role would run with the extension's rights
+    IF NOT p.prosecdef AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner) THEN
+      RAISE EXCEPTION 'ACL function % must be SECURITY DEFINER or owned by a superuser', fn
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'agent.can_access calls it inside the extension''s own SECURITY DEFINER functions, where an invoker function of another role would run with the extension''s rights.',
+              HINT = 'ALTER FUNCTION ... SECURITY DEFINER (it then runs with its owner''s rights), with SET search_path.';
+    END IF;
+  END IF;
+  UPDATE agent.access_config SET acl_function = fn, updated_by = session_user, updated_at = now();
+  PERFORM agent._audit_event('agent.set_acl_function', 'success', 'access_config', NULL, NULL, NULL,
+                             jsonb_build_object('acl_function', fn::text),
+                             CASE WHEN fn IS NULL THEN 'ACL from agent.resource_acl (default)'
+                                  ELSE 'ACL from ' || fn::text END);
+END
+$$;
+REVOKE ALL ON FUNCTION agent.set_acl_function(regprocedure) FROM PUBLIC;
+COMMENT ON FUNCTION agent.set_acl_function(regprocedure) IS
+  'Plugs the application''s ACL in: fn(user_id, resource_type, resource_id, mode) RETURNS boolean (user_id NULL: shared with the whole workspace?); NULL goes back to agent.resource_acl.';
+
