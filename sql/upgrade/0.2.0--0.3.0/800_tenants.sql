@@ -20,10 +20,12 @@ BEGIN
   SELECT e #>> '{}' INTO v_bad
     FROM agent.agents a, jsonb_array_elements(p_delegation) e
    WHERE a.id = p_agent_id
-     AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(a.delegation) o WHERE (o #>> '{}') = (e #>> '{}'))
      AND NOT EXISTS (SELECT 1 FROM agent.agents d
                       WHERE d.id = CASE WHEN (e #>> '{}') ~ '^[0-9]{1,18}$' THEN (e #>> '{}')::bigint END
-                        AND d.workspace_id = a.workspace_id AND d.deleted_at IS NULL)
+                        AND d.workspace_id = a.workspace_id
+                        AND (d.deleted_at IS NULL
+                             OR EXISTS (SELECT 1 FROM jsonb_array_elements(a.delegation) o
+                                         WHERE (o #>> '{}') = (e #>> '{}'))))
    LIMIT 1;
   IF v_bad IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', v_bad
@@ -34,7 +36,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._check_delegation(bigint, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent._check_delegation(bigint, jsonb) IS
-  'Internal: refuses (42704, as an unknown agent) a delegation list that newly names an agent that is not an existing, not deleted agent of the delegating agent''s workspace.';
+  'Internal: refuses (42704, as an unknown agent) a delegation list naming anything but agents of the delegating agent''s workspace (not deleted, unless already listed).';
 
 CREATE OR REPLACE FUNCTION agent._apply_settings(p_agent_id bigint, p_settings jsonb, p_by_user text)
 RETURNS void
@@ -81,7 +83,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._apply_settings(bigint, jsonb, text) IS
-  'Internal: writes checked settings to the agent; an "access" list replaces its grants; a "delegation" list may newly name only agents of the agent''s workspace (agent._check_delegation).';
+  'Internal: writes checked settings to the agent; an "access" list replaces its grants; a "delegation" list may name only agents of the agent''s workspace (agent._check_delegation).';
 
 CREATE OR REPLACE FUNCTION agent._user_reads(p_agent_id bigint, p_user text, p_type text, p_id text, p_mode text DEFAULT 'read')
 RETURNS boolean
