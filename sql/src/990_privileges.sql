@@ -21,3 +21,9 @@ GRANT EXECUTE ON FUNCTION agent.delegate(bigint, bigint, text, jsonb, int) TO ag
 GRANT EXECUTE ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) TO agents_executor;
 GRANT EXECUTE ON FUNCTION agent.delegation_context(bigint) TO agents_executor;
 GRANT SELECT ON agent.insights TO agents_reader;
+-- (functions a view calls run with the rights of the view's user: a reader
+-- of agent.insights needs these three; they reveal nothing but the
+-- session's own workspace and two status classifications)
+GRANT EXECUTE ON FUNCTION agent._session_workspace() TO agents_reader;
+GRANT EXECUTE ON FUNCTION agent._run_failed(text) TO agents_reader;
+GRANT EXECUTE ON FUNCTION agent._run_is_active(text) TO agents_reader;
