@@ -301,12 +301,15 @@ RETURNS TABLE(run_id bigint, parent_run_id bigint, depth integer, agent_id bigin
               current_step text, preview text, pending_messages bigint,
               created_at timestamptz, finished_at timestamptz)
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
+  -- a run of another workspace than the session's is unknown (no rows), and
+  -- a tree never crosses into another workspace
   WITH RECURSIVE t AS (
-    SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r WHERE r.id = run_tree.root_run_id
+    SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r
+     WHERE r.id = run_tree.root_run_id AND agent._workspace_ok(r.workspace_id)
     UNION ALL
-    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id)
+    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id AND c.workspace_id = t.workspace_id)
   SELECT t.id, t.parent_run_id, t.depth - (SELECT r0.depth FROM agent.runs r0 WHERE r0.id = run_tree.root_run_id),
          t.agent_id, a.name, t.status, t.origin, t.tokens_in, t.tokens_out, t.tokens_total,
          t.current_step, t.preview,
@@ -316,7 +319,7 @@ AS $$
    ORDER BY t.path
 $$;
 COMMENT ON FUNCTION agent.run_tree(bigint) IS
-  'The delegation tree under a run (itself first, then depth-first by id): depth relative to it, agent, status, tokens (tokens_total includes descendants), current step, preview and undelivered messages. Runs with the caller''s rights on agent.runs.';
+  'The delegation tree under a run (itself first, then depth-first by id): depth relative to it, agent, status, tokens (tokens_total includes descendants), current step, preview and undelivered messages; only runs of the session''s workspace (a root of another workspace gives no rows). Runs with the caller''s rights on agent.runs.';
 
 -- ---------------------------------------------------------------------------
 -- Expiry of unanswered questions (called by agent.tick)

@@ -10,7 +10,7 @@
 -- ten-a and ten-b: the attack is the application's request for ten-a naming
 -- ten-b's objects, which u-t could reach in ten-b.
 BEGIN;
-SELECT plan(90);
+SELECT plan(93);
 
 CREATE ROLE ten_app NOLOGIN IN ROLE agents_app;          -- the application
 CREATE ROLE ten_exec NOLOGIN IN ROLE agents_executor;    -- an external executor
@@ -213,6 +213,9 @@ SELECT throws_ok($$SELECT agent._teams_manage_jobs(81500011, 'list', '{}')$$, '4
 SELECT throws_ok($$SELECT agent._teams_manage_jobs(81500011, 'create', '{"schedule": "0 9 * * *"}')$$, '42704',
                  'run 81500011 does not exist', 'manage_jobs create for a run of ten-b: unknown run');
 SELECT is(agent._teams_manage_jobs(81500001, 'list', '{}'), '{"jobs": []}'::jsonb, 'manage_jobs in the session''s workspace');
+SELECT is((SELECT count(*)::int FROM agent.run_tree(81500011)), 0, 'run_tree of a run of ten-b: nothing, like an unknown run');
+SELECT ok(EXISTS (SELECT 1 FROM agent.run_tree(81500001) WHERE run_id = :child), 'run_tree of a run of the session''s workspace, with its child');
+SELECT ok(NOT EXISTS (SELECT 1 FROM agent.run_tree(81500001) WHERE run_id = 81500012), 'run_tree never crosses into ten-b (the forged child)');
 SELECT throws_ok($$SELECT * FROM agent.duplicate(8150011, 'u-t')$$, '42704',
                  'agent 8150011 does not exist', 'a superuser session bound to ten-a is refused ten-b''s agent too');
 SET LOCAL pg_agents.workspace = 'ten-b';

@@ -1046,6 +1046,32 @@ REVOKE ALL ON FUNCTION agent._teams_ask_parent(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._teams_ask_parent(bigint, text) IS
   'Internal (ask_parent tool): posts the question to the parent run (of the same workspace; a run of another workspace than the session''s is unknown, 42704) as a message (kind question), re-queues the parent when it is parked in waiting_children, and parks the running child in waiting_input, expiring after pg_agents.approval_ttl. 55000 when the parent has ended. Returns the message id.';
 
+CREATE OR REPLACE FUNCTION agent.run_tree(root_run_id bigint)
+RETURNS TABLE(run_id bigint, parent_run_id bigint, depth integer, agent_id bigint, agent_name text,
+              status text, origin text, tokens_in bigint, tokens_out bigint, tokens_total bigint,
+              current_step text, preview text, pending_messages bigint,
+              created_at timestamptz, finished_at timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  -- a run of another workspace than the session's is unknown (no rows), and
+  -- a tree never crosses into another workspace
+  WITH RECURSIVE t AS (
+    SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r
+     WHERE r.id = run_tree.root_run_id AND agent._workspace_ok(r.workspace_id)
+    UNION ALL
+    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id AND c.workspace_id = t.workspace_id)
+  SELECT t.id, t.parent_run_id, t.depth - (SELECT r0.depth FROM agent.runs r0 WHERE r0.id = run_tree.root_run_id),
+         t.agent_id, a.name, t.status, t.origin, t.tokens_in, t.tokens_out, t.tokens_total,
+         t.current_step, t.preview,
+         (SELECT count(*) FROM agent.run_messages m WHERE m.run_id = t.id AND m.delivered_at IS NULL),
+         t.created_at, t.finished_at
+    FROM t JOIN agent.agents a ON a.id = t.agent_id
+   ORDER BY t.path
+$$;
+COMMENT ON FUNCTION agent.run_tree(bigint) IS
+  'The delegation tree under a run (itself first, then depth-first by id): depth relative to it, agent, status, tokens (tokens_total includes descendants), current step, preview and undelivered messages; only runs of the session''s workspace (a root of another workspace gives no rows). Runs with the caller''s rights on agent.runs.';
+
 CREATE OR REPLACE FUNCTION agent._teams_manage_jobs(p_run_id bigint, p_action text, p_args jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
