@@ -10,7 +10,8 @@ RETURNS integer LANGUAGE sql STABLE AS $$
   FROM agent.resource_acl r
   WHERE r.resource_type = p_type AND r.resource_id = p_id
     AND (r.workspace_id IS NULL OR r.workspace_id = p_ws)
-    AND (r.principal = 'workspace'
+    -- a "workspace" row must name the workspace (NULL: shared with none)
+    AND ((r.principal = 'workspace' AND r.workspace_id IS NOT NULL)
          OR (p_user IS NOT NULL AND r.principal = 'user:' || p_user)
          OR (p_user IS NOT NULL AND r.principal IN (
                SELECT 'group:' || m.group_id FROM agent.group_members m

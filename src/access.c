@@ -17,7 +17,7 @@
  *					  workspace_shared path allows the edit)
  *					  else the owner's ACL for the mode -> granted | owner_denied
  *					no direct grant, a workspace_shared grant, and the resource
- *					shared with the whole workspace (now, never snapshotted):
+ *					shared with the agent's own workspace (now, never snapshotted):
  *					  read: owner's ACL read -> granted_workspace_shared | owner_denied
  *					  edit: workspace_shared grant at edit (else grant_read_only),
  *					  workspace share at edit and owner's ACL edit (else
@@ -26,9 +26,15 @@
  *	 edit implies read everywhere.
  *
  * The ACL (a user's or the owner's) comes from agent.resource_acl (principals
- * user:<id>, group:<g> for the groups of agent.group_members, workspace),
- * rows whose workspace_id is NULL or the agent's workspace; or from a function
- * registered with agent.set_acl_function().
+ * user:<id>, group:<g> for the groups of agent.group_members, workspace); or
+ * from a function registered with agent.set_acl_function().  Workspaces
+ * (docs/tenants.md): a row of a workspace counts only for agents of that
+ * workspace.  A row whose workspace_id is NULL is a row of no workspace: a
+ * user:<id> or group:<g> row, and a group_members row, count in every
+ * workspace (the application's own, global statement about that user or
+ * group); a principal "workspace" row counts in none, because "shared with
+ * the whole workspace" means the agent's own workspace and such a row names
+ * none.
  *
  * Speed matters: can_access sits in WHERE clauses over millions of rows. So
  * there is no SPI here: every lookup is a direct index scan on the tables'
@@ -973,7 +979,8 @@ GetAclRows(const char *rtype, const char *rid, Snapshot snap)
 
 /*
  * The level a principal holds on a resource, from agent.resource_acl rows of
- * the workspace (or without one).  user NULL: the workspace share only.
+ * the workspace (or, for user and group principals, without one).  user
+ * NULL: the workspace share only, from rows that name this workspace.
  */
 static int
 AclLevel(const char *workspace, const char *user, GroupsEntry *groups,
@@ -996,7 +1003,7 @@ AclLevel(const char *workspace, const char *user, GroupsEntry *groups,
 		if (r->workspace != NULL && strcmp(r->workspace, workspace) != 0)
 			continue;
 		if (plen == 9 && memcmp(ps, "workspace", 9) == 0)
-			match = true;
+			match = r->workspace != NULL;	/* shared with this workspace, by name */
 		else if (user != NULL && plen == ulen + 5 && memcmp(ps, "user:", 5) == 0)
 			match = memcmp(ps + 5, user, ulen) == 0;
 		else if (user != NULL && groups != NULL && plen > 6 && memcmp(ps, "group:", 6) == 0)
@@ -1493,8 +1500,9 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 			d = slot_getattr(slot, rels.acl_type, &isnull);
 			if (isnull || !TextEq(d, rtype, rtype_len))
 				continue;
+			/* shared with the agent's own workspace, by name (NULL: none) */
 			d = slot_getattr(slot, rels.acl_workspace, &isnull);
-			if (!isnull && !TextEq(d, ag->workspace, strlen(ag->workspace)))
+			if (isnull || !TextEq(d, ag->workspace, strlen(ag->workspace)))
 				continue;
 			d = slot_getattr(slot, rels.acl_id, &isnull);
 			if (isnull)

@@ -4,6 +4,9 @@
  *		agent.delegate / agent.try_delegate: the checks that decide whether a
  *		running run may hand a task to another agent, and the child run.
  *
+ * The parent run must be of the session's workspace (agent._workspace_ok):
+ * a run of another workspace is an unknown run (42704), before any lock.
+ *
  * Checks, in order (the first that fails decides):
  *   1. the parent run is running                    55000 parent_not_running
  *   2. the child is in the parent agent's list      42501 not_listed
@@ -20,6 +23,11 @@
  * error (the caller's transaction, and anything it wrote, rolls back); in
  * try mode it is recorded (a denied audit row, a denied step on the parent)
  * and returned as {"ok": false, ...}.
+ *
+ * Attachments: each resource reference is checked against the child's own
+ * access (agent._delegation_attachment): one the child agent may not read
+ * autonomously reaches the child run, and the delegate step, only as
+ * {"resource_type", "resource_id", "withheld": <reason>}.
  *
  * Steps: in try mode (agent.try_delegate, the executor API) an accepted
  * delegation also gets a delegate step on the parent, whose output becomes
@@ -56,6 +64,7 @@ enum
 {
 	Q_ROOT,
 	Q_LOCK,
+	Q_ATTACH,
 	Q_PARENT,
 	Q_CHILD,
 	Q_CHAIN,
@@ -176,6 +185,7 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 	Oid			t2[2] = {INT8OID, INT8OID};
 	Oid			t_enq[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, INT8OID};
 	Oid			t_child_run[2] = {INT8OID, INT4OID};
+	Oid			t_attach[2] = {INT8OID, JSONBOID};
 	Oid			t_granted[7] = {INT8OID, INT8OID, INT8OID, TEXTOID, JSONBOID, INT8OID, BOOLOID};
 	Oid			t_refused[6] = {INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		v[7];
@@ -214,12 +224,16 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 
-	/* 0. find and lock the tree, then the parent */
+	/*
+	 * 0. find the tree (a run of another workspace than the session's is an
+	 * unknown run: refused before any lock), lock it, then the parent
+	 */
 	v[0] = Int64GetDatum(parent_id);
-	Exec(GetPlan(Q_ROOT, "SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = r.root_run_id), r.id)"
-				 " FROM agent.runs r WHERE r.id = $1", 1, t1),
+	Exec(GetPlan(Q_ROOT, "SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = r.root_run_id), r.id),"
+				 "       agent._workspace_ok(r.workspace_id) AND r.id IS NOT NULL"
+				 " FROM (SELECT 1) one LEFT JOIN agent.runs r ON r.id = $1", 1, t1),
 		 v, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (SPI_processed == 0 || !DatumGetBool(Col(2, &isnull)) || isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("run %lld does not exist", (long long) parent_id)));
@@ -449,13 +463,25 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 	{
 		char		requested_by[32];
 		char		eq_nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+		Datum		att_given = attachments ? JsonbPGetDatum(attachments)
+			: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
+		Datum		att_child;
+
+		/* the attachments as the child may receive them */
+		v[0] = Int64GetDatum(child_id);
+		v[1] = att_given;
+		Exec(GetPlan(Q_ATTACH,
+					 "SELECT coalesce(jsonb_agg(agent._delegation_attachment($1, a.e) ORDER BY a.n), '[]'::jsonb)"
+					 "  FROM jsonb_array_elements($2) WITH ORDINALITY AS a(e, n)", 2, t_attach),
+			 v, NULL, SPI_OK_SELECT);
+		att_child = SPI_datumTransfer(Col(1, &isnull), false, -1);
+		MemoryContextSwitchTo(callerCxt);
 
 		/* the child run, through the one queue path */
 		snprintf(requested_by, sizeof(requested_by), "agent:%lld", (long long) p_agent);
 		v[0] = Int64GetDatum(child_id);
 		v[1] = CStringGetTextDatum(task);
-		v[2] = attachments ? JsonbPGetDatum(attachments)
-			: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
+		v[2] = att_child;
 		v[3] = Int64GetDatum(parent_id);
 		v[4] = CStringGetTextDatum(requested_by);
 		v[5] = Int64GetDatum(child_budget);
@@ -493,8 +519,7 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 		v[1] = Int64GetDatum(child_run);
 		v[2] = Int64GetDatum(child_id);
 		v[3] = CStringGetTextDatum(task);
-		v[4] = attachments ? JsonbPGetDatum(attachments)
-			: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
+		v[4] = att_child;
 		v[5] = Int64GetDatum(child_budget);
 		v[6] = BoolGetDatum(!raise);
 		Exec(GetPlan(Q_GRANTED,

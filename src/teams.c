@@ -7,6 +7,11 @@
  *		runs inside an executor unit (a transaction with SPI connected).
  *		The SQL side is sql/src/900_teams.sql; see docs/teams.md.
  *
+ *		Workspaces: the worker sets pg_agents.workspace to the run's
+ *		workspace before any tool; the SQL functions refuse a run of
+ *		another workspace as unknown, and a run sees as its children only
+ *		runs of its own workspace.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -385,7 +390,8 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		r = TeamsQuery("SELECT coalesce(jsonb_agg(jsonb_build_object('run_id', c.id, 'agent_id', c.agent_id, "
 					   "'agent', a.name, 'status', c.status, 'current_step', c.current_step, 'preview', c.preview, "
 					   "'tokens_total', c.tokens_total) ORDER BY c.id), '[]') "
-					   "FROM agent.runs c JOIN agent.agents a ON a.id = c.agent_id WHERE c.parent_run_id = $1",
+					   "FROM agent.runs c JOIN agent.agents a ON a.id = c.agent_id WHERE c.parent_run_id = $1 "
+					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   1, types, vals, &failed);
 	else if (run <= 0 && (strcmp(action, "status") == 0 || strcmp(action, "read_result") == 0 ||
 						  strcmp(action, "send") == 0 || strcmp(action, "wait") == 0))
@@ -393,12 +399,14 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 	else if (strcmp(action, "status") == 0)
 		r = TeamsQuery("SELECT jsonb_build_object('run_id', c.id, 'status', c.status, 'current_step', c.current_step, "
 					   "'preview', c.preview, 'tokens_total', c.tokens_total) "
-					   "FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1",
+					   "FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1 "
+					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   2, types, vals, &failed);
 	else if (strcmp(action, "read_result") == 0)
 		r = TeamsQuery("SELECT jsonb_build_object('run_id', c.id, 'status', c.status, "
 					   "'finished', NOT agent._run_is_active(c.status), 'output', c.output, 'error', c.error) "
-					   "FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1",
+					   "FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1 "
+					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   2, types, vals, &failed);
 	else if (strcmp(action, "send") == 0)
 	{
@@ -415,7 +423,8 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 	}
 	else if (strcmp(action, "wait") == 0)
 	{
-		r = TeamsQuery("SELECT c.id FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1",
+		r = TeamsQuery("SELECT c.id FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1 "
+					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   2, types, vals, &failed);
 		if (!failed && json_is_integer(r))
 		{

@@ -496,6 +496,38 @@ $$;
 COMMENT ON FUNCTION agent._check_settings(jsonb) IS
   'Internal: refuses (22023) settings with an unknown key or a value of the wrong shape, naming the key.';
 
+-- A delegation list names only agents of the delegating agent's workspace:
+-- every id must be an agent of it (one of another workspace is refused
+-- exactly like an unknown one), not deleted unless it was already listed
+-- (so that a save or a restore keeps working after a deletion).
+CREATE FUNCTION agent._check_delegation(p_agent_id bigint, p_delegation jsonb) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_bad text;
+BEGIN
+  SELECT e #>> '{}' INTO v_bad
+    FROM agent.agents a, jsonb_array_elements(p_delegation) e
+   WHERE a.id = p_agent_id
+     AND NOT EXISTS (SELECT 1 FROM agent.agents d
+                      WHERE d.id = CASE WHEN (e #>> '{}') ~ '^[0-9]{1,18}$' THEN (e #>> '{}')::bigint END
+                        AND d.workspace_id = a.workspace_id
+                        AND (d.deleted_at IS NULL
+                             OR EXISTS (SELECT 1 FROM jsonb_array_elements(a.delegation) o
+                                         WHERE (o #>> '{}') = (e #>> '{}'))))
+   LIMIT 1;
+  IF v_bad IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', v_bad
+      USING ERRCODE = 'undefined_object',
+            DETAIL = 'A delegation list names only agents of the delegating agent''s own workspace.';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._check_delegation(bigint, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent._check_delegation(bigint, jsonb) IS
+  'Internal: refuses (42704, as an unknown agent) a delegation list naming anything but agents of the delegating agent''s workspace (not deleted, unless already listed).';
+
 -- Applies checked settings to the agent (grants: the "access" list replaces them).
 CREATE FUNCTION agent._apply_settings(p_agent_id bigint, p_settings jsonb, p_by_user text)
 RETURNS void
@@ -505,6 +537,9 @@ AS $$
 DECLARE
   s jsonb := p_settings;
 BEGIN
+  IF s ? 'delegation' THEN
+    PERFORM agent._check_delegation(p_agent_id, s -> 'delegation');
+  END IF;
   UPDATE agent.agents a SET
     name                 = CASE WHEN s ? 'name' THEN btrim(s ->> 'name') ELSE a.name END,
     instructions         = CASE WHEN s ? 'instructions' THEN s ->> 'instructions' ELSE a.instructions END,
@@ -539,7 +574,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._apply_settings(bigint, jsonb, text) IS
-  'Internal: writes checked settings to the agent; an "access" list replaces its grants.';
+  'Internal: writes checked settings to the agent; an "access" list replaces its grants; a "delegation" list may name only agents of the agent''s workspace (agent._check_delegation).';
 
 CREATE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
 LANGUAGE sql STABLE
@@ -738,18 +773,21 @@ AS $$
   SELECT CASE
     WHEN p_type = 'workspace_shared' THEN true
     WHEN p_type = 'agent' THEN
-      CASE WHEN p_id ~ '^[0-9]{1,18}$'
-           THEN agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END
-           ELSE false END
+      CASE WHEN p_id !~ '^[0-9]{1,18}$' THEN false
+           -- an agent of another workspace is no agent the user can reach here
+           WHEN NOT EXISTS (SELECT 1 FROM agent.agents t JOIN agent.agents s ON s.id = p_agent_id
+                             WHERE t.id = p_id::bigint AND t.workspace_id = s.workspace_id) THEN false
+           ELSE agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END
+      END
     ELSE agent.can_access(p_agent_id, p_type, p_id, p_mode, 'manual', p_user)
   END
 $$;
 COMMENT ON FUNCTION agent._user_reads(bigint, text, text, text, text) IS
-  'Internal: does the user''s own access reach the resource (agents: their share level; other resources: their ACL)?';
+  'Internal: does the user''s own access reach the resource (agents: their share level, on agents of the same workspace only; other resources: their ACL)?';
 
 CREATE FUNCTION agent._duplicate(p_agent_id bigint, by_user text, OUT new_agent_id bigint, OUT report jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   a          agent.agents%ROWTYPE;
@@ -767,6 +805,11 @@ DECLARE
   v_srcver   integer;
   v_report   jsonb;
 BEGIN
+  -- an agent of another workspace is an unknown agent
+  IF p_agent_id IS NOT NULL
+     AND NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.agents x WHERE x.id = p_agent_id)) THEN
+    RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
+  END IF;
   a := agent._agent_for(p_agent_id, by_user, 'duplicate');
   SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.agent_id = a.id;
 
@@ -777,9 +820,11 @@ BEGIN
                                                  'resource_id', v_page, 'reason', 'no_read_access');
     v_page := NULL;
   END IF;
-  -- delegable agents: only those by_user can see
+  -- delegable agents: only those of the same workspace by_user can see
   FOR d IN SELECT x FROM jsonb_array_elements(a.delegation) x LOOP
-    IF agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
+    IF (d #>> '{}') ~ '^[0-9]{1,18}$'
+       AND EXISTS (SELECT 1 FROM agent.agents x WHERE x.id = (d #>> '{}')::bigint AND x.workspace_id = a.workspace_id)
+       AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
       v_deleg := v_deleg || d;
     ELSE
       v_dropped := v_dropped || jsonb_build_object('kind', 'delegation', 'agent_id', d,
@@ -861,11 +906,11 @@ COMMENT ON FUNCTION agent._duplicate(bigint, text) IS
 CREATE FUNCTION agent.duplicate(agent_id bigint, by_user text)
 RETURNS TABLE(agent_id bigint, report jsonb)
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT d.new_agent_id, d.report FROM agent._duplicate($1, $2) d $$;
 REVOKE ALL ON FUNCTION agent.duplicate(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.duplicate(bigint, text) IS
-  'Private copy owned by by_user (duplicate level): name suffixed " (copy)", instructions and model kept; grants, triggers (copied disabled), instruction page and delegation filtered by by_user''s own access; the report lists exactly what was dropped and why. Shares, tool connections (scope), limits and history are not copied.';
+  'Private copy owned by by_user (duplicate level; an agent of another workspace than the session''s is unknown, 42704): name suffixed " (copy)", instructions and model kept; grants, triggers (copied disabled), instruction page and delegation filtered by by_user''s own access; the report lists exactly what was dropped and why. Shares, tool connections (scope), limits and history are not copied.';
 
 CREATE FUNCTION agent.set_status(agent_id bigint, status text, by_user text)
 RETURNS void

@@ -697,18 +697,18 @@ CREATE FUNCTION agent.delegate(parent_run_id bigint, child_agent_id bigint, task
                                attachments jsonb DEFAULT '[]', token_budget int DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT (agent._delegate($1, $2, $3, coalesce($4, '[]'::jsonb), $5, true) ->> 'child_run_id')::bigint
 $$;
 COMMENT ON FUNCTION agent.delegate(bigint, bigint, text, jsonb, int) IS
-  'Queues a child run of a running run for an agent in the parent agent''s delegation list (active, same workspace): autonomous, origin delegation, depth + 1, input {task, attachments, parent_run_id}, budget reserved from the parent''s envelope, audited. Refusals raise (depth 54000, cycle 42P19, budget 54000, unlisted 42501, ...). Writes no step on the parent (the caller records its tool step). Returns the child run id.';
+  'Queues a child run of a running run (of the session''s workspace: another workspace''s run is unknown, 42704) for an agent in the parent agent''s delegation list (active, same workspace): autonomous, origin delegation, depth + 1, input {task, attachments, parent_run_id} (an attachment naming a resource the child may not read is replaced by {resource_type, resource_id, withheld}), budget reserved from the parent''s envelope, audited. Refusals raise (depth 54000, cycle 42P19, budget 54000, unlisted 42501, ...). Writes no step on the parent (the caller records its tool step). Returns the child run id.';
 
 CREATE FUNCTION agent.try_delegate(parent_run_id bigint, child_agent_id bigint, task text,
                                    attachments jsonb DEFAULT '[]', token_budget int DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT agent._delegate($1, $2, $3, coalesce($4, '[]'::jsonb), $5, false)
 $$;
@@ -717,7 +717,7 @@ COMMENT ON FUNCTION agent.try_delegate(bigint, bigint, text, jsonb, int) IS
 
 CREATE FUNCTION agent.delegation_context(run_id bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r       agent.runs%ROWTYPE;
@@ -727,7 +727,8 @@ DECLARE
   v_to    jsonb;
 BEGIN
   SELECT * INTO r FROM agent.runs x WHERE x.id = delegation_context.run_id;
-  IF NOT FOUND THEN
+  -- a run of another workspace is an unknown run
+  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
     RAISE EXCEPTION 'run % does not exist', delegation_context.run_id USING ERRCODE = 'undefined_object';
   END IF;
   SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
@@ -752,7 +753,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.delegation_context(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.delegation_context(bigint) IS
-  'For the executor: where a run stands in its delegation tree: {"depth", "max_depth", "chain" (agent ids from the root), "can_delegate", "delegates" (agents it may hand work to now: listed, active, same workspace, not on the chain, and only below the depth limit), "remaining_budget"}. The delegate_to_agent tool is offered only when can_delegate.';
+  'For the executor: where a run stands in its delegation tree: {"depth", "max_depth", "chain" (agent ids from the root), "can_delegate", "delegates" (agents it may hand work to now: listed, active, same workspace, not on the chain, and only below the depth limit), "remaining_budget"}. The delegate_to_agent tool is offered only when can_delegate. A run of another workspace than the session''s is unknown (42704).';
 
 -- ---------------------------------------------------------------------------
 -- Approvals (keys in C: src/approval.c)
@@ -1025,6 +1026,58 @@ $$;
 REVOKE ALL ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION agent._delegation_granted(bigint, bigint, bigint, text, jsonb, bigint, boolean) IS
   'Internal: records an accepted delegation (audit row on the child run; with p_record_step, the delegate step on the parent).';
+
+-- What a child run receives of one attachment: a resource reference the
+-- child may read, as given; one it may not read, withheld (its other fields,
+-- such as a row's content, are dropped).  A reference is
+-- {"resource_type", "resource_id", ...} or the short form {"<type>": "<id>"}
+-- for a built-in or registered resource type; anything else is the parent's
+-- own data, like the task text, and passes as given.
+CREATE FUNCTION agent._delegation_attachment(p_child_agent_id bigint, p_attachment jsonb) RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_type   text;
+  v_id     text;
+  v_key    text;
+  v_val    jsonb;
+  v_ok     boolean;
+  v_reason text;
+BEGIN
+  IF jsonb_typeof(p_attachment) IS DISTINCT FROM 'object' THEN
+    RETURN p_attachment;
+  END IF;
+  IF p_attachment ? 'resource_type' OR p_attachment ? 'resource_id' THEN
+    IF jsonb_typeof(p_attachment -> 'resource_type') IS DISTINCT FROM 'string'
+       OR coalesce(jsonb_typeof(p_attachment -> 'resource_id'), 'null') NOT IN ('string', 'number') THEN
+      RETURN jsonb_build_object('resource_type', p_attachment -> 'resource_type',
+                                'resource_id', p_attachment -> 'resource_id', 'withheld', 'invalid_reference');
+    END IF;
+    v_type := p_attachment ->> 'resource_type';
+    v_id := p_attachment ->> 'resource_id';
+  ELSE
+    SELECT e.key, e.value INTO v_key, v_val FROM jsonb_each(p_attachment) e;
+    IF (SELECT count(*) FROM jsonb_object_keys(p_attachment)) <> 1
+       OR coalesce(jsonb_typeof(v_val), 'null') NOT IN ('string', 'number')
+       OR NOT (v_key IN ('page', 'collection', 'skill', 'agent')
+               OR EXISTS (SELECT 1 FROM agent.resource_tables t WHERE t.resource_type = v_key)) THEN
+      RETURN p_attachment;
+    END IF;
+    v_type := v_key;
+    v_id := v_val #>> '{}';
+  END IF;
+  SELECT x.allowed, x.reason INTO v_ok, v_reason
+    FROM agent.explain_access(p_child_agent_id, v_type, v_id, 'read', 'autonomous') x;
+  IF v_ok THEN
+    RETURN p_attachment;
+  END IF;
+  RETURN jsonb_build_object('resource_type', v_type, 'resource_id', v_id, 'withheld', coalesce(v_reason, 'not_granted'));
+END
+$$;
+REVOKE ALL ON FUNCTION agent._delegation_attachment(bigint, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent._delegation_attachment(bigint, jsonb) IS
+  'Internal (agent.delegate): one attachment as the child run receives it: a resource reference ({"resource_type", "resource_id", ...}, or {"<type>": "<id>"} for a built-in or registered type) that the child agent may not read autonomously becomes {"resource_type", "resource_id", "withheld": <reason of agent.explain_access>} (its other fields dropped); a malformed reference is withheld as invalid_reference; anything else passes as given.';
 
 CREATE FUNCTION agent._delegation_refused(p_parent_run_id bigint, p_child_agent_id bigint, p_task text,
                                           p_reason text, p_message text, p_detail text)

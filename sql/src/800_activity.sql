@@ -74,6 +74,22 @@ END
 $$;
 COMMENT ON FUNCTION agent._check_user(text) IS 'Internal: refuses (22023) a NULL or empty user id.';
 
+-- A workspace named in an argument (or a draft) must be the session's.
+CREATE FUNCTION agent._check_workspace_arg(p_workspace_id text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF NOT agent._workspace_ok(p_workspace_id) THEN
+    RAISE EXCEPTION 'workspace "%" is not the session''s workspace', p_workspace_id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Every call of the pg_agents API works inside the session''s workspace (pg_agents.workspace).';
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._check_workspace_arg(text) IS
+  'Internal: refuses (42501) a workspace id named in an argument or a draft that the session may not name (agent._workspace_ok).';
+
 -- ---------------------------------------------------------------------------
 -- Activity
 -- ---------------------------------------------------------------------------
@@ -87,7 +103,7 @@ RETURNS TABLE(run_id bigint, created_at timestamptz, trigger_label text, origin 
               skills text[], tools text[], resources_read text[], resources_written text[],
               denied_steps integer, error text, rerun_of bigint, parent_run_id bigint, run_trigger_id bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -115,7 +131,11 @@ BEGIN
     RAISE EXCEPTION 'since must not be after until' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   -- full: every run; edit, interact: their own manual runs; none (or an
-  -- unknown or deleted agent): nothing, indistinguishably
+  -- unknown or deleted agent, or one of another workspace): nothing,
+  -- indistinguishably
+  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = v_agent)) THEN
+    RETURN;
+  END IF;
   v_scope := agent.activity_scope(v_user, v_agent);
   IF v_scope IS NULL THEN
     RETURN;
@@ -157,13 +177,13 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.activity(bigint, text, text, bigint, timestamptz, timestamptz, int) IS
-  'The agent''s runs, newest first, as the user may see them (full: all; edit, interact: their own manual runs; no access or unknown agent: nothing): trigger label, status, duration, model, tokens, skills, tools and resources used (from run_steps), error in clear, re-run and delegation links. Filters: status, trigger, period [since, until) on created_at, lim (1-1000).';
+  'The agent''s runs, newest first, as the user may see them (full: all; edit, interact: their own manual runs; no access, unknown agent or an agent of another workspace than the session''s: nothing): trigger label, status, duration, model, tokens, skills, tools and resources used (from run_steps), error in clear, re-run and delegation links. Filters: status, trigger, period [since, until) on created_at, lim (1-1000).';
 
 CREATE FUNCTION agent.run_detail(run_id bigint, user_id text)
 RETURNS TABLE(seq integer, at timestamptz, kind text, name text, status text, summary text,
               resource text, tokens integer, duration interval, input jsonb, output jsonb)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -177,7 +197,8 @@ BEGIN
   END IF;
   PERFORM agent._check_user(v_user);
   SELECT * INTO r FROM agent.runs x WHERE x.id = v_run;
-  IF NOT FOUND THEN
+  -- a run of another workspace is an unknown run
+  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
     RETURN;
   END IF;
   v_scope := agent.activity_scope(v_user, r.agent_id);
@@ -229,7 +250,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.run_detail(bigint, text) IS
-  'The steps of one run in order (model calls with tokens, reads, writes, tool calls, searches, denied steps, delegations, errors) with a one-line summary, then the run''s approvals and their decisions. Same visibility as agent.activity (and the requester of a draft run sees its steps): a run the user may not see gives nothing, exactly like an unknown run.';
+  'The steps of one run in order (model calls with tokens, reads, writes, tool calls, searches, denied steps, delegations, errors) with a one-line summary, then the run''s approvals and their decisions. Same visibility as agent.activity (and the requester of a draft run sees its steps): a run the user may not see, or a run of another workspace than the session''s, gives nothing, exactly like an unknown run.';
 
 -- ---------------------------------------------------------------------------
 -- Insights
@@ -247,15 +268,16 @@ FROM (
          count(*) AS runs, sum(r.tokens_in)::bigint AS tokens_in, sum(r.tokens_out)::bigint AS tokens_out,
          avg(r.finished_at - r.started_at) AS avg_duration
     FROM agent.runs r
-   WHERE (agent.current_workspace() IS NULL AND pg_catalog.current_setting('is_superuser') = 'on')
-      OR (r.workspace_id = agent.current_workspace() AND (SELECT agent._may_read_workspace(agent.current_workspace())))
+   WHERE (SELECT agent._session_workspace()) IS NULL
+      OR (r.workspace_id = (SELECT agent._session_workspace())
+          AND (SELECT agent._may_read_workspace(agent._session_workspace())))
    GROUP BY 1, 2, 3, 4
 ) g
 JOIN agent.agents a ON a.id = g.agent_id
 WINDOW w AS (PARTITION BY g.agent_id, g.day);
 REVOKE ALL ON agent.insights FROM PUBLIC;
 COMMENT ON VIEW agent.insights IS
-  'Runs per agent, UTC day (of created_at) and status, for analytics: runs, own tokens (the run''s own tokens_in + tokens_out, never the rolled-up tokens_total, so that sums do not count a child twice), average duration, and the day''s run count and failure rate (failed, budget_exceeded, expired over finished runs). Scoped to the session''s workspace (pg_agents.workspace), and only one the role may read (agents_app: any; agents_reader: those bound by agent.bind_reader); a superuser session without a workspace sees all.';
+  'Runs per agent, UTC day (of created_at) and status, for analytics: runs, own tokens (the run''s own tokens_in + tokens_out, never the rolled-up tokens_total, so that sums do not count a child twice), average duration, and the day''s run count and failure rate (failed, budget_exceeded, expired over finished runs). Scoped to the session''s workspace (pg_agents.workspace; a non-superuser session that sets none is refused, a superuser one sees every workspace), and only to one the role may read (agents_app: any; agents_reader: those bound by agent.bind_reader).';
 COMMENT ON COLUMN agent.insights.workspace_id IS 'Workspace of the agent.';
 COMMENT ON COLUMN agent.insights.agent_id IS 'Agent.';
 COMMENT ON COLUMN agent.insights.agent_name IS 'Agent name now.';
@@ -274,7 +296,7 @@ CREATE FUNCTION agent.insights(agent_id bigint, user_id text, since timestamptz 
 RETURNS TABLE(section text, key text, runs bigint, succeeded bigint, failed bigint,
               failure_rate numeric, tokens bigint, detail jsonb)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -289,7 +311,9 @@ BEGIN
   IF since IS NOT NULL AND until IS NOT NULL AND since > until THEN
     RAISE EXCEPTION 'since must not be after until' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  v_level := agent._user_level(v_user, v_agent);
+  -- an agent of another workspace is an unknown agent
+  v_level := CASE WHEN agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = v_agent))
+                  THEN agent._user_level(v_user, v_agent) END;
   IF v_level IS DISTINCT FROM 'full' THEN
     -- the same answer for no access and for an unknown agent
     RAISE EXCEPTION 'user "%" cannot view the insights of agent %', v_user, v_agent
@@ -365,7 +389,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.insights(bigint, text, timestamptz, timestamptz) IS
-  'Insights of one agent over [since, until) of created_at (full level only, 42501 otherwise, unknown agents included): one row per section and key — total, status, day and week (UTC), model, origin: runs, succeeded, failed (failed, budget_exceeded, expired), failure_rate over finished runs, own tokens — and resource: granted (agent.access now) versus actually read (read steps of the period), with runs that read it and a state granted_and_read, granted_not_read or read_not_granted.';
+  'Insights of one agent over [since, until) of created_at (full level only, 42501 otherwise, unknown agents and agents of another workspace than the session''s included): one row per section and key — total, status, day and week (UTC), model, origin: runs, succeeded, failed (failed, budget_exceeded, expired), failure_rate over finished runs, own tokens — and resource: granted (agent.access now) versus actually read (read steps of the period), with runs that read it and a state granted_and_read, granted_not_read or read_not_granted.';
 
 -- ---------------------------------------------------------------------------
 -- Assisted creation: the hidden assistant, draft runs, create_from_draft
@@ -433,11 +457,11 @@ COMMENT ON FUNCTION agent._assistant_for(text) IS
 CREATE FUNCTION agent.generate_draft(description text, user_id text, workspace_id text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
-  v_ws   text := coalesce(nullif(workspace_id, ''), agent.current_workspace());
+  v_ws   text := coalesce(nullif(workspace_id, ''), agent._session_workspace());
   v_user text := user_id;
   v_aid  bigint;
   v_run  bigint;
@@ -455,6 +479,7 @@ BEGIN
     RAISE EXCEPTION 'generate_draft needs a workspace' USING ERRCODE = 'invalid_parameter_value',
           HINT = 'Pass workspace_id or set pg_agents.workspace.';
   END IF;
+  PERFORM agent._check_workspace_arg(v_ws);
   v_aid := agent._assistant_for(v_ws);
   -- a manual run acting as the user: its searches go through the user's own ACL
   v_run := agent._enqueue_run(v_aid, 'manual', 'draft',
@@ -469,7 +494,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.generate_draft(text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.generate_draft(text, text, text) IS
-  'Queues a draft run (origin draft, manual regime acting as user_id, so its searches see only what the user may read) of the workspace''s hidden assistant agent; the worker and the LLM turn the description into a draft, read with agent.draft(run_id). Nothing else is saved. workspace_id defaults to pg_agents.workspace. Returns the run id.';
+  'Queues a draft run (origin draft, manual regime acting as user_id, so its searches see only what the user may read) of the workspace''s hidden assistant agent; the worker and the LLM turn the description into a draft, read with agent.draft(run_id). Nothing else is saved. workspace_id defaults to the session''s workspace (pg_agents.workspace) and must be it (42501 otherwise). Returns the run id.';
 
 -- What is wrong with one trigger of a draft (NULL when it is valid).
 CREATE FUNCTION agent._draft_trigger_problem(t jsonb) RETURNS text
@@ -577,7 +602,7 @@ COMMENT ON FUNCTION agent._draft_json(text) IS
 
 CREATE FUNCTION agent.draft(run_id bigint, user_id text DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -603,8 +628,9 @@ BEGIN
     RAISE EXCEPTION 'run_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   SELECT * INTO r FROM agent.runs x WHERE x.id = v_run AND x.origin = 'draft';
-  IF NOT FOUND OR (user_id IS NOT NULL AND r.requested_by IS DISTINCT FROM user_id) THEN
-    -- another user's draft looks exactly like no draft
+  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL
+     OR (user_id IS NOT NULL AND r.requested_by IS DISTINCT FROM user_id) THEN
+    -- another user's draft, or one of another workspace, looks exactly like no draft
     RAISE EXCEPTION 'draft run % does not exist', v_run USING ERRCODE = 'undefined_object';
   END IF;
   v_user := r.requested_by;
@@ -701,11 +727,11 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.draft(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.draft(bigint, text) IS
-  'The draft of a draft run: {run_id, status, ready, draft {name, instructions, triggers (disabled), access, workspace_id}, found, dropped, downgraded}. Proposed access keeps only resources that a search_resources step of that run found and the requesting user can still read (edit downgraded to read without the user''s edit right); anything else the model proposed is dropped and reported, never guessed. Invalid triggers are dropped with the reason. user_id, when given, must be the requesting user (otherwise 42704, like an unknown draft).';
+  'The draft of a draft run: {run_id, status, ready, draft {name, instructions, triggers (disabled), access, workspace_id}, found, dropped, downgraded}. Proposed access keeps only resources that a search_resources step of that run found and the requesting user can still read (edit downgraded to read without the user''s edit right); anything else the model proposed is dropped and reported, never guessed. Invalid triggers are dropped with the reason. user_id, when given, must be the requesting user (otherwise 42704, like an unknown draft); a draft run of another workspace than the session''s is unknown too.';
 
 CREATE FUNCTION agent.create_from_draft(draft jsonb, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -730,11 +756,12 @@ BEGIN
             DETAIL = 'A draft has name, instructions, triggers, access and optionally workspace_id, model, approval_mode, template.';
     END IF;
   END LOOP;
-  v_ws := coalesce(nullif(d ->> 'workspace_id', ''), agent.current_workspace());
+  v_ws := coalesce(nullif(d ->> 'workspace_id', ''), agent._session_workspace());
   IF v_ws IS NULL THEN
     RAISE EXCEPTION 'invalid draft: no workspace' USING ERRCODE = 'invalid_parameter_value',
           HINT = 'Give workspace_id in the draft or set pg_agents.workspace.';
   END IF;
+  PERFORM agent._check_workspace_arg(v_ws);
   IF jsonb_typeof(d -> 'name') IS DISTINCT FROM 'string' OR length(btrim(d ->> 'name')) NOT BETWEEN 1 AND 200 THEN
     RAISE EXCEPTION 'invalid draft: name must be a string of 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -826,7 +853,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.create_from_draft(jsonb, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.create_from_draft(jsonb, text) IS
-  'Saves a draft (from agent.draft, a template or hand-written) as an agent owned by by_user, after validating it again: keys and shapes, every grant re-checked against by_user''s own ACL (42501), every trigger validated (cron via agent.cron_valid, event fields, filter via agent.validate_filter; a watched resource must be readable by by_user). Every trigger is created disabled. Writes version 1 and an audit row; returns the agent id.';
+  'Saves a draft (from agent.draft, a template or hand-written) as an agent owned by by_user, after validating it again: keys and shapes, every grant re-checked against by_user''s own ACL (42501), every trigger validated (cron via agent.cron_valid, event fields, filter via agent.validate_filter; a watched resource must be readable by by_user). Every trigger is created disabled. The agent is created in the session''s workspace: a draft''s workspace_id must be it (42501 otherwise). Writes version 1 and an audit row; returns the agent id.';
 
 -- ---------------------------------------------------------------------------
 -- The gallery

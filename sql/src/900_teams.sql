@@ -93,7 +93,7 @@ COMMENT ON FUNCTION agent._teams_post(agent.runs, text, text, text) IS
 
 CREATE FUNCTION agent.send_to_run(run_id bigint, message text, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r    agent.runs%ROWTYPE;
@@ -101,6 +101,10 @@ DECLARE
 BEGIN
   IF by_user IS NULL OR by_user = '' THEN
     RAISE EXCEPTION 'by_user must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- a run of another workspace is an unknown run (checked before any lock)
+  IF NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.runs x WHERE x.id = send_to_run.run_id)) THEN
+    RAISE EXCEPTION 'run % does not exist', send_to_run.run_id USING ERRCODE = 'undefined_object';
   END IF;
   r := agent._lock_run(send_to_run.run_id);
   IF NOT agent.user_can(by_user, r.agent_id, 'chat') THEN
@@ -117,18 +121,23 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.send_to_run(bigint, text, text) IS
-  'A human with the chat level on the agent queues a message for a queued, running or waiting run (42704 unknown run, 42501 no chat level, 55000 the run has ended, 22023 empty message). The worker gives it to the model at the next safe point; a run waiting_input takes it as its answer and is re-queued. Returns the message id.';
+  'A human with the chat level on the agent queues a message for a queued, running or waiting run (42704 unknown run or a run of another workspace than the session''s, 42501 no chat level, 55000 the run has ended, 22023 empty message). The worker gives it to the model at the next safe point; a run waiting_input takes it as its answer and is re-queued. Returns the message id.';
 
 -- A run sends to one of its direct children (agent_teams send).
 CREATE FUNCTION agent._teams_send(p_from_run bigint, p_to_run bigint, p_message text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r agent.runs%ROWTYPE;
 BEGIN
+  -- runs of another workspace (than the session's, or the sender's) are unknown
+  IF NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.runs x WHERE x.id = p_to_run)) THEN
+    RAISE EXCEPTION 'run % does not exist', p_to_run USING ERRCODE = 'undefined_object';
+  END IF;
   r := agent._lock_run(p_to_run);
-  IF r.parent_run_id IS DISTINCT FROM p_from_run THEN
+  IF r.parent_run_id IS DISTINCT FROM p_from_run
+     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = p_from_run AND x.workspace_id = r.workspace_id) THEN
     RAISE EXCEPTION 'run % is not a child of run %', p_to_run, p_from_run
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'A run sends messages only to the runs it delegated to.';
@@ -138,22 +147,27 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._teams_send(bigint, bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._teams_send(bigint, bigint, text) IS
-  'Internal (agent_teams send): a run queues a message for one of its direct children (42501 otherwise, 55000 when the child has ended).';
+  'Internal (agent_teams send): a run queues a message for one of its direct children of its own workspace (42501 otherwise; 42704 for a run of another workspace than the session''s; 55000 when the child has ended).';
 
 -- A child asks its parent: the question goes to the parent as a message,
 -- the child waits in waiting_input until an answer arrives (send_to_run or
 -- the parent's agent_teams send) or pg_agents.approval_ttl passes.
 CREATE FUNCTION agent._teams_ask_parent(p_run_id bigint, p_question text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r    agent.runs%ROWTYPE;
   p    agent.runs%ROWTYPE;
   v_id bigint;
 BEGIN
+  IF NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.runs x WHERE x.id = p_run_id)) THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
+  END IF;
   r := agent._lock_run(p_run_id);
-  IF r.parent_run_id IS NULL THEN
+  -- a parent of another workspace is no parent
+  IF r.parent_run_id IS NULL
+     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = r.parent_run_id AND x.workspace_id = r.workspace_id) THEN
     RAISE EXCEPTION 'run % has no parent run', r.id USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF r.status <> 'running' THEN
@@ -180,7 +194,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._teams_ask_parent(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._teams_ask_parent(bigint, text) IS
-  'Internal (ask_parent tool): posts the question to the parent run as a message (kind question), re-queues the parent when it is parked in waiting_children, and parks the running child in waiting_input, expiring after pg_agents.approval_ttl. 55000 when the parent has ended. Returns the message id.';
+  'Internal (ask_parent tool): posts the question to the parent run (of the same workspace; a run of another workspace than the session''s is unknown, 42704) as a message (kind question), re-queues the parent when it is parked in waiting_children, and parks the running child in waiting_input, expiring after pg_agents.approval_ttl. 55000 when the parent has ended. Returns the message id.';
 
 -- The worker takes a run's undelivered messages, in order, and marks them
 -- delivered in its own transaction (the one that records the turn).
@@ -287,12 +301,15 @@ RETURNS TABLE(run_id bigint, parent_run_id bigint, depth integer, agent_id bigin
               current_step text, preview text, pending_messages bigint,
               created_at timestamptz, finished_at timestamptz)
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
+  -- a run of another workspace than the session's is unknown (no rows), and
+  -- a tree never crosses into another workspace
   WITH RECURSIVE t AS (
-    SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r WHERE r.id = run_tree.root_run_id
+    SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r
+     WHERE r.id = run_tree.root_run_id AND agent._workspace_ok(r.workspace_id)
     UNION ALL
-    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id)
+    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id AND c.workspace_id = t.workspace_id)
   SELECT t.id, t.parent_run_id, t.depth - (SELECT r0.depth FROM agent.runs r0 WHERE r0.id = run_tree.root_run_id),
          t.agent_id, a.name, t.status, t.origin, t.tokens_in, t.tokens_out, t.tokens_total,
          t.current_step, t.preview,
@@ -302,7 +319,7 @@ AS $$
    ORDER BY t.path
 $$;
 COMMENT ON FUNCTION agent.run_tree(bigint) IS
-  'The delegation tree under a run (itself first, then depth-first by id): depth relative to it, agent, status, tokens (tokens_total includes descendants), current step, preview and undelivered messages. Runs with the caller''s rights on agent.runs.';
+  'The delegation tree under a run (itself first, then depth-first by id): depth relative to it, agent, status, tokens (tokens_total includes descendants), current step, preview and undelivered messages; only runs of the session''s workspace (a root of another workspace gives no rows). Runs with the caller''s rights on agent.runs.';
 
 -- ---------------------------------------------------------------------------
 -- Expiry of unanswered questions (called by agent.tick)
@@ -341,7 +358,7 @@ COMMENT ON FUNCTION agent._tick_teams(timestamptz) IS
 -- The acting user is the run's requester, else the agent's owner.
 CREATE FUNCTION agent._teams_manage_jobs(p_run_id bigint, p_action text, p_args jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r       agent.runs%ROWTYPE;
@@ -354,7 +371,8 @@ DECLARE
   v_job   bigint;
 BEGIN
   SELECT * INTO r FROM agent.runs x WHERE x.id = p_run_id;
-  IF NOT FOUND THEN
+  -- a run of another workspace is an unknown run
+  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
   SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
@@ -440,4 +458,4 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._teams_manage_jobs(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent._teams_manage_jobs(bigint, text, jsonb) IS
-  'Internal (manage_jobs tool): create, list, update or delete the schedule triggers of the run''s agent, acting as the run''s requester (else the agent''s owner). personal jobs (run_as creator) are visible to their creator, shared ones (run_as shared) to everyone; only the creator or a full user changes a shared job (42501). Schedules are validated with agent.cron_valid (22023). The worker gates delete through the approval gate before calling this.';
+  'Internal (manage_jobs tool): create, list, update or delete the schedule triggers of the run''s agent (a run of another workspace than the session''s is unknown, 42704), acting as the run''s requester (else the agent''s owner). personal jobs (run_as creator) are visible to their creator, shared ones (run_as shared) to everyone; only the creator or a full user changes a shared job (42501). Schedules are validated with agent.cron_valid (22023). The worker gates delete through the approval gate before calling this.';

@@ -145,3 +145,7 @@ GRANT EXECUTE ON FUNCTION agent.follow_relation(text, text, name),
 GRANT SELECT ON agent.resource_tables, agent.allowlist_tables, agent.relations TO agents_tool;
 -- evaluated by the read policies (sql/src/210_reads.sql) as the reading role
 GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO agents_app, agents_reader;
+-- functions the view agent.insights calls run with the rights of its reader:
+-- they reveal nothing but the session's own workspace and two status classes
+GRANT EXECUTE ON FUNCTION agent._session_workspace(), agent._run_failed(text), agent._run_is_active(text)
+  TO agents_app, agents_reader;

@@ -53,9 +53,9 @@ INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, princi
  (NULL,       'page', 'd_none',       'user:u1',   'edit'),
  (NULL,       'page', 'd_read',       'user:u1',   'edit'),
  (NULL,       'page', 'd_edit',       'user:u1',   'edit'),
- (NULL,       'page', 'd_ws_read',    'workspace', 'read'),
+ ('ws-rls',   'page', 'd_ws_read',    'workspace', 'read'),
  ('ws-rls',   'page', 'd_ws_edit',    'workspace', 'edit'),
- (NULL,       'page', 'd_ws_grant_ro','workspace', 'edit'),
+ ('ws-rls',   'page', 'd_ws_grant_ro','workspace', 'edit'),
  ('ws-other', 'page', 'd_ws_other',   'workspace', 'edit'),
  (NULL,       'page', 'd_owner_none', 'user:u2',   'edit'),
  (NULL,       'page', 'd_owner_read', 'user:u1',   'read'),
@@ -184,7 +184,8 @@ INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (
 SET LOCAL ROLE rls_t_app;
 SELECT is((SELECT count(*)::int FROM rls_t.docs WHERE id = 'd_other'), 0, 'workspace_shared: a page not shared stays invisible');
 RESET ROLE;
-INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES ('page', 'd_other', 'workspace', 'read');
+-- (a "workspace" share names its workspace: one with workspace_id NULL shares with none, docs/tenants.md)
+INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES ('ws-rls', 'page', 'd_other', 'workspace', 'read');
 SET LOCAL ROLE rls_t_app;
 SELECT is((SELECT count(*)::int FROM rls_t.docs WHERE id = 'd_other'), 1, 'workspace_shared: sharing a page with the workspace shows it at the next statement');
 RESET ROLE;

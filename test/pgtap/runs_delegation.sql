@@ -89,8 +89,10 @@ SELECT results_eq(
   format($$VALUES ('autonomous'::text, 'delegation'::text, 1, %s::bigint, %s::bigint, 'agent:310100'::text, 100::bigint, 'queued'::text)$$, :h, :h),
   'the child is autonomous, origin delegation, depth + 1, root of the parent, requested by the parent agent');
 SELECT is((SELECT input FROM agent.runs WHERE id = :c),
-          jsonb_build_object('task', 'summarise', 'attachments', '[{"page": "p1"}]'::jsonb, 'parent_run_id', :h),
-          'the child receives the task, the attachments and the parent run id, nothing else');
+          jsonb_build_object('task', 'summarise',
+                             'attachments', '[{"resource_type": "page", "resource_id": "p1", "withheld": "not_granted"}]'::jsonb,
+                             'parent_run_id', :h),
+          'the child receives the task, the attachments (a page it may not read withheld) and the parent run id, nothing else');
 SELECT is((SELECT priority FROM agent.runs WHERE id = :c), (SELECT priority FROM agent.runs WHERE id = :h),
           'work delegated by an interactive run keeps its priority');
 SELECT ok(EXISTS (SELECT 1 FROM agent.run_steps WHERE run_id = :h AND kind = 'delegate'

@@ -51,8 +51,8 @@ INSERT INTO public.pages (id, title, body) VALUES
 -- even shared with the whole workspace: only the agent's grants keep it out
 INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
   SELECT 'page', g::text, 'user:u1', 'edit' FROM generate_series(1, 3000) g;
-INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES
-  ('page', '5000', 'user:u1', 'edit'), ('page', '5000', 'workspace', 'read');
+INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES
+  ('ws1', 'page', '5000', 'user:u1', 'edit'), ('ws1', 'page', '5000', 'workspace', 'read');
 INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
   SELECT 1, 'page', g::text, 'read' FROM generate_series(300, 3000, 300) g;
 INSERT INTO agent.access (agent_id, resource_type, resource_id, access)

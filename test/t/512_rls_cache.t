@@ -53,7 +53,7 @@ SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '-') FROM public.docs;
 EXECUTE visible;
 \! $other "DELETE FROM agent.resource_acl WHERE resource_id = '3' AND principal = 'user:u1'"
 EXECUTE visible;
-\! $other "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'workspace_shared', '*', 'read'); INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES ('page', '40', 'workspace', 'read'), ('page', '40', 'user:u1', 'read')"
+\! $other "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'workspace_shared', '*', 'read'); INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES ('ws1', 'page', '40', 'workspace', 'read'), ('ws1', 'page', '40', 'user:u1', 'read')"
 EXECUTE visible;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 EXECUTE visible;
