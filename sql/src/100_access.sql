@@ -129,9 +129,11 @@ AS $$
                                 AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
      WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL
   ) l
+  -- an agent of another workspace than the session's is nobody's
+  WHERE agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = p_agent_id))
 $$;
 COMMENT ON FUNCTION agent._user_level(text, bigint) IS
-  'Internal: the best level the user holds on the agent (owner: full; direct and group shares), NULL when none or the agent is deleted.';
+  'Internal: the best level the user holds on the agent (owner: full; direct and group shares), NULL when none, the agent is deleted, or it belongs to another workspace than the session''s.';
 
 CREATE FUNCTION agent.user_can(user_id text, agent_id bigint, action text) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -187,10 +189,11 @@ AS $$
   SELECT a.id, a.name, CASE b.r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' ELSE 'interact' END
   FROM best b JOIN agent.agents a ON a.id = b.id
   WHERE a.deleted_at IS NULL AND b.r > 0
+    AND ((SELECT agent._session_workspace()) IS NULL OR a.workspace_id = (SELECT agent._session_workspace()))
   ORDER BY b.r DESC, a.name, a.id
 $$;
 COMMENT ON FUNCTION agent.visible_agents(text) IS
-  'The agents a user can see (owned, shared with them or with one of their groups), best level first; an agent they have no access to is not listed.';
+  'The agents of the session''s workspace a user can see (owned, shared with them or with one of their groups), best level first; an agent they have no access to is not listed.';
 
 -- The agent row, locked, after checking that it exists and that by_user
 -- holds the level the action needs.  by_user NULL is allowed only when
@@ -210,7 +213,7 @@ BEGIN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   SELECT * INTO a FROM agent.agents WHERE id = p_agent_id FOR UPDATE;
-  IF NOT FOUND THEN
+  IF NOT FOUND OR NOT agent._workspace_ok(a.workspace_id) THEN
     RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
   END IF;
   IF a.deleted_at IS NOT NULL THEN
@@ -688,6 +691,7 @@ BEGIN
   IF name IS NULL OR length(btrim(name)) NOT BETWEEN 1 AND 200 THEN
     RAISE EXCEPTION 'agent name must have 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  PERFORM agent._check_workspace_arg(create_agent.workspace_id);
   PERFORM agent._check_settings(coalesce(settings, '{}'));
   INSERT INTO agent.agents (workspace_id, owner_id, name)
   VALUES (create_agent.workspace_id, create_agent.owner_id, btrim(create_agent.name))

@@ -75,7 +75,8 @@ BEGIN
   IF p_run_id IS NULL THEN
     RAISE EXCEPTION 'run id must not be null' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root FROM agent.runs x WHERE x.id = p_run_id;
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root
+    FROM agent.runs x WHERE x.id = p_run_id AND agent._workspace_ok(x.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -86,7 +87,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._lock_run(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._lock_run(bigint) IS
-  'Internal: locks the tree of a run, then the run, and returns it (42704 when unknown).';
+  'Internal: locks the tree of a run, then the run, and returns it (42704 when unknown or of another workspace than the session''s).';
 
 -- Appends a step to a run (the caller holds the tree lock).
 CREATE FUNCTION agent._runs_add_step(p_run_id bigint, p_kind text, p_name text, p_input jsonb,
@@ -287,7 +288,7 @@ BEGIN
     RAISE EXCEPTION 'run input must be a json object'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = agent_id;
+  SELECT * INTO a FROM agent.agents x WHERE x.id = agent_id AND agent._workspace_ok(x.workspace_id);
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -520,7 +521,7 @@ DECLARE
   v_id bigint;
   n    agent.runs%ROWTYPE;
 BEGIN
-  SELECT * INTO o FROM agent.runs x WHERE x.id = rerun.run_id;
+  SELECT * INTO o FROM agent.runs x WHERE x.id = rerun.run_id AND agent._workspace_ok(x.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', rerun.run_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -838,10 +839,10 @@ BEGIN
     INTO v_ids, v_any
     FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
    WHERE p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > now()
-     AND (p_run_id IS NULL OR p.run_id = p_run_id);
+     AND (p_run_id IS NULL OR p.run_id = p_run_id) AND agent._workspace_ok(x.workspace_id);
   IF NOT v_any THEN
-    SELECT p.status INTO v_state FROM agent.approvals p
-     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
+    SELECT p.status INTO v_state FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
+     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id) AND agent._workspace_ok(x.workspace_id)
      ORDER BY p.id DESC LIMIT 1;
     IF v_state IS NULL THEN
       RAISE EXCEPTION 'no pending approval with key "%"', p_key

@@ -322,6 +322,10 @@ BEGIN
   IF agent_id IS NULL OR resource_type IS NULL THEN
     RETURN;
   END IF;
+  -- an agent of another workspace than the session's is unknown: nothing
+  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = readable_resources.agent_id)) THEN
+    RETURN;
+  END IF;
   -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
   --     group rows, and what is shared with the whole workspace);
   -- (b) with a workspace_shared grant: what is shared with the whole
