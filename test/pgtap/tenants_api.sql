@@ -10,12 +10,13 @@
 -- ten-a and ten-b: the attack is the application's request for ten-a naming
 -- ten-b's objects, which u-t could reach in ten-b.
 BEGIN;
-SELECT plan(93);
+SELECT plan(94);
 
 CREATE ROLE ten_app NOLOGIN IN ROLE agents_app;          -- the application
 CREATE ROLE ten_exec NOLOGIN IN ROLE agents_executor;    -- an external executor
 CREATE ROLE ten_reader NOLOGIN IN ROLE agents_reader;    -- analytics
 CREATE ROLE ten_nobody NOLOGIN;                          -- no grants at all
+SELECT agent.bind_reader('ten_reader', 'ten-a');         -- the workspace analytics is told
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, delegation) VALUES
   (8150001, 'ten-a', 'u-t', 'a lead', '[8150002]'),
@@ -238,6 +239,8 @@ SET LOCAL ROLE ten_reader;
 SET LOCAL pg_agents.workspace = 'ten-a';
 SELECT ok((SELECT count(*) FROM agent.insights WHERE workspace_id = 'ten-a') > 0, 'the reader sees its workspace''s runs');
 SELECT is((SELECT count(*)::int FROM agent.insights WHERE workspace_id <> 'ten-a'), 0, 'and no other workspace''s');
+SET LOCAL pg_agents.workspace = 'ten-b';
+SELECT is((SELECT count(*)::int FROM agent.insights), 0, 'naming a workspace it is not bound to shows nothing');
 SET LOCAL pg_agents.workspace = '';
 SELECT throws_ok($$SELECT count(*) FROM agent.insights$$, '42501', 'pg_agents.workspace is not set',
                  'a reader that sets no workspace is refused (instead of seeing every workspace)');
