@@ -1058,8 +1058,10 @@ typedef struct AccessArgs
 } AccessArgs;
 
 /*
- * A user id is taken on trust: only the application (a member of agents_app)
- * and superusers (the extension's own SECURITY DEFINER code) may pass one.
+ * A user id is taken on trust: only the application (a member of agents_app),
+ * the worker's tool role (agents_tool, which no one but a superuser can
+ * become) and superusers (the extension's own SECURITY DEFINER code) may
+ * pass one.
  * Any other role may still ask about autonomous access, which depends on no
  * user: that is what the allowlist policies evaluate as the querying role.
  */
@@ -1071,6 +1073,10 @@ RequireVouchingRole(void)
 	if (superuser())
 		return;
 	app = get_role_oid("agents_app", true);
+	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
+		return;
+	/* the worker's tool SQL of a manual run filters by its user's ACL */
+	app = get_role_oid("agents_tool", true);
 	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
 		return;
 	ereport(ERROR,
