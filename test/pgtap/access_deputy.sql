@@ -6,7 +6,7 @@
 -- already holds is kept.  The tenant boundary of the same functions.
 BEGIN;
 SET LOCAL client_min_messages = warning;  -- restore_version's NOTICE: the version note and audit row are checked
-SELECT plan(56);
+SELECT plan(58);
 
 -- ---------------------------------------------------------------- setup
 CREATE ROLE dep_tap_app NOLOGIN IN ROLE agents_app;
@@ -54,6 +54,8 @@ SELECT lives_ok(format($$SELECT agent.grant(%s, 'workspace_shared', '*', 'read',
                 'workspace_shared (what the whole workspace reads) is granted');
 SELECT lives_ok(format($$SELECT agent.grant(%s, 'page', 'p_secret', 'read', 'dp_owner')$$, :aid),
                 'the owner, who reads the page, grants it');
+SELECT lives_ok(format($$SELECT agent.grant(%s, 'page', 'p_owner_cannot', 'read', 'dp_owner')$$, :aid),
+                'the owner''s grants are not checked (the agent reaches grants and the owner''s ACL only)');
 SELECT lives_ok(format($$SELECT agent.grant(%s, 'page', 'p_secret', 'read', 'dp_edit')$$, :aid),
                 'the sharee may grant again what the agent already holds (nothing new)');
 SELECT throws_ok(format($$SELECT agent.grant(%s, 'page', 'p_secret', 'edit', 'dp_edit')$$, :aid),
@@ -68,6 +70,8 @@ SELECT is(pg_temp.held(:aid, 'p_secret'), 'none', 'the agent does not hold the s
 SELECT is(pg_temp.held(:aid, 'p_ro'), 'read', 'it holds the read-only page at read');
 SELECT is(pg_temp.held(:aid, 'c_secret'), 'none', 'nor the secret collection');
 SELECT is(agent.can_access(:aid, 'page', 'p_secret'), false, 'so an autonomous run cannot read it');
+SELECT is(agent.can_access(:aid, 'page', 'p_owner_cannot'), false,
+          'a page granted by the owner beyond their own ACL gives the agent nothing');
 SET LOCAL ROLE dep_tap_app;
 
 -- ------------------------------------------------- save_settings "access"

@@ -443,9 +443,13 @@ COMMENT ON FUNCTION agent._duplicate(bigint, text) IS
 -- would get at edit), an instruction page, a delegable agent -- needs
 -- by_user's own access, as agent.duplicate already requires: what the agent
 -- already holds is kept unchecked (a save that re-lists it grants nothing).
--- p_refuse: raise 42501 at the first violation (grant, save_settings);
--- otherwise leave it out and report it (restore_version).  by_user NULL is
--- an application call: the application vouches, nothing is checked.
+-- The owner's grants are not checked: an autonomous run reaches grants ∩
+-- the owner's ACL, so the owner can never grant the agent more than they
+-- read (their instruction page and delegable agents are checked: those do
+-- not go through that intersection).  p_refuse: raise 42501 at the first
+-- violation (grant, save_settings); otherwise leave it out and report it
+-- (restore_version).  by_user NULL is an application call: the application
+-- vouches, nothing is checked.
 CREATE FUNCTION agent._deputy_filter(p_agent_id bigint, p_by_user text, p_settings jsonb, p_refuse boolean)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
@@ -468,7 +472,7 @@ BEGIN
   END IF;
   SELECT * INTO a FROM agent.agents x WHERE x.id = p_agent_id;
 
-  IF jsonb_typeof(s -> 'access') = 'array' THEN
+  IF jsonb_typeof(s -> 'access') = 'array' AND p_by_user IS DISTINCT FROM a.owner_id THEN
     v_list := '[]';
     FOR e IN SELECT x FROM jsonb_array_elements(s -> 'access') x LOOP
       v_want := CASE coalesce(e ->> 'access', 'read') WHEN 'edit' THEN 2 ELSE 1 END;
@@ -546,7 +550,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._deputy_filter(bigint, text, jsonb, boolean) IS
-  'Internal: the deputy rule. Settings keep what the agent already holds; a new or raised grant, a new instruction page or a new delegable agent needs by_user''s own access: 42501 (p_refuse) or left out and reported. Returns {settings, dropped, downgraded}; by_user NULL (application call): unchecked.';
+  'Internal: the deputy rule. Settings keep what the agent already holds; a new or raised grant (unless by_user is the owner, whose ACL bounds the agent anyway), a new instruction page or a new delegable agent needs by_user''s own access: 42501 (p_refuse) or left out and reported. Returns {settings, dropped, downgraded}; by_user NULL (application call): unchecked.';
 
 -- The items of a report in clear, for notes and notices.
 CREATE FUNCTION agent._report_items(p_items jsonb) RETURNS text
