@@ -5,7 +5,7 @@
 -- bringing triggers back (recreate, update, disable), agent.duplicate keeping
 -- its rules.
 BEGIN;
-SELECT plan(85);
+SELECT plan(88);
 
 -- ---------------------------------------------------------------- setup
 CREATE ROLE trg_tap_app NOLOGIN IN ROLE agents_app;
@@ -25,6 +25,10 @@ SELECT agent.share(:aid, 'user:trg_edit', 'edit', 'trg_owner') AS _ \gset
 SELECT agent.share(:aid, 'user:trg_interact', 'interact', 'trg_owner') AS _ \gset
 SELECT agent.set_trigger(:bid, '{"kind": "schedule", "schedule": "0 8 * * *", "prompt": "B"}', 'trg_bowner') AS btrig \gset
 
+CREATE VIEW public.trg_tap_hidden AS SELECT 'r1'::text AS id;
+REVOKE ALL ON public.trg_tap_hidden FROM PUBLIC;
+CREATE VIEW public.trg_tap_open AS SELECT 'r1'::text AS id;
+GRANT SELECT ON public.trg_tap_open TO agents_app;
 CREATE TEMP TABLE trg_ids (name text PRIMARY KEY, id bigint);
 GRANT ALL ON trg_ids TO PUBLIC;
 CREATE FUNCTION pg_temp.versions(bigint) RETURNS bigint LANGUAGE sql
@@ -92,6 +96,21 @@ SELECT throws_ok(format($$SELECT agent.set_trigger(%s, '{"kind": "event"}', 'trg
                  '22023', 'invalid event trigger: event_name is required', 'an event trigger needs an event name');
 SELECT throws_ok(format($$SELECT agent.set_trigger(%s, '{"kind": "event", "event_name": "x", "filter": {"nope": 1}}', 'trg_edit')$$, :aid),
                  '22023', NULL, 'an invalid filter is refused');
+-- (a filter's view is checked for the session's role: the application logs in as itself)
+RESET ROLE;
+SET LOCAL SESSION AUTHORIZATION trg_tap_app;
+SELECT throws_ok(format($$SELECT agent.set_trigger(%s, '{"kind": "event", "event_name": "x", "filter": {"view": "public.trg_tap_hidden"}}', 'trg_edit')$$, :aid),
+                 '42501', 'invalid filter: permission denied for view "public.trg_tap_hidden"',
+                 'a filter view the application cannot read is refused, as on a direct write');
+SELECT throws_ok(format($$INSERT INTO agent.triggers (workspace_id, agent_id, kind, event_name, filter)
+                          VALUES ('ws-trg-a', %s, 'event', 'x', '{"view": "public.trg_tap_hidden"}')$$, :aid),
+                 '42501', 'invalid filter: permission denied for view "public.trg_tap_hidden"',
+                 '(the direct write)');
+SELECT lives_ok(format($$SELECT agent.set_trigger(%s, '{"kind": "event", "event_name": "x", "enabled": false,
+                         "filter": {"view": "public.trg_tap_open"}}', 'trg_edit')$$, :aid),
+                'a filter view it reads is accepted');
+RESET SESSION AUTHORIZATION;
+SET LOCAL ROLE trg_tap_app;
 SELECT throws_ok(format($$SELECT agent.set_trigger(%s, '{"kind": "api", "enabled": "yes"}', 'trg_edit')$$, :aid),
                  '22023', 'trigger key "enabled" must be a boolean', 'a value of the wrong type is refused');
 SELECT throws_ok(format($$SELECT agent.set_trigger(%s, '[]', 'trg_edit')$$, :aid),
@@ -129,8 +148,8 @@ SELECT is((SELECT prompt FROM agent.triggers WHERE id = :btrig), 'B', 'the other
 SELECT is(pg_temp.versions(:bid), 2::bigint, 'and its agent has no new version');
 
 -- ------------------------------------------- one version and one audit row
-SELECT is(pg_temp.versions(:aid), 9::bigint,
-          'created, then 3 + 1 creates, a change, a deletion, a create and a change: 9 versions, one per change');
+SELECT is(pg_temp.versions(:aid), 10::bigint,
+          'created, then 3 + 1 creates, a change, a deletion, 2 creates and a change: 10 versions, one per change');
 SELECT is(pg_temp.audits('agent.trigger.create', (SELECT id FROM trg_ids WHERE name = 'trg_edit')), 1::bigint,
           'one audit row agent.trigger.create for a created trigger');
 SELECT is(pg_temp.audits('agent.trigger.update', (SELECT id FROM trg_ids WHERE name = 'trg_owner')), 1::bigint,
@@ -138,14 +157,14 @@ SELECT is(pg_temp.audits('agent.trigger.update', (SELECT id FROM trg_ids WHERE n
 SELECT is(pg_temp.audits('agent.trigger.delete', (SELECT id FROM trg_ids WHERE name = 'trg_full')), 1::bigint,
           'one audit row agent.trigger.delete for a deletion');
 SELECT is((SELECT count(*)::int FROM agent.audit_log WHERE action LIKE 'agent.trigger.%'
-             AND (inputs ->> 'agent_id')::bigint = :aid), 8, 'eight trigger audit rows for the agent in all');
-SELECT is((SELECT note FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC OFFSET 3 LIMIT 1),
+             AND (inputs ->> 'agent_id')::bigint = :aid), 9, 'nine trigger audit rows for the agent in all');
+SELECT is((SELECT note FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC OFFSET 4 LIMIT 1),
           format('changed trigger %s: enabled, prompt', (SELECT id FROM trg_ids WHERE name = 'trg_owner')),
           'a change''s version note names the trigger and what changed');
-SELECT is((SELECT note FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC OFFSET 2 LIMIT 1),
+SELECT is((SELECT note FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC OFFSET 3 LIMIT 1),
           format('deleted trigger %s (event collection.row_added on collection c_open)', (SELECT id FROM trg_ids WHERE name = 'trg_full')),
           'a deletion''s note names the trigger');
-SELECT is((SELECT created_by FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC OFFSET 2 LIMIT 1),
+SELECT is((SELECT created_by FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC OFFSET 3 LIMIT 1),
           'trg_edit', 'the version is by_user''s');
 SELECT is((SELECT inputs -> 'trigger' ->> 'prompt' FROM agent.audit_log
             WHERE action = 'agent.trigger.update' AND target_id = (SELECT id FROM trg_ids WHERE name = 'trg_owner')::text),

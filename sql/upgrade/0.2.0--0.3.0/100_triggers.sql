@@ -761,6 +761,7 @@ DECLARE
   v_old jsonb;
   m     jsonb;
   v_op  text;
+  v_view regclass;
 BEGIN
   PERFORM agent._check_trigger(p, false);
   a := agent._agent_named($1, by_user, 'edit_settings', true);
@@ -788,6 +789,19 @@ BEGIN
     m := jsonb_set(m, '{timezone}', '"UTC"');
   END IF;
   PERFORM agent._check_trigger(m, true);
+  -- A filter's view is checked against the role saving the trigger
+  -- (agent.validate_filter checks the current user, which in here is this
+  -- function's owner): a SECURITY DEFINER function cannot see the role that
+  -- called it, so the session's login role stands for it.
+  IF jsonb_typeof(m -> 'filter' -> 'view') = 'string'
+     AND (v_old -> 'filter' -> 'view') IS DISTINCT FROM (m -> 'filter' -> 'view') THEN
+    v_view := to_regclass(m -> 'filter' ->> 'view');
+    IF v_view IS NOT NULL AND NOT has_table_privilege(session_user, v_view, 'SELECT') THEN
+      RAISE EXCEPTION 'invalid filter: permission denied for view "%"', m -> 'filter' ->> 'view'
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'The user saving the trigger must be allowed to read the view.';
+    END IF;
+  END IF;
   -- the deputy rule: a trigger hands the agent the payloads of what it
   -- watches, so a newly watched resource needs by_user's own read access
   IF by_user IS NOT NULL AND m ->> 'resource_type' IN ('page', 'collection', 'skill', 'agent')
