@@ -405,7 +405,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.grant(bigint, text, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.grant(bigint, text, text, text, text) IS
-  'Grants the agent read or edit on a resource (replacing a previous grant) and writes a version; by_user needs edit on the agent and must read (for edit: edit) the resource themselves, 42501 otherwise (NULL: an application call, unchecked). An agent of another workspace is 42704.';
+  'Grants the agent read or edit on a resource (replacing a previous grant) and writes a version; by_user needs edit on the agent and, unless they own it, must read (for edit: edit) the resource themselves, 42501 otherwise (NULL: an application call, unchecked). An agent of another workspace is 42704.';
 
 CREATE FUNCTION agent.revoke(agent_id bigint, resource_type text, resource_id text,
                              by_user text DEFAULT NULL)
