@@ -149,3 +149,7 @@ GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO agents_app, agents_
 -- they reveal nothing but the session's own workspace and two status classes
 GRANT EXECUTE ON FUNCTION agent._session_workspace(), agent._run_failed(text), agent._run_is_active(text)
   TO agents_app, agents_reader;
+-- triggers are settings: created, changed and deleted through the API (each
+-- change versioned and audited; direct writes to agent.triggers likewise)
+GRANT EXECUTE ON FUNCTION agent.set_trigger(bigint, jsonb, text), agent.delete_trigger(bigint, text)
+  TO agents_app;

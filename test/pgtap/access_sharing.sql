@@ -161,6 +161,9 @@ SELECT throws_ok($$SELECT agent.unshare(7300001, 'user:sh_interact', 'sh_edit')$
                  'user "sh_edit" cannot share agent 7300001', 'edit cannot unshare');
 SELECT throws_ok($$SELECT agent.grant(7300001, 'page', 'p1', 'read', 'sh_interact')$$, '42501',
                  'user "sh_interact" cannot edit the settings of agent 7300001', 'interact cannot grant');
+-- a page sh_edit reads themselves (the deputy rule: test/pgtap/access_deputy.sql)
+INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access)
+VALUES ('ws-share', 'page', 'p1', 'user:sh_edit', 'read');
 SELECT lives_ok($$SELECT agent.grant(7300001, 'page', 'p1', 'read', 'sh_edit')$$, 'edit grants');
 SELECT lives_ok($$SELECT agent.grant(7300001, 'page', 'p2', 'edit')$$, 'an application call without a user grants');
 SELECT throws_ok($$SELECT agent.revoke(7300001, 'page', 'p1', 'sh_none')$$, '42501',

@@ -53,6 +53,7 @@ SELECT agent.save_settings(:aid, '{"instruction_page_id": "howto", "scope": {"mc
              {"resource_type": "collection", "resource_id": "payroll"},
              {"resource_type": "skill", "resource_id": "summarize"},
              {"resource_type": "workspace_shared", "resource_id": "*"}]}', 'lena') IS NOT NULL AS saved;
+-- direct writes (each one a version: 8, 9, 10)
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, resource_id, prompt)
 VALUES (:aid, 'event', 'collection.row_added', 'collection', 'tickets', 'Triage it')
 RETURNING id AS t_ok \gset
@@ -76,7 +77,7 @@ SELECT name, owner_id, instructions, model, scope, hourly_run_cap, instruction_p
 SELECT resource_type, resource_id, access FROM agent.access WHERE agent_id = :copy ORDER BY 1, 2;
 SELECT kind, event_name, resource_id, schedule, enabled FROM agent.triggers WHERE agent_id = :copy ORDER BY kind, resource_id;
 SELECT count(*) AS shares_of_copy FROM agent.shares WHERE agent_id = :copy;
-SELECT version, created_by, note ~ '^duplicated from agent [0-9]+ version 7$' AS note_ok FROM agent.versions WHERE agent_id = :copy;
+SELECT version, created_by, note ~ '^duplicated from agent [0-9]+ version 10$' AS note_ok FROM agent.versions WHERE agent_id = :copy;
 SELECT agent.user_can('lena', :copy, 'chat') AS source_owner_sees_copy;
 -- the copy gives dan's agent no access dan lacks
 SELECT r, agent.can_access(:copy, t, r, 'edit') AS edit, agent.can_access(:copy, t, r) AS read

@@ -125,12 +125,7 @@ DECLARE
   v_srcver   integer;
   v_report   jsonb;
 BEGIN
-  -- an agent of another workspace is an unknown agent
-  IF p_agent_id IS NOT NULL
-     AND NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.agents x WHERE x.id = p_agent_id)) THEN
-    RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
-  END IF;
-  a := agent._agent_for(p_agent_id, by_user, 'duplicate');
+  a := agent._agent_named(p_agent_id, by_user, 'duplicate');
   SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.agent_id = a.id;
 
   -- the instruction page is kept only when by_user can read it
