@@ -5,6 +5,9 @@ SELECT plan(89);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
+-- every event belongs to a workspace: the session's (test/pgtap/events_tenants.sql
+-- covers events of other workspaces and of none)
+SET LOCAL pg_agents.workspace = 'w-events';
 SET LOCAL pg_agents.dedup_window = 600;
 SET LOCAL pg_agents.self_retrigger_cap = 3;
 
