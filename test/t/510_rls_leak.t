@@ -144,7 +144,7 @@ SQL
     # reason), and the worker withholds again from the prompt (511).
     n=$((n+1))
     v=$(psql -XAtq -d "$A" -c "SELECT agent.can_access(1, 'page', input#>>'{payload,row_id}') || ':' || (input#>>'{payload,row,withheld}') || ':' || (input::text ~* '$MARK|acquisition') FROM agent.runs WHERE id = $run")
-    if [ "$v" = "f:not_granted:false" ]; then echo "ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body"
+    if [ "$v" = "false:not_granted:false" ]; then echo "ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body"
     else echo "not ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body ($v)"; fi
 else
     run=$(psql -XAtq -d "$A" -c "SELECT agent._enqueue_run(1, 'autonomous', 'mention', '{\"resource_type\": \"page\", \"row_id\": \"5000\"}')")

@@ -170,6 +170,7 @@ COMMENT ON FUNCTION agent.validate_filter(jsonb) IS
 COMMENT ON FUNCTION agent.filter_matches(jsonb, jsonb) IS
   'Whether an event payload satisfies a trigger filter (the evaluator agent.fire_event uses; a view is read with the caller''s rights, within pg_agents.filter_view_timeout); a NULL or empty filter matches.';
 
+REVOKE ALL ON FUNCTION agent.fire_event(text, text, text, jsonb, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.fire_event(text, text, text, jsonb, text, text) IS
   'Matches an event of the session''s workspace (pg_agents.workspace) to the enabled event/mention triggers of that workspace (filters, anti-loop, suspension, dedup, hourly cap) and queues one autonomous run per match in the caller''s transaction; returns the runs made. A superuser session without a workspace fires an event of no workspace: it wakes nobody and is counted (agent.unknown_workspace_events).';
 
