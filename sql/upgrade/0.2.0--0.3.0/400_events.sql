@@ -308,7 +308,7 @@ CREATE OR REPLACE VIEW agent.watched_tables AS
 SELECT w.tbl, w.args[1] AS resource_type, w.args[2] AS id_column,
        CASE WHEN w.args[3] LIKE 'workspace_column=%' THEN w.args[4:w.n] ELSE w.args[3:w.n] END AS mention_columns,
        CASE WHEN w.args[3] LIKE 'workspace_column=%'
-            THEN nullif(pg_catalog.substr(w.args[3], 18), '')::name END AS workspace_column
+            THEN nullif(pg_catalog.substr(w.args[3], 18), '') END AS workspace_column
 FROM (SELECT t.tgrelid::regclass AS tbl, t.tgnargs AS n,
              pg_catalog.string_to_array(pg_catalog.encode(t.tgargs, 'escape'), E'\\000') AS args
         FROM pg_catalog.pg_trigger t
