@@ -40,6 +40,7 @@
 #include "utils/numeric.h"
 #include "utils/guc.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 #include "utils/timeout.h"
 #include "utils/varlena.h"
 
@@ -716,9 +717,12 @@ ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
 	int			save_sec;
 	volatile bool result = false;
 	volatile bool armed = false;
+	bool		nested;
 
 	if (view_timeout_id == MAX_TIMEOUTS)
 		view_timeout_id = RegisterTimeout(USER_TIMEOUT, ViewTimeoutHandler);
+	/* a view whose function fires an event: the outer deadline bounds both */
+	nested = get_timeout_active(view_timeout_id);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	BeginInternalSubTransaction(NULL);
@@ -730,12 +734,28 @@ ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
 		(void) NewGUCNestLevel();	/* undone with the subtransaction */
 		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		view_timed_out = false;
-		enable_timeout_after(view_timeout_id, pg_agents_filter_view_timeout);
-		armed = true;
+		if (pg_class_aclcheck(relid, role, ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for view \"%s\"", get_rel_name(relid))));
+		if (!nested)
+		{
+			view_timed_out = false;
+			enable_timeout_after(view_timeout_id, pg_agents_filter_view_timeout);
+			armed = true;
+		}
 		result = ViewQuery(relid, role, row_id);
-		disable_timeout(view_timeout_id, false);
-		armed = false;
+		if (armed)
+		{
+			disable_timeout(view_timeout_id, false);
+			armed = false;
+			/* the timer may have fired just as the query ended */
+			if (view_timed_out)
+			{
+				QueryCancelPending = false;
+				view_timed_out = false;
+			}
+		}
 		/* read-only by intent: whatever the view's functions did is undone */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
@@ -757,9 +777,11 @@ ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
 		CurrentResourceOwner = oldowner;
 		SetUserIdAndSecContext(save_userid, save_sec);
 		ours = view_timed_out;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && (!ours || nested))
+			ReThrowError(edata);	/* a real cancel is the caller's; an outer view's time-out its own */
+		if (ours)
+			QueryCancelPending = false;
 		view_timed_out = false;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && !ours)
-			ReThrowError(edata);	/* a real cancel is the caller's */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 			*error = psprintf("took longer than pg_agents.filter_view_timeout (%d ms)",
 							  pg_agents_filter_view_timeout);
@@ -805,9 +827,8 @@ ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
 
 	if (ev == NULL || !OidIsValid(ev->role))
 		error = pstrdup("the trigger records no role that saved it");
-	else if (pg_class_aclcheck(relid, ev->role, ACL_SELECT) != ACLCHECK_OK)
-		error = psprintf("permission denied for view \"%s\" to role \"%s\"", name,
-						 GetUserNameFromId(ev->role, true) ? GetUserNameFromId(ev->role, true) : "?");
+	else if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(ev->role)))
+		error = pstrdup("the role that saved the trigger no longer exists");
 	if (error != NULL)
 		result = false;
 	else
