@@ -829,6 +829,14 @@ ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
 		error = pstrdup("the trigger records no role that saved it");
 	else if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(ev->role)))
 		error = pstrdup("the role that saved the trigger no longer exists");
+	else if (isAnyTempNamespace(get_rel_namespace(relid)) && !pg_class_ownercheck(relid, ev->role))
+	{
+		/*
+		 * pg_temp names the writing session's own schema: another session's
+		 * role must not get its temporary view read as the saving role.
+		 */
+		error = pstrdup("a temporary view is read only for the role that owns it");
+	}
 	if (error != NULL)
 		result = false;
 	else
@@ -836,12 +844,21 @@ ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
 	if (error != NULL)
 	{
 		char	   *msg = psprintf("filter view \"%s\": %s", name, error);
+		Oid			outer = GetOuterUserId();
+		bool		own;
 
 		if (ev != NULL && ev->error == NULL)
 			ev->error = msg;
+		/*
+		 * The view's error may quote what its role reads: the writing
+		 * session sees it only when it is that role (or a superuser); the
+		 * trigger's last_error always has it.
+		 */
+		own = ev != NULL && (outer == ev->role || superuser_arg(outer));
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
-				 errmsg("%s", msg),
+				 own ? errmsg("%s", msg) :
+				 errmsg("filter view \"%s\" failed", name),
 				 errdetail("The event does not match the trigger%s.",
 						   ev && ev->trigger_id ? psprintf(" " INT64_FORMAT, ev->trigger_id) : ""),
 				 errhint("The view is read with the rights of the role that saved the trigger, within pg_agents.filter_view_timeout.")));

@@ -15,7 +15,7 @@
 -- that it fails on the 0.2.0 code.  Two workspaces, a role with no grants,
 -- the application role.
 BEGIN;
-SELECT plan(23);
+SELECT plan(25);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
@@ -159,6 +159,37 @@ RESET ROLE;
 SELECT results_eq($$ SELECT status, count(*) FROM agent.runs WHERE agent_id = 4702 GROUP BY status ORDER BY status $$,
                   $$ VALUES ('budget_exceeded', 3::bigint), ('queued', 2::bigint) $$,
                   'a setting in the pg_agents_cap namespace does not lift the hourly cap of 2');
+
+-- ---------------------------------------------------------------- a temporary view of another role
+-- pg_temp names the writing session's schema: B saved a filter on its own
+-- temporary view, A puts a view of the same name in its session and makes B
+-- read it (its function would run with B's rights and leak what B reads)
+CREATE ROLE ev_atk_b NOLOGIN IN ROLE agents_app;
+CREATE TABLE public.ev_atk_b_secret (s text);
+INSERT INTO public.ev_atk_b_secret VALUES ('B-SECRET-42');
+GRANT SELECT ON public.ev_atk_b_secret TO ev_atk_b;
+SET LOCAL ROLE ev_atk_b;
+SET LOCAL pg_agents.workspace = 'w-atk-b';
+CREATE TEMP VIEW ev_atk_tv AS SELECT '1'::text AS id;
+INSERT INTO agent.triggers (id, workspace_id, agent_id, kind, event_name, resource_type, filter)
+VALUES (4740, 'w-atk-b', 4701, 'event', 'atk.tmp', 'thing', '{"view": "pg_temp.ev_atk_tv"}');
+DROP VIEW pg_temp.ev_atk_tv;
+RESET ROLE;
+SET LOCAL ROLE ev_atk_app;
+CREATE FUNCTION ev_atk.leak() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'leaked: %', (SELECT string_agg(s, ',') FROM public.ev_atk_b_secret);
+END $$;
+CREATE TEMP VIEW ev_atk_tv AS SELECT g::text AS id FROM generate_series(1, 10) g WHERE ev_atk.leak();
+GRANT SELECT ON pg_temp.ev_atk_tv TO PUBLIC;
+SET LOCAL pg_agents.workspace = 'w-atk-b';
+SELECT count(*) FROM agent.fire_event('atk.tmp', 'thing', 't-1', '{"row_id": "1"}', 'user:ua', 'atk-tmp-1');
+RESET ROLE;
+SET LOCAL pg_agents.workspace = 'w-atk-a';
+SELECT doesnt_match((SELECT coalesce(last_error, '') FROM agent.triggers WHERE id = 4740), 'B-SECRET',
+                    'another role''s temporary view is not read with the saving role''s rights (nothing leaks)');
+SELECT matches((SELECT last_error FROM agent.triggers WHERE id = 4740), 'temporary view',
+               'the trigger says why it did not match');
 
 -- the role with no grants fires nothing
 SET LOCAL ROLE ev_atk_nobody;
