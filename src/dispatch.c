@@ -741,6 +741,9 @@ RecordFilterError(Candidate *c, const char *msg)
 	Datum		args[2];
 	int			ret;
 
+	/* a read-only transaction matches (or not) but records nothing */
+	if (XactReadOnly)
+		return;
 	PreparePlan(&plan_filter_error,
 				"UPDATE agent.triggers t SET last_status = 'error', last_error = $2 "
 				"WHERE t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
