@@ -2,7 +2,8 @@
 # Events: a watched table, a row added -> a run queued; a filtered-out row ->
 # nothing; the same event twice -> one run (dedup).
 . "$PG_AGENTS_ENV"
-export PGOPTIONS='-c client_min_messages=warning'
+# every event belongs to a workspace: the demo's sessions work in "demo"
+export PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=demo'
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 echo
 echo "== events: what wakes an agent"
@@ -26,6 +27,8 @@ echo "  row added (low)    -> runs for the agent: $(q -c "SELECT count(*) FROM a
 a=$(q -c "SELECT count(*) FROM agent.fire_event('collection.row_added', 'collection', 'public.demo_tickets', '{\"row_id\": \"99\", \"row\": {\"priority\": \"high\"}}', 'user:bob', 'import:99')")
 b=$(q -c "SELECT count(*) FROM agent.fire_event('collection.row_added', 'collection', 'public.demo_tickets', '{\"row_id\": \"99\", \"row\": {\"priority\": \"high\"}}', 'user:bob', 'import:99')")
 echo "  same event fired twice (event_id import:99) -> $a run, then $b (dedup window $(q -c "SHOW pg_agents.dedup_window"))"
+c=$(q -c "SET pg_agents.workspace = 'other'" -c "SELECT count(*) FROM agent.fire_event('collection.row_added', 'collection', 'public.demo_tickets', '{\"row_id\": \"100\", \"row\": {\"priority\": \"high\"}}', 'user:eve', 'import:100')")
+echo "  the same kind of event in another workspace's session -> $c runs (every event belongs to a workspace)"
 q -c "SELECT agent.validate_filter('{\"all\": [{\"property\": \"priority\", \"op\": \"equals\", \"value\": \"high\"}]}')" 2>&1 \
   | sed -n 's/^ERROR: */  a bad filter is refused: /p'
 # leave no queued run behind for the later demo steps

@@ -63,6 +63,7 @@ typedef struct Candidate
 	bool		allow_self;
 	char	   *prompt;
 	Jsonb	   *filter;			/* NULL when the filter is empty */
+	Oid			saved_by;		/* role a filter view is read as */
 } Candidate;
 
 typedef struct CacheEntry
@@ -87,6 +88,7 @@ static SPIPlanPtr plan_dedup = NULL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
 static SPIPlanPtr plan_last_run = NULL;
+static SPIPlanPtr plan_filter_error = NULL;
 
 /* --------------------------------------------------------------------------
  * helpers
@@ -184,24 +186,6 @@ PushInt(JsonbParseState **st, const char *key, int64 val)
 	PushKey(st, key);
 	v.type = jbvNumeric;
 	v.val.numeric = int64_to_numeric(val);
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-PushJsonb(JsonbParseState **st, const char *key, Jsonb *j)
-{
-	JsonbValue	v;
-
-	PushKey(st, key);
-	if (j == NULL)
-	{
-		v.type = jbvNull;
-		pushJsonbValue(st, WJB_VALUE, &v);
-		return;
-	}
-	v.type = jbvBinary;
-	v.val.binary.data = &j->root;
-	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
 	pushJsonbValue(st, WJB_VALUE, &v);
 }
 
@@ -318,6 +302,8 @@ CopyCandidates(MemoryContext cxt, Candidate **out)
 
 			items[i].filter = JsonContainerSize(&f->root) > 0 ? f : NULL;
 		}
+		d = SPI_getbinval(tup, td, 7, &isnull);
+		items[i].saved_by = isnull ? InvalidOid : DatumGetObjectId(d);
 	}
 	MemoryContextSwitchTo(old);
 	*out = items;
@@ -325,12 +311,12 @@ CopyCandidates(MemoryContext cxt, Candidate **out)
 }
 
 #define CANDIDATE_COLUMNS \
-	"SELECT t.id, t.agent_id, t.workspace_id, t.allow_self_retrigger, t.prompt, t.filter " \
+	"SELECT t.id, t.agent_id, t.workspace_id, t.allow_self_retrigger, t.prompt, t.filter, t.saved_by " \
 	"FROM agent.triggers t "
 
 /* Runs the candidate query; the caller is connected to SPI and elevated. */
 static int
-QueryCandidates(const char *event_name, const char *resource_type,
+QueryCandidates(const char *workspace, const char *event_name, const char *resource_type,
 				const char *resource_id, int64 mention_agent,
 				MemoryContext cxt, Candidate **out)
 {
@@ -338,19 +324,21 @@ QueryCandidates(const char *event_name, const char *resource_type,
 
 	if (mention_agent != 0)
 	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT8OID};
-		Datum		args[4];
-		char		nulls[4] = {' ', ' ', ' ', ' '};
+		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
+		Datum		args[5];
+		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
+		/* a mention resolves only agents of the event's workspace */
 		PreparePlan(&plan_mention,
 					CANDIDATE_COLUMNS
 					"WHERE t.agent_id OPERATOR(pg_catalog.=) $4 AND t.enabled "
+					"AND t.workspace_id OPERATOR(pg_catalog.=) $5 "
 					"AND (t.kind OPERATOR(pg_catalog.=) 'mention' "
 					"     OR (t.kind OPERATOR(pg_catalog.=) 'event' AND t.event_name OPERATOR(pg_catalog.=) $1)) "
 					"AND (t.resource_type IS NULL OR t.resource_type OPERATOR(pg_catalog.=) $2) "
 					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
 					"ORDER BY t.id",
-					4, types);
+					5, types);
 		args[0] = CStringGetTextDatum(event_name);
 		args[1] = CStringGetTextDatum(resource_type);
 		if (resource_id)
@@ -358,39 +346,42 @@ QueryCandidates(const char *event_name, const char *resource_type,
 		else
 			nulls[2] = 'n';
 		args[3] = Int64GetDatum(mention_agent);
+		args[4] = CStringGetTextDatum(workspace);
 		ret = SPI_execute_plan(plan_mention, args, nulls, false, 0);
 	}
 	else
 	{
-		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-		Datum		args[3];
-		char		nulls[3] = {' ', ' ', ' '};
+		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[4];
+		char		nulls[4] = {' ', ' ', ' ', ' '};
 
-		/* probes of triggers_event_idx: this resource, any resource of the
-		 * type, and (resource_type NULL) any resource of any type */
+		/* probes of triggers_event_idx, within the event's workspace: this
+		 * resource, any resource of the type, and (resource_type NULL) any
+		 * resource of any type */
 		PreparePlan(&plan_lookup,
 					CANDIDATE_COLUMNS
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
 					"AND t.resource_id OPERATOR(pg_catalog.=) $3 "
 					"UNION ALL "
 					CANDIDATE_COLUMNS
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
 					"AND t.resource_id IS NULL "
 					"UNION ALL "
 					CANDIDATE_COLUMNS
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
+					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
 					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
 					"ORDER BY 1",
-					3, types);
+					4, types);
 		args[0] = CStringGetTextDatum(event_name);
 		args[1] = CStringGetTextDatum(resource_type);
 		if (resource_id)
 			args[2] = CStringGetTextDatum(resource_id);
 		else
 			nulls[2] = 'n';
+		args[3] = CStringGetTextDatum(workspace);
 		ret = SPI_execute_plan(plan_lookup, args, nulls, false, 0);
 	}
 	if (ret != SPI_OK_SELECT)
@@ -403,7 +394,7 @@ QueryCandidates(const char *event_name, const char *resource_type,
  * array stays valid until the end of the current dispatch.
  */
 static int
-GetCandidates(const char *event_name, const char *resource_type,
+GetCandidates(const char *workspace, const char *event_name, const char *resource_type,
 			  const char *resource_id, int64 mention_agent, Candidate **out)
 {
 	char		key[CACHE_KEY_LEN];
@@ -415,7 +406,9 @@ GetCandidates(const char *event_name, const char *resource_type,
 	MemoryContext cxt;
 
 	RefreshCache();
-	len = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", event_name, resource_type,
+	/* the workspace is part of the key: one workspace's triggers are never
+	 * another's candidates */
+	len = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", workspace, event_name, resource_type,
 				   resource_id ? resource_id : "\x1e");
 	cacheable = mention_agent == 0 && !cache_stale && len < CACHE_KEY_LEN &&
 		!IsolationUsesXactSnapshot() && OidIsValid(triggers_relid);
@@ -433,7 +426,7 @@ GetCandidates(const char *event_name, const char *resource_type,
 	Elevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
-	n = QueryCandidates(event_name, resource_type, resource_id, mention_agent, cxt, out);
+	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
 	SPI_finish();
 	Restore(&elev);
 
@@ -457,12 +450,23 @@ GetCandidates(const char *event_name, const char *resource_type,
  * filters).  The watchers call it before building a payload.
  */
 bool
-PgAgentsEventHasCandidates(const char *event_name, const char *resource_type,
-						   const char *resource_id)
+PgAgentsEventHasCandidates(const char *workspace, const char *event_name,
+						   const char *resource_type, const char *resource_id)
 {
 	Candidate  *items;
 
-	return GetCandidates(event_name, resource_type, resource_id, 0, &items) > 0;
+	if (workspace == NULL)
+		return false;
+	return GetCandidates(workspace, event_name, resource_type, resource_id, 0, &items) > 0;
+}
+
+/* The session's pg_agents.workspace, or NULL when it sets none. */
+const char *
+PgAgentsSessionWorkspace(void)
+{
+	if (pg_agents_workspace == NULL || pg_agents_workspace[0] == '\0')
+		return NULL;
+	return pg_agents_workspace;
 }
 
 /* --------------------------------------------------------------------------
@@ -472,12 +476,14 @@ PgAgentsEventHasCandidates(const char *event_name, const char *resource_type,
 
 typedef struct EventCtx
 {
+	const char *workspace;
 	const char *event_name;
 	const char *resource_type;
 	const char *resource_id;
 	Jsonb	   *payload;
 	const char *actor;
 	const char *event_id;
+	bool		own_resource;	/* resource_id names a resource (fire_event), not a table */
 	char		fingerprint[40];	/* computed on first use */
 } EventCtx;
 
@@ -650,9 +656,9 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 static int64
 Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 {
-	Oid			types[5] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID};
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			types[8] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	JsonbParseState *st = NULL;
 	JsonbValue *res;
 	int			ret;
@@ -666,15 +672,22 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	PushText(&st, "resource_id", ev->resource_id);
 	PushText(&st, "event_id", ev->event_id);
 	PushText(&st, "actor", ev->actor);
-	PushJsonb(&st, "payload", ev->payload);
 	PushText(&st, "prompt", c->prompt);
 	if (self_chain > 0)
 		PushInt(&st, "self_chain", self_chain);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
+	/*
+	 * The payload is stored as the agent may see it: a row of a registered
+	 * resource it may not read is replaced by a reference and the reason
+	 * (agent._withhold_payload), so that runs.input, claim_runs, the
+	 * activity and run_detail never carry it.
+	 */
 	PreparePlan(&plan_enqueue,
-				"SELECT agent._enqueue_run($1, 'autonomous', $2, $3, $4, $5)",
-				5, types);
+				"SELECT agent._enqueue_run($1, 'autonomous', $2, "
+				"$3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
+				"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8)), $4, $5)",
+				8, types);
 	args[0] = Int64GetDatum(c->agent_id);
 	args[1] = CStringGetTextDatum(mention ? "mention" : "event");
 	args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
@@ -683,6 +696,15 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		args[4] = CStringGetTextDatum(ev->actor);
 	else
 		nulls[4] = 'n';
+	args[5] = JsonbPGetDatum(ev->payload);
+	/* the event's own resource is checked too (a watcher's is a table) */
+	if (ev->own_resource && ev->resource_id)
+	{
+		args[6] = CStringGetTextDatum(ev->resource_type);
+		args[7] = CStringGetTextDatum(ev->resource_id);
+	}
+	else
+		nulls[6] = nulls[7] = 'n';
 	ret = SPI_execute_plan(plan_enqueue, args, nulls, false, 0);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_agents: could not queue run: %s", SPI_result_code_string(ret));
@@ -706,6 +728,37 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	return run_id;
 }
 
+/*
+ * A trigger whose filter view failed (error, time-out, no right): its
+ * last_status and last_error say why.  Written in the caller's transaction
+ * (a rolled-back write leaves no mark), without ever waiting: when another
+ * transaction holds the trigger's row, that one records it.
+ */
+static void
+RecordFilterError(Candidate *c, const char *msg)
+{
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2];
+	int			ret;
+
+	/* a read-only transaction matches (or not) but records nothing */
+	if (XactReadOnly)
+		return;
+	PreparePlan(&plan_filter_error,
+				"UPDATE agent.triggers t SET last_status = 'error', last_error = $2 "
+				"WHERE t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
+				"  WHERE x.id OPERATOR(pg_catalog.=) $1 "
+				"    AND (x.last_error IS NULL OR x.last_error OPERATOR(pg_catalog.<>) $2 "
+				"         OR x.last_status IS NULL OR x.last_status OPERATOR(pg_catalog.<>) 'error') "
+				"  FOR UPDATE SKIP LOCKED)",
+				2, types);
+	args[0] = Int64GetDatum(c->id);
+	args[1] = CStringGetTextDatum(msg);
+	ret = SPI_execute_plan(plan_filter_error, args, NULL, false, 0);
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
+}
+
 /* Processes the candidates of one event; appends run ids to *runs. */
 static void
 ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **runs)
@@ -727,8 +780,20 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		/* anti-loop: an agent's own writes do not wake it, unless allowed */
 		if (actor_agent != 0 && actor_agent == c->agent_id && !c->allow_self)
 			continue;
-		if (c->filter != NULL && !PgAgentsFilterMatches(c->filter, ev->payload))
-			continue;
+		if (c->filter != NULL)
+		{
+			FilterEval	fe;
+			bool		match;
+
+			memset(&fe, 0, sizeof(fe));
+			fe.role = c->saved_by;
+			fe.trigger_id = c->id;
+			match = PgAgentsFilterMatches(c->filter, ev->payload, &fe);
+			if (fe.error != NULL)
+				RecordFilterError(c, fe.error);
+			if (!match)
+				continue;
+		}
 		/* suspended or deleted agents: silent */
 		if (!AgentIsActive(c->agent_id))
 			continue;
@@ -762,10 +827,10 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
  * pointers in the current memory context).  actor NULL means the session's
  * pg_agents.actor.
  */
-List *
-PgAgentsDispatch(const char *event_name, const char *resource_type,
-				 const char *resource_id, Jsonb *payload, const char *actor,
-				 const char *event_id)
+static List *
+DispatchEvent(const char *workspace, const char *event_name, const char *resource_type,
+			  const char *resource_id, Jsonb *payload, const char *actor,
+			  const char *event_id, bool own_resource)
 {
 	EventCtx	ev;
 	List	   *volatile runs = NIL;
@@ -774,6 +839,12 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	Candidate  *items;
 	int			n;
 
+	if (workspace == NULL)
+	{
+		PgAgentsCountUnknownWorkspace(event_name, resource_type, resource_id,
+									  "The session sets no pg_agents.workspace.");
+		return NIL;
+	}
 	if (actor == NULL && pg_agents_actor != NULL && pg_agents_actor[0] != '\0')
 		actor = pg_agents_actor;
 	if (mention)
@@ -785,15 +856,17 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	}
 
 	memset(&ev, 0, sizeof(ev));
+	ev.workspace = workspace;
 	ev.event_name = event_name;
 	ev.resource_type = resource_type;
 	ev.resource_id = resource_id;
 	ev.payload = payload;
 	ev.actor = actor;
 	ev.event_id = event_id;
+	ev.own_resource = own_resource;
 
 	/* may flush a stale cache: no dispatch is using it at depth 0 */
-	n = GetCandidates(event_name, resource_type, resource_id, mention_agent, &items);
+	n = GetCandidates(workspace, event_name, resource_type, resource_id, mention_agent, &items);
 	if (n == 0)
 		return NIL;
 
@@ -812,6 +885,16 @@ PgAgentsDispatch(const char *event_name, const char *resource_type,
 	}
 	PG_END_TRY();
 	return runs;
+}
+
+/* The watchers' entry point: resource_id is the watched table. */
+List *
+PgAgentsDispatch(const char *workspace, const char *event_name, const char *resource_type,
+				 const char *resource_id, Jsonb *payload, const char *actor,
+				 const char *event_id)
+{
+	return DispatchEvent(workspace, event_name, resource_type, resource_id, payload,
+						 actor, event_id, false);
 }
 
 static char *
@@ -835,6 +918,7 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 	Jsonb	   *payload;
 	char	   *actor = TextArgOrNull(fcinfo, 4);
 	char	   *event_id = TextArgOrNull(fcinfo, 5);
+	const char *workspace;
 	List	   *runs;
 	ListCell   *lc;
 
@@ -861,7 +945,22 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 	if (event_id != NULL && event_id[0] == '\0')
 		event_id = NULL;
 
-	runs = PgAgentsDispatch(event_name, resource_type, resource_id, payload, actor, event_id);
+	/*
+	 * The event belongs to the session's workspace.  A non-superuser session
+	 * without one is refused like every API call; a superuser session
+	 * without one fires an event of no workspace, which wakes nobody (and is
+	 * counted).
+	 */
+	workspace = PgAgentsSessionWorkspace();
+	if (workspace == NULL && !superuser_arg(GetOuterUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pg_agents.workspace is not set"),
+				 errdetail("Every call of the pg_agents API works inside the session's workspace."),
+				 errhint("SET LOCAL pg_agents.workspace = '<workspace id>' for each request (or ALTER DATABASE ... SET pg_agents.workspace for a single-tenant database).")));
+
+	runs = DispatchEvent(workspace, event_name, resource_type, resource_id, payload, actor,
+						 event_id, true);
 	foreach(lc, runs)
 	{
 		Datum		value = Int64GetDatum(*(int64 *) lfirst(lc));

@@ -28,6 +28,8 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "access/xact.h"
+#include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
@@ -36,13 +38,17 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/guc.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
 #include "utils/varlena.h"
 
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_validate_filter);
 PG_FUNCTION_INFO_V1(pg_agents_filter_matches);
+PG_FUNCTION_INFO_V1(pg_agents_saving_role);
 
 typedef enum FilterOp
 {
@@ -576,13 +582,47 @@ KeywordsMatch(JsonbContainer *keywords, JsonbContainer *payload)
  * --------------------------------------------------------------------------
  */
 
-typedef struct ViewPlan
+/*
+ * A view is user-supplied SQL: it never runs with the extension's rights.
+ * It is evaluated as the role that saved the trigger (agent.triggers.saved_by)
+ * under SECURITY_RESTRICTED_OPERATION (no SET ROLE, no temporary objects, as
+ * PostgreSQL does for REFRESH MATERIALIZED VIEW), with
+ * search_path = pg_catalog, pg_temp, inside an internal subtransaction that
+ * is always rolled back (nothing the view did stays: writes, settings), and
+ * bounded by pg_agents.filter_view_timeout (a timer of our own, which
+ * interrupts a running or lock-waiting query like statement_timeout does
+ * and leaves the caller's statement_timeout alone).  A failure or a timeout
+ * is returned as a message: the event does not match that trigger, and the
+ * caller's write goes on.
+ *
+ * Plans are kept per (view, role): a plan prepared for one role never runs
+ * for another (the executor checks privileges again at each run anyway).
+ */
+typedef struct ViewPlanKey
 {
 	Oid			relid;
+	Oid			role;
+} ViewPlanKey;
+
+typedef struct ViewPlan
+{
+	ViewPlanKey key;
 	SPIPlanPtr	plan;
 } ViewPlan;
 
 static HTAB *view_plans = NULL;
+
+static TimeoutId view_timeout_id = MAX_TIMEOUTS;
+static volatile sig_atomic_t view_timed_out = false;
+
+static void
+ViewTimeoutHandler(void)
+{
+	view_timed_out = true;
+	QueryCancelPending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
 
 /* Resolves a view name to its relation, or InvalidOid. */
 static Oid
@@ -612,9 +652,11 @@ ResolveView(const char *name, bool *syntax_ok)
 	return RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, true);
 }
 
+/* The query itself; runs inside the protected section of ViewHasRowId. */
 static bool
-ViewHasRowId(Oid relid, const char *row_id)
+ViewQuery(Oid relid, Oid role, const char *row_id)
 {
+	ViewPlanKey key;
 	ViewPlan   *vp;
 	bool		found;
 	Datum		arg;
@@ -626,13 +668,16 @@ ViewHasRowId(Oid relid, const char *row_id)
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(Oid);
+		ctl.keysize = sizeof(ViewPlanKey);
 		ctl.entrysize = sizeof(ViewPlan);
 		ctl.hcxt = TopMemoryContext;
 		view_plans = hash_create("pg_agents filter view plans", 16, &ctl,
 								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	vp = hash_search(view_plans, &relid, HASH_ENTER, &found);
+	memset(&key, 0, sizeof(key));
+	key.relid = relid;
+	key.role = role;
+	vp = hash_search(view_plans, &key, HASH_ENTER, &found);
 	if (!found)
 		vp->plan = NULL;
 
@@ -659,17 +704,111 @@ ViewHasRowId(Oid relid, const char *row_id)
 	return result;
 }
 
+/*
+ * Whether row_id is in the view, read as role; on failure (error, time-out)
+ * false with *error set.
+ */
 static bool
-ViewMatches(const JsonbValue *viewname, JsonbContainer *payload)
+ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	Oid			save_userid;
+	int			save_sec;
+	volatile bool result = false;
+	volatile bool armed = false;
+	bool		nested;
+
+	if (view_timeout_id == MAX_TIMEOUTS)
+		view_timeout_id = RegisterTimeout(USER_TIMEOUT, ViewTimeoutHandler);
+	/* a view whose function fires an event: the outer deadline bounds both */
+	nested = get_timeout_active(view_timeout_id);
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		(void) NewGUCNestLevel();	/* undone with the subtransaction */
+		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		if (pg_class_aclcheck(relid, role, ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for view \"%s\"", get_rel_name(relid))));
+		if (!nested)
+		{
+			view_timed_out = false;
+			enable_timeout_after(view_timeout_id, pg_agents_filter_view_timeout);
+			armed = true;
+		}
+		result = ViewQuery(relid, role, row_id);
+		if (armed)
+		{
+			disable_timeout(view_timeout_id, false);
+			armed = false;
+			/* the timer may have fired just as the query ended */
+			if (view_timed_out)
+			{
+				QueryCancelPending = false;
+				view_timed_out = false;
+			}
+		}
+		/* read-only by intent: whatever the view's functions did is undone */
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		SetUserIdAndSecContext(save_userid, save_sec);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		bool		ours;
+
+		if (armed)
+			disable_timeout(view_timeout_id, false);
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		SetUserIdAndSecContext(save_userid, save_sec);
+		ours = view_timed_out;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && (!ours || nested))
+			ReThrowError(edata);	/* a real cancel is the caller's; an outer view's time-out its own */
+		if (ours)
+			QueryCancelPending = false;
+		view_timed_out = false;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			*error = psprintf("took longer than pg_agents.filter_view_timeout (%d ms)",
+							  pg_agents_filter_view_timeout);
+		else
+			*error = pstrdup(edata->message ? edata->message : "unknown error");
+		FreeErrorData(edata);
+		result = false;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+static bool
+ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
 {
 	char	   *name = JsonbValueCString(viewname);
 	bool		syntax_ok;
 	Oid			relid = ResolveView(name, &syntax_ok);
 	JsonbValue	rid;
 	char	   *row_id;
+	char	   *error = NULL;
+	bool		result;
 
 	if (!OidIsValid(relid) || get_attnum(relid, "id") == InvalidAttrNumber)
 	{
+		if (ev != NULL && ev->error == NULL)
+			ev->error = psprintf("filter view \"%s\" does not exist or has no column \"id\"", name);
 		ereport(WARNING,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("filter view \"%s\" does not exist or has no column \"id\"", name),
@@ -685,7 +824,46 @@ ViewMatches(const JsonbValue *viewname, JsonbContainer *payload)
 		row_id = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(rid.val.numeric)));
 	else
 		return false;
-	return ViewHasRowId(relid, row_id);
+
+	if (ev == NULL || !OidIsValid(ev->role))
+		error = pstrdup("the trigger records no role that saved it");
+	else if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(ev->role)))
+		error = pstrdup("the role that saved the trigger no longer exists");
+	else if (isAnyTempNamespace(get_rel_namespace(relid)) && !pg_class_ownercheck(relid, ev->role))
+	{
+		/*
+		 * pg_temp names the writing session's own schema: another session's
+		 * role must not get its temporary view read as the saving role.
+		 */
+		error = pstrdup("a temporary view is read only for the role that owns it");
+	}
+	if (error != NULL)
+		result = false;
+	else
+		result = ViewHasRowId(relid, ev->role, row_id, &error);
+	if (error != NULL)
+	{
+		char	   *msg = psprintf("filter view \"%s\": %s", name, error);
+		Oid			outer = GetOuterUserId();
+		bool		own;
+
+		if (ev != NULL && ev->error == NULL)
+			ev->error = msg;
+		/*
+		 * The view's error may quote what its role reads: the writing
+		 * session sees it only when it is that role (or a superuser); the
+		 * trigger's last_error always has it.
+		 */
+		own = ev != NULL && (outer == ev->role || superuser_arg(outer));
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 own ? errmsg("%s", msg) :
+				 errmsg("filter view \"%s\" failed", name),
+				 errdetail("The event does not match the trigger%s.",
+						   ev && ev->trigger_id ? psprintf(" " INT64_FORMAT, ev->trigger_id) : ""),
+				 errhint("The view is read with the rights of the role that saved the trigger, within pg_agents.filter_view_timeout.")));
+	}
+	return result;
 }
 
 /* --------------------------------------------------------------------------
@@ -696,10 +874,11 @@ ViewMatches(const JsonbValue *viewname, JsonbContainer *payload)
 /*
  * Whether payload satisfies filter.  The filter is assumed valid (it was
  * checked when the trigger was saved); anything malformed simply fails to
- * match.  Runs view queries through SPI (nested connections are fine).
+ * match.  Runs view queries through SPI (nested connections are fine), as
+ * ev->role; a view that fails sets ev->error (the first such message).
  */
 bool
-PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload)
+PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev)
 {
 	JsonbContainer *f = filter ? &filter->root : NULL;
 	JsonbContainer *p = payload ? &payload->root : NULL;
@@ -757,7 +936,7 @@ PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload)
 	}
 	if (GetKey(f, "view", &part))
 	{
-		if (part.type != jbvString || !ViewMatches(&part, p))
+		if (part.type != jbvString || !ViewMatches(&part, p, ev))
 			return false;
 	}
 	return true;
@@ -948,11 +1127,16 @@ PgAgentsValidateFilter(Jsonb *filter)
 		if (get_attnum(relid, "id") == InvalidAttrNumber)
 			FILTER_ERROR("The view must have a column named id holding the row ids.",
 						 "invalid filter: view \"%s\" has no column \"id\"", name);
-		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		/*
+		 * The saving role is the outer one (SET ROLE included), not the owner
+		 * of a SECURITY DEFINER function such as agent.create_from_draft: the
+		 * view will be read with that role's rights.
+		 */
+		if (pg_class_aclcheck(relid, GetOuterUserId(), ACL_SELECT) != ACLCHECK_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("invalid filter: permission denied for view \"%s\"", name),
-					 errdetail("The user saving the trigger must be allowed to read the view.")));
+					 errdetail("The role saving the trigger must be allowed to read the view: it is read with that role's rights.")));
 	}
 }
 
@@ -981,5 +1165,28 @@ pg_agents_filter_matches(PG_FUNCTION_ARGS)
 	Jsonb	   *filter = PG_ARGISNULL(0) ? NULL : PG_GETARG_JSONB_P(0);
 	Jsonb	   *payload = PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1);
 
-	PG_RETURN_BOOL(PgAgentsFilterMatches(filter, payload));
+	FilterEval	ev;
+
+	/* evaluated with the caller's own rights */
+	memset(&ev, 0, sizeof(ev));
+	ev.role = GetUserId();
+	PG_RETURN_BOOL(PgAgentsFilterMatches(filter, payload, &ev));
+}
+
+/*
+ * agent._saving_role(requested regrole DEFAULT NULL) RETURNS regrole
+ *
+ * The role that saves a trigger: the outer role of the session (the one SET
+ * ROLE chose, or the session user), which SECURITY DEFINER functions do not
+ * change.  A superuser may name another role (requested), as the upgrade
+ * does for triggers saved before saved_by existed.
+ */
+Datum
+pg_agents_saving_role(PG_FUNCTION_ARGS)
+{
+	Oid			outer = GetOuterUserId();
+
+	if (!PG_ARGISNULL(0) && OidIsValid(PG_GETARG_OID(0)) && superuser_arg(outer))
+		PG_RETURN_OID(PG_GETARG_OID(0));
+	PG_RETURN_OID(outer);
 }

@@ -47,6 +47,7 @@ int			pg_agents_approval_ttl = 72 * 60;
 int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
 int			pg_agents_self_retrigger_cap = 3;
+int			pg_agents_filter_view_timeout = 100;
 
 /* access */
 int			pg_agents_access_cache_grants = 262144;
@@ -162,6 +163,11 @@ PgAgentsDefineGucs(void)
 							"Runs in a chain an agent may trigger through its own writes (triggers with allow_self_retrigger).",
 							NULL, &pg_agents_self_retrigger_cap, 3, 0, 100,
 							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.filter_view_timeout",
+							"Longest time a trigger filter's view may take for one event.",
+							"Past it the event does not match that trigger, whose last_error says why; the write that fired the event goes on.",
+							&pg_agents_filter_view_timeout, 100, 1, 60000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.access_cache_grants",
 							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",
 							"0 makes every check probe the index.",

@@ -24,5 +24,6 @@ _PG_init(void)
 
 	PgAgentsDefineGucs();
 	PgAgentsInitShmem();
+	PgAgentsInitEventStats();
 	PgAgentsRegisterWorker();
 }

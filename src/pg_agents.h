@@ -38,6 +38,7 @@ extern char *pg_agents_llm_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
 extern int	pg_agents_self_retrigger_cap;
+extern int	pg_agents_filter_view_timeout;
 extern int	pg_agents_access_cache_grants;
 
 extern void PgAgentsDefineGucs(void);
@@ -103,16 +104,32 @@ extern void PgAgentsSetWorkerLatch(Latch *latch);
 extern void PgAgentsRequestWake(void);
 
 /* filter.c (events) */
+typedef struct FilterEval
+{
+	Oid			role;			/* reads a filter view with this role's rights */
+	int64		trigger_id;		/* for messages; 0 when none */
+	char	   *error;			/* out: why a filter view failed, or NULL */
+} FilterEval;
 extern void PgAgentsValidateFilter(Jsonb *filter);
-extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload);
+extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev);
 
-/* dispatch.c (events) */
-extern List *PgAgentsDispatch(const char *event_name, const char *resource_type,
+/* dispatch.c (events); workspace NULL: unknown (the event wakes nobody) */
+extern List *PgAgentsDispatch(const char *workspace, const char *event_name,
+							  const char *resource_type,
 							  const char *resource_id, Jsonb *payload,
 							  const char *actor, const char *event_id);
-extern bool PgAgentsEventHasCandidates(const char *event_name,
+extern bool PgAgentsEventHasCandidates(const char *workspace,
+									   const char *event_name,
 									   const char *resource_type,
 									   const char *resource_id);
+extern const char *PgAgentsSessionWorkspace(void);
+
+/* eventstats.c (events) */
+extern void PgAgentsInitEventStats(void);
+extern void PgAgentsCountUnknownWorkspace(const char *event_name,
+										  const char *resource_type,
+										  const char *resource_id,
+										  const char *why);
 
 /* worker.c */
 extern void PgAgentsRegisterWorker(void);

@@ -15,7 +15,14 @@
  * event's actor.  When no trigger could match, it returns before building
  * any payload (a hash lookup), so watching a table costs little.
  *
- * Trigger arguments: resource_type, id_column, mention columns...
+ * Every event belongs to a workspace: the row's workspace column when the
+ * table was watched with one (NULL there: unknown), else the writing
+ * session's pg_agents.workspace.  An event whose workspace is unknown wakes
+ * nobody and is counted (src/eventstats.c); the write goes on.
+ *
+ * Trigger arguments: resource_type, id_column, "workspace_column=<name>"
+ * (empty name: none; absent in watchers installed before 0.3.0), mention
+ * columns...
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +55,8 @@ typedef struct WatchState
 	char	   *resource_type;
 	AttrNumber	id_attno;
 	Oid			id_outfunc;
+	AttrNumber	ws_attno;		/* 0: the session's workspace */
+	Oid			ws_outfunc;
 	int			nmention;
 	AttrNumber *mention_attnos;
 	Oid		   *mention_outfuncs;
@@ -55,6 +64,8 @@ typedef struct WatchState
 } WatchState;
 
 static uint64 watch_seq = 0;
+
+#define WS_ARG_PREFIX "workspace_column="
 
 /*
  * Watch states outlive a statement: they are kept per trigger OID in a
@@ -102,6 +113,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	bool		varlena;
 	WatchCacheEntry *entry;
 	bool		found;
+	int			first_mention;
 
 	if (st != NULL && st->relid == RelationGetRelid(rel))
 		return st;
@@ -143,18 +155,35 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 				 errmsg("column \"%s\" of watched table \"%s\" does not exist", tg->tgargs[1], st->table),
 				 errhint("Watch the table again with agent.watch_table() and an existing id_column.")));
 	getTypeOutputInfo(TupleDescAttr(desc, st->id_attno - 1)->atttypid, &st->id_outfunc, &varlena);
-	st->nmention = tg->tgnargs - 2;
+	first_mention = 2;
+	if (tg->tgnargs > 2 && strncmp(tg->tgargs[2], WS_ARG_PREFIX, strlen(WS_ARG_PREFIX)) == 0)
+	{
+		const char *wscol = tg->tgargs[2] + strlen(WS_ARG_PREFIX);
+
+		first_mention = 3;
+		if (wscol[0] != '\0')
+		{
+			st->ws_attno = get_attnum(st->relid, wscol);
+			if (st->ws_attno <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("workspace column \"%s\" of watched table \"%s\" does not exist", wscol, st->table),
+						 errhint("Watch the table again with agent.watch_table() and an existing workspace_column.")));
+			getTypeOutputInfo(TupleDescAttr(desc, st->ws_attno - 1)->atttypid, &st->ws_outfunc, &varlena);
+		}
+	}
+	st->nmention = tg->tgnargs - first_mention;
 	st->mention_attnos = palloc0(sizeof(AttrNumber) * Max(st->nmention, 1));
 	st->mention_outfuncs = palloc0(sizeof(Oid) * Max(st->nmention, 1));
 	for (i = 0; i < st->nmention; i++)
 	{
-		AttrNumber	a = get_attnum(st->relid, tg->tgargs[i + 2]);
+		AttrNumber	a = get_attnum(st->relid, tg->tgargs[i + first_mention]);
 
 		if (a <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("mention column \"%s\" of watched table \"%s\" does not exist",
-							tg->tgargs[i + 2], st->table),
+							tg->tgargs[i + first_mention], st->table),
 					 errhint("Watch the table again with agent.watch_table() and existing mention columns.")));
 		st->mention_attnos[i] = a;
 		getTypeOutputInfo(TupleDescAttr(desc, a - 1)->atttypid, &st->mention_outfuncs[i], &varlena);
@@ -364,6 +393,8 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		d;
 	int			i;
+	const char *workspace;
+	const char *why;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -413,8 +444,25 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 	else
 		return PointerGetDatum(NULL);
 
-	has_event = event != NULL &&
-		PgAgentsEventHasCandidates(event, st->resource_type, st->table);
+	/* the event's workspace: the row's column, else the session's */
+	if (st->ws_attno > 0)
+	{
+		HeapTuple	wstup = newtup ? newtup : oldtup;
+
+		d = heap_getattr(wstup, st->ws_attno, desc, &isnull);
+		workspace = isnull ? NULL : OidOutputFunctionCall(st->ws_outfunc, d);
+		if (workspace != NULL && workspace[0] == '\0')
+			workspace = NULL;
+		why = "The row's workspace column is NULL.";
+	}
+	else
+	{
+		workspace = PgAgentsSessionWorkspace();
+		why = "The table has no workspace column and the session sets no pg_agents.workspace.";
+	}
+
+	has_event = event != NULL && workspace != NULL &&
+		PgAgentsEventHasCandidates(workspace, event, st->resource_type, st->table);
 
 	/* mentions added by this write (not already in the old row) */
 	if (newtup != NULL && st->nmention > 0 && (!is_update || changed != NIL))
@@ -461,6 +509,15 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 		}
 	}
 
+	if (workspace == NULL)
+	{
+		/* wakes nobody, but is counted (and warned about) */
+		if (event != NULL)
+			PgAgentsCountUnknownWorkspace(event, st->resource_type, st->table, why);
+		if (mentioned != NIL)
+			PgAgentsCountUnknownWorkspace("agent.mentioned", st->resource_type, st->table, why);
+		return PointerGetDatum(NULL);
+	}
 	if (!has_event && mentioned == NIL)
 		return PointerGetDatum(NULL);
 
@@ -484,7 +541,7 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 
 		PushBase(&ps, st, row_id, row, oldrow, changed, is_update);
 		res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-		(void) PgAgentsDispatch(event, st->resource_type, st->table,
+		(void) PgAgentsDispatch(workspace, event, st->resource_type, st->table,
 								JsonbValueToJsonb(res), NULL, event_id);
 	}
 	if (mentioned != NIL)
@@ -506,7 +563,7 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 			PushKey(&ps, "columns");
 			PushStringArray(&ps, mention_cols);
 			res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-			(void) PgAgentsDispatch("agent.mentioned", st->resource_type, st->table,
+			(void) PgAgentsDispatch(workspace, "agent.mentioned", st->resource_type, st->table,
 									JsonbValueToJsonb(res), NULL,
 									psprintf("%s:mention:" INT64_FORMAT, event_id, id));
 		}

@@ -281,7 +281,7 @@ CREATE TABLE agent.triggers (
     CHECK (kind <> 'event' OR event_name IS NOT NULL),
     FOREIGN KEY (workspace_id, agent_id) REFERENCES agent.agents (workspace_id, id) ON DELETE CASCADE
 );
-CREATE INDEX triggers_event_idx ON agent.triggers (event_name, resource_type, resource_id)
+CREATE INDEX triggers_event_idx ON agent.triggers (workspace_id, event_name, resource_type, resource_id)
   WHERE enabled AND kind IN ('event', 'mention');
 CREATE INDEX triggers_due_idx ON agent.triggers (next_run_at)
   WHERE enabled AND kind = 'schedule';

@@ -73,6 +73,22 @@ COMMENT ON FUNCTION agent._audit_event(text, text, text, text, text, text, jsonb
 -- The run queue
 -- ---------------------------------------------------------------------------
 
+-- The hourly cap's count, carried for the rest of the transaction once
+-- counted (src/capmemo.c).
+CREATE FUNCTION agent._cap_memo(p_agent_id bigint) RETURNS bigint
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_cap_memo';
+REVOKE ALL ON FUNCTION agent._cap_memo(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._cap_memo(bigint) IS
+  'Internal (agent._enqueue_run): the agent''s autonomous runs of the last hour as counted earlier in this transaction, or NULL when not counted yet. Backend memory, forgotten at transaction end, restored by a rolled-back subtransaction.';
+
+CREATE FUNCTION agent._cap_memo_set(p_agent_id bigint, p_count bigint) RETURNS void
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'pg_agents_cap_memo_set';
+REVOKE ALL ON FUNCTION agent._cap_memo_set(bigint, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._cap_memo_set(bigint, bigint) IS
+  'Internal (agent._enqueue_run): records the agent''s count of autonomous runs of the last hour for the rest of this transaction (undone if the current subtransaction rolls back).';
+
 CREATE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, p_origin text,
                                    p_input jsonb DEFAULT '{}',
                                    p_trigger_id bigint DEFAULT NULL,
@@ -91,7 +107,6 @@ DECLARE
   v_status text := 'queued';
   v_error  text;
   v_id     bigint;
-  v_memo   text;
 BEGIN
   SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
@@ -107,10 +122,10 @@ BEGIN
     -- Counting stops at the cap: the check costs at most cap rows.  While this
     -- transaction holds the lock no other one queues for the agent, and now()
     -- does not move, so the count only grows by the runs queued here: it is
-    -- counted once per transaction and then carried in a transaction-local
-    -- setting (undone with a rolled-back subtransaction, like the rows).
-    v_memo := 'pg_agents_cap.a' || p_agent_id;
-    v_recent := nullif(current_setting(v_memo, true), '')::bigint;
+    -- counted once per transaction and then carried in backend memory
+    -- (agent._cap_memo, src/capmemo.c: undone with a rolled-back
+    -- subtransaction, like the rows; never a setting a session could set).
+    v_recent := agent._cap_memo(p_agent_id);
     IF v_recent IS NULL THEN
       SELECT count(*) INTO v_recent FROM (
         SELECT 1 FROM agent.runs r
@@ -132,8 +147,8 @@ BEGIN
           CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
           coalesce(p_input, '{}'), v_error, p_token_budget,
           CASE WHEN v_status <> 'queued' THEN now() END);
-  IF v_memo IS NOT NULL THEN
-    PERFORM set_config(v_memo, (v_recent + CASE WHEN v_status = 'queued' THEN 1 ELSE 0 END)::text, true);
+  IF p_regime = 'autonomous' THEN
+    PERFORM agent._cap_memo_set(p_agent_id, v_recent + CASE WHEN v_status = 'queued' THEN 1 ELSE 0 END);
   END IF;
   PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
                                                     'status', v_status)::text);

@@ -556,9 +556,13 @@ BEGIN
     RETURN format('run_as "%s" is not creator or shared', t ->> 'run_as');
   END IF;
   IF t ? 'filter' AND jsonb_typeof(t -> 'filter') <> 'null' THEN
+    -- a filter view must be readable by the session's outer role (the
+    -- application's, not the owner of a SECURITY DEFINER caller such as
+    -- create_from_draft): it is read with that role's rights, which become
+    -- the trigger's saved_by.  Validation never runs the view.
     BEGIN
       PERFORM agent.validate_filter(t -> 'filter');
-    EXCEPTION WHEN invalid_parameter_value THEN
+    EXCEPTION WHEN invalid_parameter_value OR insufficient_privilege THEN
       RETURN SQLERRM;
     END;
   END IF;
@@ -566,7 +570,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._draft_trigger_problem(jsonb) IS
-  'Internal: why a draft trigger is invalid (keys and types, kind, cron via agent.cron_valid, time zone, event name and resource type, run_as, filter via agent.validate_filter), or NULL when it is valid.';
+  'Internal: why a draft trigger is invalid (keys and types, kind, cron via agent.cron_valid, time zone, event name and resource type, run_as, filter via agent.validate_filter, whose view the session''s outer role must be allowed to read), or NULL when it is valid.';
 
 -- The JSON object in a model's answer: the whole text, a fenced block, or
 -- the outermost {...}; NULL when there is none.

@@ -78,11 +78,9 @@ GRANT EXECUTE ON FUNCTION
   agent.approve(text, text, bigint), agent.deny(text, text, bigint),
   -- events
   agent.fire_event(text, text, text, jsonb, text, text), agent.filter_matches(jsonb, jsonb),
-  agent.watch_table(regclass, text, name, text[]), agent.unwatch_table(regclass),
-  -- allowlist and resources (on tables the caller owns)
-  agent.register_resource_table(text, regclass, name, name, name),
-  agent.unregister_resource_table(regclass), agent.register_relation(text, regclass, name, text),
-  agent.enable_allowlist(regclass, text, name), agent.disable_allowlist(regclass),
+  agent.watch_table(regclass, text, name, text[], name), agent.unwatch_table(regclass),
+  -- (registering resource tables and allowlists is a DBA's: it grants the
+  -- tool role access and installs policies; superuser only)
   agent.follow_relation(text, text, name),
   -- MCP (status of the session's workspace)
   agent.mcp_status(text, text),

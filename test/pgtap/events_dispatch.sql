@@ -5,6 +5,9 @@ SELECT plan(89);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.run_id = '';
+-- every event belongs to a workspace: the session's (test/pgtap/events_tenants.sql
+-- covers events of other workspaces and of none)
+SET LOCAL pg_agents.workspace = 'w-events';
 SET LOCAL pg_agents.dedup_window = 600;
 SET LOCAL pg_agents.self_retrigger_cap = 3;
 
@@ -273,14 +276,14 @@ SELECT agent.unwatch_table('events_tickets');
 INSERT INTO events_tickets (title, priority) VALUES ('after unwatch', 'high');
 SELECT is((SELECT count(*) FROM agent.runs WHERE trigger_id = 4215), 1::bigint, 'unwatched: no more events');
 
--- ---------------------------------------------------------------- an unprivileged caller
-CREATE ROLE events_app_role IN ROLE agents_app;
+-- ---------------------------------------------------------------- the application's role
+CREATE ROLE events_app_role IN ROLE agents_app;   -- fire_event is agents_app's, not PUBLIC's
 GRANT INSERT, SELECT ON events_tickets TO events_app_role;
 GRANT USAGE ON SEQUENCE events_tickets_id_seq TO events_app_role;
 SELECT agent.watch_table('events_tickets', 'collection', 'id', ARRAY['body']);
 SET LOCAL ROLE events_app_role;
 SELECT is((SELECT count(*) FROM agent.fire_event('events.t.dedup', 'collection', 'x', '{}', NULL, 'role-1')), 1::bigint,
-          'the application role (agents_app, no rights on agent tables of its own) fires an event: the run is made');
+          'an application role (agents_app, no rights on agent.runs) fires an event: the run is made');
 INSERT INTO events_tickets (title, priority) VALUES ('from the app role', 'high');
 SELECT is(current_user::text, 'events_app_role', 'and the caller''s identity is restored afterwards');
 RESET ROLE;

@@ -22,8 +22,10 @@ SELECT agent.start_run(:aid, 'int1', '{"message": "hi"}') AS r_int \gset
 SELECT agent.start_run(:aid, 'gm1', '{"message": "hi"}') AS r_gm \gset
 SELECT agent.start_run(:aid, 'app', '{}', 'autonomous', 'api') AS r_api \gset
 SELECT agent._enqueue_run(:aid, 'autonomous', 'schedule', '{"prompt": "daily"}', :sched, 'own') AS r_sched \gset
+SET LOCAL pg_agents.workspace = 'ws-ia';  -- the event's workspace
 SELECT r AS r_evt FROM agent.fire_event('collection.row_added', 'collection', 'public.tickets',
                                        '{"row": {"id": 1}}', 'user:someone', 'ia-evt-1') r \gset
+SET LOCAL pg_agents.workspace = '';
 -- a child run made by delegation (recorded directly)
 INSERT INTO agent.runs (agent_id, parent_run_id, root_run_id, depth, regime, origin, status, input)
 VALUES (:aid, :r_api, :r_api, 1, 'autonomous', 'delegation', 'queued', '{"task": "sub"}') RETURNING id AS r_child \gset

@@ -17,10 +17,12 @@ SELECT agent.register_resource_table('page', 'public.ins_mn_pages', 'id', 'title
 SELECT agent.watch_table('public.ins_mn_pages', 'page', 'id', ARRAY['body']);
 SELECT agent.enable_allowlist('public.ins_mn_pages', 'page', 'id');
 
--- the page mentions (and embeds) the agent
+-- the page mentions (and embeds) the agent (written in the workspace's session)
+SET LOCAL pg_agents.workspace = 'ws-mn';
 INSERT INTO public.ins_mn_pages VALUES
   ('pm-secret', 'Secret runbook', format('Ask [[agent:%s]] to check this. {{embed agent:%s}}', :aid, :aid)),
   ('pm-granted', 'Granted page', 'nothing here');
+SET LOCAL pg_agents.workspace = '';
 
 SELECT is((SELECT count(*) FROM agent.runs WHERE agent_id = :aid AND origin = 'mention'), 1::bigint,
           'the mention wakes the agent');

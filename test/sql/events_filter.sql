@@ -126,6 +126,33 @@ RETURNING kind, event_name, filter;
 UPDATE agent.triggers SET filter = '{"any": [{"property": "x", "op": "between", "value": [1, 2]}]}' WHERE agent_id = 4100;
 SELECT count(*) FROM agent.triggers WHERE agent_id = 4100;
 
+-- every event belongs to a workspace: this superuser session sets none, so
+-- its event belongs to no workspace, wakes nobody and is counted
+SELECT count(*) FROM agent.fire_event('collection.row_added', 'collection', 'public.events_ft_tickets', '{}');
+SELECT agent.watch_table('events_ft_tickets', 'collection', 'id', NULL, 'no_such_column');
+
+-- a filter view that fails: the event does not match, the trigger says why
+CREATE FUNCTION events_ft_boom() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no, not today'; END $$;
+CREATE VIEW events_ft_boom_view AS SELECT '1'::text AS id WHERE events_ft_boom();
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, filter)
+VALUES (4150, 4100, 'event', 'ft.boom', 'thing', '{"view": "public.events_ft_boom_view"}');
+SET pg_agents.workspace = 'w-events-ft';
+SELECT count(*) FROM agent.fire_event('ft.boom', 'thing', 'x', '{"row_id": "1"}');
+RESET pg_agents.workspace;
+SELECT last_status, last_error, saved_by = current_user::regrole AS saved_by_me
+FROM agent.triggers WHERE agent_id = 4100 AND event_name = 'ft.boom';
+
+-- a view the saving role may not read is refused (the application's role,
+-- not the owner of the function that saves)
+CREATE ROLE events_ft_app IN ROLE agents_app;
+REVOKE ALL ON events_ft_boom_view FROM PUBLIC;
+SET ROLE events_ft_app;
+SELECT agent.validate_filter('{"view": "public.events_ft_boom_view"}');
+RESET ROLE;
+DROP ROLE events_ft_app;
+DROP VIEW events_ft_boom_view;
+DROP FUNCTION events_ft_boom();
+
 DELETE FROM agent.agents WHERE id = 4100;
 DROP VIEW events_ft_vip;
 DROP TABLE events_ft_tickets;

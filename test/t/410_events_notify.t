@@ -2,7 +2,8 @@
 # events: NOTIFY agent_runs delivery to a listening session, one worker
 # wake-up per committing transaction, nothing for a rolled-back one.
 . "$PG_AGENTS_ENV"
-export PGOPTIONS='-c client_min_messages=warning'
+# every event belongs to a workspace: the session's
+export PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-events-it'
 n=0; fails=0
 ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }

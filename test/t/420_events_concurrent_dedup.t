@@ -3,7 +3,8 @@
 # same event at once -> exactly one run; distinct ids -> one run each), and the
 # hourly cap under concurrency (never more queued runs than the cap).
 . "$PG_AGENTS_ENV"
-export PGOPTIONS='-c client_min_messages=warning'
+# every event belongs to a workspace: the session's
+export PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-events-it'
 n=0
 ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }

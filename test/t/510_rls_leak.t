@@ -129,8 +129,9 @@ v=$(psql -XAtq -d "$A" -c "SELECT count(*) FROM agent.run_steps WHERE run_id = 1
 0" ]; ok $? "the denied steps (type and reason only) and audit rows carry no title or body of the secret"
 
 # mentions grant nothing: a run woken by a mention inside the secret page
-if [ -n "$(psql -XAtq -d "$A" -c "SELECT to_regprocedure('agent.watch_table(regclass,text,name,text[])')")" ]; then
+if [ -n "$(psql -XAtq -d "$A" -c "SELECT to_regprocedure('agent.watch_table(regclass,text,name,text[],name)')")" ]; then
     psql -XAtq -d "$A" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET pg_agents.workspace = 'ws1';  -- the page's workspace (every event belongs to one)
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type) VALUES (1, 'mention', 'agent.mentioned', 'page');
 SELECT agent.watch_table('public.pages', 'page', 'id', ARRAY['body']);
 INSERT INTO public.pages (id, title, body) VALUES
@@ -138,14 +139,13 @@ INSERT INTO public.pages (id, title, body) VALUES
 SQL
     run=$(psql -XAtq -d "$A" -c "SELECT max(id) FROM agent.runs WHERE agent_id = 1 AND origin = 'mention'")
     [ -n "$run" ]; ok $? "a mention inside the secret page queues a run (run $run)"
-    # The agent.mentioned payload carries the row (events module, SPEC §3),
-    # so the run's input holds it; it is not a read by the agent: the payload
-    # names a row the agent cannot read, and the worker withholds such rows
-    # from the prompt (asserted on the recorded LLM requests in 511).
+    # The agent.mentioned payload names the row, but a stored run is a log:
+    # a row the agent cannot read is withheld at enqueue (a reference and the
+    # reason), and the worker withholds again from the prompt (511).
     n=$((n+1))
-    v=$(psql -XAtq -d "$A" -c "SELECT agent.can_access(1, 'page', input#>>'{payload,row_id}') FROM agent.runs WHERE id = $run")
-    if [ "$v" = "f" ]; then echo "ok $n - the row in the mention run's payload is one the agent cannot read"
-    else echo "not ok $n - the row in the mention run's payload is one the agent cannot read ($v)"; fi
+    v=$(psql -XAtq -d "$A" -c "SELECT agent.can_access(1, 'page', input#>>'{payload,row_id}') || ':' || (input#>>'{payload,row,withheld}') || ':' || (input::text ~* '$MARK|acquisition') FROM agent.runs WHERE id = $run")
+    if [ "$v" = "false:not_granted:false" ]; then echo "ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body"
+    else echo "not ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body ($v)"; fi
 else
     run=$(psql -XAtq -d "$A" -c "SELECT agent._enqueue_run(1, 'autonomous', 'mention', '{\"resource_type\": \"page\", \"row_id\": \"5000\"}')")
     [ -n "$run" ]; ok $? "a mention run is queued (events module not installed yet: through agent._enqueue_run, run $run)"

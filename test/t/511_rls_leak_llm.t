@@ -49,7 +49,7 @@ q "INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, prompt
      VALUES ($a, 'mention', 'agent.mentioned', 'page', 'You were mentioned [[t511b]]; read the page.');
    SELECT agent.watch_table('public.rls511_pages', 'page', 'id', ARRAY['body']);" >/dev/null
 llm_script "[[t511b]]" '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "10"}}, {"text": "cannot"}]'
-q "INSERT INTO public.rls511_pages VALUES (10, '$MARK follow-up', 'Second secret: [[agent:$a]] summarise $MARK.')" >/dev/null
+q "SET pg_agents.workspace = 'w6'; INSERT INTO public.rls511_pages VALUES (10, '$MARK follow-up', 'Second secret: [[agent:$a]] summarise $MARK.')" >/dev/null
 r=$(q "SELECT max(id) FROM agent.runs WHERE agent_id = $a AND origin = 'mention'")
 ok "$([ -n "$r" ] && echo 0 || echo 1)" "the mention queues a run ($r)"
 is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "the mention run ends"
@@ -63,7 +63,7 @@ is "$(has_mark "[[t511b]]")" "0" "no recorded LLM request of the mention run con
 q "UPDATE agent.triggers SET prompt = NULL WHERE agent_id = $a AND kind = 'mention'" >/dev/null
 llm_reset
 llm_script "" '[{"text": "noted"}]'
-q "INSERT INTO public.rls511_pages VALUES (11, '$MARK third', 'Third secret: [[agent:$a]] about $MARK.')" >/dev/null
+q "SET pg_agents.workspace = 'w6'; INSERT INTO public.rls511_pages VALUES (11, '$MARK third', 'Third secret: [[agent:$a]] about $MARK.')" >/dev/null
 r=$(q "SELECT max(id) FROM agent.runs WHERE agent_id = $a AND origin = 'mention'")
 wait_status "$r" "succeeded|failed" 60 >/dev/null
 is "$(has_mark "")" "0" "a mention run without prompt does not show the model the secret row (the worker withholds payload rows the agent cannot read)"

@@ -310,3 +310,21 @@ REVOKE ALL ON FUNCTION agent.set_acl_function(regprocedure) FROM PUBLIC;
 COMMENT ON FUNCTION agent.set_acl_function(regprocedure) IS
   'Plugs the application''s ACL in: fn(user_id, resource_type, resource_id, mode) RETURNS boolean (user_id NULL: shared with the whole workspace?); NULL goes back to agent.resource_acl.';
 
+CREATE OR REPLACE FUNCTION agent.unwatch_table(tbl regclass) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF NOT pg_catalog.pg_has_role(agent._caller(),
+                                (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+    RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS pg_agents_watch ON %s', tbl);
+END
+$$;
+COMMENT ON FUNCTION agent.unwatch_table(regclass) IS
+  'Removes the watcher agent.watch_table installed (no error when the table is not watched); on the caller''s own tables only.';
+
