@@ -37,6 +37,10 @@ extern char *pg_agents_llm_url;
 extern char *pg_agents_llm_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
+extern char *pg_agents_llm_url_allowlist;
+extern int	pg_agents_max_tool_calls_per_turn;
+extern int	pg_agents_max_reply_bytes;
+extern int	pg_agents_approval_max_input;
 extern int	pg_agents_self_retrigger_cap;
 extern int	pg_agents_access_cache_grants;
 

@@ -527,7 +527,21 @@ COMMENT ON FUNCTION agent.mcp_call(text, text, jsonb, text, text) IS
 -- What an agent may use (the worker's entry points)
 -- ---------------------------------------------------------------------------
 
-CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
+-- The user whose personal MCP servers serve a run: the requester of a
+-- manual run, the agent's owner for an autonomous one.
+CREATE FUNCTION agent._mcp_run_user(p_run_id bigint) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END
+    FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id
+   WHERE r.id = p_run_id
+$$;
+REVOKE ALL ON FUNCTION agent._mcp_run_user(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._mcp_run_user(bigint) IS
+  'Internal: whose personal MCP servers serve the run: its requester for a manual run, the agent''s owner for an autonomous one.';
+
+CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -538,18 +552,32 @@ AS $$
          coalesce((t.annotations->>'readOnlyHint')::boolean, false)
     FROM agent.agents a
     JOIN agent.mcp_servers s ON s.workspace_id = a.workspace_id
-                            AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = a.owner_id))
+                            AND (s.scope = 'workspace'
+                                 OR (s.scope = 'user' AND s.owner_id = mcp_agent_tools.user_id))
     JOIN agent.mcp_tools t ON t.server_id = s.id
    WHERE a.id = mcp_agent_tools.agent_id AND a.deleted_at IS NULL AND s.enabled
      AND (agent._mcp_match(s.name, a.scope->'mcp_servers')
           OR agent._mcp_match(t.exposed_name, a.scope->'mcp_tools'))
    ORDER BY t.exposed_name
 $$;
+REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_agent_tools(bigint, text) IS
+  'MCP tools an agent may use in a run of user_id: enabled servers of its workspace and user_id''s own personal ones (none when NULL), filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval is the tool''s flag or a match in scope.needs_approval (names or * patterns). The worker passes agent._mcp_run_user(run).';
+
+CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
+RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
+              input_schema jsonb, needs_approval boolean, read_only boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id,
+                                      (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_tools.agent_id))
+$$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
-  'MCP tools an agent may use: enabled servers of its workspace or its owner''s personal ones, filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval is the tool''s flag or a match in scope.needs_approval (names or * patterns).';
+  'MCP tools of the agent''s autonomous runs: agent.mcp_agent_tools(agent_id, <its owner>) (the workspace servers and its owner''s personal ones).';
 
-CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
+CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb, user_id text)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
@@ -561,7 +589,7 @@ DECLARE
   r jsonb;
 BEGIN
   SELECT m.server_id, m.tool INTO v_server_id, v_tool
-    FROM agent.mcp_agent_tools(mcp_agent_call.agent_id) m
+    FROM agent.mcp_agent_tools(mcp_agent_call.agent_id, mcp_agent_call.user_id) m
    WHERE m.exposed_name = mcp_agent_call.exposed_name;
   IF v_server_id IS NULL THEN
     RETURN jsonb_build_object('ok', false, 'denied', true,
@@ -581,9 +609,21 @@ BEGIN
                             'result', agent._mcp_failed_result(r->>'error', r->'rpc_error'));
 END
 $$;
+REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) IS
+  'Worker entry point: calls an MCP tool by its exposed name for an agent in a run of user_id (checked against agent.mcp_agent_tools(agent_id, user_id)); returns {"ok", "server", "tool", "result": CallToolResult, "error"?}; a refused, failed or unreachable call is a failed result, never an exception.';
+
+CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments,
+                              (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_call.agent_id))
+$$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) IS
-  'Worker entry point: calls an MCP tool by its exposed name for an agent (checked against agent.mcp_agent_tools); returns {"ok", "server", "tool", "result": CallToolResult, "error"?}; a refused, failed or unreachable call is a failed result, never an exception.';
+  'agent.mcp_agent_call(agent_id, exposed_name, arguments, <its owner>): a call as in the agent''s autonomous runs.';
 
 -- ---------------------------------------------------------------------------
 -- Status
@@ -596,10 +636,11 @@ CREATE VIEW agent.mcp_status WITH (security_barrier) AS
          (SELECT count(*) FROM agent.mcp_tools t WHERE t.server_id = s.id)::integer AS tool_count,
          s.last_error, s.tools_refreshed_at, s.protocol_version, s.server_info
     FROM agent.mcp_servers s
-   WHERE s.workspace_id = agent.current_workspace()
-      OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user);
-GRANT SELECT ON agent.mcp_status TO PUBLIC;
-COMMENT ON VIEW agent.mcp_status IS 'MCP servers without their headers: configured, connected, tool count, last error; the caller''s workspace only (every workspace for superusers).';
+   WHERE s.workspace_id = nullif(pg_catalog.current_setting('pg_agents.workspace', true), '')
+      OR (nullif(pg_catalog.current_setting('pg_agents.workspace', true), '') IS NULL
+          AND pg_catalog.current_setting('is_superuser') = 'on');
+REVOKE ALL ON agent.mcp_status FROM PUBLIC;
+COMMENT ON VIEW agent.mcp_status IS 'MCP servers without their headers: configured, connected, tool count, last error; the session''s workspace (pg_agents.workspace) only; every workspace for a superuser session that sets none.';
 COMMENT ON COLUMN agent.mcp_status.server_id IS 'Server id.';
 COMMENT ON COLUMN agent.mcp_status.workspace_id IS 'Workspace of the server.';
 COMMENT ON COLUMN agent.mcp_status.scope IS 'workspace or user.';
@@ -621,10 +662,12 @@ RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
-  WITH s AS (
+  WITH w AS (SELECT agent._session_workspace() AS ws),
+  s AS (
     SELECT m.*, (m.enabled AND m.last_error IS NULL AND m.tools_refreshed_at IS NOT NULL) AS connected
-      FROM agent.mcp_servers m
+      FROM agent.mcp_servers m, w
      WHERE m.workspace_id = mcp_status.workspace_id
+       AND (w.ws IS NULL OR m.workspace_id = w.ws)
        AND (m.scope = 'workspace' OR m.owner_id = mcp_status.owner_id)
   )
   SELECT jsonb_build_object(
@@ -638,6 +681,6 @@ AS $$
     'errors', (SELECT coalesce(jsonb_object_agg(s.name, s.last_error), '{}')
                  FROM s WHERE s.enabled AND s.last_error IS NOT NULL))
 $$;
-GRANT EXECUTE ON FUNCTION agent.mcp_status(text, text) TO PUBLIC;
+REVOKE ALL ON FUNCTION agent.mcp_status(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_status(text, text) IS
-  'MCP client status of a workspace (and of one user''s personal servers), shaped like /mcp/status: configuredServers, connectedServers, totalTools, tools [{source, name, description}], errors {server: error}.';
+  'MCP client status of a workspace (and of one user''s personal servers), shaped like /mcp/status: configuredServers, connectedServers, totalTools, tools [{source, name, description}], errors {server: error}. Only the session''s workspace (pg_agents.workspace): another workspace is reported empty, as if it had no server; a superuser session that sets none may name any.';

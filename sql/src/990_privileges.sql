@@ -4,3 +4,8 @@
 -- stay idempotent.
 -- ===========================================================================
 SELECT 1 WHERE false;
+
+-- worker: the MCP status, scoped by the session's workspace (the function
+-- takes owner_id on trust: the application only)
+GRANT SELECT ON agent.mcp_status TO agents_app, agents_reader;
+GRANT EXECUTE ON FUNCTION agent.mcp_status(text, text) TO agents_app;
