@@ -9,3 +9,7 @@ SELECT 1 WHERE false;
 -- takes owner_id on trust: the application only)
 GRANT SELECT ON agent.mcp_status TO agents_app, agents_reader;
 GRANT EXECUTE ON FUNCTION agent.mcp_status(text, text) TO agents_app;
+-- (the application API the worker's tests use; also in the full statement)
+GRANT EXECUTE ON FUNCTION agent.create_agent(text, text, text, jsonb),
+  agent.save_settings(bigint, jsonb, text, text), agent.share(bigint, text, text, text),
+  agent.approve(text, text), agent.approve(text, text, bigint) TO agents_app;
