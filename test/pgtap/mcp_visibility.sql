@@ -5,7 +5,7 @@
 -- (none, mcp_servers, mcp_tools, patterns) x approval flags; then exposed
 -- names (mapping, overlength, collisions) and the catalogue privileges.
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 
 SET LOCAL pg_agents.workspace = 'mcp_tap_ws';
 CREATE TEMP TABLE s AS
@@ -87,7 +87,8 @@ SELECT ok((SELECT bool_and(exposed_name ~ '^[a-zA-Z0-9_-]{1,64}$') FROM agent.mc
 -- privileges
 SELECT ok(NOT has_table_privilege('public', 'agent.mcp_servers', 'SELECT'), 'mcp_servers not readable by PUBLIC');
 SELECT ok(NOT has_column_privilege('public', 'agent.mcp_servers', 'headers', 'SELECT'), 'headers not readable by PUBLIC');
-SELECT ok(has_table_privilege('public', 'agent.mcp_status', 'SELECT'), 'agent.mcp_status readable by PUBLIC');
+SELECT ok(NOT has_table_privilege('public', 'agent.mcp_status', 'SELECT'), 'agent.mcp_status not readable by PUBLIC (it trusts pg_agents.workspace)');
+SELECT ok(has_table_privilege('agents_app', 'agent.mcp_status', 'SELECT'), 'agent.mcp_status readable by agents_app');
 SELECT hasnt_column('agent', 'mcp_status', 'headers', 'the status view has no headers column');
 SELECT ok(NOT has_function_privilege('public', 'agent.mcp_add_server(text, text, jsonb, text, text, text, text, boolean)', 'EXECUTE'),
           'mcp_add_server not executable by PUBLIC');

@@ -88,7 +88,7 @@ like "$out" "canceling statement due to statement timeout" "a slow call is inter
 like "$out" "alive" "the backend goes on after the interrupted call"
 
 # secrets: headers readable by superusers only, never logged
-q -c "DROP ROLE IF EXISTS mcp_701_app; CREATE ROLE mcp_701_app LOGIN" >/dev/null
+q -c "DROP ROLE IF EXISTS mcp_701_app; CREATE ROLE mcp_701_app LOGIN IN ROLE agents_app" >/dev/null
 out=$(psql -XAtq -U mcp_701_app -c "SELECT headers FROM agent.mcp_servers" 2>&1)
 like "$out" "permission denied for table mcp_servers" "a non-superuser cannot read headers"
 out=$(psql -XAtq -U mcp_701_app -c "SELECT * FROM agent.mcp_servers" 2>&1)
