@@ -159,7 +159,9 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass workspace_id or set pg_agents.workspace.';
   END IF;
-  IF p_owner_id IS NULL THEN
+  IF NOT agent._workspace_ok(p_workspace_id) THEN
+    v_id := NULL;             -- another workspace: as if it did not exist
+  ELSIF p_owner_id IS NULL THEN
     SELECT s.id INTO v_id FROM agent.mcp_servers s
      WHERE s.workspace_id = p_workspace_id AND s.scope = 'workspace' AND s.name = p_name;
   ELSE
@@ -264,6 +266,11 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass workspace_id or set pg_agents.workspace.';
   END IF;
+  IF NOT agent._workspace_ok(workspace_id) THEN
+    RAISE EXCEPTION 'workspace "%" is not the session''s workspace', workspace_id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'An MCP server is added to the workspace named by pg_agents.workspace.';
+  END IF;
   IF scope = 'user' AND owner_id IS NULL THEN
     RAISE EXCEPTION 'a user-scope MCP server needs an owner_id'
       USING ERRCODE = 'invalid_parameter_value';
@@ -319,7 +326,7 @@ AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
 BEGIN
-  DELETE FROM agent.mcp_servers WHERE id = server_id RETURNING * INTO s;
+  DELETE FROM agent.mcp_servers m WHERE m.id = server_id AND agent._workspace_ok(m.workspace_id) RETURNING * INTO s;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
@@ -349,7 +356,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
 BEGIN
-  UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled WHERE s.id = server_id;
+  UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled
+   WHERE s.id = server_id AND agent._workspace_ok(s.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server % does not exist', server_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -366,7 +374,8 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
   UPDATE agent.mcp_tools t SET needs_approval = mcp_set_tool_approval.needs_approval
-   WHERE t.server_id = mcp_set_tool_approval.server_id AND t.name = tool;
+   WHERE t.server_id = mcp_set_tool_approval.server_id AND t.name = tool
+     AND agent._workspace_ok(t.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP tool "%" of server % does not exist', tool, server_id
       USING ERRCODE = 'undefined_object', HINT = 'Refresh the server first with agent.mcp_refresh.';
@@ -393,7 +402,8 @@ DECLARE
   v_names text[] := '{}';
   v_name text;
 BEGIN
-  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = mcp_refresh.server_id FOR UPDATE;
+  SELECT * INTO s FROM agent.mcp_servers m
+   WHERE m.id = mcp_refresh.server_id AND agent._workspace_ok(m.workspace_id) FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server % does not exist', mcp_refresh.server_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -450,6 +460,7 @@ BEGIN
   FOR v_id IN SELECT s.id FROM agent.mcp_servers s
                WHERE s.enabled
                  AND (mcp_refresh.workspace_id IS NULL OR s.workspace_id = mcp_refresh.workspace_id)
+                 AND agent._workspace_ok(s.workspace_id)
                  AND (mcp_refresh.owner_id IS NULL OR s.scope = 'workspace' OR s.owner_id = mcp_refresh.owner_id)
                ORDER BY s.id LOOP
     RETURN QUERY SELECT * FROM agent.mcp_refresh(v_id);
@@ -486,7 +497,8 @@ DECLARE
   s agent.mcp_servers%ROWTYPE;
   r jsonb;
 BEGIN
-  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = mcp_call.server_id;
+  SELECT * INTO s FROM agent.mcp_servers m
+   WHERE m.id = mcp_call.server_id AND agent._workspace_ok(m.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server % does not exist', mcp_call.server_id USING ERRCODE = 'undefined_object';
   END IF;

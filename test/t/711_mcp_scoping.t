@@ -81,4 +81,19 @@ out=$(psql -XAtq -U w711_app -c "SELECT agent.mcp_status('w711a')" 2>&1)
 ok "$([[ "$out" == *"pg_agents.workspace is not set"* ]] && echo 0)" "a session without a workspace is refused"
 out=$(psql -XAtq -U w711_nobody -c "SET pg_agents.workspace = 'w711a'" -c "SELECT agent.mcp_status('w711a')" -c "SELECT count(*) FROM agent.mcp_status" 2>&1)
 is "$(echo "$out" | grep -c "permission denied")" 2 "a role with no grants reads neither the function nor the view"
+
+# 5. the catalogue's admin functions name servers inside the session's workspace only (a superuser session bound to B)
+team=$(q "SELECT id FROM agent.mcp_servers WHERE workspace_id = 'w711a' AND name = 'team'")
+inb() { psql -XAtq -c "SET pg_agents.workspace = 'w711b'" -c "$1" 2>&1; }
+like() { _tap_n=$((_tap_n+1)); if [[ "$1" == *"$2"* ]]; then echo "ok $_tap_n - $3"; else echo "not ok $_tap_n - $3"; echo "#   got: '$1'"; _tap_fail=$((_tap_fail+1)); fi; }
+like "$(inb "SELECT agent.mcp_call('team', 'echo', '{\"message\": \"x\"}', workspace_id => 'w711a')")" \
+     'MCP server "team" does not exist' "from workspace B, A's server by name does not exist"
+like "$(inb "SELECT agent.mcp_call($team, 'echo', '{\"message\": \"x\"}')")" "MCP server $team does not exist" "nor by id"
+is "$(inb "SELECT agent.mcp_remove_server($team)")" "f" "removing it from B: no such server"
+like "$(inb "SELECT agent.mcp_set_enabled($team, false)")" "does not exist" "disabling it from B: no such server"
+like "$(inb "SELECT agent.mcp_add_server('planted', '$PY', workspace_id => 'w711a')")" "is not the session's workspace" \
+     "adding a server to A from B is refused"
+is "$(inb "SELECT string_agg(name, ',' ORDER BY name) FROM agent.mcp_refresh(workspace_id => NULL)")" "elsewhere" \
+   "refreshing every server from B refreshes B's only"
+is "$(q "SELECT count(*) FROM agent.mcp_servers WHERE workspace_id = 'w711a' AND enabled")" 3 "A's servers are untouched"
 done_testing

@@ -127,11 +127,301 @@ COMMENT ON FUNCTION agent.request_approval(bigint, text, jsonb) IS
 COMMENT ON COLUMN agent.approvals.input IS 'Tool input, exactly as the approved call runs (never cut; a call whose input holds a credential-shaped value or exceeds pg_agents.approval_max_input is refused).';
 
 -- ---------------------------------------------------------------------------
--- MCP: personal servers serve only their user's runs; status of the session's
--- workspace only (sql/src/700_mcp.sql)
+-- MCP: personal servers serve only their user's runs; the catalogue and its
+-- status inside the session's workspace (sql/src/700_mcp.sql)
 -- ---------------------------------------------------------------------------
--- The user whose personal MCP servers serve a run: the requester of a
--- manual run, the agent's owner for an autonomous one.
+CREATE OR REPLACE FUNCTION agent._mcp_server_id(p_name text, p_workspace_id text, p_owner_id text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_id bigint;
+BEGIN
+  IF p_workspace_id IS NULL THEN
+    RAISE EXCEPTION 'workspace_id is required'
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass workspace_id or set pg_agents.workspace.';
+  END IF;
+  IF NOT agent._workspace_ok(p_workspace_id) THEN
+    v_id := NULL;             -- another workspace: as if it did not exist
+  ELSIF p_owner_id IS NULL THEN
+    SELECT s.id INTO v_id FROM agent.mcp_servers s
+     WHERE s.workspace_id = p_workspace_id AND s.scope = 'workspace' AND s.name = p_name;
+  ELSE
+    SELECT s.id INTO v_id FROM agent.mcp_servers s
+     WHERE s.workspace_id = p_workspace_id AND s.scope = 'user' AND s.owner_id = p_owner_id
+       AND s.name = p_name;
+  END IF;
+  IF v_id IS NULL THEN
+    RAISE EXCEPTION 'MCP server "%" does not exist', p_name
+      USING ERRCODE = 'undefined_object',
+            DETAIL = CASE WHEN p_owner_id IS NULL
+                          THEN format('No workspace server of that name in workspace "%s".', p_workspace_id)
+                          ELSE format('No personal server of that name for user "%s" in workspace "%s".',
+                                      p_owner_id, p_workspace_id) END;
+  END IF;
+  RETURN v_id;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._mcp_server_id(text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent._mcp_server_id(text, text, text) IS
+  'Internal: the id of a server by name (a personal one when owner_id is given), or an undefined_object error.';
+
+CREATE OR REPLACE FUNCTION agent.mcp_add_server(name text, url text, headers jsonb DEFAULT '{}',
+                                     scope text DEFAULT 'workspace',
+                                     workspace_id text DEFAULT agent.current_workspace(),
+                                     owner_id text DEFAULT NULL,
+                                     description text DEFAULT NULL,
+                                     refresh boolean DEFAULT true)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_id bigint;
+BEGIN
+  IF name IS NULL OR name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$' THEN
+    RAISE EXCEPTION 'invalid MCP server name "%"', name
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A server name is 1 to 48 letters, digits, "_", "." or "-", starting with a letter or a digit.';
+  END IF;
+  IF scope IS NULL OR scope NOT IN ('workspace', 'user') THEN
+    RAISE EXCEPTION 'invalid MCP server scope "%"', scope
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A scope is workspace or user.';
+  END IF;
+  IF workspace_id IS NULL THEN
+    RAISE EXCEPTION 'workspace_id is required'
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Pass workspace_id or set pg_agents.workspace.';
+  END IF;
+  IF NOT agent._workspace_ok(workspace_id) THEN
+    RAISE EXCEPTION 'workspace "%" is not the session''s workspace', workspace_id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'An MCP server is added to the workspace named by pg_agents.workspace.';
+  END IF;
+  IF scope = 'user' AND owner_id IS NULL THEN
+    RAISE EXCEPTION 'a user-scope MCP server needs an owner_id'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF scope = 'workspace' AND owner_id IS NOT NULL THEN
+    RAISE EXCEPTION 'a workspace-scope MCP server has no owner_id'
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Use scope => ''user'' for a personal server.';
+  END IF;
+  IF url IS NULL OR agent._mcp_url_problem(url) IS NOT NULL THEN
+    RAISE EXCEPTION 'URL of MCP server "%" is not allowed', name
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = coalesce(agent._mcp_url_problem(url), 'The URL is empty.');
+  END IF;
+  IF headers IS NULL OR jsonb_typeof(headers) <> 'object' THEN
+    RAISE EXCEPTION 'headers of MCP server "%" must be a JSON object', name
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF EXISTS (SELECT 1 FROM agent.mcp_servers s
+              WHERE s.workspace_id = mcp_add_server.workspace_id AND s.scope = mcp_add_server.scope
+                AND s.owner_id IS NOT DISTINCT FROM mcp_add_server.owner_id
+                AND s.name = mcp_add_server.name) THEN
+    RAISE EXCEPTION 'MCP server "%" already exists', name
+      USING ERRCODE = 'unique_violation',
+            HINT = 'Remove it first with agent.mcp_remove_server, or choose another name.';
+  END IF;
+  INSERT INTO agent.mcp_servers (workspace_id, name, scope, owner_id, url, headers, description)
+  VALUES (mcp_add_server.workspace_id, mcp_add_server.name, mcp_add_server.scope,
+          mcp_add_server.owner_id, mcp_add_server.url, mcp_add_server.headers,
+          mcp_add_server.description)
+  RETURNING id INTO v_id;
+  PERFORM agent._audit_event('mcp.add_server', 'success', 'mcp_server', v_id::text,
+                             mcp_add_server.workspace_id, mcp_add_server.owner_id,
+                             jsonb_build_object('name', mcp_add_server.name, 'scope', mcp_add_server.scope,
+                                                'url', mcp_add_server.url,
+                                                'header_names', (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]')
+                                                                   FROM jsonb_object_keys(mcp_add_server.headers) k)),
+                             format('MCP server "%s" added', mcp_add_server.name));
+  IF refresh THEN
+    PERFORM agent.mcp_refresh(v_id);
+  END IF;
+  RETURN v_id;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_add_server(text, text, jsonb, text, text, text, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_add_server(text, text, jsonb, text, text, text, text, boolean) IS
+  'Adds an MCP server (https://, or http:// to a loopback host) and, unless refresh is false, connects to it at once and lists its tools; a server that cannot be reached is still added, with its error in agent.mcp_status. Returns its id.';
+
+CREATE OR REPLACE FUNCTION agent.mcp_remove_server(server_id bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  s agent.mcp_servers%ROWTYPE;
+BEGIN
+  DELETE FROM agent.mcp_servers m WHERE m.id = server_id AND agent._workspace_ok(m.workspace_id) RETURNING * INTO s;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM agent._audit_event('mcp.remove_server', 'success', 'mcp_server', s.id::text,
+                             s.workspace_id, s.owner_id,
+                             jsonb_build_object('name', s.name, 'scope', s.scope),
+                             format('MCP server "%s" removed', s.name));
+  RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_remove_server(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_remove_server(bigint) IS
+  'Removes an MCP server and its tools; agents stop seeing them at their next turn. Returns false when there was no such server.';
+
+CREATE OR REPLACE FUNCTION agent.mcp_set_enabled(server_id bigint, enabled boolean) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled
+   WHERE s.id = server_id AND agent._workspace_ok(s.workspace_id);
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'MCP server % does not exist', server_id USING ERRCODE = 'undefined_object';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_set_enabled(bigint, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_set_enabled(bigint, boolean) IS
+  'Enables or disables an MCP server (a disabled server is neither refreshed nor offered to agents).';
+
+CREATE OR REPLACE FUNCTION agent.mcp_set_tool_approval(server_id bigint, tool text, needs_approval boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+BEGIN
+  UPDATE agent.mcp_tools t SET needs_approval = mcp_set_tool_approval.needs_approval
+   WHERE t.server_id = mcp_set_tool_approval.server_id AND t.name = tool
+     AND agent._workspace_ok(t.workspace_id);
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'MCP tool "%" of server % does not exist', tool, server_id
+      USING ERRCODE = 'undefined_object', HINT = 'Refresh the server first with agent.mcp_refresh.';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_set_tool_approval(bigint, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_set_tool_approval(bigint, text, boolean) IS
+  'Marks an MCP tool as needing human approval (a call pauses the run in waiting_approval), or not.';
+
+CREATE OR REPLACE FUNCTION agent.mcp_refresh(server_id bigint)
+RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  s agent.mcp_servers%ROWTYPE;
+  r jsonb;
+  t jsonb;
+  v_names text[] := '{}';
+  v_name text;
+BEGIN
+  SELECT * INTO s FROM agent.mcp_servers m
+   WHERE m.id = mcp_refresh.server_id AND agent._workspace_ok(m.workspace_id) FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'MCP server % does not exist', mcp_refresh.server_id USING ERRCODE = 'undefined_object';
+  END IF;
+  r := agent._mcp_list(s.id, s.url, s.headers);
+  IF NOT (r->>'ok')::boolean THEN
+    UPDATE agent.mcp_servers m SET last_error = r->>'error' WHERE m.id = s.id;
+    RETURN QUERY SELECT s.id, s.name, false, NULL::integer, r->>'error';
+    RETURN;
+  END IF;
+  FOR t IN SELECT * FROM jsonb_array_elements(r->'tools') LOOP
+    v_name := t->>'name';
+    IF v_name IS NULL OR v_name = ANY (v_names) THEN
+      CONTINUE;
+    END IF;
+    v_names := v_names || v_name;
+    INSERT INTO agent.mcp_tools AS mt (workspace_id, server_id, name, exposed_name, description,
+                                       input_schema, annotations, refreshed_at)
+    VALUES (s.workspace_id, s.id, v_name, agent._mcp_exposed_name(s.id, v_name), t->>'description',
+            CASE WHEN jsonb_typeof(t->'inputSchema') = 'object' THEN t->'inputSchema'
+                 ELSE '{"type": "object"}' END,
+            t->'annotations', now())
+    ON CONFLICT ON CONSTRAINT mcp_tools_pkey DO UPDATE
+       SET description = EXCLUDED.description, input_schema = EXCLUDED.input_schema,
+           annotations = EXCLUDED.annotations, refreshed_at = EXCLUDED.refreshed_at;
+  END LOOP;
+  DELETE FROM agent.mcp_tools mt WHERE mt.server_id = s.id AND NOT (mt.name = ANY (v_names));
+  UPDATE agent.mcp_servers m
+     SET last_error = NULL, tools_refreshed_at = now(),
+         protocol_version = r->>'protocolVersion', server_info = r->'serverInfo'
+   WHERE m.id = s.id;
+  RETURN QUERY SELECT s.id, s.name, true, cardinality(v_names), NULL::text;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_refresh(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_refresh(bigint) IS
+  'Connects to one MCP server from this backend (initialize, tools/list to the last page) and replaces its tools in agent.mcp_tools; a failure is recorded in last_error and returned, never raised.';
+
+CREATE OR REPLACE FUNCTION agent.mcp_refresh(server text DEFAULT NULL,
+                                  workspace_id text DEFAULT agent.current_workspace(),
+                                  owner_id text DEFAULT NULL)
+RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  v_id bigint;
+BEGIN
+  IF server IS NOT NULL THEN
+    RETURN QUERY SELECT * FROM agent.mcp_refresh(agent._mcp_server_id(server, workspace_id, owner_id));
+    RETURN;
+  END IF;
+  -- every enabled server of the workspace (of every workspace when NULL),
+  -- personal ones limited to owner_id when it is given
+  FOR v_id IN SELECT s.id FROM agent.mcp_servers s
+               WHERE s.enabled
+                 AND (mcp_refresh.workspace_id IS NULL OR s.workspace_id = mcp_refresh.workspace_id)
+                 AND agent._workspace_ok(s.workspace_id)
+                 AND (mcp_refresh.owner_id IS NULL OR s.scope = 'workspace' OR s.owner_id = mcp_refresh.owner_id)
+               ORDER BY s.id LOOP
+    RETURN QUERY SELECT * FROM agent.mcp_refresh(v_id);
+  END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_refresh(text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_refresh(text, text, text) IS
+  'Refreshes one MCP server by name, or with no name every enabled server of the workspace; one row per server: connected, tool count or error. Broken servers are skipped with their error, the others refresh.';
+
+CREATE OR REPLACE FUNCTION agent.mcp_call(server_id bigint, tool text, arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+DECLARE
+  s agent.mcp_servers%ROWTYPE;
+  r jsonb;
+BEGIN
+  SELECT * INTO s FROM agent.mcp_servers m
+   WHERE m.id = mcp_call.server_id AND agent._workspace_ok(m.workspace_id);
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'MCP server % does not exist', mcp_call.server_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF tool IS NULL OR tool = '' THEN
+    RAISE EXCEPTION 'tool name is required' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF arguments IS NOT NULL AND jsonb_typeof(arguments) <> 'object' THEN
+    RAISE EXCEPTION 'arguments of MCP tool "%" must be a JSON object', tool
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  r := agent._mcp_call(s.id, s.url, s.headers, tool, coalesce(arguments, '{}'));
+  IF (r->>'ok')::boolean THEN
+    RETURN r->'result';
+  END IF;
+  IF r ? 'rpc_error' THEN
+    RETURN agent._mcp_failed_result(r->>'error', r->'rpc_error');
+  END IF;
+  RAISE EXCEPTION 'could not call MCP tool "%" on server "%"', tool, s.name
+    USING ERRCODE = 'connection_failure', DETAIL = r->>'error';
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_call(bigint, text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_call(bigint, text, jsonb) IS
+  'Admin and testing: one tools/call from this backend. Returns the CallToolResult (isError true for a failed tool or a JSON-RPC error); raises connection_failure when the server cannot be reached.';
+
 CREATE FUNCTION agent._mcp_run_user(p_run_id bigint) RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -269,3 +559,4 @@ $$;
 REVOKE ALL ON FUNCTION agent.mcp_status(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_status(text, text) IS
   'MCP client status of a workspace (and of one user''s personal servers), shaped like /mcp/status: configuredServers, connectedServers, totalTools, tools [{source, name, description}], errors {server: error}. Only the session''s workspace (pg_agents.workspace): another workspace is reported empty, as if it had no server; a superuser session that sets none may name any.';
+
