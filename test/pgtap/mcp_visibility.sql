@@ -7,13 +7,15 @@
 BEGIN;
 SELECT plan(28);
 
-SET LOCAL pg_agents.workspace = 'mcp_tap_ws';
+-- (set up by a superuser session bound to no workspace, so that it may add to both)
+SET LOCAL pg_agents.workspace = '';
 CREATE TEMP TABLE s AS
-SELECT agent.mcp_add_server('shared', 'https://mcp.example.com/a', refresh => false) AS shared,
-       agent.mcp_add_server('mine', 'https://mcp.example.com/b', scope => 'user', owner_id => 'u1', refresh => false) AS mine,
-       agent.mcp_add_server('theirs', 'https://mcp.example.com/c', scope => 'user', owner_id => 'u2', refresh => false) AS theirs,
-       agent.mcp_add_server('off', 'https://mcp.example.com/d', refresh => false) AS off,
+SELECT agent.mcp_add_server('shared', 'https://mcp.example.com/a', workspace_id => 'mcp_tap_ws', refresh => false) AS shared,
+       agent.mcp_add_server('mine', 'https://mcp.example.com/b', scope => 'user', owner_id => 'u1', workspace_id => 'mcp_tap_ws', refresh => false) AS mine,
+       agent.mcp_add_server('theirs', 'https://mcp.example.com/c', scope => 'user', owner_id => 'u2', workspace_id => 'mcp_tap_ws', refresh => false) AS theirs,
+       agent.mcp_add_server('off', 'https://mcp.example.com/d', workspace_id => 'mcp_tap_ws', refresh => false) AS off,
        agent.mcp_add_server('shared', 'https://mcp.example.com/e', workspace_id => 'mcp_tap_other', refresh => false) AS other;
+SET LOCAL pg_agents.workspace = 'mcp_tap_ws';
 SELECT agent.mcp_set_enabled((SELECT off FROM s), false);
 
 -- what a refresh stores: exposed names computed by the same function
