@@ -27,7 +27,7 @@ restart_worker() {
 }
 cleanup() {
     llm_stop
-    psql -XAtq -c "ALTER DATABASE \"$db\" RESET search_path" >/dev/null 2>&1
+    psql -XAtq -c "ALTER DATABASE \"$db\" RESET ALL" >/dev/null 2>&1
     psql -XAtq -c "ALTER DATABASE \"$db\" OWNER TO \"$me\"" >/dev/null 2>&1
     psql -XAtq -c "DROP SCHEMA IF EXISTS w621_evil CASCADE" >/dev/null 2>&1
     for f in "to_jsonb(agent.resource_tables)" "quote_ident(text)" "quote_literal(text)" "now()" "clock_timestamp()" \
@@ -87,6 +87,9 @@ dbo "CREATE AGGREGATE public.jsonb_agg(jsonb) (sfunc = public.w621_step, stype =
      CREATE AGGREGATE public.max(integer) (sfunc = public.w621_max, stype = integer)" >/dev/null && made=$((made+2))
 is "$made" 14 "the database owner created 14 shadowing functions and aggregates in public"
 dbo "ALTER DATABASE \"$db\" SET search_path = public, pg_catalog" >/dev/null
+# and the identity settings, so that what the worker writes is attributed to someone else
+dbo "ALTER DATABASE \"$db\" SET pg_agents.actor = 'user:mallory621'" >/dev/null
+dbo "ALTER DATABASE \"$db\" SET pg_agents.workspace = 'w621x'" >/dev/null
 is "$(PGOPTIONS= psql -XAtq -U w621_dbo -c "SHOW search_path")" "public, pg_catalog" "public comes first in the database's search_path"
 is "$(PGOPTIONS= psql -XAtq -U w621_dbo -c "SELECT pg_catalog.count(*) FROM (SELECT quote_ident('x')) s; SELECT pg_catalog.count(*) FROM public.w621_marker")" $'1\n1' \
    "(the trap works: a session of the database resolves quote_ident to it)"
@@ -114,4 +117,8 @@ is "$(q "SELECT body FROM public.w621_pages WHERE id = 'p621'")" "The boiler run
 is "$(q "SELECT coalesce(string_agg(DISTINCT fn || ' (superuser ' || by_role || ')', ', '), 'none') FROM public.w621_marker")" "none" \
    "none of the shadowing functions ran"
 is "$(q "SELECT rolsuper FROM pg_roles WHERE rolname = 'w621_dbo'")" "f" "the database owner did not become a superuser"
+is "$(q "SELECT count(*) > 0 FROM agent.audit_log WHERE target_type = 'run' AND target_id = '$r'")" "t" \
+   "(the worker audited the run's bookkeeping)"
+is "$(q "SELECT count(*) FROM agent.audit_log WHERE (run_id = $r OR target_type = 'run' AND target_id = '$r') AND actor_id = 'mallory621'")" 0 \
+   "none of the run's audit rows is attributed to the database's pg_agents.actor"
 done_testing
