@@ -45,14 +45,16 @@ q -c "SELECT agent.finish_run($res, 'succeeded')" >/dev/null
 echo "  audit: $(q -c "SELECT string_agg(action || '/' || status, ', ' ORDER BY id) FROM agent.audit_log WHERE action = 'run.delegate'")"
 
 echo "Approval"
-key=$(q -c "SELECT agent.request_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"subject\": \"Weekly digest\", \"api_key\": \"sk-live-0123456789abcdefghij\"}')")
+refused=$({ q -c "SELECT agent.request_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"api_key\": \"sk-live-0123456789abcdefghij\"}')" 2>&1 || true; } | sed -n 's/^ERROR: *//p')
+echo "  a call carrying an API key cannot be approved (an approval stores what runs): $refused"
+key=$(q -c "SELECT agent.request_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"subject\": \"Weekly digest\"}')")
 echo "  the lead wants to send an email: run $lead $(q -c "SELECT status FROM agent.runs WHERE id = $lead"), key ${key:0:16}…"
-echo "  stored input (redacted): $(q -c "SELECT input FROM agent.approvals WHERE run_id = $lead")"
-same=$(q -c "SELECT agent.approval_key('send_email', '{\"subject\": \"Weekly digest\", \"api_key\": \"sk-live-0123456789abcdefghij\", \"to\": \"ops@acme.io\"}') = '$key'")
+echo "  stored input (exactly what will run): $(q -c "SELECT input FROM agent.approvals WHERE run_id = $lead")"
+same=$(q -c "SELECT agent.approval_key('send_email', '{\"subject\": \"Weekly digest\", \"to\": \"ops@acme.io\"}') = '$key'")
 echo "  same call, keys in another order -> same key: $same"
 q -c "SELECT agent.approve('$key', 'alice')" >/dev/null
 echo "  alice approves: run $lead is $(q -c "SELECT status FROM agent.runs WHERE id = $lead") again"
-c1=$(q -c "SELECT agent.consume_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"subject\": \"Weekly digest\", \"api_key\": \"sk-live-0123456789abcdefghij\"}')")
-c2=$(q -c "SELECT agent.consume_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"subject\": \"Weekly digest\", \"api_key\": \"sk-live-0123456789abcdefghij\"}')")
-c3=$(q -c "SELECT agent.consume_approval($lead, 'send_email', '{\"to\": \"all@acme.io\", \"subject\": \"Weekly digest\", \"api_key\": \"sk-live-0123456789abcdefghij\"}')")
+c1=$(q -c "SELECT agent.consume_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"subject\": \"Weekly digest\"}')")
+c2=$(q -c "SELECT agent.consume_approval($lead, 'send_email', '{\"to\": \"ops@acme.io\", \"subject\": \"Weekly digest\"}')")
+c3=$(q -c "SELECT agent.consume_approval($lead, 'send_email', '{\"to\": \"all@acme.io\", \"subject\": \"Weekly digest\"}')")
 echo "  the executor may send it once: $c1, twice: $c2; another recipient: $c3"

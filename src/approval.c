@@ -259,3 +259,57 @@ pg_agents_approval_key(PG_FUNCTION_ARGS)
 
 	PG_RETURN_TEXT_P(cstring_to_text(PgAgentsApprovalKey(tool, input)));
 }
+
+/*
+ * agent._has_credential(jsonb): whether redaction of credentials would
+ * change the value (docs/audit.md's rules without the size cuts): a
+ * string, array or object under a credential-shaped name, or a string
+ * holding a credential-shaped value.  An approval stores the tool input
+ * exactly as it will run, so agent.request_approval refuses an input for
+ * which this is true instead of storing it (or storing a redacted copy
+ * that would not be what runs).  Every string is scanned whole.
+ */
+PG_FUNCTION_INFO_V1(pg_agents_has_credential);
+
+Datum
+pg_agents_has_credential(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *jb = PG_GETARG_JSONB_P(0);
+	JsonbIterator *it = JsonbIteratorInit(&jb->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	bool		after_sensitive_key = false;
+
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		bool		sensitive = after_sensitive_key;
+
+		after_sensitive_key = false;
+		switch (tok)
+		{
+			case WJB_KEY:
+				after_sensitive_key = PgAgentsSensitiveName(v.val.string.val, v.val.string.len);
+				break;
+			case WJB_BEGIN_ARRAY:
+			case WJB_BEGIN_OBJECT:
+				if (sensitive)
+					PG_RETURN_BOOL(true);
+				break;
+			case WJB_VALUE:
+			case WJB_ELEM:
+				if (v.type == jbvString)
+				{
+					int			outlen;
+
+					if (sensitive)
+						PG_RETURN_BOOL(true);
+					if (PgAgentsRedactText(v.val.string.val, v.val.string.len, &outlen) != NULL)
+						PG_RETURN_BOOL(true);
+				}
+				break;
+			default:
+				break;
+		}
+	}
+	PG_RETURN_BOOL(false);
+}

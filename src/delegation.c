@@ -247,8 +247,8 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 				 "SELECT r.status, r.depth, r.agent_id, r.workspace_id,"
 				 "       coalesce(r.token_budget, a.default_token_budget),"
 				 "       r.tokens_total, r.tokens_reserved,"
-				 "       EXISTS (SELECT 1 FROM jsonb_array_elements(a.delegation) e"
-				 "                WHERE e = to_jsonb($2::bigint) OR e = to_jsonb($2::text)),"
+				 "       EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(a.delegation) e"
+				 "                WHERE e = pg_catalog.to_jsonb($2::pg_catalog.int8) OR e = pg_catalog.to_jsonb($2::pg_catalog.text)),"
 				 "       r.priority"
 				 "  FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id"
 				 " WHERE r.id = $1 FOR UPDATE OF r", 2, t2),
@@ -365,8 +365,8 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 					 "  UNION ALL"
 					 "  SELECT r.id, r.parent_run_id, r.agent_id, c.n + 1"
 					 "    FROM agent.runs r JOIN c ON r.id = c.parent WHERE c.n < 16)"
-					 "SELECT coalesce(bool_or(agent_id = $2), false),"
-					 "       string_agg(agent_id::text, ' -> ' ORDER BY n DESC) FROM c", 2, t2),
+					 "SELECT coalesce(pg_catalog.bool_or(agent_id = $2), false),"
+					 "       pg_catalog.string_agg(agent_id::pg_catalog.text, ' -> ' ORDER BY n DESC) FROM c", 2, t2),
 			 v, NULL, SPI_OK_SELECT);
 		in_chain = DatumGetBool(Col(1, &isnull));
 		chain = ColText(2);
@@ -487,9 +487,9 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 		v[5] = Int64GetDatum(child_budget);
 		Exec(GetPlan(Q_ENQUEUE,
 					 "SELECT agent._enqueue_run($1, 'autonomous', 'delegation',"
-					 "         jsonb_build_object('task', $2::text, 'attachments', $3::jsonb,"
-					 "                            'parent_run_id', $4::bigint),"
-					 "         NULL, $5::text, $4::bigint, $6::bigint)", 6, t_enq),
+					 "         pg_catalog.jsonb_build_object('task', $2::pg_catalog.text, 'attachments', $3::pg_catalog.jsonb,"
+					 "                            'parent_run_id', $4::pg_catalog.int8),"
+					 "         NULL, $5::pg_catalog.text, $4::pg_catalog.int8, $6::pg_catalog.int8)", 6, t_enq),
 			 v, eq_nulls, SPI_OK_SELECT);
 		child_run = ColInt64(1);
 

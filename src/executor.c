@@ -204,7 +204,7 @@ HoldLease(int64 run_id)
 
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = now() + make_interval(secs => $2) "
+	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
 						 "WHERE id = $1 AND status = 'running'",
 						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
@@ -275,7 +275,7 @@ SaveState(Slot *s)
 	if (PgAgentsExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
 							  "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
 							  "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
-							  "worker_pid = excluded.worker_pid, updated_at = clock_timestamp()",
+							  "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
 							  3, types, vals, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not save the state of run " INT64_FORMAT, s->run_id);
 }
@@ -495,13 +495,13 @@ ClaimUnit(Slot *unused, void *arg)
 		"WITH c AS (SELECT * FROM agent.claim_runs($1)), "
 		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 		"      SELECT c.id, c.workspace_id, $2 FROM c "
-		"      ON CONFLICT (run_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = clock_timestamp() "
+		"      ON CONFLICT (run_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = pg_catalog.clock_timestamp() "
 		"      RETURNING st.run_id, st.state) "
-		"SELECT c.id, c.agent_id, c.workspace_id, c.regime, c.requested_by, c.input::text, c.origin, "
-		"       a.name, a.instructions, a.model, a.approval_mode, a.scope::text, a.max_iterations, "
-		"       jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
+		"SELECT c.id, c.agent_id, c.workspace_id, c.regime, c.requested_by, c.input::pg_catalog.text, c.origin, "
+		"       a.name, a.instructions, a.model, a.approval_mode, a.scope::pg_catalog.text, a.max_iterations, "
+		"       pg_catalog.jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
 		"       a.status = 'suspended' AND c.regime = 'autonomous', "
-		"       t.prompt, t.kind, t.event_name, s.state::text "
+		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text "
 		"FROM c JOIN s ON s.run_id = c.id "
 		"JOIN agent.agents a ON a.id = c.agent_id "
 		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
@@ -544,7 +544,7 @@ ClaimUnit(Slot *unused, void *arg)
 		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
 		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
 		s->tools = ToolsDefinitions(s->can_delegate);
-		McpAppendToolDefinitions(s->tools, s->agent_id);
+		McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
 		TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		s->state = SLOT_READY;
 
@@ -615,6 +615,20 @@ ClaimUnit(Slot *unused, void *arg)
 		{
 			FinishRun(s->run_id, "failed", NULL,
 					  "no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url)");
+			SlotFree(s);
+			continue;
+		}
+
+		/*
+		 * An agent's own endpoint is called only while a superuser allows it
+		 * (the allowlist may have changed since the settings were saved, or
+		 * the row was written around agent.save_settings).
+		 */
+		if (url != pg_agents_llm_url && !LlmUrlAllowed(url))
+		{
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the agent's LLM endpoint (scope llm_url \"%s\") is not in pg_agents.llm_url_allowlist: the worker does not call it",
+							   url));
 			SlotFree(s);
 			continue;
 		}
@@ -841,7 +855,8 @@ StartCall(Slot *s)
 	}
 	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools);
 	url = LlmEndpoint(s->provider, s->url);
-	headers = LlmHeaders(s->provider, pg_agents_llm_api_key);
+	/* the key only ever goes to pg_agents.llm_url (LlmKeyFor) */
+	headers = LlmHeaders(s->provider, LlmKeyFor(s->url));
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
 	s->req = HttpStart(url, headers, body, pg_agents_request_timeout, s);
@@ -972,6 +987,8 @@ RetryUnit(Slot *s, void *arg)
 static bool
 Retryable(HttpRequest *req)
 {
+	if (req->resp_too_big)
+		return false;
 	switch (req->result)
 	{
 		case CURLE_OK:
@@ -991,6 +1008,9 @@ Retryable(HttpRequest *req)
 static char *
 DescribeFailure(HttpRequest *req)
 {
+	if (req->resp_too_big)
+		return psprintf("the LLM reply is larger than pg_agents.max_reply_bytes (%zu bytes): the worker stopped reading it",
+						req->max_bytes);
 	if (req->result == CURLE_OPERATION_TIMEDOUT)
 		return psprintf("LLM request timed out after %d ms", pg_agents_request_timeout);
 	if (req->result == CURLE_PARTIAL_FILE)

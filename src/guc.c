@@ -35,7 +35,11 @@ char	   *pg_agents_llm_provider = NULL;
 char	   *pg_agents_llm_url = NULL;
 char	   *pg_agents_llm_model = NULL;
 char	   *pg_agents_llm_api_key = NULL;
+char	   *pg_agents_llm_url_allowlist = NULL;
 int			pg_agents_request_timeout = 60000;
+int			pg_agents_max_tool_calls_per_turn = 64;
+int			pg_agents_max_reply_bytes = 4 * 1024 * 1024;
+int			pg_agents_approval_max_input = 64 * 1024;
 
 /* policy */
 bool		pg_agents_audit_enabled = true;
@@ -62,6 +66,31 @@ ShowApiKey(void)
 	if (pg_agents_llm_api_key == NULL || pg_agents_llm_api_key[0] == '\0')
 		return "";
 	return "********";
+}
+
+/*
+ * A secret is set in postgresql.conf or with ALTER SYSTEM (files only the
+ * server's owner reads), never with ALTER ROLE/DATABASE ... SET nor a
+ * function's SET clause, which store it in pg_db_role_setting or
+ * pg_proc.proconfig: catalogs every role may read.  Those commands
+ * validate the value with source PGC_S_TEST (validate_option_array_item),
+ * so refusing that source makes the command itself fail; a value stored
+ * before this check is refused (a WARNING) when a session applies it.
+ */
+static bool
+CheckSecretSource(char **newval, void **extra, GucSource source)
+{
+	if (source == PGC_S_TEST || source == PGC_S_DATABASE ||
+		source == PGC_S_USER || source == PGC_S_DATABASE_USER ||
+		source == PGC_S_GLOBAL)
+	{
+		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+		GUC_check_errmsg("pg_agents.llm_api_key cannot be set per role, per database or per function");
+		GUC_check_errdetail("Such settings are stored in catalogs that every role can read.");
+		GUC_check_errhint("Put it in postgresql.conf or use ALTER SYSTEM SET pg_agents.llm_api_key.");
+		return false;
+	}
+	return true;
 }
 
 static void
@@ -119,11 +148,29 @@ PgAgentsDefineGucs(void)
 							   "Never shown: SHOW, current_setting and pg_settings print ******** when it is set.",
 							   &pg_agents_llm_api_key, "",
 							   PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
-							   NULL, NULL, ShowApiKey);
+							   CheckSecretSource, NULL, ShowApiKey);
+	DefineCustomStringVariable("pg_agents.llm_url_allowlist",
+							   "Base URLs an agent's settings may name as their LLM endpoint (scope.llm_url), comma-separated.",
+							   "Exact match after trimming trailing slashes; pg_agents.llm_url is always allowed. "
+							   "The API key is only ever sent to pg_agents.llm_url.",
+							   &pg_agents_llm_url_allowlist, "",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",
 							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_tool_calls_per_turn",
+							"Tool calls one model reply may ask for; a reply asking for more fails the run.",
+							NULL, &pg_agents_max_tool_calls_per_turn, 64, 1, 10000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_reply_bytes",
+							"Largest LLM reply the worker reads; past it the worker stops reading and the run fails.",
+							NULL, &pg_agents_max_reply_bytes, 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.approval_max_input",
+							"Largest tool input (as JSON text) an approval may show; a larger call is refused when it asks for approval.",
+							NULL, &pg_agents_approval_max_input, 64 * 1024, 256, 64 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("pg_agents.audit_enabled",
 							 "Whether audit triggers record changes (global kill switch).",

@@ -24,8 +24,8 @@
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
+#include "pg_agents.h"
 
-#define MAX_RESPONSE_BYTES	(32 * 1024 * 1024)
 
 static CURLM *multi = NULL;
 static int	in_flight = 0;
@@ -62,10 +62,14 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 	HttpRequest *req = (HttpRequest *) userdata;
 	size_t		n = size * nmemb;
 
-	if (req->resp_len + n + 1 > MAX_RESPONSE_BYTES)
+	/*
+	 * pg_agents.max_reply_bytes (read when the request started): past it the
+	 * transfer is aborted at once, so that a huge reply is never buffered.
+	 */
+	if (req->resp_len + n > req->max_bytes)
 	{
 		req->resp_too_big = true;
-		return 0;				/* aborts the transfer */
+		return 0;				/* short: aborts the transfer (CURLE_WRITE_ERROR) */
 	}
 	if (req->resp_len + n + 1 > req->resp_cap)
 	{
@@ -92,6 +96,24 @@ HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
 	HttpRequest *req = (HttpRequest *) userdata;
 	size_t		n = size * nitems;
 	static const char name[] = "retry-after:";
+	static const char clen[] = "content-length:";
+
+	/* a reply announced larger than the cap is not read at all */
+	if (n > sizeof(clen) - 1 && pg_strncasecmp(buffer, clen, sizeof(clen) - 1) == 0)
+	{
+		char		val[32];
+		size_t		len = Min(n - (sizeof(clen) - 1), sizeof(val) - 1);
+		unsigned long long announced;
+
+		memcpy(val, buffer + sizeof(clen) - 1, len);
+		val[len] = '\0';
+		announced = strtoull(val, NULL, 10);
+		if (announced > (unsigned long long) req->max_bytes)
+		{
+			req->resp_too_big = true;
+			return 0;			/* aborts the transfer */
+		}
+	}
 
 	if (n > sizeof(name) - 1 && pg_strncasecmp(buffer, name, sizeof(name) - 1) == 0)
 	{
@@ -145,6 +167,7 @@ HttpStart(const char *url, struct curl_slist *headers, char *body,
 	req->body = body;
 	req->retry_after_ms = -1;
 	req->owner = owner;
+	req->max_bytes = (size_t) pg_agents_max_reply_bytes;
 
 	easy = curl_easy_init();
 	if (easy == NULL)

@@ -17,8 +17,13 @@
 
 #include "worker_int.h"
 
+#include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "utils/builtins.h"
 
+#include "pg_agents.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_llm_url_allowed);
 
 #define ANTHROPIC_VERSION	"2023-06-01"
 #define ANTHROPIC_MAX_TOKENS 4096
@@ -45,6 +50,90 @@ LlmEndpoint(LlmProvider provider, const char *base_url)
 		len--;
 	return psprintf("%.*s%s", len, base_url,
 					provider == LLM_ANTHROPIC ? "/messages" : "/chat/completions");
+}
+
+/* length of a URL without its trailing slashes and surrounding blanks */
+static const char *
+UrlTrim(const char *u, int len, int *outlen)
+{
+	while (len > 0 && (*u == ' ' || *u == '\t'))
+		u++, len--;
+	while (len > 0 && (u[len - 1] == ' ' || u[len - 1] == '\t' || u[len - 1] == '/'))
+		len--;
+	*outlen = len;
+	return u;
+}
+
+/*
+ * Whether two base URLs are the same endpoint: byte for byte, once
+ * trailing slashes are trimmed (LlmEndpoint trims them too).
+ */
+bool
+LlmUrlEqual(const char *a, const char *b)
+{
+	int			la;
+	int			lb;
+
+	if (a == NULL || b == NULL)
+		return false;
+	a = UrlTrim(a, strlen(a), &la);
+	b = UrlTrim(b, strlen(b), &lb);
+	return la > 0 && la == lb && memcmp(a, b, la) == 0;
+}
+
+/*
+ * Whether an agent's settings may name this LLM endpoint (scope.llm_url):
+ * pg_agents.llm_url itself, or an entry of pg_agents.llm_url_allowlist
+ * (comma-separated base URLs, exact match after trimming trailing
+ * slashes).  Both settings are superuser-only.
+ */
+bool
+LlmUrlAllowed(const char *url)
+{
+	const char *p = pg_agents_llm_url_allowlist;
+	int			lu;
+	const char *u;
+
+	if (url == NULL)
+		return false;
+	u = UrlTrim(url, strlen(url), &lu);
+	if (lu == 0)
+		return false;
+	if (LlmUrlEqual(url, pg_agents_llm_url))
+		return true;
+	while (p && *p)
+	{
+		const char *comma = strchr(p, ',');
+		int			len = comma ? (int) (comma - p) : (int) strlen(p);
+		int			le;
+		const char *e = UrlTrim(p, len, &le);
+
+		if (le == lu && memcmp(e, u, lu) == 0)
+			return true;
+		p = comma ? comma + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * The API key of pg_agents.llm_api_key goes only to pg_agents.llm_url: an
+ * agent's own endpoint (even allowlisted) is called without a key.
+ */
+const char *
+LlmKeyFor(const char *url)
+{
+	if (LlmUrlEqual(url, pg_agents_llm_url))
+		return pg_agents_llm_api_key;
+	return NULL;
+}
+
+/* agent._llm_url_allowed(text): LlmUrlAllowed for the settings checks */
+Datum
+pg_agents_llm_url_allowed(PG_FUNCTION_ARGS)
+{
+	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	PG_RETURN_BOOL(LlmUrlAllowed(url));
 }
 
 /* malloc'd header list (libcurl's); the key is never logged or recorded */
@@ -283,6 +372,14 @@ LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out)
 			json_object_set(out->assistant, "tool_calls", calls);
 	}
 	json_decref(root);
+
+	/* a bounded turn: the calls are executed one by one in the worker */
+	if (json_array_size(out->calls) > (size_t) pg_agents_max_tool_calls_per_turn)
+	{
+		out->error = psprintf("the model asked for %zu tool calls in one reply, more than pg_agents.max_tool_calls_per_turn (%d)",
+							  json_array_size(out->calls), pg_agents_max_tool_calls_per_turn);
+		return false;
+	}
 
 	/* every call needs an id and a name to be answered */
 	{

@@ -28,17 +28,23 @@
 
 #include "mcp.h"
 
-/* Appends the agent's MCP tools to a neutral tool list. */
+/*
+ * Appends the MCP tools of the agent, in this run, to a neutral tool list:
+ * the workspace's servers and the personal ones of the run's user
+ * (agent._mcp_run_user: the requester of a manual run, the owner of an
+ * autonomous one), never another user's.
+ */
 void
-McpAppendToolDefinitions(json_t *tools, int64 agent_id)
+McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		vals[1];
+	Oid			types[2] = {INT8OID, INT8OID};
+	Datum		vals[2];
 	int			rc;
 	static SPIPlanPtr any_plan = NULL;
 	static SPIPlanPtr list_plan = NULL;
 
 	vals[0] = Int64GetDatum(agent_id);
+	vals[1] = Int64GetDatum(run_id);
 
 	/*
 	 * Most agents have no MCP server enabled in their workspace: a cheap
@@ -48,14 +54,14 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id)
 	rc = PgAgentsExecPlan(&any_plan,
 						  "SELECT EXISTS (SELECT 1 FROM agent.agents a JOIN agent.mcp_servers s "
 						  "ON s.workspace_id = a.workspace_id WHERE a.id = $1 AND s.enabled)",
-						  1, types, vals, NULL, true, 1);
+						  1, types, vals, NULL, true, 1);	/* (agent only) */
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
 		return;
-	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::text "
-						  "FROM agent.mcp_agent_tools($1) m ORDER BY m.exposed_name",
-						  1, types, vals, NULL, true, 0);
+	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text "
+						  "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($2)) m ORDER BY m.exposed_name",
+						  2, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -85,8 +91,8 @@ ToolOutcome
 McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			   TimestampTz started)
 {
-	Oid			types[3] = {INT8OID, TEXTOID, JSONBOID};
-	Datum		vals[3];
+	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, INT8OID};
+	Datum		vals[4];
 	int			rc;
 	bool		isnull;
 	bool		needs;
@@ -100,8 +106,11 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	*result = NULL;
 	vals[0] = Int64GetDatum(tr->agent_id);
 	vals[1] = CStringGetTextDatum(name);
-	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only FROM agent.mcp_agent_tools($1) m "
-							   "WHERE m.exposed_name = $2", 2, types, vals, NULL, true, 1);
+	vals[2] = (Datum) 0;
+	vals[3] = Int64GetDatum(tr->run_id);
+	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only "
+							   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
+							   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not look up MCP tool \"%s\"", name);
 	if (SPI_processed != 1)
@@ -123,7 +132,8 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	text = json_dumps(input, JSON_COMPACT);
 	vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pstrdup(text ? text : "{}")));
 	free(text);
-	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call($1, $2, $3)::text", 3, types, vals, NULL, false, 1);
+	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call($1, $2, $3, agent._mcp_run_user($4))::pg_catalog.text",
+							   4, types, vals, NULL, false, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "agent.mcp_agent_call returned no row");
 	call = json_loads(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), 0, NULL);

@@ -276,7 +276,7 @@ TeamsChildQuestion(int64 parent_run_id, int64 child_run_id)
 
 	vals[0] = Int64GetDatum(parent_run_id);
 	vals[1] = CStringGetTextDatum(psprintf("run:" INT64_FORMAT, child_run_id));
-	if (SPI_execute_with_args("UPDATE agent.run_messages m SET delivered_at = clock_timestamp() "
+	if (SPI_execute_with_args("UPDATE agent.run_messages m SET delivered_at = pg_catalog.clock_timestamp() "
 							  "WHERE m.run_id = $1 AND m.sender = $2 AND m.kind = 'question' "
 							  "AND m.delivered_at IS NULL RETURNING m.body",
 							  2, types, vals, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed == 0)
@@ -322,7 +322,7 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		return TOOL_DONE;
 	}
 	vals[1] = CStringGetTextDatum(q);
-	r = TeamsQuery("SELECT to_jsonb(agent._teams_ask_parent($1, $2))", 2, types, vals, &failed);
+	r = TeamsQuery("SELECT pg_catalog.to_jsonb(agent._teams_ask_parent($1, $2))", 2, types, vals, &failed);
 	if (failed)
 	{
 		*result = r;
@@ -375,7 +375,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 			}
 			vals[1] = Int64GetDatum(agent);
 			vals[2] = CStringGetTextDatum(task);
-			r = TeamsQuery("SELECT jsonb_build_object('child_run_id', agent.delegate($1, $2, $3), 'status', 'queued')",
+			r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('child_run_id', agent.delegate($1, $2, $3), 'status', 'queued')",
 						   3, types, vals, &failed);
 			if (failed)
 			{
@@ -387,7 +387,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		}
 	}
 	else if (strcmp(action, "list") == 0)
-		r = TeamsQuery("SELECT coalesce(jsonb_agg(jsonb_build_object('run_id', c.id, 'agent_id', c.agent_id, "
+		r = TeamsQuery("SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('run_id', c.id, 'agent_id', c.agent_id, "
 					   "'agent', a.name, 'status', c.status, 'current_step', c.current_step, 'preview', c.preview, "
 					   "'tokens_total', c.tokens_total) ORDER BY c.id), '[]') "
 					   "FROM agent.runs c JOIN agent.agents a ON a.id = c.agent_id WHERE c.parent_run_id = $1 "
@@ -397,13 +397,13 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 						  strcmp(action, "send") == 0 || strcmp(action, "wait") == 0))
 		r = TeamsError("%s needs the integer run_id of one of your child runs", action), failed = true;
 	else if (strcmp(action, "status") == 0)
-		r = TeamsQuery("SELECT jsonb_build_object('run_id', c.id, 'status', c.status, 'current_step', c.current_step, "
+		r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('run_id', c.id, 'status', c.status, 'current_step', c.current_step, "
 					   "'preview', c.preview, 'tokens_total', c.tokens_total) "
 					   "FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1 "
 					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   2, types, vals, &failed);
 	else if (strcmp(action, "read_result") == 0)
-		r = TeamsQuery("SELECT jsonb_build_object('run_id', c.id, 'status', c.status, "
+		r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('run_id', c.id, 'status', c.status, "
 					   "'finished', NOT agent._run_is_active(c.status), 'output', c.output, 'error', c.error) "
 					   "FROM agent.runs c WHERE c.id = $2 AND c.parent_run_id = $1 "
 					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
@@ -417,7 +417,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		else
 		{
 			vals[2] = CStringGetTextDatum(msg);
-			r = TeamsQuery("SELECT jsonb_build_object('message_id', agent._teams_send($1, $2, $3), 'sent', true)",
+			r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('message_id', agent._teams_send($1, $2, $3), 'sent', true)",
 						   3, types, vals, &failed);
 		}
 	}

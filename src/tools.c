@@ -214,11 +214,11 @@ ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
 {
 	static const char *plain =
 		"INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens, started_at, finished_at) "
-		"SELECT $1, coalesce(max(s.seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp() "
+		"SELECT $1, coalesce(pg_catalog.max(s.seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, pg_catalog.clock_timestamp() "
 		"FROM agent.run_steps s WHERE s.run_id = $1";
 	static const char *redacted =
 		"INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens, started_at, finished_at) "
-		"SELECT $1, coalesce(max(s.seq), 0) + 1, $2, $3, agent.redact($4), agent.redact($5), $6, $7, $8, clock_timestamp() "
+		"SELECT $1, coalesce(pg_catalog.max(s.seq), 0) + 1, $2, $3, agent.redact($4), agent.redact($5), $6, $7, $8, pg_catalog.clock_timestamp() "
 		"FROM agent.run_steps s WHERE s.run_id = $1";
 	Oid			types[8] = {INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
 	Datum		vals[8];
@@ -417,6 +417,24 @@ NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
  * was consumed, once); TOOL_DONE with *result: denied by a human;
  * TOOL_PAUSE: an approval was requested and the run now waits.
  */
+typedef struct RequestApprovalArgs
+{
+	Oid		   *types;
+	Datum	   *vals;
+	char	   *key;			/* out */
+} RequestApprovalArgs;
+
+static void
+RequestApprovalBody(void *p)
+{
+	RequestApprovalArgs *a = (RequestApprovalArgs *) p;
+
+	if (SPI_execute_with_args("SELECT agent.request_approval($1, $2, $3)", 3, a->types, a->vals, NULL, false, 1)
+		!= SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent.request_approval returned no row");
+	a->key = SpiText(0, 1);
+}
+
 static ToolOutcome
 ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
 			 TimestampTz started)
@@ -462,10 +480,23 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 		}
 	}
 
-	rc = SPI_execute_with_args("SELECT agent.request_approval($1, $2, $3)", 3, types, vals, NULL, false, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "agent.request_approval returned no row");
-	key = SpiText(0, 1);
+	/*
+	 * A call that cannot be shown whole to the approver (too large, or
+	 * holding a credential) is refused: a failed tool result the model
+	 * reads, and the run goes on.
+	 */
+	{
+		RequestApprovalArgs ra = {types, vals, NULL};
+		char	   *refusal = ToolsInSubxact(RequestApprovalBody, &ra);
+
+		if (refusal)
+		{
+			*result = ErrorResult("approval refused: %s", refusal);
+			ToolsRecordStep(tr->run_id, "approval", tool, input, *result, "refused", 0, started);
+			return TOOL_DONE;
+		}
+		key = ra.key;
+	}
 	out = json_pack("{s:s,s:s}", "approval", "pending", "approval_key", key ? key : "");
 	ToolsRecordStep(tr->run_id, "approval", tool, input, out, "pending", 0, started);
 	json_decref(out);
@@ -593,11 +624,21 @@ LookupResourceTables(const char *rtype, List **out)
 		return false;
 	vals[0] = rtype ? CStringGetTextDatum(rtype) : (Datum) 0;
 	nulls[0] = rtype ? ' ' : 'n';
-	rc = SPI_execute_with_args("SELECT r.resource_type::text, r.tbl::regclass::text, quote_ident(r.id_column::text), "
-							   "quote_ident(r.title_column::text), quote_ident(r.body_column::text), "
-							   "quote_ident(to_jsonb(r) ->> 'tsv_column'), "
-							   "quote_literal(coalesce(to_jsonb(r) ->> 'search_config', 'simple')) "
-							   "FROM " RESOURCE_REGISTRY " r WHERE $1 IS NULL OR r.resource_type = $1 "
+	/*
+	 * The table by its schema and name as registered (never through the
+	 * search path), the column names quoted; every function qualified.
+	 */
+	rc = SPI_execute_with_args("SELECT r.resource_type::pg_catalog.text, "
+							   "pg_catalog.format('%I.%I', n.nspname, c.relname), "
+							   "pg_catalog.quote_ident(r.id_column::pg_catalog.text), "
+							   "pg_catalog.quote_ident(r.title_column::pg_catalog.text), "
+							   "pg_catalog.quote_ident(r.body_column::pg_catalog.text), "
+							   "pg_catalog.quote_ident(pg_catalog.to_jsonb(r) ->> 'tsv_column'), "
+							   "pg_catalog.quote_literal(coalesce(pg_catalog.to_jsonb(r) ->> 'search_config', 'simple')) "
+							   "FROM " RESOURCE_REGISTRY " r "
+							   "JOIN pg_catalog.pg_class c ON c.oid = r.tbl::pg_catalog.oid "
+							   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+							   "WHERE $1 IS NULL OR r.resource_type = $1 "
 							   "ORDER BY 1, 2", 1, types, vals, nulls, true, 0);
 	if (rc != SPI_OK_SELECT)
 		return false;
@@ -701,7 +742,8 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 	foreach(lc, tables)
 	{
 		t = (ResourceTable *) lfirst(lc);
-		r = RunAsTool(psprintf("SELECT t.%s::text, t.%s::text FROM %s t WHERE t.%s::text = $1 LIMIT 1",
+		r = RunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
+							   "WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
 							   t->title_col, t->body_col, t->tbl, t->id_col),
 					  1, types, vals, NULL, SPI_OK_SELECT, ReadRow, ids, &failed);
 		if (r != NULL)
@@ -772,14 +814,15 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 		if (t->tsv_col)
 			tsv = psprintf("t.%s", t->tsv_col);
 		else
-			tsv = psprintf("to_tsvector(%s::regconfig, coalesce(t.%s::text, '') || ' ' || coalesce(t.%s::text, ''))",
+			tsv = psprintf("pg_catalog.to_tsvector(%s::pg_catalog.regconfig, coalesce(t.%s::pg_catalog.text, '') "
+						   "OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) coalesce(t.%s::pg_catalog.text, ''))",
 						   t->config, t->title_col, t->body_col);
 		appendStringInfo(&sql,
-						 "SELECT %s::text AS rt, t.%s::text AS id, t.%s::text AS title, "
-						 "left(t.%s::text, %d) AS snippet, "
-						 "ts_rank(%s, plainto_tsquery(%s::regconfig, $1)) AS rank "
-						 "FROM %s t WHERE agent.can_access($2, %s, t.%s::text, 'read', $3, $4) "
-						 "AND %s @@ plainto_tsquery(%s::regconfig, $1)",
+						 "SELECT %s::pg_catalog.text AS rt, t.%s::pg_catalog.text AS id, t.%s::pg_catalog.text AS title, "
+						 "pg_catalog.left(t.%s::pg_catalog.text, %d) AS snippet, "
+						 "pg_catalog.ts_rank(%s, pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1)) AS rank "
+						 "FROM %s t WHERE agent.can_access($2, %s, t.%s::pg_catalog.text, 'read', $3, $4) "
+						 "AND %s OPERATOR(pg_catalog.@@) pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1)",
 						 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
 						 t->body_col, SNIPPET_CHARS, tsv, t->config,
 						 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
@@ -867,11 +910,11 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		if (r)
 			json_decref(r);
 		if (title)
-			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::text = $1",
+			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1",
 								   t->tbl, t->body_col, t->title_col, t->id_col),
 						  3, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
 		else
-			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::text = $1",
+			r = RunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1",
 								   t->tbl, t->body_col, t->id_col),
 						  2, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
 		if (failed || json_integer_value(json_object_get(r, "updated")) > 0)
@@ -918,7 +961,7 @@ DelegateBody(void *p)
 	{
 		json_t	   *res;
 
-		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::text", 3, types, vals, NULL, false, 1)
+		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::pg_catalog.text", 3, types, vals, NULL, false, 1)
 			!= SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent.try_delegate returned no row");
 		res = SpiJson(0, 1);

@@ -210,6 +210,31 @@ pg_agents_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
 	pgstat_report_appname("pg_agents worker");
 
+	/*
+	 * The worker is the bootstrap superuser: no name in its SQL may resolve
+	 * through a schema someone else can create in.  The database's (or the
+	 * role's) search_path, applied at connection, is overridden for the
+	 * whole session, and every statement schema-qualifies its functions
+	 * anyway (pg_temp last: it is never searched for functions).
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * Nor does a database's or a role's identity setting (an audit row of
+	 * the worker's bookkeeping attributed to someone else): the worker's own
+	 * statements set none, and each tool call sets the run's identity for
+	 * its transaction (ToolsSetIdentity).
+	 */
+	{
+		static const char *const identity[] = {
+			"pg_agents.actor", "pg_agents.workspace", "pg_agents.run_id",
+			"pg_agents.surface", "pg_agents.on_behalf_of"
+		};
+
+		for (int i = 0; i < lengthof(identity); i++)
+			SetConfigOption(identity[i], "", PGC_SUSET, PGC_S_OVERRIDE);
+	}
+
 	/* backends that queue runs set this latch at commit (src/shmem.c) */
 	PgAgentsSetWorkerLatch(MyLatch);
 	before_shmem_exit(WorkerOnExit, (Datum) 0);

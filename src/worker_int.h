@@ -45,7 +45,8 @@ typedef struct HttpRequest
 	char	   *resp;			/* malloc'd response body */
 	size_t		resp_len;
 	size_t		resp_cap;
-	bool		resp_too_big;
+	bool		resp_too_big;	/* stopped reading at max_bytes */
+	size_t		max_bytes;		/* pg_agents.max_reply_bytes */
 	long		status;			/* HTTP status, 0 when none */
 	long		retry_after_ms; /* Retry-After header, -1 when absent */
 	CURLcode	result;
@@ -85,6 +86,9 @@ typedef struct LlmReply
 extern bool LlmParseProvider(const char *name, LlmProvider *out);
 extern char *LlmEndpoint(LlmProvider provider, const char *base_url);
 extern struct curl_slist *LlmHeaders(LlmProvider provider, const char *api_key);
+extern bool LlmUrlEqual(const char *a, const char *b);
+extern bool LlmUrlAllowed(const char *url);
+extern const char *LlmKeyFor(const char *url);
 extern char *LlmBuildBody(LlmProvider provider, const char *model, const char *system,
 						  json_t *messages, json_t *tools);
 extern bool LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out);
@@ -139,7 +143,7 @@ extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t
 
 /* ---- mcp_tools.c: MCP tools (mcp__<server>__<tool>) of the worker ---- */
 
-extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id);
+extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id);
 extern ToolOutcome McpToolExecute(const ToolRun *tr, const char *name, json_t *input,
 								  json_t **result, TimestampTz started);
 

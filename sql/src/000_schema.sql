@@ -445,7 +445,7 @@ COMMENT ON COLUMN agent.approvals.workspace_id IS 'Workspace of the run.';
 COMMENT ON COLUMN agent.approvals.run_id IS 'Paused run.';
 COMMENT ON COLUMN agent.approvals.approval_key IS 'Deterministic key of the tool and its canonical input (agent.approval_key).';
 COMMENT ON COLUMN agent.approvals.tool IS 'Tool name.';
-COMMENT ON COLUMN agent.approvals.input IS 'Tool input (redacted).';
+COMMENT ON COLUMN agent.approvals.input IS 'Tool input, exactly as the approved call runs (never cut; a call whose input holds a credential-shaped value or exceeds pg_agents.approval_max_input is refused).';
 COMMENT ON COLUMN agent.approvals.status IS 'pending, approved, denied or expired.';
 COMMENT ON COLUMN agent.approvals.requested_at IS 'When the run asked.';
 COMMENT ON COLUMN agent.approvals.decided_by IS 'User who decided.';

@@ -781,9 +781,26 @@ DECLARE
   v_in  jsonb := coalesce(request_approval.input, '{}');
   v_key text;
   v_id  bigint;
+  v_len bigint;
+  v_max bigint;
 BEGIN
   IF tool IS NULL THEN
     RAISE EXCEPTION 'tool name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- the approver sees exactly what will run: the whole input, or no approval
+  v_len := pg_catalog.octet_length(v_in::text);
+  v_max := pg_catalog.pg_size_bytes(pg_catalog.current_setting('pg_agents.approval_max_input'));
+  IF v_len > v_max THEN
+    RAISE EXCEPTION 'tool input of % bytes is too large to be approved', v_len
+      USING ERRCODE = 'program_limit_exceeded',
+            DETAIL = pg_catalog.format('An approval shows the whole input of the call it authorises, up to pg_agents.approval_max_input (%s bytes).', v_max),
+            HINT = 'Make the change in smaller calls, or ask a superuser to raise pg_agents.approval_max_input.';
+  END IF;
+  IF agent._has_credential(v_in) THEN
+    RAISE EXCEPTION 'tool input holds a credential-shaped value'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An approval stores the input exactly as it will run, and a credential is never stored: the call is refused.',
+            HINT = 'Refer to the secret (e.g. by the name of a configured connection) instead of passing it.';
   END IF;
   v_key := agent.approval_key(tool, v_in);
   r := agent._lock_run(request_approval.run_id);
@@ -796,7 +813,7 @@ BEGIN
    WHERE p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
   IF NOT FOUND THEN
     INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
-    VALUES (r.workspace_id, r.id, v_key, tool, agent.redact(v_in), 'pending',
+    VALUES (r.workspace_id, r.id, v_key, tool, v_in, 'pending',
             now() + current_setting('pg_agents.approval_ttl')::interval)
     RETURNING id INTO v_id;
     PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id,
@@ -815,7 +832,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.request_approval(bigint, text, jsonb) IS
-  'Pauses a running run on a tool call that needs approval: stores a pending approval (key, redacted input, expires_at = now() + pg_agents.approval_ttl), the run goes to waiting_approval. Asking twice for the same call reuses the pending approval. Returns the approval key.';
+  'Pauses a running run on a tool call that needs approval: stores a pending approval (key, the input exactly as it will run, expires_at = now() + pg_agents.approval_ttl), the run goes to waiting_approval. An input larger than pg_agents.approval_max_input (54000) or holding a credential-shaped value (22023) is refused. Asking twice for the same call reuses the pending approval. Returns the approval key.';
 
 -- Finds the one pending approval a user decides (shared by approve and deny).
 CREATE FUNCTION agent._approval_to_decide(p_key text, p_by_user text, p_run_id bigint)

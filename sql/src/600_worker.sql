@@ -198,3 +198,59 @@ $$;
 REVOKE ALL ON FUNCTION agent._worker_finish_replies(jsonb, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._worker_finish_replies(jsonb, integer) IS
   'Internal (worker): records a batch of final answers [{"run_id","model","input","output","tokens","tokens_in","tokens_out","started_us" (microseconds since 1970),"text"}] in one transaction: llm step, usage, end of the run (succeeded, or budget_exceeded) and its state, for root runs still running without active children; returns each run''s outcome: finished, continue (messages wait: lease renewed, the worker delivers them), gone (no longer running) or single (the worker records it alone).';
+
+-- ---------------------------------------------------------------------------
+-- Where the API key goes (docs/worker.md, "LLM endpoints and the API key")
+-- ---------------------------------------------------------------------------
+-- An agent's settings may name their own LLM endpoint (scope.llm_url) only
+-- when a superuser listed it in pg_agents.llm_url_allowlist (or it is
+-- pg_agents.llm_url itself).  Checked on every write of the scope (save,
+-- create, restore, a direct UPDATE) and again by the worker before each
+-- run, since the allowlist may change.  pg_agents.llm_api_key is only ever
+-- sent to pg_agents.llm_url: an allowlisted agent endpoint gets no key.
+CREATE FUNCTION agent._llm_url_allowed(url text) RETURNS boolean
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_llm_url_allowed';
+COMMENT ON FUNCTION agent._llm_url_allowed(text) IS
+  'Internal: whether an agent may name this LLM endpoint: pg_agents.llm_url, or an entry of pg_agents.llm_url_allowlist (exact match once trailing slashes are trimmed).';
+
+CREATE FUNCTION agent._agents_llm_url_check() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_url jsonb := NEW.scope -> 'llm_url';
+BEGIN
+  IF v_url IS NULL OR (TG_OP = 'UPDATE' AND v_url IS NOT DISTINCT FROM OLD.scope -> 'llm_url') THEN
+    RETURN NEW;
+  END IF;
+  IF pg_catalog.jsonb_typeof(v_url) <> 'string' THEN
+    RAISE EXCEPTION 'scope key "llm_url" must be a string'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF NOT agent._llm_url_allowed(v_url #>> '{}') THEN
+    RAISE EXCEPTION 'scope llm_url "%" is not an allowed LLM endpoint', v_url #>> '{}'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An agent''s settings may only name an endpoint listed in pg_agents.llm_url_allowlist, which a superuser sets; the API key is only ever sent to pg_agents.llm_url.',
+            HINT = 'Remove llm_url from the scope to use the cluster''s endpoint, or ask a superuser to add it to pg_agents.llm_url_allowlist.';
+  END IF;
+  RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._agents_llm_url_check() FROM PUBLIC;
+COMMENT ON FUNCTION agent._agents_llm_url_check() IS
+  'Internal trigger: refuses (22023) an agent scope whose llm_url changed to an endpoint outside pg_agents.llm_url_allowlist.';
+
+CREATE TRIGGER agents_llm_url_check BEFORE INSERT OR UPDATE OF scope ON agent.agents
+  FOR EACH ROW EXECUTE FUNCTION agent._agents_llm_url_check();
+COMMENT ON TRIGGER agents_llm_url_check ON agent.agents IS
+  'scope.llm_url must be an endpoint a superuser allowed (pg_agents.llm_url_allowlist).';
+
+-- ---------------------------------------------------------------------------
+-- Approvals show what runs (agent.request_approval)
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION agent._has_credential(input jsonb) RETURNS boolean
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'pg_agents_has_credential';
+COMMENT ON FUNCTION agent._has_credential(jsonb) IS
+  'Internal: whether redaction of credentials (agent.redact''s rules, without its size cuts) would change the value: a value under a credential-shaped key, or a credential-shaped string.';

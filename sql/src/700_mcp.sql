@@ -159,7 +159,9 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass workspace_id or set pg_agents.workspace.';
   END IF;
-  IF p_owner_id IS NULL THEN
+  IF NOT agent._workspace_ok(p_workspace_id) THEN
+    v_id := NULL;             -- another workspace: as if it did not exist
+  ELSIF p_owner_id IS NULL THEN
     SELECT s.id INTO v_id FROM agent.mcp_servers s
      WHERE s.workspace_id = p_workspace_id AND s.scope = 'workspace' AND s.name = p_name;
   ELSE
@@ -264,6 +266,11 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             HINT = 'Pass workspace_id or set pg_agents.workspace.';
   END IF;
+  IF NOT agent._workspace_ok(workspace_id) THEN
+    RAISE EXCEPTION 'workspace "%" is not the session''s workspace', workspace_id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'An MCP server is added to the workspace named by pg_agents.workspace.';
+  END IF;
   IF scope = 'user' AND owner_id IS NULL THEN
     RAISE EXCEPTION 'a user-scope MCP server needs an owner_id'
       USING ERRCODE = 'invalid_parameter_value';
@@ -319,7 +326,7 @@ AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
 BEGIN
-  DELETE FROM agent.mcp_servers WHERE id = server_id RETURNING * INTO s;
+  DELETE FROM agent.mcp_servers m WHERE m.id = server_id AND agent._workspace_ok(m.workspace_id) RETURNING * INTO s;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
@@ -349,7 +356,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
 BEGIN
-  UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled WHERE s.id = server_id;
+  UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled
+   WHERE s.id = server_id AND agent._workspace_ok(s.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server % does not exist', server_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -366,7 +374,8 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
   UPDATE agent.mcp_tools t SET needs_approval = mcp_set_tool_approval.needs_approval
-   WHERE t.server_id = mcp_set_tool_approval.server_id AND t.name = tool;
+   WHERE t.server_id = mcp_set_tool_approval.server_id AND t.name = tool
+     AND agent._workspace_ok(t.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP tool "%" of server % does not exist', tool, server_id
       USING ERRCODE = 'undefined_object', HINT = 'Refresh the server first with agent.mcp_refresh.';
@@ -393,7 +402,8 @@ DECLARE
   v_names text[] := '{}';
   v_name text;
 BEGIN
-  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = mcp_refresh.server_id FOR UPDATE;
+  SELECT * INTO s FROM agent.mcp_servers m
+   WHERE m.id = mcp_refresh.server_id AND agent._workspace_ok(m.workspace_id) FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server % does not exist', mcp_refresh.server_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -450,6 +460,7 @@ BEGIN
   FOR v_id IN SELECT s.id FROM agent.mcp_servers s
                WHERE s.enabled
                  AND (mcp_refresh.workspace_id IS NULL OR s.workspace_id = mcp_refresh.workspace_id)
+                 AND agent._workspace_ok(s.workspace_id)
                  AND (mcp_refresh.owner_id IS NULL OR s.scope = 'workspace' OR s.owner_id = mcp_refresh.owner_id)
                ORDER BY s.id LOOP
     RETURN QUERY SELECT * FROM agent.mcp_refresh(v_id);
@@ -486,7 +497,8 @@ DECLARE
   s agent.mcp_servers%ROWTYPE;
   r jsonb;
 BEGIN
-  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = mcp_call.server_id;
+  SELECT * INTO s FROM agent.mcp_servers m
+   WHERE m.id = mcp_call.server_id AND agent._workspace_ok(m.workspace_id);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server % does not exist', mcp_call.server_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -527,7 +539,21 @@ COMMENT ON FUNCTION agent.mcp_call(text, text, jsonb, text, text) IS
 -- What an agent may use (the worker's entry points)
 -- ---------------------------------------------------------------------------
 
-CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
+-- The user whose personal MCP servers serve a run: the requester of a
+-- manual run, the agent's owner for an autonomous one.
+CREATE FUNCTION agent._mcp_run_user(p_run_id bigint) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END
+    FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id
+   WHERE r.id = p_run_id
+$$;
+REVOKE ALL ON FUNCTION agent._mcp_run_user(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION agent._mcp_run_user(bigint) IS
+  'Internal: whose personal MCP servers serve the run: its requester for a manual run, the agent''s owner for an autonomous one.';
+
+CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -538,18 +564,32 @@ AS $$
          coalesce((t.annotations->>'readOnlyHint')::boolean, false)
     FROM agent.agents a
     JOIN agent.mcp_servers s ON s.workspace_id = a.workspace_id
-                            AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = a.owner_id))
+                            AND (s.scope = 'workspace'
+                                 OR (s.scope = 'user' AND s.owner_id = mcp_agent_tools.user_id))
     JOIN agent.mcp_tools t ON t.server_id = s.id
    WHERE a.id = mcp_agent_tools.agent_id AND a.deleted_at IS NULL AND s.enabled
      AND (agent._mcp_match(s.name, a.scope->'mcp_servers')
           OR agent._mcp_match(t.exposed_name, a.scope->'mcp_tools'))
    ORDER BY t.exposed_name
 $$;
+REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_agent_tools(bigint, text) IS
+  'MCP tools an agent may use in a run of user_id: enabled servers of its workspace and user_id''s own personal ones (none when NULL), filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval is the tool''s flag or a match in scope.needs_approval (names or * patterns). The worker passes agent._mcp_run_user(run).';
+
+CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
+RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
+              input_schema jsonb, needs_approval boolean, read_only boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id,
+                                      (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_tools.agent_id))
+$$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
-  'MCP tools an agent may use: enabled servers of its workspace or its owner''s personal ones, filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval is the tool''s flag or a match in scope.needs_approval (names or * patterns).';
+  'MCP tools of the agent''s autonomous runs: agent.mcp_agent_tools(agent_id, <its owner>) (the workspace servers and its owner''s personal ones).';
 
-CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
+CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb, user_id text)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog
@@ -561,7 +601,7 @@ DECLARE
   r jsonb;
 BEGIN
   SELECT m.server_id, m.tool INTO v_server_id, v_tool
-    FROM agent.mcp_agent_tools(mcp_agent_call.agent_id) m
+    FROM agent.mcp_agent_tools(mcp_agent_call.agent_id, mcp_agent_call.user_id) m
    WHERE m.exposed_name = mcp_agent_call.exposed_name;
   IF v_server_id IS NULL THEN
     RETURN jsonb_build_object('ok', false, 'denied', true,
@@ -581,9 +621,21 @@ BEGIN
                             'result', agent._mcp_failed_result(r->>'error', r->'rpc_error'));
 END
 $$;
+REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) IS
+  'Worker entry point: calls an MCP tool by its exposed name for an agent in a run of user_id (checked against agent.mcp_agent_tools(agent_id, user_id)); returns {"ok", "server", "tool", "result": CallToolResult, "error"?}; a refused, failed or unreachable call is a failed result, never an exception.';
+
+CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+  SELECT agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments,
+                              (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_call.agent_id))
+$$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) IS
-  'Worker entry point: calls an MCP tool by its exposed name for an agent (checked against agent.mcp_agent_tools); returns {"ok", "server", "tool", "result": CallToolResult, "error"?}; a refused, failed or unreachable call is a failed result, never an exception.';
+  'agent.mcp_agent_call(agent_id, exposed_name, arguments, <its owner>): a call as in the agent''s autonomous runs.';
 
 -- ---------------------------------------------------------------------------
 -- Status
@@ -596,10 +648,11 @@ CREATE VIEW agent.mcp_status WITH (security_barrier) AS
          (SELECT count(*) FROM agent.mcp_tools t WHERE t.server_id = s.id)::integer AS tool_count,
          s.last_error, s.tools_refreshed_at, s.protocol_version, s.server_info
     FROM agent.mcp_servers s
-   WHERE s.workspace_id = agent.current_workspace()
-      OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user);
-GRANT SELECT ON agent.mcp_status TO PUBLIC;
-COMMENT ON VIEW agent.mcp_status IS 'MCP servers without their headers: configured, connected, tool count, last error; the caller''s workspace only (every workspace for superusers).';
+   WHERE s.workspace_id = nullif(pg_catalog.current_setting('pg_agents.workspace', true), '')
+      OR (nullif(pg_catalog.current_setting('pg_agents.workspace', true), '') IS NULL
+          AND pg_catalog.current_setting('is_superuser') = 'on');
+REVOKE ALL ON agent.mcp_status FROM PUBLIC;
+COMMENT ON VIEW agent.mcp_status IS 'MCP servers without their headers: configured, connected, tool count, last error; the session''s workspace (pg_agents.workspace) only; every workspace for a superuser session that sets none.';
 COMMENT ON COLUMN agent.mcp_status.server_id IS 'Server id.';
 COMMENT ON COLUMN agent.mcp_status.workspace_id IS 'Workspace of the server.';
 COMMENT ON COLUMN agent.mcp_status.scope IS 'workspace or user.';
@@ -621,10 +674,12 @@ RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog
 AS $$
-  WITH s AS (
+  WITH w AS (SELECT agent._session_workspace() AS ws),
+  s AS (
     SELECT m.*, (m.enabled AND m.last_error IS NULL AND m.tools_refreshed_at IS NOT NULL) AS connected
-      FROM agent.mcp_servers m
+      FROM agent.mcp_servers m, w
      WHERE m.workspace_id = mcp_status.workspace_id
+       AND (w.ws IS NULL OR m.workspace_id = w.ws)
        AND (m.scope = 'workspace' OR m.owner_id = mcp_status.owner_id)
   )
   SELECT jsonb_build_object(
@@ -638,6 +693,6 @@ AS $$
     'errors', (SELECT coalesce(jsonb_object_agg(s.name, s.last_error), '{}')
                  FROM s WHERE s.enabled AND s.last_error IS NOT NULL))
 $$;
-GRANT EXECUTE ON FUNCTION agent.mcp_status(text, text) TO PUBLIC;
+REVOKE ALL ON FUNCTION agent.mcp_status(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_status(text, text) IS
-  'MCP client status of a workspace (and of one user''s personal servers), shaped like /mcp/status: configuredServers, connectedServers, totalTools, tools [{source, name, description}], errors {server: error}.';
+  'MCP client status of a workspace (and of one user''s personal servers), shaped like /mcp/status: configuredServers, connectedServers, totalTools, tools [{source, name, description}], errors {server: error}. Only the session''s workspace (pg_agents.workspace): another workspace is reported empty, as if it had no server; a superuser session that sets none may name any.';

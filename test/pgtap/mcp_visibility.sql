@@ -5,15 +5,17 @@
 -- (none, mcp_servers, mcp_tools, patterns) x approval flags; then exposed
 -- names (mapping, overlength, collisions) and the catalogue privileges.
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 
-SET LOCAL pg_agents.workspace = 'mcp_tap_ws';
+-- (set up by a superuser session bound to no workspace, so that it may add to both)
+SET LOCAL pg_agents.workspace = '';
 CREATE TEMP TABLE s AS
-SELECT agent.mcp_add_server('shared', 'https://mcp.example.com/a', refresh => false) AS shared,
-       agent.mcp_add_server('mine', 'https://mcp.example.com/b', scope => 'user', owner_id => 'u1', refresh => false) AS mine,
-       agent.mcp_add_server('theirs', 'https://mcp.example.com/c', scope => 'user', owner_id => 'u2', refresh => false) AS theirs,
-       agent.mcp_add_server('off', 'https://mcp.example.com/d', refresh => false) AS off,
+SELECT agent.mcp_add_server('shared', 'https://mcp.example.com/a', workspace_id => 'mcp_tap_ws', refresh => false) AS shared,
+       agent.mcp_add_server('mine', 'https://mcp.example.com/b', scope => 'user', owner_id => 'u1', workspace_id => 'mcp_tap_ws', refresh => false) AS mine,
+       agent.mcp_add_server('theirs', 'https://mcp.example.com/c', scope => 'user', owner_id => 'u2', workspace_id => 'mcp_tap_ws', refresh => false) AS theirs,
+       agent.mcp_add_server('off', 'https://mcp.example.com/d', workspace_id => 'mcp_tap_ws', refresh => false) AS off,
        agent.mcp_add_server('shared', 'https://mcp.example.com/e', workspace_id => 'mcp_tap_other', refresh => false) AS other;
+SET LOCAL pg_agents.workspace = 'mcp_tap_ws';
 SELECT agent.mcp_set_enabled((SELECT off FROM s), false);
 
 -- what a refresh stores: exposed names computed by the same function
@@ -87,8 +89,8 @@ SELECT ok((SELECT bool_and(exposed_name ~ '^[a-zA-Z0-9_-]{1,64}$') FROM agent.mc
 -- privileges
 SELECT ok(NOT has_table_privilege('public', 'agent.mcp_servers', 'SELECT'), 'mcp_servers not readable by PUBLIC');
 SELECT ok(NOT has_column_privilege('public', 'agent.mcp_servers', 'headers', 'SELECT'), 'headers not readable by PUBLIC');
-SELECT ok(has_table_privilege('agents_app', 'agent.mcp_status', 'SELECT') AND NOT has_table_privilege('public', 'agent.mcp_status', 'SELECT'),
-          'agent.mcp_status readable by the application role, not by PUBLIC');
+SELECT ok(NOT has_table_privilege('public', 'agent.mcp_status', 'SELECT'), 'agent.mcp_status not readable by PUBLIC (it trusts pg_agents.workspace)');
+SELECT ok(has_table_privilege('agents_app', 'agent.mcp_status', 'SELECT'), 'agent.mcp_status readable by agents_app');
 SELECT hasnt_column('agent', 'mcp_status', 'headers', 'the status view has no headers column');
 SELECT ok(NOT has_function_privilege('public', 'agent.mcp_add_server(text, text, jsonb, text, text, text, text, boolean)', 'EXECUTE'),
           'mcp_add_server not executable by PUBLIC');

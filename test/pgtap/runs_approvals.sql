@@ -1,7 +1,7 @@
 -- Approvals: deterministic keys, request / approve / deny / expire, one
 -- approval authorises one call once.
 BEGIN;
-SELECT plan(49);
+SELECT plan(50);
 
 -- 1. keys
 SELECT matches(agent.approval_key('runs_t_send', '{"a": 1}'), '^[0-9a-f]{64}$', 'a key is 64 hex digits');
@@ -40,18 +40,20 @@ BEGIN
 END $$;
 SET LOCAL pg_agents.approval_ttl = '30min';
 SELECT pg_temp.running(330001) AS r1 \gset
-SELECT agent.request_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hi", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}') AS k1 \gset
-SELECT is(:'k1', agent.approval_key('runs_t_send', '{"body": "hi", "api_key": "sk-abcdefghijklmnopqrstuvwxyz", "to": "x@y.z"}'),
+SELECT agent.request_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hi", "cc": "boss@y.z"}') AS k1 \gset
+SELECT is(:'k1', agent.approval_key('runs_t_send', '{"body": "hi", "cc": "boss@y.z", "to": "x@y.z"}'),
           'request_approval returns the call''s key');
 SELECT results_eq(format('SELECT status, lease_until IS NULL FROM agent.runs WHERE id = %s', :r1),
                   $$VALUES ('waiting_approval'::text, true)$$, 'the run waits for approval, its lease released');
 SELECT results_eq(format('SELECT status, input, expires_at - now() FROM agent.approvals WHERE run_id = %s', :r1),
-                  $$VALUES ('pending'::text, '{"to": "x@y.z", "body": "hi", "api_key": "[REDACTED]"}'::jsonb, interval '30 minutes')$$,
-                  'a pending approval with the redacted input, expiring after pg_agents.approval_ttl');
-SELECT is(agent.request_approval(:r1, 'runs_t_send', '{"api_key": "sk-abcdefghijklmnopqrstuvwxyz", "to": "x@y.z", "body": "hi"}'), :'k1',
+                  $$VALUES ('pending'::text, '{"to": "x@y.z", "body": "hi", "cc": "boss@y.z"}'::jsonb, interval '30 minutes')$$,
+                  'a pending approval with the input exactly as it will run, expiring after pg_agents.approval_ttl');
+SELECT throws_ok(format($$SELECT agent.request_approval(%s, 'runs_t_send', '{"to": "x@y.z", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}')$$, :r1),
+                 '22023', 'tool input holds a credential-shaped value', 'a call carrying a credential cannot be approved (it would be stored)');
+SELECT is(agent.request_approval(:r1, 'runs_t_send', '{"cc": "boss@y.z", "to": "x@y.z", "body": "hi"}'), :'k1',
           'asking again for the same call gives the same key');
 SELECT is((SELECT count(*)::int FROM agent.approvals WHERE run_id = :r1), 1, 'and no second approval');
-SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hi", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}'), false,
+SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hi", "cc": "boss@y.z"}'), false,
           'a pending call cannot be executed');
 SELECT throws_ok(format('SELECT agent.approve(%L, ''i3'')', :'k1'), '42501', format('user "i3" may not decide approval "%s"', :'k1'),
                  'an interact user cannot approve');
@@ -64,11 +66,11 @@ SELECT ok(EXISTS (SELECT 1 FROM agent.audit_log WHERE action = 'approval.approve
                    AND (inputs ->> 'run_id')::bigint = :r1), 'the decision is audited');
 SELECT throws_ok(format('SELECT agent.approve(%L, ''e3'')', :'k1'), '55000', format('approval "%s" is no longer pending', :'k1'),
                  'a decided approval cannot be decided again');
-SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hello", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}'), false,
+SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hello", "cc": "boss@y.z"}'), false,
           'the approval does not cover a different input');
-SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"body": "hi", "to": "x@y.z", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}'), true,
+SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"body": "hi", "to": "x@y.z", "cc": "boss@y.z"}'), true,
           'the approved call is executed once');
-SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hi", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}'), false,
+SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "x@y.z", "body": "hi", "cc": "boss@y.z"}'), false,
           'and only once');
 
 -- 3. approving one call never approves another

@@ -38,6 +38,7 @@ ok "$(q "SELECT error LIKE 'LLM request timed out after 400 ms (gave up after 4 
 q "ALTER SYSTEM RESET pg_agents.request_timeout" && q "SELECT pg_reload_conf()" >/dev/null
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+llm_allow "http://127.0.0.1:$port/v1"
 d=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name, scope) VALUES ('w6', 'owner6', 'refused604',
        '{\"llm_url\": \"http://127.0.0.1:$port/v1\"}') RETURNING id")
 r=$(start_run "$d" '{"prompt": "x"}')

@@ -11,7 +11,9 @@ q "CREATE TABLE IF NOT EXISTS public.w606_pages (id text PRIMARY KEY, title text
    GRANT SELECT, UPDATE ON public.w606_pages TO agents_tool;
    INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
      VALUES ('page', 'p606', 'user:owner6', 'read') ON CONFLICT DO NOTHING;" >/dev/null
-q "ALTER SYSTEM SET pg_agents.llm_api_key = 'sk-test-606-secret'" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
+# the key is only ever sent to pg_agents.llm_url (an agent naming the same URL gets it)
+q "ALTER SYSTEM SET pg_agents.llm_api_key = 'sk-test-606-secret'" >/dev/null
+q "ALTER SYSTEM SET pg_agents.llm_url = '$LLM_URL'" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
 a=$(mk_agent "claude606" '{"llm_provider": "anthropic"}')
@@ -55,7 +57,8 @@ is "$(psql -XAtq -U w606_reader -c "SELECT current_setting('pg_agents.llm_api_ke
 is "$(psql -XAtq -U w606_reader -c "SELECT count(*) FROM pg_settings WHERE setting LIKE '%sk-test-606%'" 2>&1)" "0" \
    "nor through pg_settings"
 q "DROP ROLE w606_reader" >/dev/null
-q "ALTER SYSTEM RESET pg_agents.llm_api_key" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
+q "ALTER SYSTEM RESET pg_agents.llm_api_key" >/dev/null; q "ALTER SYSTEM RESET pg_agents.llm_url" >/dev/null
+q "SELECT pg_reload_conf()" >/dev/null
 
 # provider from the GUC, URL from the GUC
 q "ALTER SYSTEM SET pg_agents.llm_provider = 'anthropic'" >/dev/null
