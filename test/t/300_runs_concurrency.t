@@ -14,7 +14,7 @@ psql -XAtq -d postgres -c "CREATE DATABASE $db" >/dev/null
 trap 'psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1' EXIT
 q() { psql -XAtq -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 q -c "CREATE EXTENSION pg_agents" >/dev/null
-echo "1..13"
+echo "1..14"
 n=0
 check() {  # description, got, want
     n=$((n+1))
@@ -113,6 +113,13 @@ for r in 1 2 3 4; do
 done
 check "runs that end free their places: refilled to 13 in each of 4 rounds, never past it" "$rounds" \
       "$(for r in 1 2 3 4; do printf 'ws0:13 ws1:13 ws2:13 ws3:13 ws4:13;'; done)"
+# one workspace left with queued runs (claimed in one statement): the same
+q -c "UPDATE agent.runs SET status = 'cancelled', finished_at = now() WHERE status = 'queued' AND workspace_id <> 'ws4';
+      UPDATE agent.runs SET status = 'succeeded', finished_at = now(), lease_until = NULL
+       WHERE id IN (SELECT id FROM agent.runs WHERE workspace_id = 'ws4' AND status = 'running' LIMIT 6)" >/dev/null
+for c in 1 2 3 4 5 6; do claimer1 $c & done
+wait
+check "one workspace with queued runs: refilled to 13, not past it" "$(running_per_ws)" "ws0:13 ws1:13 ws2:13 ws3:13 ws4:13"
 q -c "ALTER DATABASE $db RESET pg_agents.max_runs_per_workspace" >/dev/null
 
 # NOTIFY at commit: the listener is told about a queued run, with its payload
