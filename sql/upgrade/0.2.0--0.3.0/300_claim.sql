@@ -129,17 +129,17 @@ BEGIN
     v_rows := coalesce(v_pass, '{}');
   END IF;
 
-  -- Several workspaces: passes as described above.
+  -- Several workspaces (and a session bound to none): passes as described
+  -- above.
   WHILE v_one IS NULL LOOP
     v_want := n - pg_catalog.cardinality(v_rows);
     WITH RECURSIVE ws(w) AS (
-        SELECT CASE WHEN v_ws IS NOT NULL THEN v_ws
-                    ELSE (SELECT q.workspace_id FROM agent.runs q
-                           WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1) END
+        SELECT (SELECT q.workspace_id FROM agent.runs q
+                 WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1)
       UNION ALL
         SELECT (SELECT q.workspace_id FROM agent.runs q
                  WHERE q.status = 'queued' AND q.workspace_id > ws.w ORDER BY q.workspace_id LIMIT 1)
-          FROM ws WHERE ws.w IS NOT NULL AND v_ws IS NULL
+          FROM ws WHERE ws.w IS NOT NULL
     ), busy AS MATERIALIZED (
         -- runs claimed by an earlier pass of this claim count too
         SELECT r.workspace_id AS w, pg_catalog.count(*)::integer AS running FROM agent.runs r
