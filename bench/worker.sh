@@ -7,6 +7,8 @@
 #      that transaction's start (created_at) is printed below each.
 #   3. queue-to-pickup latency, median                       (target <= 10 ms)
 #      from the queueing commit; from the transaction's start printed beside
+#   4. fairness: pickup latency of lone runs of a second workspace while the
+#      first has n1 runs queued (zero latency, 64 at once), from the commit
 # BENCH_SCALE=small shrinks the run counts.
 set -euo pipefail
 . "$PG_AGENTS_ENV"
@@ -19,9 +21,9 @@ if [ "${BENCH_SCALE:-}" = small ]; then n1=300; n2=160; n3=30; else n1=3000; n2=
 llm_start
 
 setconf() { q "ALTER SYSTEM SET $1 = '$2'" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null; sleep 0.3; }
-agent() {
+agent() {  # name [workspace]
     q "INSERT INTO agent.agents (workspace_id, owner_id, name, scope, hourly_run_cap)
-       VALUES ('bench', 'bench', '$1', jsonb_build_object('llm_url', '$LLM_URL'), 1000000) RETURNING id"
+       VALUES ('${2:-bench}', 'bench', '$1', jsonb_build_object('llm_url', '$LLM_URL'), 1000000) RETURNING id"
 }
 wait_done() {  # agent, count -> waits until every run of the agent is terminal
     local i
@@ -108,5 +110,27 @@ read -r p50 p90 <<<"$(pick 'pg_xact_commit_timestamp(p.xid)')"
 read -r c50 c90 <<<"$(pick 'r.created_at')"
 echo "queue-to-pickup latency:                 median $p50 ms, p90 $p90 ms over $n3 runs, from the queueing commit (target median <= 10 ms)"
 echo "  (from the queueing transaction's start: median $c50 ms, p90 $c90 ms)"
+q "DROP TABLE public.bench_pickup" >/dev/null
+
+# 4. fairness: workspace bench has n1 runs queued (one transaction), then
+#    workspace bench_b queues lone runs one at a time, 50 ms apart, while
+#    the first drains; their pickup latency from their queueing commit (a
+#    first-come queue makes them wait for the whole backlog)
+setconf pg_agents.max_concurrent_runs 64
+d=$(agent bench_fair_busy)
+e=$(agent bench_fair_lone bench_b)
+q "CREATE TABLE IF NOT EXISTS public.bench_pickup (run_id bigint, xid xid)" >/dev/null
+t0=$(enqueue "$d" "$n1")
+for i in $(seq 1 10); do
+    q "INSERT INTO public.bench_pickup
+       SELECT agent._enqueue_run($e, 'autonomous', 'api', '{\"prompt\": \"bench\"}'::jsonb), (txid_current() % 4294967296)::text::xid" >/dev/null
+    sleep 0.05
+done
+wait_done "$d" "$n1"
+wait_done "$e" 10
+c=$e
+read -r f50 f90 <<<"$(pick 'pg_xact_commit_timestamp(p.xid)')"
+drain=$(q "SELECT round(extract(epoch FROM max(finished_at) - '$t0'::timestamptz)::numeric, 2) FROM agent.runs WHERE agent_id = $d")
+echo "fairness, lone runs of workspace B while A drains $n1 queued runs: pickup median $f50 ms, p90 $f90 ms over 10 runs (A drained in $drain s)"
 q "DROP TABLE public.bench_pickup" >/dev/null
 q "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null

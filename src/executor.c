@@ -492,7 +492,7 @@ ClaimUnit(Slot *unused, void *arg)
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
 	rc = PgAgentsExecPlan(&claim_plan,
-		"WITH c AS (SELECT * FROM agent.claim_runs($1)), "
+		"WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 		"      SELECT c.id, c.workspace_id, $2 FROM c "
 		"      ON CONFLICT (run_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = pg_catalog.clock_timestamp() "
@@ -505,7 +505,7 @@ ClaimUnit(Slot *unused, void *arg)
 		"FROM c JOIN s ON s.run_id = c.id "
 		"JOIN agent.agents a ON a.id = c.agent_id "
 		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
-		"ORDER BY c.priority DESC, c.id",
+		"ORDER BY c.ordinality",	/* started in claim order (fair order) */
 		2, types, vals, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not claim runs: %s", SPI_result_code_string(rc));

@@ -50,6 +50,7 @@ int			pg_agents_max_delegation_depth = DEFAULT_DELEGATION_DEPTH;
 int			pg_agents_approval_ttl = 72 * 60;
 int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
+int			pg_agents_max_runs_per_workspace = 0;
 int			pg_agents_self_retrigger_cap = 3;
 int			pg_agents_filter_view_timeout = 100;
 
@@ -204,6 +205,11 @@ PgAgentsDefineGucs(void)
 	DefineCustomIntVariable("pg_agents.max_attempts",
 							"Claims of one run before it fails.",
 							NULL, &pg_agents_max_attempts, 3, 1, 100,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_runs_per_workspace",
+							"Runs of one workspace running at once; agent.claim_runs skips a workspace at its cap.",
+							"0 (the default) sets no cap. Runs waiting for an approval, input or child runs do not count.",
+							&pg_agents_max_runs_per_workspace, 0, 0, INT_MAX,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_agents.self_retrigger_cap",

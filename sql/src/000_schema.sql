@@ -351,6 +351,9 @@ CREATE TABLE agent.runs (
     FOREIGN KEY (workspace_id, trigger_id) REFERENCES agent.triggers (workspace_id, id) ON DELETE SET NULL (trigger_id)
 );
 CREATE INDEX runs_queue_idx ON agent.runs (priority DESC, id) WHERE status = 'queued';
+-- fair claiming (agent.claim_runs): the workspaces with queued runs (a skip
+-- scan) and the first runs of each, interactive first, then oldest
+CREATE INDEX runs_queue_ws_idx ON agent.runs (workspace_id, priority DESC, id) WHERE status = 'queued';
 CREATE INDEX runs_agent_idx ON agent.runs (agent_id, created_at);
 CREATE INDEX runs_parent_idx ON agent.runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
 CREATE INDEX runs_root_idx ON agent.runs (root_run_id);
