@@ -46,6 +46,9 @@ PG_FUNCTION_INFO_V1(pg_agents_run_error_code);
 /* set in the worker process while it drains (SIGTERM) */
 static bool worker_draining = false;
 
+/* the worker's sync from the table: pause_seq before its snapshot */
+static uint32 sync_seq = 0;
+
 /* ------------------------------------------------------------------------
  * The worker's status, written by the worker
  * ------------------------------------------------------------------------
@@ -219,7 +222,12 @@ PauseXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			w = PgAgentsWorkerShmem();
 			if (pause_pending >= 0 && w != NULL)
+			{
+				SpinLockAcquire(&w->mutex);
 				pg_atomic_write_u32(&w->paused, (uint32) pause_pending);
+				w->pause_seq++;
+				SpinLockRelease(&w->mutex);
+			}
 			pause_pending = -1;
 			break;
 		case XACT_EVENT_ABORT:
@@ -234,9 +242,28 @@ PauseXactCallback(XactEvent event, void *arg)
 }
 
 /*
+ * The worker reads agent.worker_control at every tick.  A pause or resume
+ * that commits between the snapshot of that read and its write into the
+ * cache is newer than what the worker read: the worker notes pause_seq
+ * before the statement and writes only if no change committed since.
+ */
+void
+PgAgentsWorkerPauseSyncBegin(void)
+{
+	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+
+	if (w == NULL)
+		return;
+	SpinLockAcquire(&w->mutex);
+	sync_seq = w->pause_seq;
+	SpinLockRelease(&w->mutex);
+}
+
+/*
  * agent._worker_sync_pause(paused boolean): the shared cache of the pause
  * state takes this value when the transaction commits (and the worker is
- * woken).  In the worker itself (syncing from the table) it is immediate.
+ * woken).  In the worker itself (syncing from the table) it is immediate,
+ * unless a change committed since PgAgentsWorkerPauseSyncBegin.
  */
 Datum
 pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
@@ -248,16 +275,20 @@ pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	if (IsBackgroundWorker)
 	{
-		pg_atomic_write_u32(&w->paused, paused ? 1 : 0);
+		SpinLockAcquire(&w->mutex);
+		if (w->pause_seq == sync_seq)
+			pg_atomic_write_u32(&w->paused, paused ? 1 : 0);
+		SpinLockRelease(&w->mutex);
 		PG_RETURN_VOID();
 	}
+	/* the wake-up's callback first, so that ours runs before it at commit */
+	PgAgentsRequestWake();
 	if (!pause_callback)
 	{
 		RegisterXactCallback(PauseXactCallback, NULL);
 		pause_callback = true;
 	}
 	pause_pending = paused ? 1 : 0;
-	PgAgentsRequestWake();
 	PG_RETURN_VOID();
 }
 

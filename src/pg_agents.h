@@ -140,6 +140,7 @@ typedef struct PgAgentsWorkerInfo
 	char		last_error[PGA_WORKER_ERROR_LEN];
 	uint64		starts;			/* worker starts since the postmaster started */
 	uint64		resets;			/* crash resets of shared memory since then */
+	uint32		pause_seq;		/* pause changes committed (under mutex) */
 	pg_atomic_uint32 paused;	/* agent.worker_control.paused, as last synced */
 } PgAgentsWorkerInfo;
 
@@ -152,6 +153,7 @@ extern void PgAgentsWorkerSetState(PgAgentsWorkerState state);
 extern void PgAgentsWorkerNoteError(const char *msg);
 extern void PgAgentsWorkerNoteMcp(bool starting);
 extern bool PgAgentsWorkerPaused(void);
+extern void PgAgentsWorkerPauseSyncBegin(void);
 extern bool PgAgentsWorkerClaimsStopped(void);
 extern void PgAgentsWorkerDraining(bool on);
 

@@ -215,6 +215,7 @@ TickUnit(void)
 		if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "agent._worker_cleanup() failed");
 		/* operations: the pause state of agent.worker_control (survives restarts) */
+		PgAgentsWorkerPauseSyncBegin();
 		if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
 						false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read agent.worker_control");
