@@ -76,12 +76,14 @@ PgAgentsWorkerNoteError(const char *msg)
 
 	if (w == NULL || msg == NULL)
 		return;
+	/* NULL when there was nothing to redact */
 	red = PgAgentsRedactText(msg, strlen(msg), &len);
 	SpinLockAcquire(&w->mutex);
-	strlcpy(w->last_error, red, sizeof(w->last_error));
+	strlcpy(w->last_error, red ? red : msg, sizeof(w->last_error));
 	w->last_error_at = GetCurrentTimestamp();
 	SpinLockRelease(&w->mutex);
-	pfree(red);
+	if (red)
+		pfree(red);
 }
 
 /* an MCP call of a tool starts or ends (it blocks the worker meanwhile) */

@@ -24,11 +24,12 @@
 
 -- ---------------------------------------------------------------------------
 -- Indexes the status views and run_stats use (cheap to maintain: a BRIN on
--- the times, which follow the physical order of an append-mostly table, and
--- a partial index on the few waiting runs)
+-- the times, which follow the physical order of an append-mostly table,
+-- summarized by (auto)vacuum, the pages since then always read; and a
+-- partial index on the few waiting runs)
 -- ---------------------------------------------------------------------------
 CREATE INDEX runs_times_brin ON agent.runs USING brin (created_at, started_at, finished_at)
-  WITH (pages_per_range = 16, autosummarize = on);
+  WITH (pages_per_range = 16);
 CREATE INDEX runs_waiting_idx ON agent.runs (workspace_id, priority)
   WHERE status IN ('waiting_approval', 'waiting_input', 'waiting_children');
 

@@ -20,6 +20,31 @@ is "$(q "SELECT pid = $wpid AND database = current_database() AND state = 'runni
 ok "$(q "SELECT last_tick > now() - interval '5 seconds' AND started_at <= now() FROM agent.worker_status")" "it ticks"
 r0=$(q "SELECT restarts FROM agent.worker_status")
 
+# the last error of the worker: a unit of work that fails (a trigger refuses
+# the run's steps) fails its run, is shown redacted, and the worker lives on
+q "CREATE FUNCTION public.boom622() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
+     IF NEW.name = 'boom622b' THEN RAISE EXCEPTION 'boom622b refused'; END IF;
+     IF NEW.name = 'boom622' THEN RAISE EXCEPTION 'boom622 refused, Authorization: Bearer sk-live-0123456789abcdefghijklmnopqrstuvwxyz'; END IF;
+     RETURN NEW; END \$\$;
+   CREATE TRIGGER boom622 BEFORE INSERT ON agent.run_steps FOR EACH ROW EXECUTE FUNCTION public.boom622()" >/dev/null
+plain=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name, model, scope)
+          VALUES ('w6', 'owner6', 'boom622b', 'boom622b', jsonb_build_object('llm_url', '$LLM_URL')) RETURNING id")
+llm_script "[[s622-boomb]]" '[{"text": "never recorded"}]'
+pr=$(start_run "$plain" '{"prompt": "boom [[s622-boomb]]"}')
+is "$(wait_status "$pr" "failed" 30)" "failed" "a unit of work that fails fails its run"
+ok "$(q "SELECT last_error LIKE '%boom622b refused' FROM agent.worker_status")" "agent.worker_status shows the last error"
+is "$(worker_pid)" "$wpid" "the worker lives on"
+boom=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name, model, scope)
+          VALUES ('w6', 'owner6', 'boom622', 'boom622', jsonb_build_object('llm_url', '$LLM_URL')) RETURNING id")
+llm_script "[[s622-boom]]" '[{"text": "never recorded"}]'
+br=$(start_run "$boom" '{"prompt": "boom [[s622-boom]]"}')
+is "$(wait_status "$br" "failed" 30)" "failed" "another one"
+ok "$(q "SELECT error LIKE 'internal error of the worker: boom622 refused%' FROM agent.runs WHERE id = $br")" "with the error"
+ok "$(q "SELECT last_error LIKE '%boom622 refused%' AND last_error NOT LIKE '%sk-live%' AND last_error_at > now() - interval '1 minute'
+           FROM agent.worker_status")" "agent.worker_status shows the last error, redacted, and when"
+is "$(worker_pid)" "$wpid" "the worker still lives on"
+q "DROP TRIGGER boom622 ON agent.run_steps; DROP FUNCTION public.boom622(); DELETE FROM agent.agents WHERE name IN ('boom622', 'boom622b')" >/dev/null
+
 # 2. a mixed workload: two slow calls take both slots, more runs wait in the
 #    queue, one run waits for an approval, one for nobody (no endpoint)
 setconf pg_agents.max_concurrent_runs 2
