@@ -15,6 +15,8 @@ q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 t0=$(date +%s)
 q -v n="$n" >/dev/null <<'SQL'
 SET client_min_messages = warning;
+-- the worker claims nothing meanwhile (the agents name unreachable endpoints)
+SELECT agent.pause_worker('bench/operations.sh');
 DELETE FROM agent.agents WHERE workspace_id LIKE 'ws-bench-ops-%';
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, model, scope)
 SELECT 8900000 + a, 'ws-bench-ops-' || (a % 10), 'bench-owner', 'bench ops ' || a, 'model-' || (a % 3),
@@ -85,4 +87,5 @@ DELETE FROM agent.run_steps WHERE workspace_id LIKE 'ws-bench-ops-%';
 DELETE FROM agent.runs WHERE workspace_id LIKE 'ws-bench-ops-%';
 RESET session_replication_role;
 DELETE FROM agent.agents WHERE workspace_id LIKE 'ws-bench-ops-%';
+SELECT agent.resume_worker();
 SQL
