@@ -117,9 +117,9 @@ cmp_stats="
                            round(v.l50::numeric, 3), v.retries)"
 is "$(psql -XAtq -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "$cmp_stats" -c "COMMIT")" "0" \
    "agent.run_stats equals the figures computed from agent.runs and agent.run_steps"
-is "$(q "SELECT count(*) FROM agent.run_stats(now() - interval '1 hour') WHERE provider = 'openai' AND endpoint_host = '127.0.0.1'")" \
-   "$(q "SELECT count(*) FROM agent.run_stats(now() - interval '1 hour') WHERE agent_id <> $idle")" \
-   "provider and endpoint host of the agents' scope (host only)"
+is "$(q "SELECT string_agg(DISTINCT provider || '@' || coalesce(endpoint_host, '-'), ',')
+           FROM agent.run_stats(now() - interval '1 hour') WHERE agent_id IN ($a, $b, $idle)")" "openai@-,openai@127.0.0.1" \
+   "provider and endpoint host of the agents' scope (host only; none for an agent without an endpoint)"
 is "$(q "SELECT error_code FROM agent.run_metrics WHERE run_id = $fail")" "llm_http_400" "the failed run's error code"
 setconf pg_agents.max_concurrent_runs 8
 
