@@ -6,6 +6,7 @@
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
 a=$(mk_agent "pause620")
+b=$(mk_agent "pause620b" '{}' none '[]' 10 w620b)   # a second workspace
 psql -XAtq -c "SET client_min_messages = warning; DROP ROLE IF EXISTS p620_app; DROP ROLE IF EXISTS p620_nobody;
                CREATE ROLE p620_app IN ROLE agents_app; CREATE ROLE p620_nobody" >/dev/null
 
@@ -22,7 +23,7 @@ is "$(q "SELECT state || ',' || paused || ',' || pause_reason FROM agent.worker_
 ids=""
 for i in 1 2 3 4 5; do
     llm_script "[[p620-$i]]" "[{\"text\": \"answer $i\"}]"
-    ids="$ids $(start_run "$a" "{\"prompt\": \"queued [[p620-$i]]\"}")"
+    ids="$ids $(start_run "$([ $i -le 3 ] && echo "$a" || echo "$b")" "{\"prompt\": \"queued [[p620-$i]]\"}")"
 done
 list=$(echo $ids | tr ' ' ',')
 is "$(wait_status "$slow" "succeeded|failed" 30)" "succeeded" "the run in flight finished while paused"
@@ -30,7 +31,11 @@ sleep 2.5
 is "$(q "SELECT count(*) FROM agent.runs WHERE id IN ($list) AND status = 'queued'")" "5" \
    "no run was claimed while paused (2.5 s, two ticks)"
 is "$(q "SELECT count(*) FROM agent.runs WHERE id IN ($list) AND started_at IS NOT NULL")" "0" "none was even started"
-is "$(q "SELECT sum(queued) FROM agent.queue_status WHERE workspace_id = 'w6'")" "5" "agent.queue_status counts them"
+is "$(q "SELECT string_agg(workspace_id || ':' || queued, ' ' ORDER BY workspace_id) FROM agent.queue_status
+           WHERE workspace_id IN ('w6', 'w620b')")" "w6:3 w620b:2" "agent.queue_status counts them, per workspace"
+is "$(psql -XAtq -c "SET ROLE p620_app" -c "SET pg_agents.workspace = 'w620b'" \
+          -c "SELECT string_agg(workspace_id || ':' || queued, ' ') FROM agent.queue_status")" "w620b:2" \
+   "the application sees the queue of its session's workspace only"
 
 # 2. the pause survives a restart of the server
 "$PG_AGENTS_SRC/tools/cluster.sh" restart "$PG_AGENTS_DIR"

@@ -8,6 +8,7 @@
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
 a=$(mk_agent "drain621")
+b=$(mk_agent "drain621b" '{}' none '[]' 10 w621b)   # a second workspace
 worker_pid() { q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_agents worker'"; }
 wait_worker() {  # waits for a worker process other than $1
     local i p
@@ -27,7 +28,9 @@ queue_batch() {
     for i in $(seq 1 "$n"); do
         llm_script "[[$tag-$i]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"x\"}}, {\"latency\": $lat, \"text\": \"final $tag-$i\"}, {\"text\": \"final $tag-$i\"}]"
     done
-    for i in $(seq 1 "$n"); do ids="$ids $(start_run "$a" "{\"prompt\": \"drain [[$tag-$i]]\"}")"; done
+    for i in $(seq 1 "$n"); do
+        ids="$ids $(start_run "$([ $((i % 2)) = 0 ] && echo "$a" || echo "$b")" "{\"prompt\": \"drain [[$tag-$i]]\"}")"
+    done
     echo "$ids"
 }
 requests_of() {  # model calls received for runs of a batch

@@ -11,6 +11,8 @@ worker_pid() { q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_agen
 log="$PG_AGENTS_DIR/server.log"
 a=$(mk_agent "status622")
 b=$(mk_agent "status622b" '{}' all '[]' 10 w622)        # every tool call waits for approval
+psql -XAtq -c "SET client_min_messages = warning; DROP ROLE IF EXISTS s622_app; DROP ROLE IF EXISTS s622_nobody;
+               CREATE ROLE s622_app IN ROLE agents_app; CREATE ROLE s622_nobody" >/dev/null
 idle=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name) VALUES ('w622', 'owner6', 'idle622') RETURNING id")  # no endpoint: never claimed
 
 # 1. worker_status: the worker's own figures
@@ -89,6 +91,13 @@ is "$(q "SELECT queued || ' ' || running || ' ' || waiting_approval FROM agent.q
    "1 0 1" "w622: the idle run queued, one run waiting for approval"
 is "$(q "SELECT sum(queued) || ' ' || sum(running) FROM agent.queue_status WHERE workspace_id = 'w6'")" "3 2" \
    "w6: three queued behind two running"
+is "$(psql -XAtq -c "SET ROLE s622_app" -c "SET pg_agents.workspace = 'w622'" \
+          -c "SELECT string_agg(workspace_id || ':' || queued || ':' || waiting_approval, ' ') FROM agent.queue_status")" "w622:1:1" \
+   "the application sees its session's workspace only"
+psql -XAtq -c "SET ROLE s622_nobody" -c "SET pg_agents.workspace = 'w622'" -c "SELECT count(*) FROM agent.queue_status" 2>/tmp/s622.err >/dev/null
+ok "$(grep -q "permission denied for view queue_status" /tmp/s622.err && echo 0)" "a role with no grant reads no queue status"
+psql -XAtq -c "SET ROLE s622_app" -c "SELECT count(*) FROM agent.worker_status" 2>/tmp/s622.err >/dev/null
+ok "$(grep -q "permission denied for view worker_status" /tmp/s622.err && echo 0)" "nor does the application read the worker status"
 
 for r in $s1 $s2; do wait_status "$r" "succeeded" 30 >/dev/null; done
 cmp_stats="
@@ -188,4 +197,5 @@ c1=$(q "SELECT agent._enqueue_run($capped, 'autonomous', 'api', '{}'::jsonb)"); 
 ok "$(line_of "$c1" | grep -q "status=budget_exceeded .* error_code=hourly_cap$" && echo 0)" "a run capped at creation is logged (hourly_cap)"
 setconf pg_agents.log_runs off
 q "DELETE FROM agent.agents WHERE name IN ('odd622', 'cap622', 'idle622')" >/dev/null
+psql -XAtq -c "DROP ROLE s622_app; DROP ROLE s622_nobody" >/dev/null
 done_testing
