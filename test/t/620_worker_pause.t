@@ -31,10 +31,11 @@ sleep 2.5
 is "$(q "SELECT count(*) FROM agent.runs WHERE id IN ($list) AND status = 'queued'")" "5" \
    "no run was claimed while paused (2.5 s, two ticks)"
 is "$(q "SELECT count(*) FROM agent.runs WHERE id IN ($list) AND started_at IS NOT NULL")" "0" "none was even started"
-is "$(q "SELECT string_agg(workspace_id || ':' || queued, ' ' ORDER BY workspace_id) FROM agent.queue_status
-           WHERE workspace_id IN ('w6', 'w620b')")" "w6:3 w620b:2" "agent.queue_status counts them, per workspace"
+is "$(q "SELECT string_agg(workspace_id || ':' || n, ' ' ORDER BY workspace_id)
+           FROM (SELECT workspace_id, sum(queued) AS n FROM agent.queue_status
+                  WHERE workspace_id IN ('w6', 'w620b') GROUP BY 1) x")" "w6:3 w620b:2" "agent.queue_status counts them, per workspace"
 is "$(psql -XAtq -c "SET ROLE p620_app" -c "SET pg_agents.workspace = 'w620b'" \
-          -c "SELECT string_agg(workspace_id || ':' || queued, ' ') FROM agent.queue_status")" "w620b:2" \
+          -c "SELECT string_agg(workspace_id || ':' || n, ' ') FROM (SELECT workspace_id, sum(queued) AS n FROM agent.queue_status GROUP BY 1) x")" "w620b:2" \
    "the application sees the queue of its session's workspace only"
 
 # 2. the pause survives a restart of the server

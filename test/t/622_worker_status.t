@@ -87,12 +87,12 @@ cmp_queue="
                            v.oldest_queued_at, v.started_last_minute, v.finished_last_minute)"
 is "$(psql -XAtq -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "$cmp_queue" -c "COMMIT")" "0" \
    "agent.queue_status equals the figures computed from agent.runs (mixed workload, one snapshot)"
-is "$(q "SELECT queued || ' ' || running || ' ' || waiting_approval FROM agent.queue_status WHERE workspace_id = 'w622'")" \
+is "$(q "SELECT sum(queued) || ' ' || sum(running) || ' ' || sum(waiting_approval) FROM agent.queue_status WHERE workspace_id = 'w622'")" \
    "1 0 1" "w622: the idle run queued, one run waiting for approval"
 is "$(q "SELECT sum(queued) || ' ' || sum(running) FROM agent.queue_status WHERE workspace_id = 'w6'")" "3 2" \
    "w6: three queued behind two running"
 is "$(psql -XAtq -c "SET ROLE s622_app" -c "SET pg_agents.workspace = 'w622'" \
-          -c "SELECT string_agg(workspace_id || ':' || queued || ':' || waiting_approval, ' ') FROM agent.queue_status")" "w622:1:1" \
+          -c "SELECT string_agg(DISTINCT workspace_id, ' ') || ':' || sum(queued) || ':' || sum(waiting_approval) FROM agent.queue_status")" "w622:1:1" \
    "the application sees its session's workspace only"
 psql -XAtq -c "SET ROLE s622_nobody" -c "SET pg_agents.workspace = 'w622'" -c "SELECT count(*) FROM agent.queue_status" 2>/tmp/s622.err >/dev/null
 ok "$(grep -q "permission denied for view queue_status" /tmp/s622.err && echo 0)" "a role with no grant reads no queue status"
