@@ -25,6 +25,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -282,6 +283,20 @@ pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
 			pg_atomic_write_u32(&w->paused, paused ? 1 : 0);
 		SpinLockRelease(&w->mutex);
 		PG_RETURN_VOID();
+	}
+	/* only the worker's database holds the worker's pause state */
+	{
+		char	   *db = get_database_name(MyDatabaseId);
+
+		if (db == NULL || pg_agents_database == NULL || strcmp(db, pg_agents_database) != 0)
+		{
+			ereport(WARNING,
+					(errmsg("the pg_agents worker works in database \"%s\", not in this one",
+							pg_agents_database ? pg_agents_database : ""),
+					 errdetail("The pause state of this database is kept, but the worker does not read it."),
+					 errhint("Call it in database \"%s\".", pg_agents_database ? pg_agents_database : "")));
+			PG_RETURN_VOID();
+		}
 	}
 	/* the wake-up's callback first, so that ours runs before it at commit */
 	PgAgentsRequestWake();

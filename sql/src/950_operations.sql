@@ -104,7 +104,8 @@ CREATE VIEW agent.worker_status WITH (security_barrier) AS
          coalesce(c.paused, false) AS paused, c.changed_at AS paused_changed_at,
          c.changed_by AS paused_changed_by, c.reason AS pause_reason
     FROM agent._worker_status() w
-    LEFT JOIN agent.worker_control c ON c.id;
+    -- the pause state is the one of the worker's database
+    LEFT JOIN agent.worker_control c ON c.id AND w.database = pg_catalog.current_database()::text;
 COMMENT ON VIEW agent.worker_status IS
   'The pg_agents worker of the cluster (one row; none when pg_agents is not preloaded): pid (NULL when it does not run), state (starting, waiting for extension, waiting for extension update, running, paused, draining, stopped), slots in use of max_concurrent_runs, LLM and MCP requests in flight, last tick, last error (redacted) and when, restarts since the postmaster started, and the pause state. Superusers and pg_monitor.';
 COMMENT ON COLUMN agent.worker_status.pid IS 'Process id of the worker; NULL when it does not run.';
@@ -122,7 +123,7 @@ COMMENT ON COLUMN agent.worker_status.last_error IS 'Last error of a unit of wor
 COMMENT ON COLUMN agent.worker_status.last_error_at IS 'When it happened.';
 COMMENT ON COLUMN agent.worker_status.restarts IS 'Worker starts since the postmaster started, minus one (kept over crash resets).';
 COMMENT ON COLUMN agent.worker_status.shmem_resets IS 'Crash resets of shared memory since the postmaster started (a killed backend or worker).';
-COMMENT ON COLUMN agent.worker_status.paused IS 'agent.pause_worker() is in force.';
+COMMENT ON COLUMN agent.worker_status.paused IS 'agent.pause_worker() is in force (read in the worker''s database; false elsewhere).';
 COMMENT ON COLUMN agent.worker_status.paused_changed_at IS 'When it was paused or resumed last.';
 COMMENT ON COLUMN agent.worker_status.paused_changed_by IS 'Who paused or resumed it last.';
 COMMENT ON COLUMN agent.worker_status.pause_reason IS 'Reason given to agent.pause_worker().';
@@ -308,7 +309,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.pause_worker(text) IS
-  'Pauses the worker: from the commit on it claims no new runs; runs in flight go on to their end or their next wait. Kept in agent.worker_control, so it survives a restart. Superuser only; audited. Returns false when it was already paused.';
+  'Pauses the worker: from the commit on it claims no new runs; runs in flight go on to their end or their next wait. Kept in agent.worker_control of the worker''s database (pg_agents.database; elsewhere it only warns), so it survives a restart. Superuser only; audited. Returns false when it was already paused.';
 
 CREATE FUNCTION agent.resume_worker() RETURNS boolean
 LANGUAGE plpgsql VOLATILE

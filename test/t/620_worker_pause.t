@@ -68,5 +68,14 @@ is "$(q "SELECT string_agg(action || ':' || db_user || ':' || coalesce(inputs->>
            FROM agent.audit_log WHERE action IN ('worker.pause', 'worker.resume') AND id > $first_audit")" \
    "worker.pause:postgres:p620 maintenance worker.pause:postgres:again worker.resume:postgres:-" \
    "pause and resume are audited"
+# 6. pausing in another database than the worker's does not pause the worker
+psql -XAtq -d "$PG_AGENTS_REGRESS_DB" -c "SELECT agent.pause_worker('wrong database')" 2>/tmp/p620.err >/dev/null
+ok "$(grep -q "the pg_agents worker works in database \"$PGDATABASE\", not in this one" /tmp/p620.err && echo 0)" \
+   "pause_worker in another database warns that the worker works elsewhere"
+is "$(q "SELECT state || ',' || paused FROM agent.worker_status")" "running,false" "and the worker is not paused"
+llm_script "[[p620-other]]" '[{"text": "still working"}]'
+r=$(start_run "$b" '{"prompt": "go [[p620-other]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "it still claims runs"
+psql -XAtq -d "$PG_AGENTS_REGRESS_DB" -c "SELECT agent.resume_worker()" >/dev/null 2>&1
 psql -XAtq -c "DROP ROLE p620_app; DROP ROLE p620_nobody" >/dev/null
 done_testing
