@@ -1452,25 +1452,31 @@ ExecutorDrainStep(void)
 			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
 }
 
+typedef struct RequeueArg
+{
+	List	   *ids;			/* int64 * of the runs held */
+	int			requeued;
+} RequeueArg;
+
 static void
 RequeueUnit(Slot *unused, void *arg)
 {
-	List	   *ids = (List *) arg;
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(ids), 1));
+	RequeueArg *ra = (RequeueArg *) arg;
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(ra->ids), 1));
 	Oid			types[2] = {INT8ARRAYOID, INT4OID};
 	Datum		vals[2];
 	int			i = 0;
+	bool		isnull;
 	ListCell   *lc;
 
-	foreach(lc, ids)
+	foreach(lc, ra->ids)
 		elems[i++] = Int64GetDatum(*(int64 *) lfirst(lc));
 	vals[0] = PointerGetDatum(construct_array(elems, i, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	vals[1] = Int32GetDatum(MyProcPid);
 	if (SPI_execute_with_args("SELECT agent._worker_requeue($1, $2)", 2, types, vals, NULL, false, 1)
 		!= SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "agent._worker_requeue failed");
-	*(int64 *) linitial(ids) = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-														   &(bool){false}));
+	ra->requeued = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
@@ -1483,8 +1489,7 @@ RequeueUnit(Slot *unused, void *arg)
 int
 ExecutorRequeueAll(void)
 {
-	List	   *ids = NIL;
-	int			n = 0;
+	RequeueArg	ra = {NIL, 0};
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state != SLOT_FREE)
@@ -1492,15 +1497,14 @@ ExecutorRequeueAll(void)
 			int64	   *id = palloc(sizeof(int64));
 
 			*id = slots[i].run_id;
-			ids = lappend(ids, id);
+			ra.ids = lappend(ra.ids, id);
 		}
-	if (ids != NIL)
-	{
-		if (RunUnit("pg_agents: requeueing runs (drain)", RequeueUnit, NULL, ids))
-			n = (int) *(int64 *) linitial(ids);
-		for (int i = 0; i < MAX_SLOTS; i++)
-			if (slots[i].state != SLOT_FREE)
-				SlotFree(&slots[i]);
-	}
-	return n;
+	if (ra.ids == NIL)
+		return 0;
+	if (!RunUnit("pg_agents: requeueing runs (drain)", RequeueUnit, NULL, &ra))
+		ra.requeued = 0;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state != SLOT_FREE)
+			SlotFree(&slots[i]);
+	return ra.requeued;
 }
