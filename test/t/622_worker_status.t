@@ -175,6 +175,9 @@ ok "$(line_of "$l3" | grep -Eq "$fmt" && line_of "$l3" | grep -q "status=succeed
    "all: a succeeded run is logged (error_code -)"
 
 # a finish that rolls back logs nothing; one in a rolled-back savepoint neither
+# (the worker is paused meanwhile: it would claim and fail these runs, whose
+# agent has no endpoint)
+q "SELECT agent.pause_worker('622: runs ended by hand')" >/dev/null
 i1=$(q "SELECT agent._enqueue_run($idle, 'autonomous', 'api', '{}'::jsonb)")
 i2=$(q "SELECT agent._enqueue_run($idle, 'autonomous', 'api', '{}'::jsonb)")
 q "BEGIN; SELECT agent.finish_run($i1, 'cancelled'); ROLLBACK;" >/dev/null
@@ -185,6 +188,8 @@ sleep 0.2
 ok "$([ -z "$(line_of "$i1")" ] && echo 0)" "a rolled-back finish (transaction or savepoint) is not logged"
 ok "$(line_of "$i2" | grep -Eq "$fmt" && line_of "$i2" | grep -q "status=failed duration_ms=- queue_ms=- .* error_code=llm_timeout$" && echo 0)" \
    "a finish in a released savepoint is logged at commit (never started: duration -)"
+ok "$(! grep -a -A1 "pg_agents run: run_id=$i2 " "$log" | grep -q "STATEMENT:" && echo 0)" \
+   "without the statement that ended the run (no STATEMENT line)"
 # a workspace id cannot break the line or forge a field
 q "INSERT INTO agent.agents (workspace_id, owner_id, name) VALUES (E'w x\"1\nstatus=succeeded', 'o', 'odd622')" >/dev/null
 odd=$(q "SELECT agent._enqueue_run((SELECT id FROM agent.agents WHERE name = 'odd622'), 'autonomous', 'api', '{}'::jsonb)")
@@ -195,6 +200,7 @@ is "$(line_of "$odd" | grep -o 'workspace=.* agent_id')" 'workspace="w x\"1\x0as
 capped=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name, hourly_run_cap) VALUES ('w622', 'o', 'cap622', 0) RETURNING id")
 c1=$(q "SELECT agent._enqueue_run($capped, 'autonomous', 'api', '{}'::jsonb)"); sleep 0.2
 ok "$(line_of "$c1" | grep -q "status=budget_exceeded .* error_code=hourly_cap$" && echo 0)" "a run capped at creation is logged (hourly_cap)"
+q "SELECT agent.resume_worker()" >/dev/null
 setconf pg_agents.log_runs off
 q "DELETE FROM agent.agents WHERE name IN ('odd622', 'cap622', 'idle622')" >/dev/null
 psql -XAtq -c "DROP ROLE s622_app; DROP ROLE s622_nobody" >/dev/null
