@@ -84,12 +84,15 @@ COMMENT ON FUNCTION agent._run_log() IS
   'Internal trigger on agent.runs: a run that reached a terminal status is written as one LOG line when its transaction commits (pg_agents.log_runs = errors or all).';
 
 -- every path that ends a run (finish_run, cancel, tick, the worker's batch,
--- a run created budget_exceeded by the hourly cap)
+-- a run created budget_exceeded by the hourly cap); nothing is queued for
+-- the trigger while the log is off
 CREATE TRIGGER runs_log_insert AFTER INSERT ON agent.runs
-  FOR EACH ROW WHEN (NEW.status IN ('succeeded', 'failed', 'budget_exceeded', 'cancelled', 'expired'))
+  FOR EACH ROW WHEN (coalesce(pg_catalog.current_setting('pg_agents.log_runs', true), 'off') <> 'off'
+                     AND NEW.status IN ('succeeded', 'failed', 'budget_exceeded', 'cancelled', 'expired'))
   EXECUTE FUNCTION agent._run_log();
 CREATE TRIGGER runs_log_finish AFTER UPDATE OF status ON agent.runs
-  FOR EACH ROW WHEN (OLD.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+  FOR EACH ROW WHEN (coalesce(pg_catalog.current_setting('pg_agents.log_runs', true), 'off') <> 'off'
+                     AND OLD.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
                      AND NEW.status IN ('succeeded', 'failed', 'budget_exceeded', 'cancelled', 'expired'))
   EXECUTE FUNCTION agent._run_log();
 
