@@ -33,6 +33,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
@@ -146,6 +147,7 @@ RunUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 		strlcpy(unit_error, edata->message ? edata->message : "unknown error", sizeof(unit_error));
 		ereport(LOG,
 				(errmsg("pg_agents worker: %s failed: %s", activity, unit_error)));
+		PgAgentsWorkerNoteError(unit_error);	/* operations: agent.worker_status */
 		FreeErrorData(edata);
 		ok = false;
 	}
@@ -682,6 +684,11 @@ ExecutorClaim(void)
 	n = Min(n, MAX_SLOTS - used);
 	if (n <= 0)
 		return 0;
+	if (PgAgentsWorkerClaimsStopped())	/* operations: paused or draining */
+	{
+		more_work = false;
+		return 0;
+	}
 	got = n;
 	last_claim = GetCurrentTimestamp();
 	claim_gen++;
@@ -1412,4 +1419,112 @@ ExecutorNextTimeout(long dflt)
 	if ((woken || more_work) && ActiveSlots() < pg_agents_max_concurrent_runs && HttpInFlight() == 0)
 		t = 0;
 	return t;
+}
+
+/* ---------------------------------------------------------------------
+ * Operations: the drain of SIGTERM (src/worker.c, docs/operations.md)
+ * ---------------------------------------------------------------------
+ */
+
+/* runs held by the worker (any slot in use) */
+int
+ExecutorHeld(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state != SLOT_FREE)
+			n++;
+	return n;
+}
+
+/* nothing left that finishes by itself: no request in flight, no tools due */
+bool
+ExecutorDrainIdle(void)
+{
+	if (HttpInFlight() > 0 || batch.n > 0)
+		return false;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state == SLOT_TOOLS)
+			return false;
+	return true;
+}
+
+/*
+ * A pass while draining: replies of the requests in flight are recorded and
+ * the tools they ask for executed (each with its state saved, as always),
+ * but no run is claimed and no new call is started.
+ */
+void
+ExecutorDrainStep(void)
+{
+	HttpRequest *req;
+
+	while ((req = HttpNextDone()) != NULL)
+	{
+		CallDone((Slot *) req->owner, req);
+		if (batch.n == REPLY_BATCH)
+			FlushReplies();
+	}
+	FlushReplies();
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state == SLOT_TOOLS)
+			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
+}
+
+typedef struct RequeueArg
+{
+	List	   *ids;			/* int64 * of the runs held */
+	int			requeued;
+} RequeueArg;
+
+static void
+RequeueUnit(Slot *unused, void *arg)
+{
+	RequeueArg *ra = (RequeueArg *) arg;
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(ra->ids), 1));
+	Oid			types[2] = {INT8ARRAYOID, INT4OID};
+	Datum		vals[2];
+	int			i = 0;
+	bool		isnull;
+	ListCell   *lc;
+
+	foreach(lc, ra->ids)
+		elems[i++] = Int64GetDatum(*(int64 *) lfirst(lc));
+	vals[0] = PointerGetDatum(construct_array(elems, i, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	vals[1] = Int32GetDatum(MyProcPid);
+	if (SPI_execute_with_args("SELECT agent._worker_requeue($1, $2)", 2, types, vals, NULL, false, 1)
+		!= SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent._worker_requeue failed");
+	ra->requeued = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * The end of a drain: every run still held goes back to the queue in one
+ * transaction (agent._worker_requeue: queued, attempts not counted, the
+ * conversation saved at its last safe point kept), requests still in flight
+ * are abandoned.  Returns how many runs were requeued; when the transaction
+ * fails they stay running and the next worker reclaims them.
+ */
+int
+ExecutorRequeueAll(void)
+{
+	RequeueArg	ra = {NIL, 0};
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state != SLOT_FREE)
+		{
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = slots[i].run_id;
+			ra.ids = lappend(ra.ids, id);
+		}
+	if (ra.ids == NIL)
+		return 0;
+	if (!RunUnit("pg_agents: requeueing runs (drain)", RequeueUnit, NULL, &ra))
+		ra.requeued = 0;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].state != SLOT_FREE)
+			SlotFree(&slots[i]);
+	return ra.requeued;
 }

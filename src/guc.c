@@ -57,6 +57,17 @@ int			pg_agents_filter_view_timeout = 100;
 /* access */
 int			pg_agents_access_cache_grants = 262144;
 
+/* operations (docs/operations.md) */
+int			pg_agents_log_runs = 0;
+int			pg_agents_drain_timeout = 10000;
+
+static const struct config_enum_entry log_runs_options[] = {
+	{"off", 0, false},
+	{"errors", 1, false},
+	{"all", 2, false},
+	{NULL, 0, false}
+};
+
 /*
  * The API key is never displayed, to anyone (members of
  * pg_read_all_settings included); the worker reads the variable itself.
@@ -226,6 +237,18 @@ PgAgentsDefineGucs(void)
 							"0 makes every check probe the index.",
 							&pg_agents_access_cache_grants, 262144, 0, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+
+	/* operations (docs/operations.md) */
+	DefineCustomEnumVariable("pg_agents.log_runs",
+							 "Writes one LOG line per finished run: off, errors (failed, budget_exceeded, expired) or all.",
+							 "The line carries ids, status, times, tokens and an error code, never the run's content.",
+							 &pg_agents_log_runs, 0, log_runs_options,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.drain_timeout",
+							"How long the worker lets requests in flight finish on SIGTERM before it requeues the rest.",
+							"Keep it well below the shutdown time-out of pg_ctl (60 s) or of the service manager.",
+							&pg_agents_drain_timeout, 10000, 0, 600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_agents");
 }

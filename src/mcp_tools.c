@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "mcp.h"
+#include "pg_agents.h"
 
 /*
  * Appends the MCP tools of the agent, in this run, to a neutral tool list:
@@ -132,8 +133,10 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	text = json_dumps(input, JSON_COMPACT);
 	vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pstrdup(text ? text : "{}")));
 	free(text);
+	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (reset by the loop on error) */
 	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call($1, $2, $3, agent._mcp_run_user($4))::pg_catalog.text",
 							   4, types, vals, NULL, false, 1);
+	PgAgentsWorkerNoteMcp(false);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "agent.mcp_agent_call returned no row");
 	call = json_loads(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), 0, NULL);

@@ -14,6 +14,10 @@
  * "The access generation" below), so that a backend can keep an agent's
  * readable set between statements (src/allowlist.c).
  *
+ * And what agent.worker_status shows of the worker (PgAgentsWorkerInfo,
+ * docs/operations.md); its counters of worker starts survive a crash reset
+ * of shared memory (carried over by the postmaster, see ShmemCarry).
+ *
  * Shared memory exists only when the library is in shared_preload_libraries;
  * otherwise every function here is a harmless no-op (runs still reach
  * external executors through NOTIFY agent_runs; readable sets are kept for
@@ -56,6 +60,8 @@ typedef struct PgAgentsShared
 	uint64		access_gen;
 	int			access_overflow;	/* writers in flight not in the array */
 	AccessInflight access_inflight[PG_AGENTS_ACCESS_INFLIGHT];
+	/* operations: the worker's status (src/ops.c) */
+	PgAgentsWorkerInfo worker;
 } PgAgentsShared;
 
 static PgAgentsShared *pg_agents_shared = NULL;
@@ -72,6 +78,29 @@ static TransactionId access_published = InvalidTransactionId;
 static bool access_published_overflow = false;
 
 static void RegisterCallback(void);
+
+/*
+ * Operations: the postmaster keeps the worker's start counters across a
+ * crash reset of shared memory (a killed child makes the postmaster
+ * re-create it): copied out at shmem_exit, before the segment goes, and back
+ * in at the next startup.
+ */
+static uint64 carried_starts = 0;
+static uint64 carried_resets = 0;
+static bool carried = false;
+
+static void
+ShmemCarry(int code, Datum arg)
+{
+	if (pg_agents_shared == NULL)
+		return;
+	SpinLockAcquire(&pg_agents_shared->worker.mutex);
+	carried_starts = pg_agents_shared->worker.starts;
+	carried_resets = pg_agents_shared->worker.resets + 1;
+	SpinLockRelease(&pg_agents_shared->worker.mutex);
+	carried = true;
+	pg_agents_shared = NULL;
+}
 
 static void
 PgAgentsShmemRequest(void)
@@ -100,8 +129,27 @@ PgAgentsShmemStartup(void)
 		pg_agents_shared->access_gen = 1;
 		pg_agents_shared->access_overflow = 0;
 		memset(pg_agents_shared->access_inflight, 0, sizeof(pg_agents_shared->access_inflight));
+		/* operations */
+		memset(&pg_agents_shared->worker, 0, sizeof(PgAgentsWorkerInfo));
+		SpinLockInit(&pg_agents_shared->worker.mutex);
+		pg_atomic_init_u32(&pg_agents_shared->worker.paused, 0);
+		if (carried)
+		{
+			pg_agents_shared->worker.starts = carried_starts;
+			pg_agents_shared->worker.resets = carried_resets;
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
+	/* in the postmaster: carry the counters over a crash reset (operations) */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(ShmemCarry, (Datum) 0);
+}
+
+/* The worker's status (operations); NULL when the library was not preloaded. */
+PgAgentsWorkerInfo *
+PgAgentsWorkerShmem(void)
+{
+	return pg_agents_shared ? &pg_agents_shared->worker : NULL;
 }
 
 /* Called from _PG_init: hooks in only while shared_preload_libraries loads. */

@@ -15,6 +15,14 @@
  * Backends never wait on it.  HTTP calls are never made inside an open
  * transaction.
  *
+ * Operations (docs/operations.md): the loop publishes its status for
+ * agent.worker_status, claims nothing while agent.pause_worker() holds, and
+ * drains on SIGTERM: no new claims and no new calls, the requests in flight
+ * get up to pg_agents.drain_timeout to finish (their replies recorded as
+ * usual), then the runs still held go back to the queue with their saved
+ * conversation (attempts not counted) and the worker exits.  A second
+ * SIGTERM stops it at once (the runs are then reclaimed at the next start).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,6 +59,42 @@ PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
 #define READY_RECHECK_MS	5000
 #define TICK_MS				1000
 #define IDLE_WAIT_MS		1000
+
+/* operations: SIGTERM asks for a drain (a second one terminates at once) */
+static volatile sig_atomic_t drain_requested = false;
+
+static void
+WorkerSigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	if (drain_requested)
+		die(postgres_signal_arg);
+	else
+	{
+		drain_requested = true;
+		SetLatch(MyLatch);
+	}
+	errno = save_errno;
+}
+
+/* operations: the figures of agent.worker_status that change every pass */
+static void
+PublishStatus(bool ready)
+{
+	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+
+	if (w == NULL)
+		return;
+	SpinLockAcquire(&w->mutex);
+	if (ready && w->state != PGA_WORKER_DRAINING)
+		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
+	w->slots_in_use = ExecutorActive();
+	w->max_slots = pg_agents_max_concurrent_runs;
+	w->llm_in_flight = HttpInFlight();
+	w->mcp_in_flight = 0;		/* MCP calls block inside a unit: none between units */
+	SpinLockRelease(&w->mutex);
+}
 
 void
 PgAgentsRegisterWorker(void)
@@ -131,10 +175,13 @@ PgAgentsWorkerReady(void)
 							 pg_agents_database)));
 			strlcpy(last_mismatch, version, sizeof(last_mismatch));
 		}
+		PgAgentsWorkerSetState(PGA_WORKER_WAITING_UPDATE);	/* operations */
 		version = NULL;			/* not ready */
 	}
 	else if (version != NULL)
 		last_mismatch[0] = '\0';
+	else
+		PgAgentsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
 	ready = version != NULL &&
 		PgAgentsFunctionExists("agent.claim_runs(integer)") &&
 		PgAgentsFunctionExists("agent._worker_reclaim(integer)");
@@ -167,10 +214,21 @@ TickUnit(void)
 			elog(ERROR, "%s failed", sql);
 		if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "agent._worker_cleanup() failed");
+		/* operations: the pause state of agent.worker_control (survives restarts) */
+		PgAgentsWorkerPauseSyncBegin();
+		if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
+						false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read agent.worker_control");
 		ToolsRefreshCatalog();
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		if (PgAgentsWorkerShmem())	/* operations */
+		{
+			SpinLockAcquire(&PgAgentsWorkerShmem()->mutex);
+			PgAgentsWorkerShmem()->last_tick = GetCurrentTimestamp();
+			SpinLockRelease(&PgAgentsWorkerShmem()->mutex);
+		}
 	}
 	PG_CATCH();
 	{
@@ -181,6 +239,7 @@ TickUnit(void)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", edata->message)));
+		PgAgentsWorkerNoteError(psprintf("tick failed: %s", edata->message));	/* operations */
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -192,7 +251,64 @@ TickUnit(void)
 static void
 WorkerOnExit(int code, Datum arg)
 {
+	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+
 	PgAgentsSetWorkerLatch(NULL);
+	if (w != NULL)				/* operations */
+	{
+		SpinLockAcquire(&w->mutex);
+		w->pid = 0;
+		w->state = PGA_WORKER_STOPPED;
+		w->slots_in_use = 0;
+		w->llm_in_flight = 0;
+		w->mcp_in_flight = 0;
+		SpinLockRelease(&w->mutex);
+	}
+}
+
+/*
+ * Operations: the drain of SIGTERM.  Requests in flight finish (their
+ * replies and tools recorded as usual) until none is left or
+ * pg_agents.drain_timeout passes; then the runs still held go back to the
+ * queue and the worker exits (and is started again unless the server is
+ * shutting down).
+ */
+static void
+Drain(void)
+{
+	TimestampTz deadline;
+	int			held = ExecutorHeld();
+	int			requeued;
+
+	PgAgentsWorkerDraining(true);
+	PgAgentsWorkerSetState(PGA_WORKER_DRAINING);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pg_agents_drain_timeout);
+	ereport(LOG,
+			(errmsg("pg_agents worker: draining: %d runs held, %d requests in flight, up to %d ms",
+					held, HttpInFlight(), pg_agents_drain_timeout)));
+	while (!ExecutorDrainIdle())
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		long		left;
+
+		if (now >= deadline)
+			break;
+		left = (long) ((deadline - now) / 1000);
+		(void) HttpWait(Min(Max(left, 1), 100));
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		CHECK_FOR_INTERRUPTS();
+		ExecutorDrainStep();
+		PublishStatus(true);
+	}
+	requeued = ExecutorRequeueAll();
+	ereport(LOG,
+			(errmsg("pg_agents worker: drained: %d of %d runs held went back to the queue",
+					requeued, held)));
+	proc_exit(1);
 }
 
 void
@@ -204,7 +320,7 @@ pg_agents_worker_main(Datum main_arg)
 	TimestampTz last_tick = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, WorkerSigterm);	/* operations: drain, then exit */
 	BackgroundWorkerUnblockSignals();
 
 	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
@@ -238,6 +354,17 @@ pg_agents_worker_main(Datum main_arg)
 	/* backends that queue runs set this latch at commit (src/shmem.c) */
 	PgAgentsSetWorkerLatch(MyLatch);
 	before_shmem_exit(WorkerOnExit, (Datum) 0);
+	if (PgAgentsWorkerShmem())	/* operations: agent.worker_status */
+	{
+		PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+
+		SpinLockAcquire(&w->mutex);
+		w->pid = MyProcPid;
+		w->started_at = GetCurrentTimestamp();
+		w->state = PGA_WORKER_STARTING;
+		w->starts++;
+		SpinLockRelease(&w->mutex);
+	}
 
 	HttpInit();
 	ExecutorInit();
@@ -267,6 +394,8 @@ pg_agents_worker_main(Datum main_arg)
 		}
 		MemoryContextReset(loopcxt);
 		CHECK_FOR_INTERRUPTS();
+		if (drain_requested)	/* operations */
+			Drain();
 
 		now = GetCurrentTimestamp();
 		if (!ready)
@@ -294,5 +423,6 @@ pg_agents_worker_main(Datum main_arg)
 		}
 
 		ExecutorStep();
+		PublishStatus(true);	/* operations */
 	}
 }

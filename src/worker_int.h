@@ -166,6 +166,11 @@ extern int	ExecutorClaim(void);
 extern void ExecutorStep(void);
 extern long ExecutorNextTimeout(long dflt);
 extern int	ExecutorActive(void);
+/* operations: the drain of SIGTERM (docs/operations.md) */
+extern int	ExecutorHeld(void);
+extern bool ExecutorDrainIdle(void);
+extern void ExecutorDrainStep(void);
+extern int	ExecutorRequeueAll(void);
 
 /* worker.c */
 extern bool PgAgentsWorkerReady(void);

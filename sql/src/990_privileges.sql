@@ -151,3 +151,18 @@ GRANT EXECUTE ON FUNCTION agent._session_workspace(), agent._run_failed(text), a
 -- change versioned and audited; direct writes to agent.triggers likewise)
 GRANT EXECUTE ON FUNCTION agent.set_trigger(bigint, jsonb, text), agent.delete_trigger(bigint, text)
   TO agents_app;
+-- ops: operations (sql/src/950_operations.sql, docs/operations.md).  The
+-- status views filter rows by the querying role: the workspaces it may read
+-- (agent._may_read_workspace, as the read policies), every one for
+-- pg_monitor (PostgreSQL's monitoring role) and superusers.  The worker's
+-- status is cluster-wide: pg_monitor only.  pause_worker, resume_worker and
+-- requeue_runs are for superusers; cancel_runs also for the application,
+-- within the session's workspace.
+-- ---------------------------------------------------------------------------
+GRANT EXECUTE ON FUNCTION agent.run_error_code(text) TO PUBLIC;
+GRANT SELECT ON agent.queue_status, agent.run_metrics TO agents_app, agents_reader, pg_monitor;
+GRANT EXECUTE ON FUNCTION agent.run_stats(timestamptz) TO agents_app, agents_reader, pg_monitor;
+GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO pg_monitor;
+GRANT SELECT ON agent.worker_status TO pg_monitor;
+GRANT EXECUTE ON FUNCTION agent._worker_status() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION agent.cancel_runs(bigint, text, text, text) TO agents_app;
