@@ -15,21 +15,21 @@ GRANT USAGE ON SCHEMA agent TO PUBLIC;
 
 CREATE FUNCTION agent.current_workspace() RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT nullif(current_setting('pg_agents.workspace', true), '') $$;
 COMMENT ON FUNCTION agent.current_workspace() IS
   'The caller''s workspace id (GUC pg_agents.workspace), or NULL when unset.';
 
 CREATE FUNCTION agent.current_actor() RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT nullif(current_setting('pg_agents.actor', true), '') $$;
 COMMENT ON FUNCTION agent.current_actor() IS
   'The caller''s actor (GUC pg_agents.actor: user:<id>, agent:<id> or system), or NULL when unset.';
 
 CREATE FUNCTION agent.current_agent_id() RETURNS bigint
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE WHEN a ~ '^agent:[0-9]{1,18}$' THEN substr(a, 7)::bigint END
   FROM (SELECT current_setting('pg_agents.actor', true) AS a) s
@@ -43,7 +43,7 @@ CREATE FUNCTION agent.set_identity(actor text, workspace text DEFAULT NULL,
                                    on_behalf_of text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF actor IS NOT NULL AND actor !~ '^(user:.+|agent:[0-9]{1,18}|system)$' THEN
@@ -121,7 +121,7 @@ COMMENT ON COLUMN agent.agents.deleted_at IS 'Soft-deletion time; a deleted agen
 -- direct INSERT omits it.
 CREATE FUNCTION agent._fill_workspace() RETURNS trigger
 LANGUAGE plpgsql
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF NEW.workspace_id IS NULL THEN

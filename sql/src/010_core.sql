@@ -97,7 +97,7 @@ CREATE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, p_origin te
                                    p_token_budget bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   a        agent.agents%ROWTYPE;

@@ -96,14 +96,14 @@ COMMENT ON FUNCTION agent.explain_access(bigint, text, text, text, text, text) I
 
 CREATE FUNCTION agent._level_rank(level text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT CASE level WHEN 'full' THEN 3 WHEN 'edit' THEN 2 WHEN 'interact' THEN 1 ELSE 0 END $$;
 COMMENT ON FUNCTION agent._level_rank(text) IS 'Internal: full 3, edit 2, interact 1, none 0.';
 
 -- The level an action needs (NULL for an unknown action).
 CREATE FUNCTION agent._action_level(action text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE action
     WHEN 'chat' THEN 'interact' WHEN 'view_settings' THEN 'interact'
@@ -118,7 +118,7 @@ COMMENT ON FUNCTION agent._action_level(text) IS
 
 CREATE FUNCTION agent._user_level(p_user_id text, p_agent_id bigint) RETURNS text
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE max(r) WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END
   FROM (
@@ -142,7 +142,7 @@ COMMENT ON FUNCTION agent._user_level(text, bigint) IS
 
 CREATE FUNCTION agent.user_can(user_id text, agent_id bigint, action text) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -164,7 +164,7 @@ COMMENT ON FUNCTION agent.user_can(text, bigint, text) IS
 
 CREATE FUNCTION agent.activity_scope(user_id text, agent_id bigint) RETURNS text
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE agent._user_level(activity_scope.user_id, activity_scope.agent_id)
            WHEN 'full' THEN 'all' WHEN 'edit' THEN 'own_manual' WHEN 'interact' THEN 'own_manual' END
@@ -175,7 +175,7 @@ COMMENT ON FUNCTION agent.activity_scope(text, bigint) IS
 CREATE FUNCTION agent.visible_agents(user_id text)
 RETURNS TABLE(agent_id bigint, name text, level text)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH l AS (
     SELECT a.id, 3 AS r FROM agent.agents a
@@ -207,7 +207,7 @@ CREATE FUNCTION agent._agent_for(p_agent_id bigint, p_by_user text, p_action tex
                                  p_allow_system boolean DEFAULT false)
 RETURNS agent.agents
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   a       agent.agents%ROWTYPE;
@@ -282,7 +282,7 @@ COMMENT ON FUNCTION agent._agent_named(bigint, text, text, boolean) IS
 CREATE FUNCTION agent.share(agent_id bigint, principal text, level text, by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -325,7 +325,7 @@ COMMENT ON FUNCTION agent.share(bigint, text, text, text) IS
 CREATE FUNCTION agent.unshare(agent_id bigint, principal text, by_user text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -360,7 +360,7 @@ COMMENT ON FUNCTION agent.unshare(bigint, text, text) IS
 
 CREATE FUNCTION agent._check_grant(p_type text, p_id text, p_access text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF p_type IS NULL OR p_type NOT IN ('page', 'collection', 'skill', 'agent', 'workspace_shared') THEN
@@ -390,7 +390,7 @@ CREATE FUNCTION agent.grant(agent_id bigint, resource_type text, resource_id tex
                             access text DEFAULT 'read', by_user text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -422,7 +422,7 @@ CREATE FUNCTION agent.revoke(agent_id bigint, resource_type text, resource_id te
                              by_user text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -453,7 +453,7 @@ COMMENT ON FUNCTION agent.revoke(bigint, text, text, text) IS
 
 CREATE FUNCTION agent._check_settings(p_settings jsonb) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   k text;
@@ -569,7 +569,7 @@ COMMENT ON FUNCTION agent._check_delegation(bigint, jsonb) IS
 CREATE FUNCTION agent._apply_settings(p_agent_id bigint, p_settings jsonb, p_by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s jsonb := p_settings;
@@ -631,7 +631,7 @@ COMMENT ON FUNCTION agent._trigger_json(agent.triggers) IS
 
 CREATE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT jsonb_build_object(
     'name', a.name,
@@ -661,7 +661,7 @@ COMMENT ON FUNCTION agent._snapshot(bigint) IS
 -- The sections that differ between two snapshots, comma-separated.
 CREATE FUNCTION agent._changed_sections(p_old jsonb, p_new jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT coalesce(string_agg(sect, ', ' ORDER BY ord), '')
   FROM (VALUES (1, 'name', ARRAY['name']),
@@ -686,7 +686,7 @@ CREATE FUNCTION agent._write_version(p_agent_id bigint, p_by_user text, p_note t
                                      p_prev jsonb DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_snap    jsonb := agent._snapshot(p_agent_id);
@@ -719,7 +719,7 @@ CREATE FUNCTION agent.create_agent(workspace_id text, owner_id text, name text,
                                    settings jsonb DEFAULT '{}')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -754,7 +754,7 @@ COMMENT ON FUNCTION agent.create_agent(text, text, text, jsonb) IS
 CREATE FUNCTION agent.save_settings(agent_id bigint, settings jsonb, by_user text, note text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -865,7 +865,7 @@ COMMENT ON FUNCTION agent.restore_version(bigint, text) IS
 CREATE FUNCTION agent._user_reads(p_agent_id bigint, p_user text, p_type text, p_id text, p_mode text DEFAULT 'read')
 RETURNS boolean
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE
     WHEN p_type = 'workspace_shared' THEN true
@@ -1549,7 +1549,7 @@ COMMENT ON FUNCTION agent._restore_triggers(bigint, jsonb, text) IS
 CREATE FUNCTION agent.set_status(agent_id bigint, status text, by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1573,7 +1573,7 @@ COMMENT ON FUNCTION agent.set_status(bigint, text, text) IS
 CREATE FUNCTION agent.delete_agent(agent_id bigint, by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -198,7 +198,7 @@ CREATE FUNCTION agent.audit_events(target_type text DEFAULT NULL, target_id text
                                    since timestamptz DEFAULT NULL, lim integer DEFAULT 100)
 RETURNS SETOF agent.audit_log
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF audit_events.actor_kind IS NOT NULL AND audit_events.actor_kind NOT IN ('agent', 'human', 'system') THEN
@@ -253,7 +253,7 @@ COMMENT ON COLUMN agent.audit_summary.events IS 'Number of audit rows.';
 
 CREATE FUNCTION agent.purge_audit() RETURNS bigint
 LANGUAGE C VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'pg_agents_purge_audit';
 REVOKE ALL ON FUNCTION agent.purge_audit() FROM PUBLIC;
 COMMENT ON FUNCTION agent.purge_audit() IS
@@ -269,7 +269,7 @@ COMMENT ON FUNCTION agent._audit_backdate(bigint[], interval) IS
 CREATE FUNCTION agent.schedule_maintenance()
 RETURNS TABLE(job_name text, schedule text, command text, jobid bigint)
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_jobs text[][] := ARRAY[
@@ -301,7 +301,7 @@ COMMENT ON FUNCTION agent.schedule_maintenance() IS
 
 CREATE FUNCTION agent.unschedule_maintenance() RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_n integer := 0;

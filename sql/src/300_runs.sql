@@ -22,14 +22,14 @@
 
 CREATE FUNCTION agent._run_is_active(status text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT $1 IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children') $$;
 COMMENT ON FUNCTION agent._run_is_active(text) IS
   'Internal: whether a run status is not terminal (queued, running, waiting_approval, waiting_input, waiting_children).';
 
 CREATE FUNCTION agent._runs_notify(p_run_id bigint, p_agent_id bigint, p_status text) RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   PERFORM pg_notify('agent_runs', json_build_object('run_id', p_run_id, 'agent_id', p_agent_id,
@@ -48,7 +48,7 @@ COMMENT ON FUNCTION agent._runs_notify(bigint, bigint, text) IS
 CREATE FUNCTION agent._lock_tree(p_root_run_id bigint, p_skip_locked boolean DEFAULT false)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF p_skip_locked THEN
@@ -66,7 +66,7 @@ COMMENT ON FUNCTION agent._lock_tree(bigint, boolean) IS
 -- Looks a run up and locks its tree; raises 42704 for an unknown run.
 CREATE FUNCTION agent._lock_run(p_run_id bigint) RETURNS agent.runs
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_root bigint;
@@ -95,7 +95,7 @@ CREATE FUNCTION agent._runs_add_step(p_run_id bigint, p_kind text, p_name text, 
                                      p_finished boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -119,7 +119,7 @@ CREATE FUNCTION agent._audit_run(p_action text, p_run agent.runs, p_status text 
                                  p_error_code text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
@@ -145,7 +145,7 @@ COMMENT ON FUNCTION agent._audit_run(text, agent.runs, text, jsonb, text, text) 
 -- (agent._worker_finish_replies) for a batch of runs, in id order.
 CREATE FUNCTION agent._finish_runs_effects(p_rows agent.runs[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   -- pending approvals of an ended run can no longer be decided
@@ -184,7 +184,7 @@ COMMENT ON FUNCTION agent._finish_runs_effects(agent.runs[]) IS
 CREATE FUNCTION agent._finish_run(p_run_id bigint, p_status text, p_output jsonb, p_error text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r        agent.runs%ROWTYPE;
@@ -259,7 +259,7 @@ CREATE FUNCTION agent.start_run(agent_id bigint, requested_by text, input jsonb 
                                 regime text DEFAULT 'manual', origin text DEFAULT 'chat')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -527,7 +527,7 @@ COMMENT ON FUNCTION agent.claim_runs(int) IS
 
 CREATE FUNCTION agent.renew_lease(run_id bigint) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_until timestamptz;
@@ -554,7 +554,7 @@ COMMENT ON FUNCTION agent.renew_lease(bigint) IS
 
 CREATE FUNCTION agent.wait_for_children(run_id bigint) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r agent.runs%ROWTYPE;
@@ -585,7 +585,7 @@ COMMENT ON FUNCTION agent.wait_for_children(bigint) IS
 CREATE FUNCTION agent.add_usage(run_id bigint, tokens_in int, tokens_out int, model text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -643,7 +643,7 @@ COMMENT ON FUNCTION agent.add_usage(bigint, int, int, text) IS
 CREATE FUNCTION agent.finish_run(run_id bigint, status text, output jsonb DEFAULT NULL, error text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -672,7 +672,7 @@ COMMENT ON FUNCTION agent.finish_run(bigint, text, jsonb, text) IS
 
 CREATE FUNCTION agent.rerun(run_id bigint, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   o    agent.runs%ROWTYPE;
@@ -723,7 +723,7 @@ COMMENT ON FUNCTION agent.rerun(bigint, text) IS
 
 CREATE FUNCTION agent.cancel_run(run_id bigint, by_user text) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r      agent.runs%ROWTYPE;
@@ -761,7 +761,7 @@ COMMENT ON FUNCTION agent.cancel_run(bigint, text) IS
 
 CREATE FUNCTION agent._tick_runs(p_now timestamptz DEFAULT now()) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_max       int := current_setting('pg_agents.max_attempts')::int;
@@ -933,7 +933,7 @@ COMMENT ON FUNCTION agent.approval_key(text, jsonb) IS
 
 CREATE FUNCTION agent.request_approval(run_id bigint, tool text, input jsonb) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r     agent.runs%ROWTYPE;
@@ -997,7 +997,7 @@ COMMENT ON FUNCTION agent.request_approval(bigint, text, jsonb) IS
 CREATE FUNCTION agent._approval_to_decide(p_key text, p_by_user text, p_run_id bigint)
 RETURNS agent.approvals
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_ids   bigint[];
@@ -1057,7 +1057,7 @@ COMMENT ON FUNCTION agent._approval_to_decide(text, text, bigint) IS
 
 CREATE FUNCTION agent._record_decision(ap agent.approvals, p_by_user text, p_decision text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now() WHERE p.id = ap.id;
@@ -1078,7 +1078,7 @@ COMMENT ON FUNCTION agent._record_decision(agent.approvals, text, text) IS
 
 CREATE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   ap agent.approvals%ROWTYPE;
@@ -1102,7 +1102,7 @@ COMMENT ON FUNCTION agent.approve(text, text, bigint) IS
 
 CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   ap agent.approvals%ROWTYPE;
@@ -1120,21 +1120,21 @@ COMMENT ON FUNCTION agent.deny(text, text, bigint) IS
 -- pending on several runs the user may decide).
 CREATE FUNCTION agent.approve(approval_key text, by_user text) RETURNS bigint
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT agent.approve($1, $2, NULL::bigint) $$;
 COMMENT ON FUNCTION agent.approve(text, text) IS
   'Approves the one pending tool call with that key the user may decide (edit level); see agent.approve(text, text, bigint). Returns the run id.';
 
 CREATE FUNCTION agent.deny(approval_key text, by_user text) RETURNS bigint
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT agent.deny($1, $2, NULL::bigint) $$;
 COMMENT ON FUNCTION agent.deny(text, text) IS
   'Denies the one pending tool call with that key the user may decide (edit level): the run fails "denied by <user>"; see agent.deny(text, text, bigint). Returns the run id.';
 
 CREATE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
@@ -1170,7 +1170,7 @@ CREATE FUNCTION agent._delegation_granted(p_parent_run_id bigint, p_child_run_id
                                           p_record_step boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   c agent.runs%ROWTYPE;
@@ -1260,7 +1260,7 @@ CREATE FUNCTION agent._delegation_refused(p_parent_run_id bigint, p_child_agent_
                                           p_reason text, p_message text, p_detail text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   p agent.runs%ROWTYPE;

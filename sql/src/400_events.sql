@@ -121,7 +121,7 @@ COMMENT ON COLUMN agent.event_dedup.seen_at IS 'When the fingerprint was (re)rec
 
 CREATE FUNCTION agent._events_cleanup(p_now timestamptz DEFAULT now()) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   -- SHOW gives the window with a unit (10min, 600s, 1h...), which interval input reads

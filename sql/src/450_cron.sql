@@ -29,7 +29,7 @@ CREATE FUNCTION agent.cron_upcoming(expr text, n integer DEFAULT 5,
                                     after timestamptz DEFAULT now(), tz text DEFAULT 'UTC')
 RETURNS SETOF timestamptz
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH RECURSIVE s(i, at) AS (
     SELECT 1, agent.cron_next(expr, after, tz)
@@ -47,7 +47,7 @@ COMMENT ON FUNCTION agent.cron_upcoming(text, integer, timestamptz, text) IS
 
 CREATE FUNCTION agent._schedule_before_save() RETURNS trigger
 LANGUAGE plpgsql
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF NEW.kind <> 'schedule' OR NEW.schedule IS NULL THEN
@@ -88,7 +88,7 @@ COMMENT ON TRIGGER triggers_schedule_next ON agent.triggers IS
 
 CREATE FUNCTION agent.tick(now timestamptz DEFAULT now()) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_now    timestamptz := $1;

@@ -109,7 +109,7 @@ SELECT pg_catalog.pg_extension_config_dump('agent.relations', '');
 CREATE FUNCTION agent._rls_column(p_tbl regclass, p_column name, p_what text)
 RETURNS pg_catalog.pg_attribute
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   a pg_attribute;
@@ -132,7 +132,7 @@ COMMENT ON FUNCTION agent._rls_column(regclass, name, text) IS
 
 CREATE FUNCTION agent._rls_check_table(p_tbl regclass) RETURNS void
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF p_tbl IS NULL THEN
@@ -150,7 +150,7 @@ COMMENT ON FUNCTION agent._rls_check_table(regclass) IS
 
 CREATE FUNCTION agent._rls_check_type(p_type text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF p_type IS NULL OR length(p_type) NOT BETWEEN 1 AND 100 OR p_type = 'workspace_shared' THEN
@@ -167,7 +167,7 @@ CREATE FUNCTION agent.register_resource_table(resource_type text, tbl regclass, 
                                               title_column name, body_column name)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   PERFORM agent._rls_check_type(resource_type);
@@ -196,7 +196,7 @@ COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, na
 
 CREATE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   DELETE FROM agent.resource_tables r WHERE r.tbl = unregister_resource_table.tbl;
@@ -218,7 +218,7 @@ COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
 
 CREATE FUNCTION agent._allowlist_custom_acl_now() RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
 COMMENT ON FUNCTION agent._allowlist_custom_acl_now() IS
   'Internal: whether a custom ACL function is configured (agent.access_config), now.';
@@ -228,7 +228,7 @@ COMMENT ON FUNCTION agent._allowlist_custom_acl_now() IS
 -- A change of agent.access_config invalidates every cached plan.
 CREATE FUNCTION agent._allowlist_custom_acl() RETURNS boolean
 LANGUAGE sql IMMUTABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
 COMMENT ON FUNCTION agent._allowlist_custom_acl() IS
   'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans.';
@@ -305,7 +305,7 @@ ALTER TABLE agent.access_config ENABLE ALWAYS TRIGGER access_changed;
 CREATE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_self   bigint := agent.current_agent_id();
@@ -348,7 +348,7 @@ COMMENT ON FUNCTION agent.readable_resources(bigint, text, text) IS
 CREATE FUNCTION agent._allowlist_expr(p_tbl regclass, p_column name, p_type text, p_mode text,
                                       OUT expr text, OUT indexable boolean)
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   att  pg_attribute := agent._rls_column(p_tbl, p_column, 'id');
@@ -390,7 +390,7 @@ COMMENT ON FUNCTION agent._allowlist_expr(regclass, name, text, text) IS
 CREATE FUNCTION agent.enable_allowlist(tbl regclass, resource_type text, id_column name)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   c     pg_class;
@@ -460,7 +460,7 @@ COMMENT ON FUNCTION agent.enable_allowlist(regclass, text, name) IS
 
 CREATE FUNCTION agent.disable_allowlist(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   t agent.allowlist_tables%ROWTYPE;
@@ -492,7 +492,7 @@ COMMENT ON FUNCTION agent.disable_allowlist(regclass) IS
 -- Registrations of a dropped table go with it (an OID may be reused later).
 CREATE FUNCTION agent._rls_sql_drop() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   dropped oid[];
@@ -520,7 +520,7 @@ COMMENT ON EVENT TRIGGER pg_agents_rls_sql_drop IS
 CREATE FUNCTION agent.register_relation(from_type text, from_table regclass, column_name name, to_type text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id name;
@@ -607,7 +607,7 @@ COMMENT ON FUNCTION agent._allowlist_denied(text, text, text, jsonb) IS
 CREATE FUNCTION agent.follow_relation(from_type text, from_id text, column_name name)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   rel     agent.relations%ROWTYPE;

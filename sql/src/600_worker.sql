@@ -47,7 +47,7 @@ COMMENT ON COLUMN agent.run_state.state IS
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION agent._worker_reclaim(p_worker_pid integer) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r     record;
@@ -79,7 +79,7 @@ COMMENT ON FUNCTION agent._worker_reclaim(integer) IS
 
 CREATE FUNCTION agent._worker_cleanup() RETURNS integer
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH d AS (
     DELETE FROM agent.run_state s USING agent.runs r
@@ -105,7 +105,7 @@ COMMENT ON FUNCTION agent._worker_cleanup() IS
 CREATE FUNCTION agent._worker_finish_replies(p_replies jsonb, p_lease_secs integer)
 RETURNS TABLE(run_id bigint, outcome text)
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE

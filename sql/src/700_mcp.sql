@@ -82,7 +82,7 @@ COMMENT ON COLUMN agent.mcp_servers.updated_at IS 'Last change of the configurat
 
 CREATE FUNCTION agent._mcp_servers_check() RETURNS trigger
 LANGUAGE plpgsql
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_problem text;
@@ -149,7 +149,7 @@ COMMENT ON COLUMN agent.mcp_tools.refreshed_at IS 'Refresh that last saw the too
 CREATE FUNCTION agent._mcp_server_id(p_name text, p_workspace_id text, p_owner_id text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -190,7 +190,7 @@ COMMENT ON FUNCTION agent._mcp_server_id(text, text, text) IS
 CREATE FUNCTION agent._mcp_exposed_name(p_server_id bigint, p_tool text)
 RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -227,7 +227,7 @@ COMMENT ON FUNCTION agent._mcp_exposed_name(bigint, text) IS
 -- patterns in which * stands for any characters.
 CREATE FUNCTION agent._mcp_match(p_value text, p_patterns jsonb) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT coalesce(bool_or(p_value LIKE replace(replace(replace(replace(pat, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%')), false)
     FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(p_patterns) = 'array' THEN p_patterns ELSE '[]' END) AS pat
@@ -247,7 +247,7 @@ CREATE FUNCTION agent.mcp_add_server(name text, url text, headers jsonb DEFAULT 
                                      refresh boolean DEFAULT true)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -321,7 +321,7 @@ COMMENT ON FUNCTION agent.mcp_add_server(text, text, jsonb, text, text, text, te
 
 CREATE FUNCTION agent.mcp_remove_server(server_id bigint) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -345,7 +345,7 @@ CREATE FUNCTION agent.mcp_remove_server(name text, workspace_id text DEFAULT age
                                         owner_id text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT agent.mcp_remove_server(agent._mcp_server_id(name, workspace_id, owner_id)) $$;
 REVOKE ALL ON FUNCTION agent.mcp_remove_server(text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_remove_server(text, text, text) IS
@@ -353,7 +353,7 @@ COMMENT ON FUNCTION agent.mcp_remove_server(text, text, text) IS
 
 CREATE FUNCTION agent.mcp_set_enabled(server_id bigint, enabled boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled
@@ -370,7 +370,7 @@ COMMENT ON FUNCTION agent.mcp_set_enabled(bigint, boolean) IS
 CREATE FUNCTION agent.mcp_set_tool_approval(server_id bigint, tool text, needs_approval boolean DEFAULT true)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   UPDATE agent.mcp_tools t SET needs_approval = mcp_set_tool_approval.needs_approval
@@ -393,7 +393,7 @@ COMMENT ON FUNCTION agent.mcp_set_tool_approval(bigint, text, boolean) IS
 CREATE FUNCTION agent.mcp_refresh(server_id bigint)
 RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -446,7 +446,7 @@ CREATE FUNCTION agent.mcp_refresh(server text DEFAULT NULL,
                                   owner_id text DEFAULT NULL)
 RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -479,7 +479,7 @@ COMMENT ON FUNCTION agent.mcp_refresh(text, text, text) IS
 -- a CallToolResult with isError, so that a model reads it like any tool error.
 CREATE FUNCTION agent._mcp_failed_result(p_message text, p_rpc_error jsonb DEFAULT NULL) RETURNS jsonb
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT jsonb_build_object('isError', true,
                             'content', jsonb_build_array(jsonb_build_object('type', 'text', 'text', p_message)))
@@ -491,7 +491,7 @@ COMMENT ON FUNCTION agent._mcp_failed_result(text, jsonb) IS
 CREATE FUNCTION agent.mcp_call(server_id bigint, tool text, arguments jsonb DEFAULT '{}')
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -529,7 +529,7 @@ CREATE FUNCTION agent.mcp_call(server text, tool text, arguments jsonb DEFAULT '
                                owner_id text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT agent.mcp_call(agent._mcp_server_id(server, workspace_id, owner_id), tool, arguments) $$;
 REVOKE ALL ON FUNCTION agent.mcp_call(text, text, jsonb, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_call(text, text, jsonb, text, text) IS
@@ -557,7 +557,7 @@ CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT t.exposed_name, s.id, s.name, t.name, t.description, t.input_schema,
          t.needs_approval OR agent._mcp_match(t.exposed_name, a.scope->'needs_approval'),
@@ -580,7 +580,7 @@ CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id,
                                       (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_tools.agent_id))
@@ -592,7 +592,7 @@ COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
 CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb, user_id text)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_server_id bigint;
@@ -628,7 +628,7 @@ COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) IS
 CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
 RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments,
                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_call.agent_id))
@@ -672,7 +672,7 @@ CREATE FUNCTION agent.mcp_status(workspace_id text DEFAULT agent.current_workspa
                                  owner_id text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH w AS (SELECT agent._session_workspace() AS ws),
   s AS (

@@ -18,7 +18,7 @@
 
 CREATE FUNCTION agent._run_failed(status text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT $1 IN ('failed', 'budget_exceeded', 'expired') $$;
 COMMENT ON FUNCTION agent._run_failed(text) IS
   'Internal: whether a run status counts as a failure in insights (failed, budget_exceeded, expired; cancelled is a human choice, not a failure).';
@@ -26,7 +26,7 @@ COMMENT ON FUNCTION agent._run_failed(text) IS
 CREATE FUNCTION agent._trigger_label(p_origin text, p_input jsonb, p_trigger_id bigint, p_parent_run_id bigint)
 RETURNS text
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE p_origin
     WHEN 'schedule' THEN 'schedule: ' || coalesce(
@@ -54,7 +54,7 @@ COMMENT ON FUNCTION agent._trigger_label(text, jsonb, bigint, bigint) IS
 -- output both carry them)
 CREATE FUNCTION agent._step_resource(p_input jsonb, p_output jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT coalesce(p_output ->> 'resource_type', p_input ->> 'resource_type') || ':'
          || coalesce(p_output ->> 'resource_id', p_input ->> 'resource_id')
@@ -64,7 +64,7 @@ COMMENT ON FUNCTION agent._step_resource(jsonb, jsonb) IS
 
 CREATE FUNCTION agent._check_user(p_user_id text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   IF p_user_id IS NULL OR p_user_id = '' THEN
@@ -409,7 +409,7 @@ COMMENT ON COLUMN agent.assistants.created_at IS 'When it was created (on the wo
 
 CREATE FUNCTION agent._assistant_instructions() RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT $i$You help a user create a custom agent from a short description.
 
 1. For every page, collection or other resource the description names, call search_resources with the words that name it (and its resource_type, e.g. "collection" or "page", when the description says which). You only ever see what the user may read.
@@ -426,7 +426,7 @@ COMMENT ON FUNCTION agent._assistant_instructions() IS
 
 CREATE FUNCTION agent._assistant_for(p_workspace_id text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -499,7 +499,7 @@ COMMENT ON FUNCTION agent.generate_draft(text, text, text) IS
 -- What is wrong with one trigger of a draft (NULL when it is valid).
 CREATE FUNCTION agent._draft_trigger_problem(t jsonb) RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   k    text;
@@ -576,7 +576,7 @@ COMMENT ON FUNCTION agent._draft_trigger_problem(jsonb) IS
 -- the outermost {...}; NULL when there is none.
 CREATE FUNCTION agent._draft_json(p_text text) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   c text;

@@ -57,7 +57,7 @@ COMMENT ON COLUMN agent.run_messages.delivered_at IS 'When the worker gave it to
 CREATE FUNCTION agent._teams_post(p_run agent.runs, p_sender text, p_body text, p_kind text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_kind text := coalesce(p_kind, CASE WHEN p_run.status = 'waiting_input' THEN 'answer' ELSE 'followup' END);
@@ -201,7 +201,7 @@ COMMENT ON FUNCTION agent._teams_ask_parent(bigint, text) IS
 CREATE FUNCTION agent._teams_take_messages(p_run_id bigint, p_kind text DEFAULT NULL, p_limit integer DEFAULT NULL)
 RETURNS SETOF agent.run_messages
 LANGUAGE sql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH m AS (
     SELECT id FROM agent.run_messages
@@ -222,7 +222,7 @@ COMMENT ON FUNCTION agent._teams_take_messages(bigint, text, integer) IS
 -- label and preview of a step (both triggers below)
 CREATE FUNCTION agent._teams_step_preview(p_kind text, p_output jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   -- (plpgsql: the common cases are evaluated without planning a query)
@@ -239,7 +239,7 @@ COMMENT ON FUNCTION agent._teams_step_preview(text, jsonb) IS
 
 CREATE FUNCTION agent._teams_step_changed() RETURNS trigger
 LANGUAGE plpgsql
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_label   text := NEW.kind || coalesce(':' || NEW.name, '');
@@ -262,7 +262,7 @@ CREATE TRIGGER run_steps_progress AFTER UPDATE OF status, output ON agent.run_st
 -- (one INSERT for many runs) costs two statements, not two per step.
 CREATE FUNCTION agent._teams_steps_inserted() RETURNS trigger
 LANGUAGE plpgsql
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v record;
@@ -327,7 +327,7 @@ COMMENT ON FUNCTION agent.run_tree(bigint) IS
 
 CREATE FUNCTION agent._tick_teams(p_now timestamptz DEFAULT now()) RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
