@@ -145,3 +145,13 @@ GRANT EXECUTE ON FUNCTION agent.follow_relation(text, text, name),
 GRANT SELECT ON agent.resource_tables, agent.allowlist_tables, agent.relations TO agents_tool;
 -- evaluated by the read policies (sql/src/210_reads.sql) as the reading role
 GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO agents_app, agents_reader;
+
+-- mcp: OAuth 2.1 of MCP servers (sql/src/705_mcp_oauth.sql): the application
+-- starts an authorization for a user (taken on trust) and completes it from
+-- its redirect handler; it reads the secret-free status.  agent.mcp_oauth
+-- (tokens, secrets), agent.mcp_set_oauth and agent.mcp_oauth_refresh_due
+-- stay superuser-only.
+GRANT EXECUTE ON FUNCTION agent.mcp_authorize(bigint, text, text),
+                          agent.mcp_authorization_callback(text, text, text)
+  TO agents_app;
+GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
