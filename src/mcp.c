@@ -62,6 +62,7 @@ struct McpClient
 	long		tools_ttl_ms;	/* -1: none given */
 	McpElicitCallback elicit_cb;
 	void	   *elicit_arg;
+	int			elicit_deferred;	/* answered later: stateless servers only */
 	/* authorization */
 	McpAuthCallback auth_cb;
 	void	   *auth_arg;
@@ -441,6 +442,12 @@ mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
 {
 	c->elicit_cb = cb;
 	c->elicit_arg = arg;
+}
+
+void
+mcp_client_defer_elicitation(McpClient *c)
+{
+	c->elicit_deferred = 1;
 }
 
 void
@@ -1588,7 +1595,7 @@ client_capabilities(McpClient *c)
 {
 	json_t	   *caps = mcp_json_object();
 
-	if (c->elicit_cb)
+	if (c->elicit_cb || (c->elicit_deferred && c->stateless))
 		json_object_set_new(caps, "elicitation", mcp_json_object());
 	return caps;
 }

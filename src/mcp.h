@@ -103,6 +103,15 @@ typedef json_t *(*McpElicitCallback) (void *arg, json_t *params);
 extern void mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg);
 
 /*
+ * Elicitation answered later, by people (the worker): declared to 2026-07-28
+ * servers only, whose input_required results come back as
+ * MCP_INPUT_REQUIRED to be answered with mcp_call_tool_with_input once
+ * someone has; a 2025-11-25 server is not told the client elicits, since a
+ * synchronous call cannot wait for a person with its stream open.
+ */
+extern void mcp_client_defer_elicitation(McpClient *c);
+
+/*
  * Authorization: called when the server answers 401, or 403 with
  * error="insufficient_scope", with the HTTP status and the
  * WWW-Authenticate header (or NULL).  Returns 0 after it set a new

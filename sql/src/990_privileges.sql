@@ -155,3 +155,8 @@ GRANT EXECUTE ON FUNCTION agent.mcp_authorize(bigint, text, text),
                           agent.mcp_authorization_callback(text, text, text)
   TO agents_app;
 GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
+-- mcp: elicitation through people (sql/src/706_mcp_elicitation.sql): the
+-- application shows the pending questions and answers them for a user
+-- (taken on trust; agent.approve checks that user may approve the run).
+GRANT EXECUTE ON FUNCTION agent.answer_elicitation(text, jsonb, text) TO agents_app;
+GRANT SELECT ON agent.mcp_pending_input TO agents_app;
