@@ -60,6 +60,7 @@ struct McpClient
 	json_t	   *tools_cache;	/* name -> tool of the last tools/list */
 	json_t	   *rejected;		/* [{name, reason}] of the last tools/list */
 	long		tools_ttl_ms;	/* -1: none given */
+	long		tools_listed_at;	/* now_ms() of the last tools/list */
 	McpElicitCallback elicit_cb;
 	void	   *elicit_arg;
 	int			elicit_deferred;	/* answered later: stateless servers only */
@@ -2029,6 +2030,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 		json_decref(c->rejected);
 	c->rejected = rejected;
 	c->tools_ttl_ms = ttl;
+	c->tools_listed_at = now_ms();
 	*tools = all;
 	return MCP_OK;
 }
@@ -2087,7 +2089,8 @@ mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
 	*result = NULL;
 	/* 2026-07-28: the tool's definition gives its Mcp-Param-* headers */
 	if (ensure_ready(c) == MCP_OK && c->stateless &&
-		(c->tools_cache == NULL || json_object_get(c->tools_cache, name) == NULL) &&
+		(c->tools_cache == NULL || json_object_get(c->tools_cache, name) == NULL ||
+		 (c->tools_ttl_ms > 0 && now_ms() - c->tools_listed_at > c->tools_ttl_ms)) &&
 		(c->rejected == NULL || rejected_reason(c, name) == NULL))
 	{
 		json_t	   *tools = NULL;

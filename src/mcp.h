@@ -142,7 +142,8 @@ extern int	mcp_initialize(McpClient *c);
  * schemas are kept as sent (JSON Schema 2020-12 keywords, $ref never
  * dereferenced).  A tool whose x-mcp-header annotations are invalid is left
  * out (and cannot be called); mcp_client_rejected_tools lists them.  The
- * list is kept for the Mcp-Param-* headers of later calls.
+ * list is kept for the Mcp-Param-* headers of later calls, and listed again
+ * before a call once its ttlMs (when the server gave one) has passed.
  */
 extern int	mcp_list_tools(McpClient *c, json_t **tools);
 /* ttlMs of the last tools/list (smallest of its pages), or -1 when none was given. */
