@@ -52,6 +52,8 @@ struct McpOAuthConfig
 	char	   *authorization_endpoint;
 	char	   *token_endpoint;
 	char	   *registration_endpoint;
+	/* the authorization server configured credentials were first used with */
+	char	   *client_issuer;
 	/* registration, for reg_issuer */
 	char	   *reg_issuer;
 	char	   *reg_client_id;
@@ -191,6 +193,9 @@ http_call(McpOAuthConfig *o, const char *url, const char *form, const char *json
 		*out = NULL;
 	if (location)
 		*location = NULL;
+	if (problem == NULL && o->server_url && strncasecmp(o->server_url, "https:", 6) == 0 &&
+		strncasecmp(url, "https:", 6) != 0)
+		problem = "An https:// server's authorization is spoken over https:// only (no loopback http:// from a remote server's metadata).";
 	if (problem)
 	{
 		oauth_error(o, "authorization URL %.200s refused: %s", url, problem);
@@ -465,6 +470,7 @@ mcp_oauth_config_free(McpOAuthConfig *o)
 	wipe(&o->auth_method);
 	wipe(&o->server_url);
 	wipe(&o->reg_issuer);
+	wipe(&o->client_issuer);
 	wipe(&o->reg_client_id);
 	wipe(&o->reg_client_secret);
 	wipe(&o->reg_auth_method);
@@ -855,6 +861,22 @@ mcp_oauth_prepare(McpOAuthConfig *o, const char *server_url, long status, const 
 			free(scope);
 			return -1;
 		}
+	}
+	/*
+	 * Configured credentials (a client secret, a private key) belong to the
+	 * authorization server they were first used with: a server that now
+	 * names another one does not get them.
+	 */
+	if (o->client_id && o->issuer)
+	{
+		if (o->client_issuer && strcmp(o->client_issuer, o->issuer) != 0)
+		{
+			oauth_error(o, "the server now names another authorization server (%.200s) than the one its configured client credentials are for (%.200s); configure it again",
+						o->issuer, o->client_issuer);
+			free(scope);
+			return -1;
+		}
+		set_str(&o->client_issuer, o->issuer);
 	}
 	/* a new authorization server: its own registration */
 	if (o->reg_issuer && (o->issuer == NULL || strcmp(o->reg_issuer, o->issuer) != 0))
@@ -1501,6 +1523,7 @@ mcp_oauth_export(McpOAuthConfig *o)
 	if (o->as_meta)
 		json_object_set(j, "as_meta", o->as_meta);
 	put(j, "reg_issuer", o->reg_issuer);
+	put(j, "client_issuer", o->client_issuer);
 	put(j, "reg_client_id", o->reg_client_id);
 	put(j, "reg_client_secret", o->reg_client_secret);
 	put(j, "reg_auth_method", o->reg_auth_method);
@@ -1528,6 +1551,7 @@ mcp_oauth_import(McpOAuthConfig *o, json_t *j)
 		json_decref(o->as_meta);
 	o->as_meta = json_is_object(json_object_get(j, "as_meta")) ? json_incref(json_object_get(j, "as_meta")) : NULL;
 	set_str(&o->reg_issuer, jstr(j, "reg_issuer"));
+	set_str(&o->client_issuer, jstr(j, "client_issuer"));
 	set_str(&o->reg_client_id, jstr(j, "reg_client_id"));
 	set_str(&o->reg_client_secret, jstr(j, "reg_client_secret"));
 	set_str(&o->reg_auth_method, jstr(j, "reg_auth_method"));

@@ -117,6 +117,13 @@ is "$out" "no url" "client credentials: authorized at once, no URL"
 out=$(q -c "SELECT agent.mcp_call($MID, 'whoami', '{}')->'content'->0->>'text'")
 is "$out" "sub:machine-m2m" "calls carry the machine's token"
 
+# the resource now names another authorization server: the machine's secret is not sent there
+curl -s -X POST "$OA/_control/as?to=as2" >/dev/null
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorize($MID, 'ops', NULL)")
+like "$out" "names another authorization server" "configured client credentials are not offered to a new authorization server"
+is "$(curl -s "$OA/_control/log" | pj 'sum(1 for e in d if e["path"].startswith("/as2/"))')" 0 "nothing was sent to it"
+curl -s -X POST "$OA/_control/as?to=as" >/dev/null
+
 # a personal server is authorized by its owner only
 UID_BOB=$(q -c "SELECT agent.mcp_add_server('mine', '$OA/mcp', scope => 'user', workspace_id => '$WA', owner_id => 'bob')")
 q -c "SELECT agent.mcp_set_oauth($UID_BOB)" >/dev/null
