@@ -190,9 +190,10 @@ TickUnit(void)
 }
 
 /*
- * MCP OAuth tokens that expire soon are renewed (agent.mcp_oauth_refresh_due,
- * docs/mcp.md), at most every 30 seconds, in a transaction of its own so that
- * an authorization server's failure never touches the tick.
+ * MCP OAuth tokens that expire soon are renewed (agent.mcp_oauth_refresh_due)
+ * and old tool lists listed again (agent.mcp_refresh_due, docs/mcp.md), at
+ * most every 30 seconds, in a transaction of its own so that a remote
+ * server's failure never touches the tick.
  */
 static void
 TickMcpOAuth(void)
@@ -216,6 +217,12 @@ TickMcpOAuth(void)
 			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
 			if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
 				elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
+		}
+		if (PgAgentsFunctionExists("agent.mcp_refresh_due(interval,integer)"))
+		{
+			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
+			if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "agent.mcp_refresh_due() failed");
 		}
 		SPI_finish();
 		PopActiveSnapshot();

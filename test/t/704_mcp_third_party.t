@@ -64,6 +64,15 @@ is "$out" "pg_agents" "mcp_call from SQL on the stateful one: the probe's entity
 out=$(q -c "SELECT agent.mcp_call('files', 'read_text_file', '{\"path\": \"$MCP_TMP/root/note.txt\"}', '$WA')")
 like "$out" "does not exist" "workspace A cannot name workspace B's server"
 
+# periodic refresh: an old tool list is listed again, a failing server is left alone
+q -c "UPDATE agent.mcp_servers SET tools_refreshed_at = now() - interval '2 hours' WHERE workspace_id = '$WA' AND name = 'memory'" >/dev/null
+q -c "SELECT agent.mcp_add_server('gone', 'http://127.0.0.1:9/mcp', workspace_id => '$WA')" >/dev/null
+is "$(q -c "SELECT agent.mcp_refresh_due()")" 1 "agent.mcp_refresh_due refreshes the server listed two hours ago, not the failing one"
+is "$(q -c "SELECT tools_refreshed_at > now() - interval '1 minute' FROM agent.mcp_servers WHERE workspace_id = '$WA' AND name = 'memory'")" t \
+   "its tools were listed again"
+is "$(q -c "SELECT agent.mcp_refresh_due()")" 0 "nothing else is due"
+like "$(q -c "SELECT agent.mcp_refresh_due(interval '1 second')")" "at least one minute" "max_age below a minute is refused"
+
 # --- roles -------------------------------------------------------------------
 q -c "DROP ROLE IF EXISTS mcp704_nobody" -c "DROP ROLE IF EXISTS mcp704_app" >/dev/null
 q -c "CREATE ROLE mcp704_nobody LOGIN" -c "CREATE ROLE mcp704_app LOGIN IN ROLE agents_app" >/dev/null

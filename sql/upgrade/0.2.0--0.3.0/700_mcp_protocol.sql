@@ -1,7 +1,8 @@
 -- mcp branch (0.2.0 -> 0.3.0): the MCP protocol work of 0.3.0 in SQL: OAuth 2.1
 -- for remote servers and elicitation through people.  Every object here is
 -- new; the same definitions as sql/src/705_mcp_oauth.sql and
--- sql/src/706_mcp_elicitation.sql (keep them identical).
+-- sql/src/706_mcp_elicitation.sql and sql/src/707_mcp_refresh.sql (keep them
+-- identical).
 
 CREATE FUNCTION agent._mcp_oauth_begin(url text, config jsonb, state jsonb) RETURNS jsonb
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
@@ -495,3 +496,32 @@ $$;
 REVOKE ALL ON FUNCTION agent.answer_elicitation(text, jsonb, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.answer_elicitation(text, jsonb, text) IS
   'Answers the question an MCP server asked during a run''s tool call (key: the approval key shown in agent.mcp_pending_input) for by_user, who must be allowed to approve the run''s calls: {"action": "accept", "content": {...}} (the form''s defaults filled in), {"action": "decline"} or {"action": "cancel"}; several questions are answered as {input key: answer}. The run resumes and the server gets the answer. Returns the run id.';
+
+-- ---- periodic refresh (sql/src/707_mcp_refresh.sql) ----
+
+CREATE FUNCTION agent.mcp_refresh_due(max_age interval DEFAULT '1 hour', max_servers integer DEFAULT 5)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_id bigint;
+  n integer := 0;
+BEGIN
+  IF max_age IS NULL OR max_age < interval '1 minute' THEN
+    RAISE EXCEPTION 'max_age must be at least one minute' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  FOR v_id IN SELECT s.id FROM agent.mcp_servers s
+               WHERE s.enabled AND s.last_error IS NULL AND s.tools_refreshed_at < now() - max_age
+                 AND agent._workspace_ok(s.workspace_id)
+               ORDER BY s.tools_refreshed_at, s.id
+               LIMIT greatest(coalesce(max_servers, 5), 1) LOOP
+    PERFORM agent.mcp_refresh(v_id);
+    n := n + 1;
+  END LOOP;
+  RETURN n;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.mcp_refresh_due(interval, integer) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_refresh_due(interval, integer) IS
+  'Worker and admin: lists again the tools of at most max_servers enabled servers whose last successful refresh is older than max_age (a failed one is left to the admin); returns how many were refreshed.';
