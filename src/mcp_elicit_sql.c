@@ -8,8 +8,9 @@
  * 2026-07-28 server's input_required result (an elicitation) is handed back
  * as {"input_required": true, "input_requests", "request_state"} for the run
  * to wait for a person's answer, and the call is later sent again with
- * inputResponses and the requestState.  A fresh client per call (no session
- * to keep: the generation that elicits this way is stateless).
+ * inputResponses and the requestState.  Only for servers recorded as
+ * 2026-07-28: a fresh client per call, spoken to statelessly at once (no
+ * session to keep).
  *
  *-------------------------------------------------------------------------
  */
@@ -92,6 +93,8 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 		json_decref(headers);
 	mcp_client_set_abort(c, ElicitInterrupted, NULL);
 	mcp_client_defer_elicitation(c);
+	/* called for servers recorded as stateless: no server/discover first */
+	mcp_client_set_protocol(c, MCP_STATELESS_VERSION);
 	rc = mcp_call_tool_with_input(c, tool, json_is_object(args) ? args : NULL,
 								  json_is_object(responses) ? responses : NULL, state, &result);
 	if (rc == MCP_OK)

@@ -131,6 +131,11 @@ BEGIN
     RETURN agent.mcp_agent_call(agent_id, exposed_name, arguments);   -- the refusal, as there
   END IF;
   SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = v_server_id;
+  -- only the stateless generation asks its questions this way: any other
+  -- server goes the usual way, with the session kept per server and process
+  IF s.protocol_version IS DISTINCT FROM '2026-07-28' THEN
+    RETURN agent.mcp_agent_call(agent_id, exposed_name, arguments);
+  END IF;
   IF arguments IS NULL OR pg_catalog.jsonb_typeof(arguments) <> 'object' THEN
     arguments := '{}';
   END IF;
@@ -172,7 +177,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_call_input(bigint, bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_call_input(bigint, bigint, text, jsonb) IS
-  'Worker entry point: agent.mcp_agent_call for a run, where a server asking for input pauses the run: the question is stored (agent.mcp_elicitations), a pending approval of the call opened, {"ok": false, "paused": true, "approval_key"} returned; once answered (agent.answer_elicitation) the same call sends the answer with the server''s requestState.';
+  'Worker entry point: agent.mcp_agent_call for a run, where a 2026-07-28 server (as recorded at its last refresh; any other goes to agent.mcp_agent_call) asking for input pauses the run: the question is stored (agent.mcp_elicitations), a pending approval of the call opened, {"ok": false, "paused": true, "approval_key"} returned; once answered (agent.answer_elicitation) the same call sends the answer with the server''s requestState.';
 
 CREATE FUNCTION agent.answer_elicitation(key text, response jsonb, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
