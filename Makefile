@@ -29,7 +29,7 @@ DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 
 PG_CONFIG  ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
 PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK  = -lcurl -ljansson
+SHLIB_LINK  = -lcurl -ljansson -lcrypto
 EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
 
 # JIT bitcode is not needed and would require clang on the build machine.
@@ -59,9 +59,9 @@ all: $(DATA_built)
 
 # The MCP probe: the extension's own client (src/mcp.c) on the command line.
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h
+bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h
 	@mkdir -p bin
-	$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c -lcurl -ljansson
+	$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
 .PHONY: deps demo test bench check-tools
 deps:

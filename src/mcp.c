@@ -47,10 +47,29 @@ struct McpClient
 	int			initialized;
 	int			initializations;
 	json_int_t	next_id;
+	int			era;			/* 0 unknown, 1 initialize, 2 stateless */
+	long		last_http_status;	/* of the last POST, 0 when none came */
 	McpAbortCallback abort_cb;
 	void	   *abort_arg;
 	char		error[1024];
 	char		curl_error[CURL_ERROR_SIZE];
+	/* protocol generation */
+	char	   *want_version;	/* NULL: auto (server/discover first) */
+	int			stateless;		/* speaking 2026-07-28 */
+	int			version_retried;	/* -32022 retry done */
+	json_t	   *tools_cache;	/* name -> tool of the last tools/list */
+	json_t	   *rejected;		/* [{name, reason}] of the last tools/list */
+	long		tools_ttl_ms;	/* -1: none given */
+	long		tools_listed_at;	/* now_ms() of the last tools/list */
+	McpElicitCallback elicit_cb;
+	void	   *elicit_arg;
+	int			elicit_deferred;	/* answered later: stateless servers only */
+	/* authorization */
+	McpAuthCallback auth_cb;
+	void	   *auth_arg;
+	char	   *bearer;			/* access token, never printed */
+	long		auth_status;	/* status of the last 401/403 */
+	char	   *www_auth;		/* its WWW-Authenticate */
 };
 
 /* State of one request's transfer(s): the POST and any resuming GETs. */
@@ -72,6 +91,8 @@ typedef struct Xfer
 	long		retry_ms;
 	/* captured response headers */
 	char	   *session_hdr;
+	char	   *www_auth_hdr;
+	CURL	   *handle;			/* when not the client's own */
 } Xfer;
 
 static int	curl_ready = 0;
@@ -132,6 +153,30 @@ xstrdup(const char *s)
  */
 static void set_error(McpClient *c, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
+/* Replaces every occurrence of secret (4 characters or more) in text. */
+static void
+mask_secret(char *text, const char *secret)
+{
+	size_t		vl = secret ? strlen(secret) : 0;
+	char	   *p;
+
+	if (vl < 4)
+		return;
+	while ((p = strstr(text, secret)) != NULL)
+	{
+		const char *mask = "[redacted]";
+		size_t		ml = strlen(mask);
+
+		if (ml <= vl)
+		{
+			memcpy(p, mask, ml);
+			memmove(p + ml, p + vl, strlen(p + vl) + 1);
+		}
+		else
+			memset(p, '*', vl);
+	}
+}
+
 static void
 set_error(McpClient *c, const char *fmt,...)
 {
@@ -142,6 +187,7 @@ set_error(McpClient *c, const char *fmt,...)
 	va_start(ap, fmt);
 	vsnprintf(c->error, sizeof(c->error), fmt, ap);
 	va_end(ap);
+	mask_secret(c->error, c->bearer);
 
 	if (c->headers)
 	{
@@ -312,6 +358,7 @@ mcp_client_new(const char *url, json_t *headers, long timeout_ms)
 	c->headers = (headers && json_is_object(headers)) ? json_deep_copy(headers) : mcp_json_object();
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
 	c->next_id = 1;
+	c->tools_ttl_ms = -1;
 	c->curl = curl_easy_init();
 	return c;
 }
@@ -360,6 +407,80 @@ mcp_client_initializations(McpClient *c)
 	return c->initializations;
 }
 
+void
+mcp_client_set_error(McpClient *c, const char *fmt,...)
+{
+	va_list		ap;
+	char		buf[1024];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	set_error(c, "%s", buf);
+}
+
+const char *
+mcp_client_url(McpClient *c)
+{
+	return c->url;
+}
+
+long
+mcp_client_timeout(McpClient *c)
+{
+	return c->timeout_ms;
+}
+
+void
+mcp_client_set_protocol(McpClient *c, const char *version)
+{
+	free(c->want_version);
+	c->want_version = (version && *version && strcmp(version, "auto") != 0) ? xstrdup(version) : NULL;
+}
+
+void
+mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
+{
+	c->elicit_cb = cb;
+	c->elicit_arg = arg;
+}
+
+void
+mcp_client_defer_elicitation(McpClient *c)
+{
+	c->elicit_deferred = 1;
+}
+
+void
+mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg)
+{
+	c->auth_cb = cb;
+	c->auth_arg = arg;
+}
+
+void
+mcp_client_set_bearer(McpClient *c, const char *token)
+{
+	if (c->bearer)
+	{
+		memset(c->bearer, 0, strlen(c->bearer));
+		free(c->bearer);
+	}
+	c->bearer = (token && *token) ? xstrdup(token) : NULL;
+}
+
+long
+mcp_client_tools_ttl_ms(McpClient *c)
+{
+	return c->tools_ttl_ms;
+}
+
+json_t *
+mcp_client_rejected_tools(McpClient *c)
+{
+	return c->rejected;
+}
+
 /* ---------------------------------------------------------------------- */
 /* libcurl plumbing														  */
 /* ---------------------------------------------------------------------- */
@@ -397,6 +518,22 @@ header_cb(char *buf, size_t size, size_t nitems, void *arg)
 		memcpy(x->session_hdr, v, vl);
 		x->session_hdr[vl] = '\0';
 	}
+	else if (n > 17 && ascii_prefix_ci(buf, "www-authenticate:"))
+	{
+		const char *v = buf + 17;
+		size_t		vl = n - 17;
+
+		while (vl > 0 && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+			vl--;
+		free(x->www_auth_hdr);
+		x->www_auth_hdr = malloc(vl + 1);
+		if (x->www_auth_hdr == NULL)
+			abort();
+		memcpy(x->www_auth_hdr, v, vl);
+		x->www_auth_hdr[vl] = '\0';
+	}
 	return n;
 }
 
@@ -415,7 +552,10 @@ base_headers(McpClient *c, struct curl_slist *h, int with_version)
 		if (v == NULL)
 			continue;
 		/* headers the transport owns cannot be overridden */
-		if (strcasecmp(key, "mcp-session-id") == 0 ||
+		if ((c->bearer && strcasecmp(key, "authorization") == 0) ||
+			strncasecmp(key, "mcp-", 4) == 0 ||
+			strcasecmp(key, "last-event-id") == 0 ||
+			strcasecmp(key, "mcp-session-id") == 0 ||
 			strcasecmp(key, "mcp-protocol-version") == 0 ||
 			strcasecmp(key, "content-type") == 0 ||
 			strcasecmp(key, "accept") == 0 ||
@@ -432,12 +572,267 @@ base_headers(McpClient *c, struct curl_slist *h, int with_version)
 		snprintf(line, sizeof(line), "Mcp-Session-Id: %s", c->session_id);
 		h = curl_slist_append(h, line);
 	}
-	if (with_version && c->initialized)
+	if (c->bearer)
+	{
+		size_t		l = strlen(c->bearer) + 32;
+		char	   *a = malloc(l);
+
+		if (a == NULL)
+			abort();
+		snprintf(a, l, "Authorization: Bearer %s", c->bearer);
+		h = curl_slist_append(h, a);
+		memset(a, 0, l);
+		free(a);
+	}
+	if ((with_version && c->initialized) || c->stateless)
 	{
 		snprintf(line, sizeof(line), "MCP-Protocol-Version: %s", c->protocol_version);
 		h = curl_slist_append(h, line);
 	}
 	return h;
+}
+
+
+/* ---------------------------------------------------------------------- */
+/* 2026-07-28 routing headers											  */
+/* ---------------------------------------------------------------------- */
+
+char *
+mcp_base64(const void *data, size_t len, int urlsafe)
+{
+	static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	const char *tab = urlsafe ? url : std;
+	const unsigned char *in = data;
+	char	   *out = malloc(len / 3 * 4 + 5);
+	size_t		i,
+				o = 0;
+
+	if (out == NULL)
+		abort();
+	for (i = 0; i + 2 < len; i += 3)
+	{
+		out[o++] = tab[in[i] >> 2];
+		out[o++] = tab[((in[i] & 3) << 4) | (in[i + 1] >> 4)];
+		out[o++] = tab[((in[i + 1] & 15) << 2) | (in[i + 2] >> 6)];
+		out[o++] = tab[in[i + 2] & 63];
+	}
+	if (i < len)
+	{
+		out[o++] = tab[in[i] >> 2];
+		if (i + 1 < len)
+		{
+			out[o++] = tab[((in[i] & 3) << 4) | (in[i + 1] >> 4)];
+			out[o++] = tab[(in[i + 1] & 15) << 2];
+		}
+		else
+			out[o++] = tab[(in[i] & 3) << 4];
+		if (!urlsafe)
+		{
+			while (o % 4)
+				out[o++] = '=';
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/*
+ * Appends "Name: value", the value sent as is when it is printable ASCII
+ * without leading or trailing white space, else as =?base64?...?= (the
+ * transport's value encoding).
+ */
+static struct curl_slist *
+append_encoded_header(struct curl_slist *h, const char *name, const char *value)
+{
+	size_t		n = strlen(value);
+	size_t		i;
+	int			plain = 1;
+	char	   *line;
+	size_t		ll;
+
+	for (i = 0; i < n; i++)
+	{
+		unsigned char ch = (unsigned char) value[i];
+
+		if (ch < 0x20 || ch > 0x7e)
+			plain = 0;
+	}
+	if (n > 0 && (value[0] == ' ' || value[n - 1] == ' '))
+		plain = 0;
+	if (plain && n == 0)
+	{
+		/* "Name;" is how libcurl sends a header with an empty value */
+		ll = strlen(name) + 2;
+		line = malloc(ll);
+		if (line == NULL)
+			abort();
+		snprintf(line, ll, "%s;", name);
+	}
+	else if (plain)
+	{
+		ll = strlen(name) + n + 3;
+		line = malloc(ll);
+		if (line == NULL)
+			abort();
+		snprintf(line, ll, "%s: %s", name, value);
+	}
+	else
+	{
+		char	   *b = mcp_base64(value, n, 0);
+
+		ll = strlen(name) + strlen(b) + 16;
+		line = malloc(ll);
+		if (line == NULL)
+			abort();
+		snprintf(line, ll, "%s: =?base64?%s?=", name, b);
+		free(b);
+	}
+	h = curl_slist_append(h, line);
+	free(line);
+	return h;
+}
+
+/* A primitive argument as header text (malloc'd), NULL for null or a structure. */
+static char *
+param_text(json_t *v)
+{
+	char		buf[64];
+
+	if (json_is_string(v))
+		return xstrdup(json_string_value(v));
+	if (json_is_integer(v))
+	{
+		snprintf(buf, sizeof(buf), "%lld", (long long) json_integer_value(v));
+		return xstrdup(buf);
+	}
+	if (json_is_real(v))
+	{
+		snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+		return xstrdup(buf);
+	}
+	if (json_is_true(v))
+		return xstrdup("true");
+	if (json_is_false(v))
+		return xstrdup("false");
+	return NULL;
+}
+
+/*
+ * Mcp-Method, Mcp-Name and, for tools/call of a listed tool, Mcp-Param-*
+ * for the parameters its inputSchema marks with x-mcp-header.
+ */
+static struct curl_slist *
+routing_headers(McpClient *c, json_t *msg, struct curl_slist *h)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	json_t	   *params = json_object_get(msg, "params");
+	const char *name = NULL;
+
+	if (method == NULL)
+		return h;
+	h = append_encoded_header(h, "Mcp-Method", method);
+	if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0)
+		name = json_string_value(json_object_get(params, "name"));
+	else if (strcmp(method, "resources/read") == 0)
+		name = json_string_value(json_object_get(params, "uri"));
+	if (name)
+		h = append_encoded_header(h, "Mcp-Name", name);
+	if (name && strcmp(method, "tools/call") == 0 && c->tools_cache)
+	{
+		json_t	   *tool = json_object_get(c->tools_cache, name);
+		json_t	   *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
+		json_t	   *args = json_object_get(params, "arguments");
+		const char *pname;
+		json_t	   *pdef;
+
+		json_object_foreach(props, pname, pdef)
+		{
+			const char *hname = json_string_value(json_object_get(pdef, "x-mcp-header"));
+			char	   *text;
+			char		full[200];
+
+			if (hname == NULL)
+				continue;
+			text = param_text(json_object_get(args, pname));
+			if (text == NULL)
+				continue;		/* null or omitted: no header */
+			snprintf(full, sizeof(full), "Mcp-Param-%s", hname);
+			h = append_encoded_header(h, full, text);
+			free(text);
+		}
+	}
+	return h;
+}
+
+/*
+ * Why a tool's x-mcp-header annotations are invalid, or NULL: each is a
+ * non-empty token (RFC 9110 tchar), unique without regard to case, on a
+ * primitive (string, number, integer, boolean) top-level property.
+ */
+static const char *
+x_mcp_header_problem(json_t *tool)
+{
+	json_t	   *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
+	const char *pname;
+	json_t	   *pdef;
+	json_t	   *seen;
+	const char *problem = NULL;
+
+	if (!json_is_object(props))
+		return NULL;
+	seen = mcp_json_object();
+	json_object_foreach(props, pname, pdef)
+	{
+		json_t	   *hv = json_object_get(pdef, "x-mcp-header");
+		const char *hn;
+		const char *type;
+		char		lower[200];
+		size_t		i;
+
+		if (hv == NULL)
+			continue;
+		hn = json_string_value(hv);
+		if (hn == NULL || *hn == '\0')
+		{
+			problem = "an x-mcp-header is empty or not a string";
+			break;
+		}
+		if (strlen(hn) >= sizeof(lower) - 16)
+		{
+			problem = "an x-mcp-header is too long";
+			break;
+		}
+		for (i = 0; hn[i]; i++)
+		{
+			unsigned char ch = (unsigned char) hn[i];
+
+			if (!(isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch)) || ch > 0x7e)
+			{
+				problem = "an x-mcp-header has a character not allowed in a header name";
+				break;
+			}
+			lower[i] = tolower(ch);
+		}
+		if (problem)
+			break;
+		lower[i] = '\0';
+		if (json_object_get(seen, lower))
+		{
+			problem = "two parameters have the same x-mcp-header";
+			break;
+		}
+		json_object_set_new(seen, lower, json_true());
+		type = json_string_value(json_object_get(pdef, "type"));
+		if (type == NULL || !(strcmp(type, "string") == 0 || strcmp(type, "number") == 0 ||
+							  strcmp(type, "integer") == 0 || strcmp(type, "boolean") == 0))
+		{
+			problem = "an x-mcp-header is on a parameter that is not a string, number, integer or boolean";
+			break;
+		}
+	}
+	json_decref(seen);
+	return problem;
 }
 
 static void reply_to_server_request(McpClient *c, json_t *msg);
@@ -619,7 +1014,7 @@ write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 	{
 		char	   *ct = NULL;
 
-		curl_easy_getinfo(x->c->curl, CURLINFO_CONTENT_TYPE, &ct);
+		curl_easy_getinfo(x->handle ? x->handle : x->c->curl, CURLINFO_CONTENT_TYPE, &ct);
 		x->is_sse = (ct != NULL && ascii_prefix_ci(ct, "text/event-stream"));
 		x->have_type = 1;
 	}
@@ -724,9 +1119,125 @@ xfer_free(Xfer *x)
 	sb_free(&x->data);
 	free(x->last_event_id);
 	free(x->session_hdr);
+	free(x->www_auth_hdr);
 	if (x->response)
 		json_decref(x->response);
 	memset(x, 0, sizeof(*x));
+}
+
+/*
+ * The POST under way on c->curl.  A 2025-11-25 server sends the requests
+ * that are not tied to our request (elicitation among them) on the
+ * standalone GET stream: when the client can answer elicitation, that
+ * stream is listened to for as long as the POST lasts (a 405 or any error
+ * of the GET is ignored).
+ */
+static CURLcode
+perform_post(McpClient *c, long deadline)
+{
+	CURLM	   *m;
+	CURL	   *g;
+	Xfer		gx;
+	struct curl_slist *gh;
+	CURLcode	result = CURLE_OK;
+	int			post_done = 0;
+	int			get_active = 1;
+
+	if (c->elicit_cb == NULL || c->stateless || c->session_id == NULL || !c->initialized)
+		return curl_easy_perform(c->curl);
+	m = curl_multi_init();
+	g = curl_easy_init();
+	if (m == NULL || g == NULL)
+	{
+		if (g)
+			curl_easy_cleanup(g);
+		if (m)
+			curl_multi_cleanup(m);
+		return curl_easy_perform(c->curl);
+	}
+	memset(&gx, 0, sizeof(gx));
+	gx.c = c;
+	gx.want_id = -2;			/* no response is awaited there */
+	gx.retry_ms = -1;
+	gx.handle = g;
+	setup_handle(c, g, deadline);
+	gh = curl_slist_append(NULL, "Accept: text/event-stream");
+	gh = base_headers(c, gh, 1);
+	curl_easy_setopt(g, CURLOPT_HTTPHEADER, gh);
+	curl_easy_setopt(g, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(g, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(g, CURLOPT_WRITEDATA, &gx);
+	curl_easy_setopt(g, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(g, CURLOPT_HEADERDATA, &gx);
+	/* the GET's error buffer must not be the POST's; its own connection */
+	curl_easy_setopt(g, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(g, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(g, CURLOPT_FORBID_REUSE, 1L);
+	curl_multi_add_handle(m, g);
+	/* the stream is open (its headers came) before the request goes out */
+	{
+		long		until = now_ms() + 2000;
+
+		while (get_active && now_ms() < until)
+		{
+			int			running = 0;
+			int			left = 0;
+			long		code = 0;
+			CURLMsg    *msg;
+
+			curl_multi_perform(m, &running);
+			while ((msg = curl_multi_info_read(m, &left)) != NULL)
+				if (msg->msg == CURLMSG_DONE && msg->easy_handle == g)
+				{
+					curl_multi_remove_handle(m, g);
+					get_active = 0;
+				}
+			curl_easy_getinfo(g, CURLINFO_RESPONSE_CODE, &code);
+			if (code != 0)
+				break;
+			if (c->abort_cb && c->abort_cb(c->abort_arg))
+				break;
+			curl_multi_poll(m, NULL, 0, 20, NULL);
+		}
+	}
+	curl_multi_add_handle(m, c->curl);
+	while (!post_done)
+	{
+		int			running = 0;
+		int			left = 0;
+		CURLMsg    *msg;
+
+		if (curl_multi_perform(m, &running) != CURLM_OK)
+		{
+			result = CURLE_RECV_ERROR;
+			break;
+		}
+		while ((msg = curl_multi_info_read(m, &left)) != NULL)
+		{
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			if (msg->easy_handle == c->curl)
+			{
+				result = msg->data.result;
+				post_done = 1;
+			}
+			else if (msg->easy_handle == g && get_active)
+			{
+				curl_multi_remove_handle(m, g);
+				get_active = 0;
+			}
+		}
+		if (!post_done)
+			curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	curl_multi_remove_handle(m, c->curl);
+	if (get_active)
+		curl_multi_remove_handle(m, g);
+	curl_easy_cleanup(g);
+	curl_slist_free_all(gh);
+	curl_multi_cleanup(m);
+	xfer_free(&gx);
+	return result;
 }
 
 /*
@@ -776,6 +1287,8 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 	h = curl_slist_append(h, "Content-Type: application/json");
 	h = curl_slist_append(h, "Accept: application/json, text/event-stream");
 	h = base_headers(c, h, !is_init);
+	if (c->stateless)
+		h = routing_headers(c, msg, h);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
@@ -785,11 +1298,12 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &x);
 
-	rc = curl_easy_perform(c->curl);
+	rc = perform_post(c, deadline);
 	curl_slist_free_all(h);
 	h = NULL;
 	free(payload);
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	c->last_http_status = status;
 
 	if (x.too_big)
 	{
@@ -806,10 +1320,37 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 		result = MCP_SESSION_LOST;
 		goto done;
 	}
+	if (status == 401 ||
+		(status == 403 && x.www_auth_hdr && contains_ci(x.www_auth_hdr, "insufficient_scope")))
+	{
+		json_t	   *hold;
+		const char *m = body_rpc_message(&x, &hold);
+
+		c->auth_status = status;
+		free(c->www_auth);
+		c->www_auth = x.www_auth_hdr;
+		x.www_auth_hdr = NULL;
+		set_error(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
+				  m ? ": " : "", m ? m : "");
+		if (hold)
+			json_decref(hold);
+		result = MCP_UNAUTHORIZED;
+		goto done;
+	}
 	if (status < 200 || status >= 300)
 	{
 		json_t	   *hold;
 		const char *m = body_rpc_message(&x, &hold);
+		json_t	   *err = hold ? json_object_get(hold, "error") : NULL;
+
+		/* 2026-07-28: an unsupported version is a JSON-RPC error for the caller */
+		if (json_is_integer(json_object_get(err, "code")) &&
+			json_integer_value(json_object_get(err, "code")) == -32022 && response)
+		{
+			*response = hold;
+			result = MCP_OK;
+			goto done;
+		}
 
 		/*
 		 * The TypeScript SDK's example servers (server-everything among them)
@@ -952,6 +1493,17 @@ reply_to_server_request(McpClient *c, json_t *msg)
 		return;
 	if (method && strcmp(method, "ping") == 0)
 		reply = json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"), "result");
+	else if (method && strcmp(method, "elicitation/create") == 0 && c->elicit_cb)
+	{
+		json_t	   *params = json_object_get(msg, "params");
+		json_t	   *answer = c->elicit_cb(c->elicit_arg, params);
+
+		if (answer == NULL)
+			answer = json_pack("{s:s}", "action", "decline");
+		mcp_elicitation_apply_defaults(params, answer);
+		reply = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"),
+						  "result", answer);
+	}
 	else
 		reply = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"),
 						  "error", "code", -32601, "message", "Method not found");
@@ -998,9 +1550,32 @@ reply_to_server_request(McpClient *c, json_t *msg)
 static int
 supported_version(const char *v)
 {
-	return v && (strcmp(v, "2025-11-25") == 0 ||
+	return v && (strcmp(v, MCP_STATELESS_VERSION) == 0 ||
+				 strcmp(v, "2025-11-25") == 0 ||
 				 strcmp(v, "2025-06-18") == 0 ||
 				 strcmp(v, "2025-03-26") == 0);
+}
+
+static int
+stateless_version(const char *v)
+{
+	return v && strcmp(v, MCP_STATELESS_VERSION) == 0;
+}
+
+/* Our preferred version among a server's list (array of strings), or NULL. */
+static const char *
+best_version(json_t *list)
+{
+	static const char *const ours[] = {MCP_STATELESS_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", NULL};
+	int			i;
+	size_t		j;
+	json_t	   *v;
+
+	for (i = 0; ours[i]; i++)
+		json_array_foreach(list, j, v)
+			if (json_is_string(v) && strcmp(json_string_value(v), ours[i]) == 0)
+			return ours[i];
+	return NULL;
 }
 
 /* A JSON-RPC error response to the client error text. */
@@ -1015,8 +1590,73 @@ rpc_error_text(McpClient *c, const char *what, json_t *err)
 			  m ? m : "(no message)");
 }
 
-int
-mcp_initialize(McpClient *c)
+/* Capabilities we declare: elicitation when someone can answer; never sampling or roots. */
+static json_t *
+client_capabilities(McpClient *c)
+{
+	json_t	   *caps = mcp_json_object();
+
+	if (c->elicit_cb || (c->elicit_deferred && c->stateless))
+		json_object_set_new(caps, "elicitation", mcp_json_object());
+	return caps;
+}
+
+/*
+ * rpc_send, and on 401 (or 403 insufficient_scope) the authorization
+ * callback, then again, at most MCP_MAX_AUTH_RETRIES times.
+ */
+static int
+send_authorized(McpClient *c, json_t *msg, json_int_t id, const char *what,
+				json_t **response, char **session_out)
+{
+	int			tries = 0;
+
+	for (;;)
+	{
+		int			rc = rpc_send(c, msg, id, what, response, session_out);
+		char	   *wa;
+		int			r;
+
+		if (rc != MCP_UNAUTHORIZED)
+			return rc;
+		if (c->auth_cb == NULL)
+			return rc;
+		if (tries++ >= MCP_MAX_AUTH_RETRIES)
+		{
+			set_error(c, "%s: the server still refuses the credentials after %d authorizations",
+					  what, MCP_MAX_AUTH_RETRIES);
+			return rc;
+		}
+		wa = c->www_auth ? xstrdup(c->www_auth) : NULL;
+		r = c->auth_cb(c->auth_arg, c, c->auth_status, wa);
+		free(wa);
+		if (r != 0)
+			return MCP_UNAUTHORIZED;
+	}
+}
+
+/* A request message; in stateless mode params carry _meta. */
+static json_t *
+build_request(McpClient *c, const char *method, json_t *params, json_int_t id)
+{
+	json_t	   *p = json_is_object(params) ? json_copy(params) : mcp_json_object();
+
+	if (c->stateless)
+	{
+		json_t	   *meta = json_object_get(p, "_meta");
+
+		meta = json_is_object(meta) ? json_copy(meta) : mcp_json_object();
+		json_object_set_new(meta, "io.modelcontextprotocol/protocolVersion", json_string(c->protocol_version));
+		json_object_set_new(meta, "io.modelcontextprotocol/clientInfo",
+							json_pack("{s:s, s:s}", "name", MCP_CLIENT_NAME, "version", MCP_CLIENT_VERSION));
+		json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", client_capabilities(c));
+		json_object_set_new(p, "_meta", meta);
+	}
+	return json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method, "params", p);
+}
+
+static int
+initialize_version(McpClient *c, const char *want)
 {
 	json_t	   *req;
 	json_t	   *resp = NULL;
@@ -1031,6 +1671,7 @@ mcp_initialize(McpClient *c)
 	free(c->session_id);
 	c->session_id = NULL;
 	c->initialized = 0;
+	c->stateless = 0;
 	if (c->server_info)
 	{
 		json_decref(c->server_info);
@@ -1038,12 +1679,12 @@ mcp_initialize(McpClient *c)
 	}
 	c->initializations++;
 
-	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:{}, s:{s:s, s:s}}}",
+	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
 					"jsonrpc", "2.0", "id", id, "method", "initialize",
-					"params", "protocolVersion", MCP_PROTOCOL_VERSION,
-					"capabilities",
+					"params", "protocolVersion", want,
+					"capabilities", client_capabilities(c),
 					"clientInfo", "name", MCP_CLIENT_NAME, "version", MCP_CLIENT_VERSION);
-	rc = rpc_send(c, req, id, "initialize", &resp, &session);
+	rc = send_authorized(c, req, id, "initialize", &resp, &session);
 	json_decref(req);
 	if (rc == MCP_SESSION_LOST)
 		rc = MCP_ERROR;
@@ -1068,9 +1709,9 @@ mcp_initialize(McpClient *c)
 		free(session);
 		return MCP_ERROR;
 	}
-	if (!supported_version(version))
+	if (!supported_version(version) || stateless_version(version))
 	{
-		set_error(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2025-11-25, 2025-06-18, 2025-03-26)",
+		set_error(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2026-07-28 without initialize, 2025-11-25, 2025-06-18, 2025-03-26)",
 				  version);
 		json_decref(resp);
 		free(session);
@@ -1081,9 +1722,10 @@ mcp_initialize(McpClient *c)
 	json_decref(resp);
 	c->session_id = session;
 	c->initialized = 1;
+	c->era = 1;
 
 	note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
-	rc = rpc_send(c, note, -1, "notifications/initialized", NULL, NULL);
+	rc = send_authorized(c, note, -1, "notifications/initialized", NULL, NULL);
 	json_decref(note);
 	if (rc != MCP_OK)
 	{
@@ -1093,34 +1735,135 @@ mcp_initialize(McpClient *c)
 	return MCP_OK;
 }
 
+int
+mcp_initialize(McpClient *c)
+{
+	const char *v = c->want_version;
+
+	if (v == NULL || stateless_version(v))
+		v = (c->era == 1 && c->protocol_version[0]) ? c->protocol_version : MCP_PROTOCOL_VERSION;
+	return initialize_version(c, v);
+}
+
+static void
+go_stateless(McpClient *c, const char *version)
+{
+	c->stateless = 1;
+	c->initialized = 1;
+	c->era = 2;
+	if (version != c->protocol_version)
+		snprintf(c->protocol_version, sizeof(c->protocol_version), "%s", version);
+}
+
 /*
- * One request: initialize first if needed; on a lost session, initialize
- * again and retry once.  On MCP_OK *result is the "result" member; on
+ * Auto mode: server/discover as 2026-07-28.  A server that lists
+ * 2026-07-28 is spoken to statelessly; one that answers anything else over
+ * HTTP (method not found, 400 for a missing session, another version) gets
+ * initialize.  A transport failure is an error.
+ */
+static int
+discover(McpClient *c)
+{
+	json_int_t	id = c->next_id++;
+	json_t	   *req;
+	json_t	   *resp = NULL;
+	json_t	   *result;
+	json_t	   *err;
+	const char *v = NULL;
+	int			rc;
+
+	go_stateless(c, MCP_STATELESS_VERSION);
+	c->initialized = 0;
+	c->last_http_status = 0;
+	req = build_request(c, "server/discover", NULL, id);
+	rc = send_authorized(c, req, id, "server/discover", &resp, NULL);
+	json_decref(req);
+	c->stateless = 0;
+	c->era = 0;
+	if (rc == MCP_ABORTED || rc == MCP_UNAUTHORIZED)
+		return rc;
+	if (rc != MCP_OK)
+	{
+		if (c->last_http_status == 0)
+			return rc;			/* unreachable: no fallback would help */
+		return initialize_version(c, MCP_PROTOCOL_VERSION);
+	}
+	result = json_object_get(resp, "result");
+	err = json_object_get(resp, "error");
+	if (json_is_object(result))
+		v = best_version(json_object_get(result, "supportedVersions"));
+	else if (json_is_integer(json_object_get(err, "code")) &&
+			 json_integer_value(json_object_get(err, "code")) == -32022)
+		v = best_version(json_object_get(json_object_get(err, "data"), "supported"));
+	if (v && stateless_version(v))
+	{
+		go_stateless(c, v);
+		if (c->server_info)
+			json_decref(c->server_info);
+		c->server_info = json_incref(json_object_get(result, "serverInfo"));
+		json_decref(resp);
+		return MCP_OK;
+	}
+	json_decref(resp);
+	return initialize_version(c, v ? v : MCP_PROTOCOL_VERSION);
+}
+
+static int
+ensure_ready(McpClient *c)
+{
+	const char *v = c->want_version;
+
+	if (c->initialized)
+		return MCP_OK;
+	if (c->era == 2)
+	{
+		go_stateless(c, c->protocol_version);
+		return MCP_OK;
+	}
+	if (c->era == 1)
+		return initialize_version(c, c->protocol_version);
+	if (v && !supported_version(v))
+	{
+		set_error(c, "unsupported protocol version \"%.40s\" (supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, auto)", v);
+		return MCP_ERROR;
+	}
+	if (v && stateless_version(v))
+	{
+		go_stateless(c, v);
+		return MCP_OK;
+	}
+	if (v)
+		return initialize_version(c, v);
+	return discover(c);
+}
+
+/*
+ * One request: initialize (or discover) first if needed; on a lost session,
+ * initialize again and retry once; on -32022 retry once with a version the
+ * server supports.  On MCP_OK *result is the "result" member; on
  * MCP_RPC_ERROR it is the "error" member.
  */
 static int
 request(McpClient *c, const char *method, json_t *params, json_t **result)
 {
 	int			attempt;
+	int			lost = 0;
 
 	*result = NULL;
-	for (attempt = 0; attempt < 2; attempt++)
+	for (attempt = 0; attempt < 3; attempt++)
 	{
 		json_t	   *req;
 		json_t	   *resp = NULL;
+		json_t	   *err;
 		json_int_t	id;
 		int			rc;
 
-		if (!c->initialized)
-		{
-			rc = mcp_initialize(c);
-			if (rc != MCP_OK)
-				return rc;
-		}
+		rc = ensure_ready(c);
+		if (rc != MCP_OK)
+			return rc;
 		id = c->next_id++;
-		req = json_pack("{s:s, s:I, s:s, s:O}", "jsonrpc", "2.0", "id", id,
-						"method", method, "params", params);
-		rc = rpc_send(c, req, id, method, &resp, NULL);
+		req = build_request(c, method, params, id);
+		rc = send_authorized(c, req, id, method, &resp, NULL);
 		json_decref(req);
 		if (rc == MCP_SESSION_LOST)
 		{
@@ -1128,17 +1871,39 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 			c->initialized = 0;
 			free(c->session_id);
 			c->session_id = NULL;
-			if (attempt == 0)
+			if (!lost++)
 				continue;
 			set_error(c, "%s: the server lost the session again right after a new initialization", method);
 			return MCP_ERROR;
 		}
 		if (rc != MCP_OK)
 			return rc;
-		if (json_is_object(json_object_get(resp, "error")))
+		err = json_object_get(resp, "error");
+		if (json_is_object(err) && json_is_integer(json_object_get(err, "code")) &&
+			json_integer_value(json_object_get(err, "code")) == -32022 && !c->version_retried)
 		{
-			rpc_error_text(c, method, json_object_get(resp, "error"));
-			*result = json_incref(json_object_get(resp, "error"));
+			const char *v = best_version(json_object_get(json_object_get(err, "data"), "supported"));
+
+			c->version_retried = 1;
+			if (v)
+			{
+				json_decref(resp);
+				if (stateless_version(v))
+					go_stateless(c, v);
+				else
+				{
+					c->era = 1;
+					c->initialized = 0;
+					c->stateless = 0;
+					snprintf(c->protocol_version, sizeof(c->protocol_version), "%s", v);
+				}
+				continue;
+			}
+		}
+		if (json_is_object(err))
+		{
+			rpc_error_text(c, method, err);
+			*result = json_incref(err);
 			json_decref(resp);
 			return MCP_RPC_ERROR;
 		}
@@ -1152,15 +1917,25 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 		json_decref(resp);
 		return MCP_OK;
 	}
+	set_error(c, "%s: no protocol version in common with the server", method);
 	return MCP_ERROR;
+}
+
+int
+mcp_request(McpClient *c, const char *method, json_t *params, json_t **result)
+{
+	return request(c, method, params, result);
 }
 
 int
 mcp_list_tools(McpClient *c, json_t **tools)
 {
 	json_t	   *all = json_array();
+	json_t	   *cache = mcp_json_object();
+	json_t	   *rejected = json_array();
 	char	   *cursor = NULL;
 	int			pages = 0;
+	long		ttl = -1;
 
 	*tools = NULL;
 	for (;;)
@@ -1169,6 +1944,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 		json_t	   *result = NULL;
 		json_t	   *page;
 		json_t	   *next;
+		json_t	   *jttl;
 		int			rc;
 		size_t		i;
 		json_t	   *t;
@@ -1180,6 +1956,8 @@ mcp_list_tools(McpClient *c, json_t **tools)
 			if (result)
 				json_decref(result);
 			json_decref(all);
+			json_decref(cache);
+			json_decref(rejected);
 			free(cursor);
 			return rc == MCP_RPC_ERROR ? MCP_ERROR : rc;
 		}
@@ -1189,13 +1967,31 @@ mcp_list_tools(McpClient *c, json_t **tools)
 			set_error(c, "tools/list: the server's result has no tools array");
 			json_decref(result);
 			json_decref(all);
+			json_decref(cache);
+			json_decref(rejected);
 			free(cursor);
 			return MCP_ERROR;
 		}
+		jttl = json_object_get(result, "ttlMs");
+		if (json_is_integer(jttl) && json_integer_value(jttl) >= 0 &&
+			(ttl < 0 || json_integer_value(jttl) < ttl))
+			ttl = (long) (json_integer_value(jttl) > 86400000 ? 86400000 : json_integer_value(jttl));
 		json_array_foreach(page, i, t)
 		{
-			if (json_is_object(t) && json_is_string(json_object_get(t, "name")))
-				json_array_append(all, t);
+			const char *name;
+			const char *problem;
+
+			if (!json_is_object(t) || !json_is_string(json_object_get(t, "name")))
+				continue;
+			name = json_string_value(json_object_get(t, "name"));
+			problem = x_mcp_header_problem(t);
+			if (problem)
+			{
+				json_array_append_new(rejected, json_pack("{s:s, s:s}", "name", name, "reason", problem));
+				continue;
+			}
+			json_array_append(all, t);
+			json_object_set(cache, name, t);
 		}
 		next = json_object_get(result, "nextCursor");
 		if (!json_is_string(next) || json_string_length(next) == 0)
@@ -1208,6 +2004,8 @@ mcp_list_tools(McpClient *c, json_t **tools)
 			set_error(c, "tools/list: the server returned the same cursor twice");
 			json_decref(result);
 			json_decref(all);
+			json_decref(cache);
+			json_decref(rejected);
 			free(cursor);
 			return MCP_ERROR;
 		}
@@ -1218,28 +2016,172 @@ mcp_list_tools(McpClient *c, json_t **tools)
 		{
 			set_error(c, "tools/list: more than %d pages", MCP_MAX_PAGES);
 			json_decref(all);
+			json_decref(cache);
+			json_decref(rejected);
 			free(cursor);
 			return MCP_ERROR;
 		}
 	}
 	free(cursor);
+	if (c->tools_cache)
+		json_decref(c->tools_cache);
+	c->tools_cache = cache;
+	if (c->rejected)
+		json_decref(c->rejected);
+	c->rejected = rejected;
+	c->tools_ttl_ms = ttl;
+	c->tools_listed_at = now_ms();
 	*tools = all;
 	return MCP_OK;
+}
+
+void
+mcp_elicitation_apply_defaults(json_t *params, json_t *answer)
+{
+	json_t	   *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
+	json_t	   *content;
+	const char *k;
+	json_t	   *def;
+	const char *action = json_string_value(json_object_get(answer, "action"));
+
+	if (action == NULL || strcmp(action, "accept") != 0 || !json_is_object(props))
+		return;
+	content = json_object_get(answer, "content");
+	if (!json_is_object(content))
+	{
+		content = mcp_json_object();
+		json_object_set_new(answer, "content", content);
+	}
+	json_object_foreach(props, k, def)
+	{
+		json_t	   *d = json_object_get(def, "default");
+
+		if (d && json_object_get(content, k) == NULL)
+			json_object_set(content, k, d);
+	}
+}
+
+/* The reason of a rejected tool, or NULL. */
+static const char *
+rejected_reason(McpClient *c, const char *name)
+{
+	size_t		i;
+	json_t	   *r;
+
+	json_array_foreach(c->rejected, i, r)
+		if (strcmp(json_string_value(json_object_get(r, "name")), name) == 0)
+		return json_string_value(json_object_get(r, "reason"));
+	return NULL;
+}
+
+#define MCP_MAX_INPUT_ROUNDS 8
+
+int
+mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
+						 json_t *input_responses, const char *request_state, json_t **result)
+{
+	json_t	   *responses = input_responses ? json_incref(input_responses) : NULL;
+	char	   *state = request_state ? xstrdup(request_state) : NULL;
+	const char *why;
+	int			round;
+	int			rc = MCP_ERROR;
+
+	*result = NULL;
+	/* 2026-07-28: the tool's definition gives its Mcp-Param-* headers */
+	if (ensure_ready(c) == MCP_OK && c->stateless &&
+		(c->tools_cache == NULL || json_object_get(c->tools_cache, name) == NULL ||
+		 (c->tools_ttl_ms > 0 && now_ms() - c->tools_listed_at > c->tools_ttl_ms)) &&
+		(c->rejected == NULL || rejected_reason(c, name) == NULL))
+	{
+		json_t	   *tools = NULL;
+
+		if (mcp_list_tools(c, &tools) == MCP_OK)
+			json_decref(tools);
+	}
+	if (c->rejected && (why = rejected_reason(c, name)) != NULL)
+	{
+		set_error(c, "tool \"%.100s\" is refused: its definition is invalid (%s)", name, why);
+		if (responses)
+			json_decref(responses);
+		free(state);
+		return MCP_ERROR;
+	}
+	for (round = 0; round < MCP_MAX_INPUT_ROUNDS; round++)
+	{
+		json_t	   *params = json_pack("{s:s, s:o}", "name", name, "arguments",
+									   (arguments && json_is_object(arguments)) ? json_incref(arguments) : mcp_json_object());
+		json_t	   *requests;
+		json_t	   *answers;
+		const char *key;
+		json_t	   *ir;
+		const char *rt;
+		const char *problem = NULL;
+
+		if (responses)
+			json_object_set(params, "inputResponses", responses);
+		if (state)
+			json_object_set_new(params, "requestState", json_string(state));
+		rc = request(c, "tools/call", params, result);
+		json_decref(params);
+		if (responses)
+			json_decref(responses);
+		responses = NULL;
+		free(state);
+		state = NULL;
+		if (rc != MCP_OK)
+			return rc;
+		rt = json_string_value(json_object_get(*result, "resultType"));
+		if (rt == NULL || strcmp(rt, "input_required") != 0)
+			return MCP_OK;
+		requests = json_object_get(*result, "inputRequests");
+		if (!json_is_object(requests) || c->elicit_cb == NULL)
+		{
+			set_error(c, "tools/call: the server asks for input during the call");
+			return MCP_INPUT_REQUIRED;
+		}
+		answers = mcp_json_object();
+		json_object_foreach(requests, key, ir)
+		{
+			const char *m = json_string_value(json_object_get(ir, "method"));
+			json_t	   *ans;
+
+			if (m == NULL || strcmp(m, "elicitation/create") != 0)
+			{
+				problem = "the server asks for something this client does not support (only elicitation is)";
+				break;
+			}
+			ans = c->elicit_cb(c->elicit_arg, json_object_get(ir, "params"));
+			if (ans == NULL)
+			{
+				problem = "the server asks for input during the call";
+				break;
+			}
+			mcp_elicitation_apply_defaults(json_object_get(ir, "params"), ans);
+			json_object_set_new(answers, key, ans);
+		}
+		if (problem)
+		{
+			json_decref(answers);
+			set_error(c, "tools/call: %s", problem);
+			return MCP_INPUT_REQUIRED;
+		}
+		responses = answers;
+		if (json_is_string(json_object_get(*result, "requestState")))
+			state = xstrdup(json_string_value(json_object_get(*result, "requestState")));
+		json_decref(*result);
+		*result = NULL;
+	}
+	if (responses)
+		json_decref(responses);
+	free(state);
+	set_error(c, "tools/call: the server asked for input more than %d times", MCP_MAX_INPUT_ROUNDS);
+	return MCP_ERROR;
 }
 
 int
 mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result)
 {
-	json_t	   *params;
-	int			rc;
-
-	if (arguments && json_is_object(arguments))
-		params = json_pack("{s:s, s:O}", "name", name, "arguments", arguments);
-	else
-		params = json_pack("{s:s, s:o}", "name", name, "arguments", mcp_json_object());
-	rc = request(c, "tools/call", params, result);
-	json_decref(params);
-	return rc;
+	return mcp_call_tool_with_input(c, name, arguments, NULL, NULL, result);
 }
 
 void
@@ -1268,6 +2210,13 @@ mcp_client_close(McpClient *c)
 		curl_easy_cleanup(c->curl);
 	free(c->session_id);
 	free(c->url);
+	free(c->want_version);
+	free(c->www_auth);
+	mcp_client_set_bearer(c, NULL);
+	if (c->tools_cache)
+		json_decref(c->tools_cache);
+	if (c->rejected)
+		json_decref(c->rejected);
 	if (c->headers)
 		json_decref(c->headers);
 	if (c->server_info)

@@ -9,8 +9,22 @@
  * client returns (json_t, strings) is released by the caller with
  * json_decref()/free() before anything that can ereport.
  *
- * Protocol: MCP 2025-11-25 Streamable HTTP transport (2025-06-18 and
- * 2025-03-26 servers accepted).  One JSON-RPC message per POST; the answer
+ * Protocol generations (chosen per server, see mcp_client_set_protocol):
+ *   2026-07-28, stateless: no initialize and no session; every request
+ *     carries MCP-Protocol-Version, Mcp-Method (and Mcp-Name for tools/call,
+ *     resources/read, prompts/get), Mcp-Param-* headers for the tool
+ *     parameters marked x-mcp-header, and params._meta with the protocol
+ *     version, clientInfo and clientCapabilities.  A -32022 (unsupported
+ *     version) answer is retried once with a version from its "supported"
+ *     list.  A result with resultType "input_required" is answered through
+ *     the elicitation callback and retried with inputResponses and the
+ *     server's requestState, or handed back as MCP_INPUT_REQUIRED.
+ *   2025-11-25 / 2025-06-18 / 2025-03-26 Streamable HTTP (below).
+ * In auto mode (the default) the client sends server/discover first: a
+ * server that answers it with 2026-07-28 among its supportedVersions is
+ * spoken to statelessly, any other answer falls back to initialize.
+ *
+ * Legacy transport: one JSON-RPC message per POST; the answer
  * is either a JSON body or an SSE stream, in which notifications and server
  * requests that come before our response are skipped (a server request is
  * answered "method not found", ping with an empty result).  A stream closed
@@ -27,7 +41,8 @@
 
 #include <jansson.h>
 
-#define MCP_PROTOCOL_VERSION	"2025-11-25"
+#define MCP_PROTOCOL_VERSION	"2025-11-25"	/* newest stateful version */
+#define MCP_STATELESS_VERSION	"2026-07-28"
 #define MCP_CLIENT_NAME			"pg_agents"
 #define MCP_CLIENT_VERSION		"0.1.0"
 
@@ -44,6 +59,8 @@
 #define MCP_ERROR			(-1)	/* transport, HTTP or protocol failure */
 #define MCP_RPC_ERROR		(-2)	/* the server answered a JSON-RPC error */
 #define MCP_ABORTED			(-3)	/* the abort callback asked to stop */
+#define MCP_INPUT_REQUIRED	(-4)	/* tools/call: the server asks for input */
+#define MCP_UNAUTHORIZED	(-5)	/* HTTP 401/403 and no (more) credentials */
 
 typedef struct McpClient McpClient;
 
@@ -66,6 +83,51 @@ extern McpClient *mcp_client_new(const char *url, json_t *headers, long timeout_
 extern void mcp_client_set_abort(McpClient *c, McpAbortCallback cb, void *arg);
 extern void mcp_client_set_timeout(McpClient *c, long timeout_ms);
 
+/*
+ * The protocol to speak: NULL or "auto" (discover), or one version among
+ * 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26.  Before the first request.
+ */
+extern void mcp_client_set_protocol(McpClient *c, const char *version);
+
+/*
+ * Elicitation: called for a server's elicitation/create (a 2025-11-25
+ * request in a stream, or an inputRequest of a 2026-07-28 input_required
+ * result) with its params.  Returns a new ElicitResult object
+ * ({"action": "accept"|"decline"|"cancel", "content"?}), or NULL when no
+ * answer can be given now (then a 2026-07-28 call returns
+ * MCP_INPUT_REQUIRED; a 2025-11-25 request is declined).  Defaults of the
+ * requested schema (SEP-1034) are applied by the client to an accepted
+ * answer.  Without a callback, elicitation is not declared as a capability.
+ */
+typedef json_t *(*McpElicitCallback) (void *arg, json_t *params);
+extern void mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg);
+
+/*
+ * Elicitation answered later, by people (the worker): declared to 2026-07-28
+ * servers only, whose input_required results come back as
+ * MCP_INPUT_REQUIRED to be answered with mcp_call_tool_with_input once
+ * someone has; a 2025-11-25 server is not told the client elicits, since a
+ * synchronous call cannot wait for a person with its stream open.
+ */
+extern void mcp_client_defer_elicitation(McpClient *c);
+
+/*
+ * Authorization: called when the server answers 401, or 403 with
+ * error="insufficient_scope", with the HTTP status and the
+ * WWW-Authenticate header (or NULL).  Returns 0 after it set a new
+ * credential with mcp_client_set_bearer (the request is retried), non-zero
+ * to give up (it may set the error with mcp_client_set_error).  At most
+ * MCP_MAX_AUTH_RETRIES attempts per request.
+ */
+#define MCP_MAX_AUTH_RETRIES	3
+typedef int (*McpAuthCallback) (void *arg, McpClient *c, long status, const char *www_authenticate);
+extern void mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg);
+/* "Authorization: Bearer <token>" on every request from now on (NULL: none). */
+extern void mcp_client_set_bearer(McpClient *c, const char *token);
+extern void mcp_client_set_error(McpClient *c, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern const char *mcp_client_url(McpClient *c);
+extern long mcp_client_timeout(McpClient *c);
+
 /* Sends DELETE for the session (if any), then frees everything. */
 extern void mcp_client_close(McpClient *c);
 
@@ -75,8 +137,25 @@ extern void mcp_client_close(McpClient *c);
  */
 extern int	mcp_initialize(McpClient *c);
 
-/* tools/list, following nextCursor to the end: *tools is a new array. */
+/*
+ * tools/list, following nextCursor to the end: *tools is a new array.  The
+ * schemas are kept as sent (JSON Schema 2020-12 keywords, $ref never
+ * dereferenced).  A tool whose x-mcp-header annotations are invalid is left
+ * out (and cannot be called); mcp_client_rejected_tools lists them.  The
+ * list is kept for the Mcp-Param-* headers of later calls, and listed again
+ * before a call once its ttlMs (when the server gave one) has passed.
+ */
 extern int	mcp_list_tools(McpClient *c, json_t **tools);
+/* ttlMs of the last tools/list (smallest of its pages), or -1 when none was given. */
+extern long mcp_client_tools_ttl_ms(McpClient *c);
+/* Borrowed array of {"name", "reason"} of the tools left out by the last list. */
+extern json_t *mcp_client_rejected_tools(McpClient *c);
+
+/*
+ * Any request (e.g. resources/read), with the same transport rules; on
+ * MCP_OK *result is the result object, on MCP_RPC_ERROR the error object.
+ */
+extern int	mcp_request(McpClient *c, const char *method, json_t *params, json_t **result);
 
 /*
  * tools/call.  On MCP_OK, *result is the CallToolResult object (it may carry
@@ -84,6 +163,22 @@ extern int	mcp_list_tools(McpClient *c, json_t **tools);
  * MCP_RPC_ERROR, *result is the JSON-RPC error object ({code, message}).
  */
 extern int	mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result);
+
+/*
+ * tools/call continuing an input_required round: input_responses (object)
+ * and request_state (or NULL) are sent with the call.  MCP_INPUT_REQUIRED
+ * when the server asks again (and the callback could not answer): *result
+ * is then the input_required result ({"inputRequests", "requestState"?}).
+ */
+extern int	mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
+									 json_t *input_responses, const char *request_state,
+									 json_t **result);
+
+/* Base64 (urlsafe: the URL alphabet without padding), malloc'd. */
+extern char *mcp_base64(const void *data, size_t len, int urlsafe);
+
+/* Applies the defaults of an elicitation's requestedSchema to an accepted answer (SEP-1034). */
+extern void mcp_elicitation_apply_defaults(json_t *params, json_t *answer);
 
 /* The last error in clear (never contains a header value), or "". */
 extern const char *mcp_client_error(McpClient *c);

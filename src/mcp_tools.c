@@ -87,6 +87,32 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	}
 }
 
+/*
+ * The call itself, through agent.mcp_agent_call_input (elicitation through
+ * people, sql/src/706_mcp_elicitation.sql) when it is installed, else
+ * agent.mcp_agent_call.
+ */
+static json_t *
+McpToolCallForRun(const ToolRun *tr, const char *name, Datum arguments)
+{
+	Oid			types[4] = {INT8OID, INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[4];
+	int			rc;
+
+	vals[0] = Int64GetDatum(tr->agent_id);
+	vals[1] = Int64GetDatum(tr->run_id);
+	vals[2] = CStringGetTextDatum(name);
+	vals[3] = arguments;
+	/* personal servers: the run's user only (agent._mcp_run_user, inside) */
+	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (reset by the loop on error) */
+	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call_input($1, $2, $3, $4)::pg_catalog.text", 4, types, vals,
+							   NULL, false, 1);
+	PgAgentsWorkerNoteMcp(false);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent.mcp_agent_call returned no row");
+	return json_loads(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), 0, NULL);
+}
+
 /* Executes one mcp__* tool call for the run. */
 ToolOutcome
 McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
@@ -133,15 +159,20 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	text = json_dumps(input, JSON_COMPACT);
 	vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pstrdup(text ? text : "{}")));
 	free(text);
-	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (reset by the loop on error) */
-	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call($1, $2, $3, agent._mcp_run_user($4))::pg_catalog.text",
-							   4, types, vals, NULL, false, 1);
-	PgAgentsWorkerNoteMcp(false);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "agent.mcp_agent_call returned no row");
-	call = json_loads(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), 0, NULL);
+	call = McpToolCallForRun(tr, name, vals[2]);
 	if (call == NULL)
 		elog(ERROR, "agent.mcp_agent_call returned invalid JSON");
+	if (json_is_true(json_object_get(call, "paused")))
+	{
+		/* the server asked a person something: the run waits like on an approval */
+		step = json_pack("{s:s, s:O?, s:O?}", "elicitation", "pending",
+						 "approval_key", json_object_get(call, "approval_key"),
+						 "questions", json_object_get(call, "questions"));
+		ToolsRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
+		json_decref(step);
+		json_decref(call);
+		return TOOL_PAUSE;
+	}
 	ok = json_is_true(json_object_get(call, "ok"));
 	res = json_object_get(call, "result");
 	text = mcp_result_text(res);

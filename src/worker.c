@@ -248,6 +248,61 @@ TickUnit(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+/*
+ * MCP OAuth tokens that expire soon are renewed (agent.mcp_oauth_refresh_due)
+ * and old tool lists listed again (agent.mcp_refresh_due, docs/mcp.md), at
+ * most every 30 seconds, in a transaction of its own so that a remote
+ * server's failure never touches the tick.
+ */
+static void
+TickMcpOAuth(void)
+{
+	static TimestampTz last = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (last != 0 && !TimestampDifferenceExceeds(last, now, 30 * 1000))
+		return;
+	last = now;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (PgAgentsFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
+		{
+			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
+			if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
+		}
+		if (PgAgentsFunctionExists("agent.mcp_refresh_due(interval,integer)"))
+		{
+			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
+			if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "agent.mcp_refresh_due() failed");
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG, (errmsg("pg_agents worker: MCP OAuth refresh failed: %s", edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
 static void
 WorkerOnExit(int code, Datum arg)
 {
@@ -414,6 +469,7 @@ pg_agents_worker_main(Datum main_arg)
 		{
 			last_tick = now;
 			TickUnit();
+			TickMcpOAuth();
 			/* the extension may have been dropped meanwhile */
 			if (!PgAgentsWorkerReady())
 			{

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-15-pgtap
-      libtap-parser-sourcehandler-pgtap-perl libcurl4-openssl-dev libjansson-dev
+      libtap-parser-sourcehandler-pgtap-perl libcurl4-openssl-dev libjansson-dev libssl-dev
       build-essential curl ca-certificates procps
       clang-14 libclang-rt-14-dev)  # clang-14 + libclang-rt-14-dev: libFuzzer for test/fuzz
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)

@@ -19,6 +19,19 @@
  *   -s            before each call after the first, wait for a line on stdin
  *   -q            print only the text of each result
  *   -v            report session, protocol version and initializations on stderr
+ *   -P VERSION    protocol: auto (default: server/discover, else initialize),
+ *                 2026-07-28 (stateless), 2025-11-25, 2025-06-18 or 2025-03-26
+ *   -C JSON       a script run on one client instead of TOOL: an array of
+ *                 {"list": true}, {"call": NAME, "arguments": {...}} or
+ *                 {"request": METHOD, "params": {...}}; one line of JSON per step
+ *   -e JSON       answer every elicitation with this ElicitResult, e.g.
+ *                 '{"action":"accept","content":{}}' (defaults of the requested
+ *                 schema are filled in); without it elicitation is not declared
+ *   -o KEY=VALUE  OAuth 2.1 (see docs/mcp.md): client_id, client_secret,
+ *                 client_metadata_url, redirect_uri, scope, grant
+ *                 (authorization_code or client_credentials), private_key_file,
+ *                 signing_alg, auth_method, authorize=auto (follow the
+ *                 authorization redirect without a browser, for tests)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +41,115 @@
 #include <jansson.h>
 
 #include "mcp.h"
+#include "mcp_oauth.h"
+
+static json_t *elicit_answer = NULL;
+
+static json_t *
+probe_elicit(void *arg, json_t *params)
+{
+	return elicit_answer ? json_deep_copy(elicit_answer) : NULL;
+}
+
+/* Prints one tool result; returns 0, or 1 when it is an error. */
+static int
+print_result(json_t *result, int quiet)
+{
+	int			is_error = json_is_true(json_object_get(result, "isError"));
+
+	if (quiet)
+	{
+		char	   *t = mcp_result_text(result);
+
+		puts(t);
+		free(t);
+	}
+	else
+	{
+		char	   *s = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		puts(s ? s : "{}");
+		free(s);
+	}
+	fflush(stdout);
+	if (is_error)
+	{
+		fprintf(stderr, "pg_agents_mcp: the tool reported an error\n");
+		return 1;
+	}
+	return 0;
+}
+
+static int
+run_script(McpClient *c, json_t *script, int quiet)
+{
+	size_t		i;
+	json_t	   *step;
+	int			status = 0;
+
+	json_array_foreach(script, i, step)
+	{
+		json_t	   *result = NULL;
+		int			rc;
+
+		if (json_is_true(json_object_get(step, "list")))
+		{
+			rc = mcp_list_tools(c, &result);
+			if (rc == MCP_OK)
+			{
+				json_t	   *out = json_pack("{s:o}", "tools", result);
+				char	   *s = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+				puts(s ? s : "{}");
+				free(s);
+				json_decref(out);
+				result = NULL;
+			}
+		}
+		else if (json_is_string(json_object_get(step, "call")))
+		{
+			rc = mcp_call_tool(c, json_string_value(json_object_get(step, "call")),
+							   json_object_get(step, "arguments"), &result);
+			if (rc == MCP_OK)
+				status |= print_result(result, quiet);
+		}
+		else if (json_is_string(json_object_get(step, "request")))
+		{
+			rc = mcp_request(c, json_string_value(json_object_get(step, "request")),
+							 json_object_get(step, "params"), &result);
+			if (rc == MCP_OK)
+			{
+				char	   *s = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+				puts(s ? s : "{}");
+				free(s);
+			}
+		}
+		else
+		{
+			fprintf(stderr, "pg_agents_mcp: script step %zu is not {list}, {call} or {request}\n", i);
+			return 1;
+		}
+		if (result)
+			json_decref(result);
+		fflush(stdout);
+		if (rc != MCP_OK)
+		{
+			fprintf(stderr, "pg_agents_mcp: %s\n", mcp_client_error(c));
+			status = 1;
+			if (rc == MCP_UNAUTHORIZED || rc == MCP_ABORTED)
+				break;			/* no more requests to a server that refuses us */
+		}
+	}
+	return status;
+}
 
 static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: pg_agents_mcp [-t TOOL] [-a ARGS_JSON] [-H 'Name: value']... [-T MS] [-n COUNT] [-s] [-q] [-v] URL [TOOL [ARGS_JSON]]\n");
+			"usage: pg_agents_mcp [-t TOOL] [-a ARGS_JSON] [-H 'Name: value']... [-T MS] [-n COUNT] [-s] [-q] [-v]\n"
+			"                     [-P VERSION] [-C SCRIPT_JSON] [-e ELICIT_RESULT_JSON] [-o KEY=VALUE]... URL [TOOL [ARGS_JSON]]\n");
 	exit(1);
 }
 
@@ -54,11 +170,55 @@ main(int argc, char **argv)
 	int			status = 0;
 	McpClient  *c;
 	const char *problem;
+	const char *protocol = NULL;
+	json_t	   *script = NULL;
+	McpOAuthConfig *oauth = mcp_oauth_config_new();
+	int			use_oauth = 0;
 
-	while ((opt = getopt(argc, argv, "t:a:H:T:n:sqvh")) != -1)
+	while ((opt = getopt(argc, argv, "t:a:H:T:n:sqvhP:C:e:o:")) != -1)
 	{
 		switch (opt)
 		{
+			case 'P':
+				protocol = optarg;
+				break;
+			case 'C':
+				script = json_loads(optarg, 0, NULL);
+				if (!json_is_array(script))
+				{
+					fprintf(stderr, "pg_agents_mcp: the script must be a JSON array\n");
+					return 1;
+				}
+				break;
+			case 'e':
+				elicit_answer = json_loads(optarg, 0, NULL);
+				if (!json_is_object(elicit_answer))
+				{
+					fprintf(stderr, "pg_agents_mcp: the elicitation answer must be a JSON object\n");
+					return 1;
+				}
+				break;
+			case 'o':
+				{
+					char	   *eq = strchr(optarg, '=');
+					char	   *key;
+
+					if (eq == NULL || eq == optarg)
+					{
+						fprintf(stderr, "pg_agents_mcp: an OAuth option is written KEY=VALUE\n");
+						return 1;
+					}
+					key = strndup(optarg, eq - optarg);
+					if (mcp_oauth_config_set(oauth, key, eq + 1) != 0)
+					{
+						fprintf(stderr, "pg_agents_mcp: unknown OAuth option \"%s\"\n", key);
+						free(key);
+						return 1;
+					}
+					free(key);
+					use_oauth = 1;
+					break;
+				}
 			case 't':
 				tool = optarg;
 				break;
@@ -135,8 +295,16 @@ main(int argc, char **argv)
 
 	c = mcp_client_new(url, headers, timeout);
 	json_decref(headers);
+	mcp_client_set_protocol(c, protocol);
+	if (elicit_answer)
+		mcp_client_set_elicitation(c, probe_elicit, NULL);
+	/* with -o, a 401 starts the OAuth flow */
+	if (use_oauth)
+		mcp_oauth_attach(c, oauth);
 
-	if (tool == NULL)
+	if (script)
+		status = run_script(c, script, quiet);
+	else if (tool == NULL)
 	{
 		json_t	   *tools = NULL;
 
@@ -176,29 +344,7 @@ main(int argc, char **argv)
 			}
 			rc = mcp_call_tool(c, tool, args, &result);
 			if (rc == MCP_OK)
-			{
-				int			is_error = json_is_true(json_object_get(result, "isError"));
-
-				if (quiet)
-				{
-					char	   *t = mcp_result_text(result);
-
-					puts(t);
-					free(t);
-				}
-				else
-				{
-					char	   *s = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
-
-					puts(s ? s : "{}");
-					free(s);
-				}
-				if (is_error)
-				{
-					fprintf(stderr, "pg_agents_mcp: the tool reported an error\n");
-					status = 1;
-				}
-			}
+				status |= print_result(result, quiet);
 			else
 			{
 				fprintf(stderr, "pg_agents_mcp: %s\n", mcp_client_error(c));
@@ -215,7 +361,10 @@ main(int argc, char **argv)
 				mcp_client_session_id(c) ? "yes" : "none",
 				mcp_client_initializations(c));
 	mcp_client_close(c);
+	mcp_oauth_config_free(oauth);
 	if (args)
 		json_decref(args);
+	if (script)
+		json_decref(script);
 	return status;
 }

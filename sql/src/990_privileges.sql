@@ -166,3 +166,17 @@ GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO pg_monitor;
 GRANT SELECT ON agent.worker_status TO pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._worker_status() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION agent.cancel_runs(bigint, text, text, text) TO agents_app;
+-- mcp: OAuth 2.1 of MCP servers (sql/src/705_mcp_oauth.sql): the application
+-- starts an authorization for a user (taken on trust) and completes it from
+-- its redirect handler; it reads the secret-free status.  agent.mcp_oauth
+-- (tokens, secrets), agent.mcp_set_oauth and agent.mcp_oauth_refresh_due
+-- stay superuser-only.
+GRANT EXECUTE ON FUNCTION agent.mcp_authorize(bigint, text, text),
+                          agent.mcp_authorization_callback(text, text, text)
+  TO agents_app;
+GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
+-- mcp: elicitation through people (sql/src/706_mcp_elicitation.sql): the
+-- application shows the pending questions and answers them for a user
+-- (taken on trust; agent.approve checks that user may approve the run).
+GRANT EXECUTE ON FUNCTION agent.answer_elicitation(text, jsonb, text) TO agents_app;
+GRANT SELECT ON agent.mcp_pending_input TO agents_app;

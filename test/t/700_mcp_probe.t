@@ -14,11 +14,16 @@ is "$(echo "$out" | pj 'len(set(t["name"] for t in d["tools"]))')" 25 "no tool l
 is "$(echo "$out" | pj 'd["protocolVersion"]')" "2025-11-25" "protocol version 2025-11-25 negotiated"
 log=$(py_log)
 is "$(echo "$log" | pj 'sum(1 for e in d if e["rpc_method"]=="tools/list")')" 3 "nextCursor followed: 3 tools/list pages"
-is "$(echo "$log" | pj '[e["rpc_method"] for e in d if e["method"]=="POST"][:3]')" \
-   '["initialize", "notifications/initialized", "tools/list"]' "initialize, then notifications/initialized, then tools/list"
-is "$(echo "$log" | pj 'all(e["session"] and e["protocol_version"]=="2025-11-25" for e in d if e["method"]=="POST" and e["rpc_method"]!="initialize")')" \
+is "$(echo "$log" | pj '[e["rpc_method"] for e in d if e["method"]=="POST"][:4]')" \
+   '["server/discover", "initialize", "notifications/initialized", "tools/list"]' \
+   "auto: server/discover first, refused by a 2025-11-25 server: initialize, notifications/initialized, tools/list"
+is "$(echo "$log" | pj 'all(e["session"] and e["protocol_version"]=="2025-11-25" for e in d if e["method"]=="POST" and e["rpc_method"] not in ("initialize", "server/discover"))')" \
    true "Mcp-Session-Id echoed and MCP-Protocol-Version sent after initialization"
-is "$(echo "$log" | pj 'd[0]["protocol_version"]')" null "no MCP-Protocol-Version header on initialize"
+is "$(echo "$log" | pj '[e for e in d if e["rpc_method"]=="initialize"][0]["protocol_version"]')" null "no MCP-Protocol-Version header on initialize"
+py_reset
+"$MCP_PROBE" -P 2025-11-25 "$PY/mcp" >/dev/null; rc=$?
+is "$(py_log | pj '[e["rpc_method"] for e in d if e["method"]=="POST"][:2]')" '["initialize", "notifications/initialized"]' \
+   "-P 2025-11-25: initialize at once, no server/discover"
 is "$(echo "$log" | pj 'all("application/json" in e["accept"] and "text/event-stream" in e["accept"] for e in d if e["method"]=="POST")')" \
    true "every POST accepts application/json and text/event-stream"
 is "$(echo "$log" | pj '[e["status"] for e in d if e["method"]=="DELETE"]')" "[200]" "session closed with DELETE"
@@ -85,7 +90,7 @@ is "$(echo "$out" | pj 'd["content"][0]["text"]')" "echo: authed" "the configure
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 "$MCP_PROBE" "http://127.0.0.1:$port/mcp" 2>"$MCP_TMP/err"; rc=$?
 is "$rc" 1 "refused connection exits 1"
-like "$(cat "$MCP_TMP/err")" "initialize failed: .*(connect|Connection)" "refused connection reported"
+like "$(cat "$MCP_TMP/err")" "(server/discover|initialize) failed: .*(connect|Connection)" "refused connection reported"
 "$MCP_PROBE" -T 1000 "$PY/slow/mcp" 2>"$MCP_TMP/err"; rc=$?
 like "$(cat "$MCP_TMP/err")" "timed out after 1000 ms" "time-out reported"
 "$MCP_PROBE" "$PY/old/mcp" 2>"$MCP_TMP/err"; rc=$?

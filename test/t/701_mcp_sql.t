@@ -27,7 +27,7 @@ is "$out" "$(printf 'auth|t|25|t\nbadauth|f|0|f\ngarbage|f|0|f\ngood|t|25|t\nref
 out=$(q -c "SELECT last_error FROM agent.mcp_servers WHERE workspace_id = '$WS' AND name = 'garbage'")
 like "$out" "did not answer JSON-RPC" "garbage: clear error"
 out=$(q -c "SELECT last_error FROM agent.mcp_servers WHERE workspace_id = '$WS' AND name = 'refused'")
-like "$out" "initialize failed: .*(connect|Connection)" "refused: clear error"
+like "$out" "(server/discover|initialize) failed: .*(connect|Connection)" "refused: clear error"
 out=$(q -c "SELECT last_error FROM agent.mcp_servers WHERE workspace_id = '$WS' AND name = 'badauth'")
 like "$out" "refused the credentials \\(HTTP 401\\)" "401: clear error"
 unlike "$out" "wrong-token-0001" "401: the token echoed by the server is masked"

@@ -43,7 +43,7 @@ COMMENT ON FUNCTION agent._trigger_json(agent.triggers) IS
 
 CREATE OR REPLACE FUNCTION agent._check_settings(p_settings jsonb) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   k text;
@@ -125,7 +125,7 @@ COMMENT ON FUNCTION agent._check_settings(jsonb) IS
 
 CREATE OR REPLACE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT jsonb_build_object(
     'name', a.name,
@@ -156,7 +156,7 @@ CREATE OR REPLACE FUNCTION agent.grant(agent_id bigint, resource_type text, reso
                             access text DEFAULT 'read', by_user text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -188,7 +188,7 @@ CREATE OR REPLACE FUNCTION agent.revoke(agent_id bigint, resource_type text, res
                              by_user text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -216,7 +216,7 @@ COMMENT ON FUNCTION agent.revoke(bigint, text, text, text) IS
 CREATE OR REPLACE FUNCTION agent.save_settings(agent_id bigint, settings jsonb, by_user text, note text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, 
                                    p_token_budget bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   a        agent.agents%ROWTYPE;
@@ -329,7 +329,7 @@ COMMENT ON COLUMN agent.watched_tables.workspace_column IS 'Column giving each r
 -- What is wrong with one trigger of a draft (NULL when it is valid).
 CREATE OR REPLACE FUNCTION agent._draft_trigger_problem(t jsonb) RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   k    text;

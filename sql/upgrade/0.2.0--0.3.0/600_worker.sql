@@ -65,7 +65,7 @@ COMMENT ON FUNCTION agent._has_credential(jsonb) IS
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION agent.request_approval(run_id bigint, tool text, input jsonb) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   r     agent.runs%ROWTYPE;
@@ -133,7 +133,7 @@ COMMENT ON COLUMN agent.approvals.input IS 'Tool input, exactly as the approved 
 CREATE OR REPLACE FUNCTION agent._mcp_server_id(p_name text, p_workspace_id text, p_owner_id text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -176,7 +176,7 @@ CREATE OR REPLACE FUNCTION agent.mcp_add_server(name text, url text, headers jso
                                      refresh boolean DEFAULT true)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -250,7 +250,7 @@ COMMENT ON FUNCTION agent.mcp_add_server(text, text, jsonb, text, text, text, te
 
 CREATE OR REPLACE FUNCTION agent.mcp_remove_server(server_id bigint) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -272,7 +272,7 @@ COMMENT ON FUNCTION agent.mcp_remove_server(bigint) IS
 
 CREATE OR REPLACE FUNCTION agent.mcp_set_enabled(server_id bigint, enabled boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   UPDATE agent.mcp_servers s SET enabled = mcp_set_enabled.enabled
@@ -289,7 +289,7 @@ COMMENT ON FUNCTION agent.mcp_set_enabled(bigint, boolean) IS
 CREATE OR REPLACE FUNCTION agent.mcp_set_tool_approval(server_id bigint, tool text, needs_approval boolean DEFAULT true)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   UPDATE agent.mcp_tools t SET needs_approval = mcp_set_tool_approval.needs_approval
@@ -308,7 +308,7 @@ COMMENT ON FUNCTION agent.mcp_set_tool_approval(bigint, text, boolean) IS
 CREATE OR REPLACE FUNCTION agent.mcp_refresh(server_id bigint)
 RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -361,7 +361,7 @@ CREATE OR REPLACE FUNCTION agent.mcp_refresh(server text DEFAULT NULL,
                                   owner_id text DEFAULT NULL)
 RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
@@ -389,7 +389,7 @@ COMMENT ON FUNCTION agent.mcp_refresh(text, text, text) IS
 CREATE OR REPLACE FUNCTION agent.mcp_call(server_id bigint, tool text, arguments jsonb DEFAULT '{}')
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -434,11 +434,11 @@ REVOKE ALL ON FUNCTION agent._mcp_run_user(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._mcp_run_user(bigint) IS
   'Internal: whose personal MCP servers serve the run: its requester for a manual run, the agent''s owner for an autonomous one.';
 
-CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
+CREATE OR REPLACE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT t.exposed_name, s.id, s.name, t.name, t.description, t.input_schema,
          t.needs_approval OR agent._mcp_match(t.exposed_name, a.scope->'needs_approval'),
@@ -461,7 +461,7 @@ CREATE OR REPLACE FUNCTION agent.mcp_agent_tools(agent_id bigint)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id,
                                       (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_tools.agent_id))
@@ -470,10 +470,10 @@ REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
   'MCP tools of the agent''s autonomous runs: agent.mcp_agent_tools(agent_id, <its owner>) (the workspace servers and its owner''s personal ones).';
 
-CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb, user_id text)
+CREATE OR REPLACE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb, user_id text)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_server_id bigint;
@@ -509,7 +509,7 @@ COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) IS
 CREATE OR REPLACE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
 RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments,
                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_call.agent_id))
@@ -549,7 +549,7 @@ CREATE OR REPLACE FUNCTION agent.mcp_status(workspace_id text DEFAULT agent.curr
                                  owner_id text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH w AS (SELECT agent._session_workspace() AS ws),
   s AS (

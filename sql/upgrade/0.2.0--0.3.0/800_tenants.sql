@@ -41,7 +41,7 @@ COMMENT ON FUNCTION agent._check_delegation(bigint, jsonb) IS
 CREATE OR REPLACE FUNCTION agent._apply_settings(p_agent_id bigint, p_settings jsonb, p_by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s jsonb := p_settings;
@@ -88,7 +88,7 @@ COMMENT ON FUNCTION agent._apply_settings(bigint, jsonb, text) IS
 CREATE OR REPLACE FUNCTION agent._user_reads(p_agent_id bigint, p_user text, p_type text, p_id text, p_mode text DEFAULT 'read')
 RETURNS boolean
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE
     WHEN p_type = 'workspace_shared' THEN true

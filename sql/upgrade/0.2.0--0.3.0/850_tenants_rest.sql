@@ -4,7 +4,7 @@
 
 CREATE OR REPLACE FUNCTION agent._user_level(p_user_id text, p_agent_id bigint) RETURNS text
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT CASE max(r) WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END
   FROM (
@@ -30,7 +30,7 @@ CREATE OR REPLACE FUNCTION agent._agent_for(p_agent_id bigint, p_by_user text, p
                                  p_allow_system boolean DEFAULT false)
 RETURNS agent.agents
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   a       agent.agents%ROWTYPE;
@@ -81,7 +81,7 @@ COMMENT ON FUNCTION agent._agent_for(bigint, text, text, boolean) IS
 CREATE OR REPLACE FUNCTION agent.visible_agents(user_id text)
 RETURNS TABLE(agent_id bigint, name text, level text)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
   WITH l AS (
     SELECT a.id, 3 AS r FROM agent.agents a
@@ -110,7 +110,7 @@ CREATE OR REPLACE FUNCTION agent.create_agent(workspace_id text, owner_id text, 
                                    settings jsonb DEFAULT '{}')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -144,7 +144,7 @@ COMMENT ON FUNCTION agent.create_agent(text, text, text, jsonb) IS
 
 CREATE OR REPLACE FUNCTION agent._lock_run(p_run_id bigint) RETURNS agent.runs
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_root bigint;
@@ -169,7 +169,7 @@ COMMENT ON FUNCTION agent._lock_run(bigint) IS
 
 CREATE OR REPLACE FUNCTION agent.rerun(run_id bigint, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   o    agent.runs%ROWTYPE;
@@ -221,7 +221,7 @@ COMMENT ON FUNCTION agent.rerun(bigint, text) IS
 CREATE OR REPLACE FUNCTION agent._approval_to_decide(p_key text, p_by_user text, p_run_id bigint)
 RETURNS agent.approvals
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_ids   bigint[];
@@ -283,7 +283,7 @@ CREATE OR REPLACE FUNCTION agent.start_run(agent_id bigint, requested_by text, i
                                 regime text DEFAULT 'manual', origin text DEFAULT 'chat')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -346,7 +346,7 @@ COMMENT ON FUNCTION agent.start_run(bigint, text, jsonb, text, text) IS
 CREATE OR REPLACE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_self   bigint := agent.current_agent_id();
