@@ -191,7 +191,7 @@ SELECT ok(has_function_privilege('public', 'agent.cron_next(text, timestamptz, t
           'anyone may preview a schedule');
 SELECT ok((SELECT prosecdef FROM pg_proc WHERE oid = 'agent.tick(timestamptz)'::regprocedure),
           'tick is SECURITY DEFINER');
-SELECT ok((SELECT proconfig @> ARRAY['search_path=pg_catalog'] FROM pg_proc
+SELECT ok((SELECT proconfig @> ARRAY['search_path=pg_catalog, pg_temp'] FROM pg_proc
             WHERE oid = 'agent.tick(timestamptz)'::regprocedure), 'tick pins search_path');
 SELECT ok((SELECT count(*) FROM pg_trigger WHERE tgrelid = 'agent.triggers'::regclass
             AND tgname = 'triggers_schedule_next') = 1, 'the save trigger is installed');

@@ -45,5 +45,13 @@ SELECT rolname, rolsuper, rolbypassrls, rolcanlogin, rolcreaterole, rolcreatedb
   FROM pg_roles WHERE rolname IN ('agents_app', 'agents_executor', 'agents_reader', 'agents_tool')
  ORDER BY rolname;
 
+-- every SECURITY DEFINER function pins search_path = pg_catalog, pg_temp
+-- (pg_temp last: no temporary object shadows what it resolves): none listed
+SELECT p.oid::regprocedure AS unpinned_definer
+  FROM pg_proc p
+ WHERE p.pronamespace = 'agent'::regnamespace AND p.prosecdef
+   AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)
+ ORDER BY 1::text COLLATE "C";
+
 -- the roles the test made
 DROP ROLE sec_priv_nobody, sec_priv_app, sec_priv_executor, sec_priv_reader;
