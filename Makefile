@@ -27,7 +27,10 @@ DATA_built += $(UPGRADE_built)
 DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)) \
               $(wildcard sql/released/$(EXTENSION)--*.sql)
 
-PG_CONFIG  ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
+# The PostgreSQL to build for: PG_MAJOR=17 (or PG_CONFIG=...) to choose, else
+# the newest one whose server development files are installed
+# (tools/pg_version.sh).
+PG_CONFIG  ?= $(or $(shell tools/pg_version.sh pg_config 2>/dev/null),pg_config)
 PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK  = -lcurl -ljansson
 EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
@@ -42,7 +45,16 @@ else
 # Before `make deps` has run on a fresh machine there is no PGXS yet: the
 # entry points below install it first and then call make again.
 all:
-	@echo "pg_agents: PostgreSQL 15 server development files are missing; run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
+	@echo "pg_agents: PostgreSQL server development files are missing; run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
+endif
+
+# Short compiler lines ("  CC src/audit.c"); V=1 shows the whole commands.
+ifneq ($(V),1)
+Q = @
+MAKEFLAGS += --silent
+%.o: %.c
+	@echo "  CC      $<"
+	$(Q)$(COMPILE.c) -o $@ $<
 endif
 
 $(INSTALL_built): $(SQL_PARTS) pg_agents.control
@@ -61,7 +73,8 @@ all: $(DATA_built)
 all: bin/pg_agents_mcp
 bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h
 	@mkdir -p bin
-	$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c -lcurl -ljansson
+	$(if $(Q),@echo "  CC      $@")
+	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c -lcurl -ljansson
 
 .PHONY: deps demo test bench check-tools
 deps:
