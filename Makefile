@@ -32,6 +32,10 @@ DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 # (tools/pg_version.sh).
 PG_CONFIG  ?= $(or $(shell tools/pg_version.sh pg_config 2>/dev/null),pg_config)
 PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+# GCC 15 (Debian forky) warns about char arrays initialised from a string
+# without room for its NUL, which is how SPI's nulls arrays ("  ") are written.
+NO_UNTERMINATED_WARNING := $(shell $(CC) -Werror -Wunterminated-string-initialization -E -x c /dev/null >/dev/null 2>&1 && echo -Wno-unterminated-string-initialization)
+PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
 SHLIB_LINK  = -lcurl -ljansson
 EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
 
@@ -91,4 +95,4 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
-$(OBJS): src/pg_agents.h src/worker_int.h
+$(OBJS): src/pg_agents.h src/worker_int.h src/compat.h

@@ -151,6 +151,8 @@ make_root() {  # leg
     esac
     echo "pg-agents-$leg" >"$tmp/etc/hostname"
     touch "$tmp/.pg_agents-matrix-root"
+    release_root "$r"
+    rm -rf "$r"
     mv "$tmp" "$r"
 }
 
