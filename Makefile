@@ -80,7 +80,7 @@ bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c -lcurl -ljansson
 
-.PHONY: deps demo test bench check-tools
+.PHONY: deps demo test bench check-tools test-matrix deb test-deb
 deps:
 	@tools/deps.sh
 
@@ -95,4 +95,18 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
+
+# make test on Debian 13 (PostgreSQL 17) and forky (PostgreSQL 18), each in a
+# minimal root built with debootstrap (tools/matrix.sh; MATRIX="trixie" for one)
+test-matrix:
+	@tools/matrix.sh $(MATRIX)
+
+# the Debian package for the installed PostgreSQL (dist/postgresql-NN-pg-agents_*.deb),
+# and its test in a fresh root (tools/deb.sh)
+deb: deps
+	@tools/deps.sh --deb
+	@tools/deb.sh build
+
+test-deb: deb
+	@tools/deb.sh test
 $(OBJS): src/pg_agents.h src/worker_int.h src/compat.h

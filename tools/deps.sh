@@ -14,6 +14,8 @@
 #   python3                                 (the tests' LLM and MCP servers; when missing)
 #   nodejs npm                              (npm installs the MCP peers, which run on
 #                                            the Node 22 it brings; when npm is missing)
+# `tools/deps.sh --deb` (make deb) also installs what building the Debian
+# package needs: debhelper, postgresql-server-dev-all (pg_buildext), dpkg-dev.
 # apt-get's output goes to a log; a progress line says how far it is.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +50,7 @@ pkgs=(postgresql-$major postgresql-server-dev-$major postgresql-$major-cron post
       clang libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+if [ "${1:-}" = --deb ]; then pkgs+=(debhelper postgresql-server-dev-all dpkg-dev); fi
 
 missing=()
 for p in "${pkgs[@]}"; do

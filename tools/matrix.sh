@@ -6,6 +6,10 @@
 #   tools/matrix.sh shell LEG [CMD]   a shell (or CMD) in a leg's root, with the
 #                                     checkout copied to /build/pg_agents
 #   tools/matrix.sh clean [LEG...]    remove the cached roots
+#   tools/matrix.sh fresh SUITE DIR   a new minimal root of SUITE in DIR (for
+#                                     tools/deb.sh), /proc and /dev/shm mounted;
+#                                     `tools/matrix.sh release DIR` ends its
+#                                     processes and unmounts
 #
 # A leg is a Debian suite: trixie (Debian 13, PostgreSQL 17), forky (Debian
 # 14 in the making, PostgreSQL 18), bookworm (Debian 12, PostgreSQL 15).  For
@@ -38,21 +42,25 @@ die() { echo "matrix: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap and chroot)"
 
-# The Debian mirror of this host's apt sources (deb822 or one-line format),
-# the first one that serves the main archive (not -security).
-host_mirror() {
-    if [ -n "${PG_AGENTS_MIRROR:-}" ]; then echo "$PG_AGENTS_MIRROR"; return; fi
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        awk '/^[ \t]*$/ { if (u != "" && s !~ /security/) { print u; exit } u=""; s=""; next }
-             /^URIs:/ { u=$2 } /^Suites:/ { s=$0 }
-             END { if (u != "" && s !~ /security/) print u }' "$f"
-    done | grep -v -i security | head -1 | grep . && return
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-        awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; break } }' |
-        grep -v -i security | head -1 | grep . && return
-    return 1
+# The Debian mirror of this host's apt sources (deb822 or one-line format):
+# the first that serves the main archive, or with "security" the first that
+# serves security updates.
+host_mirror() {  # [security]
+    local f want=${1:-main} all
+    if [ "$want" = main ] && [ -n "${PG_AGENTS_MIRROR:-}" ]; then echo "$PG_AGENTS_MIRROR"; return; fi
+    all=$(
+        for f in /etc/apt/sources.list.d/*.sources; do
+            [ -f "$f" ] || continue
+            awk '/^[ \t]*$/ { if (u != "") print u, s; u=""; s=""; next }
+                 /^URIs:/ { u=$2 } /^Suites:/ { s=$0 }
+                 END { if (u != "") print u, s }' "$f"
+        done
+        for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+            [ -f "$f" ] || continue
+            awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i, $(i + 1); break } }' "$f"
+        done
+    )
+    awk -v want="$want" '($0 ~ /security/) == (want == "security") { print $1; exit }' <<<"$all" | grep .
 }
 
 legs_default=(trixie forky)
@@ -118,10 +126,11 @@ copy_ca() {  # root
     cp "$bundle" "$r/etc/ssl/certs/ca-certificates.crt"
 }
 
-# Build (once) the root of a leg: debootstrap into LEG.tmp, configure, rename.
-make_root() {  # leg
-    local leg=$1 r="$cache/$1" tmp="$cache/$1.tmp" mirror script=""
-    [ -f "$r/.pg_agents-matrix-root" ] && return 0
+# The pristine minimal root of a Debian suite, built once with debootstrap and
+# kept as $cache/SUITE.base.tar: apt sources from this host's mirror.
+base_tar() {  # suite
+    local leg=$1 tmp="$cache/$1.base.tmp" mirror script=""
+    [ -s "$cache/$leg.base.tar" ] && return 0
     command -v debootstrap >/dev/null 2>&1 || {
         say "installing debootstrap"
         apt-get update -qq >/dev/null 2>&1
@@ -135,14 +144,23 @@ make_root() {  # leg
     say "$leg: building a minimal root (debootstrap --variant=minbase)"
     release_root "$tmp" 2>/dev/null
     rm -rf "$tmp"
-    mkdir -p "$cache"
+    mkdir -p "$cache" "$logs"
     if ! debootstrap --variant=minbase "$leg" "$tmp" "$mirror" $script >"$logs/$leg.debootstrap.log" 2>&1; then
         tail -5 "$logs/$leg.debootstrap.log" >&2
-        release_root "$tmp"
+        release_root "$tmp"; rm -rf "$tmp"
         die "$leg: debootstrap failed (whole log: .matrix/$leg.debootstrap.log)"
     fi
     release_root "$tmp"
-    printf 'deb %s %s main\n' "$mirror" "$leg" >"$tmp/etc/apt/sources.list"
+    # the sources of a new machine of that release: the suite, its updates
+    # and its security updates (from this host's security mirror)
+    {
+        printf 'deb %s %s main\n' "$mirror" "$leg"
+        case "$leg" in
+            forky|sid|unstable) ;;
+            *)  printf 'deb %s %s-updates main\n' "$mirror" "$leg"
+                security=$(host_mirror security) && printf 'deb %s %s-security main\n' "$security" "$leg" ;;
+        esac
+    } >"$tmp/etc/apt/sources.list"
     case "$leg" in
         forky|sid|unstable)
             # The mirror's Release file of the suite in the making can be past
@@ -150,6 +168,23 @@ make_root() {  # leg
             echo 'Acquire::Check-Valid-Until "false";' >"$tmp/etc/apt/apt.conf.d/99pg-agents-matrix" ;;
     esac
     echo "pg-agents-$leg" >"$tmp/etc/hostname"
+    tar -C "$tmp" -cf "$cache/$leg.base.tar.tmp" . && mv "$cache/$leg.base.tar.tmp" "$cache/$leg.base.tar"
+    rm -rf "$tmp"
+    [ -s "$cache/$leg.base.tar" ] || die "$leg: could not keep the minimal root"
+}
+
+fresh_root() {  # suite dir: a new pristine root in dir
+    base_tar "$1" || return 1
+    rm -rf "$2"; mkdir -p "$2"
+    tar -C "$2" -xf "$cache/$1.base.tar"
+}
+
+# The root of a leg, built once and kept (with what make test installs in it).
+make_root() {  # leg
+    local leg=$1 r="$cache/$1" tmp="$cache/$1.tmp"
+    [ -f "$r/.pg_agents-matrix-root" ] && return 0
+    release_root "$tmp" 2>/dev/null
+    fresh_root "$leg" "$tmp" || return 1
     touch "$tmp/.pg_agents-matrix-root"
     release_root "$r"
     rm -rf "$r"
@@ -247,8 +282,23 @@ clean)
     shift
     for leg in "${@:-${legs_default[@]}}"; do
         release_root "$cache/$leg"; release_root "$cache/$leg.tmp"
-        rm -rf "$cache/$leg" "$cache/$leg.tmp"
+        rm -rf "$cache/$leg" "$cache/$leg.tmp" "$cache/$leg.base.tar"
     done
+    exit 0 ;;
+fresh)
+    leg=${2:?usage: tools/matrix.sh fresh SUITE DIR}; dir=${3:?usage: tools/matrix.sh fresh SUITE DIR}
+    mkdir -p "$logs" "$cache"
+    exec 8>"$cache/$leg.lock"; flock 8
+    fresh_root "$leg" "$dir" || exit 1
+    exec 8>&-
+    cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+    mount -t proc proc "$dir/proc" || { release_root "$dir"; exit 1; }
+    mkdir -p "$dir/dev/shm"
+    mount -t tmpfs -o mode=1777,size=1g shm "$dir/dev/shm" || { release_root "$dir"; exit 1; }
+    exit 0 ;;
+release)
+    dir=${2:?usage: tools/matrix.sh release DIR}
+    release_root "$dir"
     exit 0 ;;
 shell)
     leg=${2:?usage: tools/matrix.sh shell LEG [COMMAND...]}
