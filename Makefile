@@ -30,7 +30,9 @@ DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 # The PostgreSQL to build for: PG_MAJOR=17 (or PG_CONFIG=...) to choose, else
 # the newest one whose server development files are installed
 # (tools/pg_version.sh).
-PG_CONFIG  ?= $(or $(shell tools/pg_version.sh pg_config 2>/dev/null),pg_config)
+ifndef PG_CONFIG
+PG_CONFIG := $(or $(shell PG_MAJOR=$(PG_MAJOR) tools/pg_version.sh pg_config 2>/dev/null),$(if $(PG_MAJOR),/usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config,pg_config))
+endif
 PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 # GCC 15 (Debian forky) warns about char arrays initialised from a string
 # without room for its NUL, which is how SPI's nulls arrays ("  ") are written.
@@ -49,7 +51,7 @@ else
 # Before `make deps` has run on a fresh machine there is no PGXS yet: the
 # entry points below install it first and then call make again.
 all:
-	@echo "pg_agents: PostgreSQL server development files are missing; run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
+	@echo "pg_agents: PostgreSQL server development files are missing ($(PG_CONFIG)); run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
 endif
 
 # Short compiler lines ("  CC src/audit.c"); V=1 shows the whole commands.

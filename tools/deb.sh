@@ -34,7 +34,9 @@ build() {
         git ls-files -z -co --exclude-standard | xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' _ |
             tar --null -T - -cf - | tar -C "$src" -xf -
     else
-        tar --exclude=./.git --exclude=./.matrix --exclude=./dist -cf - . | tar -C "$src" -xf -
+        tar --exclude=./.git --exclude=./.matrix --exclude=./dist --exclude=./test/fixtures/node_modules \
+            --exclude=./bin --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./test/results \
+            -cf - . | tar -C "$src" -xf -
     fi
     log="$work/build.log"
     echo "pg_agents: building postgresql-$major-pg-agents $debversion"

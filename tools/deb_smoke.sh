@@ -13,22 +13,24 @@ deb=${2:?usage: deb_smoke.sh MAJOR DEB}
 here=$(cd "$(dirname "$0")" && pwd)
 cluster=agents
 db=agents_smoke
-n=0; failed=0
+n=0; failed=0; nfail=0
 ok() {  # status description
     n=$((n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
+    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; nfail=$((nfail + 1)); fi
 }
 is() {  # got expected description
     n=$((n + 1))
     if [ "$1" == "$2" ]; then echo "ok $n - $3"
-    else echo "not ok $n - $3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; failed=1; fi
+    else echo "not ok $n - $3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; failed=1; nfail=$((nfail + 1)); fi
 }
-bail() { echo "Bail out! $*"; finish; exit 1; }
+bail() { echo "Bail out! $*"; echo "deb: $((n - nfail)) passed, $((nfail + 1)) failed"; exit 1; }
 log=/tmp/pg_agents_deb/apt.log
 llm_pid=
 finish() {
     [ -n "$llm_pid" ] && kill "$llm_pid" 2>/dev/null
-    pg_ctlcluster "$major" "$cluster" stop -m fast >/dev/null 2>&1 || true
+    # the cluster goes with the test (a root that is kept can run it again)
+    command -v pg_dropcluster >/dev/null 2>&1 && pg_dropcluster --stop "$major" "$cluster" >/dev/null 2>&1
+    rm -f /usr/sbin/policy-rc.d
 }
 trap finish EXIT
 
@@ -41,7 +43,8 @@ ok $rc "apt-get install ./$(basename "$deb") (with its dependencies from the mir
 [ $rc -eq 0 ] || { tail -20 "$log" | sed 's/^/# /'; bail "the package did not install"; }
 for p in "postgresql-$major" libcurl4 libjansson4 "postgresql-$major-cron"; do
     # (libcurl4 is libcurl4t64 since Debian 13)
-    { dpkg-query -W -f='${Status}\n' "$p"; dpkg-query -W -f='${Status}\n' "${p}t64"; } 2>/dev/null | grep -q "install ok installed"
+    st=$(dpkg-query -W -f='${Status}\n' "$p" "${p}t64" 2>/dev/null)
+    [[ "$st" == *"install ok installed"* ]]
     ok $? "$p installed with it (Depends: postgresql-$major, libcurl, libjansson; Recommends: postgresql-$major-cron)"
 done
 libdir=$("/usr/lib/postgresql/$major/bin/pg_config" --pkglibdir 2>/dev/null || echo "/usr/lib/postgresql/$major/lib")
@@ -49,6 +52,7 @@ libdir=$("/usr/lib/postgresql/$major/bin/pg_config" --pkglibdir 2>/dev/null || e
 ok $? "pg_agents.so in $libdir, pg_agents.control in /usr/share/postgresql/$major/extension"
 
 # 2. a system cluster with the library preloaded
+pg_dropcluster --stop "$major" "$cluster" >/dev/null 2>&1   # left by an interrupted run
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 pg_createcluster "$major" "$cluster" -p "$port" >/dev/null 2>>"$log"
 ok $? "pg_createcluster $major $cluster"
@@ -106,8 +110,8 @@ apt-get purge -y -q "postgresql-$major-pg-agents" >>"$log" 2>&1
 ok $? "apt-get purge postgresql-$major-pg-agents"
 [ ! -e "$libdir/pg_agents.so" ] && [ ! -e "/usr/share/postgresql/$major/extension/pg_agents.control" ]
 ok $? "its files are gone"
-pg_ctlcluster "$major" "$cluster" stop -m fast >>"$log" 2>&1
-ok $? "pg_ctlcluster $major $cluster stop"
-rm -f /usr/sbin/policy-rc.d
+pg_dropcluster --stop "$major" "$cluster" >>"$log" 2>&1
+ok $? "pg_dropcluster --stop $major $cluster"
 echo "1..$n"
+echo "deb: $((n - nfail)) passed, $nfail failed"
 exit $failed

@@ -24,7 +24,8 @@
 #      does here), /proc and a /dev/shm are mounted;
 #   3. what a new user runs: `apt-get install -y git make ca-certificates`,
 #      then `make test` in a copy of this checkout (tracked and untracked
-#      files, not ignored ones);
+#      files, not ignored ones); then `make deb` and tools/deb_smoke.sh: the
+#      package installed with apt-get, a system cluster, an agent run;
 #   4. every process left in the root is ended and the mounts are removed,
 #      also when the leg fails, times out ($PG_AGENTS_MATRIX_TIMEOUT seconds,
 #      default 3000) or is interrupted.
@@ -237,10 +238,23 @@ cd /build/pg_agents
 echo "== apt-get install -y git make ca-certificates"
 apt-get update -qq >/dev/null
 apt-get install -y -qq git make ca-certificates >/dev/null 2>&1 || apt-get install -y git make ca-certificates
-make test'
+rc=0
+make test || rc=1
+# the Debian package of this version, installed with apt-get into a system
+# cluster of this root (not with TESTS=..., which runs a part of make test)
+if [ -z "${TESTS:-}" ]; then
+    echo "== make deb"
+    if make deb; then
+        major=$(tools/pg_version.sh major)
+        bash tools/deb_smoke.sh "$major" "$PWD/$(ls -t dist/postgresql-$major-pg-agents_*.deb | head -1)" || rc=1
+    else
+        echo "deb: 0 passed, 1 failed"; rc=1
+    fi
+fi
+exit $rc'
 
 run_leg() {  # leg; sets leg_line
-    local leg=$1 r="$cache/$1" log="$logs/$1.log" start rc line major
+    local leg=$1 r="$cache/$1" log="$logs/$1.log" start rc line major deb
     start=$SECONDS
     exec 8>"$cache/$leg.lock"
     if ! flock -n 8; then say "$leg: waiting for another run that uses this root"; flock 8; fi
@@ -264,6 +278,8 @@ run_leg() {  # leg; sets leg_line
     major=$(sed -n 's/^pg_agents: PostgreSQL \([0-9]*\).*/\1/p' "$log" | head -1)
     line=$(grep -E '^suites: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
     [ -n "$line" ] || line="no summary (exit $rc)"
+    deb=$(grep -E '^deb: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    [ -z "$deb" ] || line="$line; $deb"
     [ $rc -eq 124 ] && line="$line; timed out after ${leg_timeout}s"
     if [ $rc -ne 0 ]; then
         echo "---- $leg: last lines of .matrix/$leg.log"
