@@ -28,7 +28,9 @@
 #      package installed with apt-get, a system cluster, an agent run;
 #   4. every process left in the root is ended and the mounts are removed,
 #      also when the leg fails, times out ($PG_AGENTS_MATRIX_TIMEOUT seconds,
-#      default 3000) or is interrupted.
+#      default 1500) or is interrupted.  A kept root whose packages cannot be
+#      installed any more (a run killed in the middle of apt) is built anew
+#      once.
 # Each leg prints its time and the summary line of its `make test`; its whole
 # output is in .matrix/LEG.log.  The last line counts the legs.
 set -uo pipefail
@@ -36,7 +38,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PG_AGENTS_MATRIX_CACHE:-/var/cache/pg_agents-matrix}
 case "$cache" in /*) ;; *) cache="$here/$cache" ;; esac
 logs="$here/.matrix"
-leg_timeout=${PG_AGENTS_MATRIX_TIMEOUT:-3000}
+leg_timeout=${PG_AGENTS_MATRIX_TIMEOUT:-1500}
 
 say() { echo "matrix: $*"; }
 die() { echo "matrix: $*" >&2; exit 1; }
@@ -236,6 +238,7 @@ trap 'exit 130' INT TERM
 LEG_SCRIPT='set -e
 cd /build/pg_agents
 echo "== apt-get install -y git make ca-certificates"
+dpkg --configure -a >/dev/null 2>&1 || true   # a kept root after an interrupted run
 apt-get update -qq >/dev/null
 apt-get install -y -qq git make ca-certificates >/dev/null 2>&1 || apt-get install -y git make ca-certificates
 rc=0
@@ -262,17 +265,30 @@ run_leg() {  # leg; sets leg_line
     current_root=$r
     prepare "$r" || { release_root "$r"; current_root=; return 1; }
     say "$leg: make test in a minimal Debian $leg root (whole output: .matrix/$leg.log)"
-    enter "$r" /bin/bash -c "$LEG_SCRIPT" >"$log" 2>&1 </dev/null &
-    local pid=$! waited=0
-    while kill -0 "$pid" 2>/dev/null && [ $waited -lt "$leg_timeout" ]; do sleep 1; waited=$((waited + 1)); done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "$leg: still running after ${leg_timeout}s: ending it"
-        end_procs "$r"
-        wait "$pid"; rc=124
-    else
-        wait "$pid"; rc=$?
-    fi
-    release_root "$r"
+    local pid waited=0 try
+    for try in 1 2; do
+        enter "$r" /bin/bash -c "$LEG_SCRIPT" >"$log" 2>&1 </dev/null &
+        pid=$!
+        while kill -0 "$pid" 2>/dev/null && [ $waited -lt "$leg_timeout" ]; do sleep 1; waited=$((waited + 1)); done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "$leg: still running after ${leg_timeout}s: ending it"
+            end_procs "$r"
+            wait "$pid"; rc=124
+        else
+            wait "$pid"; rc=$?
+        fi
+        release_root "$r"
+        # failed before the tests began (the packages): once, a new root
+        if [ $try -eq 1 ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+                ! grep -qE '^pg_agents: PostgreSQL [0-9]+\.[0-9]+' "$log"; then
+            say "$leg: the kept root could not install the packages (exit $rc): building it anew"
+            tail -5 "$log"
+            rm -rf "$r"
+            make_root "$leg" && prepare "$r" || { release_root "$r"; current_root=; return 1; }
+            continue
+        fi
+        break
+    done
     current_root=
     exec 8>&-
     major=$(sed -n 's/^pg_agents: PostgreSQL \([0-9]*\).*/\1/p' "$log" | head -1)
