@@ -24,7 +24,7 @@ is() {  # got expected description
     else echo "not ok $n - $3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; failed=1; nfail=$((nfail + 1)); fi
 }
 bail() { echo "Bail out! $*"; echo "deb: $((n - nfail)) passed, $((nfail + 1)) failed"; exit 1; }
-log=/tmp/pg_agents_deb/apt.log
+log=$(mktemp "${TMPDIR:-/tmp}/pg_agents_deb_apt.XXXXXX")   # the whole output of apt and the cluster tools
 llm_pid=
 finish() {
     [ -n "$llm_pid" ] && kill "$llm_pid" 2>/dev/null
@@ -78,7 +78,8 @@ is "$(psql_ -d "$db" -c "CREATE EXTENSION pg_agents" -c "SELECT extversion FROM 
    "$current" "CREATE EXTENSION pg_agents"
 
 # 4. an agent end to end: the worker of this cluster calls the scripted LLM server
-. "$here/llm.sh"
+fixtures=$here; [ -f "$fixtures/llm.sh" ] || fixtures="$here/../test/fixtures"   # beside it, or in a checkout
+. "$fixtures/llm.sh"
 llm_start
 llm_pid=$LLM_PID
 trap finish EXIT   # (llm_start set its own)

@@ -295,6 +295,7 @@ run_leg() {  # leg; sets leg_line
     line=$(grep -E '^suites: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
     [ -n "$line" ] || line="no summary (exit $rc)"
     deb=$(grep -E '^deb: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ -z "$deb" ] && grep -q '^== make deb' "$log"; then deb="deb: no summary"; fi
     [ -z "$deb" ] || line="$line; $deb"
     [ $rc -eq 124 ] && line="$line; timed out after ${leg_timeout}s"
     if [ $rc -ne 0 ]; then
