@@ -27,8 +27,17 @@ DATA_built += $(UPGRADE_built)
 DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)) \
               $(wildcard sql/released/$(EXTENSION)--*.sql)
 
-PG_CONFIG  ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
+# The PostgreSQL to build for: PG_MAJOR=17 (or PG_CONFIG=...) to choose, else
+# the newest one whose server development files are installed
+# (tools/pg_version.sh).
+ifndef PG_CONFIG
+PG_CONFIG := $(or $(shell PG_MAJOR=$(PG_MAJOR) tools/pg_version.sh pg_config 2>/dev/null),$(if $(PG_MAJOR),/usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config,pg_config))
+endif
 PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+# GCC 15 (Debian forky) warns about char arrays initialised from a string
+# without room for its NUL, which is how SPI's nulls arrays ("  ") are written.
+NO_UNTERMINATED_WARNING := $(shell $(CC) -Werror -Wunterminated-string-initialization -E -x c /dev/null >/dev/null 2>&1 && echo -Wno-unterminated-string-initialization)
+PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
 SHLIB_LINK  = -lcurl -ljansson -lcrypto
 EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
 
@@ -42,7 +51,16 @@ else
 # Before `make deps` has run on a fresh machine there is no PGXS yet: the
 # entry points below install it first and then call make again.
 all:
-	@echo "pg_agents: PostgreSQL 15 server development files are missing; run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
+	@echo "pg_agents: PostgreSQL server development files are missing ($(PG_CONFIG)); run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
+endif
+
+# Short compiler lines ("  CC src/audit.c"); V=1 shows the whole commands.
+ifneq ($(V),1)
+Q = @
+MAKEFLAGS += --silent
+%.o: %.c
+	@echo "  CC      $<"
+	$(Q)$(COMPILE.c) -o $@ $<
 endif
 
 $(INSTALL_built): $(SQL_PARTS) pg_agents.control
@@ -61,9 +79,10 @@ all: $(DATA_built)
 all: bin/pg_agents_mcp
 bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h
 	@mkdir -p bin
-	$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
+	$(if $(Q),@echo "  CC      $@")
+	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
-.PHONY: deps demo test bench check-tools
+.PHONY: deps demo test bench check-tools test-matrix deb test-deb
 deps:
 	@tools/deps.sh
 
@@ -78,4 +97,18 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
-$(OBJS): src/pg_agents.h src/worker_int.h
+
+# make test on Debian 13 (PostgreSQL 17) and forky (PostgreSQL 18), each in a
+# minimal root built with debootstrap (tools/matrix.sh; MATRIX="trixie" for one)
+test-matrix:
+	@tools/matrix.sh $(MATRIX)
+
+# the Debian package for the installed PostgreSQL (dist/postgresql-NN-pg-agents_*.deb),
+# and its test in a fresh root (tools/deb.sh)
+deb: deps
+	@tools/deps.sh --deb
+	@tools/deb.sh build
+
+test-deb: deb
+	@tools/deb.sh test
+$(OBJS): src/pg_agents.h src/worker_int.h src/compat.h

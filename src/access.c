@@ -76,6 +76,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_can_access);
@@ -184,7 +185,7 @@ EnsureRels(void)
 {
 	Oid			nsp;
 
-	if (rels.valid && rels.lxid == MyProc->lxid)
+	if (rels.valid && rels.lxid == PGA_MY_LXID)
 		return;
 	rels.valid = false;
 	nsp = get_namespace_oid("agent", true);
@@ -232,7 +233,7 @@ EnsureRels(void)
 	LockRelationOid(rels.members, AccessShareLock);
 	LockRelationOid(rels.members_user_idx, AccessShareLock);
 	LockRelationOid(rels.config, AccessShareLock);
-	rels.lxid = MyProc->lxid;
+	rels.lxid = PGA_MY_LXID;
 	rels.valid = true;
 }
 
@@ -387,7 +388,7 @@ EnsureCache(Snapshot snap)
 	CacheKey	k;
 
 	memset(&k, 0, sizeof(k));
-	k.lxid = MyProc->lxid;
+	k.lxid = PGA_MY_LXID;
 	k.curcid = snap->curcid;
 	k.xmin = snap->xmin;
 	k.xmax = snap->xmax;

@@ -50,6 +50,7 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
@@ -213,7 +214,7 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 	if (k->completions == 0 || k->recovery ||
 		TransactionIdIsValid(GetTopTransactionIdIfAny()))
 	{
-		k->lxid = MyProc->lxid;
+		k->lxid = PGA_MY_LXID;
 		k->curcid = snap->curcid;
 	}
 }
@@ -521,7 +522,7 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 		e->key = key;
 	}
 	ids_computed++;
-	arr = PointerGetDatum(DatumGetArrayTypePCopy(DatumGetPointer(arr)));
+	arr = PointerGetDatum(DatumGetArrayTypePCopy(arr));
 	MemoryContextDelete(scratch);
 	return arr;
 }

@@ -58,6 +58,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_audit_trigger);
@@ -245,7 +246,7 @@ audit_log_lookup(void)
 		if (al_attnum[i] == InvalidAttrNumber)
 			elog(ERROR, "column \"%s\" of agent.audit_log does not exist", al_names[i]);
 	}
-	al_seqid = getIdentitySequence(relid, al_attnum[AL_ID], false);
+	al_seqid = PgaGetIdentitySequence(relid, al_attnum[AL_ID], false);
 	al_relid = relid;
 }
 
@@ -339,7 +340,7 @@ set_text(Datum *values, bool *nulls, int col, const char *s)
 static void
 insert_state_close(void)
 {
-	if (ins != NULL && ins_lxid == MyProc->lxid)
+	if (ins != NULL && ins_lxid == PGA_MY_LXID)
 	{
 		ResourceOwner save_owner = CurrentResourceOwner;
 		AuditInsertState *st = ins;
@@ -400,9 +401,9 @@ insert_state(void)
 	MemoryContext save_cxt;
 	AuditInsertState *st;
 
-	if (ins != NULL && ins_lxid == MyProc->lxid && !ins_stale)
+	if (ins != NULL && ins_lxid == PGA_MY_LXID && !ins_stale)
 		return ins;
-	if (ins != NULL && ins_lxid == MyProc->lxid)
+	if (ins != NULL && ins_lxid == PGA_MY_LXID)
 		insert_state_close();	/* stale: audit_log changed, reopen */
 	ins = NULL;
 	ins_stale = false;
@@ -435,7 +436,7 @@ insert_state(void)
 	}
 	PG_END_TRY();
 	ins = st;
-	ins_lxid = MyProc->lxid;
+	ins_lxid = PGA_MY_LXID;
 	return ins;
 }
 

@@ -44,6 +44,7 @@
 #include "utils/timeout.h"
 #include "utils/varlena.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_validate_filter);

@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 
@@ -247,7 +248,7 @@ HttpWait(long timeout_ms)
 		if (FD_ISSET(fd, &rd) || FD_ISSET(fd, &wr))
 			nfds++;
 
-	set = CreateWaitEventSet(CurrentMemoryContext, nfds + 2);
+	set = CreateWaitEventSet(PGA_WAIT_EVENT_SET_OWNER, nfds + 2);
 	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	for (fd = 0; fd <= maxfd; fd++)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL 15 cluster for pg_agents tests, demo and benchmarks.
+# Throwaway PostgreSQL cluster for pg_agents tests, demo and benchmarks (the
+# version tools/pg_version.sh finds: PG_MAJOR=17 or PG_CONFIG=... to choose).
 #
 #   tools/cluster.sh start [DIR]   build, install into DIR (a private copy of
 #                                  the PostgreSQL installation, so that several
@@ -14,7 +15,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_CONFIG=${PG_CONFIG:-$("$here/tools/pg_version.sh" pg_config)} ||
+    { echo "pg_agents: no PostgreSQL server development files found (run make deps)" >&2; exit 1; }
 SYS_BINDIR=$($PG_CONFIG --bindir)
 SYS_PKGLIBDIR=$($PG_CONFIG --pkglibdir)
 SYS_SHAREDIR=$($PG_CONFIG --sharedir)
@@ -24,8 +26,10 @@ SYS_SHAREDIR=$($PG_CONFIG --sharedir)
 DBNAME=${PG_AGENTS_DB:-pg_agents_test}
 REGRESS_DB=pg_agents_regress
 
+# as root, the postgres user runs the server tools, from / (it may not be
+# allowed into the caller's current directory)
 as_pg() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 free_port() {
@@ -36,7 +40,7 @@ cmd=${1:-}
 case "$cmd" in
 start)
     dir=${2:-$(mktemp -d /tmp/pg_agents.XXXXXX)}
-    mkdir -p "$dir"; chmod 755 "$dir"
+    mkdir -p "$dir"; chmod 755 "$dir"; dir=$(cd "$dir" && pwd)
     root="$dir/install"
     # 1. a private installation: our files installed with DESTDIR, the rest of
     #    PostgreSQL (and pg_cron, pgTAP) linked in; PostgreSQL finds its share

@@ -4,19 +4,43 @@
 #   2. pgTAP       (test/pgtap/*.sql, via pg_prove)     behaviour matrices
 #   3. integration (test/t/*.t, via prove)             worker, faults, peers
 #   4. fuzzing     (test/fuzz, a short run)
-# Any failure fails the run.  Set PG_AGENTS_KEEP=1 to keep the temp cluster,
-# TESTS="pattern" to run only matching files (e.g. TESTS=audit).
+# Any failure fails the run, and so does a process that the run started and
+# that is still there at its end.  Set PG_AGENTS_KEEP=1 to keep the temp
+# cluster, TESTS="pattern" to run only matching files (e.g. TESTS=audit).
+# The PostgreSQL version is the one tools/pg_version.sh finds (PG_MAJOR=17 or
+# PG_CONFIG=... to choose).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_CONFIG=${PG_CONFIG:-$(tools/pg_version.sh pg_config)} ||
+    { echo "pg_agents: no PostgreSQL server development files found (run make deps)" >&2; exit 1; }
+export PG_CONFIG
 filter=${TESTS:-}
+echo "pg_agents: $("$PG_CONFIG" --version) ($PG_CONFIG)"
+
+# Every process of this run carries this mark in its environment: what still
+# has it after the cluster is stopped outlived the run.
+PG_AGENTS_RUN_MARK="pg_agents_run_$$_${RANDOM}${RANDOM}"
+export PG_AGENTS_RUN_MARK
+leftovers() {  # pids of other processes with this run's mark
+    local p pid
+    for p in /proc/[0-9]*; do
+        pid=${p#/proc/}
+        [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
+        grep -q -z -x "PG_AGENTS_RUN_MARK=$PG_AGENTS_RUN_MARK" "$p/environ" 2>/dev/null || continue
+        if [ -n "${PG_AGENTS_KEEP:-}" ] && [ "$(cat "$p/comm" 2>/dev/null)" = postgres ]; then continue; fi
+        echo "$pid"
+    done
+}
 
 envfile=$(tools/cluster.sh start) || { echo "pg_agents: could not start the test cluster" >&2; exit 1; }
 dir=$(dirname "$envfile")
 # shellcheck disable=SC1090
 . "$envfile"
+stopped=
 cleanup() {
+    [ -n "$stopped" ] && return 0
+    stopped=1
     if [ -n "${PG_AGENTS_KEEP:-}" ]; then echo "pg_agents: kept test cluster in $dir (source $envfile)"; fi
     tools/cluster.sh stop "$dir"
 }
@@ -63,12 +87,31 @@ fi
 it_files=$(pick test/t/*.t)
 if [ -n "$it_files" ]; then
     export PG_AGENTS_ENV="$envfile"
+    # the MCP peers from npm: tried once for the whole run, said in one line
+    # (the tests that need them skip with the same reason)
+    if grep -l -q -E 'mcp_peers|MCP_PEERS' $it_files 2>/dev/null; then
+        if why=$(PG_AGENTS_DIR=$dir test/fixtures/mcp_peers.sh install 2>&1); then
+            echo "pg_agents: MCP peers from npm: ready (Node 22: $("$(test/fixtures/mcp_peers.sh node22)/node" --version))"
+        else
+            echo "pg_agents: MCP peers from npm: the tests that need them skip: ${why//$'\n'/ }"
+        fi
+    fi
     suite "integration" prove --exec '' --failures --comments ${PROVE_FLAGS:-} $it_files
 fi
 
 # 4. fuzzers: a short run each (longer by hand: see test/fuzz/README.md)
 if [ -x test/fuzz/run.sh ] && { [ -z "$filter" ] || [[ fuzz == *$filter* ]]; }; then
     suite "fuzz" test/fuzz/run.sh short
+fi
+
+# 5. nothing outlives the run
+cleanup
+left=$(leftovers)
+if [ -n "$left" ]; then
+    echo "== processes left running by the tests (ended now):"
+    for pid in $left; do echo "   $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"; done
+    kill $left 2>/dev/null; sleep 1; kill -9 $left 2>/dev/null
+    failed=$((failed+1)); failures+=("leftover-processes")
 fi
 
 echo

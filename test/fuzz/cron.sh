@@ -17,10 +17,13 @@ case "${1:-short}" in
 esac
 cc=${CLANG:-}
 if [ -z "$cc" ]; then
-    for c in clang-14 clang; do command -v "$c" >/dev/null 2>&1 && { cc=$c; break; }; done
+    # clang (Debian's default version), else the newest clang-NN on PATH
+    for c in clang $(compgen -c clang- | grep -E '^clang-[0-9]+$' | sort -t- -k2 -rn | uniq); do
+        command -v "$c" >/dev/null 2>&1 && { cc=$c; break; }
+    done
 fi
 if [ -z "$cc" ]; then
-    echo "cron fuzz: clang not found (make deps installs clang-14 and libclang-rt-14-dev)" >&2
+    echo "cron fuzz: clang not found (make deps installs clang and libclang-rt-dev)" >&2
     exit 1
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/pg_agents_cron_fuzz.XXXXXX")
@@ -32,7 +35,7 @@ if ! "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=unde
         -I"$here/src" "$here/src/cron_parse.c" "$here/test/fuzz/cron_fuzz.c" \
         -o "$work/cron_fuzz" 2>"$work/build.log"; then
     cat "$work/build.log" >&2
-    echo "cron fuzz: could not build the harness (is libclang-rt-14-dev installed?)" >&2
+    echo "cron fuzz: could not build the harness (is libclang-rt-dev installed?)" >&2
     exit 1
 fi
 

@@ -222,7 +222,8 @@ SELECT unalike(pg_temp.rls_plan($$SELECT * FROM rls_t.docs WHERE id = 'd_read'$$
               'a non-agent session plans no policy at all');
 SELECT set_config('pg_agents.actor', 'agent:980102', true);
 SELECT matches(pg_temp.rls_plan($$SELECT * FROM rls_t.docs WHERE body LIKE '%x%'$$),
-               'InitPlan.*_allowlist_ids_text.*Index Cond: \(docs.id = ANY \(\$0\)\)',
+               -- the InitPlan's output is $0 before PostgreSQL 17, (InitPlan 1).col1 since
+               'InitPlan.*_allowlist_ids_text.*Index Cond: \(docs.id = ANY \((\$0|\(InitPlan 1\)\.col1)\)\)',
                'an agent session computes the readable set once (InitPlan) and probes the id index');
 
 -- ------------------------------------ FORCE: a non-superuser table owner

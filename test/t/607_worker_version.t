@@ -8,7 +8,7 @@ llm_start
 
 current=$(q "SELECT extversion FROM pg_extension WHERE extname = 'pg_agents'")
 restore() { psql -XAtq -c "UPDATE pg_extension SET extversion = '$current' WHERE extname = 'pg_agents'" >/dev/null 2>&1; }
-trap restore EXIT
+trap 'restore; llm_stop' EXIT
 log="$PG_AGENTS_DIR/server.log"
 lines_before=$(wc -l < "$log")
 
