@@ -81,6 +81,16 @@
 #endif
 
 /*
+ * 17: the IsBackgroundWorker flag became the AmBackgroundWorkerProcess()
+ * test of the process's type (miscadmin.h)
+ */
+#if PG_VERSION_NUM >= 170000
+#define PGA_IS_BACKGROUND_WORKER AmBackgroundWorkerProcess()
+#else
+#define PGA_IS_BACKGROUND_WORKER IsBackgroundWorker
+#endif
+
+/*
  * 17: the local transaction id of a backend moved into PGPROC.vxid
  */
 #if PG_VERSION_NUM >= 170000

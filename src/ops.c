@@ -37,6 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_worker_status);
@@ -93,7 +94,7 @@ PgAgentsWorkerNoteMcp(bool starting)
 {
 	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
 
-	if (w == NULL || !IsBackgroundWorker)
+	if (w == NULL || !PGA_IS_BACKGROUND_WORKER)
 		return;
 	SpinLockAcquire(&w->mutex);
 	if (starting)
@@ -276,7 +277,7 @@ pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
 
 	if (w == NULL)
 		PG_RETURN_VOID();
-	if (IsBackgroundWorker)
+	if (PGA_IS_BACKGROUND_WORKER)
 	{
 		SpinLockAcquire(&w->mutex);
 		if (w->pause_seq == sync_seq)

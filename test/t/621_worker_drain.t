@@ -106,13 +106,14 @@ setconf pg_agents.drain_timeout 10s
 
 # 3. a fast shutdown (pg_ctl restart -m fast) drains the same way
 ids=$(queue_batch d3 12 1)
-for i in $(seq 1 200); do
+for i in $(seq 1 600); do   # up to 30 s: a loaded machine starts them slowly
     [ "$(q "SELECT count(*) FROM agent.runs WHERE id IN ($(echo $ids | tr ' ' ',')) AND status = 'running'")" -ge 8 ] && break
     sleep 0.05
 done
 marks=$(grep -c "pg_agents worker: drained:" "$log")
 "$PG_AGENTS_SRC/tools/cluster.sh" restart "$PG_AGENTS_DIR"
-ok "$([ "$(grep -c "pg_agents worker: drained:" "$log")" -gt "$marks" ] && echo 0)" "a fast shutdown drains the worker"
+ok "$([ "$(grep -c "pg_agents worker: drained:" "$log")" -gt "$marks" ] && echo 0)" "a fast shutdown drains the worker" ||
+    { echo "# running before the restart: $(q "SELECT count(*) FROM agent.runs WHERE id IN ($(echo $ids | tr ' ' ',')) AND status = 'running'")"; tail -5 "$log" | sed 's/^/# /'; }
 for r in $ids; do wait_status "$r" "succeeded|failed" 60 >/dev/null; done
 reconcile d3 $ids
 is "$(q "SELECT count(*) FROM agent.audit_log WHERE action = 'run.reclaim' AND target_id::bigint IN ($(echo $ids | tr ' ' ','))")" "0" \
