@@ -20,8 +20,8 @@
  * drains on SIGTERM: no new claims and no new calls, the requests in flight
  * get up to pg_agents.drain_timeout to finish (their replies recorded as
  * usual), then the runs still held go back to the queue with their saved
- * conversation (attempts not counted) and the worker exits.  A second
- * SIGTERM stops it at once (the runs are then reclaimed at the next start).
+ * conversation (attempts not counted) and the worker exits.  A repeated
+ * SIGTERM does not cut the drain short; SIGQUIT stops the worker at once.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,7 +60,13 @@ PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
 #define TICK_MS				1000
 #define IDLE_WAIT_MS		1000
 
-/* operations: SIGTERM asks for a drain (a second one terminates at once) */
+/*
+ * operations: SIGTERM asks for a drain, bounded by pg_agents.drain_timeout.
+ * A repeated SIGTERM changes nothing: the postmaster may signal its children
+ * more than once during a fast shutdown (PostgreSQL 17 does), and a second
+ * signal must not turn a drain into a loss; SIGQUIT (immediate shutdown)
+ * still stops the worker at once.
+ */
 static volatile sig_atomic_t drain_requested = false;
 
 static void
@@ -68,13 +74,8 @@ WorkerSigterm(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
 
-	if (drain_requested)
-		die(postgres_signal_arg);
-	else
-	{
-		drain_requested = true;
-		SetLatch(MyLatch);
-	}
+	drain_requested = true;
+	SetLatch(MyLatch);
 	errno = save_errno;
 }
 

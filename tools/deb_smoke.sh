@@ -86,7 +86,11 @@ trap finish EXIT   # (llm_start set its own)
 llm_script "" '[{"text": "Valve B is open."}]'
 a=$(psql_ -d "$db" -c "SELECT agent.create_agent('deb-smoke', 'alice', 'Smoke test',
         jsonb_build_object('instructions', 'Answer briefly.', 'approval_mode', 'none'))")
-psql_ -d "$db" -c "UPDATE agent.agents SET scope = scope || jsonb_build_object('llm_url', '$LLM_URL') WHERE id = $a" >/dev/null
+# the DBA's endpoint (the key rules of docs/worker.md: an agent's own URL
+# needs pg_agents.llm_url_allowlist)
+psql_ -d postgres -c "ALTER SYSTEM SET pg_agents.llm_url = '$LLM_URL'" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 1 50); do [ "$(psql_ -d "$db" -c "SHOW pg_agents.llm_url")" = "$LLM_URL" ] && break; sleep 0.1; done
+sleep 0.5   # the worker reloads its settings at its next loop
 r=$(psql_ -d "$db" -c "SELECT agent.start_run($a, 'alice', '{\"prompt\": \"Is valve B open?\"}', 'autonomous', 'api')")
 st=
 for _ in $(seq 1 600); do
