@@ -160,5 +160,19 @@ is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "agent c's run search
 is "$(results "$LLM_PORT" "[[t514c]]" 0)" " -" "full-text ranking: no vector search, nothing matches these words"
 is "$(emb "$LLM_PORT" | wc -l)" "2" "no embeddings request without an embedding model"
 
+# the embeddings endpoint fails: the search says so and ranks by full text
+llm_embeddings '{"status": 503}'
+llm_script "[[t514d]]" "[{\"tool\": \"search_resources\", \"input\": {\"query\": \"Granted\", \"resource_type\": \"collection\", \"limit\": $K}}, {\"text\": \"done\"}]"
+r=$(start_run "$a" '{"prompt": "Find [[t514d]]"}' autonomous owner514)
+is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "agent a's run searches while the embeddings endpoint fails"
+is "$(q "SELECT output->>'semantic_search_unavailable' FROM agent.run_steps WHERE run_id = $r AND name = 'search_resources'")" \
+   "embeddings endpoint returned HTTP 503" "the step says semantic search was unavailable, and why"
+want_ft=$(q "SELECT string_agg(id::text, ',' ORDER BY id::text) FROM (SELECT id FROM public.vec514_notes
+             WHERE to_tsvector('simple', title || ' ' || body) @@ plainto_tsquery('simple', 'Granted')
+               AND id::text IN (SELECT resource_id FROM agent.access WHERE agent_id = $a) ORDER BY id::text LIMIT $K) s")
+is "$(results "$LLM_PORT" "[[t514d]]" 0)" "$want_ft -" \
+   "the search fell back to full text: the first $K granted rows matching the word (equal ranks: by id), never an ungranted one"
+llm_embeddings '{"status": 200}'
+
 q "SELECT agent.disable_allowlist('public.vec514_docs'); DROP TABLE public.vec514_docs, public.vec514_notes" >/dev/null
 done_testing
