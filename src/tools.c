@@ -288,7 +288,7 @@ BuildToolsDefinitions(bool can_delegate)
 	json_array_append_new(t, json_pack(
 		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s]}}",
 		"name", "search_resources",
-		"description", "Full-text search over the resources you may read; returns ids, titles and snippets, best first.",
+		"description", "Search the resources you may read (full text, or by meaning where embeddings are set up); returns ids, titles and snippets, best first.",
 		"parameters", "type", "object", "properties",
 		"query", "type", "string", "description", "Words to look for.",
 		"resource_type", "type", "string", "description", "Optional: only this resource type.",

@@ -7,7 +7,7 @@
 llm_start
 
 q "ALTER SYSTEM SET pg_agents.max_concurrent_runs = 4" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
-trap 'q "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; q "ALTER SYSTEM RESET pg_agents.max_runs_per_workspace" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null' EXIT
+trap 'llm_stop; q "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; q "ALTER SYSTEM RESET pg_agents.max_runs_per_workspace" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null' EXIT
 sleep 0.3
 
 a=$(mk_agent "busy609" '{}' none '[]' 10 w609a owner609)
