@@ -780,6 +780,7 @@ SetIterativeScans(void *arg)
 	if (SPI_execute(psprintf("SELECT '[0]'::%s.vector", ns), true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not load pgvector");
 	if (SPI_execute("SELECT pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true), "
+					"pg_catalog.set_config('hnsw.ef_search', '200', true), "
 					"pg_catalog.set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
 					false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not set pgvector's iterative scans");
