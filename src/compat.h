@@ -22,6 +22,7 @@
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lockdefs.h"
 #include "storage/proc.h"
@@ -33,6 +34,13 @@
 
 #if PG_VERSION_NUM < 150000
 #error "pg_agents needs PostgreSQL 15 or later"
+#endif
+
+/*
+ * 17: the IsBackgroundWorker flag became AmBackgroundWorkerProcess()
+ */
+#if PG_VERSION_NUM >= 170000
+#define IsBackgroundWorker AmBackgroundWorkerProcess()
 #endif
 
 /*

@@ -34,6 +34,7 @@ int			pg_agents_max_concurrent_runs = 8;
 char	   *pg_agents_llm_provider = NULL;
 char	   *pg_agents_llm_url = NULL;
 char	   *pg_agents_llm_model = NULL;
+char	   *pg_agents_embedding_model = NULL;
 char	   *pg_agents_llm_api_key = NULL;
 char	   *pg_agents_llm_url_allowlist = NULL;
 int			pg_agents_request_timeout = 60000;
@@ -154,6 +155,12 @@ PgAgentsDefineGucs(void)
 	DefineCustomStringVariable("pg_agents.llm_model",
 							   "Default model name.",
 							   NULL, &pg_agents_llm_model, "",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.embedding_model",
+							   "Embedding model of semantic search (search_resources over tables with an embedding column).",
+							   "Empty: semantic search is off and search_resources ranks by full text only. "
+							   "The query is embedded through <LLM endpoint>/embeddings (OpenAI-compatible).",
+							   &pg_agents_embedding_model, "",
 							   PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("pg_agents.llm_api_key",
 							   "API key of the LLM endpoint.",

@@ -36,6 +36,7 @@ extern int	pg_agents_max_concurrent_runs;
 extern char *pg_agents_llm_provider;
 extern char *pg_agents_llm_url;
 extern char *pg_agents_llm_model;
+extern char *pg_agents_embedding_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
 extern char *pg_agents_llm_url_allowlist;

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "pg_agents.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -51,6 +52,8 @@ typedef struct ResourceTable
 	char	   *body_col;		/* quoted */
 	char	   *tsv_col;		/* quoted, or NULL */
 	char	   *config;			/* search configuration, as a literal */
+	char	   *emb_col;		/* quoted embedding column, or NULL */
+	char	   *vec_ns;			/* quoted schema of pgvector, or NULL without it */
 } ResourceTable;
 
 /* ---------------------------------------------------------------------
@@ -285,7 +288,7 @@ BuildToolsDefinitions(bool can_delegate)
 	json_array_append_new(t, json_pack(
 		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s]}}",
 		"name", "search_resources",
-		"description", "Full-text search over the resources you may read; returns ids, titles and snippets, best first.",
+		"description", "Search the resources you may read (full text, or by meaning where embeddings are set up); returns ids, titles and snippets, best first.",
 		"parameters", "type", "object", "properties",
 		"query", "type", "string", "description", "Words to look for.",
 		"resource_type", "type", "string", "description", "Optional: only this resource type.",
@@ -634,7 +637,11 @@ LookupResourceTables(const char *rtype, List **out)
 							   "pg_catalog.quote_ident(r.title_column::pg_catalog.text), "
 							   "pg_catalog.quote_ident(r.body_column::pg_catalog.text), "
 							   "pg_catalog.quote_ident(pg_catalog.to_jsonb(r) ->> 'tsv_column'), "
-							   "pg_catalog.quote_literal(coalesce(pg_catalog.to_jsonb(r) ->> 'search_config', 'simple')) "
+							   "pg_catalog.quote_literal(coalesce(pg_catalog.to_jsonb(r) ->> 'search_config', 'simple')), "
+							   "pg_catalog.quote_ident(pg_catalog.to_jsonb(r) ->> 'embedding_column'), "
+							   "(SELECT pg_catalog.quote_ident(vn.nspname::pg_catalog.text) FROM pg_catalog.pg_extension x "
+							   " JOIN pg_catalog.pg_namespace vn ON vn.oid OPERATOR(pg_catalog.=) x.extnamespace "
+							   " WHERE x.extname OPERATOR(pg_catalog.=) 'vector') "
 							   "FROM " RESOURCE_REGISTRY " r "
 							   "JOIN pg_catalog.pg_class c ON c.oid = r.tbl::pg_catalog.oid "
 							   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
@@ -653,6 +660,8 @@ LookupResourceTables(const char *rtype, List **out)
 		t->body_col = SpiText(i, 5);
 		t->tsv_col = SpiText(i, 6);
 		t->config = SpiText(i, 7);
+		t->emb_col = SpiText(i, 8);
+		t->vec_ns = SpiText(i, 9);
 		*out = lappend(*out, t);
 	}
 	return true;
@@ -761,6 +770,68 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 	return TOOL_DONE;
 }
 
+/* lets pgvector's index scans go on past filtered rows (0.8 and later) */
+static void
+SetIterativeScans(void *arg)
+{
+	const char *ns = (const char *) arg;
+
+	/* loads pgvector's library, so that its settings are defined */
+	if (SPI_execute(psprintf("SELECT '[0]'::%s.vector", ns), true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not load pgvector");
+	if (SPI_execute("SELECT pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true), "
+					"pg_catalog.set_config('hnsw.ef_search', '200', true), "
+					"pg_catalog.set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+					false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not set pgvector's iterative scans");
+}
+
+/*
+ * The query's embedding for semantic search, or NULL: when no table of the
+ * search has an embedding column (or pgvector is gone), when no embedding
+ * model is set, or when embedding failed (*error then says why).
+ */
+static char *
+SearchEmbedding(const ToolRun *tr, List *tables, const char *query, char **error)
+{
+	const char *model = json_string_value(json_object_get(tr->scope, "embedding_model"));
+	const char *url = json_string_value(json_object_get(tr->scope, "llm_url"));
+	const char *ns = NULL;
+	ListCell   *lc;
+	char	   *vec;
+	char	   *message;
+
+	*error = NULL;
+	foreach(lc, tables)
+	{
+		ResourceTable *t = (ResourceTable *) lfirst(lc);
+
+		if (t->emb_col && t->vec_ns)
+			ns = t->vec_ns;
+	}
+	if (ns == NULL)
+		return NULL;
+	if (model == NULL || model[0] == '\0')
+		model = pg_agents_embedding_model;
+	if (model == NULL || model[0] == '\0')
+		return NULL;
+	if (url == NULL)
+		url = pg_agents_llm_url;
+	if (url != pg_agents_llm_url && !LlmUrlAllowed(url))
+	{
+		*error = pstrdup("the agent's LLM endpoint is not in pg_agents.llm_url_allowlist");
+		return NULL;
+	}
+	vec = EmbedQuery(url, model, query, error);
+	if (vec == NULL)
+		return NULL;
+	message = ToolsInSubxact(SetIterativeScans, (void *) ns);
+	if (message)
+		elog(LOG, "pg_agents: search_resources without iterative index scans (pgvector 0.8 or later needed): %s",
+			 message);
+	return vec;
+}
+
 static ToolOutcome
 ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -771,12 +842,14 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	List	   *tables;
 	ListCell   *lc;
 	StringInfoData sql;
-	Oid			types[5] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT4OID};
-	Datum		vals[5];
-	char		nulls[5] = "     ";
+	Oid			types[6] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
+	Datum		vals[6];
+	char		nulls[6] = "      ";
 	bool		failed;
 	json_t	   *r;
 	json_t	   *summary;
+	char	   *qvec;
+	char	   *emb_error;
 
 	if (query == NULL)
 	{
@@ -794,29 +867,58 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 		ToolsRecordStep(tr->run_id, "tool", "search_resources", input, *result, "ok", 0, started);
 		return TOOL_DONE;
 	}
+	qvec = SearchEmbedding(tr, tables, query, &emb_error);
 
 	/*
 	 * Filtered before ranking: agent.can_access under the run's regime is
 	 * in the WHERE clause of every branch, so ranking and the limit only
 	 * ever see rows the run may read (and RLS applies on top, as the tool
 	 * role).
+	 *
+	 * Full text only (no query embedding): every matching row of every
+	 * table, ranked by ts_rank.  Semantic search (a query embedding): a
+	 * table with an embedding column gives its nearest readable rows by
+	 * cosine distance (ORDER BY ... LIMIT, which an HNSW or IVFFlat index
+	 * serves, with iterative scans so that filtered rows never shorten the
+	 * list), a table without one its best full-text matches; the tables'
+	 * lists are merged by reciprocal rank (by position in each list).
 	 */
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT s.rt, s.id, s.title, s.snippet FROM (");
 	foreach(lc, tables)
 	{
 		ResourceTable *t = (ResourceTable *) lfirst(lc);
-
 		char	   *tsv;
 
 		if (lc != list_head(tables))
 			appendStringInfoString(&sql, " UNION ALL ");
+		if (qvec && t->emb_col && t->vec_ns)
+		{
+			char	   *dist = psprintf("t.%s::%s.vector OPERATOR(%s.<=>) $6::%s.vector",
+										t->emb_col, t->vec_ns, t->vec_ns, t->vec_ns);
+
+			appendStringInfo(&sql,
+							 "SELECT v.rt, v.id, v.title, v.snippet, "
+							 "pg_catalog.row_number() OVER (ORDER BY v.dist, v.id) AS rank FROM ("
+							 "SELECT %s::pg_catalog.text AS rt, t.%s::pg_catalog.text AS id, t.%s::pg_catalog.text AS title, "
+							 "pg_catalog.left(t.%s::pg_catalog.text, %d) AS snippet, %s AS dist "
+							 "FROM %s t WHERE agent.can_access($2, %s, t.%s::pg_catalog.text, 'read', $3, $4) "
+							 "AND t.%s IS NOT NULL ORDER BY %s LIMIT $5) v",
+							 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
+							 t->body_col, SNIPPET_CHARS, dist,
+							 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
+							 t->emb_col, dist);
+			continue;
+		}
 		if (t->tsv_col)
 			tsv = psprintf("t.%s", t->tsv_col);
 		else
 			tsv = psprintf("pg_catalog.to_tsvector(%s::pg_catalog.regconfig, coalesce(t.%s::pg_catalog.text, '') "
 						   "OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) coalesce(t.%s::pg_catalog.text, ''))",
 						   t->config, t->title_col, t->body_col);
+		if (qvec)
+			appendStringInfoString(&sql, "SELECT f.rt, f.id, f.title, f.snippet, "
+								   "pg_catalog.row_number() OVER (ORDER BY f.rank DESC, f.id) AS rank FROM (");
 		appendStringInfo(&sql,
 						 "SELECT %s::pg_catalog.text AS rt, t.%s::pg_catalog.text AS id, t.%s::pg_catalog.text AS title, "
 						 "pg_catalog.left(t.%s::pg_catalog.text, %d) AS snippet, "
@@ -827,8 +929,13 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 						 t->body_col, SNIPPET_CHARS, tsv, t->config,
 						 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
 						 tsv, t->config);
+		if (qvec)
+			appendStringInfoString(&sql, " ORDER BY 5 DESC, 2 LIMIT $5) f");
 	}
-	appendStringInfoString(&sql, ") s ORDER BY s.rank DESC, s.rt, s.id LIMIT $5");
+	if (qvec)
+		appendStringInfoString(&sql, ") s ORDER BY s.rank, s.rt, s.id LIMIT $5");
+	else
+		appendStringInfoString(&sql, ") s ORDER BY s.rank DESC, s.rt, s.id LIMIT $5");
 
 	vals[0] = CStringGetTextDatum(query);
 	vals[1] = Int64GetDatum(tr->agent_id);
@@ -836,7 +943,13 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	vals[3] = tr->user_id ? CStringGetTextDatum(tr->user_id) : (Datum) 0;
 	nulls[3] = tr->user_id ? ' ' : 'n';
 	vals[4] = Int32GetDatum(limit);
-	r = RunAsTool(sql.data, 5, types, vals, nulls, SPI_OK_SELECT, SearchRows, NULL, &failed);
+	vals[5] = qvec ? CStringGetTextDatum(qvec) : (Datum) 0;
+	nulls[5] = qvec ? ' ' : 'n';
+	r = RunAsTool(sql.data, qvec ? 6 : 5, types, vals, nulls, SPI_OK_SELECT, SearchRows, NULL, &failed);
+	if (!failed && qvec)
+		json_object_set_new(r, "ranking", json_string("semantic"));
+	else if (!failed && emb_error)
+		json_object_set_new(r, "semantic_search_unavailable", json_string(emb_error));
 	*result = r;
 	/* the step keeps ids, not titles or snippets */
 	summary = json_object();
@@ -850,6 +963,10 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 			json_array_append_new(ids, json_pack("{s:O,s:O}", "resource_type", json_object_get(v, "resource_type"),
 												 "resource_id", json_object_get(v, "resource_id")));
 		json_object_set_new(summary, "results", ids);
+		if (qvec)
+			json_object_set_new(summary, "ranking", json_string("semantic"));
+		else if (emb_error)
+			json_object_set_new(summary, "semantic_search_unavailable", json_string(emb_error));
 	}
 	else
 		json_object_set(summary, "error", json_object_get(r, "error"));

@@ -98,6 +98,9 @@ extern void LlmAppendToolResults(LlmProvider provider, json_t *messages, json_t 
 extern json_t *LlmToolsFor(LlmProvider provider, json_t *neutral_tools);
 extern char *LlmErrorMessage(const char *body, size_t len);
 
+/* embed.c */
+extern char *EmbedQuery(const char *base_url, const char *model, const char *text, char **error);
+
 /* ---- tools.c: built-in tools, run inside the executor's transaction ---- */
 
 typedef struct ToolRun

@@ -14,6 +14,8 @@
 #   python3                                 (the tests' LLM and MCP servers; when missing)
 #   nodejs npm                              (npm installs the MCP peers, which run on
 #                                            the Node 22 it brings; when npm is missing)
+#   postgresql-N-pgvector                   (semantic search; only where this release's
+#                                            apt sources have it: 17 and 18, not 15)
 # `tools/deps.sh --deb` (make deb) also installs what building the Debian
 # package needs: debhelper, postgresql-server-dev-all (pg_buildext), dpkg-dev.
 # apt-get's output goes to a log; a progress line says how far it is.
@@ -59,6 +61,21 @@ for p in "${pkgs[@]}"; do
     fi
 done
 
+# pgvector is optional (semantic search, docs/allowlist.md): installed where
+# the apt sources offer it, never a failure where they do not
+optional=postgresql-$major-pgvector
+want_optional() {
+    ! dpkg-query -W -f='${Status}' "$optional" 2>/dev/null | grep -q "install ok installed" &&
+        command -v apt-cache >/dev/null 2>&1 && apt-cache show "$optional" >/dev/null 2>&1
+}
+if want_optional; then
+    if [ ${#missing[@]} -eq 0 ] && [ -n "$SUDO" ] && ! command -v sudo >/dev/null 2>&1; then
+        echo "pg_agents: $optional (semantic search) is available; install it as root to test it"
+    else
+        missing+=("$optional")
+    fi
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
@@ -73,6 +90,8 @@ if [ ! -e /usr/sbin/policy-rc.d ] && [ -z "$SUDO" ]; then
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 apt_update
+# fresh package lists may offer what the old ones did not
+case " ${missing[*]} " in *" $optional "*) ;; *) if want_optional; then missing+=("$optional"); fi ;; esac
 
 # apt-get install with one progress line (redrawn on a terminal, a line every
 # quarter otherwise); the whole output in a log, shown when it fails.

@@ -17,7 +17,9 @@ trap cleanup EXIT
 n=0; fails=0
 ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
 
-echo "1..17"
+echo "1..21"
+# semantic search (pgvector) where this PostgreSQL has it
+has_vector=$(psql -XAtq -d postgres -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'")
 
 # ---------------------------------------------------------------- two worlds
 setup() {  # db, with_secret (1/0)
@@ -63,6 +65,20 @@ SELECT agent.enable_allowlist('public.pages', 'page', 'id');
 SELECT agent.register_relation('page', 'public.pages', 'related', 'page');
 VACUUM ANALYZE public.pages;
 SQL
+    [ "$has_vector" = 1 ] || return 0
+    # an embedding per page: the secret is exactly the query's vector, the
+    # ungranted pages are near it, the granted ones farther
+    psql -XAtq -d "$1" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE EXTENSION vector;
+ALTER TABLE public.pages ADD COLUMN emb public.vector(3);
+UPDATE public.pages SET emb = CASE
+    WHEN id = 5000 THEN '[1,0,0]'
+    WHEN id % 300 IN (0, 1) THEN ('[1,' || (1 + id % 7) || ',' || (id % 5) / 10.0 || ']')
+    ELSE ('[1,' || (id % 89) / 890.0 || ',' || (id % 11) / 1100.0 || ']') END::public.vector;
+CREATE INDEX pages_emb_idx ON public.pages USING hnsw (emb public.vector_cosine_ops);
+SELECT agent.register_resource_table('page', 'public.pages', 'id', 'title', 'body', 'emb');
+VACUUM ANALYZE public.pages;
+SQL
 }
 setup "$A" 1 && setup "$B" 0
 ok $? "two worlds built: with and without the secret page"
@@ -101,6 +117,26 @@ SQL
 psql -XAq -d "$A" -f "$work/agent.sql" >"$work/a.out" 2>&1
 psql -XAq -d "$B" -f "$work/agent.sql" >"$work/b.out" 2>&1
 
+cat > "$work/vector.sql" <<'SQL'
+SET ROLE agents_tool;
+SET pg_agents.actor = 'agent:1';
+SET pg_agents.run_id = '1000';
+SET hnsw.iterative_scan = strict_order;
+\echo -- vector search
+SELECT id, title, round((emb <=> '[1,0,0]')::numeric, 6) AS distance
+  FROM public.pages ORDER BY emb <=> '[1,0,0]', id LIMIT 10;
+SELECT id FROM public.pages ORDER BY emb <=> '[1,0,0]' LIMIT 5;
+SELECT count(*), round(min(emb <=> '[1,0,0]')::numeric, 6) FROM public.pages WHERE emb <=> '[1,0,0]' < 0.5;
+\echo -- vector EXPLAIN ANALYZE
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT id FROM public.pages ORDER BY emb <=> '[1,0,0]' LIMIT 5;
+\echo -- end
+SQL
+if [ "$has_vector" = 1 ]; then
+    psql -XAq -d "$A" -f "$work/vector.sql" >"$work/va.out" 2>&1
+    psql -XAq -d "$B" -f "$work/vector.sql" >"$work/vb.out" 2>&1
+fi
+
 section() { sed -n "/^-- $2\$/,/^-- /p" "$1" | sed '$d'; }
 for s in "direct read" "ranked full-text search, snippets" "LIKE search" "counts" "EXPLAIN ANALYZE"; do
     if [ "$s" = "EXPLAIN ANALYZE" ]; then sed -n '/^-- EXPLAIN ANALYZE$/,/^-- relation$/p' "$work/a.out" >"$work/a.s"; sed -n '/^-- EXPLAIN ANALYZE$/,/^-- relation$/p' "$work/b.out" >"$work/b.s";
@@ -109,7 +145,23 @@ for s in "direct read" "ranked full-text search, snippets" "LIKE search" "counts
     r=$?; ok $r "$s: identical with and without the secret"
     [ $r -ne 0 ] && sed 's/^/# /' "$work/diff" | head -20
 done
-grep -q "$MARK" "$work/a.out"; [ $? -ne 0 ]; ok $? "the marker appears nowhere in the agent's outputs"
+if [ "$has_vector" = 1 ]; then
+    for s in "vector search" "vector EXPLAIN ANALYZE"; do
+        section "$work/va.out" "$s" >"$work/a.s"; section "$work/vb.out" "$s" >"$work/b.s"
+        [ -s "$work/a.s" ] && ! grep -q ERROR "$work/a.s" && diff "$work/a.s" "$work/b.s" >"$work/diff" 2>&1
+        r=$?; ok $r "$s (pgvector): identical with and without the secret, which is the query's nearest neighbour"
+        [ $r -ne 0 ] && { sed 's/^/# /' "$work/diff" | head -20; grep ERROR "$work/a.s" | sed 's/^/# /'; }
+    done
+    [ "$(section "$work/va.out" "vector search" | sed -n 2p | cut -d'|' -f1)" != 5000 ] && [ -n "$(section "$work/va.out" "vector search" | sed -n 2p)" ]
+    ok $? "the agent's nearest rows are its granted ones (got $(section "$work/va.out" "vector search" | sed -n 2p))"
+    v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SELECT id FROM public.pages ORDER BY emb <=> '[1,0,0]' LIMIT 1")
+    [ "$v" = 5000 ]; ok $? "not vacuous: a non-agent session of the same role finds the secret nearest ($v)"
+else
+    for s in "vector search" "vector EXPLAIN ANALYZE" "nearest rows" "not vacuous"; do
+        n=$((n+1)); echo "ok $n # SKIP pgvector is not installed: no vector search to compare ($s)"
+    done
+fi
+cat "$work/a.out" "$work/va.out" 2>/dev/null | grep -q "$MARK"; [ $? -ne 0 ]; ok $? "the marker appears nowhere in the agent's outputs"
 grep -q "ERROR" "$work/a.out"; [ $? -ne 0 ]; ok $? "no query of the agent failed"
 [ "$(section "$work/a.out" 'direct read' | grep -c '^(0 rows)$')" = 2 ]; ok $? "direct read of the secret returns no row (by id, by marker)"
 grep -q "Index Cond: (id = ANY" "$work/a.out"; ok $? "the agent's search is filtered before ranking (id probe under the ranking)"
