@@ -37,13 +37,6 @@
 #endif
 
 /*
- * 17: the IsBackgroundWorker flag became AmBackgroundWorkerProcess()
- */
-#if PG_VERSION_NUM >= 170000
-#define IsBackgroundWorker AmBackgroundWorkerProcess()
-#endif
-
-/*
  * 16: pg_class_ownercheck() and its kin became object_ownercheck(classid, ...)
  */
 #if PG_VERSION_NUM >= 160000
