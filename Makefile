@@ -20,7 +20,7 @@ DATA_built  = $(INSTALL_built)
 # parts in sql/upgrade/<old>--<new>/ (one per area, in name order), followed
 # by sql/src/990_privileges.sql, the one statement of who may call and read
 # what, which install and upgrade both end with.
-UPGRADE_FROM = 0.2.0
+UPGRADE_FROM = 0.3.0
 UPGRADE_PARTS = $(sort $(wildcard sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql))
 UPGRADE_built = sql/$(EXTENSION)--$(UPGRADE_FROM)--$(EXTVERSION).sql
 DATA_built += $(UPGRADE_built)

@@ -22,10 +22,10 @@
 -- server registry, secrets) is for the owner (a superuser) only.
 -- ===========================================================================
 
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
-REVOKE ALL ON ALL TABLES IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
-REVOKE ALL ON SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool, pg_monitor;
+REVOKE ALL ON ALL TABLES IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool, pg_monitor;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool, pg_monitor;
+REVOKE ALL ON SCHEMA agent FROM PUBLIC, agents_app, agents_executor, agents_reader, agents_tool, pg_monitor;
 -- The audit log is written by the C code only, even by its owner.
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON agent.audit_log FROM CURRENT_USER;
 

@@ -112,12 +112,12 @@ SQL
     rc=$?; ok $rc "$v installs, with two allowlisted tables"; [ $rc = 0 ] || sed "s/^/# /" "$work/err"
     before=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM agent.access" -c "SELECT count(*) FROM agent.resource_acl" | paste -sd/)
     psql -XAtq -d "$db" -v ON_ERROR_STOP=1 -c "ALTER EXTENSION pg_agents UPDATE" >/dev/null 2>"$work/err"
-    ok $? "ALTER EXTENSION pg_agents UPDATE from $v" || sed 's/^/# /' "$work/err"
+    rc=$?; ok $rc "ALTER EXTENSION pg_agents UPDATE from $v"; [ $rc = 0 ] || sed 's/^/# /' "$work/err"
     got=$(psql -XAtq -d "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_agents'")
     [ "$got" = "$current" ]; ok $? "$v is now $current (got $got)"
     describe "$db" > "$work/upgraded.txt"
     diff -u "$work/fresh.txt" "$work/upgraded.txt" > "$work/diff" 2>&1
-    ok $? "$v upgraded is identical to a fresh $current" || head -60 "$work/diff" | sed 's/^/# /'
+    rc=$?; ok $rc "$v upgraded is identical to a fresh $current"; [ $rc = 0 ] || head -60 "$work/diff" | sed 's/^/# /'
     after=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM agent.access" -c "SELECT count(*) FROM agent.resource_acl" | paste -sd/)
     [ "$after" = "$before" ]; ok $? "the data is kept ($after)"
     seen=$(psql -XAtq -d "$db" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
