@@ -51,7 +51,8 @@ COMMENT ON FUNCTION agent._events_cleanup(timestamptz) IS
 -- Whether two filters provably exclude each other (so that no event matches
 -- both): a property of both "all" lists (or of a one-condition "any") that
 -- must equal two different values, must equal and differ from one value,
--- must equal a value outside a list, or must be empty and not empty.
+-- must equal a value outside a list, or must be empty and not empty (or
+-- empty and equal to a value that is not).
 -- Anything else (keywords, views, ranges, two lists) is not judged: the
 -- triggers are taken to overlap.  Returns the reason, or NULL.
 CREATE FUNCTION agent._filters_exclude(p_a jsonb, p_b jsonb) RETURNS text
@@ -71,7 +72,9 @@ AS $$
                                         THEN p_b -> 'any' ELSE '[]' END) c
      WHERE jsonb_typeof(c) = 'object')
   SELECT format('property %s: %s', a.prop,
-                CASE WHEN a.op IN ('is_empty', 'is_not_empty') THEN 'empty in one filter, not empty in the other'
+                CASE WHEN a.op IN ('is_empty', 'is_not_empty') AND b.op IN ('is_empty', 'is_not_empty')
+                       THEN 'empty in one filter, not empty in the other'
+                     WHEN 'is_empty' IN (a.op, b.op) THEN format('empty in one filter, %s in the other', coalesce(nullif(a.val, 'null'), b.val))
                      WHEN 'neq' IN (a.op, b.op) THEN format('equal to and different from %s', coalesce(a.val, b.val))
                      WHEN 'in' IN (a.op, b.op) THEN format('%s is not in %s', CASE WHEN a.op = 'in' THEN b.val ELSE a.val END,
                                                          CASE WHEN a.op = 'in' THEN a.val ELSE b.val END)
@@ -88,6 +91,8 @@ AS $$
           AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(a.val) e
                            WHERE e = b.val OR (e #>> '{}') = (b.val #>> '{}')))
       OR (a.op = 'is_empty' AND b.op = 'is_not_empty' OR a.op = 'is_not_empty' AND b.op = 'is_empty')
+      OR (a.op = 'eq' AND b.op = 'is_empty' AND a.val NOT IN ('null', '""', '[]', '{}')
+          OR b.op = 'eq' AND a.op = 'is_empty' AND b.val NOT IN ('null', '""', '[]', '{}'))
    ORDER BY 1
    LIMIT 1
 $$;
@@ -280,9 +285,9 @@ BEGIN
      WHERE t.agent_id = a.id AND agent._trigger_overlap(t, u) IS NOT NULL
     UNION ALL
     SELECT o.trigger_id, NULL::bigint, o.automation, o.last_event, o.deduplicated,
-           format('automation "%s" and trigger %s both launched the agent on event %s (last on %s %s at %s); %s second launch(es) made no run',
+           format('automation "%s" and trigger %s both launched the agent on event %s (last for %s %s); %s launch(es) made no second run',
                   o.automation, o.trigger_id, o.last_event, o.last_resource_type, coalesce(o.last_resource_id, '(any)'),
-                  to_char(o.last_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'), o.deduplicated)
+                  o.deduplicated)
       FROM agent.event_overlaps o
      WHERE o.agent_id = a.id AND o.workspace_id = a.workspace_id
     ORDER BY 1, 2 NULLS LAST, 3;
