@@ -229,14 +229,14 @@ BEGIN
       USING ERRCODE = 'undefined_function',
             DETAIL = 'An approval rule names a function by its schema-qualified signature, e.g. app.needs_review(text, jsonb, bigint).';
   END IF;
-  SELECT f.proargtypes::oid[] AS args, f.prorettype, f.proretset, f.prokind, f.prosecdef,
+  SELECT pg_catalog.oidvectortypes(f.proargtypes) AS args, f.prorettype, f.proretset, f.prokind, f.prosecdef,
          n.nspname, r.rolsuper AS owner_super
     INTO p
     FROM pg_catalog.pg_proc f
     JOIN pg_catalog.pg_namespace n ON n.oid = f.pronamespace
     JOIN pg_catalog.pg_roles r ON r.oid = f.proowner
    WHERE f.oid = v_fn;
-  IF p.args <> ARRAY['pg_catalog.text'::regtype, 'pg_catalog.jsonb'::regtype, 'pg_catalog.int8'::regtype]::oid[]
+  IF p.args <> 'text, jsonb, bigint'
      OR p.prorettype <> 'pg_catalog.bool'::regtype OR p.proretset OR p.prokind <> 'f' THEN
     RAISE EXCEPTION 'approval rule function % has the wrong signature', v_fn::regprocedure
       USING ERRCODE = 'invalid_parameter_value',
