@@ -86,6 +86,7 @@ static SPIPlanPtr plan_agent = NULL;
 static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
 static SPIPlanPtr plan_launch = NULL;
+static SPIPlanPtr plan_launch_other = NULL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
 static SPIPlanPtr plan_last_run = NULL;
@@ -657,23 +658,34 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 
 /*
  * An automation and a trigger launching the agent through one trigger on the
- * same event within the dedup window make one run (agent._launch_first,
- * sql/src/410_overlaps.sql); false when this launch is the second.
+ * same event within the dedup window make one run (sql/src/410_overlaps.sql);
+ * false when this launch is the second.  The common case (a first launch, or
+ * the same launcher again) is one upsert of agent.event_launches; only a
+ * launch that meets the other launcher calls agent._launch_first, which
+ * counts and reports it.
  */
 static bool
 LaunchFirst(EventCtx *ev, Candidate *c)
 {
-	Oid			types[8] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID};
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, FLOAT8OID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	int			ret;
 
 	if (pg_agents_dedup_window <= 0)
 		return true;
 	PreparePlan(&plan_launch,
-				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
-				8, types);
+				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
+				"VALUES ($1, $2, pg_catalog.md5(pg_catalog.concat_ws(E'\\x01', $4, $5, "
+				"  COALESCE($6, ''), COALESCE($7 OPERATOR(pg_catalog.->>) 'row_id', ''))), "
+				"  pg_catalog.now(), COALESCE('automation:' OPERATOR(pg_catalog.||) $8, 'trigger')) "
+				"ON CONFLICT (workspace_id, trigger_id, launch_key) DO UPDATE "
+				"SET seen_at = excluded.seen_at, source = excluded.source "
+				"WHERE x.source OPERATOR(pg_catalog.=) excluded.source "
+				"   OR x.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $9)) "
+				"RETURNING 1",
+				9, types);
 	args[0] = CStringGetTextDatum(c->workspace_id);
 	args[1] = Int64GetDatum(c->id);
 	args[2] = Int64GetDatum(c->agent_id);
@@ -688,7 +700,17 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 		args[7] = CStringGetTextDatum(ev->automation);
 	else
 		nulls[7] = 'n';
-	ret = SPI_execute_plan(plan_launch, args, nulls, false, 1);
+	args[8] = Float8GetDatum((double) pg_agents_dedup_window);
+	ret = SPI_execute_plan(plan_launch, args, nulls, false, 0);
+	if (ret != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed > 0)
+		return true;
+	/* the other launcher came first (its row is locked now): count it */
+	PreparePlan(&plan_launch_other,
+				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
+				8, types);
+	ret = SPI_execute_plan(plan_launch_other, args, nulls, false, 1);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull;
