@@ -95,6 +95,8 @@ is "$(q "SELECT body FROM public.w602_pages WHERE id = 'p602b'")" "old body b" "
 is "$(python3 -c '
 import json,sys; print(len([r for r in json.loads(sys.argv[1]) if r["key"]=="[[t602e]]"]))' "$(llm_requests)")" "1" \
    "the model was not called again"
+for i in $(seq 1 100); do [ "$(q "SELECT count(*) FROM agent.run_state WHERE run_id = $r")" = 0 ] && break; sleep 0.1; done
+is "$(q "SELECT count(*) FROM agent.run_state WHERE run_id = $r")" "0" "deny_ends_run: the saved conversation is dropped once the run has ended"
 
 # two gated calls in one reply: denying the first decides nothing about the second
 llm_script "[[t602f]]" '[{"tool_calls": [{"name": "write_resource", "input": {"resource_type": "page", "resource_id": "p602", "body": "first"}},
