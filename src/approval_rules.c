@@ -30,6 +30,7 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
 #include "worker_int.h"
 #include "pg_agents.h"
 
