@@ -6,6 +6,10 @@
 # approval".  A denied call then reaches the model as a refusal.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
+src=${PG_AGENTS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d)
+python3 "$src/test/fixtures/mcp_server.py" --port-file "$tmp/py.port" >/dev/null 2>&1 & pypid=$!
+for _ in $(seq 1 100); do [ -s "$tmp/py.port" ] && break; sleep 0.05; done
 q "DROP SCHEMA IF EXISTS w624 CASCADE; DROP ROLE IF EXISTS w624_owner;
    CREATE ROLE w624_owner NOLOGIN;
    CREATE SCHEMA w624; GRANT USAGE ON SCHEMA w624 TO agents_tool, w624_owner;
@@ -40,10 +44,13 @@ q "DROP SCHEMA IF EXISTS w624 CASCADE; DROP ROLE IF EXISTS w624_owner;
    CREATE FUNCTION w624.definer(tool text, input jsonb, run_id bigint) RETURNS boolean
      LANGUAGE sql SECURITY DEFINER AS \$\$ SELECT false \$\$;
    ALTER FUNCTION w624.definer(text, jsonb, bigint) OWNER TO w624_owner;
+   CREATE FUNCTION w624.secret(tool text, input jsonb, run_id bigint) RETURNS boolean
+     LANGUAGE sql AS \$\$ SELECT tool LIKE 'mcp__%' AND input->>'message' ILIKE '%secret%' \$\$;
    CREATE FUNCTION w624.hidden(tool text, input jsonb, run_id bigint) RETURNS boolean
      LANGUAGE sql AS \$\$ SELECT false \$\$;
    REVOKE EXECUTE ON FUNCTION w624.hidden(text, jsonb, bigint) FROM PUBLIC;" >/dev/null
-trap 'llm_stop; q "DROP SCHEMA IF EXISTS w624 CASCADE; DROP ROLE IF EXISTS w624_owner" >/dev/null 2>&1' EXIT
+trap 'llm_stop; kill $pypid 2>/dev/null; wait $pypid 2>/dev/null; rm -rf "$tmp";
+      q "DELETE FROM agent.mcp_servers WHERE workspace_id = '"'"'w624'"'"'; DROP SCHEMA IF EXISTS w624 CASCADE; DROP ROLE IF EXISTS w624_owner" >/dev/null 2>&1' EXIT
 
 rule() {  # rule FUNCTION [TOOLS json]
     echo "{\"approval_rules\": [{\"tools\": ${2:-[\"write_resource\"]}, \"function\": \"w624.$1(text, jsonb, bigint)\"}]}"
@@ -129,5 +136,20 @@ write_script t624m "harmless"
 r=$(start_run "$f" '{"prompt": "Edit [[t624m]]"}' autonomous owner624)
 is "$(wait_status "$r" "waiting_approval|succeeded|failed" 30)" "waiting_approval" "approval_mode writes still gates the call"
 ok "$(q "SELECT NOT (output ? 'rule') FROM agent.run_steps WHERE run_id = $r AND kind = 'approval'")" "and no rule was asked"
+q "SELECT agent.cancel_run($r, 'owner624')" >/dev/null
+
+# an MCP tool covered by a pattern: the predicate sees the MCP tool's name and input
+q "DELETE FROM agent.mcp_servers WHERE workspace_id = 'w624';
+   SELECT agent.mcp_add_server('py624', 'http://127.0.0.1:$(cat "$tmp/py.port")/mcp', workspace_id => 'w624')" >/dev/null
+g=$(mk_agent "mcp624" '{"mcp_tools": ["mcp__py624__echo"], "approval_rules": [{"tools": ["mcp__*"], "function": "w624.secret(text, jsonb, bigint)"}]}' none '[]' 10 w624 owner624)
+llm_script "[[t624p]]" '[{"tool": "mcp__py624__echo", "input": {"message": "hello 624"}}, {"text": "echoed"}]'
+r=$(start_run "$g" '{"prompt": "Echo [[t624p]]"}' autonomous owner624)
+is "$(wait_status "$r" "waiting_approval|succeeded|failed" 60)" "succeeded" "an MCP call the predicate lets through runs without approval"
+is "$(q "SELECT string_agg(kind || ':' || coalesce(name, '') || ':' || coalesce(status, ''), ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r")" \
+   "llm:default:ok,tool:mcp__py624__echo:ok,llm:default:ok" "the MCP tool ran, no approval step"
+llm_script "[[t624q]]" '[{"tool": "mcp__py624__echo", "input": {"message": "the secret plan"}}, {"text": "echoed"}]'
+r=$(start_run "$g" '{"prompt": "Echo [[t624q]]"}' autonomous owner624)
+is "$(wait_status "$r" "waiting_approval|succeeded|failed" 60)" "waiting_approval" "an MCP call the predicate flags waits for approval"
+is "$(q "SELECT tool FROM agent.approvals WHERE run_id = $r")" "mcp__py624__echo" "for that MCP tool"
 q "SELECT agent.cancel_run($r, 'owner624')" >/dev/null
 done_testing
