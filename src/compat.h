@@ -45,6 +45,14 @@
 #endif
 
 /*
+ * 16: pg_proc_aclcheck() became object_aclcheck(ProcedureRelationId, ...)
+ */
+#if PG_VERSION_NUM >= 160000
+#define pg_proc_aclcheck(procid, roleid, mode) \
+	object_aclcheck(ProcedureRelationId, (procid), (roleid), (mode))
+#endif
+
+/*
  * 16: stringToQualifiedNameList() takes a soft-error context (NULL: errors
  * are thrown, as before)
  */

@@ -54,6 +54,7 @@ int			pg_agents_max_attempts = 3;
 int			pg_agents_max_runs_per_workspace = 0;
 int			pg_agents_self_retrigger_cap = 3;
 int			pg_agents_filter_view_timeout = 100;
+int			pg_agents_approval_rule_timeout = 200;
 
 /* access */
 int			pg_agents_access_cache_grants = 262144;
@@ -238,6 +239,11 @@ PgAgentsDefineGucs(void)
 							"Longest time a trigger filter's view may take for one event.",
 							"Past it the event does not match that trigger, whose last_error says why; the write that fired the event goes on.",
 							&pg_agents_filter_view_timeout, 100, 1, 60000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.approval_rule_timeout",
+							"Longest time an approval rule's function may take for one tool call.",
+							"Past it the call needs approval (a rule fails closed), and the request says why.",
+							&pg_agents_approval_rule_timeout, 200, 1, 60000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.access_cache_grants",
 							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",

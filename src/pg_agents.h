@@ -45,6 +45,7 @@ extern int	pg_agents_max_reply_bytes;
 extern int	pg_agents_approval_max_input;
 extern int	pg_agents_self_retrigger_cap;
 extern int	pg_agents_filter_view_timeout;
+extern int	pg_agents_approval_rule_timeout;
 extern int	pg_agents_access_cache_grants;
 
 extern void PgAgentsDefineGucs(void);

@@ -144,6 +144,13 @@ extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_writ
 extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input,
 									 json_t **result, TimestampTz started);
 
+/* ---- approval_rules.c: conditional approval gates (scope.approval_rules) ---- */
+
+extern bool ApprovalRulesCover(json_t *scope, const char *tool);
+extern bool ApprovalRulesNeed(json_t *scope, const char *tool, json_t *input, int64 run_id,
+							  const char **rule, char **why);
+extern Oid	PgAgentsLookupProcedure(const char *signature);
+
 /* ---- mcp_tools.c: MCP tools (mcp__<server>__<tool>) of the worker ---- */
 
 extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id);

@@ -452,7 +452,7 @@ COMMENT ON FUNCTION agent.revoke(bigint, text, text, text) IS
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION agent._check_settings(p_settings jsonb) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -486,6 +486,7 @@ BEGIN
         IF t <> 'object' THEN
           RAISE EXCEPTION 'settings key "scope" must be an object' USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        PERFORM agent._check_scope(v);
       WHEN 'web_access' THEN
         IF t <> 'boolean' THEN
           RAISE EXCEPTION 'settings key "web_access" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
@@ -531,7 +532,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._check_settings(jsonb) IS
-  'Internal: refuses (22023) settings with an unknown key or a value of the wrong shape, naming the key.';
+  'Internal: refuses (22023) settings with an unknown key or a value of the wrong shape, naming the key; the scope''s approval keys are checked by agent._check_scope.';
 
 -- A delegation list names only agents of the delegating agent's workspace:
 -- every id must be an agent of it (one of another workspace is refused
