@@ -31,6 +31,9 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "catalog/pg_class.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
 #include "access/tupconvert.h"
 #include "executor/execPartition.h"
 #include "nodes/execnodes.h"
@@ -202,6 +205,16 @@ typedef struct AuditInsertState
 	CommandId	cid;
 } AuditInsertState;
 
+/*
+ * The monthly partition the last flush wrote to, with its bounds: a flush
+ * whose rows all fall in it (every one-row statement of the month) opens it
+ * directly instead of setting up tuple routing.  Forgotten when the log or
+ * the partition changes (relcache invalidation).
+ */
+static Oid	leaf_relid = InvalidOid;
+static TimestampTz leaf_lo = 0;
+static TimestampTz leaf_hi = 0;
+
 /* set only by purge_audit / _audit_backdate / _audit_default_move, never from SQL */
 static bool purge_active = false;
 static TimestampTz purge_cutoff = 0;
@@ -216,6 +229,8 @@ audit_relcache_callback(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	AuditTrigInfo *e;
 
+	if (relid == InvalidOid || relid == al_relid || relid == leaf_relid)
+		leaf_relid = InvalidOid;
 	if (relid == InvalidOid || relid == al_relid)
 		al_relid = InvalidOid;
 	if (trig_cache == NULL)
@@ -498,6 +513,152 @@ write_group(AuditInsertState *st, ResultRelInfo *leaf, int n)
 	}
 }
 
+/* remembers a monthly partition and its bounds for the next flushes */
+static void
+leaf_remember(Relation leaf)
+{
+	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(RelationGetRelid(leaf)));
+	Datum		d;
+	bool		isnull;
+
+	if (!HeapTupleIsValid(tp))
+		return;
+	/* only a partition with the row layout of the parent (no conversion) */
+	{
+		TupleDesc	pdesc;
+		Relation	parent = RelationIdGetRelation(al_relid);
+		bool		same = RelationIsValid(parent);
+		int			i;
+
+		if (same)
+		{
+			pdesc = RelationGetDescr(parent);
+			same = pdesc->natts == RelationGetDescr(leaf)->natts;
+			for (i = 0; same && i < pdesc->natts; i++)
+			{
+				Form_pg_attribute a = TupleDescAttr(pdesc, i);
+				Form_pg_attribute b = TupleDescAttr(RelationGetDescr(leaf), i);
+
+				same = a->atttypid == b->atttypid && a->attlen == b->attlen &&
+					a->attisdropped == b->attisdropped && a->attalign == b->attalign;
+			}
+			RelationClose(parent);
+		}
+		if (!same)
+		{
+			ReleaseSysCache(tp);
+			return;
+		}
+	}
+	d = SysCacheGetAttr(RELOID, tp, Anum_pg_class_relpartbound, &isnull);
+	if (!isnull)
+	{
+		PartitionBoundSpec *spec = (PartitionBoundSpec *) stringToNode(TextDatumGetCString(d));
+
+		if (IsA(spec, PartitionBoundSpec) && spec->strategy == PARTITION_STRATEGY_RANGE &&
+			!spec->is_default && list_length(spec->lowerdatums) == 1 &&
+			list_length(spec->upperdatums) == 1)
+		{
+			PartitionRangeDatum *l = linitial_node(PartitionRangeDatum, spec->lowerdatums);
+			PartitionRangeDatum *u = linitial_node(PartitionRangeDatum, spec->upperdatums);
+
+			if (l->kind == PARTITION_RANGE_DATUM_VALUE && u->kind == PARTITION_RANGE_DATUM_VALUE &&
+				IsA(l->value, Const) && IsA(u->value, Const) &&
+				!((Const *) l->value)->constisnull && !((Const *) u->value)->constisnull)
+			{
+				leaf_lo = DatumGetTimestampTz(((Const *) l->value)->constvalue);
+				leaf_hi = DatumGetTimestampTz(((Const *) u->value)->constvalue);
+				leaf_relid = RelationGetRelid(leaf);
+			}
+		}
+	}
+	ReleaseSysCache(tp);
+}
+
+/*
+ * The rows of the current subtransaction all belong to the remembered
+ * partition: they are written there without tuple routing.  Returns false
+ * (nothing done) otherwise.
+ */
+static bool
+audit_flush_leaf(SubTransactionId cur)
+{
+	Oid			leaf = leaf_relid;
+	Relation	parent;
+	Relation	rel;
+	AuditInsertState st;
+	TupleDesc	pdesc;
+	TupleDesc	ldesc;
+	int			i,
+				n = 0,
+				keep = 0;
+
+	if (!OidIsValid(leaf))
+		return false;
+	audit_log_lookup();
+	/* as an INSERT through the parent: no partition detached under us */
+	parent = table_open(al_relid, RowExclusiveLock);
+	pdesc = RelationGetDescr(parent);
+	for (i = 0; i < npend; i++)
+	{
+		bool		isnull;
+		TimestampTz at;
+
+		if (pend[i].subid != cur)
+			continue;
+		at = DatumGetTimestampTz(heap_getattr(pend[i].tup, al_attnum[AL_AT], pdesc, &isnull));
+		if (isnull || at < leaf_lo || at >= leaf_hi)
+			break;
+		if (++n > AUDIT_BATCH_ROWS)
+			break;
+	}
+	if (i < npend || leaf_relid != leaf)
+	{
+		table_close(parent, NoLock);
+		return false;
+	}
+	rel = table_open(leaf, RowExclusiveLock);
+	ldesc = RelationGetDescr(rel);
+	if (leaf_relid != leaf || !rel->rd_rel->relispartition)
+	{
+		/* changed while we waited for the lock, or a different row type */
+		table_close(rel, NoLock);
+		table_close(parent, NoLock);
+		leaf_relid = InvalidOid;
+		return false;
+	}
+
+	memset(&st, 0, sizeof(st));
+	st.estate = CreateExecutorState();
+	st.cid = GetCurrentCommandId(true);
+	st.estate->es_output_cid = st.cid;
+	st.rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(st.rri, rel, 1, NULL, 0);
+	ExecOpenIndices(st.rri, false);
+	st.slots = palloc(sizeof(TupleTableSlot *) * n);
+	n = 0;
+	for (i = 0; i < npend; i++)
+	{
+		if (pend[i].subid != cur)
+		{
+			pend[keep++] = pend[i];
+			continue;
+		}
+		st.slots[n] = MakeSingleTupleTableSlot(ldesc, &TTSOpsHeapTuple);
+		ExecStoreHeapTuple(pend[i].tup, st.slots[n], false);
+		n++;
+	}
+	write_group(&st, st.rri, n);
+	for (i = 0; i < n; i++)
+		ExecDropSingleTupleTableSlot(st.slots[i]);
+	ExecCloseIndices(st.rri);
+	table_close(rel, NoLock);
+	table_close(parent, NoLock);
+	FreeExecutorState(st.estate);
+	npend = keep;
+	return true;
+}
+
 /*
  * Writes the buffered rows of the current subtransaction (those of an
  * enclosing one wait for it).
@@ -522,6 +683,18 @@ audit_flush(void)
 		return;
 
 	old = MemoryContextSwitchTo(pend_cxt);
+	if (audit_flush_leaf(cur))
+	{
+		MemoryContextSwitchTo(old);
+		if (npend == 0)
+		{
+			MemoryContextReset(pend_cxt);
+			pend = NULL;
+			maxpend = 0;
+			pend_bytes = 0;
+		}
+		return;
+	}
 	insert_state_open(&st);
 	for (i = 0; i < npend; i++)
 	{
@@ -541,6 +714,8 @@ audit_flush(void)
 			ExecStoreHeapTuple(tup, st.rootslot, false);
 			leaf = ExecFindPartition(st.mtstate, st.rri, st.proute, st.rootslot, st.estate);
 			ExecClearTuple(st.rootslot);
+			if (leaf != group)
+				leaf_remember(leaf->ri_RelationDesc);
 			map = PgaRootToChildMap(leaf, st.estate);
 			if (map != NULL)
 				tup = execute_attr_map_tuple(tup, map);
