@@ -820,9 +820,8 @@ audit_insert(AuditRow *row)
 	}
 	audit_log_lookup();
 	pending_begin();
-	rel = RelationIdGetRelation(al_relid);
-	if (!RelationIsValid(rel))
-		elog(ERROR, "could not open agent.audit_log");
+	/* held to the end of the transaction, as an INSERT would */
+	rel = table_open(al_relid, RowExclusiveLock);
 	desc = RelationGetDescr(rel);
 	natts = desc->natts;
 	values = palloc0(sizeof(Datum) * natts);
@@ -869,7 +868,7 @@ audit_insert(AuditRow *row)
 	old = MemoryContextSwitchTo(pend_cxt);
 	tup = heap_form_tuple(desc, values, nulls);
 	MemoryContextSwitchTo(old);
-	RelationClose(rel);
+	table_close(rel, NoLock);
 	pfree(values);
 	pfree(nulls);
 	pending_add(tup);
