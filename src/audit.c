@@ -4,16 +4,20 @@
  *		The audit log: C row triggers on audited tables, the extension's own
  *		audit events, the append-only guard, retention purge.
  *
- * Rows are written straight into agent.audit_log with heap and index
- * inserts (as logical replication applies rows), not through SPI: no plan,
- * no permission check, no snapshot per row.  That is also what lets an
- * unprivileged role's changes be recorded while that role has no INSERT
- * privilege on the log: only this code writes it.
+ * Rows are written straight into agent.audit_log's monthly partitions with
+ * heap_multi_insert and index inserts (as COPY FROM writes a partitioned
+ * table), not through SPI: no plan, no permission check, no snapshot per
+ * row.  That is also what lets an unprivileged role's changes be recorded
+ * while that role has no INSERT privilege on the log: only this code writes
+ * it.  The rows of a statement are buffered and written when it ends (see
+ * "The writer" below).
  *
- * The guard (BEFORE UPDATE/DELETE/TRUNCATE triggers, enabled ALWAYS)
- * refuses every change to existing rows, except inside agent.purge_audit()
- * (rows past the retention period) and agent._audit_backdate() (superuser,
- * tests), which raise backend-local flags that SQL cannot set.
+ * The guard (BEFORE UPDATE/DELETE/TRUNCATE triggers, enabled ALWAYS, on the
+ * log and on each partition) refuses every change to existing rows, except
+ * inside agent.purge_audit() (rows past the retention period),
+ * agent._audit_default_move() (rows leaving the default partition for their
+ * month's) and agent._audit_backdate() (superuser, tests), which raise
+ * backend-local flags that SQL cannot set.
  *
  *-------------------------------------------------------------------------
  */
@@ -159,7 +163,7 @@ static Oid	db_user_oid = InvalidOid;
 static char db_user_name[NAMEDATALEN];
 
 /*
- * The rows of a statement are buffered and written together when the
+ * The writer.  The rows of a statement are buffered and written together when the
  * statement ends (the statement-level trigger agent.audit_table() adds after
  * the row trigger), as COPY does: one heap_multi_insert per batch, routed to
  * the partition of their month, then the index entries.  A batch is bounded
