@@ -138,4 +138,15 @@ PgaGetIdentitySequence(Oid relid, AttrNumber attnum, bool missing_ok)
 #endif
 }
 
+/*
+ * 16: the map from a partitioned table's row type to a partition's is built
+ * on demand by ExecGetRootToChildMap(); 15 keeps it in
+ * ri_RootToPartitionMap, set when the partition is routed to
+ */
+#if PG_VERSION_NUM >= 160000
+#define PgaRootToChildMap(rri, estate) ExecGetRootToChildMap((rri), (estate))
+#else
+#define PgaRootToChildMap(rri, estate) ((rri)->ri_RootToPartitionMap)
+#endif
+
 #endif							/* PG_AGENTS_COMPAT_H */
