@@ -180,3 +180,10 @@ GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
 -- (taken on trust; agent.approve checks that user may approve the run).
 GRANT EXECUTE ON FUNCTION agent.answer_elicitation(text, jsonb, text) TO agents_app;
 GRANT SELECT ON agent.mcp_pending_input TO agents_app;
+-- providers (sql/src/610_providers.sql): the application, analytics and
+-- monitoring read agent.provider_status (no key, no headers; the limiter's
+-- headroom through agent._provider_headroom).  agent.providers, the secrets
+-- store (agent.secrets, set_secret, drop_secret) and add/alter/drop_provider
+-- stay superuser-only.
+GRANT SELECT ON agent.provider_status TO agents_app, agents_reader, pg_monitor;
+GRANT EXECUTE ON FUNCTION agent._provider_headroom() TO agents_app, agents_reader, pg_monitor;
