@@ -120,6 +120,7 @@ ProvidersLoad(void)
 
 	if (prov_cxt == NULL)
 		prov_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents providers", ALLOCSET_SMALL_SIZES);
+	loaded = false;				/* until this load completes */
 	WipeEntries();
 	MemoryContextReset(prov_cxt);
 
