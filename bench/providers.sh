@@ -5,6 +5,7 @@
 # second's worth) and answers 429 beyond them, counting each.
 #   1. without limits configured on the provider: the worker (100 slots)
 #      overruns the server; the 429s it gets                       (the storm)
+#      baseline: no limits anywhere (worker CPU per run without the limiter)
 #   2. 3,000 single-turn runs, 250 ms model latency, provider limited to
 #      max_concurrent 50 and requests_per_minute 6,000: 429s (target 0) and
 #      throughput against the limit (target within 10 % of 100 runs/s)
@@ -49,6 +50,10 @@ rate() {  # agent, t0 -> succeeded runs/s from the queueing commit to the last f
     q "SELECT round((count(*) / greatest(extract(epoch FROM max(finished_at) - '$2'::timestamptz), 0.001))::numeric, 1)
        FROM agent.runs WHERE agent_id = $1 AND status = 'succeeded'"
 }
+wpid() { q "SELECT pid FROM agent.worker_status"; }
+cpu_ms() {  # CPU time (user + system) of the worker process so far, in ms
+    awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat"
+}
 failed() { q "SELECT count(*) FROM agent.runs WHERE agent_id = $1 AND status <> 'succeeded'"; }
 retries() { q "SELECT count(*) FROM agent.run_steps s JOIN agent.runs r ON r.id = s.run_id WHERE r.agent_id = $1 AND s.status = 'retry'"; }
 
@@ -76,25 +81,37 @@ t0=$(enqueue "$a" "$n0"); wait_done "$a" "$n0"
 s429=$(( $(stats rejected_concurrency) + $(stats rejected_rpm) ))
 echo "no limits on the provider, $n0 runs, 250 ms latency, 100 slots:  $s429 replies 429 from the server ($(retries "$a") retries recorded, $(failed "$a") runs failed), $(rate "$a" "$t0") runs/s"
 
+# baseline: no limits anywhere, the same latency (worker CPU per run without the limiter's waits)
+post /_limits '{}'
+a2=$(agent bench_prov_free bench_open)
+pid=$(wpid); c0=$(cpu_ms "$pid")
+t0=$(enqueue "$a2" "$n1"); wait_done "$a2" "$n1"
+c1=$(cpu_ms "$pid")
+echo "baseline, no limits anywhere, $n1 runs, 250 ms latency, 100 slots: $(rate "$a2" "$t0") runs/s, worker CPU $(python3 -c "print(round(($c1 - $c0) / $n1, 2))") ms per run"
+
 # 2. limited: 50 at once, 6,000 a minute; 250 ms latency (the rate binds)
 post /_limits '{"max_concurrent": 50, "rpm": 6000, "headers": true}'
 b=$(agent bench_prov_rpm bench_limited)
+pid=$(wpid); c0=$(cpu_ms "$pid")
 t0=$(enqueue "$b" "$n1"); wait_done "$b" "$n1"
+c1=$(cpu_ms "$pid")
 r=$(rate "$b" "$t0")
 c429=$(stats rejected_concurrency); r429=$(stats rejected_rpm)
 echo "limited provider (50 at once, 6,000/min), $n1 runs, 250 ms latency: $((c429 + r429)) replies 429 (target 0: $c429 over the concurrency, $r429 over the rate), $(failed "$b") runs failed"
 echo "  throughput $r runs/s = $(python3 -c "print(round(100*$r/100))") % of the limit of 100/s (target 90-100 %); at most $(stats max_in_flight) requests in flight at the server"
-echo "  provider_status: $(q "SELECT format('requests %s, waits %s, rate_limited %s', requests, waits, rate_limited) FROM agent.provider_status WHERE name = 'bench_limited'")"
+echo "  provider_status: $(q "SELECT format('requests %s, waits %s, rate_limited %s', requests, waits, rate_limited) FROM agent.provider_status WHERE name = 'bench_limited'"); worker CPU $(python3 -c "print(round(($c1 - $c0) / $n1, 2))") ms per run"
 
 # 3. 1 s latency: the concurrency cap binds (50/s)
 llm_script "" '[{"text": "ok", "latency": 1.0, "repeat": true}]'
 post /_limits '{"max_concurrent": 50, "rpm": 6000, "headers": true}'
 c=$(agent bench_prov_conc bench_limited)
+c0=$(cpu_ms "$pid")
 t0=$(enqueue "$c" "$n2"); wait_done "$c" "$n2"
+c1=$(cpu_ms "$pid")
 r=$(rate "$c" "$t0")
 c429=$(stats rejected_concurrency); r429=$(stats rejected_rpm)
 echo "limited provider, $n2 runs, 1 s latency (the cap binds): $((c429 + r429)) replies 429 (target 0), $(failed "$c") runs failed"
-echo "  throughput $r runs/s = $(python3 -c "print(round(100*$r/50))") % of the 50/s the cap allows; at most $(stats max_in_flight) in flight at the server"
+echo "  throughput $r runs/s = $(python3 -c "print(round(100*$r/50))") % of the 50/s the cap allows; at most $(stats max_in_flight) in flight at the server; worker CPU $(python3 -c "print(round(($c1 - $c0) / $n2, 2))") ms per run"
 
 post /_limits '{}'
 q "UPDATE agent.agents SET scope = '{}' WHERE workspace_id = 'bench_prov'" >/dev/null

@@ -862,6 +862,8 @@ StartCall(Slot *s)
 		s->rl_est = (strlen(s->system) + 200) / 4;
 	if (!RateLimitAdmit(s->rl, s->rl_est, &wait_ms))
 	{
+		if (!s->rl_waiting)
+			RateLimitCountWait(s->rl);
 		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
@@ -1371,13 +1373,19 @@ StartDueCalls(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		checked = false;
+	bool		full[RATELIMIT_MAX];	/* providers found without headroom in this pass */
 
+	memset(full, 0, sizeof(full));
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
 		Slot	   *s = &slots[i];
 
 		if (s->state == SLOT_BACKOFF && s->next_at <= now)
 			s->state = SLOT_READY;
+		/* providers: not before its bucket refills, nor once it was found full */
+		if (s->state == SLOT_READY && s->rl_waiting &&
+			(s->rl_until > now || (s->rl >= 0 && s->rl < RATELIMIT_MAX && full[s->rl])))
+			continue;
 		if (s->state == SLOT_READY)
 		{
 			/* providers: a changed provider or secret is loaded before the next request */
@@ -1386,6 +1394,8 @@ StartDueCalls(void)
 			checked = true;
 			CHECK_FOR_INTERRUPTS();
 			StartCall(s);
+			if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX)
+				full[s->rl] = true;
 		}
 	}
 }

@@ -336,13 +336,11 @@ RateLimitAdmit(int h, int64 est_tokens, long *wait_ms)
 	if (b->limited_until > now)
 	{
 		*wait_ms = (long) ((b->limited_until - now) / 1000) + 1;
-		b->waits++;
 		return false;
 	}
 	if (b->max_concurrent > 0 && b->in_flight >= b->max_concurrent)
 	{
 		*wait_ms = -1;
-		b->waits++;
 		return false;
 	}
 	Refill(b, now);
@@ -354,7 +352,6 @@ RateLimitAdmit(int h, int64 est_tokens, long *wait_ms)
 	if (wait > 0)
 	{
 		*wait_ms = (long) ceil(wait);
-		b->waits++;
 		return false;
 	}
 	if (b->rpm > 0)
@@ -365,6 +362,16 @@ RateLimitAdmit(int h, int64 est_tokens, long *wait_ms)
 	b->requests++;
 	Publish(h);
 	return true;
+}
+
+/* a request started to wait for headroom (counted once per wait) */
+void
+RateLimitCountWait(int h)
+{
+	if (h < 0 || h >= RATELIMIT_MAX || !buckets[h].used)
+		return;
+	buckets[h].waits++;
+	Publish(h);
 }
 
 /* duration like "1s", "6m0s", "20ms", "1h2m3.5s" in ms; -1 when not one */

@@ -144,6 +144,7 @@ extern char *ProviderScrub(const ProviderResolved *rp, const char *msg);
 extern int	RateLimitFor(int64 provider_id, const char *name, int max_concurrent, int rpm, int tpm);
 extern void RateLimitForget(int64 *alive, int n);
 extern bool RateLimitAdmit(int h, int64 est_tokens, long *wait_ms);
+extern void RateLimitCountWait(int h);
 extern void RateLimitDone(int h, int64 est_tokens, int64 used, long status, long retry_after_ms,
 						  const RateHeaders *hd, const char *error);
 
