@@ -121,6 +121,10 @@ for rel in agent.provider_status agent.providers agent.secrets; do
     like "$(psql -XAtq -U w630_nobody -c "SELECT * FROM $rel" 2>&1)" "permission denied" "a role with no grants reads nothing of $rel"
 done
 like "$(psql -XAtq -U w630_nobody -c "SELECT agent.set_secret('k630_oai', 'x')" 2>&1)" "permission denied" "nor sets a secret"
+for rel in agent.provider_status agent.providers agent.secrets; do   # an agent session (tool SQL)
+    like "$(psql -XAtq -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SELECT * FROM $rel" 2>&1)" "permission denied" "an agent session (agents_tool) reads nothing of $rel"
+done
+like "$(psql -XAtq -c "SET ROLE agents_tool" -c "SELECT agent.set_secret('k630_oai', 'x')" 2>&1)" "permission denied" "nor sets a secret"
 
 # ---- 5. agents name their providers (versioned settings) ----
 wa=$(app w630a "SELECT agent.create_agent('w630a', 'owner630', 'writer630', '{\"instructions\": \"Write.\"}')")
