@@ -47,6 +47,8 @@ typedef struct ProviderEntry
 	char	   *default_model;
 	char	  **headers;		/* "Name: value", resolved */
 	int			nheaders;
+	const char **secrets;		/* values that came from the store (masked in errors) */
+	int			nsecrets;
 	int			request_timeout;	/* ms, 0: pg_agents.request_timeout */
 	bool		stream;
 	int			max_concurrent;
@@ -172,6 +174,7 @@ ProvidersLoad(void)
 			json_t	   *hv;
 
 			e->headers = palloc0(sizeof(char *) * json_object_size(h));
+			e->secrets = palloc0(sizeof(char *) * (json_object_size(h) + 1));
 			json_object_foreach(h, k, hv)
 			{
 				char	   *x;
@@ -185,6 +188,8 @@ ProvidersLoad(void)
 					continue;
 				}
 				e->headers[e->nheaders++] = psprintf("%s: %s", k, x);
+				if (SecretsHasReference(json_string_value(hv)))
+					e->secrets[e->nsecrets++] = e->headers[e->nheaders - 1] + strlen(k) + 2;
 				explicit_bzero(x, strlen(x));
 			}
 		}
@@ -258,6 +263,8 @@ ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, c
 			(e->default_model && e->default_model[0]) ? e->default_model : "default";
 		out->headers = (const char *const *) e->headers;
 		out->nheaders = e->nheaders;
+		out->secrets = e->secrets;
+		out->nsecrets = e->nsecrets;
 		out->request_timeout = e->request_timeout > 0 ? e->request_timeout : pg_agents_request_timeout;
 		out->stream = e->stream;
 		out->max_concurrent = e->max_concurrent;
@@ -331,18 +338,15 @@ ProviderAddHeaders(const ProviderResolved *rp, struct curl_slist *h)
  * A copy of msg with the key replaced by "[secret]" wherever it appears
  * (an endpoint that echoes the key in its error must not put it in a step).
  */
-char *
-ProviderScrub(const ProviderResolved *rp, const char *msg)
+static char *
+ScrubOne(char *msg, const char *key)
 {
 	StringInfoData b;
 	const char *p = msg;
-	const char *key = rp ? rp->api_key : NULL;
 	size_t		kl;
 
-	if (msg == NULL)
-		return NULL;
 	if (key == NULL || (kl = strlen(key)) < 4 || strstr(msg, key) == NULL)
-		return pstrdup(msg);
+		return msg;
 	initStringInfo(&b);
 	while (*p)
 	{
@@ -358,6 +362,27 @@ ProviderScrub(const ProviderResolved *rp, const char *msg)
 		p = q + kl;
 	}
 	return b.data;
+}
+
+/*
+ * A copy of msg with the key, and header values that came from the secrets
+ * store, replaced by "[secret]" wherever they appear (an endpoint that
+ * echoes the key in its error must not put it in a step).
+ */
+char *
+ProviderScrub(const ProviderResolved *rp, const char *msg)
+{
+	char	   *out;
+
+	if (msg == NULL)
+		return NULL;
+	out = pstrdup(msg);
+	if (rp == NULL)
+		return out;
+	out = ScrubOne(out, rp->api_key);
+	for (int i = 0; i < rp->nsecrets; i++)
+		out = ScrubOne(out, rp->secrets[i]);
+	return out;
 }
 
 /*

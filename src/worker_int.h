@@ -125,6 +125,8 @@ typedef struct ProviderResolved
 	const char *model;
 	const char *const *headers; /* extra "Name: value" lines, resolved */
 	int			nheaders;
+	const char *const *secrets; /* header values from the secrets store */
+	int			nsecrets;
 	long		request_timeout;	/* ms */
 	bool		stream;			/* the provider's settings "stream" (default false) */
 	int			max_concurrent; /* 0: no limit */
