@@ -93,6 +93,7 @@ typedef struct Slot
 	int64		rl_est;			/* tokens it reserved */
 	bool		rl_waiting;		/* READY, but the provider has no headroom */
 	TimestampTz rl_until;		/* ... until then (0: until a request ends) */
+	TimestampTz rl_lease_at;	/* its lease, last renewed while waiting */
 } Slot;
 
 static Slot slots[MAX_SLOTS];
@@ -863,7 +864,10 @@ StartCall(Slot *s)
 	if (!RateLimitAdmit(s->rl, s->rl_est, &wait_ms))
 	{
 		if (!s->rl_waiting)
+		{
 			RateLimitCountWait(s->rl);
+			s->rl_lease_at = GetCurrentTimestamp();
+		}
 		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
@@ -1368,6 +1372,14 @@ ProvidersUnit(Slot *unused, void *arg)
 	ProvidersLoad();
 }
 
+/* a run waiting for its provider's headroom keeps its lease (agent.tick requeues expired ones) */
+static void
+LeaseUnit(Slot *s, void *arg)
+{
+	if (!HoldLease(s->run_id))
+		s->state = SLOT_FREE;	/* cancelled meanwhile */
+}
+
 static void
 StartDueCalls(void)
 {
@@ -1382,6 +1394,14 @@ StartDueCalls(void)
 
 		if (s->state == SLOT_BACKOFF && s->next_at <= now)
 			s->state = SLOT_READY;
+		if (s->state == SLOT_READY && s->rl_waiting &&
+			TimestampDifferenceExceeds(s->rl_lease_at, now, pg_agents_run_lease * 1000 / 3))
+		{
+			s->rl_lease_at = now;
+			SlotUnit(s, "pg_agents: renewing the lease of a run waiting for its provider", LeaseUnit, NULL);
+			if (s->state == SLOT_FREE)
+				continue;
+		}
 		/* providers: not before its bucket refills, nor once it was found full */
 		if (s->state == SLOT_READY && s->rl_waiting &&
 			(s->rl_until > now || (s->rl >= 0 && s->rl < RATELIMIT_MAX && full[s->rl])))

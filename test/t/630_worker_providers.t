@@ -19,7 +19,10 @@ mcp_pid=
 cleanup() {
     llm_stop; kill "$llm2_pid" 2>/dev/null; [ -n "$mcp_pid" ] && kill "$mcp_pid" 2>/dev/null
     wait 2>/dev/null
-    q "ALTER SYSTEM RESET log_statement; ALTER SYSTEM RESET pg_agents.llm_api_key; ALTER SYSTEM RESET pg_agents.llm_url" >/dev/null 2>&1
+    local g
+    for g in log_statement pg_agents.llm_api_key pg_agents.llm_url pg_agents.run_lease; do
+        q "ALTER SYSTEM RESET $g" >/dev/null 2>&1
+    done
     q "SELECT pg_reload_conf()" >/dev/null 2>&1
     rm -rf "$tmp"
 }
@@ -172,6 +175,23 @@ r=$(start_run "$wa" '{"prompt": "write [[t630w3]]"}' autonomous owner630)
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "a run after the rotation succeeds"
 is "$(reqs "$LLM_PORT" "[[t630w3]]" auth)" "Bearer $K_OAI2" "with the rotated key"
 
+# ---- 7b. the provider says its requests are used up: later runs wait (keeping their lease) ----
+q "ALTER SYSTEM SET pg_agents.run_lease = 3" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null; sleep 0.5
+llm_script "[[t630L1]]" '[{"text": "ok", "headers": {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6s"}}]'
+llm_script "[[t630L2]]" '[{"text": "ok"}]'
+r=$(start_run "$wa" '{"prompt": "write [[t630L1]]"}' autonomous owner630)
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "a reply saying no requests remain (x-ratelimit-remaining-requests: 0, reset 6s)"
+w0=$(q "SELECT waits FROM agent.provider_status WHERE name = 'p630_oai'")
+r=$(start_run "$wa" '{"prompt": "write [[t630L2]]"}' autonomous owner630)
+sleep 1
+is "$(q "SELECT status || ' ' || (limited_until IS NOT NULL) || ' ' || (waits > $w0) FROM agent.runs, agent.provider_status WHERE id = $r AND name = 'p630_oai'")" \
+   "running true true" "the next run waits for the reset (provider_status: limited_until, waits)"
+is "$(reqs "$LLM_PORT" "[[t630L2]]" model | wc -l)" "0" "and sends nothing meanwhile"
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "then it is served"
+is "$(q "SELECT attempts FROM agent.runs WHERE id = $r")" "1" "its lease (3 s) was kept while it waited 6 s: never requeued"
+is "$(reqs "$LLM_PORT" "[[t630L2]]" model | wc -l)" "1" "one request"
+q "ALTER SYSTEM RESET pg_agents.run_lease" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
+
 # ---- 8. an endpoint that echoes the key in its error: no key in the step or the error ----
 llm_script "[[t630w4]]" '[{"status": 401, "echo_key": true}]'
 r=$(start_run "$wa" '{"prompt": "write [[t630w4]]"}' autonomous owner630)
@@ -255,6 +275,9 @@ q "SELECT agent.drop_provider('p630_oai')" >/dev/null
 is "$(q "SELECT count(*) FROM agent.providers WHERE name = 'p630_oai'")" "0" "drop_provider removes an unused provider"
 like "$(err "SELECT agent.drop_provider('p630_oai')")" "42704" "dropping it again: 42704"
 q "SELECT agent.drop_provider('p630_ant')" >/dev/null
+q "SELECT agent.mcp_remove_server('mcp630', 'w630a')" >/dev/null
+for k in k630_oai k630_ant k630_def; do q "SELECT agent.drop_secret('$k')" >/dev/null; done
+is "$(q "SELECT count(*) FROM agent.secrets WHERE name LIKE 'k630_%'")" "0" "drop_secret removes them"
 q "DROP ROLE w630_app; DROP ROLE w630_nobody; DROP ROLE w630_reader" >/dev/null
 : "$ob"
 done_testing
