@@ -108,6 +108,12 @@ like "$(err "SELECT agent.add_provider('p630_oai', 'openai', '$LLM_URL')")" "427
 like "$(err "SELECT agent.alter_provider('p630_none', '{}')")" "42704" "alter_provider of an unknown provider: 42704"
 like "$(err "SELECT agent.alter_provider('p630_oai', '{\"kind\": \"anthropic\"}')")" "unknown settings key \"kind\"" "the kind cannot change"
 like "$(err "SELECT agent.alter_provider('p630_oai', '{\"api_key\": \"sk-literal-$rnd\"}')")" "must be a secret reference" "alter_provider: a literal key is refused too"
+p3=$(q "SELECT agent.add_provider('p630_tmp', 'openai', '$LLM_URL', '\${secret:k630_oai}', '{\"stream\": true, \"max_concurrent\": 3, \"request_timeout\": 5000}')")
+q "SELECT agent.alter_provider('p630_tmp', '{\"max_concurrent\": null, \"api_key\": null, \"requests_per_minute\": 60}')" >/dev/null
+is "$(q "SELECT format('%s %s %s %s %s', stream, max_concurrent IS NULL, key_configured, requests_per_minute, request_timeout) FROM agent.provider_status WHERE name = 'p630_tmp'")" \
+   "t t f 60 5000" "alter_provider: null removes a limit and the key, the other settings stay"
+q "SELECT agent.drop_provider('p630_tmp')" >/dev/null
+is "$(q "SELECT count(*) FROM agent.providers WHERE id = $p3")" "0" "an unused provider is dropped"
 
 # ---- 4. who may read what ----
 like "$(psql -XAtq -U w630_app -c "SELECT name, kind, model, key_configured FROM agent.provider_status WHERE name LIKE 'p630_%' ORDER BY 1" 2>&1 | tr '\n' ' ')" \
