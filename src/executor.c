@@ -1386,6 +1386,7 @@ StartDueCalls(void)
 	TimestampTz now = GetCurrentTimestamp();
 	bool		checked = false;
 	bool		full[RATELIMIT_MAX];	/* providers found without headroom in this pass */
+	TimestampTz full_until[RATELIMIT_MAX];	/* ... until then (0: a request ends) */
 
 	memset(full, 0, sizeof(full));
 	for (int i = 0; i < MAX_SLOTS; i++)
@@ -1403,9 +1404,13 @@ StartDueCalls(void)
 				continue;
 		}
 		/* providers: not before its bucket refills, nor once it was found full */
-		if (s->state == SLOT_READY && s->rl_waiting &&
-			(s->rl_until > now || (s->rl >= 0 && s->rl < RATELIMIT_MAX && full[s->rl])))
+		if (s->state == SLOT_READY && s->rl_waiting && s->rl_until > now)
 			continue;
+		if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX && full[s->rl])
+		{
+			s->rl_until = full_until[s->rl];	/* the same wait as the run found it full */
+			continue;
+		}
 		if (s->state == SLOT_READY)
 		{
 			/* providers: a changed provider or secret is loaded before the next request */
@@ -1415,7 +1420,10 @@ StartDueCalls(void)
 			CHECK_FOR_INTERRUPTS();
 			StartCall(s);
 			if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX)
+			{
 				full[s->rl] = true;
+				full_until[s->rl] = s->rl_until;
+			}
 		}
 	}
 }
