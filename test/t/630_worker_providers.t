@@ -198,6 +198,19 @@ is "$(q "SELECT attempts FROM agent.runs WHERE id = $r")" "1" "its lease (3 s) w
 is "$(reqs "$LLM_PORT" "[[t630L2]]" model | wc -l)" "1" "one request"
 q "ALTER SYSTEM RESET pg_agents.run_lease" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
 
+# ---- 7c. tokens per minute: a reply that used more than the budget holds the next request ----
+q "SELECT agent.alter_provider('p630_oai', '{\"tokens_per_minute\": 60000}')" >/dev/null
+llm_script "[[t630T1]]" '[{"text": "big", "usage": {"in": 15000, "out": 5}}]'
+llm_script "[[t630T2]]" '[{"text": "ok"}]'
+r=$(start_run "$wa" '{"prompt": "write [[t630T1]]"}' autonomous owner630)
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "a reply of 15,005 tokens under tokens_per_minute 60,000 (a bucket of 10,000)"
+is "$(q "SELECT tokens_available < 0 FROM agent.provider_status WHERE name = 'p630_oai'")" "t" "leaves the token bucket in debt (provider_status.tokens_available)"
+r=$(start_run "$wa" '{"prompt": "write [[t630T2]]"}' autonomous owner630)
+sleep 1
+is "$(q "SELECT status FROM agent.runs WHERE id = $r")|$(reqs "$LLM_PORT" "[[t630T2]]" model | wc -l)" "running|0" "the next run waits for the bucket to refill (about 5 s), sending nothing"
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "then it is served"
+q "SELECT agent.alter_provider('p630_oai', '{\"tokens_per_minute\": null}')" >/dev/null
+
 # ---- 8. an endpoint that echoes the key in its error: no key in the step or the error ----
 llm_script "[[t630w4]]" '[{"status": 401, "echo_key": true}]'
 r=$(start_run "$wa" '{"prompt": "write [[t630w4]]"}' autonomous owner630)
