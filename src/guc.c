@@ -175,6 +175,11 @@ PgAgentsDefineGucs(void)
 							   "The API key is only ever sent to pg_agents.llm_url.",
 							   &pg_agents_llm_url_allowlist, "",
 							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.secret_key_file",
+							   "File holding the key of the secrets store (64 hex digits).",
+							   "Relative to the data directory; created with mode 0600 by the first agent.set_secret.",
+							   &pg_agents_secret_key_file, "pg_agents.key",
+							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",
 							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,

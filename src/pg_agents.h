@@ -200,4 +200,16 @@ extern void PgAgentsRegisterWorker(void);
 extern char *PgAgentsCanonicalJson(Jsonb *j);
 extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
 
+/* secrets.c and ratelimit.c (providers and secrets, docs/worker.md) */
+#define RATELIMIT_MAX 64
+extern char *pg_agents_secret_key_file;
+extern char *SecretsLookup(const char *name, char **error);
+extern char *SecretsExpand(const char *value, char **error);
+extern bool SecretsHasReference(const char *value);
+extern void PgAgentsInitRateLimitShmem(void);
+extern void PgAgentsConfigChanged(void);
+extern uint64 PgAgentsConfigGeneration(void);
+struct json_t;
+extern bool SecretsExpandJsonHeaders(struct json_t *headers, char **error);
+
 #endif							/* PG_AGENTS_H */

@@ -487,6 +487,12 @@ BEGIN
           RAISE EXCEPTION 'settings key "scope" must be an object' USING ERRCODE = 'invalid_parameter_value';
         END IF;
         PERFORM agent._check_scope(v);
+      WHEN 'provider' THEN
+        -- kept in scope.provider; that it exists is checked on the agents row
+        -- (agent._agents_provider_check)
+        IF t NOT IN ('string', 'null') THEN
+          RAISE EXCEPTION 'settings key "provider" must be a provider name or null' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
       WHEN 'web_access' THEN
         IF t <> 'boolean' THEN
           RAISE EXCEPTION 'settings key "web_access" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
@@ -584,7 +590,12 @@ BEGIN
     instruction_page_id  = CASE WHEN s ? 'instruction_page_id' THEN s ->> 'instruction_page_id' ELSE a.instruction_page_id END,
     model                = CASE WHEN s ? 'model' THEN s ->> 'model' ELSE a.model END,
     approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
-    scope                = CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
+    scope                = CASE WHEN s ? 'provider' AND jsonb_typeof(s -> 'provider') = 'string'
+                                  THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}')
+                                       || jsonb_build_object('provider', s -> 'provider')
+                                  WHEN s ? 'provider'
+                                  THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}') - 'provider'
+                                  WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
     web_access           = CASE WHEN s ? 'web_access' THEN (s ->> 'web_access')::boolean ELSE a.web_access END,
     delegation           = CASE WHEN s ? 'delegation' THEN s -> 'delegation' ELSE a.delegation END,
     max_iterations       = CASE WHEN s ? 'max_iterations' THEN (s ->> 'max_iterations')::integer ELSE a.max_iterations END,

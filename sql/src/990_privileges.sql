@@ -187,3 +187,10 @@ GRANT EXECUTE ON FUNCTION agent.deny(text, text, bigint, text), agent.trigger_ov
   TO agents_app;
 GRANT SELECT ON agent.event_overlaps TO agents_app;
 GRANT EXECUTE ON FUNCTION agent.consume_refusal(bigint, text, jsonb) TO agents_executor;
+-- providers (sql/src/610_providers.sql): the application, analytics and
+-- monitoring read agent.provider_status (no key, no headers; the limiter's
+-- headroom through agent._provider_headroom).  agent.providers, the secrets
+-- store (agent.secrets, set_secret, drop_secret) and add/alter/drop_provider
+-- stay superuser-only.
+GRANT SELECT ON agent.provider_status TO agents_app, agents_reader, pg_monitor;
+GRANT EXECUTE ON FUNCTION agent._provider_headroom() TO agents_app, agents_reader, pg_monitor;

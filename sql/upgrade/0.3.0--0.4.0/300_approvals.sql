@@ -151,6 +151,12 @@ BEGIN
           RAISE EXCEPTION 'settings key "scope" must be an object' USING ERRCODE = 'invalid_parameter_value';
         END IF;
         PERFORM agent._check_scope(v);
+      WHEN 'provider' THEN
+        -- kept in scope.provider; that it exists is checked on the agents row
+        -- (agent._agents_provider_check)
+        IF t NOT IN ('string', 'null') THEN
+          RAISE EXCEPTION 'settings key "provider" must be a provider name or null' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
       WHEN 'web_access' THEN
         IF t <> 'boolean' THEN
           RAISE EXCEPTION 'settings key "web_access" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
