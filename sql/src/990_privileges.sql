@@ -180,3 +180,11 @@ GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
 -- (taken on trust; agent.approve checks that user may approve the run).
 GRANT EXECUTE ON FUNCTION agent.answer_elicitation(text, jsonb, text) TO agents_app;
 GRANT SELECT ON agent.mcp_pending_input TO agents_app;
+-- context: conversations (sql/src/810_conversations.sql): the application
+-- sends a user's messages and reads what that user may see (user ids taken
+-- on trust); direct reads of the tables are workspace-scoped (policies).
+GRANT EXECUTE ON FUNCTION agent.send_message(bigint, text, text, bigint),
+                          agent.conversation_messages(bigint, text),
+                          agent.conversations_of(bigint, text)
+  TO agents_app;
+GRANT SELECT ON agent.conversations, agent.messages TO agents_app;
