@@ -100,8 +100,10 @@ AS $$ SELECT ((coalesce(pg_catalog.length(p_content), 0) + 3) / 4)::integer $$;
 COMMENT ON FUNCTION agent._message_tokens(text) IS
   'Internal: the estimated size of a message in tokens (characters / 4, rounded up).';
 
-CREATE FUNCTION agent.send_message(agent_id bigint, user_id text, text text, conversation_id bigint DEFAULT NULL)
-RETURNS TABLE(conversation_id bigint, run_id bigint)
+-- conversation_id is both an argument and a column of the result (INOUT):
+-- SELECT * FROM agent.send_message(...) gives (conversation_id, run_id).
+CREATE FUNCTION agent.send_message(agent_id bigint, user_id text, text text,
+                                   INOUT conversation_id bigint DEFAULT NULL, OUT run_id bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -150,11 +152,12 @@ BEGIN
                            'manual', 'chat');
   INSERT INTO agent.messages (workspace_id, conversation_id, role, content, run_id, tokens)
   VALUES (a.workspace_id, v_conv, 'user', v_text, v_run, agent._message_tokens(v_text));
-  RETURN QUERY SELECT v_conv, v_run;
+  send_message.conversation_id := v_conv;
+  send_message.run_id := v_run;
 END
 $$;
 COMMENT ON FUNCTION agent.send_message(bigint, text, text, bigint) IS
-  'Sends a user''s message to an agent: appends it to the user''s chat (a new one when conversation_id is NULL; only the user''s own chat with this agent can be continued, anything else is unknown, 42704) and queues a manual chat run (the chat level is required, 42501) that receives the earlier turns within pg_agents.conversation_window. The run''s final answer is appended when it ends. Returns the conversation and the run.';
+  'Sends a user''s message to an agent: appends it to the user''s chat (a new one when conversation_id is NULL; only the user''s own chat with this agent can be continued, anything else is unknown, 42704) and queues a manual chat run (the chat level is required, 42501) that receives the earlier turns within pg_agents.conversation_window. The run''s final answer is appended when it ends. Returns one row: the conversation and the run.';
 
 CREATE FUNCTION agent.conversation_messages(conversation_id bigint, user_id text)
 RETURNS TABLE(message_id bigint, role text, content text, run_id bigint, tokens integer, created_at timestamptz)
