@@ -24,8 +24,9 @@
  *		tools
  *		  8. the built-in tools, delegate_to_agent (listing the agents the
  *		     run's identity may delegate to, offered only below the depth
- *		     limit) and use_skill (when a skill is usable), then MCP and
- *		     teams tools.
+ *		     limit and when one is listed) and use_skill (when a skill is
+ *		     usable), then MCP and teams tools (agent_teams below the depth
+ *		     limit of an agent with a delegation list).
  *
  *		Nothing else reaches the model unless a tool fetches it.  Link
  *		tokens [[page:ID]] and [[fdpage:ID]] become the page's title when
@@ -341,7 +342,9 @@ Delegation(const ToolRun *tr, ContextRun *cr)
 	cr->delegates = v ? json_loads(v, 0, NULL) : NULL;
 	if (cr->delegates == NULL)
 		cr->delegates = json_array();
-	cr->can_delegate = cr->depth < cr->max_depth && json_array_size(cr->delegates) > 0;
+	/* below the limit: the teams tools; with an agent to offer: delegate_to_agent */
+	cr->can_delegate = cr->depth < cr->max_depth;
+	cr->offer_delegate = cr->can_delegate && json_array_size(cr->delegates) > 0;
 }
 
 /* the depth line of a delegated run also needs the limit without a list */
@@ -719,7 +722,7 @@ AssembleBody(void *p)
 	if (cr->depth > 0)
 		appendStringInfo(&sys, "\n\nYou are a delegated run at depth %d (the limit is %d): %s",
 						 cr->depth, cr->max_depth,
-						 cr->can_delegate ? "you may delegate further." : "you may not delegate further.");
+						 cr->offer_delegate ? "you may delegate further." : "you may not delegate further.");
 	cr->system = sys.data;
 
 	/* 6, 7: the messages of a new run */
@@ -752,6 +755,7 @@ ContextAssemble(const ToolRun *tr, ContextRun *cr)
 	char	   *err;
 
 	cr->can_delegate = false;
+	cr->offer_delegate = false;
 	cr->has_skills = false;
 	cr->delegates = NULL;
 	cr->system = NULL;
@@ -761,11 +765,12 @@ ContextAssemble(const ToolRun *tr, ContextRun *cr)
 		while (json_array_size(cr->messages) > nmsg)
 			json_array_remove(cr->messages, json_array_size(cr->messages) - 1);
 		cr->can_delegate = false;
+		cr->offer_delegate = false;
 		cr->has_skills = false;
 	}
 	else
 	{
-		if (cr->can_delegate)
+		if (cr->offer_delegate)
 			json_array_append_new(cr->tools, DelegateTool(cr));
 		if (cr->has_skills)
 			json_array_append_new(cr->tools, UseSkillTool());

@@ -183,7 +183,8 @@ typedef struct ContextRun
 	json_t	   *messages;		/* fresh: history and the run's input appended */
 	/* out */
 	char	   *system;
-	bool		can_delegate;
+	bool		can_delegate;	/* listed and below the depth limit (teams tools) */
+	bool		offer_delegate; /* and an agent to offer: delegate_to_agent */
 	bool		has_skills;
 	int			max_depth;
 	json_t	   *delegates;		/* internal */
