@@ -256,24 +256,14 @@ SkillRows(void *arg)
 static json_t *
 UsableSkills(const ToolRun *tr)
 {
-	static SPIPlanPtr granted_plan = NULL;
 	List	   *tables;
 	ListCell   *lc;
 	json_t	   *all = json_array();
 	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
 	Datum		vals[3];
 	char		nulls[3] = "   ";
-	bool		manual = strcmp(tr->regime, "manual") == 0;
 
-	/* autonomous: only granted skills are usable; none granted, nothing to look up */
-	if (!manual)
-	{
-		vals[0] = Int64GetDatum(tr->agent_id);
-		if (PgAgentsExecPlan(&granted_plan, "SELECT 1 FROM agent.access g WHERE g.agent_id = $1 "
-							 "AND g.resource_type = 'skill' LIMIT 1",
-							 1, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed == 0)
-			return all;
-	}
+	/* (autonomous: only granted skills are usable; the claim looked for one) */
 	tables = RegisteredTables("skill");
 	vals[0] = Int64GetDatum(tr->agent_id);
 	vals[1] = CStringGetTextDatum(tr->regime);
@@ -634,6 +624,7 @@ typedef struct AssembleArg
 {
 	const ToolRun *tr;
 	ContextRun *cr;
+	bool		reads;			/* something to read as the run */
 } AssembleArg;
 
 static void
@@ -650,13 +641,16 @@ AssembleBody(void *p)
 	json_t	   *v;
 	char	   *saved[lengthof(identity_gucs)];
 
-	for (int k = 0; k < lengthof(identity_gucs); k++)
+	if (a->reads)
 	{
-		const char *cur = GetConfigOption(identity_gucs[k], true, false);
+		for (int k = 0; k < lengthof(identity_gucs); k++)
+		{
+			const char *cur = GetConfigOption(identity_gucs[k], true, false);
 
-		saved[k] = cur ? pstrdup(cur) : NULL;
+			saved[k] = cur ? pstrdup(cur) : NULL;
+		}
+		ToolsSetIdentity(tr);
 	}
-	ToolsSetIdentity(tr);
 
 	/* 1, 2: who it is, its instructions */
 	initStringInfo(&sys);
@@ -699,7 +693,7 @@ AssembleBody(void *p)
 	}
 
 	/* 4: skills */
-	skills = UsableSkills(tr);
+	skills = a->reads ? UsableSkills(tr) : json_array();
 	cr->has_skills = json_array_size(skills) > 0;
 	if (cr->has_skills)
 	{
@@ -737,7 +731,8 @@ AssembleBody(void *p)
 		AppendUser(cr->provider, cr->messages, prompt);
 	}
 	json_decref(cache);
-	SetIdentityBack(saved);
+	if (a->reads)
+		SetIdentityBack(saved);
 }
 
 /*
@@ -750,16 +745,26 @@ AssembleBody(void *p)
 char *
 ContextAssemble(const ToolRun *tr, ContextRun *cr)
 {
-	AssembleArg a = {tr, cr};
+	AssembleArg a = {tr, cr, false};
 	size_t		nmsg = json_array_size(cr->messages);
-	char	   *err;
+	char	   *err = NULL;
 
 	cr->can_delegate = false;
 	cr->offer_delegate = false;
 	cr->has_skills = false;
 	cr->delegates = NULL;
 	cr->system = NULL;
-	err = ToolsInSubxact(AssembleBody, &a);
+	/*
+	 * Reads of application tables (the page, links, skills) run as the run,
+	 * in a subtransaction; a run with nothing to read (most autonomous
+	 * runs) is assembled directly, as cheaply as before.
+	 */
+	a.reads = (cr->page_id && cr->page_id[0]) || (cr->instructions && strstr(cr->instructions, "[[")) ||
+		cr->skills_possible;
+	if (a.reads)
+		err = ToolsInSubxact(AssembleBody, &a);
+	else
+		AssembleBody(&a);
 	if (err)
 	{
 		while (json_array_size(cr->messages) > nmsg)

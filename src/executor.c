@@ -398,7 +398,10 @@ ClaimUnit(Slot *unused, void *arg)
 		"       pg_catalog.jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
 		"       a.status = 'suspended' AND c.regime = 'autonomous', "
 		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text, "
-		"       c.depth, a.instruction_page_id "	/* context assembly */
+		"       c.depth, a.instruction_page_id, "	/* context assembly: */
+		"       CASE WHEN c.regime = 'manual' "		/* may a skill be listed? */
+		"            THEN EXISTS (SELECT 1 FROM agent.resource_tables rt WHERE rt.resource_type = 'skill') "
+		"            ELSE EXISTS (SELECT 1 FROM agent.access g WHERE g.agent_id = c.agent_id AND g.resource_type = 'skill') END "
 		"FROM c JOIN s ON s.run_id = c.id "
 		"JOIN agent.agents a ON a.id = c.agent_id "
 		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
@@ -531,6 +534,7 @@ ClaimUnit(Slot *unused, void *arg)
 			cr.depth = DatumGetInt32(SPI_getbinval(tup, td, 21, &isnull));
 			cr.page_id = SPI_getvalue(tup, td, 22);
 			cr.delegation_listed = s->can_delegate;
+			cr.skills_possible = DatumGetBool(SPI_getbinval(tup, td, 23, &isnull));
 			cr.fresh = json_array_size(s->messages) == 0;
 			cr.provider = s->provider;
 			cr.input = input;

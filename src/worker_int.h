@@ -174,6 +174,7 @@ typedef struct ContextRun
 	const char *page_id;		/* agents.instruction_page_id, or NULL */
 	int			depth;			/* the run's delegation depth */
 	bool		delegation_listed;	/* the agent's delegation list is not empty */
+	bool		skills_possible;	/* a skill granted (autonomous), a skill table (manual) */
 	bool		fresh;			/* a new run: first messages, steps */
 	LlmProvider provider;
 	json_t	   *input;			/* the run's input (a payload may be withheld) */
