@@ -134,11 +134,13 @@ q "UPDATE agent.agents SET scope = scope || '{\"description\": \"Drafts replies.
    INSERT INTO agent.access (agent_id, resource_type, resource_id) VALUES ($w, 'page', 'p631-ok')" >/dev/null
 h=$(mk_agent "Hidden631" '{}' none '[]' 10 w6 stranger631)   # owned by someone the owner6 cannot see
 w2=$(mk_agent "Middle631" '{}' none "[$w]")
-p=$(mk_agent "Lead631" '{}' none "[$w, $h, $w2]")
+x=$(mk_agent "Foreign631" '{}' none '[]' 10 w6x owner6)   # the owner's agent in another workspace
+p=$(mk_agent "Lead631" '{}' none "[$w, $h, $w2, $x]")
 llm_script "k631-lead-run" "[{\"tool\": \"delegate_to_agent\", \"input\": {\"agent_id\": $w, \"task\": \"write k631-child\",
                            \"attachments\": [{\"resource_type\": \"page\", \"resource_id\": \"p631-ok\"},
                                              {\"resource_type\": \"page\", \"resource_id\": \"p631-secret\"}]}},
                          {\"tool\": \"delegate_to_agent\", \"input\": {\"agent_id\": $h, \"task\": \"nope\"}},
+                         {\"tool\": \"delegate_to_agent\", \"input\": {\"agent_id\": $x, \"task\": \"nope\"}},
                          {\"text\": \"lead done\"}]"
 llm_script "k631-child" '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "p631-secret"}},
                           {"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "p631-ok"}}, {"text": "child done"}]'
@@ -148,6 +150,7 @@ def=$(req k631-lead-run 0 tool:delegate_to_agent)
 like "$def" "You may delegate to:\\n- $w Writer631: Drafts replies.\\n- $w2 Middle631\"" \
    "delegate_to_agent lists the delegable agents with their ids, names and one-line descriptions"
 unlike "$def" "Hidden631" "an agent the run's identity cannot see is not listed"
+unlike "$def" "Foreign631" "nor an agent of another workspace"
 like "$def" '"attachments": {"type": "array"' "delegate_to_agent takes attachments"
 unlike "$(req k631-lead-run 0 system)" "delegated run" "a root run gets no depth line"
 child=$(q "SELECT id FROM agent.runs WHERE parent_run_id = $r AND agent_id = $w")
@@ -161,6 +164,8 @@ res=$(req k631-child -1 results)
 is "$(echo "$res" | sed -n 1p)" '{"error":"access denied"}' "the child reading the withheld attachment is refused (its own access)"
 like "$(echo "$res" | sed -n 2p)" "ok body" "and reads the one granted to it"
 like "$(req k631-lead-run -1 results | sed -n 2p)" "is not one you may delegate to" "delegating to the hidden agent anyway is refused"
+like "$(req k631-lead-run -1 results | sed -n 3p)" "delegation refused" "and to the agent of another workspace"
+is "$(q "SELECT count(*) FROM agent.runs WHERE parent_run_id = $r AND agent_id IN ($h, $x)")" "0" "neither got a run"
 
 # a child with a list, below the limit, then at the limit
 llm_script "k631-mid" '[{"text": "mid done"}]'
