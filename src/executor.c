@@ -111,7 +111,6 @@ static SPIPlanPtr finish_plan = NULL;
 static SPIPlanPtr save_plan = NULL;
 static SPIPlanPtr claim_plan = NULL;
 static SPIPlanPtr eligible_plan = NULL;
-static SPIPlanPtr payload_plan = NULL;
 
 
 /* ---------------------------------------------------------------------
@@ -268,12 +267,13 @@ FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
 static void
 SaveState(Slot *s)
 {
-	json_t	   *st = json_pack("{s:O,s:O,s:O,s:i,s:I}",
+	json_t	   *st = json_pack("{s:O,s:O,s:O,s:i,s:I,s:s?}",
 							   "messages", s->messages,
 							   "pending", s->pending ? s->pending : json_null(),
 							   "results", s->results ? s->results : json_null(),
 							   "iterations", s->iterations,
-							   "child_run_id", (json_int_t) s->child_run_id);
+							   "child_run_id", (json_int_t) s->child_run_id,
+							   "system", s->system);	/* context: the prompt it started with */
 	char	   *str = json_dumps(st, JSON_COMPACT);
 	char	   *p = pstrdup(str);
 	Oid			types[3] = {INT8OID, JSONBOID, INT4OID};
@@ -346,113 +346,7 @@ SlotStrdup(Slot *s, const char *v)
 	return v ? MemoryContextStrdup(s->cxt, v) : NULL;
 }
 
-static char *
-BuildPrompt(json_t *input, const char *trigger_prompt, const char *origin)
-{
-	StringInfoData b;
-	json_t	   *task = json_object_get(input, "task");
-	json_t	   *att = json_object_get(input, "attachments");
-	json_t	   *prompt = json_object_get(input, "prompt");
-	json_t	   *event = json_object_get(input, "event");
-	const char *keys[] = {"message", "text"};
-
-	initStringInfo(&b);
-	if (json_is_string(prompt))
-		appendStringInfo(&b, "%s\n", json_string_value(prompt));
-	else if (trigger_prompt && trigger_prompt[0])
-		appendStringInfo(&b, "%s\n", trigger_prompt);
-	if (json_is_string(task))
-	{
-		appendStringInfo(&b, "Task delegated to you:\n%s\n", json_string_value(task));
-		if (json_array_size(att) > 0)
-		{
-			char	   *a = json_dumps(att, JSON_COMPACT);
-
-			appendStringInfo(&b, "Attachments:\n%s\n", a);
-			free(a);
-		}
-	}
-	for (int i = 0; i < lengthof(keys); i++)
-	{
-		json_t	   *v = json_object_get(input, keys[i]);
-
-		if (json_is_string(v))
-			appendStringInfo(&b, "%s\n", json_string_value(v));
-	}
-	if (json_is_string(event))
-	{
-		json_t	   *payload = json_object_get(input, "payload");
-
-		appendStringInfo(&b, "Event %s on %s %s (%s).\n", json_string_value(event),
-						 json_string_value(json_object_get(input, "resource_type")) ?: "?",
-						 json_string_value(json_object_get(input, "resource_id")) ?: "?", origin);
-		if (payload && json_object_size(payload) > 0)
-		{
-			char	   *a = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS);
-
-			appendStringInfo(&b, "Payload:\n%s\n", a);
-			free(a);
-		}
-	}
-	if (b.len == 0)
-	{
-		if (json_object_size(input) > 0)
-		{
-			char	   *a = json_dumps(input, JSON_COMPACT | JSON_SORT_KEYS);
-
-			appendStringInfo(&b, "Run input (%s):\n%s\n", origin, a);
-			free(a);
-		}
-		else
-			appendStringInfo(&b, "Run (%s): proceed with your instructions.\n", origin);
-	}
-	return b.data;
-}
-
-/*
- * An event payload carries the row that changed: it reaches the prompt only
- * when the run may read that resource (the resource itself, or the row as a
- * resource of that type).  Otherwise it is replaced by a notice.
- */
-static void
-WithholdUnreadablePayload(json_t *input, int64 agent_id, const char *regime, const char *user_id)
-{
-	json_t	   *payload = json_object_get(input, "payload");
-	const char *rtype = json_string_value(json_object_get(input, "resource_type"));
-	const char *rid = json_string_value(json_object_get(input, "resource_id"));
-	json_t	   *jrow = json_object_get(payload, "row_id");
-	char	   *row_id = NULL;
-	Oid			types[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		vals[6];
-	char		nulls[6] = "      ";
-	bool		manual = strcmp(regime, "manual") == 0;
-
-	if (!json_is_object(payload) || json_object_size(payload) == 0 || rtype == NULL)
-		return;
-	if (json_is_string(jrow))
-		row_id = pstrdup(json_string_value(jrow));
-	else if (json_is_integer(jrow))
-		row_id = psprintf("%" JSON_INTEGER_FORMAT, json_integer_value(jrow));
-	vals[0] = Int64GetDatum(agent_id);
-	vals[1] = CStringGetTextDatum(rtype);
-	vals[2] = rid ? CStringGetTextDatum(rid) : (Datum) 0;
-	nulls[2] = rid ? ' ' : 'n';
-	vals[3] = CStringGetTextDatum(regime);
-	vals[4] = (manual && user_id) ? CStringGetTextDatum(user_id) : (Datum) 0;
-	nulls[4] = (manual && user_id) ? ' ' : 'n';
-	vals[5] = row_id ? CStringGetTextDatum(row_id) : (Datum) 0;
-	nulls[5] = row_id ? ' ' : 'n';
-	if (PgAgentsExecPlan(&payload_plan,
-						 "SELECT coalesce($3 IS NOT NULL AND agent.can_access($1, $2, $3, 'read', $4, $5), false) "
-						 "OR coalesce($6 IS NOT NULL AND agent.can_access($1, $2, $6, 'read', $4, $5), false)",
-						 6, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not check the event payload's resource");
-	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0)
-		return;
-	json_object_set_new(input, "payload",
-						json_pack("{s:s}", "withheld",
-								  "the changed row is not shown: this run may not read that resource"));
-}
+/* the prompt, the payload check: context assembly (context.c) */
 
 static Slot *
 FreeSlot(void)
@@ -516,7 +410,11 @@ ClaimUnit(Slot *unused, void *arg)
 		"       a.name, a.instructions, a.model, a.approval_mode, a.scope::pg_catalog.text, a.max_iterations, "
 		"       pg_catalog.jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
 		"       a.status = 'suspended' AND c.regime = 'autonomous', "
-		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text "
+		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text, "
+		"       c.depth, a.instruction_page_id, "	/* context assembly: */
+		"       CASE WHEN c.regime = 'manual' "		/* may a skill be listed? */
+		"            THEN EXISTS (SELECT 1 FROM agent.resource_tables rt WHERE rt.resource_type = 'skill') "
+		"            ELSE EXISTS (SELECT 1 FROM agent.access g WHERE g.agent_id = c.agent_id AND g.resource_type = 'skill') END "
 		"FROM c JOIN s ON s.run_id = c.id "
 		"JOIN agent.agents a ON a.id = c.agent_id "
 		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
@@ -540,7 +438,6 @@ ClaimUnit(Slot *unused, void *arg)
 		ProviderResolved rp;
 		char	   *perr = NULL;
 		bool		resolved;
-		MemoryContext old;
 
 		if (s == NULL)
 			elog(ERROR, "no free run slot");
@@ -552,16 +449,12 @@ ClaimUnit(Slot *unused, void *arg)
 		s->workspace = SlotStrdup(s, SPI_getvalue(tup, td, 3));
 		s->regime = SlotStrdup(s, SPI_getvalue(tup, td, 4));
 		s->user_id = SlotStrdup(s, SPI_getvalue(tup, td, 5));
-		input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
 		s->approval_mode = SlotStrdup(s, SPI_getvalue(tup, td, 11));
 		s->scope = json_loads(SPI_getvalue(tup, td, 12), 0, NULL);
 		if (s->scope == NULL)
 			s->scope = json_object();
 		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
 		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
-		s->tools = ToolsDefinitions(s->can_delegate);
-		McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
-		TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		s->state = SLOT_READY;
 
 		/*
@@ -575,14 +468,6 @@ ClaimUnit(Slot *unused, void *arg)
 		s->model = SlotStrdup(s, resolved ? rp.model : "default");
 		s->rl = resolved ? rp.ratelimit : -1;
 
-		old = MemoryContextSwitchTo(s->cxt);
-		s->system = psprintf("You are \"%s\", an agent working inside a database application "
-							 "(%s run). Use the tools to read, search or change resources; you only "
-							 "ever see what this run may access.\n\n%s",
-							 SPI_getvalue(tup, td, 8), s->regime,
-							 SPI_getvalue(tup, td, 9) ? SPI_getvalue(tup, td, 9) : "");
-		MemoryContextSwitchTo(old);
-
 		v = SPI_getvalue(tup, td, 20);
 		if (v)
 			state = json_loads(v, 0, NULL);
@@ -593,6 +478,7 @@ ClaimUnit(Slot *unused, void *arg)
 				s->pending = json_incref(json_object_get(state, "pending"));
 			if (json_is_array(json_object_get(state, "results")))
 				s->results = json_incref(json_object_get(state, "results"));
+			s->system = SlotStrdup(s, json_string_value(json_object_get(state, "system")));
 			s->iterations = (int) json_integer_value(json_object_get(state, "iterations"));
 			s->child_run_id = json_integer_value(json_object_get(state, "child_run_id"));
 			if (s->child_run_id > 0)
@@ -601,21 +487,9 @@ ClaimUnit(Slot *unused, void *arg)
 				s->state = SLOT_TOOLS;
 		}
 		else
-		{
-			char	   *prompt;
-
-			if (input == NULL)
-				input = json_object();
-			WithholdUnreadablePayload(input, s->agent_id, s->regime, s->user_id);
-			prompt = BuildPrompt(input, SPI_getvalue(tup, td, 17), SPI_getvalue(tup, td, 7));
-
 			s->messages = json_array();
-			LlmAppendUser(s->provider, s->messages, prompt);
-		}
 		if (state)
 			json_decref(state);
-		if (input)
-			json_decref(input);
 		/* unknown provider, no endpoint, an endpoint not allowlisted ... */
 		if (!resolved)
 		{
@@ -634,6 +508,45 @@ ClaimUnit(Slot *unused, void *arg)
 			FinishRun(s->run_id, "cancelled", NULL, "the agent is suspended");
 			SlotFree(s);
 			continue;
+		}
+
+		/* context assembly (context.c): system prompt, first messages, tools */
+		{
+			ToolRun		tr = SlotToolRun(s);
+			ContextRun	cr;
+			char	   *err;
+
+			input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
+			if (input == NULL)
+				input = json_object();
+			memset(&cr, 0, sizeof(cr));
+			cr.agent_name = SPI_getvalue(tup, td, 8);
+			cr.instructions = SPI_getvalue(tup, td, 9);
+			cr.depth = DatumGetInt32(SPI_getbinval(tup, td, 21, &isnull));
+			cr.page_id = SPI_getvalue(tup, td, 22);
+			cr.delegation_listed = s->can_delegate;
+			cr.skills_possible = DatumGetBool(SPI_getbinval(tup, td, 23, &isnull));
+			cr.fresh = json_array_size(s->messages) == 0;
+			cr.provider = s->provider;
+			cr.input = input;
+			cr.trigger_prompt = SPI_getvalue(tup, td, 17);
+			cr.origin = SPI_getvalue(tup, td, 7);
+			s->tools = ToolsDefinitions(false);
+			cr.tools = s->tools;
+			cr.messages = s->messages;
+			err = ContextAssemble(&tr, &cr);
+			json_decref(input);
+			if (err)
+			{
+				FinishRun(s->run_id, "failed", NULL, psprintf("could not assemble the run's context: %s", err));
+				SlotFree(s);
+				continue;
+			}
+			s->can_delegate = cr.can_delegate;
+			if (s->system == NULL)
+				s->system = SlotStrdup(s, cr.system);
+			McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
+			TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		}
 		/* teams: messages that arrived while it was queued or waiting */
 		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)

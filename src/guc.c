@@ -51,6 +51,7 @@ int			pg_agents_max_delegation_depth = DEFAULT_DELEGATION_DEPTH;
 int			pg_agents_approval_ttl = 72 * 60;
 int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
+int			pg_agents_conversation_window = 8000;	/* context: history tokens */
 int			pg_agents_max_runs_per_workspace = 0;
 int			pg_agents_self_retrigger_cap = 3;
 int			pg_agents_filter_view_timeout = 100;
@@ -226,6 +227,11 @@ PgAgentsDefineGucs(void)
 							"How long a claimed run stays leased to its executor.",
 							NULL, &pg_agents_run_lease, 300, 1, 24 * 3600,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.conversation_window",
+							"Estimated tokens of earlier turns a chat run receives (characters / 4).",
+							"The newest turns that fit are kept, the oldest dropped first; 0 sends no history.",
+							&pg_agents_conversation_window, 8000, 0, 10000000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.max_attempts",
 							"Claims of one run before it fails.",
 							NULL, &pg_agents_max_attempts, 3, 1, 100,

@@ -31,6 +31,7 @@ extern int	pg_agents_max_delegation_depth;
 extern int	pg_agents_approval_ttl;
 extern int	pg_agents_run_lease;
 extern int	pg_agents_max_attempts;
+extern int	pg_agents_conversation_window;
 extern int	pg_agents_max_runs_per_workspace;
 extern int	pg_agents_max_concurrent_runs;
 extern char *pg_agents_llm_provider;

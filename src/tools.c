@@ -661,6 +661,14 @@ RunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls
 	return ErrorResult("%s", message);
 }
 
+/* RunAsTool for context assembly (context.c) */
+json_t *
+ToolsRunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
+			   int expect, json_t *(*convert) (void *arg), void *arg, bool *failed)
+{
+	return RunAsTool(sql, nargs, types, vals, nulls, expect, convert, arg, failed);
+}
+
 static bool
 LookupResourceTables(const char *rtype, List **out)
 {
@@ -1102,6 +1110,7 @@ typedef struct DelegateArgs
 	int64		run_id;
 	int64		child_agent;
 	const char *task;
+	json_t	   *attachments;	/* the call's attachments, or NULL */
 	int64		child_run;		/* out */
 	char	   *refusal;		/* out: agent.try_delegate's refusal */
 } DelegateArgs;
@@ -1114,18 +1123,20 @@ static void
 DelegateBody(void *p)
 {
 	DelegateArgs *a = (DelegateArgs *) p;
-	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
-	Datum		vals[3];
+	Oid			types[4] = {INT8OID, INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[4];
 	bool		isnull;
 
 	vals[0] = Int64GetDatum(a->run_id);
 	vals[1] = Int64GetDatum(a->child_agent);
 	vals[2] = CStringGetTextDatum(a->task);
+	vals[3] = json_is_array(a->attachments) ? JsonbDatum(a->attachments)
+		: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
 	if (a->use_try)
 	{
 		json_t	   *res;
 
-		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::pg_catalog.text", 3, types, vals, NULL, false, 1)
+		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3, $4)::pg_catalog.text", 4, types, vals, NULL, false, 1)
 			!= SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent.try_delegate returned no row");
 		res = SpiJson(0, 1);
@@ -1142,7 +1153,7 @@ DelegateBody(void *p)
 	}
 	else
 	{
-		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
+		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3, $4)", 4, types, vals, NULL, false, 1) != SPI_OK_SELECT
 			|| SPI_processed != 1)
 			elog(ERROR, "agent.delegate returned no row");
 		a->child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1163,10 +1174,18 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 		child_agent = strtoll(json_string_value(jid), NULL, 10);
 	else
 		child_agent = json_is_integer(jid) ? (int64) json_integer_value(jid) : 0;
-	if (child_agent <= 0 || task == NULL)
+	if (child_agent <= 0 || task == NULL ||
+		(json_object_get(input, "attachments") && !json_is_array(json_object_get(input, "attachments"))))
 	{
-		*result = ErrorResult("delegate_to_agent needs an integer agent_id and a string task");
+		*result = ErrorResult("delegate_to_agent needs an integer agent_id, a string task and optional attachments (an array)");
 		ToolsRecordStep(tr->run_id, "error", "delegate_to_agent", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	/* context.c: only to an agent the run's identity may see */
+	if (!ContextMayDelegateTo(tr, child_agent))
+	{
+		*result = ErrorResult("delegation refused: agent " INT64_FORMAT " is not one you may delegate to", child_agent);
+		ToolsRecordStep(tr->run_id, "denied", "delegate_to_agent", input, *result, "denied", 0, started);
 		return TOOL_DONE;
 	}
 	if (NeedsApproval(tr, "delegate_to_agent", false))
@@ -1181,6 +1200,7 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 	a.run_id = tr->run_id;
 	a.child_agent = child_agent;
 	a.task = task;
+	a.attachments = json_object_get(input, "attachments");
 	errmsg_copy = ToolsInSubxact(DelegateBody, &a);
 	if (errmsg_copy == NULL)
 		errmsg_copy = a.refusal;
@@ -1282,6 +1302,10 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return ToolDelegate(tr, input, result, child_run_id, started);
 	if (strncmp(name, "mcp__", 5) == 0)
 		return McpToolExecute(tr, name, input, result, started);
+
+	/* context (context.c): use_skill */
+	if (ContextHandles(name))
+		return ContextExecute(tr, name, input, result, child_run_id);
 
 	/* teams (teams.c): ask_parent, agent_teams */
 	if (TeamsHandles(name))

@@ -194,3 +194,11 @@ GRANT EXECUTE ON FUNCTION agent.consume_refusal(bigint, text, jsonb) TO agents_e
 -- stay superuser-only.
 GRANT SELECT ON agent.provider_status TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._provider_headroom() TO agents_app, agents_reader, pg_monitor;
+-- context: conversations (sql/src/810_conversations.sql): the application
+-- sends a user's messages and reads what that user may see (user ids taken
+-- on trust); direct reads of the tables are workspace-scoped (policies).
+GRANT EXECUTE ON FUNCTION agent.send_message(bigint, text, text, bigint),
+                          agent.conversation_messages(bigint, text),
+                          agent.conversations_of(bigint, text)
+  TO agents_app;
+GRANT SELECT ON agent.conversations, agent.messages TO agents_app;
