@@ -84,6 +84,9 @@ typedef struct Slot
 	TimestampTz next_at;
 	TimestampTz call_started;
 	HttpRequest *req;
+	LlmStream  *stream;			/* the streamed reply of the call in flight */
+	int			stream_step;	/* its model call number in the run (deltas) */
+	size_t		stream_pub;		/* published by the delta unit, once it commits */
 	int64		child_run_id;
 	uint32		gen;			/* claim that filled the slot */
 } Slot;
@@ -163,6 +166,7 @@ SlotFree(Slot *s)
 {
 	if (s->req)
 		HttpFree(s->req);
+	LlmStreamFree(s->stream);
 	if (s->scope)
 		json_decref(s->scope);
 	if (s->tools)
@@ -852,6 +856,7 @@ StartCall(Slot *s)
 	char	   *body;
 	char	   *url;
 	struct curl_slist *headers;
+	bool		stream;
 
 	if (s->iterations >= s->max_iterations)
 	{
@@ -860,13 +865,24 @@ StartCall(Slot *s)
 							  s->max_iterations));
 		return;
 	}
-	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools);
+	stream = LlmStreamEnabled(s->url);
+	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools, stream);
 	url = LlmEndpoint(s->provider, s->url);
 	/* the key only ever goes to pg_agents.llm_url (LlmKeyFor) */
 	headers = LlmHeaders(s->provider, LlmKeyFor(s->url));
+	LlmStreamFree(s->stream);
+	s->stream = NULL;
+	if (stream)
+	{
+		headers = curl_slist_append(headers, "Accept: text/event-stream");
+		s->stream = LlmStreamNew(s->provider);
+		s->stream_step = s->iterations + 1;
+		s->stream_pub = 0;
+	}
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
 	s->req = HttpStart(url, headers, body, pg_agents_request_timeout, s);
+	s->req->stream = s->stream;
 	pfree(url);
 }
 
@@ -885,6 +901,156 @@ ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
 	*out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
 					 "stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
 					 "out", (json_int_t) r->tokens_out);
+	/* cache and reasoning counts only when the provider reported them */
+	if (r->tokens_cached > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "cached", json_integer(r->tokens_cached));
+	if (r->tokens_cache_write > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "cache_write", json_integer(r->tokens_cache_write));
+	if (r->tokens_reasoning > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "reasoning", json_integer(r->tokens_reasoning));
+	if (r->refusal)
+		json_object_set_new(*out, "refusal", json_string(r->refusal));
+}
+
+/* ---------------------------------------------------------------------
+ * Streaming: text deltas on NOTIFY agent_run_deltas (docs/worker.md)
+ *
+ * Throttle: a call's new text is published once DELTA_MIN_BYTES are
+ * pending or DELTA_MIN_MS have passed since its last notification (the
+ * first text at once), in one short transaction for every due call of a
+ * worker pass; the rest goes out in the transaction that records the
+ * reply.  Each notification holds at most DELTA_CHUNK bytes of text, cut
+ * on a UTF-8 boundary, so that its payload stays under 8000 bytes.
+ * ---------------------------------------------------------------------
+ */
+#define DELTA_MIN_MS		100
+#define DELTA_MIN_BYTES		2048
+#define DELTA_CHUNK			3000
+#define DELTA_MAX_PAYLOAD	7900
+
+static SPIPlanPtr notify_plan = NULL;
+
+/* end of the longest prefix of text[from, to) that ends on a UTF-8 boundary */
+static size_t
+Utf8Cut(const char *text, size_t from, size_t to)
+{
+	size_t		e = to;
+
+	while (e > from && ((unsigned char) text[e - 1] & 0x80))
+	{
+		/* step back over a possibly incomplete character */
+		size_t		start = e - 1;
+		int			need;
+		unsigned char c;
+
+		while (start > from && ((unsigned char) text[start] & 0xC0) == 0x80)
+			start--;
+		c = (unsigned char) text[start];
+		need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+		if (e - start >= (size_t) need)
+			break;				/* complete */
+		e = start;
+	}
+	return e;
+}
+
+/* notifies text[from, upto) of the slot's stream; returns the new offset */
+static size_t
+NotifyDeltas(Slot *s, size_t from, size_t upto)
+{
+	LlmStream  *st = s->stream;
+	Oid			types[1] = {TEXTOID};
+
+	while (from < upto)
+	{
+		size_t		n = Min(upto - from, DELTA_CHUNK);
+		char	   *payload = NULL;
+		Datum		vals[1];
+
+		for (;;)
+		{
+			size_t		e = Utf8Cut(st->text, from, from + n);
+			json_t	   *j;
+
+			if (e == from)
+				return from;	/* an incomplete character: wait for the rest */
+			j = json_pack("{s:I,s:i,s:i,s:I,s:s%}", "run_id", (json_int_t) s->run_id,
+						  "step", s->stream_step, "attempt", s->http_attempts + 1,
+						  "offset", (json_int_t) from, "text", st->text + from, e - from);
+			if (j == NULL)
+				return upto;	/* not UTF-8: not published */
+			payload = json_dumps(j, JSON_COMPACT);
+			json_decref(j);
+			if (strlen(payload) <= DELTA_MAX_PAYLOAD || n <= 64)
+			{
+				n = e - from;
+				break;
+			}
+			free(payload);
+			n /= 2;
+		}
+		vals[0] = CStringGetTextDatum(payload);
+		free(payload);
+		if (PgAgentsExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
+							 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "pg_notify failed");
+		from += n;
+	}
+	return from;
+}
+
+/* the rest of a finished stream, inside the unit that records the reply */
+static void
+NotifyRest(Slot *s)
+{
+	if (s->stream && s->stream->text_len > s->stream->published)
+		(void) NotifyDeltas(s, s->stream->published, s->stream->text_len);
+}
+
+static bool
+DeltaDue(Slot *s, TimestampTz now)
+{
+	LlmStream  *st = s->stream;
+
+	if (s->state != SLOT_HTTP || st == NULL || st->text_len <= st->published)
+		return false;
+	return st->text_len - st->published >= DELTA_MIN_BYTES ||
+		TimestampDifferenceExceeds(st->last_publish, now, DELTA_MIN_MS);
+}
+
+static void
+DeltaUnit(Slot *unused, void *arg)
+{
+	TimestampTz now = *(TimestampTz *) arg;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+			slots[i].stream_pub = NotifyDeltas(&slots[i], slots[i].stream->published,
+											   slots[i].stream->text_len);
+}
+
+/* one short transaction for the deltas due (NOTIFY is sent at its commit) */
+static void
+PublishDeltas(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		any = false;
+
+	for (int i = 0; i < MAX_SLOTS && !any; i++)
+		any = DeltaDue(&slots[i], now);
+	if (!any)
+		return;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].stream)
+			slots[i].stream_pub = slots[i].stream->published;
+	if (!RunUnit("pg_agents: publishing text deltas", DeltaUnit, NULL, &now))
+		return;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+		{
+			slots[i].stream->published = Max(slots[i].stream_pub, slots[i].stream->published);
+			slots[i].stream->last_publish = now;
+		}
 }
 
 typedef struct ReplyArg
@@ -923,6 +1089,17 @@ ReplyUnit(Slot *s, void *arg)
 	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
+	if (r->tokens_cached > 0)
+	{
+		static SPIPlanPtr cached_plan = NULL;
+		Oid			ctypes[2] = {INT8OID, INT8OID};
+		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
+
+		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
+							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
+	}
+	NotifyRest(s);
 	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
 							  "r.token_budget, r.tokens_total FROM agent.runs r WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -943,6 +1120,45 @@ ReplyUnit(Slot *s, void *arg)
 		FinishRun(s->run_id, "budget_exceeded", NULL, err);
 		s->state = SLOT_FREE;
 		return;
+	}
+
+	/* the stop reasons that do not end the turn as usual (docs/worker.md) */
+	switch (LlmStopKindOf(r))
+	{
+		case LLM_STOP_NORMAL:
+			break;
+		case LLM_STOP_PAUSE:
+			/* a long turn paused by the provider: its content goes back as is */
+			json_array_append(s->messages, r->assistant);
+			SaveState(s);
+			s->state = SLOT_READY;
+			return;
+		case LLM_STOP_REFUSAL:
+			{
+				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
+											   "text", r->text, "refusal", r->refusal);
+
+				FinishRun(s->run_id, "failed", result,
+						  psprintf("the model refused to answer (stop reason %s)%s%s",
+								   r->stop ? r->stop : "refusal",
+								   r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
+				json_decref(result);
+				s->state = SLOT_FREE;
+				return;
+			}
+		case LLM_STOP_MAX_TOKENS:
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
+							   "the model's answer is incomplete",
+							   r->stop, (long long) r->tokens_out));
+			s->state = SLOT_FREE;
+			return;
+		case LLM_STOP_CONTEXT:
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the conversation no longer fits the model's context window "
+							   "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
+			s->state = SLOT_FREE;
+			return;
 	}
 
 	/* teams: a message arrived during the call, the run goes on */
@@ -999,6 +1215,9 @@ Retryable(HttpRequest *req)
 	switch (req->result)
 	{
 		case CURLE_OK:
+			/* a 429 for an exhausted quota or spend limit never succeeds */
+			if (req->status == 429 && req->stream_mode != 1 && LlmQuotaError(req->resp, req->resp_len))
+				return false;
 			return req->status == 429 || req->status >= 500;
 		case CURLE_OPERATION_TIMEDOUT:
 		case CURLE_COULDNT_CONNECT:
@@ -1025,8 +1244,10 @@ DescribeFailure(HttpRequest *req)
 	if (req->result != CURLE_OK)
 		return psprintf("could not reach the LLM endpoint: %s",
 						req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result));
-	return psprintf("LLM endpoint returned HTTP %ld: %s", req->status,
-					LlmErrorMessage(req->resp, req->resp_len));
+	return psprintf("LLM endpoint returned HTTP %ld: %s%s%s%s", req->status,
+					LlmErrorMessage(req->resp, req->resp_len),
+					req->request_id[0] ? " (request id " : "", req->request_id,
+					req->request_id[0] ? ")" : "");
 }
 
 /*
@@ -1079,7 +1300,7 @@ BatchUnit(Slot *unused, void *arg)
 		int64		tout = Min(r->tokens_out, PG_INT32_MAX);
 
 		ReplyStepJson(s, r, &in, &out);
-		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:s?}",
+		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:s?}",
 											 "run_id", (json_int_t) s->run_id,
 											 "model", s->model,
 											 "input", in,
@@ -1087,6 +1308,7 @@ BatchUnit(Slot *unused, void *arg)
 											 "tokens", (json_int_t) Min(r->tokens_in + r->tokens_out, PG_INT32_MAX),
 											 "tokens_in", (json_int_t) tin,
 											 "tokens_out", (json_int_t) tout,
+											 "tokens_cached", (json_int_t) Min(r->tokens_cached, PG_INT32_MAX),
 											 "started_us", (json_int_t) (s->call_started +
 																		 ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
 																		  SECS_PER_DAY * USECS_PER_SEC)),
@@ -1115,6 +1337,11 @@ BatchUnit(Slot *unused, void *arg)
 			if (b->items[i].s->run_id == id && oc)
 				b->items[i].outcome = oc[0];
 	}
+
+	/* the rest of streamed answers recorded here (the others: ReplyUnit) */
+	for (int i = 0; i < b->n; i++)
+		if (b->items[i].outcome == 'f' || b->items[i].outcome == 'c')
+			NotifyRest(b->items[i].s);
 
 	/* teams: a message arrived during the call, the run goes on */
 	for (int i = 0; i < b->n; i++)
@@ -1182,13 +1409,52 @@ FlushReplies(void)
 static void
 CallDone(Slot *s, HttpRequest *req)
 {
+	char	   *why = NULL;
+	bool		retry = false;
+	char	   *streamed = NULL;
+	size_t		streamed_len = 0;
+
 	s->req = NULL;
 	CHECK_FOR_INTERRUPTS();
-	if (req->result != CURLE_OK || req->status != 200)
+	if (req->stream_mode == 1 && !req->resp_too_big)
 	{
-		char	   *why = DescribeFailure(req);
+		/* a streamed 200: it must have ended (message_stop, [DONE]) */
+		streamed = LlmStreamFinish(s->stream, &streamed_len);
+		if (s->stream->error)
+		{
+			why = psprintf("the LLM stream ended with an error event: %s%s%s%s%s%s",
+						   s->stream->error_type ? s->stream->error_type : "",
+						   s->stream->error_type ? ": " : "", s->stream->error,
+						   req->request_id[0] ? " (request id " : "", req->request_id,
+						   req->request_id[0] ? ")" : "");
+			retry = s->stream->error_type == NULL ||
+				strcmp(s->stream->error_type, "invalid_request_error") != 0;
+		}
+		else if (streamed == NULL || req->result != CURLE_OK)
+		{
+			why = psprintf("the LLM stream was cut after %zu bytes: %s", req->resp_len,
+						   req->result != CURLE_OK
+						   ? (req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result))
+						   : "it ended without its last event");
+			retry = true;
+		}
+		if (why)
+		{
+			free(streamed);
+			streamed = NULL;
+		}
+	}
+	else if (req->result != CURLE_OK || req->status != 200)
+	{
+		why = DescribeFailure(req);
+		retry = Retryable(req);
+		if (req->status == 429 && !retry)
+			why = psprintf("%s: the provider's quota or spend limit is exhausted, retrying cannot help", why);
+	}
 
-		if (Retryable(req) && s->http_attempts < LLM_MAX_RETRIES)
+	if (why)
+	{
+		if (retry && s->http_attempts < LLM_MAX_RETRIES)
 		{
 			long		delay;
 			RetryArg	ra;
@@ -1205,6 +1471,8 @@ CallDone(Slot *s, HttpRequest *req)
 			ra.info = json_pack("{s:s,s:i,s:i,s:I,s:b}", "error", why, "attempt", s->http_attempts,
 								"http_status", (int) req->status, "retry_in_ms", (json_int_t) delay,
 								"retry_after", req->retry_after_ms >= 0);
+			if (req->request_id[0])
+				json_object_set_new(ra.info, "request_id", json_string(req->request_id));
 			HttpFree(req);
 			s->state = SLOT_BACKOFF;
 			s->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay);
@@ -1220,7 +1488,7 @@ CallDone(Slot *s, HttpRequest *req)
 			return;
 		}
 		HttpFree(req);
-		if (Retryable(req) || s->http_attempts > 0)
+		if (retry || s->http_attempts > 0)
 			why = psprintf("%s (gave up after %d attempts)", why, s->http_attempts + 1);
 		EndRunFailed(s, "failed", why);
 		return;
@@ -1229,8 +1497,16 @@ CallDone(Slot *s, HttpRequest *req)
 	{
 		LlmReply	r;
 		ReplyArg	ra;
+		bool		parsed;
 
-		if (!LlmParseReply(s->provider, req->resp, req->resp_len, &r))
+		if (streamed)
+		{
+			parsed = LlmParseReply(s->provider, streamed, streamed_len, &r);
+			free(streamed);
+		}
+		else
+			parsed = LlmParseReply(s->provider, req->resp, req->resp_len, &r);
+		if (!parsed)
 		{
 			HttpFree(req);
 			LlmFreeReply(&r);
@@ -1239,7 +1515,7 @@ CallDone(Slot *s, HttpRequest *req)
 		}
 		HttpFree(req);
 		s->http_attempts = 0;
-		if (json_array_size(r.calls) == 0 && batch.n < REPLY_BATCH)
+		if (json_array_size(r.calls) == 0 && LlmStopKindOf(&r) == LLM_STOP_NORMAL && batch.n < REPLY_BATCH)
 		{
 			/* a final answer: recorded with the others (FlushReplies) */
 			batch.items[batch.n].s = s;
@@ -1358,6 +1634,8 @@ ExecutorStep(void)
 	bool		poll_children;
 	int			done = 0;
 
+	PublishDeltas();			/* streaming: the text deltas that are due */
+
 	while ((req = HttpNextDone()) != NULL)
 	{
 		Slot	   *s = (Slot *) req->owner;
@@ -1413,6 +1691,12 @@ ExecutorNextTimeout(long dflt)
 		}
 		else if (s->state == SLOT_CHILD)
 			t = Min(t, CHILD_POLL_MS);
+		else if (s->state == SLOT_HTTP && s->stream && s->stream->text_len > s->stream->published)
+		{
+			long		ms = DELTA_MIN_MS - (long) ((now - s->stream->last_publish) / 1000);
+
+			t = Min(t, Max(ms, 0));
+		}
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;
 	}

@@ -64,6 +64,28 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 	size_t		n = size * nmemb;
 
 	/*
+	 * A streamed reply (HTTP 200) is parsed as it arrives, never buffered
+	 * whole; an error reply of a streamed request is buffered as usual.
+	 */
+	if (req->stream && req->stream_mode == 0)
+	{
+		long		code = 0;
+
+		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
+		req->stream_mode = code == 200 ? 1 : 2;
+	}
+	if (req->stream_mode == 1)
+	{
+		if (req->resp_len + n > req->max_bytes)
+		{
+			req->resp_too_big = true;
+			return 0;
+		}
+		req->resp_len += n;		/* counted, not kept */
+		return LlmStreamFeed(req->stream, ptr, n) ? n : 0;
+	}
+
+	/*
 	 * pg_agents.max_reply_bytes (read when the request started): past it the
 	 * transfer is aborted at once, so that a huge reply is never buffered.
 	 */
@@ -98,6 +120,25 @@ HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
 	size_t		n = size * nitems;
 	static const char name[] = "retry-after:";
 	static const char clen[] = "content-length:";
+	static const char rid1[] = "x-request-id:";
+	static const char rid2[] = "request-id:";
+
+	/* the provider's request id, kept in the step of a failed call */
+	if ((n > sizeof(rid1) - 1 && pg_strncasecmp(buffer, rid1, sizeof(rid1) - 1) == 0) ||
+		(n > sizeof(rid2) - 1 && pg_strncasecmp(buffer, rid2, sizeof(rid2) - 1) == 0))
+	{
+		const char *v = (const char *) memchr(buffer, ':', n) + 1;
+		size_t		len = n - (v - buffer);
+
+		while (len > 0 && (*v == ' ' || *v == '\t'))
+			v++, len--;
+		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+			len--;
+		len = Min(len, sizeof(req->request_id) - 1);
+		memcpy(req->request_id, v, len);
+		req->request_id[len] = '\0';
+		return n;
+	}
 
 	/* a reply announced larger than the cap is not read at all */
 	if (n > sizeof(clen) - 1 && pg_strncasecmp(buffer, clen, sizeof(clen) - 1) == 0)
