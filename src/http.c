@@ -30,6 +30,16 @@
 
 static CURLM *multi = NULL;
 static int	in_flight = 0;
+static int	streaming = 0;		/* transfers in flight reading a stream's body */
+static TimestampTz last_perform = 0;
+
+/*
+ * While every transfer in flight is a stream being read, the worker lets
+ * its events pile up for STREAM_COALESCE_MS between two reads instead of
+ * waking for each (a provider sends an event per token or so): the latch
+ * still ends the wait at once.
+ */
+#define STREAM_COALESCE_MS	5
 
 static void
 HttpOnExit(int code, Datum arg)
@@ -73,6 +83,8 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
 		req->stream_mode = code == 200 ? 1 : 2;
+		if (req->stream_mode == 1)
+			streaming++;
 	}
 	if (req->stream_mode == 1)
 	{
@@ -275,6 +287,27 @@ HttpWait(long timeout_ms)
 	FD_ZERO(&rd);
 	FD_ZERO(&wr);
 	FD_ZERO(&ex);
+	if (in_flight > 0 && streaming == in_flight && timeout_ms > 0)
+	{
+		long		since = (long) ((GetCurrentTimestamp() - last_perform) / 1000);
+
+		if (since < STREAM_COALESCE_MS)
+		{
+			/* the latch only, for the rest of the interval */
+			int			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									   Min(timeout_ms, STREAM_COALESCE_MS - since), PG_WAIT_EXTENSION);
+
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				latch = true;
+			}
+			CHECK_FOR_INTERRUPTS();
+			last_perform = GetCurrentTimestamp();
+			curl_multi_perform(multi, &running);
+			return latch;
+		}
+	}
 	if (in_flight > 0)
 	{
 		curl_multi_fdset(multi, &rd, &wr, &ex, &maxfd);
@@ -315,7 +348,10 @@ HttpWait(long timeout_ms)
 	CHECK_FOR_INTERRUPTS();
 
 	if (in_flight > 0)
+	{
+		last_perform = GetCurrentTimestamp();
 		curl_multi_perform(multi, &running);
+	}
 	return latch;
 }
 
@@ -340,6 +376,8 @@ HttpNextDone(void)
 		req->done = true;
 		curl_multi_remove_handle(multi, msg->easy_handle);
 		in_flight--;
+		if (req->stream_mode == 1)
+			streaming--;
 		return req;
 	}
 	return NULL;
@@ -356,6 +394,8 @@ HttpFree(HttpRequest *req)
 		{
 			curl_multi_remove_handle(multi, req->easy);
 			in_flight--;
+			if (req->stream_mode == 1)
+				streaming--;
 		}
 		curl_easy_cleanup(req->easy);
 	}

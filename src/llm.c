@@ -699,8 +699,9 @@ OpenAIChunk(LlmStream *st, json_t *ev)
 		return;
 	if ((v = json_object_get(delta, "content")) && json_is_string(v))
 	{
-		JsonStrAppend(msg, "content", json_string_value(v));
+		/* kept in st->text only, set as the content at the end */
 		StreamText(st, json_string_value(v));
+		st->has_content = true;
 	}
 	if ((v = json_object_get(delta, "refusal")) && json_is_string(v))
 		JsonStrAppend(msg, "refusal", json_string_value(v));
@@ -769,7 +770,12 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 			return;
 		b = json_deep_copy(b);
 		if (json_is_string(json_object_get(b, "text")))
+		{
+			/* a text block's text is kept in st->text: from here to its end */
 			StreamText(st, json_string_value(json_object_get(b, "text")));
+			json_object_set_new(b, "_from", json_integer((json_int_t) (st->text_len -
+																	   json_string_length(json_object_get(b, "text")))));
+		}
 		while (json_array_size(content) < idx)
 			json_array_append_new(content, json_pack("{s:s}", "type", "_missing"));
 		if (json_array_size(content) == idx)
@@ -787,8 +793,10 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 			return;
 		if (strcmp(dt, "text_delta") == 0 && (v = json_object_get(d, "text")) && json_is_string(v))
 		{
-			JsonStrAppend(b, "text", json_string_value(v));
-			StreamText(st, json_string_value(v));
+			if (json_is_integer(json_object_get(b, "_from")))
+				StreamText(st, json_string_value(v));
+			else
+				JsonStrAppend(b, "text", json_string_value(v));
 		}
 		else if (strcmp(dt, "input_json_delta") == 0 && (v = json_object_get(d, "partial_json")) && json_is_string(v))
 			JsonStrAppend(b, "_partial", json_string_value(v));
@@ -807,7 +815,17 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 	{
 		json_t	   *b = json_array_get(content, (size_t) json_integer_value(json_object_get(ev, "index")));
 		json_t	   *p = json_object_get(b, "_partial");
+		json_t	   *from = json_object_get(b, "_from");
 
+		if (json_is_integer(from))
+		{
+			size_t		f = (size_t) json_integer_value(from);
+
+			json_object_set_new(b, "text", f <= st->text_len
+								? json_stringn(st->text ? st->text + f : "", st->text_len - f)
+								: json_string(""));
+			json_object_del(b, "_from");
+		}
 		if (json_is_string(p))
 		{
 			json_t	   *input = json_string_length(p) > 0
@@ -841,6 +859,264 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 	/* ping and unknown events are ignored */
 }
 
+/*
+ * The fast path of the one frequent event, a text delta: its exact shape
+ * is matched by hand and its string decoded into st->text, without a
+ * jansson parse (which was half of the worker's CPU of a streamed reply).
+ * Anything else, or the slightest doubt, takes the general path.
+ */
+static const char *
+Lit(const char *p, const char *end, const char *lit)
+{
+	size_t		n = strlen(lit);
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	if ((size_t) (end - p) < n || memcmp(p, lit, n) != 0)
+		return NULL;
+	return p + n;
+}
+
+static int
+Hex4(const char *p)
+{
+	int			v = 0;
+
+	for (int i = 0; i < 4; i++)
+	{
+		char		c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * Decodes the JSON string starting after its opening quote into st->text;
+ * returns the position after its closing quote, or NULL (st->text is then
+ * put back as it was).
+ */
+static const char *
+FastString(LlmStream *st, const char *p, const char *end)
+{
+	size_t		keep = st->text_len;
+
+	while (p < end)
+	{
+		const char *q = p;
+
+		while (q < end && *q != '"' && *q != '\\' && (unsigned char) *q >= 0x20)
+			q++;
+		if (q > p && !BufAppend(&st->text, &st->text_len, &st->text_cap, p, q - p))
+			goto fail;
+		p = q;
+		if (p >= end || (unsigned char) *p < 0x20)
+			goto fail;
+		if (*p == '"')
+			return p + 1;
+		/* an escape */
+		if (end - p < 2)
+			goto fail;
+		{
+			char		out[4];
+			int			n = 1;
+
+			switch (p[1])
+			{
+				case '"':
+				case '\\':
+				case '/':
+					out[0] = p[1];
+					break;
+				case 'b':
+					out[0] = '\b';
+					break;
+				case 'f':
+					out[0] = '\f';
+					break;
+				case 'n':
+					out[0] = '\n';
+					break;
+				case 'r':
+					out[0] = '\r';
+					break;
+				case 't':
+					out[0] = '\t';
+					break;
+				case 'u':
+					{
+						int			cp;
+
+						if (end - p < 6 || (cp = Hex4(p + 2)) < 0)
+							goto fail;
+						if (cp >= 0xD800 && cp <= 0xDBFF)
+						{
+							int			lo;
+
+							if (end - p < 12 || p[6] != '\\' || p[7] != 'u' ||
+								(lo = Hex4(p + 8)) < 0xDC00 || lo > 0xDFFF)
+								goto fail;
+							cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+							p += 6;
+						}
+						else if (cp >= 0xDC00 && cp <= 0xDFFF)
+							goto fail;
+						if (cp == 0)
+							goto fail;	/* kept for jansson to judge */
+						if (cp < 0x80)
+							out[0] = (char) cp;
+						else if (cp < 0x800)
+						{
+							out[0] = (char) (0xC0 | (cp >> 6));
+							out[1] = (char) (0x80 | (cp & 0x3F));
+							n = 2;
+						}
+						else if (cp < 0x10000)
+						{
+							out[0] = (char) (0xE0 | (cp >> 12));
+							out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
+							out[2] = (char) (0x80 | (cp & 0x3F));
+							n = 3;
+						}
+						else
+						{
+							out[0] = (char) (0xF0 | (cp >> 18));
+							out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+							out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+							out[3] = (char) (0x80 | (cp & 0x3F));
+							n = 4;
+						}
+						p += 4;
+						break;
+					}
+				default:
+					goto fail;
+			}
+			if (!BufAppend(&st->text, &st->text_len, &st->text_cap, out, n))
+				goto fail;
+			p += 2;
+		}
+	}
+fail:
+	st->text_len = keep;
+	if (st->text)
+		st->text[keep] = '\0';
+	return NULL;
+}
+
+static bool
+FastTextDelta(LlmStream *st)
+{
+	const char *p = st->data;
+	const char *end = st->data + st->data_len;
+	json_t	   *content;
+	json_t	   *last;
+
+	if (st->provider == LLM_ANTHROPIC)
+	{
+		/* {"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"..."}} */
+		if (strcmp(st->event, "content_block_delta") != 0)
+			return false;
+		content = json_object_get(st->acc, "content");
+		last = json_array_get(content, json_array_size(content) - 1);
+		/* the text goes to the last block, a text block still open */
+		if (!json_is_integer(json_object_get(last, "_from")))
+			return false;
+		if (!(p = Lit(p, end, "{")) || !(p = Lit(p, end, "\"type\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "\"content_block_delta\"")) || !(p = Lit(p, end, ",")) ||
+			!(p = Lit(p, end, "\"index\"")) || !(p = Lit(p, end, ":")))
+			return false;
+		{
+			size_t		idx = 0;
+
+			while (p < end && *p == ' ')
+				p++;
+			if (p >= end || *p < '0' || *p > '9')
+				return false;
+			while (p < end && *p >= '0' && *p <= '9')
+				idx = idx * 10 + (*p++ - '0');
+			if (idx != json_array_size(content) - 1)
+				return false;
+		}
+		if (!(p = Lit(p, end, ",")) || !(p = Lit(p, end, "\"delta\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "{")) || !(p = Lit(p, end, "\"type\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "\"text_delta\"")) || !(p = Lit(p, end, ",")) ||
+			!(p = Lit(p, end, "\"text\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "\"")))
+			return false;
+		{
+			size_t		keep = st->text_len;
+
+			if (!(p = FastString(st, p, end)))
+				return false;
+			if (!(p = Lit(p, end, "}")) || !(p = Lit(p, end, "}")) || Lit(p, end, "") != end)
+			{
+				st->text_len = keep;
+				st->text[keep] = '\0';
+				return false;
+			}
+		}
+		return true;
+	}
+	else
+	{
+		/*
+		 * {...,"choices":[{"index":0,"delta":{"content":"..."},
+		 * ["logprobs":null,]"finish_reason":null}][,"usage":null]}, the
+		 * part before "choices" (id, object, created, model, fingerprint)
+		 * free of anything the general path would look at.
+		 */
+		const char *c = memmem(p, st->data_len, "\"choices\"", 9);
+		size_t		keep;
+
+		if (c == NULL || memmem(p, c - p, "\"usage\"", 7) || memmem(p, c - p, "\"error\"", 7) ||
+			!json_is_string(json_object_get(st->acc, "id")))
+			return false;
+		p = c + 9;
+		if (!(p = Lit(p, end, ":")) || !(p = Lit(p, end, "[")) || !(p = Lit(p, end, "{")) ||
+			!(p = Lit(p, end, "\"index\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "0")) ||
+			!(p = Lit(p, end, ",")) || !(p = Lit(p, end, "\"delta\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "{")) || !(p = Lit(p, end, "\"content\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "\"")))
+			return false;
+		keep = st->text_len;
+		if (!(p = FastString(st, p, end)))
+			return false;
+		if (!(p = Lit(p, end, "}")) || !(p = Lit(p, end, ",")))
+			goto undo;
+		if (Lit(p, end, "\"logprobs\""))
+		{
+			p = Lit(p, end, "\"logprobs\"");
+			if (!(p = Lit(p, end, ":")) || !(p = Lit(p, end, "null")) || !(p = Lit(p, end, ",")))
+				goto undo;
+		}
+		if (!(p = Lit(p, end, "\"finish_reason\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "null")) ||
+			!(p = Lit(p, end, "}")) || !(p = Lit(p, end, "]")))
+			goto undo;
+		if (Lit(p, end, ","))
+		{
+			p = Lit(p, end, ",");
+			if (!(p = Lit(p, end, "\"usage\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "null")))
+				goto undo;
+		}
+		if (!(p = Lit(p, end, "}")) || Lit(p, end, "") != end)
+			goto undo;
+		st->has_content = true;
+		return true;
+undo:
+		st->text_len = keep;
+		st->text[keep] = '\0';
+		return false;
+	}
+}
+
 /* one complete event (its data: lines joined) */
 static void
 StreamDispatch(LlmStream *st)
@@ -854,6 +1130,8 @@ StreamDispatch(LlmStream *st)
 	}
 	if (st->provider == LLM_OPENAI && strcmp(st->data, "[DONE]") == 0)
 		st->done = true;
+	else if (FastTextDelta(st))
+		 /* a text delta, done */ ;
 	else if ((ev = json_loadb(st->data, st->data_len, 0, NULL)) != NULL)
 	{
 		if (st->provider == LLM_OPENAI)
@@ -874,10 +1152,10 @@ StreamDispatch(LlmStream *st)
 
 /* one line of the event stream, without its end of line */
 static void
-StreamLine(LlmStream *st, char *line, size_t len)
+StreamLine(LlmStream *st, const char *line, size_t len)
 {
 	if (len > 0 && line[len - 1] == '\r')
-		line[--len] = '\0';
+		len--;
 	if (len == 0)
 	{
 		StreamDispatch(st);
@@ -900,10 +1178,13 @@ StreamLine(LlmStream *st, char *line, size_t len)
 	else if (len >= 6 && strncmp(line, "event:", 6) == 0)
 	{
 		const char *v = line + 6;
+		size_t		vl = len - 6;
 
-		while (*v == ' ')
-			v++;
-		strlcpy(st->event, v, sizeof(st->event));
+		while (vl > 0 && *v == ' ')
+			v++, vl--;
+		vl = Min(vl, sizeof(st->event) - 1);
+		memcpy(st->event, v, vl);
+		st->event[vl] = '\0';
 	}
 	/* id:, retry: and unknown fields are ignored */
 }
@@ -918,17 +1199,7 @@ LlmStreamFeed(LlmStream *st, const char *p, size_t n)
 		size_t		take = nl ? (size_t) (nl - p) : n;
 
 		if (nl && st->line_len == 0)
-		{
-			/* a whole line in the buffer: no copy of it */
-			char	   *tmp = malloc(take + 1);
-
-			if (tmp == NULL)
-				return false;
-			memcpy(tmp, p, take);
-			tmp[take] = '\0';
-			StreamLine(st, tmp, take);
-			free(tmp);
-		}
+			StreamLine(st, p, take);	/* a whole line in the buffer: no copy */
 		else
 		{
 			if (!BufAppend(&st->line, &st->line_len, &st->line_cap, p, take))
@@ -964,6 +1235,25 @@ LlmStreamFinish(LlmStream *st, size_t *len)
 		StreamDispatch(st);
 	if (st->error || !st->done)
 		return NULL;
+	if (st->provider == LLM_ANTHROPIC)
+	{
+		size_t		i;
+		json_t	   *b;
+
+		/* a text block whose content_block_stop never came */
+		json_array_foreach(json_object_get(st->acc, "content"), i, b)
+		{
+			json_t	   *from = json_object_get(b, "_from");
+
+			if (json_is_integer(from) && (size_t) json_integer_value(from) <= st->text_len)
+			{
+				size_t		f = (size_t) json_integer_value(from);
+
+				json_object_set_new(b, "text", json_stringn(st->text ? st->text + f : "", st->text_len - f));
+				json_object_del(b, "_from");
+			}
+		}
+	}
 	if (st->provider == LLM_OPENAI)
 	{
 		json_t	   *msg = json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "message");
@@ -973,6 +1263,8 @@ LlmStreamFinish(LlmStream *st, size_t *len)
 
 		json_array_foreach(calls, i, c)
 			json_object_del(c, "_index");
+		if (st->has_content)
+			json_object_set_new(msg, "content", json_stringn(st->text ? st->text : "", st->text_len));
 		/* an empty first content delta: null, as without streaming */
 		if (json_is_string(json_object_get(msg, "content")) &&
 			json_string_length(json_object_get(msg, "content")) == 0)

@@ -145,6 +145,7 @@ typedef struct LlmStream
 	TimestampTz last_publish;
 	json_t	   *acc;			/* the reply body being assembled */
 	bool		done;			/* [DONE] or message_stop seen */
+	bool		has_content;	/* OpenAI: the content is st->text */
 	bool		oom;
 	char	   *error;			/* malloc'd: an error event's message */
 	char	   *error_type;		/* malloc'd: its type */
