@@ -31,6 +31,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/array.h"
@@ -954,48 +955,78 @@ Utf8Cut(const char *text, size_t from, size_t to)
 	return e;
 }
 
+/* appends text[0, len) as the contents of a JSON string */
+static void
+AppendJsonEscaped(StringInfo buf, const char *text, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *p = text;
+	const char *end = text + len;
+
+	while (p < end)
+	{
+		const char *q = p;
+
+		while (q < end && *q != '"' && *q != '\\' && (unsigned char) *q >= 0x20)
+			q++;
+		appendBinaryStringInfo(buf, p, q - p);
+		if (q >= end)
+			break;
+		if (*q == '"' || *q == '\\')
+		{
+			appendStringInfoChar(buf, '\\');
+			appendStringInfoChar(buf, *q);
+		}
+		else if (*q == '\n')
+			appendStringInfoString(buf, "\\n");
+		else
+		{
+			appendStringInfoString(buf, "\\u00");
+			appendStringInfoChar(buf, hex[((unsigned char) *q) >> 4]);
+			appendStringInfoChar(buf, hex[((unsigned char) *q) & 15]);
+		}
+		p = q + 1;
+	}
+}
+
 /* notifies text[from, upto) of the slot's stream; returns the new offset */
 static size_t
 NotifyDeltas(Slot *s, size_t from, size_t upto)
 {
 	LlmStream  *st = s->stream;
 	Oid			types[1] = {TEXTOID};
+	StringInfoData buf;
 
+	initStringInfo(&buf);
 	while (from < upto)
 	{
 		size_t		n = Min(upto - from, DELTA_CHUNK);
-		char	   *payload = NULL;
+		size_t		e;
 		Datum		vals[1];
 
 		for (;;)
 		{
-			size_t		e = Utf8Cut(st->text, from, from + n);
-			json_t	   *j;
-
+			e = Utf8Cut(st->text, from, from + n);
 			if (e == from)
 				return from;	/* an incomplete character: wait for the rest */
-			j = json_pack("{s:I,s:i,s:i,s:I,s:s%}", "run_id", (json_int_t) s->run_id,
-						  "step", s->stream_step, "attempt", s->http_attempts + 1,
-						  "offset", (json_int_t) from, "text", st->text + from, e - from);
-			if (j == NULL)
+			if (pg_encoding_verifymbstr(PG_UTF8, st->text + from, e - from) != (int) (e - from))
 				return upto;	/* not UTF-8: not published */
-			payload = json_dumps(j, JSON_COMPACT);
-			json_decref(j);
-			if (strlen(payload) <= DELTA_MAX_PAYLOAD || n <= 64)
-			{
-				n = e - from;
+			resetStringInfo(&buf);
+			appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"text\":\"",
+							 s->run_id, s->stream_step, s->http_attempts + 1, from);
+			AppendJsonEscaped(&buf, st->text + from, e - from);
+			appendStringInfoString(&buf, "\"}");
+			if (buf.len <= DELTA_MAX_PAYLOAD || n <= 64)
 				break;
-			}
-			free(payload);
 			n /= 2;
 		}
-		vals[0] = CStringGetTextDatum(payload);
-		free(payload);
+		vals[0] = PointerGetDatum(cstring_to_text_with_len(buf.data, buf.len));
 		if (PgAgentsExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
 							 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "pg_notify failed");
-		from += n;
+		from = e;
 	}
+	pfree(buf.data);
 	return from;
 }
 
@@ -1411,15 +1442,14 @@ CallDone(Slot *s, HttpRequest *req)
 {
 	char	   *why = NULL;
 	bool		retry = false;
-	char	   *streamed = NULL;
-	size_t		streamed_len = 0;
+	json_t	   *streamed = NULL;
 
 	s->req = NULL;
 	CHECK_FOR_INTERRUPTS();
 	if (req->stream_mode == 1 && !req->resp_too_big)
 	{
 		/* a streamed 200: it must have ended (message_stop, [DONE]) */
-		streamed = LlmStreamFinish(s->stream, &streamed_len);
+		streamed = LlmStreamFinish(s->stream);
 		if (s->stream->error)
 		{
 			why = psprintf("the LLM stream ended with an error event: %s%s%s%s%s%s",
@@ -1438,9 +1468,9 @@ CallDone(Slot *s, HttpRequest *req)
 						   : "it ended without its last event");
 			retry = true;
 		}
-		if (why)
+		if (why && streamed)
 		{
-			free(streamed);
+			json_decref(streamed);
 			streamed = NULL;
 		}
 	}
@@ -1500,10 +1530,7 @@ CallDone(Slot *s, HttpRequest *req)
 		bool		parsed;
 
 		if (streamed)
-		{
-			parsed = LlmParseReply(s->provider, streamed, streamed_len, &r);
-			free(streamed);
-		}
+			parsed = LlmParseReplyJson(s->provider, streamed, &r);	/* takes it */
 		else
 			parsed = LlmParseReply(s->provider, req->resp, req->resp_len, &r);
 		if (!parsed)

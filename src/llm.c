@@ -346,6 +346,14 @@ LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out)
 							  jerr.text, jerr.position, len);
 		return false;
 	}
+	return LlmParseReplyJson(provider, root, out);
+}
+
+/* the same from the parsed body, whose reference it takes */
+bool
+LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
+{
+	memset(out, 0, sizeof(*out));
 	out->calls = json_array();
 
 	if (provider == LLM_ANTHROPIC)
@@ -1217,13 +1225,14 @@ LlmStreamFeed(LlmStream *st, const char *p, size_t n)
 }
 
 /*
- * The body the provider would have sent without streaming (malloc'd), or
- * NULL when the stream did not end (cut, or an error event: st->error).
+ * The body the provider would have sent without streaming (the caller's
+ * reference), or NULL when the stream did not end (cut, or an error event:
+ * st->error).
  */
-char *
-LlmStreamFinish(LlmStream *st, size_t *len)
+json_t *
+LlmStreamFinish(LlmStream *st)
 {
-	char	   *out;
+	json_t	   *out;
 
 	/* a last event without its blank line */
 	if (st->line_len > 0)
@@ -1270,7 +1279,7 @@ LlmStreamFinish(LlmStream *st, size_t *len)
 			json_string_length(json_object_get(msg, "content")) == 0)
 			json_object_set_new(msg, "content", json_null());
 	}
-	out = json_dumps(st->acc, JSON_COMPACT);
-	*len = out ? strlen(out) : 0;
+	out = st->acc;
+	st->acc = NULL;
 	return out;
 }

@@ -101,6 +101,7 @@ extern const char *LlmKeyFor(const char *url);
 extern char *LlmBuildBody(LlmProvider provider, const char *model, const char *system,
 						  json_t *messages, json_t *tools, bool stream);
 extern bool LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out);
+extern bool LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out);
 extern void LlmFreeReply(LlmReply *r);
 extern void LlmAppendUser(LlmProvider provider, json_t *messages, const char *text);
 extern void LlmAppendToolResults(LlmProvider provider, json_t *messages, json_t *results);
@@ -153,7 +154,7 @@ typedef struct LlmStream
 
 extern LlmStream *LlmStreamNew(LlmProvider provider);
 extern bool LlmStreamFeed(LlmStream *st, const char *p, size_t n);
-extern char *LlmStreamFinish(LlmStream *st, size_t *len);
+extern json_t *LlmStreamFinish(LlmStream *st);
 extern void LlmStreamFree(LlmStream *st);
 
 /* embed.c */
