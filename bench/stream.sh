@@ -49,31 +49,35 @@ w=$(agent bench_stream_warmup)
 enqueue "$w" 20; wait_done "$w" 20
 q "VACUUM ANALYZE agent.runs" >/dev/null
 
-phase() {  # name -> prints "ticks seconds"
-    local a pid c0 c1 t0 t1
+xacts() { sleep 1.2; q "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
+phase() {  # name -> prints "ticks seconds commits"
+    local a pid c0 c1 t0 t1 x0 x1
     a=$(agent "bench_stream_$1")
     pid=$(wpid)
+    x0=$(xacts)
     c0=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
     enqueue "$a" "$n"; wait_done "$a" "$n"
     c1=$(cpu_ticks "$pid"); t1=$(date +%s.%N)
     [ "$(q "SELECT count(*) FROM agent.runs WHERE agent_id = $a AND status = 'succeeded'")" = "$n" ] || { echo "runs failed" >&2; exit 1; }
-    echo "$((c1 - c0)) $(python3 -c "print(round($t1 - $t0, 2))")"
+    x1=$(xacts)
+    echo "$((c1 - c0)) $(python3 -c "print(round($t1 - $t0, 2))") $((x1 - x0))"
 }
 
 setconf pg_agents.llm_stream off
-read -r plain_ticks plain_s <<<"$(phase plain)"
+read -r plain_ticks plain_s plain_x <<<"$(phase plain)"
 
 ( echo "LISTEN agent_run_deltas;"; while [ ! -e "$stop" ]; do echo "SELECT 1;"; sleep 0.2; done ) |
     psql -XAtq >/dev/null 2>&1 &
 lpid=$!
 setconf pg_agents.llm_stream on
-read -r str_ticks str_s <<<"$(phase streamed)"
+read -r str_ticks str_s str_x <<<"$(phase streamed)"
 setconf pg_agents.llm_stream off
 
 ms() { python3 -c "print(round(1000.0 * $1 / $hz / $n, 3))"; }
 echo "worker CPU per run, 8,000-character answers, $n runs, 32 at once:"
-echo "  not streamed: $(ms "$plain_ticks") ms/run ($plain_s s wall)"
-echo "  streamed:     $(ms "$str_ticks") ms/run ($str_s s wall, 200 text deltas per answer, NOTIFY agent_run_deltas throttled)"
+per() { python3 -c "print(round($1 / $n, 2))"; }
+echo "  not streamed: $(ms "$plain_ticks") ms/run ($plain_s s wall, $(per "$plain_x") commits/run in the database)"
+echo "  streamed:     $(ms "$str_ticks") ms/run ($str_s s wall, $(per "$str_x") commits/run; 200 text deltas per answer, NOTIFY agent_run_deltas throttled)"
 echo "  ratio streamed / not streamed: $(python3 -c "print(round($str_ticks / max($plain_ticks, 1), 2))") (target <= 1.2)"
 q "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; q "ALTER SYSTEM RESET pg_agents.llm_stream" >/dev/null
 q "SELECT pg_reload_conf()" >/dev/null

@@ -879,6 +879,8 @@ StartCall(Slot *s)
 		s->stream = LlmStreamNew(s->provider);
 		s->stream_step = s->iterations + 1;
 		s->stream_pub = 0;
+		if (s->stream)
+			s->stream->last_publish = GetCurrentTimestamp();
 	}
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
@@ -916,20 +918,25 @@ ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
 /* ---------------------------------------------------------------------
  * Streaming: text deltas on NOTIFY agent_run_deltas (docs/worker.md)
  *
- * Throttle: a call's new text is published once DELTA_MIN_BYTES are
- * pending or DELTA_MIN_MS have passed since its last notification (the
- * first text at once), in one short transaction for every due call of a
- * worker pass; the rest goes out in the transaction that records the
- * reply.  Each notification holds at most DELTA_CHUNK bytes of text, cut
- * on a UTF-8 boundary, so that its payload stays under 8000 bytes.
+ * Throttle: the worker publishes the new text of every streamed call at
+ * most once per DELTA_MIN_MS (sooner only for a call with DELTA_MAX_BYTES
+ * pending), all calls in one short transaction: the one that records
+ * replies when the pass has one, else its own.  So a listener gets a
+ * call's text at most 100 ms after it arrived, in at most ten
+ * notifications a second per call, and the worker commits at most ten
+ * delta transactions a second however many runs stream.  The rest of a
+ * reply goes out in the transaction that records it.  Each notification
+ * holds at most DELTA_CHUNK bytes of text, cut on a UTF-8 boundary, so
+ * that its payload stays under 8000 bytes.
  * ---------------------------------------------------------------------
  */
 #define DELTA_MIN_MS		100
-#define DELTA_MIN_BYTES		2048
+#define DELTA_MAX_BYTES		65536
 #define DELTA_CHUNK			3000
 #define DELTA_MAX_PAYLOAD	7900
 
 static SPIPlanPtr notify_plan = NULL;
+static TimestampTz last_deltas = 0;	/* the last delta notifications */
 
 /* end of the longest prefix of text[from, to) that ends on a UTF-8 boundary */
 static size_t
@@ -1045,19 +1052,44 @@ DeltaDue(Slot *s, TimestampTz now)
 
 	if (s->state != SLOT_HTTP || st == NULL || st->text_len <= st->published)
 		return false;
-	return st->text_len - st->published >= DELTA_MIN_BYTES ||
-		TimestampDifferenceExceeds(st->last_publish, now, DELTA_MIN_MS);
+	return st->text_len - st->published >= DELTA_MAX_BYTES ||
+		TimestampDifferenceExceeds(last_deltas, now, DELTA_MIN_MS);
+}
+
+/* inside a unit: notifies the due text of every call in flight */
+static void
+DeltasInUnit(TimestampTz now)
+{
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].stream)
+			slots[i].stream_pub = slots[i].stream->published;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+			slots[i].stream_pub = NotifyDeltas(&slots[i], slots[i].stream->published,
+											   slots[i].stream->text_len);
+}
+
+/* after the unit of DeltasInUnit committed */
+static void
+DeltasCommitted(TimestampTz now)
+{
+	bool		any = false;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+		{
+			slots[i].stream->published = Max(slots[i].stream_pub, slots[i].stream->published);
+			slots[i].stream->last_publish = now;
+			any = true;
+		}
+	if (any)
+		last_deltas = now;
 }
 
 static void
 DeltaUnit(Slot *unused, void *arg)
 {
-	TimestampTz now = *(TimestampTz *) arg;
-
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (DeltaDue(&slots[i], now))
-			slots[i].stream_pub = NotifyDeltas(&slots[i], slots[i].stream->published,
-											   slots[i].stream->text_len);
+	DeltasInUnit(*(TimestampTz *) arg);
 }
 
 /* one short transaction for the deltas due (NOTIFY is sent at its commit) */
@@ -1071,17 +1103,8 @@ PublishDeltas(void)
 		any = DeltaDue(&slots[i], now);
 	if (!any)
 		return;
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].stream)
-			slots[i].stream_pub = slots[i].stream->published;
-	if (!RunUnit("pg_agents: publishing text deltas", DeltaUnit, NULL, &now))
-		return;
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (DeltaDue(&slots[i], now))
-		{
-			slots[i].stream->published = Max(slots[i].stream_pub, slots[i].stream->published);
-			slots[i].stream->last_publish = now;
-		}
+	if (RunUnit("pg_agents: publishing text deltas", DeltaUnit, NULL, &now))
+		DeltasCommitted(now);
 }
 
 typedef struct ReplyArg
@@ -1302,6 +1325,7 @@ typedef struct BatchItem
 typedef struct ReplyBatch
 {
 	int			n;
+	TimestampTz deltas_at;		/* the due deltas of calls in flight go along */
 	BatchItem	items[REPLY_BATCH];
 } ReplyBatch;
 
@@ -1373,6 +1397,7 @@ BatchUnit(Slot *unused, void *arg)
 	for (int i = 0; i < b->n; i++)
 		if (b->items[i].outcome == 'f' || b->items[i].outcome == 'c')
 			NotifyRest(b->items[i].s);
+	DeltasInUnit(b->deltas_at);
 
 	/* teams: a message arrived during the call, the run goes on */
 	for (int i = 0; i < b->n; i++)
@@ -1401,7 +1426,10 @@ FlushReplies(void)
 
 	if (b->n == 0)
 		return;
+	b->deltas_at = GetCurrentTimestamp();
 	ok = RunUnit("pg_agents: recording LLM replies", BatchUnit, NULL, b);
+	if (ok)
+		DeltasCommitted(b->deltas_at);
 	for (int i = 0; i < b->n; i++)
 	{
 		BatchItem  *it = &b->items[i];
@@ -1661,8 +1689,6 @@ ExecutorStep(void)
 	bool		poll_children;
 	int			done = 0;
 
-	PublishDeltas();			/* streaming: the text deltas that are due */
-
 	while ((req = HttpNextDone()) != NULL)
 	{
 		Slot	   *s = (Slot *) req->owner;
@@ -1680,6 +1706,7 @@ ExecutorStep(void)
 		}
 	}
 	FlushReplies();
+	PublishDeltas();			/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)
@@ -1720,7 +1747,7 @@ ExecutorNextTimeout(long dflt)
 			t = Min(t, CHILD_POLL_MS);
 		else if (s->state == SLOT_HTTP && s->stream && s->stream->text_len > s->stream->published)
 		{
-			long		ms = DELTA_MIN_MS - (long) ((now - s->stream->last_publish) / 1000);
+			long		ms = DELTA_MIN_MS - (long) ((now - last_deltas) / 1000);
 
 			t = Min(t, Max(ms, 0));
 		}
