@@ -31,7 +31,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/array.h"
@@ -925,116 +924,20 @@ ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
  * call's text at most 100 ms after it arrived, in at most ten
  * notifications a second per call, and the worker commits at most ten
  * delta transactions a second however many runs stream.  The rest of a
- * reply goes out in the transaction that records it.  Each notification
- * holds at most DELTA_CHUNK bytes of text, cut on a UTF-8 boundary, so
- * that its payload stays under 8000 bytes.
+ * reply goes out in the transaction that records it.  The payloads are
+ * made by src/deltas.c.
  * ---------------------------------------------------------------------
  */
 #define DELTA_MIN_MS		100
 #define DELTA_MAX_BYTES		65536
-#define DELTA_CHUNK			3000
-#define DELTA_MAX_PAYLOAD	7900
 
-static SPIPlanPtr notify_plan = NULL;
 static TimestampTz last_deltas = 0;	/* the last delta notifications */
-
-/* end of the longest prefix of text[from, to) that ends on a UTF-8 boundary */
-static size_t
-Utf8Cut(const char *text, size_t from, size_t to)
-{
-	size_t		e = to;
-
-	while (e > from && ((unsigned char) text[e - 1] & 0x80))
-	{
-		/* step back over a possibly incomplete character */
-		size_t		start = e - 1;
-		int			need;
-		unsigned char c;
-
-		while (start > from && ((unsigned char) text[start] & 0xC0) == 0x80)
-			start--;
-		c = (unsigned char) text[start];
-		need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-		if (e - start >= (size_t) need)
-			break;				/* complete */
-		e = start;
-	}
-	return e;
-}
-
-/* appends text[0, len) as the contents of a JSON string */
-static void
-AppendJsonEscaped(StringInfo buf, const char *text, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	const char *p = text;
-	const char *end = text + len;
-
-	while (p < end)
-	{
-		const char *q = p;
-
-		while (q < end && *q != '"' && *q != '\\' && (unsigned char) *q >= 0x20)
-			q++;
-		appendBinaryStringInfo(buf, p, q - p);
-		if (q >= end)
-			break;
-		if (*q == '"' || *q == '\\')
-		{
-			appendStringInfoChar(buf, '\\');
-			appendStringInfoChar(buf, *q);
-		}
-		else if (*q == '\n')
-			appendStringInfoString(buf, "\\n");
-		else
-		{
-			appendStringInfoString(buf, "\\u00");
-			appendStringInfoChar(buf, hex[((unsigned char) *q) >> 4]);
-			appendStringInfoChar(buf, hex[((unsigned char) *q) & 15]);
-		}
-		p = q + 1;
-	}
-}
 
 /* notifies text[from, upto) of the slot's stream; returns the new offset */
 static size_t
 NotifyDeltas(Slot *s, size_t from, size_t upto)
 {
-	LlmStream  *st = s->stream;
-	Oid			types[1] = {TEXTOID};
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	while (from < upto)
-	{
-		size_t		n = Min(upto - from, DELTA_CHUNK);
-		size_t		e;
-		Datum		vals[1];
-
-		for (;;)
-		{
-			e = Utf8Cut(st->text, from, from + n);
-			if (e == from)
-				return from;	/* an incomplete character: wait for the rest */
-			if (pg_encoding_verifymbstr(PG_UTF8, st->text + from, e - from) != (int) (e - from))
-				return upto;	/* not UTF-8: not published */
-			resetStringInfo(&buf);
-			appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"text\":\"",
-							 s->run_id, s->stream_step, s->http_attempts + 1, from);
-			AppendJsonEscaped(&buf, st->text + from, e - from);
-			appendStringInfoString(&buf, "\"}");
-			if (buf.len <= DELTA_MAX_PAYLOAD || n <= 64)
-				break;
-			n /= 2;
-		}
-		vals[0] = PointerGetDatum(cstring_to_text_with_len(buf.data, buf.len));
-		if (PgAgentsExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
-							 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "pg_notify failed");
-		from = e;
-	}
-	pfree(buf.data);
-	return from;
+	return DeltasNotify(s->run_id, s->stream_step, s->http_attempts + 1, s->stream->text, from, upto);
 }
 
 /* the rest of a finished stream, inside the unit that records the reply */

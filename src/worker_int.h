@@ -157,6 +157,10 @@ extern bool LlmStreamFeed(LlmStream *st, const char *p, size_t n);
 extern json_t *LlmStreamFinish(LlmStream *st);
 extern void LlmStreamFree(LlmStream *st);
 
+/* deltas.c: NOTIFY agent_run_deltas, inside a transaction */
+extern size_t DeltasNotify(int64 run_id, int step, int attempt, const char *text,
+						   size_t from, size_t upto);
+
 /* embed.c */
 extern char *EmbedQuery(const char *base_url, const char *model, const char *text, char **error);
 
