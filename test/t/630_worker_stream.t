@@ -172,6 +172,12 @@ is "$(wait_status "$r" "succeeded|failed" 30)|$(q "SELECT output->>'text' FROM a
    "an error event mid-stream is retried"
 is "$(q "SELECT output->>'error' FROM agent.run_steps WHERE run_id = $r AND kind = 'error' AND status = 'retry'")" \
    "the LLM stream ended with an error event: overloaded_error: Overloaded" "the retry step keeps the event's type and message"
+llm_script "[[t630l]]" '[{"text": "partial openai", "stream_error": {"type": "server_error", "message": "The server had an error"}},
+                          {"text": "openai recovered"}]'
+r=$(start_run "$a" '{"prompt": "oops [[t630l]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)|$(q "SELECT output->>'text' FROM agent.runs WHERE id = $r")|$(q "SELECT output->>'error' FROM agent.run_steps WHERE run_id = $r AND kind = 'error'")" \
+   "succeeded|openai recovered|the LLM stream ended with an error event: server_error: The server had an error" \
+   "OpenAI: an error chunk mid-stream is retried"
 llm_script "[[t630j]]" '[{"text": "no", "repeat": true, "stream_error": {"type": "invalid_request_error", "message": "bad thing"}}]'
 r=$(start_run "$c" '{"prompt": "bad [[t630j]]"}')
 is "$(wait_status "$r" "succeeded|failed" 30)" "failed" "an invalid_request_error event fails the run at once"
