@@ -80,9 +80,12 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 	if (req->stream && req->stream_mode == 0)
 	{
 		long		code = 0;
+		char	   *ctype = NULL;
 
+		/* a server that ignored "stream": its JSON body is read as usual */
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
-		req->stream_mode = code == 200 ? 1 : 2;
+		curl_easy_getinfo(req->easy, CURLINFO_CONTENT_TYPE, &ctype);
+		req->stream_mode = code == 200 && ctype && strstr(ctype, "text/event-stream") ? 1 : 2;
 		if (req->stream_mode == 1)
 			streaming++;
 	}

@@ -1242,6 +1242,10 @@ LlmStreamFinish(LlmStream *st)
 	}
 	if (st->data_len > 0)
 		StreamDispatch(st);
+	/* an OpenAI-compatible server that ends its stream without [DONE] */
+	if (st->provider == LLM_OPENAI && !st->done &&
+		json_is_string(json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "finish_reason")))
+		st->done = true;
 	if (st->error || !st->done)
 		return NULL;
 	if (st->provider == LLM_ANTHROPIC)

@@ -178,6 +178,10 @@ r=$(start_run "$a" '{"prompt": "oops [[t630l]]"}')
 is "$(wait_status "$r" "succeeded|failed" 30)|$(q "SELECT output->>'text' FROM agent.runs WHERE id = $r")|$(q "SELECT output->>'error' FROM agent.run_steps WHERE run_id = $r AND kind = 'error'")" \
    "succeeded|openai recovered|the LLM stream ended with an error event: server_error: The server had an error" \
    "OpenAI: an error chunk mid-stream is retried"
+llm_script "[[t630m]]" '[{"text": "plain JSON after all", "no_stream": true}]'
+r=$(start_run "$a" '{"prompt": "json [[t630m]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)|$(q "SELECT output->>'text' FROM agent.runs WHERE id = $r")" \
+   "succeeded|plain JSON after all" "a server that ignores \"stream\" and answers JSON is read as usual"
 llm_script "[[t630j]]" '[{"text": "no", "repeat": true, "stream_error": {"type": "invalid_request_error", "message": "bad thing"}}]'
 r=$(start_run "$c" '{"prompt": "bad [[t630j]]"}')
 is "$(wait_status "$r" "succeeded|failed" 30)" "failed" "an invalid_request_error event fails the run at once"
