@@ -188,6 +188,16 @@ is "$(wait_status "$r" "succeeded|failed" 30)" "failed" "an invalid_request_erro
 is "$(q "SELECT error FROM agent.runs WHERE id = $r")" "the LLM stream ended with an error event: invalid_request_error: bad thing" \
    "with the provider's message"
 
+# --- an endless stream is bounded by pg_agents.max_reply_bytes like a body
+q "ALTER SYSTEM SET pg_agents.max_reply_bytes = '8kB'" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null; sleep 0.5
+BIG=$(python3 -c 'print("z" * 30000)')
+llm_script "[[t630n]]" "[{\"text\": \"$BIG\", \"stream_chunk\": 50}]"
+r=$(start_run "$a" '{"prompt": "endless [[t630n]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)|$(q "SELECT error FROM agent.runs WHERE id = $r")|$(q "SELECT count(*) FROM agent.run_steps WHERE run_id = $r AND status = 'retry'")" \
+   "failed|the LLM reply is larger than pg_agents.max_reply_bytes (8192 bytes): the worker stopped reading it|0" \
+   "a stream past pg_agents.max_reply_bytes is cut there and fails the run, without retries"
+q "ALTER SYSTEM RESET pg_agents.max_reply_bytes" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null; sleep 0.5
+
 # --- two workspaces: a run of w7 streams too; payloads carry only ids and text
 b=$(mk_agent "other630" '{}' none '[]' 10 w7 owner7)
 llm_script "[[t630k]]" '[{"text": "secret of w7"}]'
