@@ -857,6 +857,8 @@ StartCall(Slot *s)
 	char	   *url;
 	struct curl_slist *headers;
 	bool		stream;
+	json_t	   *mt;
+	int			max_tokens;
 
 	if (s->iterations >= s->max_iterations)
 	{
@@ -866,7 +868,11 @@ StartCall(Slot *s)
 		return;
 	}
 	stream = LlmStreamEnabled(s->url);
-	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools, stream);
+	/* scope max_tokens: a positive integer, else the default */
+	mt = json_object_get(s->scope, "max_tokens");
+	max_tokens = json_is_integer(mt) && json_integer_value(mt) > 0 && json_integer_value(mt) <= 10000000
+		? (int) json_integer_value(mt) : 0;
+	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools, stream, max_tokens);
 	url = LlmEndpoint(s->provider, s->url);
 	/* the key only ever goes to pg_agents.llm_url (LlmKeyFor) */
 	headers = LlmHeaders(s->provider, LlmKeyFor(s->url));

@@ -219,10 +219,15 @@ CacheWorthIt(const char *system, json_t *tools)
 	return chars / 4 >= LLM_CACHE_MIN_TOKENS;
 }
 
-/* malloc'd request body; stream asks for server-sent events */
+/*
+ * malloc'd request body; stream asks for server-sent events; max_tokens
+ * (the agent's scope max_tokens, 0 when unset) bounds the reply: Anthropic
+ * max_tokens (ANTHROPIC_MAX_TOKENS by default, the field is required),
+ * OpenAI max_completion_tokens (not sent by default).
+ */
 char *
 LlmBuildBody(LlmProvider provider, const char *model, const char *system,
-			 json_t *messages, json_t *tools, bool stream)
+			 json_t *messages, json_t *tools, bool stream, int max_tokens)
 {
 	json_t	   *req = json_object();
 	char	   *s;
@@ -232,7 +237,7 @@ LlmBuildBody(LlmProvider provider, const char *model, const char *system,
 	if (provider == LLM_ANTHROPIC)
 	{
 		cache = CacheWorthIt(system, tools);
-		json_object_set_new(req, "max_tokens", json_integer(ANTHROPIC_MAX_TOKENS));
+		json_object_set_new(req, "max_tokens", json_integer(max_tokens > 0 ? max_tokens : ANTHROPIC_MAX_TOKENS));
 		if (system && system[0] && cache)
 			json_object_set_new(req, "system",
 								json_pack("[{s:s,s:s,s:{s:s}}]", "type", "text", "text", system,
@@ -249,6 +254,8 @@ LlmBuildBody(LlmProvider provider, const char *model, const char *system,
 			json_array_append_new(all, json_pack("{s:s,s:s}", "role", "system", "content", system));
 		json_array_extend(all, messages);
 		json_object_set_new(req, "messages", all);
+		if (max_tokens > 0)
+			json_object_set_new(req, "max_completion_tokens", json_integer(max_tokens));
 	}
 	if (tools && json_array_size(tools) > 0)
 	{

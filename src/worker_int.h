@@ -99,7 +99,7 @@ extern bool LlmUrlEqual(const char *a, const char *b);
 extern bool LlmUrlAllowed(const char *url);
 extern const char *LlmKeyFor(const char *url);
 extern char *LlmBuildBody(LlmProvider provider, const char *model, const char *system,
-						  json_t *messages, json_t *tools, bool stream);
+						  json_t *messages, json_t *tools, bool stream, int max_tokens);
 extern bool LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out);
 extern bool LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out);
 extern void LlmFreeReply(LlmReply *r);

@@ -65,6 +65,21 @@ r=$(run "$an" "[[s9]]" '[{"text": "x", "finish_reason": "model_context_window_ex
 is "$(res "$r")" "failed||the conversation no longer fits the model's context window (stop reason model_context_window_exceeded, 200000 tokens in)" \
    "model_context_window_exceeded fails clearly"
 
+# the agent's scope max_tokens bounds the reply (Anthropic max_tokens, OpenAI max_completion_tokens)
+llm_reset
+r=$(run "$an" "[[m1]]" '[{"text": "default"}]')
+an2=$(mk_agent "claude631b" '{"llm_provider": "anthropic", "max_tokens": 16000}')
+oa2=$(mk_agent "gpt631b" '{"max_tokens": 900}')
+r=$(run "$an2" "[[m2]]" '[{"text": "more room"}]')
+r=$(run "$oa2" "[[m3]]" '[{"text": "bounded"}]')
+r=$(run "$oa" "[[m4]]" '[{"text": "unbounded"}]')
+is "$(llm_requests | python3 -c '
+import json,sys; rs=json.load(sys.stdin)
+for k in ("[[m1]]", "[[m2]]", "[[m3]]", "[[m4]]"):
+    b=[r for r in rs if r["key"]==k][0]["body"]
+    print(b.get("max_tokens"), b.get("max_completion_tokens"), end=" ")')" "4096 None 16000 None None 900 None None " \
+   "scope max_tokens: Anthropic 4096 by default, OpenAI unbounded by default"
+
 # --- errors: 429 with Retry-After retried, quota 429 fails at once, 529 retried, request ids kept
 r=$(run "$oa" "[[e1]]" '[{"status": 429, "retry_after": "0", "error_type": "requests", "error_code": "rate_limit_exceeded",
                           "error_message": "Rate limit reached", "request_id": "req_e1",
