@@ -890,7 +890,7 @@ StartCall(Slot *s)
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
 	s->req = HttpStart(url, headers, body, pg_agents_request_timeout, s);
-	s->req->stream = s->stream;
+	HttpSetStream(s->req, s->stream);
 	pfree(url);
 }
 

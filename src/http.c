@@ -30,14 +30,15 @@
 
 static CURLM *multi = NULL;
 static int	in_flight = 0;
-static int	streaming = 0;		/* transfers in flight reading a stream's body */
+static int	streaming = 0;		/* transfers in flight that asked for a stream */
 static TimestampTz last_perform = 0;
 
 /*
- * While every transfer in flight is a stream being read, the worker lets
- * its events pile up for STREAM_COALESCE_MS between two reads instead of
- * waking for each (a provider sends an event per token or so): the latch
- * still ends the wait at once.
+ * While every transfer in flight is a stream, the worker lets its events
+ * pile up for STREAM_COALESCE_MS between two reads instead of waking for
+ * each (a provider sends an event per token or so): the latch still ends
+ * the wait at once, and a request without streaming in flight turns this
+ * off.
  */
 #define STREAM_COALESCE_MS	5
 
@@ -86,8 +87,6 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
 		curl_easy_getinfo(req->easy, CURLINFO_CONTENT_TYPE, &ctype);
 		req->stream_mode = code == 200 && ctype && strstr(ctype, "text/event-stream") ? 1 : 2;
-		if (req->stream_mode == 1)
-			streaming++;
 	}
 	if (req->stream_mode == 1)
 	{
@@ -379,7 +378,7 @@ HttpNextDone(void)
 		req->done = true;
 		curl_multi_remove_handle(multi, msg->easy_handle);
 		in_flight--;
-		if (req->stream_mode == 1)
+		if (req->stream)
 			streaming--;
 		return req;
 	}
@@ -397,7 +396,7 @@ HttpFree(HttpRequest *req)
 		{
 			curl_multi_remove_handle(multi, req->easy);
 			in_flight--;
-			if (req->stream_mode == 1)
+			if (req->stream)
 				streaming--;
 		}
 		curl_easy_cleanup(req->easy);
@@ -407,6 +406,17 @@ HttpFree(HttpRequest *req)
 	free(req->body);
 	free(req->resp);
 	pfree(req);
+}
+
+/* a request in flight asks for a stream, parsed into st as it arrives */
+void
+HttpSetStream(HttpRequest *req, struct LlmStream *st)
+{
+	if (st == NULL || req->stream)
+		return;
+	req->stream = st;
+	if (!req->done)
+		streaming++;
 }
 
 /* sends what is pending and reads what has arrived, without waiting */

@@ -68,6 +68,7 @@ extern HttpRequest *HttpNextDone(void);
 extern void HttpFree(HttpRequest *req);
 extern int	HttpInFlight(void);
 extern void HttpPerform(void);	/* non-blocking progress */
+extern void HttpSetStream(HttpRequest *req, struct LlmStream *st);
 
 /* ---- llm.c: OpenAI chat completions and Anthropic messages ---- */
 
