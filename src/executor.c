@@ -959,7 +959,8 @@ DeltaDue(Slot *s, TimestampTz now)
 {
 	LlmStream  *st = s->stream;
 
-	if (s->state != SLOT_HTTP || st == NULL || st->text_len <= st->published)
+	/* (a call whose reply came is no longer due: its unit sends the rest) */
+	if (s->state != SLOT_HTTP || s->req == NULL || st == NULL || st->text_len <= st->published)
 		return false;
 	return st->text_len - st->published >= DELTA_MAX_BYTES ||
 		TimestampDifferenceExceeds(last_deltas, now, DELTA_MIN_MS);
