@@ -100,6 +100,33 @@ is "$(step_out "$r2")" "$streamed_step" "the llm step of the streamed reply is i
 is "$(deltas "$r2" 1)" "<none>" "no deltas without streaming"
 q "ALTER SYSTEM SET pg_agents.llm_stream = on" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null; sleep 0.5
 
+# --- slow streams, several at once: text published while it arrives, each byte once
+for k in 1 2 3 4; do
+    llm_script "[[t630s$k]]" "[{\"text\": \"slow answer number $k, told in many small pieces over about a second\", \"stream_chunk\": 2, \"stream_delay\": 0.02}]"
+done
+rs=""
+for k in 1 2 3 4; do rs="$rs $(start_run "$a" "{\"prompt\": \"slow [[t630s$k]]\"}")"; done
+k=0; all=""
+for r in $rs; do
+    k=$((k+1)); wait_status "$r" "succeeded|failed" 30 >/dev/null
+    all="$all|$(wait_deltas "$r" 1 "slow answer number $k, told in many small pieces over about a second")"
+done
+is "$all" "|slow answer number 1, told in many small pieces over about a second|slow answer number 2, told in many small pieces over about a second|slow answer number 3, told in many small pieces over about a second|slow answer number 4, told in many small pieces over about a second" \
+   "slow concurrent streams: every byte of each answer notified exactly once, in order"
+is "$(python3 - "$LISTEN_OUT" $rs <<'PY'
+import json, re, sys
+runs = set(int(x) for x in sys.argv[2:])
+n = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    m = re.match(r'Asynchronous notification "agent_run_deltas" with payload "(.*)" received from server process', line)
+    if m:
+        d = json.loads(m.group(1))
+        if d["run_id"] in runs:
+            n[d["run_id"]] = n.get(d["run_id"], 0) + 1
+print(all(v >= 2 for v in n.values()) and len(n) == len(runs))
+PY
+)" "True" "each slow answer came in several notifications while it streamed"
+
 # --- OpenAI: parallel tool calls, arguments in fragments joined by index
 q "CREATE TABLE IF NOT EXISTS public.w630_pages (id text PRIMARY KEY, title text, body text);
    TRUNCATE public.w630_pages;
