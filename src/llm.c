@@ -265,6 +265,21 @@ LlmBuildBody(LlmProvider provider, const char *model, const char *system,
 			json_object_set_new(json_array_get(t, json_array_size(t) - 1), "cache_control",
 								json_pack("{s:s}", "type", "ephemeral"));
 		json_object_set_new(req, "tools", t);
+
+		/*
+		 * tool_choice stays the providers' default (auto): a forced call
+		 * would never let a run end.  With pg_agents.max_tool_calls_per_turn
+		 * = 1 the model is told to ask for one call at a time, since a reply
+		 * with more would fail the run.
+		 */
+		if (pg_agents_max_tool_calls_per_turn == 1)
+		{
+			if (provider == LLM_ANTHROPIC)
+				json_object_set_new(req, "tool_choice",
+									json_pack("{s:s,s:b}", "type", "auto", "disable_parallel_tool_use", 1));
+			else
+				json_object_set_new(req, "parallel_tool_calls", json_false());
+		}
 	}
 	if (stream)
 	{

@@ -80,6 +80,20 @@ for k in ("[[m1]]", "[[m2]]", "[[m3]]", "[[m4]]"):
     print(b.get("max_tokens"), b.get("max_completion_tokens"), end=" ")')" "4096 None 16000 None None 900 None None " \
    "scope max_tokens: Anthropic 4096 by default, OpenAI unbounded by default"
 
+# one tool call per turn: the providers are told not to ask for parallel calls
+q "ALTER SYSTEM SET pg_agents.max_tool_calls_per_turn = 1" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null; sleep 0.5
+r=$(run "$an" "[[p1]]" '[{"text": "one"}]')
+r=$(run "$oa" "[[p2]]" '[{"text": "one"}]')
+q "ALTER SYSTEM RESET pg_agents.max_tool_calls_per_turn" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null; sleep 0.5
+r=$(run "$oa" "[[p3]]" '[{"text": "many"}]')
+is "$(llm_requests | python3 -c '
+import json,sys; rs=json.load(sys.stdin)
+for k in ("[[p1]]", "[[p2]]", "[[p3]]"):
+    b=[r for r in rs if r["key"]==k][0]["body"]
+    print(b.get("tool_choice"), b.get("parallel_tool_calls"), end=" ")')" \
+   "{'type': 'auto', 'disable_parallel_tool_use': True} None None False None None " \
+   "max_tool_calls_per_turn = 1: disable_parallel_tool_use / parallel_tool_calls false; else the defaults"
+
 # --- errors: 429 with Retry-After retried, quota 429 fails at once, 529 retried, request ids kept
 r=$(run "$oa" "[[e1]]" '[{"status": 429, "retry_after": "0", "error_type": "requests", "error_code": "rate_limit_exceeded",
                           "error_message": "Rate limit reached", "request_id": "req_e1",
