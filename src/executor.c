@@ -84,6 +84,9 @@ typedef struct Slot
 	TimestampTz next_at;
 	TimestampTz call_started;
 	HttpRequest *req;
+	LlmStream  *stream;			/* the streamed reply of the call in flight */
+	int			stream_step;	/* its model call number in the run (deltas) */
+	size_t		stream_pub;		/* published by the delta unit, once it commits */
 	int64		child_run_id;
 	uint32		gen;			/* claim that filled the slot */
 	/* providers (providers.c, ratelimit.c) */
@@ -172,6 +175,7 @@ SlotFree(Slot *s)
 		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
 	if (s->req)
 		HttpFree(s->req);
+	LlmStreamFree(s->stream);
 	if (s->scope)
 		json_decref(s->scope);
 	if (s->tools)
@@ -757,6 +761,9 @@ StartCall(Slot *s)
 	ProviderResolved rp;
 	char	   *perr = NULL;
 	long		wait_ms;
+	bool		stream;
+	json_t	   *mt;
+	int			max_tokens;
 
 	if (s->iterations >= s->max_iterations)
 	{
@@ -787,13 +794,31 @@ StartCall(Slot *s)
 	}
 	s->rl_waiting = false;
 	s->rl_held = s->rl >= 0;
-	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools);
+	/* streaming: a named provider's "stream" setting, else pg_agents.llm_stream */
+	stream = rp.name ? rp.stream : LlmStreamEnabled(s->url);
+	/* scope max_tokens: a positive integer, else the default */
+	mt = json_object_get(s->scope, "max_tokens");
+	max_tokens = json_is_integer(mt) && json_integer_value(mt) > 0 && json_integer_value(mt) <= 10000000
+		? (int) json_integer_value(mt) : 0;
+	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools, stream, max_tokens);
 	url = LlmEndpoint(s->provider, s->url);
 	/* the key only ever goes to its provider's base URL (providers.c) */
 	headers = ProviderAddHeaders(&rp, LlmHeaders(s->provider, rp.api_key));
+	LlmStreamFree(s->stream);
+	s->stream = NULL;
+	if (stream)
+	{
+		headers = curl_slist_append(headers, "Accept: text/event-stream");
+		s->stream = LlmStreamNew(s->provider);
+		s->stream_step = s->iterations + 1;
+		s->stream_pub = 0;
+		if (s->stream)
+			s->stream->last_publish = GetCurrentTimestamp();
+	}
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
 	s->req = HttpStart(url, headers, body, rp.request_timeout, s);
+	HttpSetStream(s->req, s->stream);
 	s->rl_est = strlen(body) / 4 + 1;	/* the next request's estimate */
 	pfree(url);
 }
@@ -825,6 +850,112 @@ ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
 	*out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
 					 "stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
 					 "out", (json_int_t) r->tokens_out);
+	/* cache and reasoning counts only when the provider reported them */
+	if (r->tokens_cached > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "cached", json_integer(r->tokens_cached));
+	if (r->tokens_cache_write > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "cache_write", json_integer(r->tokens_cache_write));
+	if (r->tokens_reasoning > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "reasoning", json_integer(r->tokens_reasoning));
+	if (r->refusal)
+		json_object_set_new(*out, "refusal", json_string(r->refusal));
+}
+
+/* ---------------------------------------------------------------------
+ * Streaming: text deltas on NOTIFY agent_run_deltas (docs/worker.md)
+ *
+ * Throttle: the worker publishes the new text of every streamed call at
+ * most once per DELTA_MIN_MS (sooner only for a call with DELTA_MAX_BYTES
+ * pending), all calls in one short transaction: the one that records
+ * replies when the pass has one, else its own.  So a listener gets a
+ * call's text at most 100 ms after it arrived, in at most ten
+ * notifications a second per call, and the worker commits at most ten
+ * delta transactions a second however many runs stream.  The rest of a
+ * reply goes out in the transaction that records it.  The payloads are
+ * made by src/deltas.c.
+ * ---------------------------------------------------------------------
+ */
+#define DELTA_MIN_MS		100
+#define DELTA_MAX_BYTES		65536
+
+static TimestampTz last_deltas = 0;	/* the last delta notifications */
+
+/* notifies text[from, upto) of the slot's stream; returns the new offset */
+static size_t
+NotifyDeltas(Slot *s, size_t from, size_t upto)
+{
+	return DeltasNotify(s->run_id, s->stream_step, s->http_attempts + 1, s->stream->text, from, upto);
+}
+
+/* the rest of a finished stream, inside the unit that records the reply */
+static void
+NotifyRest(Slot *s)
+{
+	if (s->stream && s->stream->text_len > s->stream->published)
+		(void) NotifyDeltas(s, s->stream->published, s->stream->text_len);
+}
+
+static bool
+DeltaDue(Slot *s, TimestampTz now)
+{
+	LlmStream  *st = s->stream;
+
+	/* (a call whose reply came is no longer due: its unit sends the rest) */
+	if (s->state != SLOT_HTTP || s->req == NULL || st == NULL || st->text_len <= st->published)
+		return false;
+	return st->text_len - st->published >= DELTA_MAX_BYTES ||
+		TimestampDifferenceExceeds(last_deltas, now, DELTA_MIN_MS);
+}
+
+/* inside a unit: notifies the due text of every call in flight */
+static void
+DeltasInUnit(TimestampTz now)
+{
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].stream)
+			slots[i].stream_pub = slots[i].stream->published;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+			slots[i].stream_pub = NotifyDeltas(&slots[i], slots[i].stream->published,
+											   slots[i].stream->text_len);
+}
+
+/* after the unit of DeltasInUnit committed */
+static void
+DeltasCommitted(TimestampTz now)
+{
+	bool		any = false;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+		{
+			slots[i].stream->published = Max(slots[i].stream_pub, slots[i].stream->published);
+			slots[i].stream->last_publish = now;
+			any = true;
+		}
+	if (any)
+		last_deltas = now;
+}
+
+static void
+DeltaUnit(Slot *unused, void *arg)
+{
+	DeltasInUnit(*(TimestampTz *) arg);
+}
+
+/* one short transaction for the deltas due (NOTIFY is sent at its commit) */
+static void
+PublishDeltas(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		any = false;
+
+	for (int i = 0; i < MAX_SLOTS && !any; i++)
+		any = DeltaDue(&slots[i], now);
+	if (!any)
+		return;
+	if (RunUnit("pg_agents: publishing text deltas", DeltaUnit, NULL, &now))
+		DeltasCommitted(now);
 }
 
 typedef struct ReplyArg
@@ -863,6 +994,17 @@ ReplyUnit(Slot *s, void *arg)
 	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
+	if (r->tokens_cached > 0)
+	{
+		static SPIPlanPtr cached_plan = NULL;
+		Oid			ctypes[2] = {INT8OID, INT8OID};
+		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
+
+		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
+							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
+	}
+	NotifyRest(s);
 	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
 							  "r.token_budget, r.tokens_total FROM agent.runs r WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -883,6 +1025,45 @@ ReplyUnit(Slot *s, void *arg)
 		FinishRun(s->run_id, "budget_exceeded", NULL, err);
 		s->state = SLOT_FREE;
 		return;
+	}
+
+	/* the stop reasons that do not end the turn as usual (docs/worker.md) */
+	switch (LlmStopKindOf(r))
+	{
+		case LLM_STOP_NORMAL:
+			break;
+		case LLM_STOP_PAUSE:
+			/* a long turn paused by the provider: its content goes back as is */
+			json_array_append(s->messages, r->assistant);
+			SaveState(s);
+			s->state = SLOT_READY;
+			return;
+		case LLM_STOP_REFUSAL:
+			{
+				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
+											   "text", r->text, "refusal", r->refusal);
+
+				FinishRun(s->run_id, "failed", result,
+						  psprintf("the model refused to answer (stop reason %s)%s%s",
+								   r->stop ? r->stop : "refusal",
+								   r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
+				json_decref(result);
+				s->state = SLOT_FREE;
+				return;
+			}
+		case LLM_STOP_MAX_TOKENS:
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
+							   "the model's answer is incomplete",
+							   r->stop, (long long) r->tokens_out));
+			s->state = SLOT_FREE;
+			return;
+		case LLM_STOP_CONTEXT:
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the conversation no longer fits the model's context window "
+							   "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
+			s->state = SLOT_FREE;
+			return;
 	}
 
 	/* teams: a message arrived during the call, the run goes on */
@@ -939,6 +1120,9 @@ Retryable(HttpRequest *req)
 	switch (req->result)
 	{
 		case CURLE_OK:
+			/* a 429 for an exhausted quota or spend limit never succeeds */
+			if (req->status == 429 && req->stream_mode != 1 && LlmQuotaError(req->resp, req->resp_len))
+				return false;
 			return req->status == 429 || req->status >= 500;
 		case CURLE_OPERATION_TIMEDOUT:
 		case CURLE_COULDNT_CONNECT:
@@ -965,8 +1149,10 @@ DescribeFailure(HttpRequest *req)
 	if (req->result != CURLE_OK)
 		return psprintf("could not reach the LLM endpoint: %s",
 						req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result));
-	return psprintf("LLM endpoint returned HTTP %ld: %s", req->status,
-					LlmErrorMessage(req->resp, req->resp_len));
+	return psprintf("LLM endpoint returned HTTP %ld: %s%s%s%s", req->status,
+					LlmErrorMessage(req->resp, req->resp_len),
+					req->request_id[0] ? " (request id " : "", req->request_id,
+					req->request_id[0] ? ")" : "");
 }
 
 /*
@@ -990,6 +1176,7 @@ typedef struct BatchItem
 typedef struct ReplyBatch
 {
 	int			n;
+	TimestampTz deltas_at;		/* the due deltas of calls in flight go along */
 	BatchItem	items[REPLY_BATCH];
 } ReplyBatch;
 
@@ -1019,7 +1206,7 @@ BatchUnit(Slot *unused, void *arg)
 		int64		tout = Min(r->tokens_out, PG_INT32_MAX);
 
 		ReplyStepJson(s, r, &in, &out);
-		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:s?}",
+		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:s?}",
 											 "run_id", (json_int_t) s->run_id,
 											 "model", s->model,
 											 "input", in,
@@ -1027,6 +1214,7 @@ BatchUnit(Slot *unused, void *arg)
 											 "tokens", (json_int_t) Min(r->tokens_in + r->tokens_out, PG_INT32_MAX),
 											 "tokens_in", (json_int_t) tin,
 											 "tokens_out", (json_int_t) tout,
+											 "tokens_cached", (json_int_t) Min(r->tokens_cached, PG_INT32_MAX),
 											 "started_us", (json_int_t) (s->call_started +
 																		 ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
 																		  SECS_PER_DAY * USECS_PER_SEC)),
@@ -1056,6 +1244,12 @@ BatchUnit(Slot *unused, void *arg)
 				b->items[i].outcome = oc[0];
 	}
 
+	/* the rest of streamed answers recorded here (the others: ReplyUnit) */
+	for (int i = 0; i < b->n; i++)
+		if (b->items[i].outcome == 'f' || b->items[i].outcome == 'c')
+			NotifyRest(b->items[i].s);
+	DeltasInUnit(b->deltas_at);
+
 	/* teams: a message arrived during the call, the run goes on */
 	for (int i = 0; i < b->n; i++)
 	{
@@ -1083,7 +1277,10 @@ FlushReplies(void)
 
 	if (b->n == 0)
 		return;
+	b->deltas_at = GetCurrentTimestamp();
 	ok = RunUnit("pg_agents: recording LLM replies", BatchUnit, NULL, b);
+	if (ok)
+		DeltasCommitted(b->deltas_at);
 	for (int i = 0; i < b->n; i++)
 	{
 		BatchItem  *it = &b->items[i];
@@ -1119,31 +1316,76 @@ FlushReplies(void)
 	b->n = 0;
 }
 
-/* providers: a failure's description without the provider's key in it */
+/* providers: a text (an error from the provider) without the provider's key in it */
 static char *
-ScrubbedFailure(Slot *s, HttpRequest *req)
+ScrubText(Slot *s, char *why)
 {
 	ProviderResolved rp;
 	char	   *perr;
-	char	   *why = DescribeFailure(req);
 
 	if (ProviderResolve(s->scope, s->agent_model, &rp, &perr))
 		why = ProviderScrub(&rp, why);
 	return why;
 }
 
+/* providers: a failure's description without the provider's key in it */
+static char *
+ScrubbedFailure(Slot *s, HttpRequest *req)
+{
+	return ScrubText(s, DescribeFailure(req));
+}
+
 static void
 CallDone(Slot *s, HttpRequest *req)
 {
+	char	   *why = NULL;
+	bool		retry = false;
+	json_t	   *streamed = NULL;
+
 	s->req = NULL;
 	CHECK_FOR_INTERRUPTS();
-	if (req->result != CURLE_OK || req->status != 200)
+	if (req->stream_mode == 1 && !req->resp_too_big)
 	{
-		char	   *why = ScrubbedFailure(s, req);
+		/* a streamed 200: it must have ended (message_stop, [DONE]) */
+		streamed = LlmStreamFinish(s->stream);
+		if (s->stream->error)
+		{
+			why = psprintf("the LLM stream ended with an error event: %s%s%s%s%s%s",
+						   s->stream->error_type ? s->stream->error_type : "",
+						   s->stream->error_type ? ": " : "", s->stream->error,
+						   req->request_id[0] ? " (request id " : "", req->request_id,
+						   req->request_id[0] ? ")" : "");
+			retry = s->stream->error_type == NULL ||
+				strcmp(s->stream->error_type, "invalid_request_error") != 0;
+		}
+		else if (streamed == NULL || req->result != CURLE_OK)
+		{
+			why = psprintf("the LLM stream was cut after %zu bytes: %s", req->resp_len,
+						   req->result != CURLE_OK
+						   ? (req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result))
+						   : "it ended without its last event");
+			retry = true;
+		}
+		if (why)
+			why = ScrubText(s, why);
+		if (why && streamed)
+		{
+			json_decref(streamed);
+			streamed = NULL;
+		}
+	}
+	else if (req->result != CURLE_OK || req->status != 200)
+	{
+		why = ScrubbedFailure(s, req);
+		retry = Retryable(req);
+		if (req->status == 429 && !retry)
+			why = psprintf("%s: the provider's quota or spend limit is exhausted, retrying cannot help", why);
+	}
 
+	if (why)
+	{
 		SlotLimiterDone(s, req, -1, why);
-
-		if (Retryable(req) && s->http_attempts < LLM_MAX_RETRIES)
+		if (retry && s->http_attempts < LLM_MAX_RETRIES)
 		{
 			long		delay;
 			RetryArg	ra;
@@ -1160,6 +1402,8 @@ CallDone(Slot *s, HttpRequest *req)
 			ra.info = json_pack("{s:s,s:i,s:i,s:I,s:b}", "error", why, "attempt", s->http_attempts,
 								"http_status", (int) req->status, "retry_in_ms", (json_int_t) delay,
 								"retry_after", req->retry_after_ms >= 0);
+			if (req->request_id[0])
+				json_object_set_new(ra.info, "request_id", json_string(req->request_id));
 			HttpFree(req);
 			s->state = SLOT_BACKOFF;
 			s->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay);
@@ -1175,7 +1419,7 @@ CallDone(Slot *s, HttpRequest *req)
 			return;
 		}
 		HttpFree(req);
-		if (Retryable(req) || s->http_attempts > 0)
+		if (retry || s->http_attempts > 0)
 			why = psprintf("%s (gave up after %d attempts)", why, s->http_attempts + 1);
 		EndRunFailed(s, "failed", why);
 		return;
@@ -1184,8 +1428,13 @@ CallDone(Slot *s, HttpRequest *req)
 	{
 		LlmReply	r;
 		ReplyArg	ra;
+		bool		parsed;
 
-		if (!LlmParseReply(s->provider, req->resp, req->resp_len, &r))
+		if (streamed)
+			parsed = LlmParseReplyJson(s->provider, streamed, &r);	/* takes it */
+		else
+			parsed = LlmParseReply(s->provider, req->resp, req->resp_len, &r);
+		if (!parsed)
 		{
 			SlotLimiterDone(s, req, -1, r.error);
 			HttpFree(req);
@@ -1196,7 +1445,7 @@ CallDone(Slot *s, HttpRequest *req)
 		SlotLimiterDone(s, req, r.tokens_in + r.tokens_out, NULL);
 		HttpFree(req);
 		s->http_attempts = 0;
-		if (json_array_size(r.calls) == 0 && batch.n < REPLY_BATCH)
+		if (json_array_size(r.calls) == 0 && LlmStopKindOf(&r) == LLM_STOP_NORMAL && batch.n < REPLY_BATCH)
 		{
 			/* a final answer: recorded with the others (FlushReplies) */
 			batch.items[batch.n].s = s;
@@ -1375,6 +1624,7 @@ ExecutorStep(void)
 		}
 	}
 	FlushReplies();
+	PublishDeltas();			/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)
@@ -1418,6 +1668,12 @@ ExecutorNextTimeout(long dflt)
 			/* providers: until the bucket refills, or (0) a request ends */
 			if (s->rl_until > 0)
 				t = Min(t, Max((long) ((s->rl_until - now) / 1000), 1));
+		}
+		else if (s->state == SLOT_HTTP && s->stream && s->stream->text_len > s->stream->published)
+		{
+			long		ms = DELTA_MIN_MS - (long) ((now - last_deltas) / 1000);
+
+			t = Min(t, Max(ms, 0));
 		}
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;

@@ -38,6 +38,8 @@ char	   *pg_agents_embedding_model = NULL;
 char	   *pg_agents_llm_api_key = NULL;
 char	   *pg_agents_llm_url_allowlist = NULL;
 int			pg_agents_request_timeout = 60000;
+bool		pg_agents_llm_stream = false;
+bool		pg_agents_llm_prompt_cache = true;
 int			pg_agents_max_tool_calls_per_turn = 64;
 int			pg_agents_max_reply_bytes = 4 * 1024 * 1024;
 int			pg_agents_approval_max_input = 64 * 1024;
@@ -193,6 +195,16 @@ PgAgentsDefineGucs(void)
 							"Largest LLM reply the worker reads; past it the worker stops reading and the run fails.",
 							NULL, &pg_agents_max_reply_bytes, 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	/* issue 17 (wire): streaming and Anthropic prompt caching (docs/worker.md) */
+	DefineCustomBoolVariable("pg_agents.llm_stream",
+							 "Whether the worker streams LLM replies (server-sent events) and publishes text deltas on NOTIFY agent_run_deltas.",
+							 NULL, &pg_agents_llm_stream, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_agents.llm_prompt_cache",
+							 "Whether the worker marks the system prompt and the tool list as cacheable (Anthropic cache_control) when they are long enough.",
+							 "Marked when system prompt and tools are estimated at 1024 tokens or more (characters / 4).",
+							 &pg_agents_llm_prompt_cache, true,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.approval_max_input",
 							"Largest tool input (as JSON text) an approval may show; a larger call is refused when it asks for approval.",
 							NULL, &pg_agents_approval_max_input, 64 * 1024, 256, 64 * 1024 * 1024,

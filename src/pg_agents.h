@@ -40,6 +40,8 @@ extern char *pg_agents_llm_model;
 extern char *pg_agents_embedding_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
+extern bool pg_agents_llm_stream;
+extern bool pg_agents_llm_prompt_cache;
 extern char *pg_agents_llm_url_allowlist;
 extern int	pg_agents_max_tool_calls_per_turn;
 extern int	pg_agents_max_reply_bytes;
