@@ -95,6 +95,8 @@ CREATE TABLE agent.agents (
     UNIQUE (workspace_id, id)
 );
 CREATE INDEX agents_owner_idx ON agent.agents (workspace_id, owner_id);
+-- the tick's look for runs of deleted agents starts from the few deleted ones
+CREATE INDEX agents_deleted_idx ON agent.agents (id) WHERE deleted_at IS NOT NULL;
 COMMENT ON TABLE agent.agents IS 'Custom agents: configuration, status and limits.';
 COMMENT ON COLUMN agent.agents.id IS 'Agent id.';
 COMMENT ON COLUMN agent.agents.workspace_id IS 'Workspace (tenant) the agent belongs to; the distribution key.';

@@ -793,10 +793,16 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- runs of deleted agents never start (agent.claim_runs skips them)
-  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id FROM agent.runs x
-             JOIN agent.agents a ON a.id = x.agent_id
-            WHERE a.deleted_at IS NOT NULL AND x.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')
+  -- runs of deleted agents never start (agent.claim_runs skips them); from
+  -- the few deleted agents (agents_deleted_idx) to their runs (runs_agent_idx),
+  -- never through every active run (the tick's own queued runs included)
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id
+             FROM agent.agents a
+             CROSS JOIN LATERAL (
+                   SELECT y.id, y.root_run_id, y.agent_id FROM agent.runs y
+                    WHERE y.agent_id = a.id
+                      AND y.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')) x
+            WHERE a.deleted_at IS NOT NULL
             ORDER BY x.id
   LOOP
     CONTINUE WHEN NOT agent._lock_tree(c.root, true);
