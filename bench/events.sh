@@ -71,7 +71,9 @@ for k in 10 1000 10000; do
     "$k" "${hot[$k]}" "${cold[$k]}"
 done
 awk -v a="${hot[10]}" -v b="${hot[10000]}" -v c="${cold[10]}" -v d="${cold[10000]}" 'BEGIN {
-  printf "  ratio 10 -> 10k triggers: %.2fx (cached), %.2fx (index probe)   target <= 1.2x\n", a / b, c / d }'
+  printf "  ratio 10 -> 10k triggers: %.2fx (cached), %.2fx (index probe)   target <= 1.2x\n", a / b, c / d
+  m = c; if (d < m) m = d
+  printf "  cache miss (index probe), slowest of 10 / 10k triggers: %d events/s   target >= 50000: %s (%.2fx)\n", m, (m >= 50000) ? "within" : "below", m / 50000 }'
 # 10k triggers of another workspace on the very event and resource fired: they
 # are never candidates (the lookup and the cache are per workspace)
 # (written in that workspace's session: a trigger is saved in its agent's workspace)
