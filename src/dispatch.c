@@ -15,7 +15,8 @@
  * by a relcache invalidation of agent.triggers, which a statement trigger on
  * that table sends whenever a matching column changes (and which every
  * backend receives at commit, or at once in the writing transaction).  So an
- * event that matches nothing costs a hash lookup, without SPI.
+ * event that matches nothing costs a hash lookup, without SPI; on a miss the
+ * index is read directly (ScanCandidates), without SPI either.
  *
  * Reads and writes of the extension's tables run as the owner of the schema
  * "agent" with search_path = pg_catalog, as a SECURITY DEFINER function would,
