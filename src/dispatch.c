@@ -120,6 +120,8 @@ static SPIPlanPtr plan_mention = NULL;
 static SPIPlanPtr plan_agent = NULL;
 static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
+static SPIPlanPtr plan_launch = NULL;
+static SPIPlanPtr plan_launch_other = NULL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
 static SPIPlanPtr plan_last_run = NULL;
@@ -741,6 +743,7 @@ typedef struct EventCtx
 	Jsonb	   *payload;
 	const char *actor;
 	const char *event_id;
+	const char *automation;		/* fire_event's automation label, or NULL */
 	bool		own_resource;	/* resource_id names a resource (fire_event), not a table */
 	char		fingerprint[40];	/* computed on first use */
 } EventCtx;
@@ -911,6 +914,66 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	return SPI_processed > 0;
 }
 
+/*
+ * An automation and a trigger launching the agent through one trigger on the
+ * same event within the dedup window make one run (sql/src/410_overlaps.sql);
+ * false when this launch is the second.  The common case (a first launch, or
+ * the same launcher again) is one upsert of agent.event_launches; only a
+ * launch that meets the other launcher calls agent._launch_first, which
+ * counts and reports it.
+ */
+static bool
+LaunchFirst(EventCtx *ev, Candidate *c)
+{
+	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, FLOAT8OID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int			ret;
+
+	if (pg_agents_dedup_window <= 0)
+		return true;
+	PreparePlan(&plan_launch,
+				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
+				"VALUES ($1, $2, pg_catalog.md5(pg_catalog.concat_ws(E'\\x01', $4, $5, "
+				"  COALESCE($6, ''), COALESCE($7 OPERATOR(pg_catalog.->>) 'row_id', ''))), "
+				"  pg_catalog.now(), COALESCE('automation:' OPERATOR(pg_catalog.||) $8, 'trigger')) "
+				"ON CONFLICT (workspace_id, trigger_id, launch_key) DO UPDATE "
+				"SET seen_at = excluded.seen_at, source = excluded.source "
+				"WHERE x.source OPERATOR(pg_catalog.=) excluded.source "
+				"   OR x.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $9)) "
+				"RETURNING 1",
+				9, types);
+	args[0] = CStringGetTextDatum(c->workspace_id);
+	args[1] = Int64GetDatum(c->id);
+	args[2] = Int64GetDatum(c->agent_id);
+	args[3] = CStringGetTextDatum(ev->event_name);
+	args[4] = CStringGetTextDatum(ev->resource_type);
+	if (ev->resource_id)
+		args[5] = CStringGetTextDatum(ev->resource_id);
+	else
+		nulls[5] = 'n';
+	args[6] = JsonbPGetDatum(ev->payload);
+	if (ev->automation)
+		args[7] = CStringGetTextDatum(ev->automation);
+	else
+		nulls[7] = 'n';
+	args[8] = Float8GetDatum((double) pg_agents_dedup_window);
+	ret = SPI_execute_plan(plan_launch, args, nulls, false, 0);
+	if (ret != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed > 0)
+		return true;
+	/* the other launcher came first (its row is locked now): count it */
+	PreparePlan(&plan_launch_other,
+				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
+				8, types);
+	ret = SPI_execute_plan(plan_launch_other, args, nulls, false, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull;
+}
+
 static int64
 Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 {
@@ -931,6 +994,8 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	PushText(&st, "event_id", ev->event_id);
 	PushText(&st, "actor", ev->actor);
 	PushText(&st, "prompt", c->prompt);
+	if (ev->automation)
+		PushText(&st, "automation", ev->automation);
 	if (self_chain > 0)
 		PushInt(&st, "self_chain", self_chain);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
@@ -1066,6 +1131,8 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		}
 		if (!DedupFirstSeen(ev, c))
 			continue;
+		if (!LaunchFirst(ev, c))
+			continue;
 		run_id = Enqueue(ev, c, mention, self_chain);
 		{
 			MemoryContext old = MemoryContextSwitchTo(outer);
@@ -1088,7 +1155,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 static List *
 DispatchEvent(const char *workspace, const char *event_name, const char *resource_type,
 			  const char *resource_id, Jsonb *payload, const char *actor,
-			  const char *event_id, bool own_resource)
+			  const char *event_id, bool own_resource, const char *automation)
 {
 	EventCtx	ev;
 	List	   *volatile runs = NIL;
@@ -1121,6 +1188,7 @@ DispatchEvent(const char *workspace, const char *event_name, const char *resourc
 	ev.payload = payload;
 	ev.actor = actor;
 	ev.event_id = event_id;
+	ev.automation = automation;
 	ev.own_resource = own_resource;
 
 	/* may flush a stale cache: no dispatch is using it at depth 0 */
@@ -1152,7 +1220,7 @@ PgAgentsDispatch(const char *workspace, const char *event_name, const char *reso
 				 const char *event_id)
 {
 	return DispatchEvent(workspace, event_name, resource_type, resource_id, payload,
-						 actor, event_id, false);
+						 actor, event_id, false, NULL);
 }
 
 static char *
@@ -1164,7 +1232,8 @@ TextArgOrNull(FunctionCallInfo fcinfo, int n)
 /*
  * agent.fire_event(event_name text, resource_type text, resource_id text,
  *                  payload jsonb DEFAULT '{}', actor text DEFAULT NULL,
- *                  event_id text DEFAULT NULL) RETURNS SETOF bigint
+ *                  event_id text DEFAULT NULL, automation text DEFAULT NULL)
+ *   RETURNS SETOF bigint
  */
 Datum
 pg_agents_fire_event(PG_FUNCTION_ARGS)
@@ -1176,6 +1245,8 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 	Jsonb	   *payload;
 	char	   *actor = TextArgOrNull(fcinfo, 4);
 	char	   *event_id = TextArgOrNull(fcinfo, 5);
+	/* the automation label (0.4.0; absent until ALTER EXTENSION ... UPDATE) */
+	char	   *automation = PG_NARGS() > 6 ? TextArgOrNull(fcinfo, 6) : NULL;
 	const char *workspace;
 	List	   *runs;
 	ListCell   *lc;
@@ -1202,6 +1273,13 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 		actor = NULL;
 	if (event_id != NULL && event_id[0] == '\0')
 		event_id = NULL;
+	if (automation != NULL && automation[0] == '\0')
+		automation = NULL;
+	if (automation != NULL && strlen(automation) > 200)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("automation label is too long"),
+				 errdetail("An automation label has at most 200 bytes.")));
 
 	/*
 	 * The event belongs to the session's workspace.  A non-superuser session
@@ -1218,7 +1296,7 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 				 errhint("SET LOCAL pg_agents.workspace = '<workspace id>' for each request (or ALTER DATABASE ... SET pg_agents.workspace for a single-tenant database).")));
 
 	runs = DispatchEvent(workspace, event_name, resource_type, resource_id, payload, actor,
-						 event_id, true);
+						 event_id, true, automation);
 	foreach(lc, runs)
 	{
 		Datum		value = Int64GetDatum(*(int64 *) lfirst(lc));

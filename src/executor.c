@@ -86,6 +86,14 @@ typedef struct Slot
 	HttpRequest *req;
 	int64		child_run_id;
 	uint32		gen;			/* claim that filled the slot */
+	/* providers (providers.c, ratelimit.c) */
+	char	   *agent_model;	/* agents.model as claimed */
+	int			rl;				/* the limiter's bucket, -1: none */
+	bool		rl_held;		/* the request in flight holds a share */
+	int64		rl_est;			/* tokens it reserved */
+	bool		rl_waiting;		/* READY, but the provider has no headroom */
+	TimestampTz rl_until;		/* ... until then (0: until a request ends) */
+	TimestampTz rl_lease_at;	/* its lease, last renewed while waiting */
 } Slot;
 
 static Slot slots[MAX_SLOTS];
@@ -161,6 +169,8 @@ RunUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 static void
 SlotFree(Slot *s)
 {
+	if (s->rl_held)				/* providers: its share of the limits comes back */
+		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
 	if (s->req)
 		HttpFree(s->req);
 	if (s->scope)
@@ -463,6 +473,9 @@ ClaimUnit(Slot *unused, void *arg)
 	uint64		nrows;
 	SPITupleTable *tt;
 
+	if (ProvidersStale())		/* providers: rows and secrets (providers.c) */
+		ProvidersLoad();
+
 	/*
 	 * Without a default endpoint (pg_agents.llm_url empty) the worker only
 	 * works when some queued run's agent names its own (scope llm_url);
@@ -479,7 +492,7 @@ ClaimUnit(Slot *unused, void *arg)
 		rc = PgAgentsExecPlan(&eligible_plan,
 							  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
 							  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
-							  "                    WHERE a.id = r.agent_id AND a.scope ? 'llm_url' LIMIT 1) ok "
+							  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
 							  "WHERE r.status = 'queued')",
 							  0, NULL, NULL, NULL, true, 1);
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
@@ -524,8 +537,9 @@ ClaimUnit(Slot *unused, void *arg)
 		json_t	   *input;
 		json_t	   *state = NULL;
 		char	   *v;
-		const char *prov;
-		const char *url;
+		ProviderResolved rp;
+		char	   *perr = NULL;
+		bool		resolved;
 		MemoryContext old;
 
 		if (s == NULL)
@@ -550,17 +564,16 @@ ClaimUnit(Slot *unused, void *arg)
 		TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		s->state = SLOT_READY;
 
-		/* provider, URL and model: the agent's settings first, then the GUCs */
-		prov = json_string_value(json_object_get(s->scope, "llm_provider"));
-		if (prov == NULL)
-			prov = pg_agents_llm_provider;
-		url = json_string_value(json_object_get(s->scope, "llm_url"));
-		if (url == NULL)
-			url = pg_agents_llm_url;
-		v = SPI_getvalue(tup, td, 10);
-		if (v == NULL || v[0] == '\0')
-			v = pg_agents_llm_model;
-		s->model = SlotStrdup(s, (v && v[0]) ? v : "default");
+		/*
+		 * provider, URL and model (providers.c): a provider the agent's
+		 * settings name, else the agent's settings, then the GUCs
+		 */
+		s->agent_model = SlotStrdup(s, SPI_getvalue(tup, td, 10));
+		resolved = ProviderResolve(s->scope, s->agent_model, &rp, &perr);
+		s->provider = resolved ? rp.kind : LLM_OPENAI;
+		s->url = resolved ? SlotStrdup(s, rp.base_url) : NULL;
+		s->model = SlotStrdup(s, resolved ? rp.model : "default");
+		s->rl = resolved ? rp.ratelimit : -1;
 
 		old = MemoryContextSwitchTo(s->cxt);
 		s->system = psprintf("You are \"%s\", an agent working inside a database application "
@@ -597,40 +610,16 @@ ClaimUnit(Slot *unused, void *arg)
 			prompt = BuildPrompt(input, SPI_getvalue(tup, td, 17), SPI_getvalue(tup, td, 7));
 
 			s->messages = json_array();
-			if (!LlmParseProvider(prov, &s->provider))
-				s->provider = LLM_OPENAI;
 			LlmAppendUser(s->provider, s->messages, prompt);
 		}
 		if (state)
 			json_decref(state);
 		if (input)
 			json_decref(input);
-		if (!LlmParseProvider(prov, &s->provider))
+		/* unknown provider, no endpoint, an endpoint not allowlisted ... */
+		if (!resolved)
 		{
-			FinishRun(s->run_id, "failed", NULL,
-					  psprintf("unknown LLM provider \"%s\" (expected openai or anthropic)", prov));
-			SlotFree(s);
-			continue;
-		}
-		s->url = SlotStrdup(s, url);
-		if (url == NULL || url[0] == '\0')
-		{
-			FinishRun(s->run_id, "failed", NULL,
-					  "no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url)");
-			SlotFree(s);
-			continue;
-		}
-
-		/*
-		 * An agent's own endpoint is called only while a superuser allows it
-		 * (the allowlist may have changed since the settings were saved, or
-		 * the row was written around agent.save_settings).
-		 */
-		if (url != pg_agents_llm_url && !LlmUrlAllowed(url))
-		{
-			FinishRun(s->run_id, "failed", NULL,
-					  psprintf("the agent's LLM endpoint (scope llm_url \"%s\") is not in pg_agents.llm_url_allowlist: the worker does not call it",
-							   url));
+			FinishRun(s->run_id, "failed", NULL, perr);
 			SlotFree(s);
 			continue;
 		}
@@ -852,6 +841,9 @@ StartCall(Slot *s)
 	char	   *body;
 	char	   *url;
 	struct curl_slist *headers;
+	ProviderResolved rp;
+	char	   *perr = NULL;
+	long		wait_ms;
 
 	if (s->iterations >= s->max_iterations)
 	{
@@ -860,15 +852,50 @@ StartCall(Slot *s)
 							  s->max_iterations));
 		return;
 	}
+	/* providers: the key, headers and limits as they are now (rotation) */
+	if (!ProviderResolve(s->scope, s->agent_model, &rp, &perr))
+	{
+		EndRunFailed(s, "failed", perr);
+		return;
+	}
+	s->rl = rp.ratelimit;
+	if (s->rl_est <= 0)			/* about 4 bytes a token, refined by usage */
+		s->rl_est = (strlen(s->system) + 200) / 4;
+	if (!RateLimitAdmit(s->rl, s->rl_est, &wait_ms))
+	{
+		if (!s->rl_waiting)
+		{
+			RateLimitCountWait(s->rl);
+			s->rl_lease_at = GetCurrentTimestamp();
+		}
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
+		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
+		return;
+	}
+	s->rl_waiting = false;
+	s->rl_held = s->rl >= 0;
 	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools);
 	url = LlmEndpoint(s->provider, s->url);
-	/* the key only ever goes to pg_agents.llm_url (LlmKeyFor) */
-	headers = LlmHeaders(s->provider, LlmKeyFor(s->url));
+	/* the key only ever goes to its provider's base URL (providers.c) */
+	headers = ProviderAddHeaders(&rp, LlmHeaders(s->provider, rp.api_key));
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
-	s->req = HttpStart(url, headers, body, pg_agents_request_timeout, s);
+	s->req = HttpStart(url, headers, body, rp.request_timeout, s);
+	s->rl_est = strlen(body) / 4 + 1;	/* the next request's estimate */
 	pfree(url);
 }
+
+/* providers: the request of the slot ended; its share of the limits comes back */
+static void
+SlotLimiterDone(Slot *s, HttpRequest *req, int64 used, const char *error)
+{
+	if (!s->rl_held)
+		return;
+	s->rl_held = false;
+	RateLimitDone(s->rl, s->rl_est, used, req->result == CURLE_OK ? req->status : 0,
+				  req->retry_after_ms, &req->rl, error);
+}
+
 
 /* input and output of the llm step that records a reply */
 static void
@@ -1179,6 +1206,19 @@ FlushReplies(void)
 	b->n = 0;
 }
 
+/* providers: a failure's description without the provider's key in it */
+static char *
+ScrubbedFailure(Slot *s, HttpRequest *req)
+{
+	ProviderResolved rp;
+	char	   *perr;
+	char	   *why = DescribeFailure(req);
+
+	if (ProviderResolve(s->scope, s->agent_model, &rp, &perr))
+		why = ProviderScrub(&rp, why);
+	return why;
+}
+
 static void
 CallDone(Slot *s, HttpRequest *req)
 {
@@ -1186,7 +1226,9 @@ CallDone(Slot *s, HttpRequest *req)
 	CHECK_FOR_INTERRUPTS();
 	if (req->result != CURLE_OK || req->status != 200)
 	{
-		char	   *why = DescribeFailure(req);
+		char	   *why = ScrubbedFailure(s, req);
+
+		SlotLimiterDone(s, req, -1, why);
 
 		if (Retryable(req) && s->http_attempts < LLM_MAX_RETRIES)
 		{
@@ -1232,11 +1274,13 @@ CallDone(Slot *s, HttpRequest *req)
 
 		if (!LlmParseReply(s->provider, req->resp, req->resp_len, &r))
 		{
+			SlotLimiterDone(s, req, -1, r.error);
 			HttpFree(req);
 			LlmFreeReply(&r);
 			EndRunFailed(s, "failed", r.error);
 			return;
 		}
+		SlotLimiterDone(s, req, r.tokens_in + r.tokens_out, NULL);
 		HttpFree(req);
 		s->http_attempts = 0;
 		if (json_array_size(r.calls) == 0 && batch.n < REPLY_BATCH)
@@ -1323,20 +1367,63 @@ ClaimIfDue(TimestampTz now)
 
 /* starts the LLM calls that are due */
 static void
+ProvidersUnit(Slot *unused, void *arg)
+{
+	ProvidersLoad();
+}
+
+/* a run waiting for its provider's headroom keeps its lease (agent.tick requeues expired ones) */
+static void
+LeaseUnit(Slot *s, void *arg)
+{
+	if (!HoldLease(s->run_id))
+		s->state = SLOT_FREE;	/* cancelled meanwhile */
+}
+
+static void
 StartDueCalls(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	bool		checked = false;
+	bool		full[RATELIMIT_MAX];	/* providers found without headroom in this pass */
+	TimestampTz full_until[RATELIMIT_MAX];	/* ... until then (0: a request ends) */
 
+	memset(full, 0, sizeof(full));
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
 		Slot	   *s = &slots[i];
 
 		if (s->state == SLOT_BACKOFF && s->next_at <= now)
 			s->state = SLOT_READY;
+		if (s->state == SLOT_READY && s->rl_waiting &&
+			TimestampDifferenceExceeds(s->rl_lease_at, now, pg_agents_run_lease * 1000 / 3))
+		{
+			s->rl_lease_at = now;
+			SlotUnit(s, "pg_agents: renewing the lease of a run waiting for its provider", LeaseUnit, NULL);
+			if (s->state == SLOT_FREE)
+				continue;
+		}
+		/* providers: not before its bucket refills, nor once it was found full */
+		if (s->state == SLOT_READY && s->rl_waiting && s->rl_until > now)
+			continue;
+		if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX && full[s->rl])
+		{
+			s->rl_until = full_until[s->rl];	/* the same wait as the run found it full */
+			continue;
+		}
 		if (s->state == SLOT_READY)
 		{
+			/* providers: a changed provider or secret is loaded before the next request */
+			if (!checked && ProvidersStale())
+				(void) RunUnit("pg_agents: loading providers", ProvidersUnit, NULL, NULL);
+			checked = true;
 			CHECK_FOR_INTERRUPTS();
 			StartCall(s);
+			if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX)
+			{
+				full[s->rl] = true;
+				full_until[s->rl] = s->rl_until;
+			}
 		}
 	}
 }
@@ -1413,6 +1500,12 @@ ExecutorNextTimeout(long dflt)
 		}
 		else if (s->state == SLOT_CHILD)
 			t = Min(t, CHILD_POLL_MS);
+		else if (s->state == SLOT_READY && s->rl_waiting)
+		{
+			/* providers: until the bucket refills, or (0) a request ends */
+			if (s->rl_until > 0)
+				t = Min(t, Max((long) ((s->rl_until - now) / 1000), 1));
+		}
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;
 	}

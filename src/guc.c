@@ -55,6 +55,7 @@ int			pg_agents_max_attempts = 3;
 int			pg_agents_max_runs_per_workspace = 0;
 int			pg_agents_self_retrigger_cap = 3;
 int			pg_agents_filter_view_timeout = 100;
+int			pg_agents_approval_rule_timeout = 200;
 
 /* access */
 int			pg_agents_access_cache_grants = 262144;
@@ -175,6 +176,11 @@ PgAgentsDefineGucs(void)
 							   "The API key is only ever sent to pg_agents.llm_url.",
 							   &pg_agents_llm_url_allowlist, "",
 							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.secret_key_file",
+							   "File holding the key of the secrets store (64 hex digits).",
+							   "Relative to the data directory; created with mode 0600 by the first agent.set_secret.",
+							   &pg_agents_secret_key_file, "pg_agents.key",
+							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",
 							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,
@@ -244,6 +250,11 @@ PgAgentsDefineGucs(void)
 							"Longest time a trigger filter's view may take for one event.",
 							"Past it the event does not match that trigger, whose last_error says why; the write that fired the event goes on.",
 							&pg_agents_filter_view_timeout, 100, 1, 60000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.approval_rule_timeout",
+							"Longest time an approval rule's function may take for one tool call.",
+							"Past it the call needs approval (a rule fails closed), and the request says why.",
+							&pg_agents_approval_rule_timeout, 200, 1, 60000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.access_cache_grants",
 							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",

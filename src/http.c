@@ -99,6 +99,8 @@ HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
 	static const char name[] = "retry-after:";
 	static const char clen[] = "content-length:";
 
+	RateHeaderParse(&req->rl, buffer, n);	/* providers: rate-limit headers */
+
 	/* a reply announced larger than the cap is not read at all */
 	if (n > sizeof(clen) - 1 && pg_strncasecmp(buffer, clen, sizeof(clen) - 1) == 0)
 	{
@@ -167,6 +169,7 @@ HttpStart(const char *url, struct curl_slist *headers, char *body,
 	req->headers = headers;
 	req->body = body;
 	req->retry_after_ms = -1;
+	RateHeadersInit(&req->rl);
 	req->owner = owner;
 	req->max_bytes = (size_t) pg_agents_max_reply_bytes;
 

@@ -17,6 +17,7 @@
 
 #include "worker_int.h"
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
@@ -122,9 +123,16 @@ LlmUrlAllowed(const char *url)
 const char *
 LlmKeyFor(const char *url)
 {
-	if (LlmUrlEqual(url, pg_agents_llm_url))
-		return pg_agents_llm_api_key;
-	return NULL;
+	if (!LlmUrlEqual(url, pg_agents_llm_url))
+		return NULL;
+	/* the key may be ${secret:NAME} (the worker's chat requests: providers.c) */
+	if (SecretsHasReference(pg_agents_llm_api_key))
+	{
+		char	   *err;
+
+		return IsTransactionState() ? SecretsExpand(pg_agents_llm_api_key, &err) : NULL;
+	}
+	return pg_agents_llm_api_key;
 }
 
 /* agent._llm_url_allowed(text): LlmUrlAllowed for the settings checks */

@@ -46,6 +46,7 @@ extern int	pg_agents_max_reply_bytes;
 extern int	pg_agents_approval_max_input;
 extern int	pg_agents_self_retrigger_cap;
 extern int	pg_agents_filter_view_timeout;
+extern int	pg_agents_approval_rule_timeout;
 extern int	pg_agents_access_cache_grants;
 
 extern void PgAgentsDefineGucs(void);
@@ -199,5 +200,17 @@ extern void PgAgentsRegisterWorker(void);
 /* approval.c */
 extern char *PgAgentsCanonicalJson(Jsonb *j);
 extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
+
+/* secrets.c and ratelimit.c (providers and secrets, docs/worker.md) */
+#define RATELIMIT_MAX 64
+extern char *pg_agents_secret_key_file;
+extern char *SecretsLookup(const char *name, char **error);
+extern char *SecretsExpand(const char *value, char **error);
+extern bool SecretsHasReference(const char *value);
+extern void PgAgentsInitRateLimitShmem(void);
+extern void PgAgentsConfigChanged(void);
+extern uint64 PgAgentsConfigGeneration(void);
+struct json_t;
+extern bool SecretsExpandJsonHeaders(struct json_t *headers, char **error);
 
 #endif							/* PG_AGENTS_H */

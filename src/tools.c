@@ -81,6 +81,12 @@ PgAgentsFunctionExists(const char *signature)
 	return OidIsValid(ToReg(to_regprocedure, signature));
 }
 
+Oid
+PgAgentsLookupProcedure(const char *signature)
+{
+	return ToReg(to_regprocedure, signature);
+}
+
 /*
  * Executes a statement through a plan prepared once and kept (SPI_keepplan);
  * the plan cache re-plans it when the objects it uses change.
@@ -398,6 +404,16 @@ Deny(const ToolRun *tr, const char *tool, json_t *input, const char *rtype,
 	return json_pack("{s:s}", "error", "access denied");
 }
 
+/*
+ * What NeedsApproval decided for the call that goes through the gate next:
+ * when only approval rules cover it (scope.approval_rules, approval_rules.c)
+ * the gate asks their functions; in every other case (the static policy,
+ * or a gate reached without NeedsApproval, as for a job deletion) the call
+ * needs approval.  Reset at every tool call and by the gate itself.
+ */
+static bool gate_conditional = false;
+static char gate_tool[256];
+
 static bool
 NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 {
@@ -405,6 +421,7 @@ NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 	size_t		i;
 	json_t	   *v;
 
+	gate_conditional = false;
 	if (strcmp(tr->approval_mode, "all") == 0)
 		return true;
 	if (is_write && strcmp(tr->approval_mode, "writes") == 0)
@@ -412,13 +429,25 @@ NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 	json_array_foreach(list, i, v)
 		if (json_is_string(v) && strcmp(json_string_value(v), tool) == 0)
 			return true;
+	if (ApprovalRulesCover(tr->scope, tool))
+	{
+		/* a name too long to remember is gated unconditionally: fail closed */
+		if (strlen(tool) < sizeof(gate_tool))
+		{
+			strlcpy(gate_tool, tool, sizeof(gate_tool));
+			gate_conditional = true;
+		}
+		return true;
+	}
 	return false;
 }
 
 /*
  * The approval gate.  TOOL_DONE with *result NULL: go ahead (an approval
- * was consumed, once); TOOL_DONE with *result: denied by a human;
- * TOOL_PAUSE: an approval was requested and the run now waits.
+ * was consumed, once, or the approval rules let the call through);
+ * TOOL_DONE with *result: denied by a human (the refusal the model reads,
+ * once), or the approval could not be asked; TOOL_PAUSE: an approval was
+ * requested and the run now waits.
  */
 typedef struct RequestApprovalArgs
 {
@@ -448,7 +477,11 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 	int			rc;
 	char	   *key;
 	json_t	   *out;
+	bool		conditional = gate_conditional && strcmp(gate_tool, tool) == 0;
+	const char *rule = NULL;
+	char	   *why = NULL;
 
+	gate_conditional = false;
 	*result = NULL;
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = CStringGetTextDatum(tool);
@@ -465,23 +498,33 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 		return TOOL_DONE;
 	}
 
-	rc = SPI_execute_with_args("SELECT a.status, a.decided_by FROM agent.approvals a "
-							   "WHERE a.run_id = $1 AND a.approval_key = agent.approval_key($2, $3) "
-							   "ORDER BY a.id DESC LIMIT 1", 3, types, vals, NULL, false, 1);
+	/* a denial is told to the model once; the run goes on from there */
+	rc = SPI_execute_with_args("SELECT d ->> 'status', d ->> 'reason' FROM agent.consume_refusal($1, $2, $3) d "
+							   "WHERE d IS NOT NULL", 3, types, vals, NULL, false, 1);
 	if (rc == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		char	   *status = SpiText(0, 1);
+		char	   *reason = SpiText(0, 2);
+		bool		denied = status && strcmp(status, "denied") == 0;
 
-		if (status && (strcmp(status, "denied") == 0 || strcmp(status, "expired") == 0))
+		out = json_pack("{s:s,s:s?}", "approval", status ? status : "denied", "reason", reason);
+		ToolsRecordStep(tr->run_id, "approval", tool, input, out, denied ? "denied" : "expired", 0, started);
+		json_decref(out);
+		if (denied)
 		{
-			out = json_pack("{s:s}", "approval", status);
-			ToolsRecordStep(tr->run_id, "approval", tool, input, out, status, 0, started);
-			json_decref(out);
-			*result = ErrorResult("this action was %s by a human reviewer; do not retry it",
-								  strcmp(status, "denied") == 0 ? "denied" : "not approved in time");
-			return TOOL_DONE;
+			*result = json_pack("{s:s}", "error", "the person declined this call");
+			if (reason)
+				json_object_set_new(*result, "reason", json_string(reason));
 		}
+		else
+			*result = ErrorResult("this call was not approved in time");
+		return TOOL_DONE;
 	}
+
+	/* only approval rules cover the call: their functions decide */
+	if (conditional &&
+		!ApprovalRulesNeed(tr->scope, tool, input, tr->run_id, &rule, &why))
+		return TOOL_DONE;
 
 	/*
 	 * A call that cannot be shown whole to the approver (too large, or
@@ -501,6 +544,10 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 		key = ra.key;
 	}
 	out = json_pack("{s:s,s:s}", "approval", "pending", "approval_key", key ? key : "");
+	if (rule)
+		json_object_set_new(out, "rule", json_string(rule));
+	if (why)
+		json_object_set_new(out, "rule_error", json_string(why));
 	ToolsRecordStep(tr->run_id, "approval", tool, input, out, "pending", 0, started);
 	json_decref(out);
 	return TOOL_PAUSE;
@@ -1207,6 +1254,7 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 {
 	TimestampTz started = GetCurrentTimestamp();
 
+	gate_conditional = false;
 	*result = NULL;
 	*child_run_id = 0;
 	if (!json_is_object(input))

@@ -35,6 +35,19 @@
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 
+/* ---- ratelimit.c: what a reply says of the provider's limits ---- */
+
+typedef struct RateHeaders
+{
+	long		remaining_requests; /* -1: absent */
+	long		remaining_tokens;
+	char		reset_requests[40]; /* "1s", "6m0s" or an RFC 3339 time */
+	char		reset_tokens[40];
+} RateHeaders;
+
+extern void RateHeadersInit(RateHeaders *rh);
+extern void RateHeaderParse(RateHeaders *rh, const char *line, size_t n);
+
 /* ---- http.c: libcurl multi, waited on together with the latch ---- */
 
 typedef struct HttpRequest
@@ -49,6 +62,7 @@ typedef struct HttpRequest
 	size_t		max_bytes;		/* pg_agents.max_reply_bytes */
 	long		status;			/* HTTP status, 0 when none */
 	long		retry_after_ms; /* Retry-After header, -1 when absent */
+	RateHeaders rl;				/* rate-limit headers of the reply (ratelimit.c) */
 	CURLcode	result;
 	bool		done;
 	char		errbuf[CURL_ERROR_SIZE];
@@ -98,6 +112,44 @@ extern void LlmAppendToolResults(LlmProvider provider, json_t *messages, json_t 
 extern json_t *LlmToolsFor(LlmProvider provider, json_t *neutral_tools);
 extern char *LlmErrorMessage(const char *body, size_t len);
 
+/* ---- providers.c: where a run's requests go (docs/worker.md, "Providers") ---- */
+
+typedef struct ProviderResolved
+{
+	const char *name;			/* the provider named by the agent; NULL: the
+								 * default provider (GUCs) or the agent's own
+								 * scope llm_url */
+	LlmProvider kind;
+	const char *base_url;
+	const char *api_key;		/* resolved secret; NULL: no key */
+	const char *model;
+	const char *const *headers; /* extra "Name: value" lines, resolved */
+	int			nheaders;
+	const char *const *secrets; /* header values from the secrets store */
+	int			nsecrets;
+	long		request_timeout;	/* ms */
+	bool		stream;			/* the provider's settings "stream" (default false) */
+	int			max_concurrent; /* 0: no limit */
+	int			requests_per_minute;
+	int			tokens_per_minute;
+	int			ratelimit;		/* the limiter's bucket, -1: none */
+} ProviderResolved;
+
+extern bool ProvidersStale(void);
+extern void ProvidersLoad(void);
+extern bool ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, char **error);
+extern struct curl_slist *ProviderAddHeaders(const ProviderResolved *rp, struct curl_slist *h);
+extern char *ProviderScrub(const ProviderResolved *rp, const char *msg);
+
+/* ---- ratelimit.c: the worker's buckets per provider ---- */
+
+extern int	RateLimitFor(int64 provider_id, const char *name, int max_concurrent, int rpm, int tpm);
+extern void RateLimitForget(int64 *alive, int n);
+extern bool RateLimitAdmit(int h, int64 est_tokens, long *wait_ms);
+extern void RateLimitCountWait(int h);
+extern void RateLimitDone(int h, int64 est_tokens, int64 used, long status, long retry_after_ms,
+						  const RateHeaders *hd, const char *error);
+
 /* embed.c */
 extern char *EmbedQuery(const char *base_url, const char *model, const char *text, char **error);
 
@@ -143,6 +195,13 @@ extern int	PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *
 extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
 extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input,
 									 json_t **result, TimestampTz started);
+
+/* ---- approval_rules.c: conditional approval gates (scope.approval_rules) ---- */
+
+extern bool ApprovalRulesCover(json_t *scope, const char *tool);
+extern bool ApprovalRulesNeed(json_t *scope, const char *tool, json_t *input, int64 run_id,
+							  const char **rule, char **why);
+extern Oid	PgAgentsLookupProcedure(const char *signature);
 
 /* ---- mcp_tools.c: MCP tools (mcp__<server>__<tool>) of the worker ---- */
 

@@ -462,4 +462,4 @@ COMMENT ON COLUMN agent.approvals.requested_at IS 'When the run asked.';
 COMMENT ON COLUMN agent.approvals.decided_by IS 'User who decided.';
 COMMENT ON COLUMN agent.approvals.decided_at IS 'When it was decided.';
 COMMENT ON COLUMN agent.approvals.expires_at IS 'A pending approval expires then (pg_agents.approval_ttl).';
-COMMENT ON COLUMN agent.approvals.consumed_at IS 'When the approved call was executed (once).';
+COMMENT ON COLUMN agent.approvals.consumed_at IS 'When the approved call was executed, or the refusal of a denied call given to the model (once).';
