@@ -195,15 +195,13 @@ BEGIN
           FROM unnest(d_ids, d_agents, d_prompts, d_dues, d_bys, d_live, d_ok)
                WITH ORDINALITY AS u(id, agent_id, prompt, due, by, live, ok, i)
          WHERE u.live AND u.ok
-      ), recent AS MATERIALIZED (
-        -- per agent, a range of runs_agent_idx (agent_id, created_at): the
-        -- last hour of that agent alone (one grouped count over all agents
-        -- was planned as a scan of the last hour of every run)
-        SELECT g.agent_id,
-               (SELECT count(*) FROM agent.runs x
-                 WHERE x.agent_id = g.agent_id AND x.created_at > pg_catalog.now() - interval '1 hour'
-                   AND x.regime = 'autonomous' AND x.status <> 'budget_exceeded') AS n
-          FROM (SELECT DISTINCT due.agent_id FROM due) g
+      ), recent AS MATERIALIZED (   -- one grouped count for all agents
+        SELECT x.agent_id, count(*) AS n
+          FROM agent.runs x
+         WHERE x.agent_id = ANY (d_agents) AND x.regime = 'autonomous'
+           AND x.created_at > pg_catalog.now() - interval '1 hour'
+           AND x.status <> 'budget_exceeded'
+         GROUP BY x.agent_id
       ), caps AS MATERIALIZED (
         SELECT a.id AS agent_id, a.workspace_id, c.cap, least(coalesce(rc.n, 0), c.cap) AS recent
           FROM agent.agents a
