@@ -15,7 +15,8 @@
  * by a relcache invalidation of agent.triggers, which a statement trigger on
  * that table sends whenever a matching column changes (and which every
  * backend receives at commit, or at once in the writing transaction).  So an
- * event that matches nothing costs a hash lookup, without SPI.
+ * event that matches nothing costs a hash lookup, without SPI; on a miss the
+ * index is read directly (ScanCandidates), without SPI either.
  *
  * Reads and writes of the extension's tables run as the owner of the schema
  * "agent" with search_path = pg_catalog, as a SECURITY DEFINER function would,
@@ -26,8 +27,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -37,6 +45,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -44,8 +53,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
@@ -78,6 +90,29 @@ static MemoryContext trig_cache_cxt = NULL;
 static bool cache_stale = true;
 static bool callback_registered = false;
 static Oid	triggers_relid = InvalidOid;
+
+/*
+ * The candidate lookup of an event (not a mention) reads triggers_event_idx
+ * directly, as the query below would (its three probes), without SPI, plan
+ * cache, or a change of user and search_path: the index and the columns
+ * read, found when the cache is (re)built; InvalidOid when the index is not
+ * the one expected (then the query runs).
+ */
+static Oid	triggers_event_idx = InvalidOid;
+typedef struct TriggerAtts
+{
+	AttrNumber	id,
+				agent_id,
+				workspace_id,
+				allow_self,
+				prompt,
+				filter,
+				saved_by,
+				enabled,
+				kind,
+				resource_id;
+} TriggerAtts;
+static TriggerAtts tatts;
 static int	dispatch_depth = 0;
 
 static SPIPlanPtr plan_lookup = NULL;
@@ -241,6 +276,58 @@ TriggersInvalCallback(Datum arg, Oid relid)
 		cache_stale = true;
 }
 
+/*
+ * triggers_event_idx when it is the index the lookup expects, a btree on
+ * (workspace_id, event_name, resource_type, resource_id) of agent.triggers;
+ * also finds the columns read.  InvalidOid otherwise.
+ */
+static Oid
+FindEventIndex(Oid nsp)
+{
+	Oid			idx = get_relname_relid("triggers_event_idx", nsp);
+	const char *keys[4] = {"workspace_id", "event_name", "resource_type", "resource_id"};
+	HeapTuple	tup;
+	Form_pg_index form;
+	bool		ok;
+	int			i;
+
+	if (!OidIsValid(idx))
+		return InvalidOid;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(idx));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	ok = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
+	ReleaseSysCache(tup);
+	if (!ok)
+		return InvalidOid;
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(idx));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	form = (Form_pg_index) GETSTRUCT(tup);
+	ok = form->indrelid == triggers_relid && form->indnkeyatts == 4 && form->indisvalid;
+	for (i = 0; ok && i < 4; i++)
+		ok = form->indkey.values[i] == get_attnum(triggers_relid, keys[i]);
+	ReleaseSysCache(tup);
+	if (!ok)
+		return InvalidOid;
+
+	tatts.id = get_attnum(triggers_relid, "id");
+	tatts.agent_id = get_attnum(triggers_relid, "agent_id");
+	tatts.workspace_id = get_attnum(triggers_relid, "workspace_id");
+	tatts.allow_self = get_attnum(triggers_relid, "allow_self_retrigger");
+	tatts.prompt = get_attnum(triggers_relid, "prompt");
+	tatts.filter = get_attnum(triggers_relid, "filter");
+	tatts.saved_by = get_attnum(triggers_relid, "saved_by");
+	tatts.enabled = get_attnum(triggers_relid, "enabled");
+	tatts.kind = get_attnum(triggers_relid, "kind");
+	tatts.resource_id = get_attnum(triggers_relid, "resource_id");
+	if (tatts.id <= 0 || tatts.agent_id <= 0 || tatts.workspace_id <= 0 || tatts.allow_self <= 0 ||
+		tatts.prompt <= 0 || tatts.filter <= 0 || tatts.saved_by <= 0 || tatts.enabled <= 0 ||
+		tatts.kind <= 0 || tatts.resource_id <= 0)
+		return InvalidOid;
+	return idx;
+}
+
 /* Drops the cache when stale and no dispatch is using it. */
 static void
 RefreshCache(void)
@@ -272,6 +359,7 @@ RefreshCache(void)
 
 	nsp = get_namespace_oid("agent", true);
 	triggers_relid = OidIsValid(nsp) ? get_relname_relid("triggers", nsp) : InvalidOid;
+	triggers_event_idx = OidIsValid(triggers_relid) ? FindEventIndex(nsp) : InvalidOid;
 }
 
 /* Copies the SPI result rows into an array of candidates in cxt. */
@@ -391,6 +479,179 @@ QueryCandidates(const char *workspace, const char *event_name, const char *resou
 	return CopyCandidates(cxt, out);
 }
 
+/* does the text datum equal the C string s? */
+static bool
+TextEqCString(Datum d, const char *s)
+{
+	text	   *t = DatumGetTextPP(d);
+	size_t		len = strlen(s);
+	bool		eq = (VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0);
+
+	if ((Pointer) t != DatumGetPointer(d))
+		pfree(t);
+	return eq;
+}
+
+static int
+CandidateCmp(const void *a, const void *b)
+{
+	int64		x = ((const Candidate *) a)->id;
+	int64		y = ((const Candidate *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
+static void
+InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
+{
+	ScanKeyEntryInitialize(key, 0, attno, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[attno - 1], F_TEXTEQ,
+						   CStringGetTextDatum(value));
+}
+
+static void
+InitNullKey(ScanKey key, AttrNumber attno)
+{
+	ScanKeyEntryInitialize(key, SK_ISNULL | SK_SEARCHNULL, attno, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+}
+
+/*
+ * The candidate query of an event (QueryCandidates without a mention), as
+ * three probes of triggers_event_idx read directly: this resource, any
+ * resource of the type, any resource of any type.  Same snapshot as SPI
+ * would take (the command counter advanced first), same rows, same order
+ * (by id).  No permission check applies, as none did to the query, which
+ * ran as the owner of schema "agent".
+ */
+static int
+ScanCandidates(const char *workspace, const char *event_name, const char *resource_type,
+			   const char *resource_id, MemoryContext cxt, Candidate **out)
+{
+	Relation	heap;
+	Relation	index;
+	TupleTableSlot *slot;
+	IndexScanDesc scan;
+	ScanKeyData keys[4];
+	Candidate  *items = NULL;
+	int			n = 0;
+	int			cap = 0;
+	int			probe;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+
+	heap = table_open(triggers_relid, AccessShareLock);
+	index = index_open(triggers_event_idx, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&keys[0], index, 1, workspace);
+	InitTextKey(&keys[1], index, 2, event_name);
+	scan = index_beginscan(heap, index, GetActiveSnapshot(), 4, 0);
+	for (probe = 0; probe < 3; probe++)
+	{
+		int			nkeys;
+
+		if (probe == 0)
+		{
+			if (resource_id == NULL)
+				continue;		/* "resource_id = NULL" matches nothing */
+			InitTextKey(&keys[2], index, 3, resource_type);
+			InitTextKey(&keys[3], index, 4, resource_id);
+			nkeys = 4;
+		}
+		else if (probe == 1)
+		{
+			InitTextKey(&keys[2], index, 3, resource_type);
+			InitNullKey(&keys[3], 4);
+			nkeys = 4;
+		}
+		else
+		{
+			InitNullKey(&keys[2], 3);
+			nkeys = 3;
+		}
+		index_rescan(scan, keys, nkeys, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		d;
+			Candidate  *c;
+			MemoryContext old;
+
+			/* the index holds enabled event and mention triggers */
+			d = slot_getattr(slot, tatts.enabled, &isnull);
+			if (isnull || !DatumGetBool(d))
+				continue;
+			d = slot_getattr(slot, tatts.kind, &isnull);
+			if (isnull || !TextEqCString(d, "event"))
+				continue;
+			if (probe == 2)
+			{
+				/* any resource of any type: resource_id NULL or this one */
+				d = slot_getattr(slot, tatts.resource_id, &isnull);
+				if (!isnull && (resource_id == NULL || !TextEqCString(d, resource_id)))
+					continue;
+			}
+
+			old = MemoryContextSwitchTo(cxt);
+			if (n == cap)
+			{
+				cap = cap ? cap * 2 : 8;
+				items = items ? repalloc(items, sizeof(Candidate) * cap) : palloc(sizeof(Candidate) * cap);
+			}
+			c = &items[n++];
+			memset(c, 0, sizeof(Candidate));
+			c->id = DatumGetInt64(slot_getattr(slot, tatts.id, &isnull));
+			c->agent_id = DatumGetInt64(slot_getattr(slot, tatts.agent_id, &isnull));
+			d = slot_getattr(slot, tatts.workspace_id, &isnull);
+			c->workspace_id = isnull ? NULL : TextDatumGetCString(d);
+			d = slot_getattr(slot, tatts.allow_self, &isnull);
+			c->allow_self = !isnull && DatumGetBool(d);
+			d = slot_getattr(slot, tatts.prompt, &isnull);
+			c->prompt = isnull ? NULL : TextDatumGetCString(d);
+			d = slot_getattr(slot, tatts.filter, &isnull);
+			if (!isnull)
+			{
+				Jsonb	   *f = DatumGetJsonbPCopy(d);
+
+				c->filter = JsonContainerSize(&f->root) > 0 ? f : NULL;
+			}
+			d = slot_getattr(slot, tatts.saved_by, &isnull);
+			c->saved_by = isnull ? InvalidOid : DatumGetObjectId(d);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	PopActiveSnapshot();
+
+	if (n > 1)
+		qsort(items, n, sizeof(Candidate), CandidateCmp);
+	*out = items;
+	return n;
+}
+
+/* The candidate query through SPI, as the owner of schema "agent". */
+static int
+QueryWithElevation(const char *workspace, const char *event_name, const char *resource_type,
+				   const char *resource_id, int64 mention_agent,
+				   MemoryContext cxt, Candidate **out)
+{
+	Elevation	elev;
+	int			n;
+
+	Elevate(&elev);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
+	SPI_finish();
+	Restore(&elev);
+	return n;
+}
+
 /*
  * The candidate triggers of an event, from the cache when possible.  The
  * array stays valid until the end of the current dispatch.
@@ -403,7 +664,6 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	int			len;
 	bool		cacheable;
 	CacheEntry *entry = NULL;
-	Elevation	elev;
 	int			n;
 	MemoryContext cxt;
 
@@ -425,12 +685,10 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	}
 
 	cxt = cacheable ? trig_cache_cxt : CurrentMemoryContext;
-	Elevate(&elev);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_agents: SPI_connect failed");
-	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
-	SPI_finish();
-	Restore(&elev);
+	if (mention_agent == 0 && OidIsValid(triggers_event_idx) && OidIsValid(triggers_relid))
+		n = ScanCandidates(workspace, event_name, resource_type, resource_id, cxt, out);
+	else
+		n = QueryWithElevation(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
 
 	/* an invalidation may have arrived while we queried: then do not keep it */
 	if (cacheable && !cache_stale)

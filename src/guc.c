@@ -47,6 +47,7 @@ int			pg_agents_approval_max_input = 64 * 1024;
 /* policy */
 bool		pg_agents_audit_enabled = true;
 int			pg_agents_audit_retention_days = 365;
+int			pg_agents_run_retention_days = 365;
 int			pg_agents_dedup_window = 600;
 int			pg_agents_hourly_run_cap = 60;
 int			pg_agents_max_delegation_depth = DEFAULT_DELEGATION_DEPTH;
@@ -217,6 +218,11 @@ PgAgentsDefineGucs(void)
 	DefineCustomIntVariable("pg_agents.audit_retention_days",
 							"Days audit rows are kept by agent.purge_audit(); 0 keeps them forever.",
 							NULL, &pg_agents_audit_retention_days, 365, 0, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.run_retention_days",
+							"Days ended runs (with their steps) are kept by agent.purge_runs(); 0 keeps them forever.",
+							"A delegation tree is removed whole, once every run in it ended that long ago.",
+							&pg_agents_run_retention_days, 365, 0, INT_MAX,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.dedup_window",
 							"Window in which the same event makes one run per trigger.",

@@ -25,6 +25,7 @@ extern char *pg_agents_on_behalf_of;
 extern char *pg_agents_database;
 extern bool pg_agents_audit_enabled;
 extern int	pg_agents_audit_retention_days;
+extern int	pg_agents_run_retention_days;
 extern int	pg_agents_dedup_window;
 extern int	pg_agents_hourly_run_cap;
 extern int	pg_agents_max_delegation_depth;

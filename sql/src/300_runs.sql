@@ -397,16 +397,28 @@ BEGIN
   -- one statement (the whole machinery below costs about 0.3 ms a claim).
   v_one := v_ws;
   IF v_one IS NULL THEN
-    SELECT q.workspace_id INTO v_one FROM agent.runs q
-     WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1;
+    -- The workspaces of the agents (a small table, rarely updated) hold
+    -- those of the queued runs: a database of one workspace claims with no
+    -- probe of the queue.  (A probe of the queue walks the index entries of
+    -- the runs claimed since VACUUM last ran, dead ones that a snapshot held
+    -- open elsewhere keeps; the claim below walks them once more.)
+    SELECT a.workspace_id INTO v_one FROM agent.agents a ORDER BY a.workspace_id LIMIT 1;
     IF v_one IS NULL THEN
       RETURN;
     END IF;
-    -- (ORDER BY ... LIMIT 1, as the skip scan below: as an EXISTS, the
-    -- generic plan scanned the whole table)
-    IF (SELECT q.workspace_id FROM agent.runs q
-         WHERE q.status = 'queued' AND q.workspace_id > v_one ORDER BY q.workspace_id LIMIT 1) IS NOT NULL THEN
-      v_one := NULL;
+    IF (SELECT a.workspace_id FROM agent.agents a
+         WHERE a.workspace_id > v_one ORDER BY a.workspace_id LIMIT 1) IS NOT NULL THEN
+      SELECT q.workspace_id INTO v_one FROM agent.runs q
+       WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1;
+      IF v_one IS NULL THEN
+        RETURN;
+      END IF;
+      -- (ORDER BY ... LIMIT 1, as the skip scan below: as an EXISTS, the
+      -- generic plan scanned the whole table)
+      IF (SELECT q.workspace_id FROM agent.runs q
+           WHERE q.status = 'queued' AND q.workspace_id > v_one ORDER BY q.workspace_id LIMIT 1) IS NOT NULL THEN
+        v_one := NULL;
+      END IF;
     END IF;
   END IF;
   IF v_one IS NOT NULL THEN
@@ -793,10 +805,16 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- runs of deleted agents never start (agent.claim_runs skips them)
-  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id FROM agent.runs x
-             JOIN agent.agents a ON a.id = x.agent_id
-            WHERE a.deleted_at IS NOT NULL AND x.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')
+  -- runs of deleted agents never start (agent.claim_runs skips them); from
+  -- the few deleted agents (agents_deleted_idx) to their runs (runs_agent_idx),
+  -- never through every active run (the tick's own queued runs included)
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id
+             FROM agent.agents a
+             CROSS JOIN LATERAL (
+                   SELECT y.id, y.root_run_id, y.agent_id FROM agent.runs y
+                    WHERE y.agent_id = a.id
+                      AND y.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')) x
+            WHERE a.deleted_at IS NOT NULL
             ORDER BY x.id
   LOOP
     CONTINUE WHEN NOT agent._lock_tree(c.root, true);
@@ -1373,3 +1391,75 @@ REVOKE ALL ON FUNCTION agent.deny(text, text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.approve(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.deny(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.consume_approval(bigint, text, jsonb) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Retention (docs/runs.md): ended delegation trees, whole, with their steps
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.purge_runs(batch_size integer DEFAULT 1000) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_days   integer := pg_catalog.current_setting('pg_agents.run_retention_days')::integer;
+  v_cutoff timestamptz;
+  v_roots  bigint[];
+  v_runs   bigint := 0;
+  v_msgs   bigint := 0;
+BEGIN
+  IF batch_size IS NULL OR batch_size < 1 THEN
+    RAISE EXCEPTION 'batch_size must be positive' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_days <= 0 THEN
+    RETURN 0;
+  END IF;
+  v_cutoff := pg_catalog.transaction_timestamp() - pg_catalog.make_interval(days => v_days);
+
+  -- Up to batch_size roots whose whole tree ended before the cutoff: the
+  -- root and every descendant in a terminal status with finished_at before
+  -- it.  A tree with a run still active (or one that ended since) is kept
+  -- whole, so that its roll-ups (tokens_total, reservations) stay those of
+  -- its rows.  The roots are locked (the tree mutex, agent._lock_tree), a
+  -- tree someone holds is left for the next call.
+  SELECT pg_catalog.array_agg(c.id) INTO v_roots
+    FROM (SELECT r.id FROM agent.runs r
+           WHERE r.parent_run_id IS NULL
+             AND r.finished_at < v_cutoff
+             AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+             AND NOT EXISTS (SELECT 1 FROM agent.runs d
+                              WHERE d.root_run_id = r.id AND d.id <> r.id
+                                AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+                                     OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
+           LIMIT batch_size
+             FOR UPDATE OF r SKIP LOCKED) c;
+
+  IF v_roots IS NOT NULL THEN
+    -- the trees (runs_root_idx); steps, approvals, messages, state and
+    -- elicitations of these runs go with them (ON DELETE CASCADE)
+    WITH d AS (
+      DELETE FROM agent.runs x
+       WHERE x.root_run_id = ANY (v_roots) OR x.id = ANY (v_roots)
+      RETURNING 1)
+    SELECT pg_catalog.count(*) INTO v_runs FROM d;
+  END IF;
+
+  -- conversation messages, where a module keeps them: its own purge, same
+  -- cutoff and batch size (agent._purge_messages(cutoff, batch_size) returns
+  -- how many it removed)
+  IF pg_catalog.to_regprocedure('agent._purge_messages(timestamptz, integer)') IS NOT NULL THEN
+    EXECUTE 'SELECT agent._purge_messages($1, $2)' INTO v_msgs USING v_cutoff, batch_size;
+  END IF;
+
+  IF v_runs > 0 OR coalesce(v_msgs, 0) > 0 THEN
+    PERFORM agent._audit_event('run.purge', 'success', 'runs', NULL, NULL, NULL,
+                               pg_catalog.jsonb_build_object('retention_days', v_days, 'roots', coalesce(pg_catalog.cardinality(v_roots), 0),
+                                                             'runs', v_runs, 'messages', coalesce(v_msgs, 0)),
+                               pg_catalog.format('purged %s runs (%s delegation trees) ended more than %s days ago',
+                                                 v_runs, coalesce(pg_catalog.cardinality(v_roots), 0), v_days));
+  END IF;
+  RETURN v_runs;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.purge_runs(integer) FROM PUBLIC;
+COMMENT ON FUNCTION agent.purge_runs(integer) IS
+  'Deletes up to batch_size delegation trees whose every run ended (terminal status, finished_at) more than pg_agents.run_retention_days ago (0 keeps them forever), with their steps, approvals, messages and state; a tree with an active run, or a run ended since, is kept whole; trees locked by others are left for the next call. Returns the runs deleted (call again until 0). Recorded as run.purge. Superuser only.';
