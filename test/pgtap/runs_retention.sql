@@ -3,7 +3,7 @@
 -- trees with an active run (or a run ended since) are kept whole; every
 -- workspace's old trees go, nobody but a superuser may call it.
 BEGIN;
-SELECT plan(26);
+SELECT plan(29);
 
 -- ---------------------------------------------------------------- setup
 CREATE ROLE ret_nobody NOLOGIN;                          -- PUBLIC only
@@ -14,6 +14,13 @@ INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (960001, 'ws-ret-a', 'alice', 'ret a1'),
   (960002, 'ws-ret-a', 'alice', 'ret a2'),
   (960011, 'ws-ret-b', 'bob', 'ret b1');
+-- conversation messages: two past the retention (one per workspace), one recent
+INSERT INTO agent.conversations (id, workspace_id, agent_id, kind, user_id) VALUES
+  (9690001, 'ws-ret-a', 960001, 'chat', 'alice'), (9690002, 'ws-ret-b', 960011, 'chat', 'bob');
+INSERT INTO agent.messages (workspace_id, conversation_id, role, content, created_at) VALUES
+  ('ws-ret-a', 9690001, 'user', 'ret old a', now() - interval '400 days'),
+  ('ws-ret-b', 9690002, 'user', 'ret old b', now() - interval '380 days'),
+  ('ws-ret-a', 9690001, 'user', 'ret recent a', now() - interval '2 days');
 
 -- runs: (id, agent, parent, root, depth, status, finished days ago (NULL: not ended), tokens_total)
 INSERT INTO agent.runs (id, agent_id, parent_run_id, root_run_id, depth, regime, origin, status,
@@ -112,6 +119,12 @@ SELECT is((SELECT tokens_total FROM agent.runs WHERE id = 9610031) -
           (SELECT sum(tokens_total) FROM agent.runs WHERE parent_run_id = 9610031), 50::numeric,
           'a kept tree keeps its roll-up and the rows it counts');
 SELECT is((SELECT count(*)::int FROM agent.runs WHERE id IN (9610041, 9610051)), 2, 'recent and never-started runs stay');
+
+SELECT is((SELECT count(*)::int FROM agent.messages WHERE content IN ('ret old a', 'ret old b')), 0,
+          'messages older than the retention went, in both workspaces');
+SELECT is((SELECT count(*)::int FROM agent.messages WHERE content = 'ret recent a'), 1, 'a recent message stays');
+SELECT is((SELECT count(*)::int FROM agent.conversations WHERE id IN (9690001, 9690002)), 2,
+          'the conversations themselves are kept');
 
 -- ------------------------------------------------ recorded
 SELECT ok((SELECT sum((inputs ->> 'runs')::int) FROM agent.audit_log WHERE action = 'run.purge') >= 6
