@@ -35,12 +35,24 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
+#include "nodes/supportnodes.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/plancat.h"
+#include "parser/parse_func.h"
+#include "parser/parse_oper.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "tsearch/ts_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -59,6 +71,10 @@ PG_FUNCTION_INFO_V1(pg_agents_allowlist_ids);
 PG_FUNCTION_INFO_V1(pg_agents_readable_ids);
 PG_FUNCTION_INFO_V1(pg_agents_access_changed);
 PG_FUNCTION_INFO_V1(pg_agents_readable_set_stats);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_has);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_support);
+PG_FUNCTION_INFO_V1(pg_agents_ts_match);
+PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
 
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
@@ -447,8 +463,20 @@ CanKeepAcrossStatements(void)
  * kept while it cannot have changed (see above).  Returns a copy in the
  * caller's memory context.
  */
+static int
+ArrayCount(Datum arr)
+{
+	ArrayType  *a = DatumGetArrayTypeP(arr);
+
+	return ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+}
+
+/*
+ * With count != NULL, only the number of ids is returned there (and the
+ * result is (Datum) 0): no copy is made.
+ */
 static Datum
-ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count)
 {
 	Oid			access_rel = PgAgentsAccessRelid();
 	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, access_rel);
@@ -480,6 +508,11 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 			{
 				MemoryContextDelete(scratch);
 				ids_reused++;
+				if (count)
+				{
+					*count = ArrayCount(e->array);
+					return (Datum) 0;
+				}
 				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 			}
 		}
@@ -513,6 +546,11 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 		{
 			MemoryContextDelete(scratch);
 			ids_reused++;
+			if (count)
+			{
+				*count = ArrayCount(e->array);
+				return (Datum) 0;
+			}
 			return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 		}
 		old = MemoryContextSwitchTo(scratch);
@@ -522,9 +560,21 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 		e->key = key;
 	}
 	ids_computed++;
-	arr = PointerGetDatum(DatumGetArrayTypePCopy(arr));
+	if (count)
+	{
+		*count = ArrayCount(arr);
+		arr = (Datum) 0;
+	}
+	else
+		arr = PointerGetDatum(DatumGetArrayTypePCopy(arr));
 	MemoryContextDelete(scratch);
 	return arr;
+}
+
+static Datum
+ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL);
 }
 
 /*
@@ -604,4 +654,485 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(ReadableIdsArray(PG_GETARG_INT64(0),
 									 text_to_cstring(PG_GETARG_TEXT_PP(1)),
 									 ParseMode(PG_GETARG_TEXT_PP(2)), TEXTOID));
+}
+
+/* ------------------------------------------------------------------------
+ * The policies' membership test, and what the planner knows about it
+ * ------------------------------------------------------------------------
+ *
+ * The SELECT policy of an id column reads (folded for an agent session)
+ *
+ *		agent._allowlist_has(id, 'page', 'read')
+ *
+ * a per-row membership test of the session's agent's readable set (the
+ * array above, kept while it cannot have changed, searched by bisection),
+ * with a planner support function that
+ *
+ * - estimates its selectivity from the real size of the readable set (so
+ *   the planner knows a search for a rare term is best started from the
+ *   text index, and a broad one from the id index);
+ * - turns it into an index condition on a btree index of the id column,
+ *   "id = ANY (agent._allowlist_ids_int8('page', 'read'))", whose cost is
+ *   one probe per readable id (the support function of _allowlist_ids_*).
+ *
+ * So an agent's query is planned either way by cost: probe the id index
+ * with the readable set, or scan by the query's own conditions and filter
+ * with the set.  What reaches the results (rows, counts, ranks) is the same.
+ */
+
+typedef struct HasSet
+{
+	char		actor[32];		/* pg_agents.actor it was built for */
+	Oid			argtype;
+	int64		agent_id;
+	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
+	char	   *rtype;
+	char	   *mode;
+	int			n;
+	int64	   *ints;
+	pg_uuid_t  *uuids;
+	text	  **texts;
+} HasSet;
+
+static int
+CompareUuid(const void *a, const void *b)
+{
+	return memcmp(a, b, UUID_LEN);
+}
+
+static int
+CompareTextP(const void *a, const void *b)
+{
+	const text *x = *(text *const *) a;
+	const text *y = *(text *const *) b;
+	int			lx = VARSIZE_ANY_EXHDR(x);
+	int			ly = VARSIZE_ANY_EXHDR(y);
+
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return memcmp(VARDATA_ANY(x), VARDATA_ANY(y), lx);
+}
+
+static Oid
+HasElemType(Oid argtype)
+{
+	switch (argtype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return INT8OID;
+		case UUIDOID:
+			return UUIDOID;
+		default:
+			return TEXTOID;
+	}
+}
+
+static bool
+TextIs(text *t, const char *s)
+{
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	return (int) strlen(s) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+/* the readable set of the agent as a sorted search structure, in cxt */
+static HasSet *
+HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mode,
+			Oid elemtype)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	HasSet	   *s = palloc0(sizeof(HasSet));
+	bool		edit = ParseMode(cstring_to_text(mode));
+	ArrayType  *arr = DatumGetArrayTypeP(ReadableIdsArray(agent_id, rtype, edit, elemtype));
+	Datum	   *elems;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			i;
+
+	s->agent_id = agent_id;
+	s->elemtype = elemtype;
+	s->rtype = pstrdup(rtype);
+	s->mode = pstrdup(mode);
+	if (elemtype == INT8OID && !ARR_HASNULL(arr))
+	{
+		/* sorted by BuildIdsArray */
+		s->n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
+		memcpy(s->ints, ARR_DATA_PTR(arr), sizeof(int64) * s->n);
+		MemoryContextSwitchTo(old);
+		return s;
+	}
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &s->n);
+	if (elemtype == INT8OID)
+	{
+		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
+		for (i = 0; i < s->n; i++)
+			s->ints[i] = DatumGetInt64(elems[i]);
+		qsort(s->ints, s->n, sizeof(int64), CompareInt64);
+	}
+	else if (elemtype == UUIDOID)
+	{
+		s->uuids = palloc(sizeof(pg_uuid_t) * Max(s->n, 1));
+		for (i = 0; i < s->n; i++)
+			memcpy(&s->uuids[i], DatumGetUUIDP(elems[i]), sizeof(pg_uuid_t));
+		qsort(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid);
+	}
+	else
+	{
+		s->texts = palloc(sizeof(text *) * Max(s->n, 1));
+		for (i = 0; i < s->n; i++)
+			s->texts[i] = DatumGetTextPP(elems[i]);
+		qsort(s->texts, s->n, sizeof(text *), CompareTextP);
+	}
+	MemoryContextSwitchTo(old);
+	return s;
+}
+
+/*
+ * agent._allowlist_has(id <bigint|integer|smallint|uuid|text>, resource_type
+ * text, mode text) RETURNS boolean: whether the id is in the readable set of
+ * the session's agent (false when the session does not act as an agent).
+ * The set is looked up once per call site and execution, like the InitPlan
+ * it replaces.  Text ids compare byte for byte.
+ */
+Datum
+pg_agents_allowlist_has(PG_FUNCTION_ARGS)
+{
+	HasSet	   *s = (HasSet *) fcinfo->flinfo->fn_extra;
+	text	   *rt = PG_GETARG_TEXT_PP(1);
+	text	   *md = PG_GETARG_TEXT_PP(2);
+	Oid			elemtype;
+
+	/* the same actor, type and mode as the set was built for? */
+	if (s == NULL || pg_agents_actor == NULL || strcmp(s->actor, pg_agents_actor) != 0 ||
+		!TextIs(rt, s->rtype) || !TextIs(md, s->mode))
+	{
+		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+
+		if (!PgAgentsActorIsAgent(pg_agents_actor))
+			PG_RETURN_BOOL(false);
+		s = HasSetBuild(fcinfo->flinfo->fn_mcxt, strtoll(pg_agents_actor + 6, NULL, 10),
+						text_to_cstring(rt), text_to_cstring(md), HasElemType(argtype));
+		strlcpy(s->actor, pg_agents_actor, sizeof(s->actor));
+		s->argtype = argtype;
+		fcinfo->flinfo->fn_extra = s;
+	}
+	elemtype = s->elemtype;
+	if (elemtype == INT8OID)
+	{
+		int64		v = s->argtype == INT2OID ? (int64) PG_GETARG_INT16(0) :
+			s->argtype == INT4OID ? (int64) PG_GETARG_INT32(0) : PG_GETARG_INT64(0);
+		int			lo = 0;
+		int			hi = s->n - 1;
+
+		while (lo <= hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+			int64		m = s->ints[mid];
+
+			if (m == v)
+				PG_RETURN_BOOL(true);
+			if (m < v)
+				lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+		PG_RETURN_BOOL(false);
+	}
+	if (elemtype == UUIDOID)
+		PG_RETURN_BOOL(bsearch(PG_GETARG_UUID_P(0), s->uuids, s->n, sizeof(pg_uuid_t),
+							   CompareUuid) != NULL);
+	{
+		text	   *v = PG_GETARG_TEXT_PP(0);
+
+		PG_RETURN_BOOL(bsearch(&v, s->texts, s->n, sizeof(text *), CompareTextP) != NULL);
+	}
+}
+
+/* used when the size of the readable set cannot be known at plan time */
+#define HAS_DEFAULT_SET_SIZE 1000.0
+
+/*
+ * The size of the session's agent's readable set for these (constant)
+ * arguments, as the policy will see it: computed (or found kept) now, since
+ * the statement needs it anyway.  Planning only estimates with it.
+ */
+static double
+ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
+{
+	Const	   *rt = (Const *) rtype_arg;
+	Const	   *md = (Const *) mode_arg;
+	char	   *mode;
+	int			n = 0;
+
+	if (rt == NULL || md == NULL || !IsA(rt, Const) || !IsA(md, Const) ||
+		rt->constisnull || md->constisnull ||
+		!PgAgentsActorIsAgent(pg_agents_actor) || !ActiveSnapshotSet())
+		return HAS_DEFAULT_SET_SIZE;
+	mode = TextDatumGetCString(md->constvalue);
+	if (strcmp(mode, "read") != 0 && strcmp(mode, "edit") != 0)
+		return HAS_DEFAULT_SET_SIZE;
+	(void) ReadableIdsArrayOrCount(strtoll(pg_agents_actor + 6, NULL, 10),
+								   TextDatumGetCString(rt->constvalue),
+								   strcmp(mode, "edit") == 0, elemtype, &n);
+	return (double) n;
+}
+
+/* agent._allowlist_ids_<type>(text, text) */
+static Oid
+IdsFunction(Oid elemtype)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	const char *name = elemtype == INT8OID ? "_allowlist_ids_int8" :
+		elemtype == UUIDOID ? "_allowlist_ids_uuid" : "_allowlist_ids_text";
+
+	return LookupFuncName(list_make2(makeString("agent"), makeString(pstrdup(name))),
+						  2, argtypes, true);
+}
+
+/*
+ * agent._allowlist_support(internal): planner support of agent._allowlist_has
+ * (selectivity, cost, index condition) and of agent._allowlist_ids_* (cost).
+ */
+Datum
+pg_agents_allowlist_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+
+	if (IsA(rawreq, SupportRequestSelectivity))
+	{
+		SupportRequestSelectivity *req = (SupportRequestSelectivity *) rawreq;
+		double		n;
+		double		tuples = 0;
+		int			relid;
+		Node	   *arg0;
+
+		if (list_length(req->args) != 3)
+			PG_RETURN_POINTER(NULL);
+		arg0 = linitial(req->args);
+		n = ReadableSetSize(lsecond(req->args), lthird(req->args),
+							HasElemType(exprType(arg0)));
+		if (bms_get_singleton_member(pull_varnos(req->root, arg0), &relid) &&
+			relid > 0 && relid < req->root->simple_rel_array_size &&
+			req->root->simple_rel_array[relid] != NULL)
+			tuples = req->root->simple_rel_array[relid]->tuples;
+		if (tuples < 1)
+			tuples = Max(n * 10, 1000);
+		req->selectivity = Min(1.0, Max(n, 1.0) / tuples);
+		PG_RETURN_POINTER(req);
+	}
+	if (IsA(rawreq, SupportRequestCost))
+	{
+		SupportRequestCost *req = (SupportRequestCost *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+
+		if (get_func_rettype(req->funcid) == BOOLOID)
+		{
+			/*
+			 * A bisection of the readable set; charged like the fetch of the
+			 * row it filters, which the planner's bitmap and sequential scan
+			 * costs underestimate against the probes of the id index (the
+			 * figure that chooses the faster plan in bench/rls.sh).
+			 */
+			req->startup = 0;
+			req->per_tuple = 10 * cpu_tuple_cost;
+		}
+		else
+		{
+			/*
+			 * The readable set in an index condition: one probe of the id
+			 * index and one heap fetch per id, which the index's own
+			 * estimate (ten elements for an array it cannot see) misses.
+			 */
+			double		n = HAS_DEFAULT_SET_SIZE;
+
+			if (fe != NULL && IsA(fe, FuncExpr) && list_length(fe->args) == 2)
+				n = ReadableSetSize(linitial(fe->args), lsecond(fe->args),
+									get_element_type(fe->funcresulttype));
+			req->startup = 0;
+			req->per_tuple = n * (random_page_cost + cpu_index_tuple_cost + cpu_tuple_cost);
+		}
+		PG_RETURN_POINTER(req);
+	}
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+		Node	   *arg0;
+		Oid			argtype;
+		Oid			elemtype;
+		Oid			opno;
+		Oid			idsfn;
+		ScalarArrayOpExpr *sa;
+
+		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 3 || req->indexarg != 0 ||
+			req->index->relam != BTREE_AM_OID ||
+			!IsA(lsecond(fe->args), Const) || !IsA(lthird(fe->args), Const))
+			PG_RETURN_POINTER(NULL);
+		arg0 = linitial(fe->args);
+		argtype = exprType(arg0);
+		elemtype = HasElemType(argtype);
+		if (elemtype == TEXTOID &&
+			(argtype != TEXTOID ||
+			 (OidIsValid(req->indexcollation) && !get_collation_isdeterministic(req->indexcollation))))
+			PG_RETURN_POINTER(NULL);
+		opno = get_opfamily_member(req->opfamily, argtype, elemtype, BTEqualStrategyNumber);
+		idsfn = IdsFunction(elemtype);
+		if (!OidIsValid(opno) || !OidIsValid(idsfn))
+			PG_RETURN_POINTER(NULL);
+		sa = makeNode(ScalarArrayOpExpr);
+		sa->opno = opno;
+		sa->opfuncid = get_opcode(opno);
+		sa->useOr = true;
+		sa->inputcollid = elemtype == TEXTOID ? req->indexcollation : InvalidOid;
+		sa->args = list_make2(copyObject(arg0),
+							  makeFuncExpr(idsfn, get_array_type(elemtype),
+										   list_make2(copyObject(lsecond(fe->args)),
+													  copyObject(lthird(fe->args))),
+										   elemtype == TEXTOID ? DEFAULT_COLLATION_OID : InvalidOid,
+										   DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL));
+		sa->location = -1;
+		/* the membership test stays as a filter (a bisection per row) */
+		req->lossy = true;
+		PG_RETURN_POINTER(list_make1(sa));
+	}
+	PG_RETURN_POINTER(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * agent.ts_match: a leakproof full-text match
+ * ------------------------------------------------------------------------
+ *
+ * Row-level security evaluates the policies before any condition whose
+ * function is not LEAKPROOF, and only a leakproof condition may become an
+ * index condition beneath them.  pg_catalog's tsvector @@ tsquery is not
+ * marked LEAKPROOF (and changing pg_catalog is not ours to do), so under the
+ * allowlist an agent's search cannot start from the text index.
+ * agent.ts_match(tsvector, tsquery) is the same match, marked LEAKPROOF:
+ * its result depends on its arguments only and it raises no error that
+ * depends on them (ts_match_vq searches the vector for the query's lexemes;
+ * the one data-dependent error it could raise, stack depth on a deeply
+ * nested query, is avoided: a query nested deeper than TS_MATCH_MAX_DEPTH
+ * levels matches nothing).  Its support function lets the planner use a
+ * GIN or GiST index whose operator family has @@ (the default tsvector_ops)
+ * and estimate it as @@.
+ */
+#define TS_MATCH_MAX_DEPTH 256
+
+static bool
+TsQueryTooDeep(TSQuery q)
+{
+	QueryItem  *items = GETQUERY(q);
+	int		   *stack;
+	int		   *depth;
+	int			top = 0;
+	bool		deep = false;
+
+	if (q->size <= TS_MATCH_MAX_DEPTH)
+		return false;			/* the depth is at most the number of items */
+	stack = palloc(sizeof(int) * q->size);
+	depth = palloc(sizeof(int) * q->size);
+	stack[top] = 0;
+	depth[top++] = 1;
+	while (top > 0 && !deep)
+	{
+		int			i = stack[--top];
+		int			d = depth[top];
+
+		if (d > TS_MATCH_MAX_DEPTH)
+			deep = true;
+		else if (i >= 0 && i < q->size && items[i].type == QI_OPR)
+		{
+			/* operands: item + 1, and for binary operators item + left */
+			if (top + 2 > q->size)
+			{
+				deep = true;	/* malformed: never reached for a valid query */
+				break;
+			}
+			stack[top] = i + 1;
+			depth[top++] = d + 1;
+			if (items[i].qoperator.oper != OP_NOT)
+			{
+				stack[top] = i + items[i].qoperator.left;
+				depth[top++] = d + 1;
+			}
+		}
+	}
+	pfree(stack);
+	pfree(depth);
+	return deep;
+}
+
+Datum
+pg_agents_ts_match(PG_FUNCTION_ARGS)
+{
+	TSQuery		q = PG_GETARG_TSQUERY(1);
+
+	if (TsQueryTooDeep(q))
+		PG_RETURN_BOOL(false);
+	return DirectFunctionCall2Coll(ts_match_vq, PG_GET_COLLATION(),
+								   PG_GETARG_DATUM(0), PointerGetDatum(q));
+}
+
+/* pg_catalog.@@ (tsvector, tsquery) */
+static Oid
+TsMatchOperator(void)
+{
+	return LookupOperName(NULL, list_make2(makeString("pg_catalog"), makeString("@@")),
+						  TSVECTOROID, TSQUERYOID, true, -1);
+}
+
+/*
+ * agent._ts_match_support(internal): planner support of agent.ts_match: the
+ * selectivity of @@, and @@ as an index condition on a tsvector index.
+ */
+Datum
+pg_agents_ts_match_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	Oid			op;
+
+	if (IsA(rawreq, SupportRequestSelectivity))
+	{
+		SupportRequestSelectivity *req = (SupportRequestSelectivity *) rawreq;
+
+		op = TsMatchOperator();
+		if (!OidIsValid(op) || list_length(req->args) != 2)
+			PG_RETURN_POINTER(NULL);
+		if (req->is_join)
+			req->selectivity = join_selectivity(req->root, op, req->args, req->inputcollid,
+												req->jointype, req->sjinfo);
+		else
+			req->selectivity = restriction_selectivity(req->root, op, req->args,
+													   req->inputcollid, req->varRelid);
+		PG_RETURN_POINTER(req);
+	}
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+		Node	   *query;
+
+		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 2 || req->indexarg != 0)
+			PG_RETURN_POINTER(NULL);
+		op = TsMatchOperator();
+		if (!OidIsValid(op) || !op_in_opfamily(op, req->opfamily))
+			PG_RETURN_POINTER(NULL);
+		query = lsecond(fe->args);
+		/* a constant query too deep for ts_match stays ts_match's */
+		if (IsA(query, Const) && !((Const *) query)->constisnull &&
+			TsQueryTooDeep(DatumGetTSQuery(((Const *) query)->constvalue)))
+			PG_RETURN_POINTER(NULL);
+		req->lossy = false;
+		PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
+												   (Expr *) copyObject(linitial(fe->args)),
+												   (Expr *) copyObject(query),
+												   InvalidOid, fe->inputcollid)));
+	}
+	PG_RETURN_POINTER(NULL);
 }
