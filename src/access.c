@@ -71,10 +71,12 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "pg_agents.h"
@@ -1066,19 +1068,42 @@ typedef struct AccessArgs
  * Any other role may still ask about autonomous access, which depends on no
  * user: that is what the allowlist policies evaluate as the querying role.
  */
+static bool vouch_roles_valid = false;
+static bool vouch_callbacks = false;
+static Oid	vouch_app_role = InvalidOid;
+static Oid	vouch_tool_role = InvalidOid;
+
+/* a role was created, dropped or renamed: look the two up again */
+static void
+VouchRolesInvalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	vouch_roles_valid = false;
+}
+
 static void
 RequireVouchingRole(void)
 {
-	Oid			app;
+	Oid			user = GetUserId();
 
 	if (superuser())
 		return;
-	app = get_role_oid("agents_app", true);
-	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
+	if (!vouch_roles_valid)
+	{
+		if (!vouch_callbacks)
+		{
+			CacheRegisterSyscacheCallback(AUTHOID, VouchRolesInvalidate, (Datum) 0);
+			CacheRegisterSyscacheCallback(AUTHNAME, VouchRolesInvalidate, (Datum) 0);
+			vouch_callbacks = true;
+		}
+		/* valid first: an invalidation during the lookups makes it look again */
+		vouch_roles_valid = true;
+		vouch_app_role = get_role_oid("agents_app", true);
+		vouch_tool_role = get_role_oid("agents_tool", true);
+	}
+	if (OidIsValid(vouch_app_role) && has_privs_of_role(user, vouch_app_role))
 		return;
 	/* the worker's tool SQL of a manual run filters by its user's ACL */
-	app = get_role_oid("agents_tool", true);
-	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
+	if (OidIsValid(vouch_tool_role) && has_privs_of_role(user, vouch_tool_role))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -507,7 +507,8 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 			if (valid)
 			{
 				MemoryContextDelete(scratch);
-				ids_reused++;
+				if (count == NULL)
+					ids_reused++;	/* plan-time estimates are not uses */
 				if (count)
 				{
 					*count = ArrayCount(e->array);
@@ -545,7 +546,8 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 		if (e != NULL && !e->shared && memcmp(&key, &e->key, sizeof(key)) == 0)
 		{
 			MemoryContextDelete(scratch);
-			ids_reused++;
+			if (count == NULL)
+				ids_reused++;
 			if (count)
 			{
 				*count = ArrayCount(e->array);
@@ -997,8 +999,12 @@ pg_agents_allowlist_support(PG_FUNCTION_ARGS)
 										   elemtype == TEXTOID ? DEFAULT_COLLATION_OID : InvalidOid,
 										   DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL));
 		sa->location = -1;
-		/* the membership test stays as a filter (a bisection per row) */
-		req->lossy = true;
+		/*
+		 * Exact: the same set, the same equality (integers, uuids, text
+		 * under a deterministic collation, that is byte for byte), so the
+		 * test is not evaluated again on the rows the probe returns.
+		 */
+		req->lossy = false;
 		PG_RETURN_POINTER(list_make1(sa));
 	}
 	PG_RETURN_POINTER(NULL);
