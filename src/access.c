@@ -286,22 +286,31 @@ static long acl_cached_rows = 0;
  * All the grants of one agent, in an open-addressing table, loaded in one
  * index range scan once the agent has been checked a few times in the same
  * snapshot (a run, or a WHERE clause, checks many resources for one agent).
+ * Compact, so that a million grants fit in about 40 MB: one allocation per
+ * set holding the slots (12 bytes each), the resource ids and the few
+ * resource types, each stored once.
  */
 typedef struct GrantItem
 {
 	uint32		hash;
-	int			level;			/* LEVEL_NONE marks an empty slot */
-	char	   *rtype;
-	char	   *rid;
+	uint32		ridoff;			/* offset of the id in the set's strings */
+	uint16		ridlen;
+	uint8		level;			/* LEVEL_NONE marks an empty slot */
+	uint8		tidx;			/* index of its type in typeoff */
 } GrantItem;
+
+#define GRANTSET_MAX_TYPES	255
+#define GRANTSET_MAX_IDLEN	65535
 
 typedef struct GrantSet
 {
 	uint32		mask;
 	int			n;
 	GrantItem  *items;
-	MemoryContext cxt;			/* holds the set; deleted when the set is dropped */
+	uint32	   *typeoff;		/* offsets of the types in strings */
+	char	   *strings;
 	uint64		last_use;		/* check_clock when it last answered */
+	/* the slots, type offsets and strings follow, in the same allocation */
 } GrantSet;
 
 #define GRANTSET_AFTER_CHECKS	4
@@ -616,30 +625,34 @@ GrantHash(const char *rtype, const char *rid)
 }
 
 static void
-GrantSetInsert(GrantSet *gs, char *rtype, char *rid, int level)
+GrantSetInsert(GrantSet *gs, uint32 h, uint32 ridoff, int ridlen, int tidx, int level)
 {
-	uint32		h = GrantHash(rtype, rid);
 	uint32		i = h & gs->mask;
 
 	while (gs->items[i].level != LEVEL_NONE)
 		i = (i + 1) & gs->mask;
 	gs->items[i].hash = h;
-	gs->items[i].level = level;
-	gs->items[i].rtype = rtype;
-	gs->items[i].rid = rid;
+	gs->items[i].ridoff = ridoff;
+	gs->items[i].ridlen = (uint16) ridlen;
+	gs->items[i].level = (uint8) level;
+	gs->items[i].tidx = (uint8) tidx;
 }
 
 static int
 GrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
 {
-	uint32		h = GrantHash(rtype, rid);
+	int			ridlen = strlen(rid);
+	uint32		h = hash_combine(hash_bytes((const unsigned char *) rtype, strlen(rtype)),
+								 hash_bytes((const unsigned char *) rid, ridlen));
 	uint32		i = h & gs->mask;
 
 	while (gs->items[i].level != LEVEL_NONE)
 	{
 		GrantItem  *it = &gs->items[i];
 
-		if (it->hash == h && strcmp(it->rid, rid) == 0 && strcmp(it->rtype, rtype) == 0)
+		if (it->hash == h && it->ridlen == ridlen &&
+			memcmp(gs->strings + it->ridoff, rid, ridlen) == 0 &&
+			strcmp(gs->strings + gs->typeoff[it->tidx], rtype) == 0)
 			return it->level;
 		i = (i + 1) & gs->mask;
 	}
@@ -667,7 +680,7 @@ DropColdGrantSets(void)
 		if (e->set != NULL && e->set->last_use < threshold)
 		{
 			grantset_total -= e->set->n;
-			MemoryContextDelete(e->set->cxt);
+			pfree(e->set);
 			e->set = NULL;
 			e->checks = 0;
 			dropped++;
@@ -688,18 +701,26 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	TupleTableSlot *slot;
 	int			n = 0;
 	int			cap = 64;
-	char	  **types;
-	char	  **ids;
-	int		   *levels;
+	int			ntypes = 0;
+	uint32		typeoff[GRANTSET_MAX_TYPES];
+	uint32	   *ridoff;
+	uint16	   *ridlen;
+	uint8	   *tidx;
+	uint8	   *levels;
+	uint32	   *hashes;
+	uint32		typehash[GRANTSET_MAX_TYPES];
+	StringInfoData strings;
 	bool		ok = true;
-	MemoryContext old = MemoryContextSwitchTo(cache_cxt);
-	MemoryContext tmp = AllocSetContextCreate(cache_cxt, "pg_agents grant set",
+	MemoryContext tmp = AllocSetContextCreate(cache_cxt, "pg_agents grant set load",
 											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
 
-	MemoryContextSwitchTo(tmp);
-	types = palloc(sizeof(char *) * cap);
-	ids = palloc(sizeof(char *) * cap);
-	levels = palloc(sizeof(int) * cap);
+	ridoff = palloc(sizeof(uint32) * cap);
+	ridlen = palloc(sizeof(uint16) * cap);
+	tidx = palloc(sizeof(uint8) * cap);
+	levels = palloc(sizeof(uint8) * cap);
+	hashes = palloc(sizeof(uint32) * cap);
+	initStringInfo(&strings);
 	heap = table_open(rels.access, NoLock);
 	index = index_open(rels.access_pkey, NoLock);
 	slot = table_slot_create(heap, NULL);
@@ -710,7 +731,15 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	{
 		bool		isnull;
 		Datum		d;
+		text	   *t;
+		int			len;
+		int			level;
+		int			ti;
 
+		d = slot_getattr(slot, rels.ac_access, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
 		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
 		{
 			ok = false;
@@ -719,42 +748,66 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		if (n == cap)
 		{
 			cap *= 2;
-			types = repalloc(types, sizeof(char *) * cap);
-			ids = repalloc(ids, sizeof(char *) * cap);
-			levels = repalloc(levels, sizeof(int) * cap);
+			ridoff = repalloc(ridoff, sizeof(uint32) * cap);
+			ridlen = repalloc(ridlen, sizeof(uint16) * cap);
+			tidx = repalloc(tidx, sizeof(uint8) * cap);
+			levels = repalloc(levels, sizeof(uint8) * cap);
+			hashes = repalloc(hashes, sizeof(uint32) * cap);
 		}
+		/* its type, stored once */
 		d = slot_getattr(slot, rels.ac_type, &isnull);
-		types[n] = isnull ? pstrdup("") : TextDatumGetCString(d);
+		t = isnull ? NULL : DatumGetTextPP(d);
+		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
+		for (ti = 0; ti < ntypes; ti++)
+			if (strlen(strings.data + typeoff[ti]) == (size_t) len &&
+				memcmp(strings.data + typeoff[ti], t ? VARDATA_ANY(t) : "", len) == 0)
+				break;
+		if (ti == ntypes)
+		{
+			if (ntypes == GRANTSET_MAX_TYPES || memchr(t ? VARDATA_ANY(t) : "", '\0', len) != NULL)
+			{
+				ok = false;
+				break;
+			}
+			typeoff[ntypes] = strings.len;
+			appendBinaryStringInfo(&strings, t ? VARDATA_ANY(t) : "", len);
+			appendStringInfoChar(&strings, '\0');
+			typehash[ntypes] = hash_bytes((const unsigned char *) strings.data + typeoff[ntypes], len);
+			ntypes++;
+		}
+		/* its id */
 		d = slot_getattr(slot, rels.ac_id, &isnull);
-		ids[n] = isnull ? pstrdup("") : TextDatumGetCString(d);
-		d = slot_getattr(slot, rels.ac_access, &isnull);
-		levels[n] = isnull ? LEVEL_NONE : TextLevel(d);
-		if (levels[n] != LEVEL_NONE)
-			n++;
+		t = isnull ? NULL : DatumGetTextPP(d);
+		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
+		if (len > GRANTSET_MAX_IDLEN)
+		{
+			ok = false;
+			break;
+		}
+		ridoff[n] = strings.len;
+		ridlen[n] = (uint16) len;
+		appendBinaryStringInfo(&strings, t ? VARDATA_ANY(t) : "", len);
+		hashes[n] = hash_combine(typehash[ti],
+								 hash_bytes((const unsigned char *) strings.data + ridoff[n], len));
+		tidx[n] = (uint8) ti;
+		levels[n] = (uint8) level;
+		n++;
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
+	MemoryContextSwitchTo(old);
 	if (ok)
 	{
-		GrantSet   *gs = palloc(sizeof(GrantSet));	/* in tmp */
-		uint32		size = 16;
+		uint32		size = 8;
+		Size		total;
+		GrantSet   *gs;
+		char	   *p;
 		int			i;
 
-		while (size < (uint32) n * 2)
+		while (size < (uint32) n + (uint32) n / 2)
 			size *= 2;
-		gs->mask = size - 1;
-		gs->n = n;
-		gs->cxt = tmp;
-		gs->items = palloc0(sizeof(GrantItem) * size);
-		for (i = 0; i < n; i++)
-			GrantSetInsert(gs, types[i], ids[i], levels[i]);
-		pfree(types);
-		pfree(ids);
-		pfree(levels);
-		gs->last_use = check_clock;
-		MemoryContextSwitchTo(old);
 		if (grantset_total + n > pg_agents_access_cache_grants)
 			DropColdGrantSets();
 		if (grantset_total + n > pg_agents_access_cache_grants)
@@ -763,21 +816,30 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 			MemoryContextDelete(tmp);
 			ag->checks = 0;
 			load_blocked_until = check_clock + GRANTSET_COLD_CHECKS;
-			ok = false;
+			return false;
 		}
-		else
-		{
-			ag->set = gs;		/* lives in tmp, a child of cache_cxt */
-			ag->loads++;
-			grantset_total += n;
-		}
+		total = MAXALIGN(sizeof(GrantSet)) + sizeof(GrantItem) * size +
+			sizeof(uint32) * ntypes + strings.len;
+		p = MemoryContextAllocHuge(cache_cxt, total);
+		gs = (GrantSet *) p;
+		gs->mask = size - 1;
+		gs->n = n;
+		gs->items = (GrantItem *) (p + MAXALIGN(sizeof(GrantSet)));
+		memset(gs->items, 0, sizeof(GrantItem) * size);
+		gs->typeoff = (uint32 *) (gs->items + size);
+		memcpy(gs->typeoff, typeoff, sizeof(uint32) * ntypes);
+		gs->strings = (char *) (gs->typeoff + ntypes);
+		memcpy(gs->strings, strings.data, strings.len);
+		for (i = 0; i < n; i++)
+			GrantSetInsert(gs, hashes[i], ridoff[i], ridlen[i], tidx[i], levels[i]);
+		gs->last_use = check_clock;
+		ag->set = gs;
+		ag->loads++;
+		grantset_total += n;
 	}
 	else
-	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(tmp);
 		ag->set_failed = true;
-	}
+	MemoryContextDelete(tmp);
 	return ok;
 }
 
