@@ -1461,6 +1461,36 @@ pg_agents_explain_access(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
+/*
+ * Whether one resource is in the agent's readable set, decided as the set
+ * decides it (the autonomous decision of agent.can_access) under the active
+ * snapshot, with a direct probe of the grant: for the few candidates of a
+ * selective search, when the set is not kept (src/allowlist.c).  1 or 0; -1
+ * when a custom ACL function is configured (the set follows other rules).
+ */
+int
+PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+	int			grant;
+
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	snap = GetActiveSnapshot();
+	EnsureCache(snap);
+	if (OidIsValid(GetAclFunction(snap)))
+		return -1;
+	ag = GetAgent(agent_id, snap);
+	if (!ag->found || ag->deleted || ag->suspended)
+		return 0;
+	grant = ag->set != NULL ? GrantSetLookup(ag->set, rtype, rid) :
+		GetGrant(agent_id, rtype, rid, snap);
+	return ReasonAllows(DecideAutonomous(ag, rtype, rid, edit ? LEVEL_EDIT : LEVEL_READ,
+										 grant, snap, false, NULL)) ? 1 : 0;
+}
+
 /* ------------------------------------------------------------------------
  * The readable set
  * ------------------------------------------------------------------------

@@ -32,7 +32,9 @@
 
 #include <ctype.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
@@ -59,6 +61,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
@@ -72,6 +75,7 @@ PG_FUNCTION_INFO_V1(pg_agents_readable_ids);
 PG_FUNCTION_INFO_V1(pg_agents_access_changed);
 PG_FUNCTION_INFO_V1(pg_agents_readable_set_stats);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_has);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_custom_acl);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_support);
 PG_FUNCTION_INFO_V1(pg_agents_ts_match);
 PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
@@ -126,6 +130,77 @@ Datum
 pg_agents_allowlist_active(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(PgAgentsActorIsAgent(pg_agents_actor));
+}
+
+/*
+ * agent._allowlist_custom_acl() RETURNS boolean IMMUTABLE: whether a custom
+ * ACL function is configured (agent.access_config.acl_function), folded into
+ * the plans of the policies.  Read under the latest snapshot and kept until
+ * a relcache invalidation of agent.access_config or of every relation (what
+ * agent._allowlist_invalidate sends when access_config changes, which also
+ * drops the plans that folded it); an invalidation that arrives while it is
+ * read makes the next call read again.
+ */
+static bool custom_acl_valid = false;
+static bool custom_acl_value = false;
+static bool custom_acl_callback = false;
+static Oid	custom_acl_rel = InvalidOid;
+
+static void
+CustomAclInvalidate(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == custom_acl_rel)
+		custom_acl_valid = false;
+}
+
+Datum
+pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
+{
+	Oid			nsp;
+	Oid			relid;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Snapshot	snap;
+	AttrNumber	att;
+	bool		found = false;
+
+	if (custom_acl_valid)
+		PG_RETURN_BOOL(custom_acl_value);
+	if (!custom_acl_callback)
+	{
+		CacheRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
+		custom_acl_callback = true;
+	}
+	custom_acl_valid = true;	/* an invalidation from here on clears it */
+	nsp = get_namespace_oid("agent", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("access_config", nsp) : InvalidOid;
+	custom_acl_rel = relid;
+	if (!OidIsValid(relid))
+	{
+		custom_acl_valid = false;
+		PG_RETURN_BOOL(false);
+	}
+	att = get_attnum(relid, "acl_function");
+	rel = table_open(relid, AccessShareLock);
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, InvalidOid, false, snap, 0, NULL);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+
+		if (att != InvalidAttrNumber)
+			(void) heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
+		else
+			isnull = true;
+		if (!isnull)
+			found = true;
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, AccessShareLock);
+	custom_acl_value = found;
+	PG_RETURN_BOOL(found);
 }
 
 /*
@@ -476,7 +551,8 @@ ArrayCount(Datum arr)
  * result is (Datum) 0): no copy is made.
  */
 static Datum
-ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count)
+ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count,
+						bool kept_only)
 {
 	Oid			access_rel = PgAgentsAccessRelid();
 	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, access_rel);
@@ -517,6 +593,11 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 			}
 		}
+		if (kept_only)
+		{
+			MemoryContextDelete(scratch);
+			return (Datum) 0;
+		}
 		/* compute under a snapshot taken after the sample */
 		old = MemoryContextSwitchTo(scratch);
 		PushActiveSnapshot(GetLatestSnapshot());
@@ -555,6 +636,11 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 			}
 			return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 		}
+		if (kept_only)
+		{
+			MemoryContextDelete(scratch);
+			return (Datum) 0;
+		}
 		old = MemoryContextSwitchTo(scratch);
 		arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
 		MemoryContextSwitchTo(old);
@@ -576,7 +662,26 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 static Datum
 ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
-	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL);
+	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, false);
+}
+
+/* the kept set, if it is still good, else (Datum) 0: nothing is computed */
+static Datum
+ReadableIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+}
+
+/*
+ * An estimate of the size of the set: that of the last set computed for
+ * these arguments, good or not any more; -1 if there is none.
+ */
+static int
+ReadableIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
+
+	return e ? ArrayCount(e->array) : -1;
 }
 
 /*
@@ -682,10 +787,16 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
  * with the set.  What reaches the results (rows, counts, ranks) is the same.
  */
 
+/* rows decided one by one before the readable set is computed */
+#define HAS_PERROW_MAX 1000
+
 typedef struct HasSet
 {
 	char		actor[32];		/* pg_agents.actor it was built for */
 	Oid			argtype;
+	bool		edit;
+	bool		perrow;			/* deciding row by row, no set yet */
+	int			decisions;		/* rows decided so */
 	int64		agent_id;
 	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
 	char	   *rtype;
@@ -739,15 +850,12 @@ TextIs(text *t, const char *s)
 	return (int) strlen(s) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
 }
 
-/* the readable set of the agent as a sorted search structure, in cxt */
-static HasSet *
-HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mode,
-			Oid elemtype)
+/* fill the search structure from a readable set (an array of s->elemtype) */
+static void
+HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	HasSet	   *s = palloc0(sizeof(HasSet));
-	bool		edit = ParseMode(cstring_to_text(mode));
-	ArrayType  *arr = DatumGetArrayTypeP(ReadableIdsArray(agent_id, rtype, edit, elemtype));
+	ArrayType  *arr = DatumGetArrayTypeP(arrd);
 	Datum	   *elems;
 	bool	   *nulls;
 	int16		typlen;
@@ -755,29 +863,26 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	char		typalign;
 	int			i;
 
-	s->agent_id = agent_id;
-	s->elemtype = elemtype;
-	s->rtype = pstrdup(rtype);
-	s->mode = pstrdup(mode);
-	if (elemtype == INT8OID && !ARR_HASNULL(arr))
+	s->perrow = false;
+	if (s->elemtype == INT8OID && !ARR_HASNULL(arr))
 	{
 		/* sorted by BuildIdsArray */
 		s->n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
 		memcpy(s->ints, ARR_DATA_PTR(arr), sizeof(int64) * s->n);
 		MemoryContextSwitchTo(old);
-		return s;
+		return;
 	}
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &s->n);
-	if (elemtype == INT8OID)
+	get_typlenbyvalalign(s->elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, s->elemtype, typlen, typbyval, typalign, &elems, &nulls, &s->n);
+	if (s->elemtype == INT8OID)
 	{
 		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
 		for (i = 0; i < s->n; i++)
 			s->ints[i] = DatumGetInt64(elems[i]);
 		qsort(s->ints, s->n, sizeof(int64), CompareInt64);
 	}
-	else if (elemtype == UUIDOID)
+	else if (s->elemtype == UUIDOID)
 	{
 		s->uuids = palloc(sizeof(pg_uuid_t) * Max(s->n, 1));
 		for (i = 0; i < s->n; i++)
@@ -792,7 +897,50 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 		qsort(s->texts, s->n, sizeof(text *), CompareTextP);
 	}
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The search structure for the agent: from the kept readable set when it is
+ * still good; otherwise it starts deciding row by row (see
+ * pg_agents_allowlist_has), in cxt.
+ */
+static HasSet *
+HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mode,
+			Oid elemtype)
+{
+	HasSet	   *s = MemoryContextAllocZero(cxt, sizeof(HasSet));
+	Datum		kept;
+
+	s->agent_id = agent_id;
+	s->elemtype = elemtype;
+	s->rtype = MemoryContextStrdup(cxt, rtype);
+	s->mode = MemoryContextStrdup(cxt, mode);
+	s->edit = ParseMode(cstring_to_text(mode));
+	kept = ReadableIdsKept(agent_id, rtype, s->edit, elemtype);
+	if (kept != (Datum) 0)
+		HasSetFill(s, cxt, kept);
+	else
+		s->perrow = true;
 	return s;
+}
+
+/* the canonical text form of an id of the policy's argument type */
+static char *
+IdText(FunctionCallInfo fcinfo, Oid argtype)
+{
+	switch (argtype)
+	{
+		case INT2OID:
+			return psprintf("%d", (int) PG_GETARG_INT16(0));
+		case INT4OID:
+			return psprintf("%d", (int) PG_GETARG_INT32(0));
+		case INT8OID:
+			return psprintf(INT64_FORMAT, PG_GETARG_INT64(0));
+		case UUIDOID:
+			return DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
+		default:
+			return text_to_cstring(PG_GETARG_TEXT_PP(0));
+	}
 }
 
 /*
@@ -823,6 +971,30 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 		strlcpy(s->actor, pg_agents_actor, sizeof(s->actor));
 		s->argtype = argtype;
 		fcinfo->flinfo->fn_extra = s;
+	}
+	if (s->perrow)
+	{
+		/*
+		 * The set is not kept (access data changed since it was computed):
+		 * computing it costs a probe per grant, so the first rows are
+		 * decided one by one (a probe each), as the set would decide them,
+		 * which is cheaper for the few candidates of a selective search;
+		 * past HAS_PERROW_MAX rows the set is computed after all.
+		 */
+		if (s->decisions < HAS_PERROW_MAX)
+		{
+			char	   *rid = IdText(fcinfo, s->argtype);
+			int			r = PgAgentsReadableOne(s->agent_id, s->rtype, rid, s->edit);
+
+			pfree(rid);
+			if (r >= 0)
+			{
+				s->decisions++;
+				PG_RETURN_BOOL(r == 1);
+			}
+		}
+		HasSetFill(s, fcinfo->flinfo->fn_mcxt,
+				   ReadableIdsArray(s->agent_id, s->rtype, s->edit, s->elemtype));
 	}
 	elemtype = s->elemtype;
 	if (elemtype == INT8OID)
@@ -864,12 +1036,27 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
  * arguments, as the policy will see it: computed (or found kept) now, since
  * the statement needs it anyway.  Planning only estimates with it.
  */
+static struct
+{
+	bool		valid;
+	LocalTransactionId lxid;
+	CommandId	cid;
+	int64		agent_id;
+	bool		edit;
+	Oid			elemtype;
+	char		rtype[128];
+	int			n;
+}			size_memo;
+
 static double
 ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
 {
 	Const	   *rt = (Const *) rtype_arg;
 	Const	   *md = (Const *) mode_arg;
 	char	   *mode;
+	char	   *rtype;
+	int64		agent_id;
+	bool		edit;
 	int			n = 0;
 
 	if (rt == NULL || md == NULL || !IsA(rt, Const) || !IsA(md, Const) ||
@@ -879,9 +1066,34 @@ ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
 	mode = TextDatumGetCString(md->constvalue);
 	if (strcmp(mode, "read") != 0 && strcmp(mode, "edit") != 0)
 		return HAS_DEFAULT_SET_SIZE;
-	(void) ReadableIdsArrayOrCount(strtoll(pg_agents_actor + 6, NULL, 10),
-								   TextDatumGetCString(rt->constvalue),
-								   strcmp(mode, "edit") == 0, elemtype, &n);
+	rtype = TextDatumGetCString(rt->constvalue);
+	agent_id = strtoll(pg_agents_actor + 6, NULL, 10);
+	edit = strcmp(mode, "edit") == 0;
+	/* the planner asks several times per statement: once per command */
+	if (size_memo.valid && size_memo.lxid == PGA_MY_LXID &&
+		size_memo.cid == GetCurrentCommandId(false) && size_memo.agent_id == agent_id &&
+		size_memo.edit == edit && size_memo.elemtype == elemtype &&
+		strcmp(size_memo.rtype, rtype) == 0)
+		return (double) size_memo.n;
+	/*
+	 * The size of the last set computed, even if it is not good any more
+	 * (an estimate); only when there is none is the set computed now (the
+	 * statement will likely need it, and it is kept).
+	 */
+	n = ReadableIdsEstimate(agent_id, rtype, edit, elemtype);
+	if (n < 0)
+		(void) ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, &n, false);
+	if (strlen(rtype) < sizeof(size_memo.rtype))
+	{
+		size_memo.valid = true;
+		size_memo.lxid = PGA_MY_LXID;
+		size_memo.cid = GetCurrentCommandId(false);
+		size_memo.agent_id = agent_id;
+		size_memo.edit = edit;
+		size_memo.elemtype = elemtype;
+		strcpy(size_memo.rtype, rtype);
+		size_memo.n = n;
+	}
 	return (double) n;
 }
 

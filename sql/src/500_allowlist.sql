@@ -258,11 +258,10 @@ COMMENT ON FUNCTION agent._allowlist_custom_acl_now() IS
 -- take a per-row agent.can_access shape when a custom ACL function is set.
 -- A change of agent.access_config invalidates every cached plan.
 CREATE FUNCTION agent._allowlist_custom_acl() RETURNS boolean
-LANGUAGE sql IMMUTABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
+LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_custom_acl';
 COMMENT ON FUNCTION agent._allowlist_custom_acl() IS
-  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans.';
+  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans (and the value, which each backend keeps until then).';
 
 CREATE FUNCTION agent._allowlist_invalidate() RETURNS trigger
 LANGUAGE C

@@ -11,6 +11,14 @@ AS 'MODULE_PATHNAME', 'pg_agents_allowlist_support';
 COMMENT ON FUNCTION agent._allowlist_support(internal) IS
   'Internal planner support of agent._allowlist_has (selectivity from the size of the readable set, the index condition id = ANY (agent._allowlist_ids_*(...)) on a btree index of the id column) and of agent._allowlist_ids_* (the cost of one index probe per readable id).';
 
+-- C, kept per backend until agent.access_config changes (it was SQL, run at
+-- every planning of an agent query)
+CREATE OR REPLACE FUNCTION agent._allowlist_custom_acl() RETURNS boolean
+LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_custom_acl';
+COMMENT ON FUNCTION agent._allowlist_custom_acl() IS
+  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans (and the value, which each backend keeps until then).';
+
 ALTER FUNCTION agent._allowlist_ids_text(text, text) VOLATILE SUPPORT agent._allowlist_support;
 ALTER FUNCTION agent._allowlist_ids_int8(text, text) VOLATILE SUPPORT agent._allowlist_support;
 ALTER FUNCTION agent._allowlist_ids_uuid(text, text) VOLATILE SUPPORT agent._allowlist_support;
