@@ -333,6 +333,7 @@ typedef struct AgentEntry
 	char	   *owner;
 	int			ws_grant;		/* level of its workspace_shared grant, -1 unknown */
 	int			checks;			/* grant lookups since its set was last loaded */
+	int			known_grants;	/* its grants when last loaded (any snapshot), -1 unknown */
 	int			loads;			/* how many times its set was loaded */
 	bool		set_failed;		/* too many grants to load them all */
 	struct GrantSet *set;		/* all its grants, once loaded */
@@ -461,6 +462,62 @@ InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
  * ------------------------------------------------------------------------
  */
 
+/*
+ * How many grants each agent had when its set was last loaded, remembered
+ * by the backend across snapshots (a hint only: stale values do no harm).
+ * A set is loaded once an agent has been checked GRANTSET_AFTER_CHECKS
+ * times, and not before 1/GRANTSET_LOAD_RATIO of its known grants: loading
+ * ten thousand grants for the six candidates of a search costs more than
+ * six probes.
+ */
+#define GRANTSET_LOAD_RATIO		64
+#define GRANT_COUNT_MEMO_MAX	65536
+
+typedef struct GrantCountEntry
+{
+	int64		agent_id;		/* hash key */
+	int			n;
+} GrantCountEntry;
+
+static HTAB *grant_count_memo = NULL;
+
+static int
+KnownGrantCount(int64 agent_id)
+{
+	GrantCountEntry *e;
+
+	if (grant_count_memo == NULL)
+		return -1;
+	e = (GrantCountEntry *) hash_search(grant_count_memo, &agent_id, HASH_FIND, NULL);
+	return e ? e->n : -1;
+}
+
+static void
+RememberGrantCount(int64 agent_id, int n)
+{
+	GrantCountEntry *e;
+
+	if (grant_count_memo != NULL &&
+		hash_get_num_entries(grant_count_memo) >= GRANT_COUNT_MEMO_MAX)
+	{
+		hash_destroy(grant_count_memo);
+		grant_count_memo = NULL;
+	}
+	if (grant_count_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(GrantCountEntry);
+		ctl.hcxt = TopMemoryContext;
+		grant_count_memo = hash_create("pg_agents grant counts", 1024, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = (GrantCountEntry *) hash_search(grant_count_memo, &agent_id, HASH_ENTER, NULL);
+	e->n = n;
+}
+
 static AgentEntry *
 GetAgent(int64 agent_id, Snapshot snap)
 {
@@ -483,6 +540,7 @@ GetAgent(int64 agent_id, Snapshot snap)
 	e->owner = NULL;
 	e->ws_grant = -1;
 	e->checks = 0;
+	e->known_grants = KnownGrantCount(agent_id);
 	e->loads = 0;
 	e->set_failed = false;
 	e->set = NULL;
@@ -798,6 +856,8 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	MemoryContextSwitchTo(old);
+	RememberGrantCount(ag->id, ok ? n : Max(n, GRANTSET_MAX_AGENT));
+	ag->known_grants = ok ? n : Max(n, GRANTSET_MAX_AGENT);
 	if (ok)
 	{
 		uint32		size = 8;
@@ -849,7 +909,8 @@ AgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
 {
 	check_clock++;
 	if (ag->set == NULL && !ag->set_failed && check_clock >= load_blocked_until &&
-		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)))
+		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)) &&
+		ag->checks >= ag->known_grants / GRANTSET_LOAD_RATIO)
 		LoadGrantSet(ag, snap);
 	if (ag->set != NULL)
 	{
