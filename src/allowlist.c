@@ -1183,6 +1183,7 @@ pg_agents_allowlist_support(PG_FUNCTION_ARGS)
 		Oid			opno;
 		Oid			idsfn;
 		ScalarArrayOpExpr *sa;
+		ListCell   *lc;
 
 		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 3 || req->indexarg != 0 ||
 			req->index->relam != BTREE_AM_OID ||
@@ -1195,6 +1196,24 @@ pg_agents_allowlist_support(PG_FUNCTION_ARGS)
 			(argtype != TEXTOID ||
 			 (OidIsValid(req->indexcollation) && !get_collation_isdeterministic(req->indexcollation))))
 			PG_RETURN_POINTER(NULL);
+		/*
+		 * A query that already pins the column to a value (id = 42) probes
+		 * the index with it; the readable set as a second index condition
+		 * would only cost its preprocessing.  The test then filters.
+		 */
+		foreach(lc, req->index->rel->baserestrictinfo)
+		{
+			RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+			OpExpr	   *op = (OpExpr *) ri->clause;
+
+			if (IsA(op, OpExpr) && list_length(op->args) == 2 &&
+				get_op_opfamily_strategy(op->opno, req->opfamily) == BTEqualStrategyNumber &&
+				((equal(strip_implicit_coercions(linitial(op->args)), strip_implicit_coercions(arg0)) &&
+				  !contain_var_clause(lsecond(op->args))) ||
+				 (equal(strip_implicit_coercions(lsecond(op->args)), strip_implicit_coercions(arg0)) &&
+				  !contain_var_clause(linitial(op->args)))))
+				PG_RETURN_POINTER(NULL);
+		}
 		opno = get_opfamily_member(req->opfamily, argtype, elemtype, BTEqualStrategyNumber);
 		idsfn = IdsFunction(elemtype);
 		if (!OidIsValid(opno) || !OidIsValid(idsfn))
