@@ -83,8 +83,11 @@ echo "rls: $ROWS pages, $GRANTS grants, built in $(( $(date +%s) - t0 )) s; medi
 # leakproof agent.ts_match (and the old shape with @@, for comparison)
 QUERY="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
 QUERY_TS="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE agent.ts_match(tsv, q) ORDER BY r DESC LIMIT 20"
-# the worker's search_resources (src/tools.c, ToolSearch), as agents_tool
+# the worker's search_resources (src/tools.c, ToolSearch), as agents_tool;
+# unrestricted: the same query without its agent.can_access condition, in a
+# session that does not act as an agent, before the allowlist
 WORKER="SELECT s.rt, s.id, s.title, s.snippet FROM (SELECT 'page'::text AS rt, t.id::text AS id, t.title::text AS title, left(t.body::text, 200) AS snippet, ts_rank(t.tsv, plainto_tsquery('simple'::regconfig, '%s')) AS rank FROM public.pages t WHERE agent.can_access(1, 'page', t.id::text, 'read', 'autonomous', NULL) AND agent.ts_match(t.tsv, plainto_tsquery('simple'::regconfig, '%s'))) s ORDER BY s.rank DESC, s.rt, s.id LIMIT 20"
+WORKER_U="SELECT s.rt, s.id, s.title, s.snippet FROM (SELECT 'page'::text AS rt, t.id::text AS id, t.title::text AS title, left(t.body::text, 200) AS snippet, ts_rank(t.tsv, plainto_tsquery('simple'::regconfig, '%s')) AS rank FROM public.pages t WHERE t.tsv @@ plainto_tsquery('simple'::regconfig, '%s')) s ORDER BY s.rank DESC, s.rt, s.id LIMIT 20"
 measure() {  # actor, query
     q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" \
       -c "SELECT round(bench_ms(\$q\$$2\$q\$, $REPS), 2)"
@@ -95,14 +98,18 @@ measure_commit() {  # actor, query, access change (true/false)
 }
 ratio() { echo "scale=2; $1 / $2" | bc | sed 's/^\./0./'; }
 TERMS="a3 b42 c777 zz9"   # about 10%, 1%, 0.05% of the pages, and none
-declare -A before
-for term in $TERMS; do before[$term]=$(measure "" "$(printf "$QUERY" $term)"); done
+declare -A before before_w
+for term in $TERMS; do
+    before[$term]=$(measure "" "$(printf "$QUERY" $term)")
+    before_w[$term]=$(measure "" "$(printf "$WORKER_U" $term $term)")
+done
 q -c "SELECT agent.enable_allowlist('pages', 'page', 'id')" >/dev/null
 echo "application query under the allowlist, as an agent (10k grants):"
 echo "  agent = WHERE agent.ts_match(tsv, q), readable set kept; cold = the same, set computed afresh;"
-echo "  agent@@ = WHERE tsv @@ q (not leakproof: the policy goes first); worker = search_resources' query"
-printf '%-6s %8s %8s %8s %8s %8s %8s %8s | %8s %8s %8s %8s %8s\n' term matches before user agent cold 'agent@@' worker \
-    user/b agent/b cold/b 'agent@@/b' worker/b
+echo "  agent@@ = WHERE tsv @@ q (not leakproof: the policy goes first);"
+echo "  worker = search_resources' query as the agent, w.before = the same search unrestricted (ratio worker/w.before)"
+printf '%-6s %8s %8s %8s %8s %8s %8s %8s %8s | %8s %8s %8s %8s %8s\n' term matches before user agent cold 'agent@@' w.before worker \
+    user/b agent/b cold/b 'agent@@/b' worker/wb
 for term in $TERMS; do
     m=$(q -c "SELECT count(*) FROM pages WHERE tsv @@ to_tsquery('simple', '$term')")
     u=$(measure "user:u1" "$(printf "$QUERY" $term)")
@@ -110,9 +117,9 @@ for term in $TERMS; do
     c=$(measure_commit "agent:1" "$(printf "$QUERY_TS" $term)" true)
     o=$(measure_commit "agent:1" "$(printf "$QUERY" $term)" false)
     w=$(measure_commit "agent:1" "$(printf "$WORKER" $term $term)" false)
-    b=${before[$term]}
-    printf '%-6s %8s %8s %8s %8s %8s %8s %8s | %8s %8s %8s %8s %8s\n' "$term" "$m" "$b" "$u" "$a" "$c" "$o" "$w" \
-        "$(ratio "$u" "$b")" "$(ratio "$a" "$b")" "$(ratio "$c" "$b")" "$(ratio "$o" "$b")" "$(ratio "$w" "$b")"
+    b=${before[$term]}; bw=${before_w[$term]}
+    printf '%-6s %8s %8s %8s %8s %8s %8s %8s %8s | %8s %8s %8s %8s %8s\n' "$term" "$m" "$b" "$u" "$a" "$c" "$o" "$bw" "$w" \
+        "$(ratio "$u" "$b")" "$(ratio "$a" "$b")" "$(ratio "$c" "$b")" "$(ratio "$o" "$b")" "$(ratio "$w" "$bw")"
 done
 echo "readable set alone, computed afresh: $(q -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, true)" | xargs printf '%.2f') ms"
 echo "the same ids probed with no policy (a constant array): $(q -c "SELECT round(bench_ms(format('SELECT id FROM pages WHERE id = ANY (%L::bigint[])', (SELECT array_agg(resource_id::bigint) FROM agent.access WHERE agent_id = 1)), $REPS), 2)") ms"
