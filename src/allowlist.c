@@ -52,6 +52,7 @@
 #include "optimizer/plancat.h"
 #include "parser/parse_func.h"
 #include "parser/parse_oper.h"
+#include "mb/pg_wchar.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "tsearch/ts_type.h"
@@ -79,6 +80,9 @@ PG_FUNCTION_INFO_V1(pg_agents_allowlist_custom_acl);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_support);
 PG_FUNCTION_INFO_V1(pg_agents_ts_match);
 PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
+PG_FUNCTION_INFO_V1(pg_agents_like);
+PG_FUNCTION_INFO_V1(pg_agents_ilike);
+PG_FUNCTION_INFO_V1(pg_agents_like_support);
 
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
@@ -1372,4 +1376,120 @@ pg_agents_ts_match_support(PG_FUNCTION_ARGS)
 												   InvalidOid, fe->inputcollid)));
 	}
 	PG_RETURN_POINTER(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * agent.like and agent.ilike: leakproof LIKE and ILIKE
+ * ------------------------------------------------------------------------
+ *
+ * The same matches as text LIKE and ILIKE (~~, ~~*), marked LEAKPROOF, so
+ * that under the allowlist a pattern search can start from a trigram index
+ * (pg_trgm's gin_trgm_ops or gist_trgm_ops, whose operator families have ~~
+ * and ~~*) or a btree prefix, and filter with the policy afterwards.  The one
+ * error of LIKE that depends on its arguments, a pattern ending with the
+ * escape character, is avoided: such a pattern matches nothing.  (ILIKE
+ * lower-cases both sides first, which raises nothing on text that is valid
+ * in the database encoding, as PostgreSQL ensures all stored text is.)
+ */
+
+/* does the pattern end with an unpaired escape character (a backslash)? */
+static bool
+LikePatternBad(text *pat)
+{
+	const char *p = VARDATA_ANY(pat);
+	int			len = VARSIZE_ANY_EXHDR(pat);
+
+	while (len > 0)
+	{
+		int			l;
+
+		if (*p == '\\')
+		{
+			if (len == 1)
+				return true;
+			p++;
+			len--;
+		}
+		l = pg_mblen(p);
+		if (l > len)
+			return true;		/* not valid text: never from the database */
+		p += l;
+		len -= l;
+	}
+	return false;
+}
+
+Datum
+pg_agents_like(PG_FUNCTION_ARGS)
+{
+	text	   *pat = PG_GETARG_TEXT_PP(1);
+
+	if (LikePatternBad(pat))
+		PG_RETURN_BOOL(false);
+	return DirectFunctionCall2Coll(textlike, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
+								   PointerGetDatum(pat));
+}
+
+Datum
+pg_agents_ilike(PG_FUNCTION_ARGS)
+{
+	text	   *pat = PG_GETARG_TEXT_PP(1);
+
+	if (LikePatternBad(pat))
+		PG_RETURN_BOOL(false);
+	return DirectFunctionCall2Coll(texticlike, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
+								   PointerGetDatum(pat));
+}
+
+/*
+ * agent._like_support(internal): planner support of agent.like and
+ * agent.ilike: the estimates and btree prefix conditions of LIKE and ILIKE
+ * (their own support functions), and ~~ / ~~* as the index condition on an
+ * index whose operator family has it (pg_trgm).
+ */
+Datum
+pg_agents_like_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	bool		ci;
+	Oid			op;
+
+	if (IsA(rawreq, SupportRequestSelectivity))
+		ci = ((SupportRequestSelectivity *) rawreq)->funcid != InvalidOid &&
+			strcmp(get_func_name(((SupportRequestSelectivity *) rawreq)->funcid), "ilike") == 0;
+	else if (IsA(rawreq, SupportRequestIndexCondition))
+		ci = strcmp(get_func_name(((SupportRequestIndexCondition *) rawreq)->funcid), "ilike") == 0;
+	else
+		PG_RETURN_POINTER(NULL);
+
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+		Node	   *pattern;
+
+		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 2 || req->indexarg != 0)
+			PG_RETURN_POINTER(NULL);
+		pattern = lsecond(fe->args);
+		op = LookupOperName(NULL, list_make2(makeString("pg_catalog"), makeString(ci ? "~~*" : "~~")),
+							TEXTOID, TEXTOID, true, -1);
+		if (OidIsValid(op) && op_in_opfamily(op, req->opfamily))
+		{
+			/*
+			 * The index's recheck runs ~~ itself on the candidates: only a
+			 * constant pattern, known not to make it fail.
+			 */
+			if (!IsA(pattern, Const) || ((Const *) pattern)->constisnull ||
+				LikePatternBad(DatumGetTextPP(((Const *) pattern)->constvalue)))
+				PG_RETURN_POINTER(NULL);
+			req->lossy = false;
+			PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
+													   (Expr *) copyObject(linitial(fe->args)),
+													   (Expr *) copyObject(pattern),
+													   InvalidOid, fe->inputcollid)));
+		}
+	}
+	/* a btree prefix (lossy: the match stays as a filter), and the estimates */
+	PG_RETURN_DATUM(DirectFunctionCall1(ci ? texticlike_support : textlike_support,
+										PointerGetDatum(rawreq)));
 }

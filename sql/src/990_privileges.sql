@@ -53,7 +53,7 @@ GRANT EXECUTE ON FUNCTION
   agent._allowlist_has(smallint, text, text), agent._allowlist_has(uuid, text, text),
   agent._allowlist_has(text, text, text),
   -- the leakproof match that lets an agent's search start from the text index
-  agent.ts_match(tsvector, tsquery),
+  agent.ts_match(tsvector, tsquery), agent.like(text, text), agent.ilike(text, text),
   -- autonomous decisions only: a user id is refused unless the caller is
   -- the application (src/access.c); the custom-ACL policy shape calls it
   agent.can_access(bigint, text, text, text, text, text),

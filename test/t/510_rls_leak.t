@@ -17,9 +17,11 @@ trap cleanup EXIT
 n=0; fails=0
 ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
 
-echo "1..24"
+echo "1..25"
 # semantic search (pgvector) where this PostgreSQL has it
 has_vector=$(psql -XAtq -d postgres -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'")
+# trigram search (pg_trgm) where this PostgreSQL has it
+has_trgm=$(psql -XAtq -d postgres -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_trgm'")
 
 # ---------------------------------------------------------------- two worlds
 setup() {  # db, with_secret (1/0)
@@ -65,6 +67,13 @@ SELECT agent.enable_allowlist('public.pages', 'page', 'id');
 SELECT agent.register_relation('page', 'public.pages', 'related', 'page');
 VACUUM ANALYZE public.pages;
 SQL
+    if [ "$has_trgm" = 1 ]; then
+        psql -XAtq -d "$1" -v ON_ERROR_STOP=1 >/dev/null <<'SQL' || return 1
+CREATE EXTENSION pg_trgm;
+CREATE INDEX pages_body_trgm_idx ON public.pages USING gin (body gin_trgm_ops);
+ANALYZE public.pages;
+SQL
+    fi
     [ "$has_vector" = 1 ] || return 0
     # an embedding per page: the secret is exactly the query's vector, the
     # ungranted pages are near it, the granted ones farther
@@ -122,8 +131,13 @@ SELECT s.id, s.title, s.snippet, s.rank FROM (
    WHERE agent.can_access(1, 'page', t.id::text, 'read', 'autonomous', NULL)
      AND agent.ts_match(t.tsv, plainto_tsquery('english', 'zebrafish7q acquisition budget'))) s
  ORDER BY s.rank DESC, s.id LIMIT 20;
+-- leakproof LIKE and ILIKE
+SELECT id, title FROM public.pages WHERE agent.ilike(body, '%acquisition%') ORDER BY id;
+SELECT count(*) FROM public.pages WHERE agent.ilike(body, '%zebrafish7q%');
+SELECT count(*) FROM public.pages WHERE agent.ilike(title, '%zebrafish7q%') OR agent.like(body, '%40M%');
 \echo -- leakproof plan
 EXPLAIN (COSTS OFF) SELECT count(*) FROM public.pages WHERE agent.ts_match(tsv, to_tsquery('english', 'zebrafish7q'));
+EXPLAIN (COSTS OFF) SELECT count(*) FROM public.pages WHERE agent.ilike(body, '%zebrafish7q%');
 \echo -- EXPLAIN ANALYZE
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT id, ts_rank(tsv, q) FROM public.pages, plainto_tsquery('english', 'acquisition budget plan') q
@@ -190,6 +204,12 @@ grep -q "Index Cond: (id = ANY" "$work/a.out"; ok $? "the agent's search is filt
 # count, rank or snippet (EXPLAIN ANALYZE row counts may differ, by design)
 section "$work/a.out" "leakproof plan" | grep -q "Bitmap Index Scan on pages_tsv_idx"
 ok $? "with agent.ts_match the agent's search starts from the text index (got: $(section "$work/a.out" "leakproof plan" | tr '\n' ' '))"
+if [ "$has_trgm" = 1 ]; then
+    section "$work/a.out" "leakproof plan" | grep -q "Bitmap Index Scan on pages_body_trgm_idx"
+    ok $? "with agent.ilike the agent's pattern search starts from the trigram index"
+else
+    n=$((n+1)); echo "ok $n # SKIP pg_trgm is not installed: no trigram index to start from"
+fi
 v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
     -c "SELECT count(*) || ':' || coalesce(max(ts_rank(tsv, q))::text, 'none') FROM public.pages, to_tsquery('english', 'zebrafish7q') q WHERE agent.ts_match(tsv, q)" \
     -c "SET pg_agents.actor = ''" \

@@ -67,6 +67,26 @@ AS 'MODULE_PATHNAME', 'pg_agents_ts_match';
 COMMENT ON FUNCTION agent.ts_match(tsvector, tsquery) IS
   'vector @@ query, marked LEAKPROOF (it raises no error that depends on its arguments; a query nested more than 256 levels deep matches nothing), so that under row-level security (the allowlist) a search can start from the text index (the default GIN tsvector_ops serves it) and filter with the policy afterwards. Write agent.ts_match(tsv, q) instead of tsv @@ q in an agent''s searches.';
 
+CREATE FUNCTION agent._like_support(internal) RETURNS internal
+LANGUAGE C STRICT
+AS 'MODULE_PATHNAME', 'pg_agents_like_support';
+COMMENT ON FUNCTION agent._like_support(internal) IS
+  'Internal planner support of agent.like and agent.ilike: the estimates and btree prefix conditions of LIKE and ILIKE, and ~~ / ~~* as the index condition on an index whose operator family has it (pg_trgm''s gin_trgm_ops, gist_trgm_ops) for a constant pattern.';
+
+CREATE FUNCTION agent.like(string text, pattern text) RETURNS boolean
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF COST 10
+SUPPORT agent._like_support
+AS 'MODULE_PATHNAME', 'pg_agents_like';
+COMMENT ON FUNCTION agent.like(text, text) IS
+  'string LIKE pattern, marked LEAKPROOF (a pattern ending with the escape character matches nothing instead of raising an error), so that under row-level security (the allowlist) a pattern search can start from a trigram (pg_trgm) or btree prefix index. Write agent.like(body, ''%x%'') instead of body LIKE ''%x%'' in an agent''s searches.';
+
+CREATE FUNCTION agent.ilike(string text, pattern text) RETURNS boolean
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF COST 10
+SUPPORT agent._like_support
+AS 'MODULE_PATHNAME', 'pg_agents_ilike';
+COMMENT ON FUNCTION agent.ilike(text, text) IS
+  'string ILIKE pattern, marked LEAKPROOF (as agent.like), so that under the allowlist a case-insensitive pattern search can start from a trigram (pg_trgm) index.';
+
 CREATE OR REPLACE FUNCTION agent._allowlist_expr(p_tbl regclass, p_column name, p_type text, p_mode text,
                                       OUT expr text, OUT indexable boolean)
 LANGUAGE plpgsql STABLE
