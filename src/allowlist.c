@@ -1385,24 +1385,36 @@ pg_agents_ts_match_support(PG_FUNCTION_ARGS)
  * The same matches as text LIKE and ILIKE (~~, ~~*), marked LEAKPROOF, so
  * that under the allowlist a pattern search can start from a trigram index
  * (pg_trgm's gin_trgm_ops or gist_trgm_ops, whose operator families have ~~
- * and ~~*) or a btree prefix, and filter with the policy afterwards.  The one
- * error of LIKE that depends on its arguments, a pattern ending with the
- * escape character, is avoided: such a pattern matches nothing.  (ILIKE
+ * and ~~*) or a btree prefix, and filter with the policy afterwards.  The
+ * errors of LIKE that depend on its arguments (a pattern ending with the
+ * escape character; running out of stack on thousands of %) are avoided:
+ * such a pattern matches nothing.  (ILIKE
  * lower-cases both sides first, which raises nothing on text that is valid
  * in the database encoding, as PostgreSQL ensures all stored text is.)
  */
 
-/* does the pattern end with an unpaired escape character (a backslash)? */
+/*
+ * Could LIKE raise an error on this pattern, whatever the string?  A pattern
+ * ending with an unpaired escape character (a backslash) always can; one
+ * with more than LIKE_MAX_WILDCARDS % signs could run out of stack (the
+ * matcher recurses once per %) depending on the string.  Such patterns match
+ * nothing through agent.like.
+ */
+#define LIKE_MAX_WILDCARDS 256
+
 static bool
 LikePatternBad(text *pat)
 {
 	const char *p = VARDATA_ANY(pat);
 	int			len = VARSIZE_ANY_EXHDR(pat);
+	int			wildcards = 0;
 
 	while (len > 0)
 	{
 		int			l;
 
+		if (*p == '%' && ++wildcards > LIKE_MAX_WILDCARDS)
+			return true;
 		if (*p == '\\')
 		{
 			if (len == 1)
