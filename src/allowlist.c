@@ -791,8 +791,13 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
  * with the set.  What reaches the results (rows, counts, ranks) is the same.
  */
 
-/* rows decided one by one before the readable set is computed */
-#define HAS_PERROW_MAX 1000
+/*
+ * Rows decided one by one before the readable set is computed: a decision
+ * costs about half of what the set costs per id it holds, so at most twice
+ * the size of the last set computed (at least HAS_PERROW_MIN): a search
+ * never pays more than twice the cheaper of the two ways.
+ */
+#define HAS_PERROW_MIN 1000
 
 typedef struct HasSet
 {
@@ -801,6 +806,7 @@ typedef struct HasSet
 	bool		edit;
 	bool		perrow;			/* deciding row by row, no set yet */
 	int			decisions;		/* rows decided so */
+	int			perrow_max;		/* rows to decide so before computing the set */
 	int64		agent_id;
 	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
 	char	   *rtype;
@@ -924,7 +930,12 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	if (kept != (Datum) 0)
 		HasSetFill(s, cxt, kept);
 	else
+	{
+		int			n = ReadableIdsEstimate(agent_id, rtype, s->edit, elemtype);
+
 		s->perrow = true;
+		s->perrow_max = n > HAS_PERROW_MIN / 2 ? 2 * n : HAS_PERROW_MIN;
+	}
 	return s;
 }
 
@@ -982,10 +993,10 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 		 * The set is not kept (access data changed since it was computed):
 		 * computing it costs a probe per grant, so the first rows are
 		 * decided one by one (a probe each), as the set would decide them,
-		 * which is cheaper for the few candidates of a selective search;
-		 * past HAS_PERROW_MAX rows the set is computed after all.
+		 * which is cheaper for the candidates of a selective search; past
+		 * perrow_max rows the set is computed after all.
 		 */
-		if (s->decisions < HAS_PERROW_MAX)
+		if (s->decisions < s->perrow_max)
 		{
 			char	   *rid = IdText(fcinfo, s->argtype);
 			int			r = PgAgentsReadableOne(s->agent_id, s->rtype, rid, s->edit);
