@@ -8,7 +8,7 @@
 #            changes no access data (the readable set is kept)
 #   cold     the same, each run after a commit that changes a grant (of
 #            another agent): the readable set is computed afresh
-# and for three terms (about 10%, 1% and 0.05% of the pages).  Each figure is
+# and for four terms (about 10%, 1% and 0.05% of the pages, and none).  Each figure is
 # the median of several runs, in ms; the ratios to before are printed.
 . "$PG_AGENTS_ENV"
 set -euo pipefail
@@ -75,34 +75,88 @@ BEGIN
   END LOOP;
   ms := (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(a) x);
 END $$;
+-- two queries run alternately, each as its actor after a commit (with access
+-- = true, a change of another agent's grant before each run of the second),
+-- so that the load of the shared machine weighs on both alike
+CREATE PROCEDURE bench_pair_ms(qa text, actor_a text, qb text, actor_b text, reps int, access boolean,
+                               INOUT ms_a numeric DEFAULT NULL, INOUT ms_b numeric DEFAULT NULL) LANGUAGE plpgsql AS $$
+DECLARE t timestamptz; a numeric[] := '{}'; b numeric[] := '{}'; n bigint;
+BEGIN
+  PERFORM set_config('pg_agents.actor', actor_a, false);
+  EXECUTE 'SELECT count(*) FROM (' || qa || ') s' INTO n;        -- warm-up
+  PERFORM set_config('pg_agents.actor', actor_b, false);
+  EXECUTE 'SELECT count(*) FROM (' || qb || ') s' INTO n;
+  FOR i IN 1 .. reps LOOP
+    PERFORM set_config('pg_agents.actor', actor_a, false);
+    INSERT INTO bench_tick VALUES (i);
+    COMMIT;
+    t := clock_timestamp();
+    EXECUTE 'SELECT count(*) FROM (' || qa || ') s' INTO n;
+    a := a || (extract(epoch FROM clock_timestamp() - t) * 1000)::numeric;
+    PERFORM set_config('pg_agents.actor', actor_b, false);
+    IF access THEN PERFORM bench_touch_grants(); ELSE INSERT INTO bench_tick VALUES (i); END IF;
+    COMMIT;
+    t := clock_timestamp();
+    EXECUTE 'SELECT count(*) FROM (' || qb || ') s' INTO n;
+    b := b || (extract(epoch FROM clock_timestamp() - t) * 1000)::numeric;
+  END LOOP;
+  ms_a := (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(a) x);
+  ms_b := (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(b) x);
+END $$;
 SQL
 echo "rls: $ROWS pages, $GRANTS grants, built in $(( $(date +%s) - t0 )) s; median of $REPS runs, ms"
 
+# the application's ranked query: unrestricted (before, user) with @@ as
+# written without the allowlist; under it, the documented shape with the
+# leakproof agent.ts_match (and the old shape with @@, for comparison)
 QUERY="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
-measure() {  # actor, term
+QUERY_TS="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE agent.ts_match(tsv, q) ORDER BY r DESC LIMIT 20"
+# the worker's search_resources (src/tools.c, ToolSearch), as agents_tool;
+# unrestricted: the same query without its agent.can_access condition, in a
+# session that does not act as an agent, before the allowlist
+WORKER="SELECT s.rt, s.id, s.title, s.snippet FROM (SELECT 'page'::text AS rt, t.id::text AS id, t.title::text AS title, left(t.body::text, 200) AS snippet, ts_rank(t.tsv, plainto_tsquery('simple'::regconfig, '%s')) AS rank FROM public.pages t WHERE agent.can_access(1, 'page', t.id::text, 'read', 'autonomous', NULL) AND agent.ts_match(t.tsv, plainto_tsquery('simple'::regconfig, '%s'))) s ORDER BY s.rank DESC, s.rt, s.id LIMIT 20"
+WORKER_U="SELECT s.rt, s.id, s.title, s.snippet FROM (SELECT 'page'::text AS rt, t.id::text AS id, t.title::text AS title, left(t.body::text, 200) AS snippet, ts_rank(t.tsv, plainto_tsquery('simple'::regconfig, '%s')) AS rank FROM public.pages t WHERE t.tsv @@ plainto_tsquery('simple'::regconfig, '%s')) s ORDER BY s.rank DESC, s.rt, s.id LIMIT 20"
+measure() {  # actor, query
     q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" \
-      -c "SELECT round(bench_ms(format(\$q\$$QUERY\$q\$, '$2'), $REPS), 2)"
+      -c "SELECT round(bench_ms(\$q\$$2\$q\$, $REPS), 2)"
 }
-measure_commit() {  # actor, term, access change (true/false)
+measure_commit() {  # actor, query, access change (true/false)
     q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" \
-      -c "CALL bench_commit_ms(format(\$q\$$QUERY\$q\$, '$2'), $REPS, $3)" | xargs printf '%.2f'
+      -c "CALL bench_commit_ms(\$q\$$2\$q\$, $REPS, $3)" | xargs printf '%.2f'
 }
 ratio() { echo "scale=2; $1 / $2" | bc | sed 's/^\./0./'; }
+pair() {  # query a, actor a, query b, actor b, access change: "ms_a ms_b"
+    q -c "SET ROLE agents_tool" \
+      -c "CALL bench_pair_ms(\$q\$$1\$q\$, '$2', \$q\$$3\$q\$, '$4', $REPS, $5)" |
+        awk -F'|' '{ printf "%.2f %.2f\n", $1, $2 }'
+}
+TERMS="a3 b42 c777 zz9"   # about 10%, 1%, 0.05% of the pages, and none
 declare -A before
-for term in a3 b42 c777; do before[$term]=$(measure "" $term); done
+for term in $TERMS; do before[$term]=$(measure "" "$(printf "$QUERY" $term)"); done
 q -c "SELECT agent.enable_allowlist('pages', 'page', 'id')" >/dev/null
-printf '%-6s %8s %8s %8s %8s %8s %13s %12s %12s\n' term matches before user agent cold agent/before cold/before user/before
-for term in a3 b42 c777; do
+echo "ranked search over the allowlisted table, as an agent ($GRANTS grants), each beside the unrestricted"
+echo "query run alternately with it (a session that does not act as an agent: the policy folds away):"
+echo "  agent   = the documented shape, WHERE agent.ts_match(tsv, q), readable set kept (unrestricted: unr)"
+echo "  cold    = the same, the set not kept (a grant of another agent changed before each run)"
+echo "  agent@@ = the same query written WHERE tsv @@ q (not leakproof: the policy goes first)"
+echo "  worker  = search_resources' query as the agent (unrestricted: w.unr, without its can_access)"
+echo "  before  = the unrestricted query before enable_allowlist (no policy at all), for reference"
+printf '%-6s %7s %7s | %7s %7s %7s %7s %7s %7s %7s | %7s %7s %7s %8s\n' term matches before \
+    unr agent cold 'agent@@' unr2 w.unr worker agent/u cold/u2 'agent@@/u' worker/wu
+for term in $TERMS; do
     m=$(q -c "SELECT count(*) FROM pages WHERE tsv @@ to_tsquery('simple', '$term')")
-    u=$(measure "user:u1" $term)
-    a=$(measure_commit "agent:1" $term false)
-    c=$(measure_commit "agent:1" $term true)
-    b=${before[$term]}
-    printf '%-6s %8s %8s %8s %8s %8s %13s %12s %12s\n' "$term" "$m" "$b" "$u" "$a" "$c" \
-        "$(ratio "$a" "$b")" "$(ratio "$c" "$b")" "$(ratio "$u" "$b")"
+    read -r u a <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 false)"
+    read -r u2 c <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 true)"
+    o=$(measure_commit "agent:1" "$(printf "$QUERY" $term)" false)
+    read -r wu w <<<"$(pair "$(printf "$WORKER_U" $term $term)" user:u1 "$(printf "$WORKER" $term $term)" agent:1 false)"
+    printf '%-6s %7s %7s | %7s %7s %7s %7s %7s %7s %7s | %7s %7s %7s %8s\n' "$term" "$m" "${before[$term]}" \
+        "$u" "$a" "$c" "$o" "$u2" "$wu" "$w" \
+        "$(ratio "$a" "$u")" "$(ratio "$c" "$u2")" "$(ratio "$o" "$u")" "$(ratio "$w" "$wu")"
 done
-echo "readable set alone, computed afresh: $(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, true)" | xargs printf '%.2f') ms"
+echo "readable set alone, computed afresh: $(q -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, true)" | xargs printf '%.2f') ms"
 echo "the same ids probed with no policy (a constant array): $(q -c "SELECT round(bench_ms(format('SELECT id FROM pages WHERE id = ANY (%L::bigint[])', (SELECT array_agg(resource_id::bigint) FROM agent.access WHERE agent_id = 1)), $REPS), 2)") ms"
-echo "agent plan (b42):"
-q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
-  -c "EXPLAIN (COSTS OFF) $(printf "$QUERY" b42)" | sed 's/^/    /' | cut -c1-110
+for term in a3 c777; do
+    echo "agent plan ($term):"
+    q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
+      -c "EXPLAIN (COSTS OFF) $(printf "$QUERY_TS" $term)" | sed 's/^/    /' | cut -c1-110
+done

@@ -71,10 +71,12 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "pg_agents.h"
@@ -284,22 +286,31 @@ static long acl_cached_rows = 0;
  * All the grants of one agent, in an open-addressing table, loaded in one
  * index range scan once the agent has been checked a few times in the same
  * snapshot (a run, or a WHERE clause, checks many resources for one agent).
+ * Compact, so that a million grants fit in about 40 MB: one allocation per
+ * set holding the slots (12 bytes each), the resource ids and the few
+ * resource types, each stored once.
  */
 typedef struct GrantItem
 {
 	uint32		hash;
-	int			level;			/* LEVEL_NONE marks an empty slot */
-	char	   *rtype;
-	char	   *rid;
+	uint32		ridoff;			/* offset of the id in the set's strings */
+	uint16		ridlen;
+	uint8		level;			/* LEVEL_NONE marks an empty slot */
+	uint8		tidx;			/* index of its type in typeoff */
 } GrantItem;
+
+#define GRANTSET_MAX_TYPES	255
+#define GRANTSET_MAX_IDLEN	65535
 
 typedef struct GrantSet
 {
 	uint32		mask;
 	int			n;
 	GrantItem  *items;
-	MemoryContext cxt;			/* holds the set; deleted when the set is dropped */
+	uint32	   *typeoff;		/* offsets of the types in strings */
+	char	   *strings;
 	uint64		last_use;		/* check_clock when it last answered */
+	/* the slots, type offsets and strings follow, in the same allocation */
 } GrantSet;
 
 #define GRANTSET_AFTER_CHECKS	4
@@ -322,6 +333,7 @@ typedef struct AgentEntry
 	char	   *owner;
 	int			ws_grant;		/* level of its workspace_shared grant, -1 unknown */
 	int			checks;			/* grant lookups since its set was last loaded */
+	int			known_grants;	/* its grants when last loaded (any snapshot), -1 unknown */
 	int			loads;			/* how many times its set was loaded */
 	bool		set_failed;		/* too many grants to load them all */
 	struct GrantSet *set;		/* all its grants, once loaded */
@@ -450,6 +462,62 @@ InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
  * ------------------------------------------------------------------------
  */
 
+/*
+ * How many grants each agent had when its set was last loaded, remembered
+ * by the backend across snapshots (a hint only: stale values do no harm).
+ * A set is loaded once an agent has been checked GRANTSET_AFTER_CHECKS
+ * times, and not before 1/GRANTSET_LOAD_RATIO of its known grants: loading
+ * ten thousand grants for the six candidates of a search costs more than
+ * six probes.
+ */
+#define GRANTSET_LOAD_RATIO		64
+#define GRANT_COUNT_MEMO_MAX	65536
+
+typedef struct GrantCountEntry
+{
+	int64		agent_id;		/* hash key */
+	int			n;
+} GrantCountEntry;
+
+static HTAB *grant_count_memo = NULL;
+
+static int
+KnownGrantCount(int64 agent_id)
+{
+	GrantCountEntry *e;
+
+	if (grant_count_memo == NULL)
+		return -1;
+	e = (GrantCountEntry *) hash_search(grant_count_memo, &agent_id, HASH_FIND, NULL);
+	return e ? e->n : -1;
+}
+
+static void
+RememberGrantCount(int64 agent_id, int n)
+{
+	GrantCountEntry *e;
+
+	if (grant_count_memo != NULL &&
+		hash_get_num_entries(grant_count_memo) >= GRANT_COUNT_MEMO_MAX)
+	{
+		hash_destroy(grant_count_memo);
+		grant_count_memo = NULL;
+	}
+	if (grant_count_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(GrantCountEntry);
+		ctl.hcxt = TopMemoryContext;
+		grant_count_memo = hash_create("pg_agents grant counts", 1024, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = (GrantCountEntry *) hash_search(grant_count_memo, &agent_id, HASH_ENTER, NULL);
+	e->n = n;
+}
+
 static AgentEntry *
 GetAgent(int64 agent_id, Snapshot snap)
 {
@@ -472,6 +540,7 @@ GetAgent(int64 agent_id, Snapshot snap)
 	e->owner = NULL;
 	e->ws_grant = -1;
 	e->checks = 0;
+	e->known_grants = KnownGrantCount(agent_id);
 	e->loads = 0;
 	e->set_failed = false;
 	e->set = NULL;
@@ -614,30 +683,34 @@ GrantHash(const char *rtype, const char *rid)
 }
 
 static void
-GrantSetInsert(GrantSet *gs, char *rtype, char *rid, int level)
+GrantSetInsert(GrantSet *gs, uint32 h, uint32 ridoff, int ridlen, int tidx, int level)
 {
-	uint32		h = GrantHash(rtype, rid);
 	uint32		i = h & gs->mask;
 
 	while (gs->items[i].level != LEVEL_NONE)
 		i = (i + 1) & gs->mask;
 	gs->items[i].hash = h;
-	gs->items[i].level = level;
-	gs->items[i].rtype = rtype;
-	gs->items[i].rid = rid;
+	gs->items[i].ridoff = ridoff;
+	gs->items[i].ridlen = (uint16) ridlen;
+	gs->items[i].level = (uint8) level;
+	gs->items[i].tidx = (uint8) tidx;
 }
 
 static int
 GrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
 {
-	uint32		h = GrantHash(rtype, rid);
+	int			ridlen = strlen(rid);
+	uint32		h = hash_combine(hash_bytes((const unsigned char *) rtype, strlen(rtype)),
+								 hash_bytes((const unsigned char *) rid, ridlen));
 	uint32		i = h & gs->mask;
 
 	while (gs->items[i].level != LEVEL_NONE)
 	{
 		GrantItem  *it = &gs->items[i];
 
-		if (it->hash == h && strcmp(it->rid, rid) == 0 && strcmp(it->rtype, rtype) == 0)
+		if (it->hash == h && it->ridlen == ridlen &&
+			memcmp(gs->strings + it->ridoff, rid, ridlen) == 0 &&
+			strcmp(gs->strings + gs->typeoff[it->tidx], rtype) == 0)
 			return it->level;
 		i = (i + 1) & gs->mask;
 	}
@@ -665,7 +738,7 @@ DropColdGrantSets(void)
 		if (e->set != NULL && e->set->last_use < threshold)
 		{
 			grantset_total -= e->set->n;
-			MemoryContextDelete(e->set->cxt);
+			pfree(e->set);
 			e->set = NULL;
 			e->checks = 0;
 			dropped++;
@@ -686,18 +759,26 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	TupleTableSlot *slot;
 	int			n = 0;
 	int			cap = 64;
-	char	  **types;
-	char	  **ids;
-	int		   *levels;
+	int			ntypes = 0;
+	uint32		typeoff[GRANTSET_MAX_TYPES];
+	uint32	   *ridoff;
+	uint16	   *ridlen;
+	uint8	   *tidx;
+	uint8	   *levels;
+	uint32	   *hashes;
+	uint32		typehash[GRANTSET_MAX_TYPES];
+	StringInfoData strings;
 	bool		ok = true;
-	MemoryContext old = MemoryContextSwitchTo(cache_cxt);
-	MemoryContext tmp = AllocSetContextCreate(cache_cxt, "pg_agents grant set",
+	MemoryContext tmp = AllocSetContextCreate(cache_cxt, "pg_agents grant set load",
 											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
 
-	MemoryContextSwitchTo(tmp);
-	types = palloc(sizeof(char *) * cap);
-	ids = palloc(sizeof(char *) * cap);
-	levels = palloc(sizeof(int) * cap);
+	ridoff = palloc(sizeof(uint32) * cap);
+	ridlen = palloc(sizeof(uint16) * cap);
+	tidx = palloc(sizeof(uint8) * cap);
+	levels = palloc(sizeof(uint8) * cap);
+	hashes = palloc(sizeof(uint32) * cap);
+	initStringInfo(&strings);
 	heap = table_open(rels.access, NoLock);
 	index = index_open(rels.access_pkey, NoLock);
 	slot = table_slot_create(heap, NULL);
@@ -708,7 +789,15 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	{
 		bool		isnull;
 		Datum		d;
+		text	   *t;
+		int			len;
+		int			level;
+		int			ti;
 
+		d = slot_getattr(slot, rels.ac_access, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
 		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
 		{
 			ok = false;
@@ -717,42 +806,68 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		if (n == cap)
 		{
 			cap *= 2;
-			types = repalloc(types, sizeof(char *) * cap);
-			ids = repalloc(ids, sizeof(char *) * cap);
-			levels = repalloc(levels, sizeof(int) * cap);
+			ridoff = repalloc(ridoff, sizeof(uint32) * cap);
+			ridlen = repalloc(ridlen, sizeof(uint16) * cap);
+			tidx = repalloc(tidx, sizeof(uint8) * cap);
+			levels = repalloc(levels, sizeof(uint8) * cap);
+			hashes = repalloc(hashes, sizeof(uint32) * cap);
 		}
+		/* its type, stored once */
 		d = slot_getattr(slot, rels.ac_type, &isnull);
-		types[n] = isnull ? pstrdup("") : TextDatumGetCString(d);
+		t = isnull ? NULL : DatumGetTextPP(d);
+		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
+		for (ti = 0; ti < ntypes; ti++)
+			if (strlen(strings.data + typeoff[ti]) == (size_t) len &&
+				memcmp(strings.data + typeoff[ti], t ? VARDATA_ANY(t) : "", len) == 0)
+				break;
+		if (ti == ntypes)
+		{
+			if (ntypes == GRANTSET_MAX_TYPES || memchr(t ? VARDATA_ANY(t) : "", '\0', len) != NULL)
+			{
+				ok = false;
+				break;
+			}
+			typeoff[ntypes] = strings.len;
+			appendBinaryStringInfo(&strings, t ? VARDATA_ANY(t) : "", len);
+			appendStringInfoChar(&strings, '\0');
+			typehash[ntypes] = hash_bytes((const unsigned char *) strings.data + typeoff[ntypes], len);
+			ntypes++;
+		}
+		/* its id */
 		d = slot_getattr(slot, rels.ac_id, &isnull);
-		ids[n] = isnull ? pstrdup("") : TextDatumGetCString(d);
-		d = slot_getattr(slot, rels.ac_access, &isnull);
-		levels[n] = isnull ? LEVEL_NONE : TextLevel(d);
-		if (levels[n] != LEVEL_NONE)
-			n++;
+		t = isnull ? NULL : DatumGetTextPP(d);
+		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
+		if (len > GRANTSET_MAX_IDLEN)
+		{
+			ok = false;
+			break;
+		}
+		ridoff[n] = strings.len;
+		ridlen[n] = (uint16) len;
+		appendBinaryStringInfo(&strings, t ? VARDATA_ANY(t) : "", len);
+		hashes[n] = hash_combine(typehash[ti],
+								 hash_bytes((const unsigned char *) strings.data + ridoff[n], len));
+		tidx[n] = (uint8) ti;
+		levels[n] = (uint8) level;
+		n++;
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
+	MemoryContextSwitchTo(old);
+	RememberGrantCount(ag->id, ok ? n : Max(n, GRANTSET_MAX_AGENT));
+	ag->known_grants = ok ? n : Max(n, GRANTSET_MAX_AGENT);
 	if (ok)
 	{
-		GrantSet   *gs = palloc(sizeof(GrantSet));	/* in tmp */
-		uint32		size = 16;
+		uint32		size = 8;
+		Size		total;
+		GrantSet   *gs;
+		char	   *p;
 		int			i;
 
-		while (size < (uint32) n * 2)
+		while (size < (uint32) n + (uint32) n / 2)
 			size *= 2;
-		gs->mask = size - 1;
-		gs->n = n;
-		gs->cxt = tmp;
-		gs->items = palloc0(sizeof(GrantItem) * size);
-		for (i = 0; i < n; i++)
-			GrantSetInsert(gs, types[i], ids[i], levels[i]);
-		pfree(types);
-		pfree(ids);
-		pfree(levels);
-		gs->last_use = check_clock;
-		MemoryContextSwitchTo(old);
 		if (grantset_total + n > pg_agents_access_cache_grants)
 			DropColdGrantSets();
 		if (grantset_total + n > pg_agents_access_cache_grants)
@@ -761,21 +876,30 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 			MemoryContextDelete(tmp);
 			ag->checks = 0;
 			load_blocked_until = check_clock + GRANTSET_COLD_CHECKS;
-			ok = false;
+			return false;
 		}
-		else
-		{
-			ag->set = gs;		/* lives in tmp, a child of cache_cxt */
-			ag->loads++;
-			grantset_total += n;
-		}
+		total = MAXALIGN(sizeof(GrantSet)) + sizeof(GrantItem) * size +
+			sizeof(uint32) * ntypes + strings.len;
+		p = MemoryContextAllocHuge(cache_cxt, total);
+		gs = (GrantSet *) p;
+		gs->mask = size - 1;
+		gs->n = n;
+		gs->items = (GrantItem *) (p + MAXALIGN(sizeof(GrantSet)));
+		memset(gs->items, 0, sizeof(GrantItem) * size);
+		gs->typeoff = (uint32 *) (gs->items + size);
+		memcpy(gs->typeoff, typeoff, sizeof(uint32) * ntypes);
+		gs->strings = (char *) (gs->typeoff + ntypes);
+		memcpy(gs->strings, strings.data, strings.len);
+		for (i = 0; i < n; i++)
+			GrantSetInsert(gs, hashes[i], ridoff[i], ridlen[i], tidx[i], levels[i]);
+		gs->last_use = check_clock;
+		ag->set = gs;
+		ag->loads++;
+		grantset_total += n;
 	}
 	else
-	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(tmp);
 		ag->set_failed = true;
-	}
+	MemoryContextDelete(tmp);
 	return ok;
 }
 
@@ -785,7 +909,8 @@ AgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
 {
 	check_clock++;
 	if (ag->set == NULL && !ag->set_failed && check_clock >= load_blocked_until &&
-		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)))
+		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)) &&
+		ag->checks >= ag->known_grants / GRANTSET_LOAD_RATIO)
 		LoadGrantSet(ag, snap);
 	if (ag->set != NULL)
 	{
@@ -1066,19 +1191,42 @@ typedef struct AccessArgs
  * Any other role may still ask about autonomous access, which depends on no
  * user: that is what the allowlist policies evaluate as the querying role.
  */
+static bool vouch_roles_valid = false;
+static bool vouch_callbacks = false;
+static Oid	vouch_app_role = InvalidOid;
+static Oid	vouch_tool_role = InvalidOid;
+
+/* a role was created, dropped or renamed: look the two up again */
+static void
+VouchRolesInvalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	vouch_roles_valid = false;
+}
+
 static void
 RequireVouchingRole(void)
 {
-	Oid			app;
+	Oid			user = GetUserId();
 
 	if (superuser())
 		return;
-	app = get_role_oid("agents_app", true);
-	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
+	if (!vouch_roles_valid)
+	{
+		if (!vouch_callbacks)
+		{
+			CacheRegisterSyscacheCallback(AUTHOID, VouchRolesInvalidate, (Datum) 0);
+			CacheRegisterSyscacheCallback(AUTHNAME, VouchRolesInvalidate, (Datum) 0);
+			vouch_callbacks = true;
+		}
+		/* valid first: an invalidation during the lookups makes it look again */
+		vouch_roles_valid = true;
+		vouch_app_role = get_role_oid("agents_app", true);
+		vouch_tool_role = get_role_oid("agents_tool", true);
+	}
+	if (OidIsValid(vouch_app_role) && has_privs_of_role(user, vouch_app_role))
 		return;
 	/* the worker's tool SQL of a manual run filters by its user's ACL */
-	app = get_role_oid("agents_tool", true);
-	if (OidIsValid(app) && has_privs_of_role(GetUserId(), app))
+	if (OidIsValid(vouch_tool_role) && has_privs_of_role(user, vouch_tool_role))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -1372,6 +1520,36 @@ pg_agents_explain_access(PG_FUNCTION_ARGS)
 	values[1] = CStringGetTextDatum(reason_names[r]);
 	values[2] = CStringGetTextDatum(detail ? detail : "");
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * Whether one resource is in the agent's readable set, decided as the set
+ * decides it (the autonomous decision of agent.can_access) under the active
+ * snapshot, with a direct probe of the grant: for the few candidates of a
+ * selective search, when the set is not kept (src/allowlist.c).  1 or 0; -1
+ * when a custom ACL function is configured (the set follows other rules).
+ */
+int
+PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+	int			grant;
+
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	snap = GetActiveSnapshot();
+	EnsureCache(snap);
+	if (OidIsValid(GetAclFunction(snap)))
+		return -1;
+	ag = GetAgent(agent_id, snap);
+	if (!ag->found || ag->deleted || ag->suspended)
+		return 0;
+	grant = ag->set != NULL ? GrantSetLookup(ag->set, rtype, rid) :
+		GetGrant(agent_id, rtype, rid, snap);
+	return ReasonAllows(DecideAutonomous(ag, rtype, rid, edit ? LEVEL_EDIT : LEVEL_READ,
+										 grant, snap, false, NULL)) ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------

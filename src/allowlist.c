@@ -32,21 +32,37 @@
 
 #include <ctype.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
+#include "nodes/supportnodes.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/plancat.h"
+#include "parser/parse_func.h"
+#include "parser/parse_oper.h"
+#include "mb/pg_wchar.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "tsearch/ts_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
@@ -59,6 +75,14 @@ PG_FUNCTION_INFO_V1(pg_agents_allowlist_ids);
 PG_FUNCTION_INFO_V1(pg_agents_readable_ids);
 PG_FUNCTION_INFO_V1(pg_agents_access_changed);
 PG_FUNCTION_INFO_V1(pg_agents_readable_set_stats);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_has);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_custom_acl);
+PG_FUNCTION_INFO_V1(pg_agents_allowlist_support);
+PG_FUNCTION_INFO_V1(pg_agents_ts_match);
+PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
+PG_FUNCTION_INFO_V1(pg_agents_like);
+PG_FUNCTION_INFO_V1(pg_agents_ilike);
+PG_FUNCTION_INFO_V1(pg_agents_like_support);
 
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
@@ -110,6 +134,77 @@ Datum
 pg_agents_allowlist_active(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(PgAgentsActorIsAgent(pg_agents_actor));
+}
+
+/*
+ * agent._allowlist_custom_acl() RETURNS boolean IMMUTABLE: whether a custom
+ * ACL function is configured (agent.access_config.acl_function), folded into
+ * the plans of the policies.  Read under the latest snapshot and kept until
+ * a relcache invalidation of agent.access_config or of every relation (what
+ * agent._allowlist_invalidate sends when access_config changes, which also
+ * drops the plans that folded it); an invalidation that arrives while it is
+ * read makes the next call read again.
+ */
+static bool custom_acl_valid = false;
+static bool custom_acl_value = false;
+static bool custom_acl_callback = false;
+static Oid	custom_acl_rel = InvalidOid;
+
+static void
+CustomAclInvalidate(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == custom_acl_rel)
+		custom_acl_valid = false;
+}
+
+Datum
+pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
+{
+	Oid			nsp;
+	Oid			relid;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Snapshot	snap;
+	AttrNumber	att;
+	bool		found = false;
+
+	if (custom_acl_valid)
+		PG_RETURN_BOOL(custom_acl_value);
+	if (!custom_acl_callback)
+	{
+		CacheRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
+		custom_acl_callback = true;
+	}
+	custom_acl_valid = true;	/* an invalidation from here on clears it */
+	nsp = get_namespace_oid("agent", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("access_config", nsp) : InvalidOid;
+	custom_acl_rel = relid;
+	if (!OidIsValid(relid))
+	{
+		custom_acl_valid = false;
+		PG_RETURN_BOOL(false);
+	}
+	att = get_attnum(relid, "acl_function");
+	rel = table_open(relid, AccessShareLock);
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, InvalidOid, false, snap, 0, NULL);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+
+		if (att != InvalidAttrNumber)
+			(void) heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
+		else
+			isnull = true;
+		if (!isnull)
+			found = true;
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, AccessShareLock);
+	custom_acl_value = found;
+	PG_RETURN_BOOL(found);
 }
 
 /*
@@ -447,8 +542,21 @@ CanKeepAcrossStatements(void)
  * kept while it cannot have changed (see above).  Returns a copy in the
  * caller's memory context.
  */
+static int
+ArrayCount(Datum arr)
+{
+	ArrayType  *a = DatumGetArrayTypeP(arr);
+
+	return ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+}
+
+/*
+ * With count != NULL, only the number of ids is returned there (and the
+ * result is (Datum) 0): no copy is made.
+ */
 static Datum
-ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count,
+						bool kept_only)
 {
 	Oid			access_rel = PgAgentsAccessRelid();
 	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, access_rel);
@@ -479,9 +587,20 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 			if (valid)
 			{
 				MemoryContextDelete(scratch);
-				ids_reused++;
+				if (count == NULL)
+					ids_reused++;	/* plan-time estimates are not uses */
+				if (count)
+				{
+					*count = ArrayCount(e->array);
+					return (Datum) 0;
+				}
 				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 			}
+		}
+		if (kept_only)
+		{
+			MemoryContextDelete(scratch);
+			return (Datum) 0;
 		}
 		/* compute under a snapshot taken after the sample */
 		old = MemoryContextSwitchTo(scratch);
@@ -512,8 +631,19 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 		if (e != NULL && !e->shared && memcmp(&key, &e->key, sizeof(key)) == 0)
 		{
 			MemoryContextDelete(scratch);
-			ids_reused++;
+			if (count == NULL)
+				ids_reused++;
+			if (count)
+			{
+				*count = ArrayCount(e->array);
+				return (Datum) 0;
+			}
 			return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
+		}
+		if (kept_only)
+		{
+			MemoryContextDelete(scratch);
+			return (Datum) 0;
 		}
 		old = MemoryContextSwitchTo(scratch);
 		arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
@@ -522,9 +652,40 @@ ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 		e->key = key;
 	}
 	ids_computed++;
-	arr = PointerGetDatum(DatumGetArrayTypePCopy(arr));
+	if (count)
+	{
+		*count = ArrayCount(arr);
+		arr = (Datum) 0;
+	}
+	else
+		arr = PointerGetDatum(DatumGetArrayTypePCopy(arr));
 	MemoryContextDelete(scratch);
 	return arr;
+}
+
+static Datum
+ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, false);
+}
+
+/* the kept set, if it is still good, else (Datum) 0: nothing is computed */
+static Datum
+ReadableIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+}
+
+/*
+ * An estimate of the size of the set: that of the last set computed for
+ * these arguments, good or not any more; -1 if there is none.
+ */
+static int
+ReadableIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+{
+	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
+
+	return e ? ArrayCount(e->array) : -1;
 }
 
 /*
@@ -604,4 +765,754 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(ReadableIdsArray(PG_GETARG_INT64(0),
 									 text_to_cstring(PG_GETARG_TEXT_PP(1)),
 									 ParseMode(PG_GETARG_TEXT_PP(2)), TEXTOID));
+}
+
+/* ------------------------------------------------------------------------
+ * The policies' membership test, and what the planner knows about it
+ * ------------------------------------------------------------------------
+ *
+ * The SELECT policy of an id column reads (folded for an agent session)
+ *
+ *		agent._allowlist_has(id, 'page', 'read')
+ *
+ * a per-row membership test of the session's agent's readable set (the
+ * array above, kept while it cannot have changed, searched by bisection),
+ * with a planner support function that
+ *
+ * - estimates its selectivity from the real size of the readable set (so
+ *   the planner knows a search for a rare term is best started from the
+ *   text index, and a broad one from the id index);
+ * - turns it into an index condition on a btree index of the id column,
+ *   "id = ANY (agent._allowlist_ids_int8('page', 'read'))", whose cost is
+ *   one probe per readable id (the support function of _allowlist_ids_*).
+ *
+ * So an agent's query is planned either way by cost: probe the id index
+ * with the readable set, or scan by the query's own conditions and filter
+ * with the set.  What reaches the results (rows, counts, ranks) is the same.
+ */
+
+/*
+ * Rows decided one by one before the readable set is computed: a decision
+ * costs about half of what the set costs per id it holds, so at most twice
+ * the size of the last set computed (at least HAS_PERROW_MIN): a search
+ * never pays more than twice the cheaper of the two ways.
+ */
+#define HAS_PERROW_MIN 1000
+
+typedef struct HasSet
+{
+	char		actor[32];		/* pg_agents.actor it was built for */
+	Oid			argtype;
+	bool		edit;
+	bool		perrow;			/* deciding row by row, no set yet */
+	int			decisions;		/* rows decided so */
+	int			perrow_max;		/* rows to decide so before computing the set */
+	int64		agent_id;
+	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
+	char	   *rtype;
+	char	   *mode;
+	int			n;
+	int64	   *ints;
+	pg_uuid_t  *uuids;
+	text	  **texts;
+} HasSet;
+
+static int
+CompareUuid(const void *a, const void *b)
+{
+	return memcmp(a, b, UUID_LEN);
+}
+
+static int
+CompareTextP(const void *a, const void *b)
+{
+	const text *x = *(text *const *) a;
+	const text *y = *(text *const *) b;
+	int			lx = VARSIZE_ANY_EXHDR(x);
+	int			ly = VARSIZE_ANY_EXHDR(y);
+
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return memcmp(VARDATA_ANY(x), VARDATA_ANY(y), lx);
+}
+
+static Oid
+HasElemType(Oid argtype)
+{
+	switch (argtype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return INT8OID;
+		case UUIDOID:
+			return UUIDOID;
+		default:
+			return TEXTOID;
+	}
+}
+
+static bool
+TextIs(text *t, const char *s)
+{
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	return (int) strlen(s) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+/* fill the search structure from a readable set (an array of s->elemtype) */
+static void
+HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ArrayType  *arr = DatumGetArrayTypeP(arrd);
+	Datum	   *elems;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			i;
+
+	s->perrow = false;
+	if (s->elemtype == INT8OID && !ARR_HASNULL(arr))
+	{
+		/* sorted by BuildIdsArray */
+		s->n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
+		memcpy(s->ints, ARR_DATA_PTR(arr), sizeof(int64) * s->n);
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	get_typlenbyvalalign(s->elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, s->elemtype, typlen, typbyval, typalign, &elems, &nulls, &s->n);
+	if (s->elemtype == INT8OID)
+	{
+		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
+		for (i = 0; i < s->n; i++)
+			s->ints[i] = DatumGetInt64(elems[i]);
+		qsort(s->ints, s->n, sizeof(int64), CompareInt64);
+	}
+	else if (s->elemtype == UUIDOID)
+	{
+		s->uuids = palloc(sizeof(pg_uuid_t) * Max(s->n, 1));
+		for (i = 0; i < s->n; i++)
+			memcpy(&s->uuids[i], DatumGetUUIDP(elems[i]), sizeof(pg_uuid_t));
+		qsort(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid);
+	}
+	else
+	{
+		s->texts = palloc(sizeof(text *) * Max(s->n, 1));
+		for (i = 0; i < s->n; i++)
+			s->texts[i] = DatumGetTextPP(elems[i]);
+		qsort(s->texts, s->n, sizeof(text *), CompareTextP);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The search structure for the agent: from the kept readable set when it is
+ * still good; otherwise it starts deciding row by row (see
+ * pg_agents_allowlist_has), in cxt.
+ */
+static HasSet *
+HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mode,
+			Oid elemtype)
+{
+	HasSet	   *s = MemoryContextAllocZero(cxt, sizeof(HasSet));
+	Datum		kept;
+
+	s->agent_id = agent_id;
+	s->elemtype = elemtype;
+	s->rtype = MemoryContextStrdup(cxt, rtype);
+	s->mode = MemoryContextStrdup(cxt, mode);
+	s->edit = ParseMode(cstring_to_text(mode));
+	kept = ReadableIdsKept(agent_id, rtype, s->edit, elemtype);
+	if (kept != (Datum) 0)
+		HasSetFill(s, cxt, kept);
+	else
+	{
+		int			n = ReadableIdsEstimate(agent_id, rtype, s->edit, elemtype);
+
+		s->perrow = true;
+		s->perrow_max = n > HAS_PERROW_MIN / 2 ? 2 * n : HAS_PERROW_MIN;
+	}
+	return s;
+}
+
+/* the canonical text form of an id of the policy's argument type */
+static char *
+IdText(FunctionCallInfo fcinfo, Oid argtype)
+{
+	switch (argtype)
+	{
+		case INT2OID:
+			return psprintf("%d", (int) PG_GETARG_INT16(0));
+		case INT4OID:
+			return psprintf("%d", (int) PG_GETARG_INT32(0));
+		case INT8OID:
+			return psprintf(INT64_FORMAT, PG_GETARG_INT64(0));
+		case UUIDOID:
+			return DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
+		default:
+			return text_to_cstring(PG_GETARG_TEXT_PP(0));
+	}
+}
+
+/*
+ * agent._allowlist_has(id <bigint|integer|smallint|uuid|text>, resource_type
+ * text, mode text) RETURNS boolean: whether the id is in the readable set of
+ * the session's agent (false when the session does not act as an agent).
+ * The set is looked up once per call site and execution, like the InitPlan
+ * it replaces.  Text ids compare byte for byte.
+ */
+Datum
+pg_agents_allowlist_has(PG_FUNCTION_ARGS)
+{
+	HasSet	   *s = (HasSet *) fcinfo->flinfo->fn_extra;
+	text	   *rt = PG_GETARG_TEXT_PP(1);
+	text	   *md = PG_GETARG_TEXT_PP(2);
+	Oid			elemtype;
+
+	/* the same actor, type and mode as the set was built for? */
+	if (s == NULL || pg_agents_actor == NULL || strcmp(s->actor, pg_agents_actor) != 0 ||
+		!TextIs(rt, s->rtype) || !TextIs(md, s->mode))
+	{
+		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+
+		if (!PgAgentsActorIsAgent(pg_agents_actor))
+			PG_RETURN_BOOL(false);
+		s = HasSetBuild(fcinfo->flinfo->fn_mcxt, strtoll(pg_agents_actor + 6, NULL, 10),
+						text_to_cstring(rt), text_to_cstring(md), HasElemType(argtype));
+		strlcpy(s->actor, pg_agents_actor, sizeof(s->actor));
+		s->argtype = argtype;
+		fcinfo->flinfo->fn_extra = s;
+	}
+	if (s->perrow)
+	{
+		/*
+		 * The set is not kept (access data changed since it was computed):
+		 * computing it costs a probe per grant, so the first rows are
+		 * decided one by one (a probe each), as the set would decide them,
+		 * which is cheaper for the candidates of a selective search; past
+		 * perrow_max rows the set is computed after all.
+		 */
+		if (s->decisions < s->perrow_max)
+		{
+			char	   *rid = IdText(fcinfo, s->argtype);
+			int			r = PgAgentsReadableOne(s->agent_id, s->rtype, rid, s->edit);
+
+			pfree(rid);
+			if (r >= 0)
+			{
+				s->decisions++;
+				PG_RETURN_BOOL(r == 1);
+			}
+		}
+		HasSetFill(s, fcinfo->flinfo->fn_mcxt,
+				   ReadableIdsArray(s->agent_id, s->rtype, s->edit, s->elemtype));
+	}
+	elemtype = s->elemtype;
+	if (elemtype == INT8OID)
+	{
+		int64		v = s->argtype == INT2OID ? (int64) PG_GETARG_INT16(0) :
+			s->argtype == INT4OID ? (int64) PG_GETARG_INT32(0) : PG_GETARG_INT64(0);
+		int			lo = 0;
+		int			hi = s->n - 1;
+
+		while (lo <= hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+			int64		m = s->ints[mid];
+
+			if (m == v)
+				PG_RETURN_BOOL(true);
+			if (m < v)
+				lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+		PG_RETURN_BOOL(false);
+	}
+	if (elemtype == UUIDOID)
+		PG_RETURN_BOOL(bsearch(PG_GETARG_UUID_P(0), s->uuids, s->n, sizeof(pg_uuid_t),
+							   CompareUuid) != NULL);
+	{
+		text	   *v = PG_GETARG_TEXT_PP(0);
+
+		PG_RETURN_BOOL(bsearch(&v, s->texts, s->n, sizeof(text *), CompareTextP) != NULL);
+	}
+}
+
+/* used when the size of the readable set cannot be known at plan time */
+#define HAS_DEFAULT_SET_SIZE 1000.0
+
+/*
+ * The size of the session's agent's readable set for these (constant)
+ * arguments, as the policy will see it: computed (or found kept) now, since
+ * the statement needs it anyway.  Planning only estimates with it.
+ */
+static struct
+{
+	bool		valid;
+	LocalTransactionId lxid;
+	CommandId	cid;
+	int64		agent_id;
+	bool		edit;
+	Oid			elemtype;
+	char		rtype[128];
+	int			n;
+}			size_memo;
+
+static double
+ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
+{
+	Const	   *rt = (Const *) rtype_arg;
+	Const	   *md = (Const *) mode_arg;
+	char	   *mode;
+	char	   *rtype;
+	int64		agent_id;
+	bool		edit;
+	int			n = 0;
+
+	if (rt == NULL || md == NULL || !IsA(rt, Const) || !IsA(md, Const) ||
+		rt->constisnull || md->constisnull ||
+		!PgAgentsActorIsAgent(pg_agents_actor) || !ActiveSnapshotSet())
+		return HAS_DEFAULT_SET_SIZE;
+	mode = TextDatumGetCString(md->constvalue);
+	if (strcmp(mode, "read") != 0 && strcmp(mode, "edit") != 0)
+		return HAS_DEFAULT_SET_SIZE;
+	rtype = TextDatumGetCString(rt->constvalue);
+	agent_id = strtoll(pg_agents_actor + 6, NULL, 10);
+	edit = strcmp(mode, "edit") == 0;
+	/* the planner asks several times per statement: once per command */
+	if (size_memo.valid && size_memo.lxid == PGA_MY_LXID &&
+		size_memo.cid == GetCurrentCommandId(false) && size_memo.agent_id == agent_id &&
+		size_memo.edit == edit && size_memo.elemtype == elemtype &&
+		strcmp(size_memo.rtype, rtype) == 0)
+		return (double) size_memo.n;
+	/*
+	 * The size of the last set computed, even if it is not good any more
+	 * (an estimate); only when there is none is the set computed now (the
+	 * statement will likely need it, and it is kept).
+	 */
+	n = ReadableIdsEstimate(agent_id, rtype, edit, elemtype);
+	if (n < 0)
+		(void) ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, &n, false);
+	if (strlen(rtype) < sizeof(size_memo.rtype))
+	{
+		size_memo.valid = true;
+		size_memo.lxid = PGA_MY_LXID;
+		size_memo.cid = GetCurrentCommandId(false);
+		size_memo.agent_id = agent_id;
+		size_memo.edit = edit;
+		size_memo.elemtype = elemtype;
+		strcpy(size_memo.rtype, rtype);
+		size_memo.n = n;
+	}
+	return (double) n;
+}
+
+/* agent._allowlist_ids_<type>(text, text) */
+static Oid
+IdsFunction(Oid elemtype)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	const char *name = elemtype == INT8OID ? "_allowlist_ids_int8" :
+		elemtype == UUIDOID ? "_allowlist_ids_uuid" : "_allowlist_ids_text";
+
+	return LookupFuncName(list_make2(makeString("agent"), makeString(pstrdup(name))),
+						  2, argtypes, true);
+}
+
+/*
+ * agent._allowlist_support(internal): planner support of agent._allowlist_has
+ * (selectivity, cost, index condition) and of agent._allowlist_ids_* (cost).
+ */
+Datum
+pg_agents_allowlist_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+
+	if (IsA(rawreq, SupportRequestSelectivity))
+	{
+		SupportRequestSelectivity *req = (SupportRequestSelectivity *) rawreq;
+		double		n;
+		double		tuples = 0;
+		int			relid;
+		Node	   *arg0;
+
+		if (list_length(req->args) != 3)
+			PG_RETURN_POINTER(NULL);
+		arg0 = linitial(req->args);
+		n = ReadableSetSize(lsecond(req->args), lthird(req->args),
+							HasElemType(exprType(arg0)));
+		if (bms_get_singleton_member(pull_varnos(req->root, arg0), &relid) &&
+			relid > 0 && relid < req->root->simple_rel_array_size &&
+			req->root->simple_rel_array[relid] != NULL)
+			tuples = req->root->simple_rel_array[relid]->tuples;
+		if (tuples < 1)
+			tuples = Max(n * 10, 1000);
+		req->selectivity = Min(1.0, Max(n, 1.0) / tuples);
+		PG_RETURN_POINTER(req);
+	}
+	if (IsA(rawreq, SupportRequestCost))
+	{
+		SupportRequestCost *req = (SupportRequestCost *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+
+		if (get_func_rettype(req->funcid) == BOOLOID)
+		{
+			/*
+			 * A bisection of the readable set; charged like the fetch of the
+			 * row it filters, which the planner's bitmap and sequential scan
+			 * costs underestimate against the probes of the id index (the
+			 * figure that chooses the faster plan in bench/rls.sh).
+			 */
+			req->startup = 0;
+			req->per_tuple = 10 * cpu_tuple_cost;
+		}
+		else
+		{
+			/*
+			 * The readable set in an index condition: one probe of the id
+			 * index and one heap fetch per id, which the index's own
+			 * estimate (ten elements for an array it cannot see) misses.
+			 */
+			double		n = HAS_DEFAULT_SET_SIZE;
+
+			if (fe != NULL && IsA(fe, FuncExpr) && list_length(fe->args) == 2)
+				n = ReadableSetSize(linitial(fe->args), lsecond(fe->args),
+									get_element_type(fe->funcresulttype));
+			req->startup = 0;
+			req->per_tuple = n * (random_page_cost + cpu_index_tuple_cost + cpu_tuple_cost);
+		}
+		PG_RETURN_POINTER(req);
+	}
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+		Node	   *arg0;
+		Oid			argtype;
+		Oid			elemtype;
+		Oid			opno;
+		Oid			idsfn;
+		ScalarArrayOpExpr *sa;
+		ListCell   *lc;
+
+		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 3 || req->indexarg != 0 ||
+			req->index->relam != BTREE_AM_OID ||
+			!IsA(lsecond(fe->args), Const) || !IsA(lthird(fe->args), Const))
+			PG_RETURN_POINTER(NULL);
+		arg0 = linitial(fe->args);
+		argtype = exprType(arg0);
+		elemtype = HasElemType(argtype);
+		if (elemtype == TEXTOID &&
+			(argtype != TEXTOID ||
+			 (OidIsValid(req->indexcollation) && !get_collation_isdeterministic(req->indexcollation))))
+			PG_RETURN_POINTER(NULL);
+		/*
+		 * A query that already pins the column to a value (id = 42) probes
+		 * the index with it; the readable set as a second index condition
+		 * would only cost its preprocessing.  The test then filters.
+		 */
+		foreach(lc, req->index->rel->baserestrictinfo)
+		{
+			RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+			OpExpr	   *op = (OpExpr *) ri->clause;
+
+			if (IsA(op, OpExpr) && list_length(op->args) == 2 &&
+				get_op_opfamily_strategy(op->opno, req->opfamily) == BTEqualStrategyNumber &&
+				((equal(strip_implicit_coercions(linitial(op->args)), strip_implicit_coercions(arg0)) &&
+				  !contain_var_clause(lsecond(op->args))) ||
+				 (equal(strip_implicit_coercions(lsecond(op->args)), strip_implicit_coercions(arg0)) &&
+				  !contain_var_clause(linitial(op->args)))))
+				PG_RETURN_POINTER(NULL);
+		}
+		opno = get_opfamily_member(req->opfamily, argtype, elemtype, BTEqualStrategyNumber);
+		idsfn = IdsFunction(elemtype);
+		if (!OidIsValid(opno) || !OidIsValid(idsfn))
+			PG_RETURN_POINTER(NULL);
+		sa = makeNode(ScalarArrayOpExpr);
+		sa->opno = opno;
+		sa->opfuncid = get_opcode(opno);
+		sa->useOr = true;
+		sa->inputcollid = elemtype == TEXTOID ? req->indexcollation : InvalidOid;
+		sa->args = list_make2(copyObject(arg0),
+							  makeFuncExpr(idsfn, get_array_type(elemtype),
+										   list_make2(copyObject(lsecond(fe->args)),
+													  copyObject(lthird(fe->args))),
+										   elemtype == TEXTOID ? DEFAULT_COLLATION_OID : InvalidOid,
+										   DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL));
+		sa->location = -1;
+		/*
+		 * Exact: the same set, the same equality (integers, uuids, text
+		 * under a deterministic collation, that is byte for byte), so the
+		 * test is not evaluated again on the rows the probe returns.
+		 */
+		req->lossy = false;
+		PG_RETURN_POINTER(list_make1(sa));
+	}
+	PG_RETURN_POINTER(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * agent.ts_match: a leakproof full-text match
+ * ------------------------------------------------------------------------
+ *
+ * Row-level security evaluates the policies before any condition whose
+ * function is not LEAKPROOF, and only a leakproof condition may become an
+ * index condition beneath them.  pg_catalog's tsvector @@ tsquery is not
+ * marked LEAKPROOF (and changing pg_catalog is not ours to do), so under the
+ * allowlist an agent's search cannot start from the text index.
+ * agent.ts_match(tsvector, tsquery) is the same match, marked LEAKPROOF:
+ * its result depends on its arguments only and it raises no error that
+ * depends on them (ts_match_vq searches the vector for the query's lexemes;
+ * the one data-dependent error it could raise, stack depth on a deeply
+ * nested query, is avoided: a query nested deeper than TS_MATCH_MAX_DEPTH
+ * levels matches nothing).  Its support function lets the planner use a
+ * GIN or GiST index whose operator family has @@ (the default tsvector_ops)
+ * and estimate it as @@.
+ */
+#define TS_MATCH_MAX_DEPTH 256
+
+static bool
+TsQueryTooDeep(TSQuery q)
+{
+	QueryItem  *items = GETQUERY(q);
+	int		   *stack;
+	int		   *depth;
+	int			top = 0;
+	bool		deep = false;
+
+	if (q->size <= TS_MATCH_MAX_DEPTH)
+		return false;			/* the depth is at most the number of items */
+	stack = palloc(sizeof(int) * q->size);
+	depth = palloc(sizeof(int) * q->size);
+	stack[top] = 0;
+	depth[top++] = 1;
+	while (top > 0 && !deep)
+	{
+		int			i = stack[--top];
+		int			d = depth[top];
+
+		if (d > TS_MATCH_MAX_DEPTH)
+			deep = true;
+		else if (i >= 0 && i < q->size && items[i].type == QI_OPR)
+		{
+			/* operands: item + 1, and for binary operators item + left */
+			if (top + 2 > q->size)
+			{
+				deep = true;	/* malformed: never reached for a valid query */
+				break;
+			}
+			stack[top] = i + 1;
+			depth[top++] = d + 1;
+			if (items[i].qoperator.oper != OP_NOT)
+			{
+				stack[top] = i + items[i].qoperator.left;
+				depth[top++] = d + 1;
+			}
+		}
+	}
+	pfree(stack);
+	pfree(depth);
+	return deep;
+}
+
+Datum
+pg_agents_ts_match(PG_FUNCTION_ARGS)
+{
+	TSQuery		q = PG_GETARG_TSQUERY(1);
+
+	if (TsQueryTooDeep(q))
+		PG_RETURN_BOOL(false);
+	return DirectFunctionCall2Coll(ts_match_vq, PG_GET_COLLATION(),
+								   PG_GETARG_DATUM(0), PointerGetDatum(q));
+}
+
+/* pg_catalog.@@ (tsvector, tsquery) */
+static Oid
+TsMatchOperator(void)
+{
+	return LookupOperName(NULL, list_make2(makeString("pg_catalog"), makeString("@@")),
+						  TSVECTOROID, TSQUERYOID, true, -1);
+}
+
+/*
+ * agent._ts_match_support(internal): planner support of agent.ts_match: the
+ * selectivity of @@, and @@ as an index condition on a tsvector index.
+ */
+Datum
+pg_agents_ts_match_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	Oid			op;
+
+	if (IsA(rawreq, SupportRequestSelectivity))
+	{
+		SupportRequestSelectivity *req = (SupportRequestSelectivity *) rawreq;
+
+		op = TsMatchOperator();
+		if (!OidIsValid(op) || list_length(req->args) != 2)
+			PG_RETURN_POINTER(NULL);
+		if (req->is_join)
+			req->selectivity = join_selectivity(req->root, op, req->args, req->inputcollid,
+												req->jointype, req->sjinfo);
+		else
+			req->selectivity = restriction_selectivity(req->root, op, req->args,
+													   req->inputcollid, req->varRelid);
+		PG_RETURN_POINTER(req);
+	}
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+		Node	   *query;
+
+		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 2 || req->indexarg != 0)
+			PG_RETURN_POINTER(NULL);
+		op = TsMatchOperator();
+		if (!OidIsValid(op) || !op_in_opfamily(op, req->opfamily))
+			PG_RETURN_POINTER(NULL);
+		query = lsecond(fe->args);
+		/* a constant query too deep for ts_match stays ts_match's */
+		if (IsA(query, Const) && !((Const *) query)->constisnull &&
+			TsQueryTooDeep(DatumGetTSQuery(((Const *) query)->constvalue)))
+			PG_RETURN_POINTER(NULL);
+		req->lossy = false;
+		PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
+												   (Expr *) copyObject(linitial(fe->args)),
+												   (Expr *) copyObject(query),
+												   InvalidOid, fe->inputcollid)));
+	}
+	PG_RETURN_POINTER(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * agent.like and agent.ilike: leakproof LIKE and ILIKE
+ * ------------------------------------------------------------------------
+ *
+ * The same matches as text LIKE and ILIKE (~~, ~~*), marked LEAKPROOF, so
+ * that under the allowlist a pattern search can start from a trigram index
+ * (pg_trgm's gin_trgm_ops or gist_trgm_ops, whose operator families have ~~
+ * and ~~*) or a btree prefix, and filter with the policy afterwards.  The
+ * errors of LIKE that depend on its arguments (a pattern ending with the
+ * escape character; running out of stack on thousands of %) are avoided:
+ * such a pattern matches nothing.  (ILIKE
+ * lower-cases both sides first, which raises nothing on text that is valid
+ * in the database encoding, as PostgreSQL ensures all stored text is.)
+ */
+
+/*
+ * Could LIKE raise an error on this pattern, whatever the string?  A pattern
+ * ending with an unpaired escape character (a backslash) always can; one
+ * with more than LIKE_MAX_WILDCARDS % signs could run out of stack (the
+ * matcher recurses once per %) depending on the string.  Such patterns match
+ * nothing through agent.like.
+ */
+#define LIKE_MAX_WILDCARDS 256
+
+static bool
+LikePatternBad(text *pat)
+{
+	const char *p = VARDATA_ANY(pat);
+	int			len = VARSIZE_ANY_EXHDR(pat);
+	int			wildcards = 0;
+
+	while (len > 0)
+	{
+		int			l;
+
+		if (*p == '%' && ++wildcards > LIKE_MAX_WILDCARDS)
+			return true;
+		if (*p == '\\')
+		{
+			if (len == 1)
+				return true;
+			p++;
+			len--;
+		}
+		l = pg_mblen(p);
+		if (l > len)
+			return true;		/* not valid text: never from the database */
+		p += l;
+		len -= l;
+	}
+	return false;
+}
+
+Datum
+pg_agents_like(PG_FUNCTION_ARGS)
+{
+	text	   *pat = PG_GETARG_TEXT_PP(1);
+
+	if (LikePatternBad(pat))
+		PG_RETURN_BOOL(false);
+	return DirectFunctionCall2Coll(textlike, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
+								   PointerGetDatum(pat));
+}
+
+Datum
+pg_agents_ilike(PG_FUNCTION_ARGS)
+{
+	text	   *pat = PG_GETARG_TEXT_PP(1);
+
+	if (LikePatternBad(pat))
+		PG_RETURN_BOOL(false);
+	return DirectFunctionCall2Coll(texticlike, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
+								   PointerGetDatum(pat));
+}
+
+/*
+ * agent._like_support(internal): planner support of agent.like and
+ * agent.ilike: the estimates and btree prefix conditions of LIKE and ILIKE
+ * (their own support functions), and ~~ / ~~* as the index condition on an
+ * index whose operator family has it (pg_trgm).
+ */
+Datum
+pg_agents_like_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	bool		ci;
+	Oid			op;
+
+	if (IsA(rawreq, SupportRequestSelectivity))
+		ci = ((SupportRequestSelectivity *) rawreq)->funcid != InvalidOid &&
+			strcmp(get_func_name(((SupportRequestSelectivity *) rawreq)->funcid), "ilike") == 0;
+	else if (IsA(rawreq, SupportRequestIndexCondition))
+		ci = strcmp(get_func_name(((SupportRequestIndexCondition *) rawreq)->funcid), "ilike") == 0;
+	else
+		PG_RETURN_POINTER(NULL);
+
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		FuncExpr   *fe = (FuncExpr *) req->node;
+		Node	   *pattern;
+
+		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 2 || req->indexarg != 0)
+			PG_RETURN_POINTER(NULL);
+		pattern = lsecond(fe->args);
+		op = LookupOperName(NULL, list_make2(makeString("pg_catalog"), makeString(ci ? "~~*" : "~~")),
+							TEXTOID, TEXTOID, true, -1);
+		if (OidIsValid(op) && op_in_opfamily(op, req->opfamily))
+		{
+			/*
+			 * The index's recheck runs ~~ itself on the candidates: only a
+			 * constant pattern, known not to make it fail.
+			 */
+			if (!IsA(pattern, Const) || ((Const *) pattern)->constisnull ||
+				LikePatternBad(DatumGetTextPP(((Const *) pattern)->constvalue)))
+				PG_RETURN_POINTER(NULL);
+			req->lossy = false;
+			PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
+													   (Expr *) copyObject(linitial(fe->args)),
+													   (Expr *) copyObject(pattern),
+													   InvalidOid, fe->inputcollid)));
+		}
+	}
+	/* a btree prefix (lossy: the match stays as a filter), and the estimates */
+	PG_RETURN_DATUM(DirectFunctionCall1(ci ? texticlike_support : textlike_support,
+										PointerGetDatum(rawreq)));
 }

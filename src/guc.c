@@ -61,7 +61,7 @@ int			pg_agents_filter_view_timeout = 100;
 int			pg_agents_approval_rule_timeout = 200;
 
 /* access */
-int			pg_agents_access_cache_grants = 262144;
+int			pg_agents_access_cache_grants = 1048576;
 
 /* operations (docs/operations.md) */
 int			pg_agents_log_runs = 0;
@@ -277,7 +277,7 @@ PgAgentsDefineGucs(void)
 	DefineCustomIntVariable("pg_agents.access_cache_grants",
 							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",
 							"0 makes every check probe the index.",
-							&pg_agents_access_cache_grants, 262144, 0, 16 * 1024 * 1024,
+							&pg_agents_access_cache_grants, 1048576, 0, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 
 	/* operations (docs/operations.md) */

@@ -99,6 +99,7 @@ extern void PgAgentsAuditEvent(const char *action, const char *status,
 extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n,
 								  bool *custom_acl);
 extern Oid	PgAgentsAccessRelid(void);
+extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
 
 /* allowlist.c */
 extern bool PgAgentsActorIsAgent(const char *actor);

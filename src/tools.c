@@ -928,7 +928,9 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	 * Filtered before ranking: agent.can_access under the run's regime is
 	 * in the WHERE clause of every branch, so ranking and the limit only
 	 * ever see rows the run may read (and RLS applies on top, as the tool
-	 * role).
+	 * role).  The match is the leakproof agent.ts_match, so that under the
+	 * allowlist a selective search starts from the text index and filters
+	 * its candidates with the policy (docs/allowlist.md).
 	 *
 	 * Full text only (no query embedding): every matching row of every
 	 * table, ranked by ts_rank.  Semantic search (a query embedding): a
@@ -979,7 +981,7 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 						 "pg_catalog.left(t.%s::pg_catalog.text, %d) AS snippet, "
 						 "pg_catalog.ts_rank(%s, pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1)) AS rank "
 						 "FROM %s t WHERE agent.can_access($2, %s, t.%s::pg_catalog.text, 'read', $3, $4) "
-						 "AND %s OPERATOR(pg_catalog.@@) pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1)",
+						 "AND agent.ts_match(%s, pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1))",
 						 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
 						 t->body_col, SNIPPET_CHARS, tsv, t->config,
 						 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,

@@ -7,13 +7,17 @@
 --
 -- The policies are restrictive and read
 --     NOT agent._allowlist_active()
---     OR (NOT agent._allowlist_custom_acl() AND id = ANY ((SELECT agent._allowlist_ids_int8(<type>, <mode>))))
+--     OR (NOT agent._allowlist_custom_acl() AND agent._allowlist_has(id, <type>, <mode>))
 --     OR (agent._allowlist_custom_acl() AND agent.can_access(<agent>, <type>, id::text, <mode>))
 -- agent._allowlist_active() is C and IMMUTABLE: the planner folds it, so a
 -- session that does not act as an agent plans the table as if it had no
--- policy, and an agent session gets an indexable "id = ANY($n)" whose array is
--- computed once per statement (an InitPlan), in C, by the decision of
--- agent.can_access, and kept while the visible data cannot have changed.  The assign hook of
+-- policy, and an agent session gets the membership test of its readable set,
+-- computed in C by the decision of agent.can_access and kept while the
+-- visible data cannot have changed.  Its planner support function knows the
+-- set's size: the planner probes the id index with the set
+-- ("id = ANY (agent._allowlist_ids_int8(...))") or, for a selective search
+-- written with the leakproof agent.ts_match, starts from the text index and
+-- filters with the set, by cost.  The assign hook of
 -- pg_agents.actor invalidates cached plans when a session switches between
 -- acting as an agent and not (src/allowlist.c).  With a custom ACL function
 -- (agent.set_acl_function) the folded shape is a per-row agent.can_access;
@@ -254,11 +258,10 @@ COMMENT ON FUNCTION agent._allowlist_custom_acl_now() IS
 -- take a per-row agent.can_access shape when a custom ACL function is set.
 -- A change of agent.access_config invalidates every cached plan.
 CREATE FUNCTION agent._allowlist_custom_acl() RETURNS boolean
-LANGUAGE sql IMMUTABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT EXISTS (SELECT 1 FROM agent.access_config WHERE acl_function IS NOT NULL) $$;
+LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_custom_acl';
 COMMENT ON FUNCTION agent._allowlist_custom_acl() IS
-  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans.';
+  'Internal to the allowlist policies: whether a custom ACL function is configured, declared IMMUTABLE so that the planner folds it; changing agent.access_config invalidates cached plans (and the value, which each backend keeps until then).';
 
 CREATE FUNCTION agent._allowlist_invalidate() RETURNS trigger
 LANGUAGE C
@@ -286,23 +289,111 @@ REVOKE ALL ON FUNCTION agent._readable_ids(bigint, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent._readable_ids(bigint, text, text) IS
   'Internal to agent.readable_resources: the readable (or editable) ids of any agent among the resources of a type, sorted, computed in C by the decision of agent.can_access. Not executable by PUBLIC.';
 
+-- Planner support of the policies' membership test and of the readable set in
+-- an index condition (src/allowlist.c): selectivity from the real size of the
+-- readable set, the index condition on the id index, and its cost.  The
+-- _allowlist_ids_* functions are VOLATILE (their result depends only on the
+-- session and the access data) so that the planner does not evaluate them
+-- while estimating an index condition: it would then estimate each id of
+-- the set one by one (a millisecond for 10k ids, at every planning).
+CREATE FUNCTION agent._allowlist_support(internal) RETURNS internal
+LANGUAGE C STRICT
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_support';
+COMMENT ON FUNCTION agent._allowlist_support(internal) IS
+  'Internal planner support of agent._allowlist_has (selectivity from the size of the readable set, the index condition id = ANY (agent._allowlist_ids_*(...)) on a btree index of the id column) and of agent._allowlist_ids_* (the cost of one index probe per readable id).';
+
 CREATE FUNCTION agent._allowlist_ids_text(resource_type text, mode text) RETURNS text[]
-LANGUAGE C STABLE PARALLEL SAFE
+LANGUAGE C VOLATILE PARALLEL SAFE
+SUPPORT agent._allowlist_support
 AS 'MODULE_PATHNAME', 'pg_agents_allowlist_ids';
 COMMENT ON FUNCTION agent._allowlist_ids_text(text, text) IS
   'Internal to the allowlist policies: the ids the session''s agent may read (or edit) among the resources of a type, as text; empty when the session does not act as an agent. Computed in C once per statement, kept while the visible data cannot have changed.';
 
 CREATE FUNCTION agent._allowlist_ids_int8(resource_type text, mode text) RETURNS bigint[]
-LANGUAGE C STABLE PARALLEL SAFE
+LANGUAGE C VOLATILE PARALLEL SAFE
+SUPPORT agent._allowlist_support
 AS 'MODULE_PATHNAME', 'pg_agents_allowlist_ids';
 COMMENT ON FUNCTION agent._allowlist_ids_int8(text, text) IS
   'Internal to the allowlist policies: as agent._allowlist_ids_text, for integer id columns (ids that are not integers are left out).';
 
 CREATE FUNCTION agent._allowlist_ids_uuid(resource_type text, mode text) RETURNS uuid[]
-LANGUAGE C STABLE PARALLEL SAFE
+LANGUAGE C VOLATILE PARALLEL SAFE
+SUPPORT agent._allowlist_support
 AS 'MODULE_PATHNAME', 'pg_agents_allowlist_ids';
 COMMENT ON FUNCTION agent._allowlist_ids_uuid(text, text) IS
   'Internal to the allowlist policies: as agent._allowlist_ids_text, for uuid id columns (ids that are not canonical lowercase uuids are left out).';
+
+-- The policies' test: is the id in the session's agent's readable set?  One
+-- per id type that keeps an index on the column usable (smallint and integer
+-- probe with bigints; varchar columns use the text one).
+CREATE FUNCTION agent._allowlist_has(id bigint, resource_type text, mode text) RETURNS boolean
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT agent._allowlist_support
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_has';
+CREATE FUNCTION agent._allowlist_has(id integer, resource_type text, mode text) RETURNS boolean
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT agent._allowlist_support
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_has';
+CREATE FUNCTION agent._allowlist_has(id smallint, resource_type text, mode text) RETURNS boolean
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT agent._allowlist_support
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_has';
+CREATE FUNCTION agent._allowlist_has(id uuid, resource_type text, mode text) RETURNS boolean
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT agent._allowlist_support
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_has';
+CREATE FUNCTION agent._allowlist_has(id text, resource_type text, mode text) RETURNS boolean
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT agent._allowlist_support
+AS 'MODULE_PATHNAME', 'pg_agents_allowlist_has';
+COMMENT ON FUNCTION agent._allowlist_has(bigint, text, text) IS
+  'Internal to the allowlist policies: whether the id is in the readable set of the session''s agent for the type and mode (false when the session does not act as an agent). Planned by agent._allowlist_support: as a probe of the id index with the readable set, or as a filter after the query''s own index conditions, by cost.';
+COMMENT ON FUNCTION agent._allowlist_has(integer, text, text) IS
+  'Internal to the allowlist policies: as agent._allowlist_has(bigint, text, text), for integer id columns.';
+COMMENT ON FUNCTION agent._allowlist_has(smallint, text, text) IS
+  'Internal to the allowlist policies: as agent._allowlist_has(bigint, text, text), for smallint id columns.';
+COMMENT ON FUNCTION agent._allowlist_has(uuid, text, text) IS
+  'Internal to the allowlist policies: as agent._allowlist_has(bigint, text, text), for uuid id columns.';
+COMMENT ON FUNCTION agent._allowlist_has(text, text, text) IS
+  'Internal to the allowlist policies: as agent._allowlist_has(bigint, text, text), for text and varchar id columns (and other types compared as text); ids compare byte for byte.';
+
+-- ---------------------------------------------------------------------------
+-- A leakproof full-text match (docs/allowlist.md, "Searching under the
+-- allowlist")
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._ts_match_support(internal) RETURNS internal
+LANGUAGE C STRICT
+AS 'MODULE_PATHNAME', 'pg_agents_ts_match_support';
+COMMENT ON FUNCTION agent._ts_match_support(internal) IS
+  'Internal planner support of agent.ts_match: the selectivity of tsvector @@ tsquery, and @@ as the index condition on a GIN or GiST index whose operator family has it.';
+
+CREATE FUNCTION agent.ts_match(vector tsvector, query tsquery) RETURNS boolean
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF COST 10
+SUPPORT agent._ts_match_support
+AS 'MODULE_PATHNAME', 'pg_agents_ts_match';
+COMMENT ON FUNCTION agent.ts_match(tsvector, tsquery) IS
+  'vector @@ query, marked LEAKPROOF (it raises no error that depends on its arguments; a query nested more than 256 levels deep matches nothing), so that under row-level security (the allowlist) a search can start from the text index (the default GIN tsvector_ops serves it) and filter with the policy afterwards. Write agent.ts_match(tsv, q) instead of tsv @@ q in an agent''s searches.';
+
+CREATE FUNCTION agent._like_support(internal) RETURNS internal
+LANGUAGE C STRICT
+AS 'MODULE_PATHNAME', 'pg_agents_like_support';
+COMMENT ON FUNCTION agent._like_support(internal) IS
+  'Internal planner support of agent.like and agent.ilike: the estimates and btree prefix conditions of LIKE and ILIKE, and ~~ / ~~* as the index condition on an index whose operator family has it (pg_trgm''s gin_trgm_ops, gist_trgm_ops) for a constant pattern.';
+
+CREATE FUNCTION agent.like(string text, pattern text) RETURNS boolean
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF COST 10
+SUPPORT agent._like_support
+AS 'MODULE_PATHNAME', 'pg_agents_like';
+COMMENT ON FUNCTION agent.like(text, text) IS
+  'string LIKE pattern, marked LEAKPROOF (a pattern ending with the escape character, or with more than 256 %, matches nothing instead of possibly raising an error), so that under row-level security (the allowlist) a pattern search can start from a trigram (pg_trgm) or btree prefix index. Write agent.like(body, ''%x%'') instead of body LIKE ''%x%'' in an agent''s searches.';
+
+CREATE FUNCTION agent.ilike(string text, pattern text) RETURNS boolean
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF COST 10
+SUPPORT agent._like_support
+AS 'MODULE_PATHNAME', 'pg_agents_ilike';
+COMMENT ON FUNCTION agent.ilike(text, text) IS
+  'string ILIKE pattern, marked LEAKPROOF (as agent.like), so that under the allowlist a case-insensitive pattern search can start from a trigram (pg_trgm) index.';
 
 -- Transactions that change what agents may access say so (src/shmem.c), so
 -- that a backend may keep an agent's readable set across statements until one
@@ -380,34 +471,19 @@ AS $$
 DECLARE
   att  pg_attribute := agent._rls_column(p_tbl, p_column, 'id');
   col  text := quote_ident(p_column);
-  ids  text;
-  arr  text;
 BEGIN
-  indexable := true;
-  CASE att.atttypid
-    WHEN 'text'::regtype, 'varchar'::regtype THEN
-      ids := format('agent._allowlist_ids_text(%L, %L)', p_type, p_mode);
-      arr := 'text[]';
-    WHEN 'int2'::regtype, 'int4'::regtype, 'int8'::regtype THEN
-      -- int2/int4 = int8 are in the integer btree family: the index serves it
-      ids := format('agent._allowlist_ids_int8(%L, %L)', p_type, p_mode);
-      arr := 'bigint[]';
-    WHEN 'uuid'::regtype THEN
-      ids := format('agent._allowlist_ids_uuid(%L, %L)', p_type, p_mode);
-      arr := 'uuid[]';
-    ELSE
-      indexable := false;
-      ids := format('agent._allowlist_ids_text(%L, %L)', p_type, p_mode);
-      arr := 'text[]';
-  END CASE;
+  -- text, varchar, the integers and uuid keep an index on the column usable
+  -- (int2/int4 = int8 are in the integer btree family); others compare as text
+  indexable := att.atttypid IN ('text'::regtype, 'varchar'::regtype, 'int2'::regtype,
+                                'int4'::regtype, 'int8'::regtype, 'uuid'::regtype);
   -- Folded at plan time: a non-agent session keeps "true"; an agent session
-  -- keeps the id test (its array an InitPlan), or with a custom ACL function
-  -- the per-row check.
+  -- keeps the membership test (which the planner turns into a probe of the
+  -- id index with the readable set, or keeps as a filter, by cost), or with
+  -- a custom ACL function the per-row check.
   expr := format('NOT agent._allowlist_active() OR (NOT agent._allowlist_custom_acl() AND %s)'
                  ' OR (agent._allowlist_custom_acl() AND agent.can_access((SELECT agent.current_agent_id()), %L, (%s)::text, %L))',
-                 -- "(SELECT f())::t[]": an array-valued InitPlan, not ANY (subquery)
-                 CASE WHEN indexable THEN format('%s = ANY ((SELECT %s)::%s)', col, ids, arr)
-                      ELSE format('(%s)::text = ANY ((SELECT %s)::%s)', col, ids, arr) END,
+                 CASE WHEN indexable THEN format('agent._allowlist_has(%s, %L, %L)', col, p_type, p_mode)
+                      ELSE format('agent._allowlist_has((%s)::text, %L, %L)', col, p_type, p_mode) END,
                  p_type, col, p_mode);
 END
 $$;

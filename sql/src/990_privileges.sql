@@ -49,6 +49,11 @@ GRANT EXECUTE ON FUNCTION
   agent._allowlist_active(), agent._allowlist_custom_acl(),
   agent._allowlist_ids_text(text, text), agent._allowlist_ids_int8(text, text),
   agent._allowlist_ids_uuid(text, text),
+  agent._allowlist_has(bigint, text, text), agent._allowlist_has(integer, text, text),
+  agent._allowlist_has(smallint, text, text), agent._allowlist_has(uuid, text, text),
+  agent._allowlist_has(text, text, text),
+  -- the leakproof match that lets an agent's search start from the text index
+  agent.ts_match(tsvector, tsquery), agent.like(text, text), agent.ilike(text, text),
   -- autonomous decisions only: a user id is refused unless the caller is
   -- the application (src/access.c); the custom-ACL policy shape calls it
   agent.can_access(bigint, text, text, text, text, text),

@@ -1,7 +1,7 @@
 -- Allowlist API: registration, enable/disable and what they restore, id
 -- types, application policies kept, relations, custom ACL functions, errors.
 BEGIN;
-SELECT plan(61);
+SELECT plan(68);
 
 CREATE ROLE rls_a_app NOLOGIN IN ROLE agents_app;
 CREATE SCHEMA rls_a;
@@ -238,6 +238,27 @@ SELECT ok((SELECT count(*) = 3 FROM pg_extension e, unnest(e.extconfig) c
               AND c IN ('agent.resource_tables'::regclass, 'agent.allowlist_tables'::regclass, 'agent.relations'::regclass)),
           'registries are extension configuration tables (dumped by pg_dump)');
 SELECT has_function('agent', 'readable_resources', ARRAY['bigint', 'text', 'text'], 'readable_resources exists');
+
+-- ------------------------------------ the leakproof matches (docs/allowlist.md)
+SELECT is((SELECT array_agg(proname::text ORDER BY proname) FROM pg_proc
+            WHERE pronamespace = 'agent'::regnamespace AND proleakproof),
+          ARRAY['ilike', 'like', 'ts_match'], 'agent.ts_match, agent.like and agent.ilike are the only LEAKPROOF functions');
+SELECT is((SELECT count(*)::int FROM (VALUES ('a & b'), ('a | zz'), ('!zz'), ('a <-> b'), ('b <-> a'), ('a:*'), ('zz'), ('a & !b')) q(t)
+            WHERE agent.ts_match(to_tsvector('simple', 'a b c'), q.t::tsquery)
+                  IS DISTINCT FROM (to_tsvector('simple', 'a b c') @@ q.t::tsquery)), 0,
+          'agent.ts_match answers as @@');
+SELECT is(agent.ts_match(to_tsvector('simple', 'a'),
+                         (repeat('(a & ', 300) || 'a' || repeat(')', 300))::tsquery), false,
+          'a query nested deeper than 256 levels matches nothing, and raises nothing');
+SELECT is((SELECT count(*)::int FROM (VALUES ('a%'), ('%c'), ('_b_'), ('%x%'), ('a\%'), ('A%')) p(t)
+            WHERE agent.like('abc', p.t) IS DISTINCT FROM ('abc' LIKE p.t)
+               OR agent.ilike('abc', p.t) IS DISTINCT FROM ('abc' ILIKE p.t)), 0,
+          'agent.like and agent.ilike answer as LIKE and ILIKE');
+SELECT is(agent.like('a\', 'a\') OR agent.ilike('a\', 'a\'), false,
+          'a pattern ending with the escape character matches nothing, and raises nothing');
+SELECT is(agent.like(repeat('a', 400), repeat('%a', 300)), false,
+          'a pattern with more than 256 % matches nothing');
+SELECT throws_ok($$SELECT 'a\' LIKE 'a\'$$, '22025', NULL, 'not vacuous: LIKE itself raises on that pattern');
 
 SELECT * FROM finish();
 ROLLBACK;

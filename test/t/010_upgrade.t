@@ -151,7 +151,7 @@ SQL
     ok $? "the audit rows are kept in the partitioned log, identical, and ids go on after them (${audit_before%% *} rows: $audit_after)"
     seen=$(psql -XAtq -d "$db" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
         -c "SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM public.pages) || ' ' || (SELECT string_agg(id, ',') FROM public.notes)" 2>&1)
-    pol=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM pg_policy WHERE polname LIKE 'pg_agents_allowlist_%' AND pg_get_expr(coalesce(polqual, polwithcheck), polrelid) LIKE '%agent._allowlist_ids_%'")
+    pol=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM pg_policy WHERE polname LIKE 'pg_agents_allowlist_%' AND pg_get_expr(coalesce(polqual, polwithcheck), polrelid) LIKE '%agent._allowlist_has(%'")
     [ "$seen" = "1,6,11,16 n2" ] && [ "$pol" = 8 ]
     ok $? "the allowlist policies take the new shape and still filter (saw '$seen', $pol policies re-expressed)"
 done
