@@ -2,7 +2,8 @@
 --
 -- The worker calls agent.mcp_refresh_due() every 30 seconds: servers whose
 -- tools were listed longer ago than max_age, longer ago than the ttlMs the
--- server gave with its list (2026-07-28), or that said their list changed
+-- server gave with its list (2026-07-28; a shorter one counts as five
+-- minutes: a pass lists a few servers synchronously), or that said their list changed
 -- (notifications/tools/list_changed in a stream the worker had open) are
 -- listed again (a few per call), so that a server's new or removed tools
 -- reach agents without an admin's agent.mcp_refresh.  Servers whose last
@@ -29,7 +30,8 @@ BEGIN
   FOR v_id IN SELECT s.id FROM agent.mcp_servers s
                WHERE s.enabled AND s.last_error IS NULL
                  AND (s.tools_stale OR s.tools_refreshed_at < now() - max_age
-                      OR s.tools_refreshed_at < now() - make_interval(secs => s.tools_ttl_ms / 1000.0))
+                      OR (s.tools_ttl_ms IS NOT NULL AND s.tools_refreshed_at <
+                          now() - greatest(make_interval(secs => s.tools_ttl_ms / 1000.0), interval '5 minutes')))
                  AND agent._workspace_ok(s.workspace_id)
                ORDER BY s.tools_stale DESC, s.tools_refreshed_at, s.id
                LIMIT greatest(coalesce(max_servers, 5), 1) LOOP
@@ -41,4 +43,4 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_refresh_due(interval, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_refresh_due(interval, integer) IS
-  'Worker and admin: lists again the tools of at most max_servers enabled servers whose list is stale (the server said it changed), older than the server''s ttlMs, or older than max_age (a server whose last refresh failed is left to the admin); returns how many were refreshed.';
+  'Worker and admin: lists again the tools of at most max_servers enabled servers whose list is stale (the server said it changed), older than the server''s ttlMs (at least five minutes), or older than max_age (a server whose last refresh failed is left to the admin); returns how many were refreshed.';

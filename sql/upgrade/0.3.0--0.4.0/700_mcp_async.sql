@@ -24,7 +24,8 @@ BEGIN
   FOR v_id IN SELECT s.id FROM agent.mcp_servers s
                WHERE s.enabled AND s.last_error IS NULL
                  AND (s.tools_stale OR s.tools_refreshed_at < now() - max_age
-                      OR s.tools_refreshed_at < now() - make_interval(secs => s.tools_ttl_ms / 1000.0))
+                      OR (s.tools_ttl_ms IS NOT NULL AND s.tools_refreshed_at <
+                          now() - greatest(make_interval(secs => s.tools_ttl_ms / 1000.0), interval '5 minutes')))
                  AND agent._workspace_ok(s.workspace_id)
                ORDER BY s.tools_stale DESC, s.tools_refreshed_at, s.id
                LIMIT greatest(coalesce(max_servers, 5), 1) LOOP
@@ -36,7 +37,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_refresh_due(interval, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_refresh_due(interval, integer) IS
-  'Worker and admin: lists again the tools of at most max_servers enabled servers whose list is stale (the server said it changed), older than the server''s ttlMs, or older than max_age (a server whose last refresh failed is left to the admin); returns how many were refreshed.';
+  'Worker and admin: lists again the tools of at most max_servers enabled servers whose list is stale (the server said it changed), older than the server''s ttlMs (at least five minutes), or older than max_age (a server whose last refresh failed is left to the admin); returns how many were refreshed.';
 
 COMMENT ON FUNCTION agent._mcp_list(bigint, text, jsonb) IS
   'Internal: initialize and tools/list (all pages) over HTTP from this backend; returns {"ok": true, "protocolVersion", "serverInfo", "tools", "ttlMs"?} or {"ok": false, "error"}; never raises for a remote failure.';
