@@ -1473,6 +1473,7 @@ ExecutorStep(void)
 			FlushReplies();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
+			StartDueMcp();
 			HttpPerform();
 		}
 	}
