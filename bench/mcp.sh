@@ -197,9 +197,9 @@ for _ in $(seq 1 200); do
     [ "$(curl -s "${WURL%/mcp}/_control/log" | python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin) if e.get("tool") == "hang"))')" -ge 1 ] && break
     sleep 0.05
 done
+hung=$(wq "SELECT count(*) FROM agent.runs WHERE agent_id = $hg AND status IN ('queued', 'running')")
 read -r h50 h90 <<<"$(lone "$lo" 10)"
-hung=$(wq "SELECT count(*) FROM agent.runs WHERE agent_id = $hg AND status = 'running'")
-printf '  lone built-in runs, queue to finish:  median %s ms, p90 %s ms alone; median %s ms, p90 %s ms while %s runs wait on a silent server\n' \
+printf '  lone built-in runs, queue to finish:  median %s ms, p90 %s ms alone; median %s ms, p90 %s ms while %s runs call a silent server\n' \
     "$l50" "$l90" "$h50" "$h90" "$hung"
 wdone "$hg" 8
 wq "ALTER SYSTEM RESET pg_agents.request_timeout" >/dev/null
