@@ -2303,9 +2303,14 @@ mcp_result_text(json_t *result)
 /* asynchronous tools/call (the worker's curl multi handle)				  */
 /* ---------------------------------------------------------------------- */
 
+#define ASYNC_CALL	0				/* tools/call */
+#define ASYNC_INIT	1				/* initialize, then notifications/initialized */
+#define ASYNC_NOTE	2				/* notifications/initialized */
+
 struct McpAsync
 {
 	McpClient  *c;
+	int			kind;
 	CURL	   *easy;
 	Xfer		x;
 	json_int_t	id;
@@ -2337,6 +2342,12 @@ mcp_client_stateless(McpClient *c)
 	return c->stateless;
 }
 
+int
+mcp_client_is_ready(McpClient *c)
+{
+	return c->initialized;
+}
+
 /* common options of the async handle, our own error buffer */
 static void
 async_setup(McpAsync *a)
@@ -2356,17 +2367,15 @@ async_setup(McpAsync *a)
 	a->x.event[0] = '\0';
 }
 
-McpAsync *
-mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
-			   json_t *input_responses, const char *request_state)
+static McpAsync *
+async_new(McpClient *c, int kind)
 {
 	McpAsync   *a = calloc(1, sizeof(McpAsync));
-	json_t	   *params;
-	json_t	   *msg;
 
 	if (a == NULL)
 		abort();
 	a->c = c;
+	a->kind = kind;
 	a->easy = curl_easy_init();
 	if (a->easy == NULL)
 	{
@@ -2380,6 +2389,91 @@ mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_d
 	a->x.retry_ms = -1;
 	a->x.handle = a->easy;
 	a->x.outbox = json_array();
+	return a;
+}
+
+/* the POST of msg on the handle (is_init: no MCP-Protocol-Version yet) */
+static void
+async_post(McpAsync *a, json_t *msg, int is_init)
+{
+	McpClient  *c = a->c;
+
+	free(a->payload);
+	a->payload = json_dumps(msg, JSON_COMPACT);
+	if (a->payload == NULL)
+		abort();
+	async_setup(a);
+	if (a->hl)
+		curl_slist_free_all(a->hl);
+	a->hl = curl_slist_append(NULL, "Content-Type: application/json");
+	a->hl = curl_slist_append(a->hl, "Accept: application/json, text/event-stream");
+	a->hl = base_headers(c, a->hl, !is_init);
+	if (c->stateless)
+		a->hl = routing_headers(c, msg, a->hl);
+	curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, a->hl);
+	curl_easy_setopt(a->easy, CURLOPT_POST, 1L);
+	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, a->payload);
+	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDSIZE, (long) strlen(a->payload));
+}
+
+int
+mcp_client_wants_session(McpClient *c)
+{
+	if (c->initialized || c->stateless)
+		return 0;
+	if (c->era == 1 && c->protocol_version[0])
+		return 1;
+	return c->want_version != NULL && supported_version(c->want_version) &&
+		!stateless_version(c->want_version);
+}
+
+McpAsync *
+mcp_async_initialize(McpClient *c)
+{
+	McpAsync   *a;
+	json_t	   *req;
+	const char *want = (c->era == 1 && c->protocol_version[0]) ? c->protocol_version : c->want_version;
+	char		version[32];
+
+	if (!mcp_client_wants_session(c))
+		return NULL;
+	snprintf(version, sizeof(version), "%s", want);
+	a = async_new(c, ASYNC_INIT);
+	if (a == NULL)
+		return NULL;
+	/* a fresh session: forget the old one */
+	free(c->session_id);
+	c->session_id = NULL;
+	c->initialized = 0;
+	c->stateless = 0;
+	if (c->server_info)
+	{
+		json_decref(c->server_info);
+		c->server_info = NULL;
+	}
+	c->initializations++;
+	a->id = c->next_id++;
+	a->x.want_id = a->id;
+	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
+					"jsonrpc", "2.0", "id", a->id, "method", "initialize",
+					"params", "protocolVersion", version,
+					"capabilities", client_capabilities(c),
+					"clientInfo", "name", MCP_CLIENT_NAME, "version", MCP_CLIENT_VERSION);
+	async_post(a, req, 1);
+	json_decref(req);
+	return a;
+}
+
+McpAsync *
+mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
+			   json_t *input_responses, const char *request_state)
+{
+	McpAsync   *a = async_new(c, ASYNC_CALL);
+	json_t	   *params;
+	json_t	   *msg;
+
+	if (a == NULL)
+		return NULL;
 
 	/* 2026-07-28: the tool's definition gives its Mcp-Param-* headers */
 	if (c->stateless && json_is_object(tool_def))
@@ -2398,20 +2492,8 @@ mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_d
 	a->x.want_id = a->id;
 	msg = build_request(c, "tools/call", params, a->id);
 	json_decref(params);
-	a->payload = json_dumps(msg, JSON_COMPACT);
-	if (a->payload == NULL)
-		abort();
-	async_setup(a);
-	a->hl = curl_slist_append(NULL, "Content-Type: application/json");
-	a->hl = curl_slist_append(a->hl, "Accept: application/json, text/event-stream");
-	a->hl = base_headers(c, a->hl, 1);
-	if (c->stateless)
-		a->hl = routing_headers(c, msg, a->hl);
+	async_post(a, msg, 0);
 	json_decref(msg);
-	curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, a->hl);
-	curl_easy_setopt(a->easy, CURLOPT_POST, 1L);
-	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, a->payload);
-	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDSIZE, (long) strlen(a->payload));
 	return a;
 }
 
@@ -2450,6 +2532,61 @@ async_resume(McpAsync *a)
 	curl_easy_setopt(a->easy, CURLOPT_HTTPGET, 1L);
 }
 
+/*
+ * The initialize response arrived: checked as the synchronous client checks
+ * it, the session taken, and the same handle turned into the POST of
+ * notifications/initialized (MCP_AGAIN: to be sent at once).
+ */
+static int
+async_initialized(McpAsync *a)
+{
+	McpClient  *c = a->c;
+	json_t	   *resp = a->x.response;
+	json_t	   *res = json_object_get(resp, "result");
+	const char *version = json_string_value(json_object_get(res, "protocolVersion"));
+	json_t	   *note;
+
+	if (json_is_object(json_object_get(resp, "error")))
+	{
+		rpc_error_text(c, "initialize", json_object_get(resp, "error"));
+		return MCP_ERROR;
+	}
+	if (!json_is_object(res) || version == NULL)
+	{
+		set_error(c, "initialize: the server's answer has no protocolVersion");
+		return MCP_ERROR;
+	}
+	if (!supported_version(version) || stateless_version(version))
+	{
+		set_error(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2026-07-28 without initialize, 2025-11-25, 2025-06-18, 2025-03-26)",
+				  version);
+		return MCP_ERROR;
+	}
+	snprintf(c->protocol_version, sizeof(c->protocol_version), "%s", version);
+	if (c->server_info)
+		json_decref(c->server_info);
+	c->server_info = json_incref(json_object_get(res, "serverInfo"));
+	free(c->session_id);
+	c->session_id = a->x.session_hdr;
+	a->x.session_hdr = NULL;
+	c->initialized = 1;
+	c->era = 1;
+
+	/* the same handle sends notifications/initialized */
+	a->kind = ASYNC_NOTE;
+	json_decref(a->x.response);
+	a->x.response = NULL;
+	a->x.is_sse = 0;
+	sb_reset(&a->x.body);
+	a->resumes = 0;
+	a->x.want_id = -1;
+	note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
+	async_post(a, note, 0);
+	json_decref(note);
+	a->delay_ms = 0;
+	return MCP_AGAIN;
+}
+
 int
 mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 {
@@ -2457,7 +2594,8 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 	Xfer	   *x = &a->x;
 	CURLcode	rc = (CURLcode) curl_code;
 	long		status = 0;
-	const char *what = "tools/call";
+	const char *what = a->kind == ASYNC_INIT ? "initialize" :
+		a->kind == ASYNC_NOTE ? "notifications/initialized" : "tools/call";
 	json_t	   *err;
 	const char *rt;
 
@@ -2474,16 +2612,25 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 		memcpy(c->curl_error, a->curl_error, sizeof(c->curl_error));
 		return curl_failure(c, rc, what);
 	}
+	if (a->kind == ASYNC_NOTE)
+	{
+		/* 202 Accepted (any 2xx and body are tolerated) */
+		if (status >= 200 && status < 300)
+			return MCP_OK;
+		c->initialized = 0;
+		set_error(c, "%s: the server answered HTTP %ld", what, status);
+		return status == 401 || status == 403 ? MCP_UNAUTHORIZED : MCP_ERROR;
+	}
 	if (a->resumes == 0)
 	{
-		if (status == 404 && c->session_id)
+		if (status == 404 && c->session_id && a->kind == ASYNC_CALL)
 			return MCP_SESSION_GONE;
 		if (status < 200 || status >= 300)
 		{
 			json_t	   *hold;
 			const char *m = body_rpc_message(x, &hold);
 
-			if (status == 400 && c->session_id && m && contains_ci(m, "session"))
+			if (status == 400 && c->session_id && a->kind == ASYNC_CALL && m && contains_ci(m, "session"))
 			{
 				if (hold)
 					json_decref(hold);
@@ -2545,6 +2692,8 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 		return MCP_ERROR;
 	}
 	err = json_object_get(x->response, "error");
+	if (a->kind == ASYNC_INIT)
+		return async_initialized(a);
 	if (json_is_object(err))
 	{
 		rpc_error_text(c, what, err);

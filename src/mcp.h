@@ -64,6 +64,7 @@
 #define MCP_UNAUTHORIZED	(-5)	/* HTTP 401/403 and no (more) credentials */
 
 typedef struct McpClient McpClient;
+typedef struct McpAsync McpAsync;	/* an asynchronous request, below */
 
 /* Returns non-zero to abort the transfer under way (e.g. query cancel). */
 typedef int (*McpAbortCallback) (void *arg);
@@ -219,11 +220,21 @@ extern char *mcp_result_text(json_t *result);
 #define MCP_SESSION_GONE	(-6)
 #define MCP_AGAIN			(-7)
 
-typedef struct McpAsync McpAsync;
-
 extern int	mcp_client_ready(McpClient *c);
 extern void mcp_client_forget_session(McpClient *c);
 extern int	mcp_client_stateless(McpClient *c);
+extern int	mcp_client_is_ready(McpClient *c);
+
+/*
+ * A session server whose version is known (set with mcp_client_set_protocol,
+ * or negotiated before) can be initialized asynchronously too:
+ * mcp_async_initialize prepares initialize (NULL when the client cannot,
+ * e.g. in auto mode: then mcp_client_ready), mcp_async_done answers
+ * MCP_AGAIN once with delay 0 (the same handle now sends
+ * notifications/initialized), then MCP_OK when the session is ready.
+ */
+extern int	mcp_client_wants_session(McpClient *c);
+extern McpAsync *mcp_async_initialize(McpClient *c);
 extern McpAsync *mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
 								json_t *input_responses, const char *request_state);
 extern CURL *mcp_async_handle(McpAsync *a);

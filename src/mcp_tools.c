@@ -119,6 +119,8 @@ typedef struct McpEntry
 	McpClient  *client;
 	int			refs;
 	bool		stale;
+	struct McpCall *initializing;	/* the call initializing its session */
+	char	   *init_error;		/* why the last initialization failed */
 } McpEntry;
 
 static McpEntry *entries = NULL;
@@ -145,6 +147,8 @@ struct McpCall
 	/* the transfer, with no transaction open */
 	McpEntry   *entry;
 	McpAsync   *async;
+	bool		initializing;	/* async is the session's initialize */
+	char	   *session;		/* the session the call went out on */
 	HttpRequest *req;
 	int			session_retries;
 	TimestampTz next_at;
@@ -178,6 +182,7 @@ EntryClose(McpEntry *e)
 		}
 	mcp_client_close(e->client);	/* DELETE of the session, bounded */
 	free(e->key);
+	free(e->init_error);
 	free(e);
 }
 
@@ -279,8 +284,10 @@ McpCallFree(McpCall *mc)
 	if (mc->entry)
 	{
 		mc->entry->refs--;
-		/* a client the server no longer knows us by is not reused */
+		if (mc->entry->initializing == mc)
+			mc->entry->initializing = NULL;
 	}
+	free(mc->session);
 	free(mc->exposed);
 	free(mc->server);
 	free(mc->tool);
@@ -312,11 +319,21 @@ McpTakePrepared(void)
 	return mc;
 }
 
-/* not in flight, no answer yet, and due (a resumed stream waits its retry delay) */
+/* another call is initializing the session this one is to use */
+static bool
+WaitsForSession(McpCall *mc)
+{
+	return mc->entry && mc->entry->initializing && mc->entry->initializing != mc;
+}
+
+/*
+ * Not in flight, no answer yet, and due (a resumed stream waits its retry
+ * delay, a call waits for the session another one is initializing).
+ */
 bool
 McpCallDue(McpCall *mc, TimestampTz now)
 {
-	return mc->req == NULL && mc->answer == NULL && mc->next_at <= now;
+	return mc->req == NULL && mc->answer == NULL && mc->next_at <= now && !WaitsForSession(mc);
 }
 
 bool
@@ -334,6 +351,9 @@ McpCallAnswered(McpCall *mc)
 TimestampTz
 McpCallNextAt(McpCall *mc)
 {
+	/* (the initializing call's answer wakes the loop) */
+	if (WaitsForSession(mc))
+		return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
 	return mc->next_at;
 }
 
@@ -345,10 +365,12 @@ McpTransfersInFlight(void)
 
 /*
  * Starts (or resumes) the request, with no transaction open.  A session
- * server is initialized here first when the client has no session yet
- * (synchronously, bounded by pg_agents.request_timeout: once per session);
- * the tools/call itself goes through the multi handle.  When it cannot
- * start, the answer is a failure at once (McpCallAnswered).
+ * server's client without a session is initialized first, through the
+ * multi handle too (initialize, then notifications/initialized), by one
+ * call while the others wait for it; the tools/call follows.  Only a server
+ * whose protocol is not known yet (never refreshed) is discovered
+ * synchronously.  When the call cannot start, the answer is a failure at
+ * once (McpCallAnswered).
  */
 void
 McpCallStart(McpCall *mc, void *owner)
@@ -369,14 +391,36 @@ McpCallStart(McpCall *mc, void *owner)
 			mc->entry = EntryFor(mc);
 		c = mc->entry->client;
 		mcp_client_set_timeout(c, pg_agents_request_timeout);
+		if (!mcp_client_is_ready(c) && mc->entry->init_error)
+		{
+			/* the initialization this call waited for failed: so does the call */
+			SetAnswer(mc, Failure(mc->entry->init_error));
+			return;
+		}
+		if (!mcp_client_is_ready(c) && mcp_client_wants_session(c))
+		{
+			mc->async = mcp_async_initialize(c);
+			if (mc->async == NULL)
+			{
+				SetAnswer(mc, Failure(mcp_client_error(c)));
+				return;
+			}
+			mc->initializing = true;
+			mc->entry->initializing = mc;
+			mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, owner);
+			transfers++;
+			return;
+		}
 		pgstat_report_activity(STATE_IDLE, NULL);
-		rc = mcp_client_ready(c);
+		rc = mcp_client_ready(c);	/* stateless: at once; unknown protocol: discover */
 		if (rc != MCP_OK)
 		{
 			SetAnswer(mc, Failure(mcp_client_error(c)));
 			mc->entry->stale = true;	/* start afresh next time */
 			return;
 		}
+		free(mc->session);
+		mc->session = mcp_client_session_id(c) ? xdup(mcp_client_session_id(c)) : NULL;
 		mc->async = mcp_async_call(c, mc->tool, mc->arguments, mc->tool_def, mc->responses,
 								   mc->request_state);
 		if (mc->async == NULL)
@@ -442,6 +486,28 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 	SendReplies(mc);
 	if (mcp_async_list_changed(mc->async))
 		mc->list_changed = true;
+	if (mc->initializing && rc != MCP_AGAIN)
+	{
+		/* the session's initialization ended: the call (and those waiting) go on */
+		mc->initializing = false;
+		mc->entry->initializing = NULL;
+		mcp_async_free(mc->async);
+		mc->async = NULL;
+		if (result)
+			json_decref(result);
+		if (rc == MCP_OK)
+		{
+			free(mc->entry->init_error);
+			mc->entry->init_error = NULL;
+			mc->next_at = 0;	/* the call itself, in this pass */
+			return false;
+		}
+		free(mc->entry->init_error);
+		mc->entry->init_error = xdup(mcp_client_error(c));
+		mc->entry->stale = true;	/* start afresh next time */
+		SetAnswer(mc, Failure(mc->entry->init_error));
+		return true;
+	}
 	switch (rc)
 	{
 		case MCP_OK:
@@ -462,7 +528,9 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 			break;
 		case MCP_SESSION_GONE:
 			/* the server forgot the session (a restart): a new one, once */
-			mcp_client_forget_session(c);
+			if (mc->session && mcp_client_session_id(c) &&
+				strcmp(mc->session, mcp_client_session_id(c)) == 0)
+				mcp_client_forget_session(c);	/* (unless a new one is already there) */
 			mcp_async_free(mc->async);
 			mc->async = NULL;
 			if (mc->session_retries++ == 0)

@@ -9,9 +9,10 @@
 #     like any call;
 #  2. one session: the worker initializes the session server once, and
 #     calls in flight together all use its Mcp-Session-Id;
-#  3. a server that never answers: the call ends after
+#  3. a tool that never answers, and a server that never answers at all
+#     (its session's initialize included): each call ends after
 #     pg_agents.request_timeout with a clear error result, its run goes on,
-#     and another run finishes while it waits;
+#     and another run finishes while they wait;
 #  4. notifications/tools/list_changed in a call's stream marks the
 #     server's tools stale, and agent.mcp_refresh_due lists them again; a
 #     2026-07-28 server's ttlMs makes its list due;
@@ -64,7 +65,7 @@ qe -c "DROP ROLE IF EXISTS mcp712_nobody" -c "DROP ROLE IF EXISTS mcp712_app" >/
 qe -c "CREATE ROLE mcp712_nobody LOGIN" -c "CREATE ROLE mcp712_app LOGIN IN ROLE agents_app" >/dev/null
 sid=$(q "SELECT agent.mcp_add_server('slow', '$PY/auth/mcp', '{\"Authorization\": \"Bearer $TOKEN\"}', workspace_id => '$WS')")
 is "$(q "SELECT connected FROM agent.mcp_status WHERE server_id = $sid")" t "the slow server is connected"
-a=$(mk_agent "mcp712a" '{"mcp_tools": ["mcp__slow__*"]}' none '[]' 10 "$WS" "$OWNER")
+a=$(mk_agent "mcp712a" '{"mcp_tools": ["mcp__slow__*", "mcp__silent__*"]}' none '[]' 10 "$WS" "$OWNER")
 
 # 1. a call in flight holds nothing
 llm_script "[[t712a]]" '[{"tool": "mcp__slow__gate", "input": {"name": "g1"}}, {"text": "gate passed"}]'
@@ -111,16 +112,22 @@ is "$(srvlog 'sum(1 for e in L if e["rpc_method"] == "tools/call" and not e["aut
 q "ALTER SYSTEM SET pg_agents.request_timeout = '5s'" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 llm_script "[[t712h]]" '[{"tool": "mcp__slow__hang", "input": {}}, {"text": "gave up"}]'
+q "SELECT agent.mcp_add_server('silent', '$PY/mcp', workspace_id => '$WS')" >/dev/null
+q "UPDATE agent.mcp_servers SET url = '$PY/silent/mcp' WHERE workspace_id = '$WS' AND name = 'silent'" >/dev/null
+llm_script "[[t712q]]" '[{"tool": "mcp__silent__echo", "input": {"message": "anyone?"}}, {"text": "nobody"}]'
 llm_script "[[t712o]]" '[{"tool": "mcp__slow__echo", "input": {"message": "other"}}, {"text": "other done"}]'
 rh=$(start_run "$a" '{"prompt": "Hang [[t712h]]"}' autonomous "$OWNER")
-hanging() { [ "$(srvlog 'sum(1 for e in L if e["tool"] == "hang")')" -ge 1 ] && echo t || echo f; }
-wait_for 60 hanging; ok $? "the call reached the silent server"
+rq=$(start_run "$a" '{"prompt": "Silent [[t712q]]"}' autonomous "$OWNER")
+hanging() { [ "$(srvlog 'sum(1 for e in L if e["tool"] == "hang") + sum(1 for e in L if e["path"] == "/silent/mcp")')" -ge 2 ] && echo t || echo f; }
+wait_for 60 hanging; ok $? "the calls reached the silent tool and the silent server"
 ro=$(start_run "$a" '{"prompt": "Other [[t712o]]" }' autonomous "$OWNER")
 is "$(wait_status "$ro" "succeeded|failed" 60)" succeeded "another run finishes while the silent server keeps its call"
-is "$(q "SELECT count(*) FROM agent.run_steps WHERE run_id = $rh AND kind = 'tool'")" 0 "the silent call is still pending then"
+is "$(q "SELECT count(*) FROM agent.run_steps WHERE run_id IN ($rh, $rq) AND kind = 'tool'")" 0 "the silent calls are still pending then"
 is "$(wait_status "$rh" "succeeded|failed" 60)" succeeded "the run of the silent call goes on after the time-out"
 is "$(tool_msgs "[[t712h]]" 1)" '{"error":"tools/call timed out after 5000 ms"}' "a clear error result reaches the model"
 is "$(steps "$rh")" "llm:default:ok,tool:mcp__slow__hang:error,llm:default:ok" "the failed call is a tool step in error"
+is "$(wait_status "$rq" "succeeded|failed" 60)" succeeded "the run calling the silent server goes on too"
+is "$(tool_msgs "[[t712q]]" 1)" '{"error":"initialize timed out after 5000 ms"}' "its session's initialize timed out: a clear error result"
 q "ALTER SYSTEM RESET pg_agents.request_timeout" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
 
 # 4. list_changed and ttlMs
