@@ -19,8 +19,9 @@
 #            runs/s, and the ratio to the ideal 32 / 0.2 s = 160 runs/s
 #            (target >= 80 %)
 #   silent   run latency (queue to finish, median and p90) of lone runs
-#            calling a built-in tool, alone, then while 8 runs wait on a
-#            server that never answers (pg_agents.request_timeout = 5 s)
+#            calling a built-in tool, alone, then while 8 runs call a
+#            server that never answers anything, initialize included
+#            (pg_agents.request_timeout = 5 s)
 # MCP_BENCH_WORKER_ONLY=1 skips the client part.
 . "$PG_AGENTS_ENV"
 src=${PG_AGENTS_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -130,9 +131,12 @@ W=$([ "${BENCH_SCALE:-}" = small ] && echo 64 || echo 320)
 WS=mcp_bench_worker
 wq "DELETE FROM agent.mcp_servers WHERE workspace_id = '$WS'" >/dev/null
 wq "SELECT agent.mcp_add_server('b', '$WURL', workspace_id => '$WS')" >/dev/null
+# s: a server that never answers anything (listed while it still did)
+wq "SELECT agent.mcp_add_server('s', '$WURL', workspace_id => '$WS')" >/dev/null
+wq "UPDATE agent.mcp_servers SET url = '${WURL%/mcp}/silent/mcp' WHERE workspace_id = '$WS' AND name = 's'" >/dev/null
 wagent() {
     wq "INSERT INTO agent.agents (workspace_id, owner_id, name, scope, hourly_run_cap)
-        VALUES ('$WS', 'bench', '$1', jsonb_build_object('llm_url', '$LLM_URL', 'mcp_tools', '[\"mcp__b__*\"]'::jsonb), 1000000)
+        VALUES ('$WS', 'bench', '$1', jsonb_build_object('llm_url', '$LLM_URL', 'mcp_tools', '[\"mcp__b__*\", \"mcp__s__*\"]'::jsonb), 1000000)
         RETURNING id"
 }
 wenqueue() {  # agent, n, key -> queues n runs in one transaction; prints the time right after its commit
@@ -157,7 +161,7 @@ wfailed() { wq "SELECT count(*) FROM agent.runs WHERE agent_id = $1 AND status <
 llm_script '"role":"tool"' '[{"text": "done", "repeat": true}]'
 llm_script '[[wb]]' '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "bench"}, "repeat": true}]'
 llm_script '[[wm]]' '[{"tool": "mcp__b__sleep", "input": {"ms": 200}, "repeat": true}]'
-llm_script '[[wh]]' '[{"tool": "mcp__b__hang", "input": {}, "repeat": true}]'
+llm_script '[[wh]]' '[{"tool": "mcp__s__echo", "input": {"message": "anyone?"}, "repeat": true}]'
 setconf pg_agents.max_concurrent_runs 32
 warm=$(wagent bench_warm)
 wenqueue "$warm" 8 '[[wm]]' >/dev/null; wdone "$warm" 8
@@ -194,7 +198,7 @@ read -r l50 l90 <<<"$(lone "$lo" 10)"
 hg=$(wagent bench_hang)
 wenqueue "$hg" 8 '[[wh]]' >/dev/null
 for _ in $(seq 1 200); do
-    [ "$(curl -s "${WURL%/mcp}/_control/log" | python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin) if e.get("tool") == "hang"))')" -ge 1 ] && break
+    [ "$(curl -s "${WURL%/mcp}/_control/log" | python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin) if e.get("path") == "/silent/mcp"))')" -ge 1 ] && break
     sleep 0.05
 done
 hung=$(wq "SELECT count(*) FROM agent.runs WHERE agent_id = $hg AND status IN ('queued', 'running')")
