@@ -651,6 +651,9 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	bool		isnull;
 	bool		needs;
 	bool		read_only;
+	int64		server_id;
+	char	   *tool;
+	char	   *schema;
 	json_t	   *prep;
 	McpCall    *mc;
 	ToolOutcome oc;
@@ -661,7 +664,8 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	vals[1] = CStringGetTextDatum(name);
 	vals[2] = (Datum) 0;
 	vals[3] = Int64GetDatum(tr->run_id);
-	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only "
+	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
+							   "m.input_schema::pg_catalog.text "
 							   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
 							   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
 	if (rc != SPI_OK_SELECT)
@@ -674,6 +678,9 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	}
 	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
 	if (needs || ToolsNeedsApproval(tr, name, !read_only))
 	{
 		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
@@ -684,15 +691,17 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 
 	vals[2] = JsonbArg(input);
 	{
-		Oid			ptypes[4] = {INT8OID, INT8OID, TEXTOID, JSONBOID};
-		Datum		pvals[4];
+		Oid			ptypes[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, JSONBOID};
+		Datum		pvals[6];
 
-		pvals[0] = Int64GetDatum(tr->agent_id);
-		pvals[1] = Int64GetDatum(tr->run_id);
-		pvals[2] = CStringGetTextDatum(name);
-		pvals[3] = vals[2];
-		if (PgAgentsExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4)::pg_catalog.text",
-							 4, ptypes, pvals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		pvals[0] = Int64GetDatum(tr->run_id);
+		pvals[1] = CStringGetTextDatum(name);
+		pvals[2] = vals[2];
+		pvals[3] = Int64GetDatum(server_id);
+		pvals[4] = CStringGetTextDatum(tool ? tool : "");
+		pvals[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum(schema ? schema : "{}"));
+		if (PgAgentsExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+							 6, ptypes, pvals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent._mcp_worker_prepare returned no row");
 	}
 	prep = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));

@@ -9,36 +9,31 @@
 -- pause for people (2026-07-28 input_required) and the same failed results
 -- as agent.mcp_agent_call_input, which stays for synchronous use.
 
-CREATE FUNCTION agent._mcp_worker_prepare(p_agent_id bigint, p_run_id bigint, p_exposed_name text,
-                                          p_arguments jsonb)
+CREATE FUNCTION agent._mcp_worker_prepare(p_run_id bigint, p_exposed_name text, p_arguments jsonb,
+                                          p_server_id bigint, p_tool text, p_input_schema jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  v_server_id bigint;
-  v_tool text;
-  v_schema jsonb;
   s agent.mcp_servers%ROWTYPE;
   e agent.mcp_elicitations%ROWTYPE;
   v_key text;
   v_out jsonb;
 BEGIN
-  SELECT m.server_id, m.tool, m.input_schema INTO v_server_id, v_tool, v_schema
-    FROM agent.mcp_agent_tools(p_agent_id, agent._mcp_run_user(p_run_id)) m
-   WHERE m.exposed_name = p_exposed_name;
-  IF v_server_id IS NULL THEN
-    -- the refusal, as agent.mcp_agent_call gives it
-    RETURN agent.mcp_agent_call(p_agent_id, p_exposed_name, p_arguments, agent._mcp_run_user(p_run_id));
+  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = p_server_id AND m.enabled;
+  IF NOT FOUND THEN
+    RETURN pg_catalog.jsonb_build_object('ok', false, 'denied', true,
+                                         'error', pg_catalog.format('tool "%s" is not available to this agent', p_exposed_name),
+                                         'result', agent._mcp_failed_result(pg_catalog.format('tool "%s" is not available to this agent', p_exposed_name)));
   END IF;
-  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = v_server_id;
   IF p_arguments IS NULL OR pg_catalog.jsonb_typeof(p_arguments) <> 'object' THEN
     p_arguments := '{}';
   END IF;
-  v_out := pg_catalog.jsonb_build_object('prepared', true, 'server_id', s.id, 'server', s.name, 'tool', v_tool,
+  v_out := pg_catalog.jsonb_build_object('prepared', true, 'server_id', s.id, 'server', s.name, 'tool', p_tool,
                                          'url', s.url, 'headers', s.headers,
                                          'protocol_version', s.protocol_version, 'arguments', p_arguments,
-                                         'tool_def', pg_catalog.jsonb_build_object('name', v_tool, 'inputSchema', v_schema));
+                                         'tool_def', pg_catalog.jsonb_build_object('name', p_tool, 'inputSchema', p_input_schema));
   IF s.protocol_version = '2026-07-28' THEN
     -- an answered question of this run for this very call: sent with it
     v_key := agent.approval_key(p_exposed_name, p_arguments);
@@ -55,9 +50,9 @@ BEGIN
   RETURN v_out;
 END
 $$;
-REVOKE ALL ON FUNCTION agent._mcp_worker_prepare(bigint, bigint, text, jsonb) FROM PUBLIC;
-COMMENT ON FUNCTION agent._mcp_worker_prepare(bigint, bigint, text, jsonb) IS
-  'Internal (worker): prepares an MCP tool call of a run for the asynchronous request: {"prepared": true, "server_id", "server", "tool", "url", "headers", "protocol_version", "arguments", "tool_def", "input_responses"?, "request_state"?} (an answered elicitation of this call is consumed with its approval), or the refusal of agent.mcp_agent_call for a tool the agent may not use. Holds the server''s headers: superusers only, never recorded.';
+REVOKE ALL ON FUNCTION agent._mcp_worker_prepare(bigint, text, jsonb, bigint, text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent._mcp_worker_prepare(bigint, text, jsonb, bigint, text, jsonb) IS
+  'Internal (worker): prepares an MCP tool call of a run (the tool as agent.mcp_agent_tools gave it, the approval gate passed) for the asynchronous request: {"prepared": true, "server_id", "server", "tool", "url", "headers", "protocol_version", "arguments", "tool_def", "input_responses"?, "request_state"?} (an answered elicitation of this call is consumed with its approval), or a refusal when the server is gone or disabled. Holds the server''s headers: superusers only, never recorded.';
 
 CREATE FUNCTION agent._mcp_worker_finish(p_run_id bigint, p_exposed_name text, p_arguments jsonb,
                                          p_server_id bigint, p_server text, p_tool text,

@@ -152,7 +152,7 @@ is "$(q "SELECT string_agg(name || ':' || (tools_refreshed_at > now() - interval
 
 # 5. tenants, roles, secrets
 for role in mcp712_nobody mcp712_app; do
-    out=$(qe -c "SET ROLE $role" -c "SELECT agent._mcp_worker_prepare($a, $ra, 'mcp__slow__echo', '{}')")
+    out=$(qe -c "SET ROLE $role" -c "SELECT agent._mcp_worker_prepare($ra, 'mcp__slow__echo', '{}', $sid, 'echo', '{}')")
     [[ "$out" == *"permission denied"* ]]; ok $? "$role cannot prepare a worker call (and read the headers it returns)"
     out=$(qe -c "SET ROLE $role" -c "SELECT agent._mcp_worker_finish($ra, 'mcp__slow__echo', '{}', $sid, 'slow', 'echo', '{\"ok\": true}', true)")
     [[ "$out" == *"permission denied"* ]]; ok $? "$role cannot record a worker call's answer"
