@@ -119,6 +119,7 @@ typedef struct McpEntry
 	McpClient  *client;
 	int			refs;
 	bool		stale;
+	bool		broken;			/* stale after a failure: closed without DELETE */
 	struct McpCall *initializing;	/* the call initializing its session */
 	char	   *init_error;		/* why the last initialization failed */
 } McpEntry;
@@ -180,7 +181,13 @@ EntryClose(McpEntry *e)
 			*pp = e->next;
 			break;
 		}
-	mcp_client_close(e->client);	/* DELETE of the session, bounded */
+	/*
+	 * The DELETE of the session (synchronous, at most 2 s) only when the
+	 * server was answering: one that failed may not answer it either.
+	 */
+	if (e->broken)
+		mcp_client_forget_session(e->client);
+	mcp_client_close(e->client);
 	free(e->key);
 	free(e->init_error);
 	free(e);
@@ -416,7 +423,7 @@ McpCallStart(McpCall *mc, void *owner)
 		if (rc != MCP_OK)
 		{
 			SetAnswer(mc, Failure(mcp_client_error(c)));
-			mc->entry->stale = true;	/* start afresh next time */
+			mc->entry->stale = mc->entry->broken = true;	/* start afresh next time */
 			return;
 		}
 		free(mc->session);
@@ -504,7 +511,7 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 		}
 		free(mc->entry->init_error);
 		mc->entry->init_error = xdup(mcp_client_error(c));
-		mc->entry->stale = true;	/* start afresh next time */
+		mc->entry->stale = mc->entry->broken = true;	/* start afresh next time */
 		SetAnswer(mc, Failure(mc->entry->init_error));
 		return true;
 	}
@@ -541,10 +548,13 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 			SetAnswer(mc, Failure("tools/call: the server lost the session again right after a new initialization"));
 			break;
 		default:
+			/*
+			 * The session stays: one call's failure (a time-out of a slow
+			 * tool) says nothing of the others on their own handles; a
+			 * server that restarted answers the next call 404, and the
+			 * session is initialized again then.
+			 */
 			SetAnswer(mc, Failure(mcp_client_error(c)));
-			/* the session's state is unknown after a transport failure */
-			if (rc == MCP_ERROR && req->result != CURLE_OK)
-				mc->entry->stale = true;
 			break;
 	}
 	if (result)
