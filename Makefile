@@ -63,12 +63,12 @@ MAKEFLAGS += --silent
 	$(Q)$(COMPILE.c) -o $@ $<
 endif
 
-$(INSTALL_built): $(SQL_PARTS) pg_agents.control
+$(INSTALL_built): $(SQL_PARTS) sql/src pg_agents.control
 	@{ echo "-- pg_agents $(EXTVERSION): generated from sql/src/*.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
 	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
-$(UPGRADE_built): $(UPGRADE_PARTS) sql/src/990_privileges.sql pg_agents.control
+$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) sql/src/990_privileges.sql pg_agents.control
 	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql and sql/src/990_privileges.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "ALTER EXTENSION pg_agents UPDATE" to load this file. \quit'; \
 	   for f in $(UPGRADE_PARTS) sql/src/990_privileges.sql; do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@

@@ -90,3 +90,25 @@ BEGIN
   RETURN NULL;
 END
 $$;
+
+-- The plain PL/pgSQL audit trigger of bench/audit.sh's (d): to_jsonb of the
+-- row into a log with an identity primary key, nothing else (no redaction,
+-- no changed-columns diff, no tenant) -- the cheapest trigger a user writes.
+CREATE TABLE bench_audit.plain_log (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    table_name text NOT NULL,
+    op text NOT NULL,
+    actor text,
+    row_data jsonb
+);
+
+CREATE FUNCTION bench_audit.plain_audit_trigger() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO bench_audit.plain_log (table_name, op, actor, row_data)
+  VALUES (TG_TABLE_NAME, TG_OP, current_setting('pg_agents.actor', true),
+          CASE WHEN TG_OP = 'DELETE' THEN to_jsonb(OLD) ELSE to_jsonb(NEW) END);
+  RETURN NULL;
+END
+$$;

@@ -87,7 +87,7 @@ r_rare=$(cron_rate '0 0 29 2 *' 'UTC')
 per_run=$(awk -v a="$due_ms" -v b="$idle_ms" -v r="$due_runs" 'BEGIN { if (r > 0) printf "%.1f", (a - b) * 1000 / r; else print "n/a" }')
 verdict=$(awk -v a="$due_ms" 'BEGIN { print (a <= 50) ? "within" : "over" }')
 echo "schedule triggers: $total, due: $due ($agents agents)"
-echo "tick, 1 % due:   $due_ms ms median, $due_runs runs queued  (target <= 50 ms: $verdict); ~$per_run us per queued run"
+echo "tick, 1 % due:   $due_ms ms median, $due_runs runs queued  (target <= 50 ms: $verdict, $(awk -v a="$due_ms" 'BEGIN { printf "%.2fx", a / 50 }') of it); ~$per_run us per queued run"
 echo "tick, none due:  $idle_ms ms median"
 echo "the same $enq_runs runs through agent._enqueue_run alone: $enq_ms ms median (tick / queue alone: $(awk -v a="$due_ms" -v b="$enq_ms" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'))"
 echo "cron_next calls/s: $r_simple ('0 9 * * 1-5' UTC), $r_dst ('30 2 * * *' New York), $r_step ('*/15 9-17 * * MON-FRI' Paris), $r_rare ('0 0 29 2 *' UTC)"

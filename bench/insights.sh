@@ -10,7 +10,7 @@ n=100000
 [ "${BENCH_SCALE:-}" = small ] && n=10000
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 
-q -v n="$n" >/dev/null <<'SQL'
+setup=$(q -v n="$n" <<'SQL'
 SET client_min_messages = warning;
 DELETE FROM agent.agents WHERE workspace_id = 'ws-bench-ins';
 INSERT INTO agent.agents (id, workspace_id, owner_id, name)
@@ -25,6 +25,7 @@ SELECT 88000000 + i, 8800001 + (i % 10), 88000000 + i, 'autonomous', 'event', 'b
        now() - (i * interval '26 seconds'), now() - (i * interval '26 seconds') + interval '1 second',
        now() - (i * interval '26 seconds') + interval '9 seconds'
   FROM generate_series(1, :n * 10) i;
+SELECT clock_timestamp() AS t0 \gset
 INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens)
 SELECT r.id, s, (ARRAY['llm', 'read', 'tool', 'llm'])[s], (ARRAY['model-a', 'read_resource', 'search_resources', 'model-a'])[s],
        CASE WHEN s = 2 THEN jsonb_build_object('resource_type', 'page', 'resource_id', 'bp' || (r.id % 60)) ELSE '{}' END,
@@ -32,8 +33,23 @@ SELECT r.id, s, (ARRAY['llm', 'read', 'tool', 'llm'])[s], (ARRAY['model-a', 'rea
        'ok', CASE WHEN s IN (1, 4) THEN 60 ELSE 0 END
   FROM agent.runs r, generate_series(1, 4) s
  WHERE r.agent_id = 8800001;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000) AS steps_ms \gset
+-- as many rows once more without the progress trigger (rolled back): what
+-- the statement trigger adds to a bulk load of steps
+BEGIN;
+ALTER TABLE agent.run_steps DISABLE TRIGGER run_steps_progress_insert;
+SELECT clock_timestamp() AS t1 \gset
+INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens)
+SELECT r.id, 4 + s, 'llm', 'model-a', '{}', '{}', 'ok', 0
+  FROM agent.runs r, generate_series(1, 4) s
+ WHERE r.agent_id = 8800001;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t1'::timestamptz) * 1000) AS plain_ms \gset
+ROLLBACK;
 ANALYZE agent.runs; ANALYZE agent.run_steps;
+\echo :steps_ms :plain_ms
 SQL
+)
+read -r steps_ms plain_ms <<<"$(tail -1 <<<"$setup")"
 
 median() {  # label sql — one session (plans cached, as with a pooled connection), median of 5 after a warm-up
     local t
@@ -43,6 +59,8 @@ median() {  # label sql — one session (plans cached, as with a pooled connecti
 }
 runs=$(q -c "SELECT count(*) FROM agent.runs WHERE agent_id = 8800001")
 echo "insights bench: $runs runs of the agent (of $(q -c "SELECT count(*) FROM agent.runs WHERE agent_id BETWEEN 8800001 AND 8800010")), 4 steps each"
+printf '  %-58s %9d ms (without the progress trigger %d ms: %.2fx)\n' "$(( runs * 4 )) steps in one INSERT (live progress of each run)" \
+  "$steps_ms" "$plain_ms" "$(awk -v a="$steps_ms" -v b="$plain_ms" 'BEGIN { printf "%.2f", a / (b ? b : 1) }')"
 median "activity, first page (50 runs, steps aggregated)" \
   "SELECT count(*) FROM agent.activity(8800001, 'bench-owner')"
 median "plain SQL: last 50 runs of the agent" \

@@ -4,16 +4,20 @@
  *		The audit log: C row triggers on audited tables, the extension's own
  *		audit events, the append-only guard, retention purge.
  *
- * Rows are written straight into agent.audit_log with heap and index
- * inserts (as logical replication applies rows), not through SPI: no plan,
- * no permission check, no snapshot per row.  That is also what lets an
- * unprivileged role's changes be recorded while that role has no INSERT
- * privilege on the log: only this code writes it.
+ * Rows are written straight into agent.audit_log's monthly partitions with
+ * heap_multi_insert and index inserts (as COPY FROM writes a partitioned
+ * table), not through SPI: no plan, no permission check, no snapshot per
+ * row.  That is also what lets an unprivileged role's changes be recorded
+ * while that role has no INSERT privilege on the log: only this code writes
+ * it.  The rows of a statement are buffered and written when it ends (see
+ * "The writer" below).
  *
- * The guard (BEFORE UPDATE/DELETE/TRUNCATE triggers, enabled ALWAYS)
- * refuses every change to existing rows, except inside agent.purge_audit()
- * (rows past the retention period) and agent._audit_backdate() (superuser,
- * tests), which raise backend-local flags that SQL cannot set.
+ * The guard (BEFORE UPDATE/DELETE/TRUNCATE triggers, enabled ALWAYS, on the
+ * log and on each partition) refuses every change to existing rows, except
+ * inside agent.purge_audit() (rows past the retention period),
+ * agent._audit_default_move() (rows leaving the default partition for their
+ * month's) and agent._audit_backdate() (superuser, tests), which raise
+ * backend-local flags that SQL cannot set.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +35,12 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "catalog/pg_class.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
+#include "access/tupconvert.h"
+#include "executor/execPartition.h"
+#include "nodes/execnodes.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -68,6 +78,7 @@ PG_FUNCTION_INFO_V1(pg_agents_audit_table_event);
 PG_FUNCTION_INFO_V1(pg_agents_audit_guard);
 PG_FUNCTION_INFO_V1(pg_agents_purge_audit);
 PG_FUNCTION_INFO_V1(pg_agents_audit_backdate);
+PG_FUNCTION_INFO_V1(pg_agents_audit_default_move);
 
 #define SUMMARY_MAX		500
 
@@ -152,32 +163,69 @@ static Oid	db_user_oid = InvalidOid;
 static char db_user_name[NAMEDATALEN];
 
 /*
- * The open audit_log and its indexes, kept across the rows of one statement
- * so that each audit row costs a heap insert and index inserts, not a
- * relation and index open/close.  Opened under TopTransactionResourceOwner,
- * in TopTransactionContext; closed by the statement-level trigger that
- * agent.audit_table() adds after the row trigger (so that DDL or TRUNCATE on
- * the log later in the transaction does not find it in use), after each
- * named event, at subtransaction abort and before commit; forgotten at
- * abort (the resource owner releases it).
+ * The writer.  The rows of a statement are buffered and written together when the
+ * statement ends (the statement-level trigger agent.audit_table() adds after
+ * the row trigger), as COPY does: one heap_multi_insert per batch, routed to
+ * the partition of their month, then the index entries.  A batch is bounded
+ * (AUDIT_BATCH_ROWS rows or AUDIT_BATCH_BYTES bytes: a full buffer is written
+ * at once).  Each buffered row remembers the subtransaction that made it: a
+ * rolled-back subtransaction (a savepoint, a PL/pgSQL exception block, a
+ * failed statement) drops its rows, a committed one hands them to its
+ * parent, and a flush writes only the rows of the current subtransaction
+ * (so that they share its fate).  Rows still buffered are written before
+ * commit.  The named events (agent._audit_event) are written at once.
+ *
+ * The buffer lives in a child of TopTransactionContext; the relations are
+ * opened for one flush and closed after it, so that DDL on the log later in
+ * the transaction never finds it in use.
  */
+#define AUDIT_BATCH_ROWS	1000
+#define AUDIT_BATCH_BYTES	(1024 * 1024)
+
+typedef struct PendingRow
+{
+	HeapTuple	tup;
+	SubTransactionId subid;
+} PendingRow;
+
+static MemoryContext pend_cxt = NULL;
+static PendingRow *pend = NULL;
+static int	npend = 0;
+static int	maxpend = 0;
+static Size pend_bytes = 0;
+static LocalTransactionId pend_lxid = InvalidLocalTransactionId;
+static bool xact_callback_registered = false;
+
+/* the relations of one flush */
 typedef struct AuditInsertState
 {
 	Relation	rel;
 	EState	   *estate;
 	ResultRelInfo *rri;
-	TupleTableSlot *slot;
+	ModifyTableState *mtstate;
+	PartitionTupleRouting *proute;	/* NULL: the log is not partitioned */
+	TupleTableSlot *rootslot;
+	TupleTableSlot **slots;
+	CommandId	cid;
 } AuditInsertState;
 
-static AuditInsertState *ins = NULL;
-static LocalTransactionId ins_lxid = InvalidLocalTransactionId;
-static bool ins_stale = false;
-static bool xact_callback_registered = false;
+/*
+ * The monthly partition the last flush wrote to, with its bounds: a flush
+ * whose rows all fall in it (every one-row statement of the month) opens it
+ * directly instead of setting up tuple routing.  Forgotten when the log or
+ * the partition changes (relcache invalidation).
+ */
+static Oid	leaf_relid = InvalidOid;
+static TimestampTz leaf_lo = 0;
+static TimestampTz leaf_hi = 0;
 
-/* set only by purge_audit / _audit_backdate, never from SQL */
+/* set only by purge_audit / _audit_backdate / _audit_default_move, never from SQL */
 static bool purge_active = false;
 static TimestampTz purge_cutoff = 0;
 static bool backdate_active = false;
+static bool move_active = false;
+static TimestampTz move_lo = 0;
+static TimestampTz move_hi = 0;
 
 static void
 audit_relcache_callback(Datum arg, Oid relid)
@@ -185,11 +233,10 @@ audit_relcache_callback(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	AuditTrigInfo *e;
 
+	if (relid == InvalidOid || relid == al_relid || relid == leaf_relid)
+		leaf_relid = InvalidOid;
 	if (relid == InvalidOid || relid == al_relid)
-	{
 		al_relid = InvalidOid;
-		ins_stale = true;
-	}
 	if (trig_cache == NULL)
 		return;
 	hash_seq_init(&status, trig_cache);
@@ -197,7 +244,6 @@ audit_relcache_callback(Datum arg, Oid relid)
 		if (relid == InvalidOid || e->relid == relid)
 			e->valid = false;
 }
-
 static void
 audit_init_cache(void)
 {
@@ -338,39 +384,44 @@ set_text(Datum *values, bool *nulls, int col, const char *s)
 }
 
 static void
-insert_state_close(void)
+pending_forget(void)
 {
-	if (ins != NULL && ins_lxid == PGA_MY_LXID)
-	{
-		ResourceOwner save_owner = CurrentResourceOwner;
-		AuditInsertState *st = ins;
-
-		ins = NULL;
-		CurrentResourceOwner = TopTransactionResourceOwner;
-		PG_TRY();
-		{
-			ExecCloseIndices(st->rri);
-			ExecResetTupleTable(st->estate->es_tupleTable, false);
-			table_close(st->rel, NoLock);
-			FreeExecutorState(st->estate);
-		}
-		PG_FINALLY();
-		{
-			CurrentResourceOwner = save_owner;
-		}
-		PG_END_TRY();
-	}
-	ins = NULL;
-	ins_lxid = InvalidLocalTransactionId;
+	pend_cxt = NULL;
+	pend = NULL;
+	npend = 0;
+	maxpend = 0;
+	pend_bytes = 0;
+	pend_lxid = InvalidLocalTransactionId;
 }
+
+static void audit_flush(void);
 
 static void
 audit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					   SubTransactionId parentSubid, void *arg)
 {
-	/* a statement cut short never reaches its closing statement trigger */
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		insert_state_close();
+	int			i,
+				keep = 0;
+
+	if (pend == NULL || pend_lxid != PGA_MY_LXID)
+		return;
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			/* its rows and those of its children (started after it) go */
+			for (i = 0; i < npend; i++)
+				if (pend[i].subid < mySubid)
+					pend[keep++] = pend[i];
+			npend = keep;
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			for (i = 0; i < npend; i++)
+				if (pend[i].subid == mySubid)
+					pend[i].subid = parentSubid;
+			break;
+		default:
+			break;
+	}
 }
 
 static void
@@ -381,72 +432,380 @@ audit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
-			insert_state_close();
+			/* rows whose statement trigger did not fire (e.g. disabled) */
+			if (pend != NULL && pend_lxid == PGA_MY_LXID && npend > 0)
+				audit_flush();
 			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			/* the resource owner releases the relations; memory is gone */
-			ins = NULL;
-			ins_lxid = InvalidLocalTransactionId;
+			/* the memory goes with TopTransactionContext */
+			pending_forget();
 			break;
 		default:
 			break;
 	}
 }
 
-static AuditInsertState *
-insert_state(void)
+static void
+insert_state_open(AuditInsertState *st)
 {
-	ResourceOwner save_owner;
-	MemoryContext save_cxt;
-	AuditInsertState *st;
+	int			i;
 
-	if (ins != NULL && ins_lxid == PGA_MY_LXID && !ins_stale)
-		return ins;
-	if (ins != NULL && ins_lxid == PGA_MY_LXID)
-		insert_state_close();	/* stale: audit_log changed, reopen */
-	ins = NULL;
-	ins_stale = false;
 	audit_log_lookup();
+	memset(st, 0, sizeof(*st));
+	st->rel = table_open(al_relid, RowExclusiveLock);
+	st->estate = CreateExecutorState();
+	st->cid = GetCurrentCommandId(true);
+	st->estate->es_output_cid = st->cid;
+	st->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(st->rri, st->rel, 1, NULL, 0);
+	st->rootslot = ExecInitExtraTupleSlot(st->estate, RelationGetDescr(st->rel),
+										  &TTSOpsHeapTuple);
+	if (st->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		/* as COPY FROM routes its rows */
+		st->mtstate = makeNode(ModifyTableState);
+		st->mtstate->ps.plan = NULL;
+		st->mtstate->ps.state = st->estate;
+		st->mtstate->operation = CMD_INSERT;
+		st->mtstate->mt_nrels = 1;
+		st->mtstate->resultRelInfo = st->rri;
+		st->mtstate->rootResultRelInfo = st->rri;
+		st->proute = ExecSetupPartitionTupleRouting(st->estate, st->rel);
+	}
+	else
+		ExecOpenIndices(st->rri, false);	/* a 0.3.0 log, before the update */
+	st->slots = palloc(sizeof(TupleTableSlot *) * AUDIT_BATCH_ROWS);
+	for (i = 0; i < AUDIT_BATCH_ROWS; i++)
+		st->slots[i] = NULL;
+}
+
+static void
+insert_state_close(AuditInsertState *st)
+{
+	int			i;
+
+	for (i = 0; i < AUDIT_BATCH_ROWS; i++)
+		if (st->slots[i] != NULL)
+			ExecDropSingleTupleTableSlot(st->slots[i]);
+	if (st->proute != NULL)
+		ExecCleanupTupleRouting(st->mtstate, st->proute);
+	else
+		ExecCloseIndices(st->rri);
+	ExecResetTupleTable(st->estate->es_tupleTable, false);
+	table_close(st->rel, NoLock);
+	FreeExecutorState(st->estate);
+}
+
+/* one heap_multi_insert into one partition, then its index entries */
+static void
+write_group(AuditInsertState *st, ResultRelInfo *leaf, int n)
+{
+	int			i;
+
+	table_multi_insert(leaf->ri_RelationDesc, st->slots, n, st->cid, 0, NULL);
+	for (i = 0; i < n; i++)
+	{
+		if (leaf->ri_NumIndices > 0)
+			list_free(ExecInsertIndexTuples(leaf, st->slots[i], st->estate,
+											false, false, NULL, NIL));
+		ExecClearTuple(st->slots[i]);
+		ResetPerTupleExprContext(st->estate);
+	}
+}
+
+/* remembers a monthly partition and its bounds for the next flushes */
+static void
+leaf_remember(Relation leaf)
+{
+	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(RelationGetRelid(leaf)));
+	Datum		d;
+	bool		isnull;
+
+	if (!HeapTupleIsValid(tp))
+		return;
+	/* only a partition with the row layout of the parent (no conversion) */
+	{
+		TupleDesc	pdesc;
+		Relation	parent = RelationIdGetRelation(al_relid);
+		bool		same = RelationIsValid(parent);
+		int			i;
+
+		if (same)
+		{
+			pdesc = RelationGetDescr(parent);
+			same = pdesc->natts == RelationGetDescr(leaf)->natts;
+			for (i = 0; same && i < pdesc->natts; i++)
+			{
+				Form_pg_attribute a = TupleDescAttr(pdesc, i);
+				Form_pg_attribute b = TupleDescAttr(RelationGetDescr(leaf), i);
+
+				same = a->atttypid == b->atttypid && a->attlen == b->attlen &&
+					a->attisdropped == b->attisdropped && a->attalign == b->attalign;
+			}
+			RelationClose(parent);
+		}
+		if (!same)
+		{
+			ReleaseSysCache(tp);
+			return;
+		}
+	}
+	d = SysCacheGetAttr(RELOID, tp, Anum_pg_class_relpartbound, &isnull);
+	if (!isnull)
+	{
+		PartitionBoundSpec *spec = (PartitionBoundSpec *) stringToNode(TextDatumGetCString(d));
+
+		if (IsA(spec, PartitionBoundSpec) && spec->strategy == PARTITION_STRATEGY_RANGE &&
+			!spec->is_default && list_length(spec->lowerdatums) == 1 &&
+			list_length(spec->upperdatums) == 1)
+		{
+			PartitionRangeDatum *l = linitial_node(PartitionRangeDatum, spec->lowerdatums);
+			PartitionRangeDatum *u = linitial_node(PartitionRangeDatum, spec->upperdatums);
+
+			if (l->kind == PARTITION_RANGE_DATUM_VALUE && u->kind == PARTITION_RANGE_DATUM_VALUE &&
+				IsA(l->value, Const) && IsA(u->value, Const) &&
+				!((Const *) l->value)->constisnull && !((Const *) u->value)->constisnull)
+			{
+				leaf_lo = DatumGetTimestampTz(((Const *) l->value)->constvalue);
+				leaf_hi = DatumGetTimestampTz(((Const *) u->value)->constvalue);
+				leaf_relid = RelationGetRelid(leaf);
+			}
+		}
+	}
+	ReleaseSysCache(tp);
+}
+
+/*
+ * The rows of the current subtransaction all belong to the remembered
+ * partition: they are written there without tuple routing.  Returns false
+ * (nothing done) otherwise.
+ */
+static bool
+audit_flush_leaf(SubTransactionId cur)
+{
+	Oid			leaf = leaf_relid;
+	Relation	parent;
+	Relation	rel;
+	AuditInsertState st;
+	TupleDesc	pdesc;
+	TupleDesc	ldesc;
+	int			i,
+				n = 0,
+				keep = 0;
+
+	if (!OidIsValid(leaf))
+		return false;
+	audit_log_lookup();
+	/* as an INSERT through the parent: no partition detached under us */
+	parent = table_open(al_relid, RowExclusiveLock);
+	pdesc = RelationGetDescr(parent);
+	for (i = 0; i < npend; i++)
+	{
+		bool		isnull;
+		TimestampTz at;
+
+		if (pend[i].subid != cur)
+			continue;
+		at = DatumGetTimestampTz(heap_getattr(pend[i].tup, al_attnum[AL_AT], pdesc, &isnull));
+		if (isnull || at < leaf_lo || at >= leaf_hi)
+			break;
+		if (++n > AUDIT_BATCH_ROWS)
+			break;
+	}
+	if (i < npend || leaf_relid != leaf)
+	{
+		table_close(parent, NoLock);
+		return false;
+	}
+	rel = table_open(leaf, RowExclusiveLock);
+	ldesc = RelationGetDescr(rel);
+	if (leaf_relid != leaf || !rel->rd_rel->relispartition)
+	{
+		/* changed while we waited for the lock, or a different row type */
+		table_close(rel, NoLock);
+		table_close(parent, NoLock);
+		leaf_relid = InvalidOid;
+		return false;
+	}
+
+	memset(&st, 0, sizeof(st));
+	st.estate = CreateExecutorState();
+	st.cid = GetCurrentCommandId(true);
+	st.estate->es_output_cid = st.cid;
+	st.rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(st.rri, rel, 1, NULL, 0);
+	ExecOpenIndices(st.rri, false);
+	st.slots = palloc(sizeof(TupleTableSlot *) * n);
+	n = 0;
+	for (i = 0; i < npend; i++)
+	{
+		if (pend[i].subid != cur)
+		{
+			pend[keep++] = pend[i];
+			continue;
+		}
+		st.slots[n] = MakeSingleTupleTableSlot(ldesc, &TTSOpsHeapTuple);
+		ExecStoreHeapTuple(pend[i].tup, st.slots[n], false);
+		n++;
+	}
+	write_group(&st, st.rri, n);
+	for (i = 0; i < n; i++)
+		ExecDropSingleTupleTableSlot(st.slots[i]);
+	ExecCloseIndices(st.rri);
+	table_close(rel, NoLock);
+	table_close(parent, NoLock);
+	FreeExecutorState(st.estate);
+	npend = keep;
+	return true;
+}
+
+/*
+ * Writes the buffered rows of the current subtransaction (those of an
+ * enclosing one wait for it).
+ */
+static void
+audit_flush(void)
+{
+	SubTransactionId cur = GetCurrentSubTransactionId();
+	AuditInsertState st;
+	ResultRelInfo *group = NULL;
+	int			n = 0;
+	int			keep = 0;
+	int			i;
+	MemoryContext old;
+
+	if (pend == NULL || pend_lxid != PGA_MY_LXID || npend == 0)
+		return;
+	for (i = 0; i < npend; i++)
+		if (pend[i].subid == cur)
+			break;
+	if (i == npend)
+		return;
+
+	old = MemoryContextSwitchTo(pend_cxt);
+	if (audit_flush_leaf(cur))
+	{
+		MemoryContextSwitchTo(old);
+		if (npend == 0)
+		{
+			MemoryContextReset(pend_cxt);
+			pend = NULL;
+			maxpend = 0;
+			pend_bytes = 0;
+		}
+		return;
+	}
+	insert_state_open(&st);
+	for (i = 0; i < npend; i++)
+	{
+		ResultRelInfo *leaf;
+		HeapTuple	tup = pend[i].tup;
+		TupleDesc	ldesc;
+
+		if (pend[i].subid != cur)
+		{
+			pend[keep++] = pend[i];
+			continue;
+		}
+		if (st.proute != NULL)
+		{
+			TupleConversionMap *map;
+
+			ExecStoreHeapTuple(tup, st.rootslot, false);
+			leaf = ExecFindPartition(st.mtstate, st.rri, st.proute, st.rootslot, st.estate);
+			ExecClearTuple(st.rootslot);
+			if (leaf != group)
+				leaf_remember(leaf->ri_RelationDesc);
+			map = PgaRootToChildMap(leaf, st.estate);
+			if (map != NULL)
+				tup = execute_attr_map_tuple(tup, map);
+		}
+		else
+			leaf = st.rri;
+		if (group != NULL && (leaf != group || n == AUDIT_BATCH_ROWS))
+		{
+			write_group(&st, group, n);
+			n = 0;
+		}
+		group = leaf;
+		ldesc = RelationGetDescr(leaf->ri_RelationDesc);
+		if (st.slots[n] != NULL && st.slots[n]->tts_tupleDescriptor != ldesc)
+		{
+			ExecDropSingleTupleTableSlot(st.slots[n]);
+			st.slots[n] = NULL;
+		}
+		if (st.slots[n] == NULL)
+			st.slots[n] = MakeSingleTupleTableSlot(ldesc, &TTSOpsHeapTuple);
+		ExecStoreHeapTuple(tup, st.slots[n], false);
+		n++;
+	}
+	if (n > 0)
+		write_group(&st, group, n);
+	insert_state_close(&st);
+	MemoryContextSwitchTo(old);
+
+	npend = keep;
+	if (npend == 0)
+	{
+		/* all written: the memory is reused */
+		MemoryContextReset(pend_cxt);
+		pend = NULL;
+		maxpend = 0;
+		pend_bytes = 0;
+	}
+}
+
+/* appends a formed row to the buffer, writing the buffer when full */
+static void
+pending_add(HeapTuple tup_in_pend_cxt)
+{
+	if (pend == NULL)
+	{
+		maxpend = 64;
+		pend = MemoryContextAlloc(pend_cxt, sizeof(PendingRow) * maxpend);
+	}
+	else if (npend == maxpend)
+	{
+		maxpend *= 2;
+		pend = repalloc(pend, sizeof(PendingRow) * maxpend);
+	}
+	pend[npend].tup = tup_in_pend_cxt;
+	pend[npend].subid = GetCurrentSubTransactionId();
+	npend++;
+	pend_bytes += tup_in_pend_cxt->t_len;
+	if (npend >= AUDIT_BATCH_ROWS || pend_bytes >= AUDIT_BATCH_BYTES)
+		audit_flush();
+}
+
+/* the buffer of this transaction, made on first use */
+static void
+pending_begin(void)
+{
 	if (!xact_callback_registered)
 	{
 		RegisterXactCallback(audit_xact_callback, NULL);
 		RegisterSubXactCallback(audit_subxact_callback, NULL);
 		xact_callback_registered = true;
 	}
-
-	save_owner = CurrentResourceOwner;
-	save_cxt = MemoryContextSwitchTo(TopTransactionContext);
-	CurrentResourceOwner = TopTransactionResourceOwner;
-	PG_TRY();
-	{
-		st = palloc0(sizeof(AuditInsertState));
-		st->rel = table_open(al_relid, RowExclusiveLock);
-		st->estate = CreateExecutorState();
-		st->rri = makeNode(ResultRelInfo);
-		InitResultRelInfo(st->rri, st->rel, 1, NULL, 0);
-		ExecOpenIndices(st->rri, false);
-		st->slot = ExecInitExtraTupleSlot(st->estate, RelationGetDescr(st->rel),
-										  &TTSOpsHeapTuple);
-	}
-	PG_FINALLY();
-	{
-		CurrentResourceOwner = save_owner;
-		MemoryContextSwitchTo(save_cxt);
-	}
-	PG_END_TRY();
-	ins = st;
-	ins_lxid = PGA_MY_LXID;
-	return ins;
+	if (pend_cxt != NULL && pend_lxid == PGA_MY_LXID)
+		return;
+	pending_forget();
+	pend_cxt = AllocSetContextCreate(TopTransactionContext, "pg_agents audit rows",
+									 ALLOCSET_DEFAULT_SIZES);
+	pend_lxid = PGA_MY_LXID;
 }
 
 /*
- * Writes one row into agent.audit_log: heap insert plus index entries.
+ * Buffers one row for agent.audit_log (formed now: its id, time and
+ * transaction are those of the change).
  */
 static void
 audit_insert(AuditRow *row)
 {
-	AuditInsertState *st;
 	Relation	rel;
 	TupleDesc	desc;
 	Datum	   *values;
@@ -454,6 +813,7 @@ audit_insert(AuditRow *row)
 	HeapTuple	tup;
 	int			natts;
 	int			i;
+	MemoryContext old;
 
 	if (RecoveryInProgress())
 	{
@@ -462,8 +822,10 @@ audit_insert(AuditRow *row)
 						row->action)));
 		return;
 	}
-	st = insert_state();
-	rel = st->rel;
+	audit_log_lookup();
+	pending_begin();
+	/* held to the end of the transaction, as an INSERT would */
+	rel = table_open(al_relid, RowExclusiveLock);
 	desc = RelationGetDescr(rel);
 	natts = desc->natts;
 	values = palloc0(sizeof(Datum) * natts);
@@ -507,16 +869,13 @@ audit_insert(AuditRow *row)
 		nulls[al_attnum[AL_CHANGES] - 1] = false;
 	}
 
+	old = MemoryContextSwitchTo(pend_cxt);
 	tup = heap_form_tuple(desc, values, nulls);
-
-	st->estate->es_output_cid = GetCurrentCommandId(true);
-	ExecStoreHeapTuple(tup, st->slot, false);
-	simple_table_tuple_insert(rel, st->slot);
-	if (st->rri->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(st->rri, st->slot, st->estate, false, false, NULL, NIL));
-	ExecClearTuple(st->slot);
-	ResetPerTupleExprContext(st->estate);
-	heap_freetuple(tup);
+	MemoryContextSwitchTo(old);
+	table_close(rel, NoLock);
+	pfree(values);
+	pfree(nulls);
+	pending_add(tup);
 }
 
 /* ------------------------------------------------------------------------
@@ -590,7 +949,7 @@ PgAgentsAuditEvent(const char *action, const char *status,
 	row.inputs = inputs ? PgAgentsRedactJsonb(inputs) : NULL;
 	row.summary = clean_summary(summary);
 	audit_insert(&row);
-	insert_state_close();
+	audit_flush();
 }
 
 static inline char *
@@ -1047,13 +1406,13 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		row.summary = summary.data;
 		audit_identity(&row);
 		audit_insert(&row);
-		insert_state_close();
+		audit_flush();
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event))
 	{
-		/* the statement's rows are written: release the log */
-		insert_state_close();
+		/* the statement's rows are all buffered: write them */
+		audit_flush();
 		return PointerGetDatum(NULL);
 	}
 
@@ -1161,19 +1520,27 @@ pg_agents_audit_guard(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 		refuse_change();
 
-	if (TRIGGER_FIRED_BY_DELETE(td->tg_event) && purge_active)
+	if (TRIGGER_FIRED_BY_DELETE(td->tg_event) && (purge_active || move_active || backdate_active))
 	{
 		if (TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
 			return PointerGetDatum(NULL);
 		else
 		{
 			bool		isnull;
-			Datum		at;
+			TimestampTz at;
 
 			audit_log_lookup();
-			at = heap_getattr(td->tg_trigtuple, al_attnum[AL_AT],
-							  RelationGetDescr(td->tg_relation), &isnull);
-			if (!isnull && DatumGetTimestampTz(at) < purge_cutoff)
+			at = DatumGetTimestampTz(heap_getattr(td->tg_trigtuple, al_attnum[AL_AT],
+												  RelationGetDescr(td->tg_relation), &isnull));
+			/* the retention purge: only rows past the cut-off */
+			if (purge_active && !isnull && at < purge_cutoff)
+				return PointerGetDatum(td->tg_trigtuple);
+			/* maintenance: rows of the new month out of the default partition */
+			if (move_active && !isnull && at >= move_lo && at < move_hi &&
+				strcmp(RelationGetRelationName(td->tg_relation), "audit_log_default") == 0)
+				return PointerGetDatum(td->tg_trigtuple);
+			/* backdating moves a row to an older month's partition: checked as an UPDATE */
+			if (backdate_active)
 				return PointerGetDatum(td->tg_trigtuple);
 		}
 	}
@@ -1215,8 +1582,12 @@ pg_agents_audit_guard(PG_FUNCTION_ARGS)
 }
 
 /*
- * agent.purge_audit(): deletes rows older than
- * pg_agents.audit_retention_days (0 keeps everything); returns how many.
+ * agent.purge_audit(): runs agent.maintain_audit(), then removes rows older
+ * than pg_agents.audit_retention_days (0 keeps everything): the monthly
+ * partitions that end before the cut-off are dropped whole (no row is
+ * scanned outside them), the older rows left (in the partition the cut-off
+ * falls in, and in the default partition) deleted; returns how many rows
+ * went.
  */
 Datum
 pg_agents_purge_audit(PG_FUNCTION_ARGS)
@@ -1225,16 +1596,36 @@ pg_agents_purge_audit(PG_FUNCTION_ARGS)
 	TimestampTz cutoff;
 	Datum		args[1];
 	Oid			types[1] = {TIMESTAMPTZOID};
+	int64		dropped = 0;
 	int64		deleted = 0;
+	int			nparts = 0;
 	int			rc;
-
-	if (days <= 0)
-		PG_RETURN_INT64(0);
-	cutoff = GetCurrentTransactionStartTimestamp() - (TimestampTz) days * USECS_PER_DAY;
-	args[0] = TimestampTzGetDatum(cutoff);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute("SELECT agent.maintain_audit()", false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not maintain agent.audit_log: %s", SPI_result_code_string(rc));
+	if (days <= 0)
+	{
+		SPI_finish();
+		PG_RETURN_INT64(0);
+	}
+	cutoff = GetCurrentTransactionStartTimestamp() - (TimestampTz) days * USECS_PER_DAY;
+	args[0] = TimestampTzGetDatum(cutoff);
+
+	rc = SPI_execute_with_args("SELECT dropped, pg_catalog.cardinality(partitions) "
+							   "FROM agent._audit_drop_partitions($1)",
+							   1, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not drop partitions of agent.audit_log: %s", SPI_result_code_string(rc));
+	{
+		bool		isnull;
+
+		dropped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		nparts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+
 	purge_active = true;
 	purge_cutoff = cutoff;
 	PG_TRY();
@@ -1253,17 +1644,110 @@ pg_agents_purge_audit(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	{
-		char		inputs[128];
+		char		inputs[192];
+		int64		total = dropped + deleted;
 
-		snprintf(inputs, sizeof(inputs), "{\"retention_days\": %d, \"deleted\": " INT64_FORMAT "}",
-				 days, deleted);
+		snprintf(inputs, sizeof(inputs),
+				 "{\"retention_days\": %d, \"deleted\": " INT64_FORMAT
+				 ", \"dropped_partitions\": %d}",
+				 days, total, nparts);
 		PgAgentsAuditEvent("audit.purge", "success", "audit_log", NULL, NULL, NULL,
 						   DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(inputs))),
-						   psprintf("purged " INT64_FORMAT " audit rows older than %d days",
-									deleted, days),
+						   psprintf("purged " INT64_FORMAT " audit rows older than %d days (%d partitions dropped)",
+									total, days, nparts),
 						   NULL);
+		PG_RETURN_INT64(total);
 	}
-	PG_RETURN_INT64(deleted);
+}
+
+/*
+ * agent._audit_default_move(name text, lo timestamptz, hi timestamptz):
+ * agent.maintain_audit() making the partition of [lo, hi) while the default
+ * partition holds rows of that range: takes them out of the default
+ * partition, has agent._audit_new_partition() make the partition, and
+ * writes them again (same ids, same content), now into it.
+ */
+Datum
+pg_agents_audit_default_move(PG_FUNCTION_ARGS)
+{
+	Datum		args[3];
+	Oid			types[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	TupleDesc	desc;
+	Relation	rel;
+	uint64		n;
+	uint64		i;
+	int			rc;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function _audit_default_move")));
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_GETARG_DATUM(2);
+	audit_log_lookup();
+	pending_begin();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	move_active = true;
+	move_lo = PG_GETARG_TIMESTAMPTZ(1);
+	move_hi = PG_GETARG_TIMESTAMPTZ(2);
+	PG_TRY();
+	{
+		rc = SPI_execute_with_args("DELETE FROM agent.audit_log_default WHERE at >= $1 AND at < $2 "
+								   "RETURNING *", 2, types + 1, args + 1, NULL, false, 0);
+		if (rc != SPI_OK_DELETE_RETURNING)
+			elog(ERROR, "could not move rows out of agent.audit_log_default: %s",
+				 SPI_result_code_string(rc));
+	}
+	PG_FINALLY();
+	{
+		move_active = false;
+	}
+	PG_END_TRY();
+
+	/* the rows wait in the buffer of this subtransaction */
+	rel = RelationIdGetRelation(al_relid);
+	desc = RelationGetDescr(rel);
+	if (SPI_tuptable->tupdesc->natts != desc->natts)
+		elog(ERROR, "agent.audit_log_default does not have the columns of agent.audit_log");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+		MemoryContext old;
+		HeapTuple	tup;
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
+		old = MemoryContextSwitchTo(pend_cxt);
+		tup = heap_form_tuple(desc, values, nulls);
+		MemoryContextSwitchTo(old);
+		/* not pending_add: no flush before the partition exists */
+		if (pend == NULL)
+		{
+			maxpend = 64;
+			pend = MemoryContextAlloc(pend_cxt, sizeof(PendingRow) * maxpend);
+		}
+		else if (npend == maxpend)
+		{
+			maxpend *= 2;
+			pend = repalloc(pend, sizeof(PendingRow) * maxpend);
+		}
+		pend[npend].tup = tup;
+		pend[npend].subid = GetCurrentSubTransactionId();
+		npend++;
+	}
+	n = SPI_processed;
+	RelationClose(rel);
+
+	rc = SPI_execute_with_args("SELECT agent._audit_new_partition($1, $2, $3)",
+							   3, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not make partition: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	audit_flush();
+	PG_RETURN_INT64((int64) n);
 }
 
 /*

@@ -45,6 +45,14 @@
 #endif
 
 /*
+ * 16: pg_proc_aclcheck() became object_aclcheck(ProcedureRelationId, ...)
+ */
+#if PG_VERSION_NUM >= 160000
+#define pg_proc_aclcheck(procid, roleid, mode) \
+	object_aclcheck(ProcedureRelationId, (procid), (roleid), (mode))
+#endif
+
+/*
  * 16: stringToQualifiedNameList() takes a soft-error context (NULL: errors
  * are thrown, as before)
  */
@@ -129,5 +137,16 @@ PgaGetIdentitySequence(Oid relid, AttrNumber attnum, bool missing_ok)
 	return getIdentitySequence(relid, attnum, missing_ok);
 #endif
 }
+
+/*
+ * 16: the map from a partitioned table's row type to a partition's is built
+ * on demand by ExecGetRootToChildMap(); 15 keeps it in
+ * ri_RootToPartitionMap, set when the partition is routed to
+ */
+#if PG_VERSION_NUM >= 160000
+#define PgaRootToChildMap(rri, estate) ExecGetRootToChildMap((rri), (estate))
+#else
+#define PgaRootToChildMap(rri, estate) ((rri)->ri_RootToPartitionMap)
+#endif
 
 #endif							/* PG_AGENTS_COMPAT_H */

@@ -15,7 +15,8 @@
  * by a relcache invalidation of agent.triggers, which a statement trigger on
  * that table sends whenever a matching column changes (and which every
  * backend receives at commit, or at once in the writing transaction).  So an
- * event that matches nothing costs a hash lookup, without SPI.
+ * event that matches nothing costs a hash lookup, without SPI; on a miss the
+ * index is read directly (ScanCandidates), without SPI either.
  *
  * Reads and writes of the extension's tables run as the owner of the schema
  * "agent" with search_path = pg_catalog, as a SECURITY DEFINER function would,
@@ -26,8 +27,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -37,6 +45,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -44,8 +53,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
@@ -78,6 +90,29 @@ static MemoryContext trig_cache_cxt = NULL;
 static bool cache_stale = true;
 static bool callback_registered = false;
 static Oid	triggers_relid = InvalidOid;
+
+/*
+ * The candidate lookup of an event (not a mention) reads triggers_event_idx
+ * directly, as the query below would (its three probes), without SPI, plan
+ * cache, or a change of user and search_path: the index and the columns
+ * read, found when the cache is (re)built; InvalidOid when the index is not
+ * the one expected (then the query runs).
+ */
+static Oid	triggers_event_idx = InvalidOid;
+typedef struct TriggerAtts
+{
+	AttrNumber	id,
+				agent_id,
+				workspace_id,
+				allow_self,
+				prompt,
+				filter,
+				saved_by,
+				enabled,
+				kind,
+				resource_id;
+} TriggerAtts;
+static TriggerAtts tatts;
 static int	dispatch_depth = 0;
 
 static SPIPlanPtr plan_lookup = NULL;
@@ -85,6 +120,8 @@ static SPIPlanPtr plan_mention = NULL;
 static SPIPlanPtr plan_agent = NULL;
 static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
+static SPIPlanPtr plan_launch = NULL;
+static SPIPlanPtr plan_launch_other = NULL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
 static SPIPlanPtr plan_last_run = NULL;
@@ -239,6 +276,58 @@ TriggersInvalCallback(Datum arg, Oid relid)
 		cache_stale = true;
 }
 
+/*
+ * triggers_event_idx when it is the index the lookup expects, a btree on
+ * (workspace_id, event_name, resource_type, resource_id) of agent.triggers;
+ * also finds the columns read.  InvalidOid otherwise.
+ */
+static Oid
+FindEventIndex(Oid nsp)
+{
+	Oid			idx = get_relname_relid("triggers_event_idx", nsp);
+	const char *keys[4] = {"workspace_id", "event_name", "resource_type", "resource_id"};
+	HeapTuple	tup;
+	Form_pg_index form;
+	bool		ok;
+	int			i;
+
+	if (!OidIsValid(idx))
+		return InvalidOid;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(idx));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	ok = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
+	ReleaseSysCache(tup);
+	if (!ok)
+		return InvalidOid;
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(idx));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	form = (Form_pg_index) GETSTRUCT(tup);
+	ok = form->indrelid == triggers_relid && form->indnkeyatts == 4 && form->indisvalid;
+	for (i = 0; ok && i < 4; i++)
+		ok = form->indkey.values[i] == get_attnum(triggers_relid, keys[i]);
+	ReleaseSysCache(tup);
+	if (!ok)
+		return InvalidOid;
+
+	tatts.id = get_attnum(triggers_relid, "id");
+	tatts.agent_id = get_attnum(triggers_relid, "agent_id");
+	tatts.workspace_id = get_attnum(triggers_relid, "workspace_id");
+	tatts.allow_self = get_attnum(triggers_relid, "allow_self_retrigger");
+	tatts.prompt = get_attnum(triggers_relid, "prompt");
+	tatts.filter = get_attnum(triggers_relid, "filter");
+	tatts.saved_by = get_attnum(triggers_relid, "saved_by");
+	tatts.enabled = get_attnum(triggers_relid, "enabled");
+	tatts.kind = get_attnum(triggers_relid, "kind");
+	tatts.resource_id = get_attnum(triggers_relid, "resource_id");
+	if (tatts.id <= 0 || tatts.agent_id <= 0 || tatts.workspace_id <= 0 || tatts.allow_self <= 0 ||
+		tatts.prompt <= 0 || tatts.filter <= 0 || tatts.saved_by <= 0 || tatts.enabled <= 0 ||
+		tatts.kind <= 0 || tatts.resource_id <= 0)
+		return InvalidOid;
+	return idx;
+}
+
 /* Drops the cache when stale and no dispatch is using it. */
 static void
 RefreshCache(void)
@@ -270,6 +359,7 @@ RefreshCache(void)
 
 	nsp = get_namespace_oid("agent", true);
 	triggers_relid = OidIsValid(nsp) ? get_relname_relid("triggers", nsp) : InvalidOid;
+	triggers_event_idx = OidIsValid(triggers_relid) ? FindEventIndex(nsp) : InvalidOid;
 }
 
 /* Copies the SPI result rows into an array of candidates in cxt. */
@@ -389,6 +479,179 @@ QueryCandidates(const char *workspace, const char *event_name, const char *resou
 	return CopyCandidates(cxt, out);
 }
 
+/* does the text datum equal the C string s? */
+static bool
+TextEqCString(Datum d, const char *s)
+{
+	text	   *t = DatumGetTextPP(d);
+	size_t		len = strlen(s);
+	bool		eq = (VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0);
+
+	if ((Pointer) t != DatumGetPointer(d))
+		pfree(t);
+	return eq;
+}
+
+static int
+CandidateCmp(const void *a, const void *b)
+{
+	int64		x = ((const Candidate *) a)->id;
+	int64		y = ((const Candidate *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
+static void
+InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
+{
+	ScanKeyEntryInitialize(key, 0, attno, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[attno - 1], F_TEXTEQ,
+						   CStringGetTextDatum(value));
+}
+
+static void
+InitNullKey(ScanKey key, AttrNumber attno)
+{
+	ScanKeyEntryInitialize(key, SK_ISNULL | SK_SEARCHNULL, attno, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+}
+
+/*
+ * The candidate query of an event (QueryCandidates without a mention), as
+ * three probes of triggers_event_idx read directly: this resource, any
+ * resource of the type, any resource of any type.  Same snapshot as SPI
+ * would take (the command counter advanced first), same rows, same order
+ * (by id).  No permission check applies, as none did to the query, which
+ * ran as the owner of schema "agent".
+ */
+static int
+ScanCandidates(const char *workspace, const char *event_name, const char *resource_type,
+			   const char *resource_id, MemoryContext cxt, Candidate **out)
+{
+	Relation	heap;
+	Relation	index;
+	TupleTableSlot *slot;
+	IndexScanDesc scan;
+	ScanKeyData keys[4];
+	Candidate  *items = NULL;
+	int			n = 0;
+	int			cap = 0;
+	int			probe;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+
+	heap = table_open(triggers_relid, AccessShareLock);
+	index = index_open(triggers_event_idx, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&keys[0], index, 1, workspace);
+	InitTextKey(&keys[1], index, 2, event_name);
+	scan = index_beginscan(heap, index, GetActiveSnapshot(), 4, 0);
+	for (probe = 0; probe < 3; probe++)
+	{
+		int			nkeys;
+
+		if (probe == 0)
+		{
+			if (resource_id == NULL)
+				continue;		/* "resource_id = NULL" matches nothing */
+			InitTextKey(&keys[2], index, 3, resource_type);
+			InitTextKey(&keys[3], index, 4, resource_id);
+			nkeys = 4;
+		}
+		else if (probe == 1)
+		{
+			InitTextKey(&keys[2], index, 3, resource_type);
+			InitNullKey(&keys[3], 4);
+			nkeys = 4;
+		}
+		else
+		{
+			InitNullKey(&keys[2], 3);
+			nkeys = 3;
+		}
+		index_rescan(scan, keys, nkeys, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		d;
+			Candidate  *c;
+			MemoryContext old;
+
+			/* the index holds enabled event and mention triggers */
+			d = slot_getattr(slot, tatts.enabled, &isnull);
+			if (isnull || !DatumGetBool(d))
+				continue;
+			d = slot_getattr(slot, tatts.kind, &isnull);
+			if (isnull || !TextEqCString(d, "event"))
+				continue;
+			if (probe == 2)
+			{
+				/* any resource of any type: resource_id NULL or this one */
+				d = slot_getattr(slot, tatts.resource_id, &isnull);
+				if (!isnull && (resource_id == NULL || !TextEqCString(d, resource_id)))
+					continue;
+			}
+
+			old = MemoryContextSwitchTo(cxt);
+			if (n == cap)
+			{
+				cap = cap ? cap * 2 : 8;
+				items = items ? repalloc(items, sizeof(Candidate) * cap) : palloc(sizeof(Candidate) * cap);
+			}
+			c = &items[n++];
+			memset(c, 0, sizeof(Candidate));
+			c->id = DatumGetInt64(slot_getattr(slot, tatts.id, &isnull));
+			c->agent_id = DatumGetInt64(slot_getattr(slot, tatts.agent_id, &isnull));
+			d = slot_getattr(slot, tatts.workspace_id, &isnull);
+			c->workspace_id = isnull ? NULL : TextDatumGetCString(d);
+			d = slot_getattr(slot, tatts.allow_self, &isnull);
+			c->allow_self = !isnull && DatumGetBool(d);
+			d = slot_getattr(slot, tatts.prompt, &isnull);
+			c->prompt = isnull ? NULL : TextDatumGetCString(d);
+			d = slot_getattr(slot, tatts.filter, &isnull);
+			if (!isnull)
+			{
+				Jsonb	   *f = DatumGetJsonbPCopy(d);
+
+				c->filter = JsonContainerSize(&f->root) > 0 ? f : NULL;
+			}
+			d = slot_getattr(slot, tatts.saved_by, &isnull);
+			c->saved_by = isnull ? InvalidOid : DatumGetObjectId(d);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	PopActiveSnapshot();
+
+	if (n > 1)
+		qsort(items, n, sizeof(Candidate), CandidateCmp);
+	*out = items;
+	return n;
+}
+
+/* The candidate query through SPI, as the owner of schema "agent". */
+static int
+QueryWithElevation(const char *workspace, const char *event_name, const char *resource_type,
+				   const char *resource_id, int64 mention_agent,
+				   MemoryContext cxt, Candidate **out)
+{
+	Elevation	elev;
+	int			n;
+
+	Elevate(&elev);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
+	SPI_finish();
+	Restore(&elev);
+	return n;
+}
+
 /*
  * The candidate triggers of an event, from the cache when possible.  The
  * array stays valid until the end of the current dispatch.
@@ -401,7 +664,6 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	int			len;
 	bool		cacheable;
 	CacheEntry *entry = NULL;
-	Elevation	elev;
 	int			n;
 	MemoryContext cxt;
 
@@ -423,12 +685,10 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	}
 
 	cxt = cacheable ? trig_cache_cxt : CurrentMemoryContext;
-	Elevate(&elev);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_agents: SPI_connect failed");
-	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
-	SPI_finish();
-	Restore(&elev);
+	if (mention_agent == 0 && OidIsValid(triggers_event_idx) && OidIsValid(triggers_relid))
+		n = ScanCandidates(workspace, event_name, resource_type, resource_id, cxt, out);
+	else
+		n = QueryWithElevation(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
 
 	/* an invalidation may have arrived while we queried: then do not keep it */
 	if (cacheable && !cache_stale)
@@ -483,6 +743,7 @@ typedef struct EventCtx
 	Jsonb	   *payload;
 	const char *actor;
 	const char *event_id;
+	const char *automation;		/* fire_event's automation label, or NULL */
 	bool		own_resource;	/* resource_id names a resource (fire_event), not a table */
 	char		fingerprint[40];	/* computed on first use */
 } EventCtx;
@@ -653,6 +914,66 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	return SPI_processed > 0;
 }
 
+/*
+ * An automation and a trigger launching the agent through one trigger on the
+ * same event within the dedup window make one run (sql/src/410_overlaps.sql);
+ * false when this launch is the second.  The common case (a first launch, or
+ * the same launcher again) is one upsert of agent.event_launches; only a
+ * launch that meets the other launcher calls agent._launch_first, which
+ * counts and reports it.
+ */
+static bool
+LaunchFirst(EventCtx *ev, Candidate *c)
+{
+	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, FLOAT8OID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int			ret;
+
+	if (pg_agents_dedup_window <= 0)
+		return true;
+	PreparePlan(&plan_launch,
+				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
+				"VALUES ($1, $2, pg_catalog.md5(pg_catalog.concat_ws(E'\\x01', $4, $5, "
+				"  COALESCE($6, ''), COALESCE($7 OPERATOR(pg_catalog.->>) 'row_id', ''))), "
+				"  pg_catalog.now(), COALESCE('automation:' OPERATOR(pg_catalog.||) $8, 'trigger')) "
+				"ON CONFLICT (workspace_id, trigger_id, launch_key) DO UPDATE "
+				"SET seen_at = excluded.seen_at, source = excluded.source "
+				"WHERE x.source OPERATOR(pg_catalog.=) excluded.source "
+				"   OR x.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $9)) "
+				"RETURNING 1",
+				9, types);
+	args[0] = CStringGetTextDatum(c->workspace_id);
+	args[1] = Int64GetDatum(c->id);
+	args[2] = Int64GetDatum(c->agent_id);
+	args[3] = CStringGetTextDatum(ev->event_name);
+	args[4] = CStringGetTextDatum(ev->resource_type);
+	if (ev->resource_id)
+		args[5] = CStringGetTextDatum(ev->resource_id);
+	else
+		nulls[5] = 'n';
+	args[6] = JsonbPGetDatum(ev->payload);
+	if (ev->automation)
+		args[7] = CStringGetTextDatum(ev->automation);
+	else
+		nulls[7] = 'n';
+	args[8] = Float8GetDatum((double) pg_agents_dedup_window);
+	ret = SPI_execute_plan(plan_launch, args, nulls, false, 0);
+	if (ret != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed > 0)
+		return true;
+	/* the other launcher came first (its row is locked now): count it */
+	PreparePlan(&plan_launch_other,
+				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
+				8, types);
+	ret = SPI_execute_plan(plan_launch_other, args, nulls, false, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull;
+}
+
 static int64
 Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 {
@@ -673,6 +994,8 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	PushText(&st, "event_id", ev->event_id);
 	PushText(&st, "actor", ev->actor);
 	PushText(&st, "prompt", c->prompt);
+	if (ev->automation)
+		PushText(&st, "automation", ev->automation);
 	if (self_chain > 0)
 		PushInt(&st, "self_chain", self_chain);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
@@ -808,6 +1131,8 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		}
 		if (!DedupFirstSeen(ev, c))
 			continue;
+		if (!LaunchFirst(ev, c))
+			continue;
 		run_id = Enqueue(ev, c, mention, self_chain);
 		{
 			MemoryContext old = MemoryContextSwitchTo(outer);
@@ -830,7 +1155,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 static List *
 DispatchEvent(const char *workspace, const char *event_name, const char *resource_type,
 			  const char *resource_id, Jsonb *payload, const char *actor,
-			  const char *event_id, bool own_resource)
+			  const char *event_id, bool own_resource, const char *automation)
 {
 	EventCtx	ev;
 	List	   *volatile runs = NIL;
@@ -863,6 +1188,7 @@ DispatchEvent(const char *workspace, const char *event_name, const char *resourc
 	ev.payload = payload;
 	ev.actor = actor;
 	ev.event_id = event_id;
+	ev.automation = automation;
 	ev.own_resource = own_resource;
 
 	/* may flush a stale cache: no dispatch is using it at depth 0 */
@@ -894,7 +1220,7 @@ PgAgentsDispatch(const char *workspace, const char *event_name, const char *reso
 				 const char *event_id)
 {
 	return DispatchEvent(workspace, event_name, resource_type, resource_id, payload,
-						 actor, event_id, false);
+						 actor, event_id, false, NULL);
 }
 
 static char *
@@ -906,7 +1232,8 @@ TextArgOrNull(FunctionCallInfo fcinfo, int n)
 /*
  * agent.fire_event(event_name text, resource_type text, resource_id text,
  *                  payload jsonb DEFAULT '{}', actor text DEFAULT NULL,
- *                  event_id text DEFAULT NULL) RETURNS SETOF bigint
+ *                  event_id text DEFAULT NULL, automation text DEFAULT NULL)
+ *   RETURNS SETOF bigint
  */
 Datum
 pg_agents_fire_event(PG_FUNCTION_ARGS)
@@ -918,6 +1245,8 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 	Jsonb	   *payload;
 	char	   *actor = TextArgOrNull(fcinfo, 4);
 	char	   *event_id = TextArgOrNull(fcinfo, 5);
+	/* the automation label (0.4.0; absent until ALTER EXTENSION ... UPDATE) */
+	char	   *automation = PG_NARGS() > 6 ? TextArgOrNull(fcinfo, 6) : NULL;
 	const char *workspace;
 	List	   *runs;
 	ListCell   *lc;
@@ -944,6 +1273,13 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 		actor = NULL;
 	if (event_id != NULL && event_id[0] == '\0')
 		event_id = NULL;
+	if (automation != NULL && automation[0] == '\0')
+		automation = NULL;
+	if (automation != NULL && strlen(automation) > 200)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("automation label is too long"),
+				 errdetail("An automation label has at most 200 bytes.")));
 
 	/*
 	 * The event belongs to the session's workspace.  A non-superuser session
@@ -960,7 +1296,7 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 				 errhint("SET LOCAL pg_agents.workspace = '<workspace id>' for each request (or ALTER DATABASE ... SET pg_agents.workspace for a single-tenant database).")));
 
 	runs = DispatchEvent(workspace, event_name, resource_type, resource_id, payload, actor,
-						 event_id, true);
+						 event_id, true, automation);
 	foreach(lc, runs)
 	{
 		Datum		value = Int64GetDatum(*(int64 *) lfirst(lc));

@@ -89,9 +89,20 @@ typedef struct Slot
 	TimestampTz next_at;
 	TimestampTz call_started;
 	HttpRequest *req;
+	LlmStream  *stream;			/* the streamed reply of the call in flight */
+	int			stream_step;	/* its model call number in the run (deltas) */
+	size_t		stream_pub;		/* published by the delta unit, once it commits */
 	int64		child_run_id;
 	McpCall    *mcp;			/* SLOT_MCP: the call in flight */
 	uint32		gen;			/* claim that filled the slot */
+	/* providers (providers.c, ratelimit.c) */
+	char	   *agent_model;	/* agents.model as claimed */
+	int			rl;				/* the limiter's bucket, -1: none */
+	bool		rl_held;		/* the request in flight holds a share */
+	int64		rl_est;			/* tokens it reserved */
+	bool		rl_waiting;		/* READY, but the provider has no headroom */
+	TimestampTz rl_until;		/* ... until then (0: until a request ends) */
+	TimestampTz rl_lease_at;	/* its lease, last renewed while waiting */
 } Slot;
 
 static Slot slots[MAX_SLOTS];
@@ -109,7 +120,6 @@ static SPIPlanPtr finish_plan = NULL;
 static SPIPlanPtr save_plan = NULL;
 static SPIPlanPtr claim_plan = NULL;
 static SPIPlanPtr eligible_plan = NULL;
-static SPIPlanPtr payload_plan = NULL;
 
 
 /* ---------------------------------------------------------------------
@@ -167,10 +177,13 @@ RunUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 static void
 SlotFree(Slot *s)
 {
+	if (s->rl_held)				/* providers: its share of the limits comes back */
+		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
 	if (s->req)
 		HttpFree(s->req);
 	if (s->mcp)
 		McpCallFree(s->mcp);
+	LlmStreamFree(s->stream);
 	if (s->scope)
 		json_decref(s->scope);
 	if (s->tools)
@@ -266,12 +279,13 @@ FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
 static void
 SaveState(Slot *s)
 {
-	json_t	   *st = json_pack("{s:O,s:O,s:O,s:i,s:I}",
+	json_t	   *st = json_pack("{s:O,s:O,s:O,s:i,s:I,s:s?}",
 							   "messages", s->messages,
 							   "pending", s->pending ? s->pending : json_null(),
 							   "results", s->results ? s->results : json_null(),
 							   "iterations", s->iterations,
-							   "child_run_id", (json_int_t) s->child_run_id);
+							   "child_run_id", (json_int_t) s->child_run_id,
+							   "system", s->system);	/* context: the prompt it started with */
 	char	   *str = json_dumps(st, JSON_COMPACT);
 	char	   *p = pstrdup(str);
 	Oid			types[3] = {INT8OID, JSONBOID, INT4OID};
@@ -344,113 +358,7 @@ SlotStrdup(Slot *s, const char *v)
 	return v ? MemoryContextStrdup(s->cxt, v) : NULL;
 }
 
-static char *
-BuildPrompt(json_t *input, const char *trigger_prompt, const char *origin)
-{
-	StringInfoData b;
-	json_t	   *task = json_object_get(input, "task");
-	json_t	   *att = json_object_get(input, "attachments");
-	json_t	   *prompt = json_object_get(input, "prompt");
-	json_t	   *event = json_object_get(input, "event");
-	const char *keys[] = {"message", "text"};
-
-	initStringInfo(&b);
-	if (json_is_string(prompt))
-		appendStringInfo(&b, "%s\n", json_string_value(prompt));
-	else if (trigger_prompt && trigger_prompt[0])
-		appendStringInfo(&b, "%s\n", trigger_prompt);
-	if (json_is_string(task))
-	{
-		appendStringInfo(&b, "Task delegated to you:\n%s\n", json_string_value(task));
-		if (json_array_size(att) > 0)
-		{
-			char	   *a = json_dumps(att, JSON_COMPACT);
-
-			appendStringInfo(&b, "Attachments:\n%s\n", a);
-			free(a);
-		}
-	}
-	for (int i = 0; i < lengthof(keys); i++)
-	{
-		json_t	   *v = json_object_get(input, keys[i]);
-
-		if (json_is_string(v))
-			appendStringInfo(&b, "%s\n", json_string_value(v));
-	}
-	if (json_is_string(event))
-	{
-		json_t	   *payload = json_object_get(input, "payload");
-
-		appendStringInfo(&b, "Event %s on %s %s (%s).\n", json_string_value(event),
-						 json_string_value(json_object_get(input, "resource_type")) ?: "?",
-						 json_string_value(json_object_get(input, "resource_id")) ?: "?", origin);
-		if (payload && json_object_size(payload) > 0)
-		{
-			char	   *a = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS);
-
-			appendStringInfo(&b, "Payload:\n%s\n", a);
-			free(a);
-		}
-	}
-	if (b.len == 0)
-	{
-		if (json_object_size(input) > 0)
-		{
-			char	   *a = json_dumps(input, JSON_COMPACT | JSON_SORT_KEYS);
-
-			appendStringInfo(&b, "Run input (%s):\n%s\n", origin, a);
-			free(a);
-		}
-		else
-			appendStringInfo(&b, "Run (%s): proceed with your instructions.\n", origin);
-	}
-	return b.data;
-}
-
-/*
- * An event payload carries the row that changed: it reaches the prompt only
- * when the run may read that resource (the resource itself, or the row as a
- * resource of that type).  Otherwise it is replaced by a notice.
- */
-static void
-WithholdUnreadablePayload(json_t *input, int64 agent_id, const char *regime, const char *user_id)
-{
-	json_t	   *payload = json_object_get(input, "payload");
-	const char *rtype = json_string_value(json_object_get(input, "resource_type"));
-	const char *rid = json_string_value(json_object_get(input, "resource_id"));
-	json_t	   *jrow = json_object_get(payload, "row_id");
-	char	   *row_id = NULL;
-	Oid			types[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		vals[6];
-	char		nulls[6] = "      ";
-	bool		manual = strcmp(regime, "manual") == 0;
-
-	if (!json_is_object(payload) || json_object_size(payload) == 0 || rtype == NULL)
-		return;
-	if (json_is_string(jrow))
-		row_id = pstrdup(json_string_value(jrow));
-	else if (json_is_integer(jrow))
-		row_id = psprintf("%" JSON_INTEGER_FORMAT, json_integer_value(jrow));
-	vals[0] = Int64GetDatum(agent_id);
-	vals[1] = CStringGetTextDatum(rtype);
-	vals[2] = rid ? CStringGetTextDatum(rid) : (Datum) 0;
-	nulls[2] = rid ? ' ' : 'n';
-	vals[3] = CStringGetTextDatum(regime);
-	vals[4] = (manual && user_id) ? CStringGetTextDatum(user_id) : (Datum) 0;
-	nulls[4] = (manual && user_id) ? ' ' : 'n';
-	vals[5] = row_id ? CStringGetTextDatum(row_id) : (Datum) 0;
-	nulls[5] = row_id ? ' ' : 'n';
-	if (PgAgentsExecPlan(&payload_plan,
-						 "SELECT coalesce($3 IS NOT NULL AND agent.can_access($1, $2, $3, 'read', $4, $5), false) "
-						 "OR coalesce($6 IS NOT NULL AND agent.can_access($1, $2, $6, 'read', $4, $5), false)",
-						 6, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not check the event payload's resource");
-	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0)
-		return;
-	json_object_set_new(input, "payload",
-						json_pack("{s:s}", "withheld",
-								  "the changed row is not shown: this run may not read that resource"));
-}
+/* the prompt, the payload check: context assembly (context.c) */
 
 static Slot *
 FreeSlot(void)
@@ -471,6 +379,9 @@ ClaimUnit(Slot *unused, void *arg)
 	uint64		nrows;
 	SPITupleTable *tt;
 
+	if (ProvidersStale())		/* providers: rows and secrets (providers.c) */
+		ProvidersLoad();
+
 	/*
 	 * Without a default endpoint (pg_agents.llm_url empty) the worker only
 	 * works when some queued run's agent names its own (scope llm_url);
@@ -487,7 +398,7 @@ ClaimUnit(Slot *unused, void *arg)
 		rc = PgAgentsExecPlan(&eligible_plan,
 							  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
 							  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
-							  "                    WHERE a.id = r.agent_id AND a.scope ? 'llm_url' LIMIT 1) ok "
+							  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
 							  "WHERE r.status = 'queued')",
 							  0, NULL, NULL, NULL, true, 1);
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
@@ -511,7 +422,11 @@ ClaimUnit(Slot *unused, void *arg)
 		"       a.name, a.instructions, a.model, a.approval_mode, a.scope::pg_catalog.text, a.max_iterations, "
 		"       pg_catalog.jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
 		"       a.status = 'suspended' AND c.regime = 'autonomous', "
-		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text "
+		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text, "
+		"       c.depth, a.instruction_page_id, "	/* context assembly: */
+		"       CASE WHEN c.regime = 'manual' "		/* may a skill be listed? */
+		"            THEN EXISTS (SELECT 1 FROM agent.resource_tables rt WHERE rt.resource_type = 'skill') "
+		"            ELSE EXISTS (SELECT 1 FROM agent.access g WHERE g.agent_id = c.agent_id AND g.resource_type = 'skill') END "
 		"FROM c JOIN s ON s.run_id = c.id "
 		"JOIN agent.agents a ON a.id = c.agent_id "
 		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
@@ -532,9 +447,9 @@ ClaimUnit(Slot *unused, void *arg)
 		json_t	   *input;
 		json_t	   *state = NULL;
 		char	   *v;
-		const char *prov;
-		const char *url;
-		MemoryContext old;
+		ProviderResolved rp;
+		char	   *perr = NULL;
+		bool		resolved;
 
 		if (s == NULL)
 			elog(ERROR, "no free run slot");
@@ -546,37 +461,24 @@ ClaimUnit(Slot *unused, void *arg)
 		s->workspace = SlotStrdup(s, SPI_getvalue(tup, td, 3));
 		s->regime = SlotStrdup(s, SPI_getvalue(tup, td, 4));
 		s->user_id = SlotStrdup(s, SPI_getvalue(tup, td, 5));
-		input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
 		s->approval_mode = SlotStrdup(s, SPI_getvalue(tup, td, 11));
 		s->scope = json_loads(SPI_getvalue(tup, td, 12), 0, NULL);
 		if (s->scope == NULL)
 			s->scope = json_object();
 		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
 		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
-		s->tools = ToolsDefinitions(s->can_delegate);
-		McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
-		TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		s->state = SLOT_READY;
 
-		/* provider, URL and model: the agent's settings first, then the GUCs */
-		prov = json_string_value(json_object_get(s->scope, "llm_provider"));
-		if (prov == NULL)
-			prov = pg_agents_llm_provider;
-		url = json_string_value(json_object_get(s->scope, "llm_url"));
-		if (url == NULL)
-			url = pg_agents_llm_url;
-		v = SPI_getvalue(tup, td, 10);
-		if (v == NULL || v[0] == '\0')
-			v = pg_agents_llm_model;
-		s->model = SlotStrdup(s, (v && v[0]) ? v : "default");
-
-		old = MemoryContextSwitchTo(s->cxt);
-		s->system = psprintf("You are \"%s\", an agent working inside a database application "
-							 "(%s run). Use the tools to read, search or change resources; you only "
-							 "ever see what this run may access.\n\n%s",
-							 SPI_getvalue(tup, td, 8), s->regime,
-							 SPI_getvalue(tup, td, 9) ? SPI_getvalue(tup, td, 9) : "");
-		MemoryContextSwitchTo(old);
+		/*
+		 * provider, URL and model (providers.c): a provider the agent's
+		 * settings name, else the agent's settings, then the GUCs
+		 */
+		s->agent_model = SlotStrdup(s, SPI_getvalue(tup, td, 10));
+		resolved = ProviderResolve(s->scope, s->agent_model, &rp, &perr);
+		s->provider = resolved ? rp.kind : LLM_OPENAI;
+		s->url = resolved ? SlotStrdup(s, rp.base_url) : NULL;
+		s->model = SlotStrdup(s, resolved ? rp.model : "default");
+		s->rl = resolved ? rp.ratelimit : -1;
 
 		v = SPI_getvalue(tup, td, 20);
 		if (v)
@@ -588,6 +490,7 @@ ClaimUnit(Slot *unused, void *arg)
 				s->pending = json_incref(json_object_get(state, "pending"));
 			if (json_is_array(json_object_get(state, "results")))
 				s->results = json_incref(json_object_get(state, "results"));
+			s->system = SlotStrdup(s, json_string_value(json_object_get(state, "system")));
 			s->iterations = (int) json_integer_value(json_object_get(state, "iterations"));
 			s->child_run_id = json_integer_value(json_object_get(state, "child_run_id"));
 			if (s->child_run_id > 0)
@@ -596,49 +499,13 @@ ClaimUnit(Slot *unused, void *arg)
 				s->state = SLOT_TOOLS;
 		}
 		else
-		{
-			char	   *prompt;
-
-			if (input == NULL)
-				input = json_object();
-			WithholdUnreadablePayload(input, s->agent_id, s->regime, s->user_id);
-			prompt = BuildPrompt(input, SPI_getvalue(tup, td, 17), SPI_getvalue(tup, td, 7));
-
 			s->messages = json_array();
-			if (!LlmParseProvider(prov, &s->provider))
-				s->provider = LLM_OPENAI;
-			LlmAppendUser(s->provider, s->messages, prompt);
-		}
 		if (state)
 			json_decref(state);
-		if (input)
-			json_decref(input);
-		if (!LlmParseProvider(prov, &s->provider))
+		/* unknown provider, no endpoint, an endpoint not allowlisted ... */
+		if (!resolved)
 		{
-			FinishRun(s->run_id, "failed", NULL,
-					  psprintf("unknown LLM provider \"%s\" (expected openai or anthropic)", prov));
-			SlotFree(s);
-			continue;
-		}
-		s->url = SlotStrdup(s, url);
-		if (url == NULL || url[0] == '\0')
-		{
-			FinishRun(s->run_id, "failed", NULL,
-					  "no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url)");
-			SlotFree(s);
-			continue;
-		}
-
-		/*
-		 * An agent's own endpoint is called only while a superuser allows it
-		 * (the allowlist may have changed since the settings were saved, or
-		 * the row was written around agent.save_settings).
-		 */
-		if (url != pg_agents_llm_url && !LlmUrlAllowed(url))
-		{
-			FinishRun(s->run_id, "failed", NULL,
-					  psprintf("the agent's LLM endpoint (scope llm_url \"%s\") is not in pg_agents.llm_url_allowlist: the worker does not call it",
-							   url));
+			FinishRun(s->run_id, "failed", NULL, perr);
 			SlotFree(s);
 			continue;
 		}
@@ -653,6 +520,45 @@ ClaimUnit(Slot *unused, void *arg)
 			FinishRun(s->run_id, "cancelled", NULL, "the agent is suspended");
 			SlotFree(s);
 			continue;
+		}
+
+		/* context assembly (context.c): system prompt, first messages, tools */
+		{
+			ToolRun		tr = SlotToolRun(s);
+			ContextRun	cr;
+			char	   *err;
+
+			input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
+			if (input == NULL)
+				input = json_object();
+			memset(&cr, 0, sizeof(cr));
+			cr.agent_name = SPI_getvalue(tup, td, 8);
+			cr.instructions = SPI_getvalue(tup, td, 9);
+			cr.depth = DatumGetInt32(SPI_getbinval(tup, td, 21, &isnull));
+			cr.page_id = SPI_getvalue(tup, td, 22);
+			cr.delegation_listed = s->can_delegate;
+			cr.skills_possible = DatumGetBool(SPI_getbinval(tup, td, 23, &isnull));
+			cr.fresh = json_array_size(s->messages) == 0;
+			cr.provider = s->provider;
+			cr.input = input;
+			cr.trigger_prompt = SPI_getvalue(tup, td, 17);
+			cr.origin = SPI_getvalue(tup, td, 7);
+			s->tools = ToolsDefinitions(false);
+			cr.tools = s->tools;
+			cr.messages = s->messages;
+			err = ContextAssemble(&tr, &cr);
+			json_decref(input);
+			if (err)
+			{
+				FinishRun(s->run_id, "failed", NULL, psprintf("could not assemble the run's context: %s", err));
+				SlotFree(s);
+				continue;
+			}
+			s->can_delegate = cr.can_delegate;
+			if (s->system == NULL)
+				s->system = SlotStrdup(s, cr.system);
+			McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
+			TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		}
 		/* teams: messages that arrived while it was queued or waiting */
 		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)
@@ -949,6 +855,12 @@ StartCall(Slot *s)
 	char	   *body;
 	char	   *url;
 	struct curl_slist *headers;
+	ProviderResolved rp;
+	char	   *perr = NULL;
+	long		wait_ms;
+	bool		stream;
+	json_t	   *mt;
+	int			max_tokens;
 
 	if (s->iterations >= s->max_iterations)
 	{
@@ -957,15 +869,68 @@ StartCall(Slot *s)
 							  s->max_iterations));
 		return;
 	}
-	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools);
+	/* providers: the key, headers and limits as they are now (rotation) */
+	if (!ProviderResolve(s->scope, s->agent_model, &rp, &perr))
+	{
+		EndRunFailed(s, "failed", perr);
+		return;
+	}
+	s->rl = rp.ratelimit;
+	if (s->rl_est <= 0)			/* about 4 bytes a token, refined by usage */
+		s->rl_est = (strlen(s->system) + 200) / 4;
+	if (!RateLimitAdmit(s->rl, s->rl_est, &wait_ms))
+	{
+		if (!s->rl_waiting)
+		{
+			RateLimitCountWait(s->rl);
+			s->rl_lease_at = GetCurrentTimestamp();
+		}
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
+		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
+		return;
+	}
+	s->rl_waiting = false;
+	s->rl_held = s->rl >= 0;
+	/* streaming: a named provider's "stream" setting, else pg_agents.llm_stream */
+	stream = rp.name ? rp.stream : LlmStreamEnabled(s->url);
+	/* scope max_tokens: a positive integer, else the default */
+	mt = json_object_get(s->scope, "max_tokens");
+	max_tokens = json_is_integer(mt) && json_integer_value(mt) > 0 && json_integer_value(mt) <= 10000000
+		? (int) json_integer_value(mt) : 0;
+	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools, stream, max_tokens);
 	url = LlmEndpoint(s->provider, s->url);
-	/* the key only ever goes to pg_agents.llm_url (LlmKeyFor) */
-	headers = LlmHeaders(s->provider, LlmKeyFor(s->url));
+	/* the key only ever goes to its provider's base URL (providers.c) */
+	headers = ProviderAddHeaders(&rp, LlmHeaders(s->provider, rp.api_key));
+	LlmStreamFree(s->stream);
+	s->stream = NULL;
+	if (stream)
+	{
+		headers = curl_slist_append(headers, "Accept: text/event-stream");
+		s->stream = LlmStreamNew(s->provider);
+		s->stream_step = s->iterations + 1;
+		s->stream_pub = 0;
+		if (s->stream)
+			s->stream->last_publish = GetCurrentTimestamp();
+	}
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
-	s->req = HttpStart(url, headers, body, pg_agents_request_timeout, s);
+	s->req = HttpStart(url, headers, body, rp.request_timeout, s);
+	HttpSetStream(s->req, s->stream);
+	s->rl_est = strlen(body) / 4 + 1;	/* the next request's estimate */
 	pfree(url);
 }
+
+/* providers: the request of the slot ended; its share of the limits comes back */
+static void
+SlotLimiterDone(Slot *s, HttpRequest *req, int64 used, const char *error)
+{
+	if (!s->rl_held)
+		return;
+	s->rl_held = false;
+	RateLimitDone(s->rl, s->rl_est, used, req->result == CURLE_OK ? req->status : 0,
+				  req->retry_after_ms, &req->rl, error);
+}
+
 
 /* input and output of the llm step that records a reply */
 static void
@@ -982,6 +947,112 @@ ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
 	*out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
 					 "stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
 					 "out", (json_int_t) r->tokens_out);
+	/* cache and reasoning counts only when the provider reported them */
+	if (r->tokens_cached > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "cached", json_integer(r->tokens_cached));
+	if (r->tokens_cache_write > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "cache_write", json_integer(r->tokens_cache_write));
+	if (r->tokens_reasoning > 0)
+		json_object_set_new(json_object_get(*out, "usage"), "reasoning", json_integer(r->tokens_reasoning));
+	if (r->refusal)
+		json_object_set_new(*out, "refusal", json_string(r->refusal));
+}
+
+/* ---------------------------------------------------------------------
+ * Streaming: text deltas on NOTIFY agent_run_deltas (docs/worker.md)
+ *
+ * Throttle: the worker publishes the new text of every streamed call at
+ * most once per DELTA_MIN_MS (sooner only for a call with DELTA_MAX_BYTES
+ * pending), all calls in one short transaction: the one that records
+ * replies when the pass has one, else its own.  So a listener gets a
+ * call's text at most 100 ms after it arrived, in at most ten
+ * notifications a second per call, and the worker commits at most ten
+ * delta transactions a second however many runs stream.  The rest of a
+ * reply goes out in the transaction that records it.  The payloads are
+ * made by src/deltas.c.
+ * ---------------------------------------------------------------------
+ */
+#define DELTA_MIN_MS		100
+#define DELTA_MAX_BYTES		65536
+
+static TimestampTz last_deltas = 0;	/* the last delta notifications */
+
+/* notifies text[from, upto) of the slot's stream; returns the new offset */
+static size_t
+NotifyDeltas(Slot *s, size_t from, size_t upto)
+{
+	return DeltasNotify(s->run_id, s->stream_step, s->http_attempts + 1, s->stream->text, from, upto);
+}
+
+/* the rest of a finished stream, inside the unit that records the reply */
+static void
+NotifyRest(Slot *s)
+{
+	if (s->stream && s->stream->text_len > s->stream->published)
+		(void) NotifyDeltas(s, s->stream->published, s->stream->text_len);
+}
+
+static bool
+DeltaDue(Slot *s, TimestampTz now)
+{
+	LlmStream  *st = s->stream;
+
+	/* (a call whose reply came is no longer due: its unit sends the rest) */
+	if (s->state != SLOT_HTTP || s->req == NULL || st == NULL || st->text_len <= st->published)
+		return false;
+	return st->text_len - st->published >= DELTA_MAX_BYTES ||
+		TimestampDifferenceExceeds(last_deltas, now, DELTA_MIN_MS);
+}
+
+/* inside a unit: notifies the due text of every call in flight */
+static void
+DeltasInUnit(TimestampTz now)
+{
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (slots[i].stream)
+			slots[i].stream_pub = slots[i].stream->published;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+			slots[i].stream_pub = NotifyDeltas(&slots[i], slots[i].stream->published,
+											   slots[i].stream->text_len);
+}
+
+/* after the unit of DeltasInUnit committed */
+static void
+DeltasCommitted(TimestampTz now)
+{
+	bool		any = false;
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+		if (DeltaDue(&slots[i], now))
+		{
+			slots[i].stream->published = Max(slots[i].stream_pub, slots[i].stream->published);
+			slots[i].stream->last_publish = now;
+			any = true;
+		}
+	if (any)
+		last_deltas = now;
+}
+
+static void
+DeltaUnit(Slot *unused, void *arg)
+{
+	DeltasInUnit(*(TimestampTz *) arg);
+}
+
+/* one short transaction for the deltas due (NOTIFY is sent at its commit) */
+static void
+PublishDeltas(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		any = false;
+
+	for (int i = 0; i < MAX_SLOTS && !any; i++)
+		any = DeltaDue(&slots[i], now);
+	if (!any)
+		return;
+	if (RunUnit("pg_agents: publishing text deltas", DeltaUnit, NULL, &now))
+		DeltasCommitted(now);
 }
 
 typedef struct ReplyArg
@@ -1020,6 +1091,17 @@ ReplyUnit(Slot *s, void *arg)
 	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
+	if (r->tokens_cached > 0)
+	{
+		static SPIPlanPtr cached_plan = NULL;
+		Oid			ctypes[2] = {INT8OID, INT8OID};
+		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
+
+		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
+							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
+	}
+	NotifyRest(s);
 	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
 							  "r.token_budget, r.tokens_total FROM agent.runs r WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -1040,6 +1122,45 @@ ReplyUnit(Slot *s, void *arg)
 		FinishRun(s->run_id, "budget_exceeded", NULL, err);
 		s->state = SLOT_FREE;
 		return;
+	}
+
+	/* the stop reasons that do not end the turn as usual (docs/worker.md) */
+	switch (LlmStopKindOf(r))
+	{
+		case LLM_STOP_NORMAL:
+			break;
+		case LLM_STOP_PAUSE:
+			/* a long turn paused by the provider: its content goes back as is */
+			json_array_append(s->messages, r->assistant);
+			SaveState(s);
+			s->state = SLOT_READY;
+			return;
+		case LLM_STOP_REFUSAL:
+			{
+				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
+											   "text", r->text, "refusal", r->refusal);
+
+				FinishRun(s->run_id, "failed", result,
+						  psprintf("the model refused to answer (stop reason %s)%s%s",
+								   r->stop ? r->stop : "refusal",
+								   r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
+				json_decref(result);
+				s->state = SLOT_FREE;
+				return;
+			}
+		case LLM_STOP_MAX_TOKENS:
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
+							   "the model's answer is incomplete",
+							   r->stop, (long long) r->tokens_out));
+			s->state = SLOT_FREE;
+			return;
+		case LLM_STOP_CONTEXT:
+			FinishRun(s->run_id, "failed", NULL,
+					  psprintf("the conversation no longer fits the model's context window "
+							   "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
+			s->state = SLOT_FREE;
+			return;
 	}
 
 	/* teams: a message arrived during the call, the run goes on */
@@ -1096,6 +1217,9 @@ Retryable(HttpRequest *req)
 	switch (req->result)
 	{
 		case CURLE_OK:
+			/* a 429 for an exhausted quota or spend limit never succeeds */
+			if (req->status == 429 && req->stream_mode != 1 && LlmQuotaError(req->resp, req->resp_len))
+				return false;
 			return req->status == 429 || req->status >= 500;
 		case CURLE_OPERATION_TIMEDOUT:
 		case CURLE_COULDNT_CONNECT:
@@ -1122,8 +1246,10 @@ DescribeFailure(HttpRequest *req)
 	if (req->result != CURLE_OK)
 		return psprintf("could not reach the LLM endpoint: %s",
 						req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result));
-	return psprintf("LLM endpoint returned HTTP %ld: %s", req->status,
-					LlmErrorMessage(req->resp, req->resp_len));
+	return psprintf("LLM endpoint returned HTTP %ld: %s%s%s%s", req->status,
+					LlmErrorMessage(req->resp, req->resp_len),
+					req->request_id[0] ? " (request id " : "", req->request_id,
+					req->request_id[0] ? ")" : "");
 }
 
 /*
@@ -1147,6 +1273,7 @@ typedef struct BatchItem
 typedef struct ReplyBatch
 {
 	int			n;
+	TimestampTz deltas_at;		/* the due deltas of calls in flight go along */
 	BatchItem	items[REPLY_BATCH];
 } ReplyBatch;
 
@@ -1176,7 +1303,7 @@ BatchUnit(Slot *unused, void *arg)
 		int64		tout = Min(r->tokens_out, PG_INT32_MAX);
 
 		ReplyStepJson(s, r, &in, &out);
-		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:s?}",
+		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:s?}",
 											 "run_id", (json_int_t) s->run_id,
 											 "model", s->model,
 											 "input", in,
@@ -1184,6 +1311,7 @@ BatchUnit(Slot *unused, void *arg)
 											 "tokens", (json_int_t) Min(r->tokens_in + r->tokens_out, PG_INT32_MAX),
 											 "tokens_in", (json_int_t) tin,
 											 "tokens_out", (json_int_t) tout,
+											 "tokens_cached", (json_int_t) Min(r->tokens_cached, PG_INT32_MAX),
 											 "started_us", (json_int_t) (s->call_started +
 																		 ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
 																		  SECS_PER_DAY * USECS_PER_SEC)),
@@ -1213,6 +1341,12 @@ BatchUnit(Slot *unused, void *arg)
 				b->items[i].outcome = oc[0];
 	}
 
+	/* the rest of streamed answers recorded here (the others: ReplyUnit) */
+	for (int i = 0; i < b->n; i++)
+		if (b->items[i].outcome == 'f' || b->items[i].outcome == 'c')
+			NotifyRest(b->items[i].s);
+	DeltasInUnit(b->deltas_at);
+
 	/* teams: a message arrived during the call, the run goes on */
 	for (int i = 0; i < b->n; i++)
 	{
@@ -1240,7 +1374,10 @@ FlushReplies(void)
 
 	if (b->n == 0)
 		return;
+	b->deltas_at = GetCurrentTimestamp();
 	ok = RunUnit("pg_agents: recording LLM replies", BatchUnit, NULL, b);
+	if (ok)
+		DeltasCommitted(b->deltas_at);
 	for (int i = 0; i < b->n; i++)
 	{
 		BatchItem  *it = &b->items[i];
@@ -1276,16 +1413,76 @@ FlushReplies(void)
 	b->n = 0;
 }
 
+/* providers: a text (an error from the provider) without the provider's key in it */
+static char *
+ScrubText(Slot *s, char *why)
+{
+	ProviderResolved rp;
+	char	   *perr;
+
+	if (ProviderResolve(s->scope, s->agent_model, &rp, &perr))
+		why = ProviderScrub(&rp, why);
+	return why;
+}
+
+/* providers: a failure's description without the provider's key in it */
+static char *
+ScrubbedFailure(Slot *s, HttpRequest *req)
+{
+	return ScrubText(s, DescribeFailure(req));
+}
+
 static void
 CallDone(Slot *s, HttpRequest *req)
 {
+	char	   *why = NULL;
+	bool		retry = false;
+	json_t	   *streamed = NULL;
+
 	s->req = NULL;
 	CHECK_FOR_INTERRUPTS();
-	if (req->result != CURLE_OK || req->status != 200)
+	if (req->stream_mode == 1 && !req->resp_too_big)
 	{
-		char	   *why = DescribeFailure(req);
+		/* a streamed 200: it must have ended (message_stop, [DONE]) */
+		streamed = LlmStreamFinish(s->stream);
+		if (s->stream->error)
+		{
+			why = psprintf("the LLM stream ended with an error event: %s%s%s%s%s%s",
+						   s->stream->error_type ? s->stream->error_type : "",
+						   s->stream->error_type ? ": " : "", s->stream->error,
+						   req->request_id[0] ? " (request id " : "", req->request_id,
+						   req->request_id[0] ? ")" : "");
+			retry = s->stream->error_type == NULL ||
+				strcmp(s->stream->error_type, "invalid_request_error") != 0;
+		}
+		else if (streamed == NULL || req->result != CURLE_OK)
+		{
+			why = psprintf("the LLM stream was cut after %zu bytes: %s", req->resp_len,
+						   req->result != CURLE_OK
+						   ? (req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result))
+						   : "it ended without its last event");
+			retry = true;
+		}
+		if (why)
+			why = ScrubText(s, why);
+		if (why && streamed)
+		{
+			json_decref(streamed);
+			streamed = NULL;
+		}
+	}
+	else if (req->result != CURLE_OK || req->status != 200)
+	{
+		why = ScrubbedFailure(s, req);
+		retry = Retryable(req);
+		if (req->status == 429 && !retry)
+			why = psprintf("%s: the provider's quota or spend limit is exhausted, retrying cannot help", why);
+	}
 
-		if (Retryable(req) && s->http_attempts < LLM_MAX_RETRIES)
+	if (why)
+	{
+		SlotLimiterDone(s, req, -1, why);
+		if (retry && s->http_attempts < LLM_MAX_RETRIES)
 		{
 			long		delay;
 			RetryArg	ra;
@@ -1302,6 +1499,8 @@ CallDone(Slot *s, HttpRequest *req)
 			ra.info = json_pack("{s:s,s:i,s:i,s:I,s:b}", "error", why, "attempt", s->http_attempts,
 								"http_status", (int) req->status, "retry_in_ms", (json_int_t) delay,
 								"retry_after", req->retry_after_ms >= 0);
+			if (req->request_id[0])
+				json_object_set_new(ra.info, "request_id", json_string(req->request_id));
 			HttpFree(req);
 			s->state = SLOT_BACKOFF;
 			s->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay);
@@ -1317,7 +1516,7 @@ CallDone(Slot *s, HttpRequest *req)
 			return;
 		}
 		HttpFree(req);
-		if (Retryable(req) || s->http_attempts > 0)
+		if (retry || s->http_attempts > 0)
 			why = psprintf("%s (gave up after %d attempts)", why, s->http_attempts + 1);
 		EndRunFailed(s, "failed", why);
 		return;
@@ -1326,17 +1525,24 @@ CallDone(Slot *s, HttpRequest *req)
 	{
 		LlmReply	r;
 		ReplyArg	ra;
+		bool		parsed;
 
-		if (!LlmParseReply(s->provider, req->resp, req->resp_len, &r))
+		if (streamed)
+			parsed = LlmParseReplyJson(s->provider, streamed, &r);	/* takes it */
+		else
+			parsed = LlmParseReply(s->provider, req->resp, req->resp_len, &r);
+		if (!parsed)
 		{
+			SlotLimiterDone(s, req, -1, r.error);
 			HttpFree(req);
 			LlmFreeReply(&r);
 			EndRunFailed(s, "failed", r.error);
 			return;
 		}
+		SlotLimiterDone(s, req, r.tokens_in + r.tokens_out, NULL);
 		HttpFree(req);
 		s->http_attempts = 0;
-		if (json_array_size(r.calls) == 0 && batch.n < REPLY_BATCH)
+		if (json_array_size(r.calls) == 0 && LlmStopKindOf(&r) == LLM_STOP_NORMAL && batch.n < REPLY_BATCH)
 		{
 			/* a final answer: recorded with the others (FlushReplies) */
 			batch.items[batch.n].s = s;
@@ -1420,20 +1626,63 @@ ClaimIfDue(TimestampTz now)
 
 /* starts the LLM calls that are due */
 static void
+ProvidersUnit(Slot *unused, void *arg)
+{
+	ProvidersLoad();
+}
+
+/* a run waiting for its provider's headroom keeps its lease (agent.tick requeues expired ones) */
+static void
+LeaseUnit(Slot *s, void *arg)
+{
+	if (!HoldLease(s->run_id))
+		s->state = SLOT_FREE;	/* cancelled meanwhile */
+}
+
+static void
 StartDueCalls(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	bool		checked = false;
+	bool		full[RATELIMIT_MAX];	/* providers found without headroom in this pass */
+	TimestampTz full_until[RATELIMIT_MAX];	/* ... until then (0: a request ends) */
 
+	memset(full, 0, sizeof(full));
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
 		Slot	   *s = &slots[i];
 
 		if (s->state == SLOT_BACKOFF && s->next_at <= now)
 			s->state = SLOT_READY;
+		if (s->state == SLOT_READY && s->rl_waiting &&
+			TimestampDifferenceExceeds(s->rl_lease_at, now, pg_agents_run_lease * 1000 / 3))
+		{
+			s->rl_lease_at = now;
+			SlotUnit(s, "pg_agents: renewing the lease of a run waiting for its provider", LeaseUnit, NULL);
+			if (s->state == SLOT_FREE)
+				continue;
+		}
+		/* providers: not before its bucket refills, nor once it was found full */
+		if (s->state == SLOT_READY && s->rl_waiting && s->rl_until > now)
+			continue;
+		if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX && full[s->rl])
+		{
+			s->rl_until = full_until[s->rl];	/* the same wait as the run found it full */
+			continue;
+		}
 		if (s->state == SLOT_READY)
 		{
+			/* providers: a changed provider or secret is loaded before the next request */
+			if (!checked && ProvidersStale())
+				(void) RunUnit("pg_agents: loading providers", ProvidersUnit, NULL, NULL);
+			checked = true;
 			CHECK_FOR_INTERRUPTS();
 			StartCall(s);
+			if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX)
+			{
+				full[s->rl] = true;
+				full_until[s->rl] = s->rl_until;
+			}
 		}
 	}
 }
@@ -1478,6 +1727,7 @@ ExecutorStep(void)
 		}
 	}
 	FlushReplies();
+	PublishDeltas();			/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)
@@ -1520,6 +1770,18 @@ ExecutorNextTimeout(long dflt)
 		else if (s->state == SLOT_MCP && !McpCallInFlight(s->mcp))
 		{
 			long		ms = (long) ((McpCallNextAt(s->mcp) - now) / 1000);
+
+			t = Min(t, Max(ms, 0));
+		}
+		else if (s->state == SLOT_READY && s->rl_waiting)
+		{
+			/* providers: until the bucket refills, or (0) a request ends */
+			if (s->rl_until > 0)
+				t = Min(t, Max((long) ((s->rl_until - now) / 1000), 1));
+		}
+		else if (s->state == SLOT_HTTP && s->stream && s->stream->text_len > s->stream->published)
+		{
+			long		ms = DELTA_MIN_MS - (long) ((now - last_deltas) / 1000);
 
 			t = Min(t, Max(ms, 0));
 		}

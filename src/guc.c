@@ -38,6 +38,8 @@ char	   *pg_agents_embedding_model = NULL;
 char	   *pg_agents_llm_api_key = NULL;
 char	   *pg_agents_llm_url_allowlist = NULL;
 int			pg_agents_request_timeout = 60000;
+bool		pg_agents_llm_stream = false;
+bool		pg_agents_llm_prompt_cache = true;
 int			pg_agents_max_tool_calls_per_turn = 64;
 int			pg_agents_max_reply_bytes = 4 * 1024 * 1024;
 int			pg_agents_approval_max_input = 64 * 1024;
@@ -45,15 +47,18 @@ int			pg_agents_approval_max_input = 64 * 1024;
 /* policy */
 bool		pg_agents_audit_enabled = true;
 int			pg_agents_audit_retention_days = 365;
+int			pg_agents_run_retention_days = 365;
 int			pg_agents_dedup_window = 600;
 int			pg_agents_hourly_run_cap = 60;
 int			pg_agents_max_delegation_depth = DEFAULT_DELEGATION_DEPTH;
 int			pg_agents_approval_ttl = 72 * 60;
 int			pg_agents_run_lease = 300;
 int			pg_agents_max_attempts = 3;
+int			pg_agents_conversation_window = 8000;	/* context: history tokens */
 int			pg_agents_max_runs_per_workspace = 0;
 int			pg_agents_self_retrigger_cap = 3;
 int			pg_agents_filter_view_timeout = 100;
+int			pg_agents_approval_rule_timeout = 200;
 
 /* access */
 int			pg_agents_access_cache_grants = 262144;
@@ -174,6 +179,11 @@ PgAgentsDefineGucs(void)
 							   "The API key is only ever sent to pg_agents.llm_url.",
 							   &pg_agents_llm_url_allowlist, "",
 							   PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.secret_key_file",
+							   "File holding the key of the secrets store (64 hex digits).",
+							   "Relative to the data directory; created with mode 0600 by the first agent.set_secret.",
+							   &pg_agents_secret_key_file, "pg_agents.key",
+							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",
 							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,
@@ -186,6 +196,16 @@ PgAgentsDefineGucs(void)
 							"Largest LLM reply the worker reads; past it the worker stops reading and the run fails.",
 							NULL, &pg_agents_max_reply_bytes, 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	/* issue 17 (wire): streaming and Anthropic prompt caching (docs/worker.md) */
+	DefineCustomBoolVariable("pg_agents.llm_stream",
+							 "Whether the worker streams LLM replies (server-sent events) and publishes text deltas on NOTIFY agent_run_deltas.",
+							 NULL, &pg_agents_llm_stream, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_agents.llm_prompt_cache",
+							 "Whether the worker marks the system prompt and the tool list as cacheable (Anthropic cache_control) when they are long enough.",
+							 "Marked when system prompt and tools are estimated at 1024 tokens or more (characters / 4).",
+							 &pg_agents_llm_prompt_cache, true,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.approval_max_input",
 							"Largest tool input (as JSON text) an approval may show; a larger call is refused when it asks for approval.",
 							NULL, &pg_agents_approval_max_input, 64 * 1024, 256, 64 * 1024 * 1024,
@@ -198,6 +218,11 @@ PgAgentsDefineGucs(void)
 	DefineCustomIntVariable("pg_agents.audit_retention_days",
 							"Days audit rows are kept by agent.purge_audit(); 0 keeps them forever.",
 							NULL, &pg_agents_audit_retention_days, 365, 0, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.run_retention_days",
+							"Days ended runs (with their steps) are kept by agent.purge_runs(); 0 keeps them forever.",
+							"A delegation tree is removed whole, once every run in it ended that long ago.",
+							&pg_agents_run_retention_days, 365, 0, INT_MAX,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.dedup_window",
 							"Window in which the same event makes one run per trigger.",
@@ -220,6 +245,11 @@ PgAgentsDefineGucs(void)
 							"How long a claimed run stays leased to its executor.",
 							NULL, &pg_agents_run_lease, 300, 1, 24 * 3600,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.conversation_window",
+							"Estimated tokens of earlier turns a chat run receives (characters / 4).",
+							"The newest turns that fit are kept, the oldest dropped first; 0 sends no history.",
+							&pg_agents_conversation_window, 8000, 0, 10000000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.max_attempts",
 							"Claims of one run before it fails.",
 							NULL, &pg_agents_max_attempts, 3, 1, 100,
@@ -238,6 +268,11 @@ PgAgentsDefineGucs(void)
 							"Longest time a trigger filter's view may take for one event.",
 							"Past it the event does not match that trigger, whose last_error says why; the write that fired the event goes on.",
 							&pg_agents_filter_view_timeout, 100, 1, 60000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.approval_rule_timeout",
+							"Longest time an approval rule's function may take for one tool call.",
+							"Past it the call needs approval (a rule fails closed), and the request says why.",
+							&pg_agents_approval_rule_timeout, 200, 1, 60000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.access_cache_grants",
 							"Grants agent.can_access keeps in memory per backend while a snapshot lasts.",

@@ -30,6 +30,17 @@
 
 static CURLM *multi = NULL;
 static int	in_flight = 0;
+static int	streaming = 0;		/* transfers in flight that asked for a stream */
+static TimestampTz last_perform = 0;
+
+/*
+ * While every transfer in flight is a stream, the worker lets its events
+ * pile up for STREAM_COALESCE_MS between two reads instead of waking for
+ * each (a provider sends an event per token or so): the latch still ends
+ * the wait at once, and a request without streaming in flight turns this
+ * off.
+ */
+#define STREAM_COALESCE_MS	5
 
 static void
 HttpOnExit(int code, Datum arg)
@@ -62,6 +73,31 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	HttpRequest *req = (HttpRequest *) userdata;
 	size_t		n = size * nmemb;
+
+	/*
+	 * A streamed reply (HTTP 200) is parsed as it arrives, never buffered
+	 * whole; an error reply of a streamed request is buffered as usual.
+	 */
+	if (req->stream && req->stream_mode == 0)
+	{
+		long		code = 0;
+		char	   *ctype = NULL;
+
+		/* a server that ignored "stream": its JSON body is read as usual */
+		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
+		curl_easy_getinfo(req->easy, CURLINFO_CONTENT_TYPE, &ctype);
+		req->stream_mode = code == 200 && ctype && strstr(ctype, "text/event-stream") ? 1 : 2;
+	}
+	if (req->stream_mode == 1)
+	{
+		if (req->resp_len + n > req->max_bytes)
+		{
+			req->resp_too_big = true;
+			return 0;
+		}
+		req->resp_len += n;		/* counted, not kept */
+		return LlmStreamFeed(req->stream, ptr, n) ? n : 0;
+	}
 
 	/*
 	 * pg_agents.max_reply_bytes (read when the request started): past it the
@@ -98,6 +134,27 @@ HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
 	size_t		n = size * nitems;
 	static const char name[] = "retry-after:";
 	static const char clen[] = "content-length:";
+	static const char rid1[] = "x-request-id:";
+	static const char rid2[] = "request-id:";
+
+	/* the provider's request id, kept in the step of a failed call */
+	if ((n > sizeof(rid1) - 1 && pg_strncasecmp(buffer, rid1, sizeof(rid1) - 1) == 0) ||
+		(n > sizeof(rid2) - 1 && pg_strncasecmp(buffer, rid2, sizeof(rid2) - 1) == 0))
+	{
+		const char *v = (const char *) memchr(buffer, ':', n) + 1;
+		size_t		len = n - (v - buffer);
+
+		while (len > 0 && (*v == ' ' || *v == '\t'))
+			v++, len--;
+		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+			len--;
+		len = Min(len, sizeof(req->request_id) - 1);
+		memcpy(req->request_id, v, len);
+		req->request_id[len] = '\0';
+		return n;
+	}
+
+	RateHeaderParse(&req->rl, buffer, n);	/* providers: rate-limit headers */
 
 	/* a reply announced larger than the cap is not read at all */
 	if (n > sizeof(clen) - 1 && pg_strncasecmp(buffer, clen, sizeof(clen) - 1) == 0)
@@ -167,6 +224,7 @@ HttpStart(const char *url, struct curl_slist *headers, char *body,
 	req->headers = headers;
 	req->body = body;
 	req->retry_after_ms = -1;
+	RateHeadersInit(&req->rl);
 	req->owner = owner;
 	req->max_bytes = (size_t) pg_agents_max_reply_bytes;
 
@@ -266,6 +324,27 @@ HttpWait(long timeout_ms)
 	FD_ZERO(&rd);
 	FD_ZERO(&wr);
 	FD_ZERO(&ex);
+	if (in_flight > 0 && streaming == in_flight && timeout_ms > 0)
+	{
+		long		since = (long) ((GetCurrentTimestamp() - last_perform) / 1000);
+
+		if (since < STREAM_COALESCE_MS)
+		{
+			/* the latch only, for the rest of the interval */
+			int			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									   Min(timeout_ms, STREAM_COALESCE_MS - since), PG_WAIT_EXTENSION);
+
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				latch = true;
+			}
+			CHECK_FOR_INTERRUPTS();
+			last_perform = GetCurrentTimestamp();
+			curl_multi_perform(multi, &running);
+			return latch;
+		}
+	}
 	if (in_flight > 0)
 	{
 		curl_multi_fdset(multi, &rd, &wr, &ex, &maxfd);
@@ -306,7 +385,10 @@ HttpWait(long timeout_ms)
 	CHECK_FOR_INTERRUPTS();
 
 	if (in_flight > 0)
+	{
+		last_perform = GetCurrentTimestamp();
 		curl_multi_perform(multi, &running);
+	}
 	return latch;
 }
 
@@ -331,6 +413,8 @@ HttpNextDone(void)
 		req->done = true;
 		curl_multi_remove_handle(multi, msg->easy_handle);
 		in_flight--;
+		if (req->stream)
+			streaming--;
 		return req;
 	}
 	return NULL;
@@ -347,6 +431,8 @@ HttpFree(HttpRequest *req)
 		{
 			curl_multi_remove_handle(multi, req->easy);
 			in_flight--;
+			if (req->stream)
+				streaming--;
 		}
 		if (!req->external)
 			curl_easy_cleanup(req->easy);
@@ -356,6 +442,17 @@ HttpFree(HttpRequest *req)
 	free(req->body);
 	free(req->resp);
 	pfree(req);
+}
+
+/* a request in flight asks for a stream, parsed into st as it arrives */
+void
+HttpSetStream(HttpRequest *req, struct LlmStream *st)
+{
+	if (st == NULL || req->stream)
+		return;
+	req->stream = st;
+	if (!req->done)
+		streaming++;
 }
 
 /* sends what is pending and reads what has arrived, without waiting */

@@ -17,6 +17,7 @@
 
 #include "worker_int.h"
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
@@ -122,9 +123,16 @@ LlmUrlAllowed(const char *url)
 const char *
 LlmKeyFor(const char *url)
 {
-	if (LlmUrlEqual(url, pg_agents_llm_url))
-		return pg_agents_llm_api_key;
-	return NULL;
+	if (!LlmUrlEqual(url, pg_agents_llm_url))
+		return NULL;
+	/* the key may be ${secret:NAME} (the worker's chat requests: providers.c) */
+	if (SecretsHasReference(pg_agents_llm_api_key))
+	{
+		char	   *err;
+
+		return IsTransactionState() ? SecretsExpand(pg_agents_llm_api_key, &err) : NULL;
+	}
+	return pg_agents_llm_api_key;
 }
 
 /* agent._llm_url_allowed(text): LlmUrlAllowed for the settings checks */
@@ -189,19 +197,60 @@ LlmToolsFor(LlmProvider provider, json_t *neutral)
 	return out;
 }
 
-/* malloc'd request body */
+/*
+ * Anthropic prompt caching (docs/worker.md, "Prompt caching"): the system
+ * prompt and the tool list are the stable prefix of every request of a
+ * run.  When pg_agents.llm_prompt_cache is on and they are estimated at
+ * LLM_CACHE_MIN_TOKENS or more (characters / 4; Anthropic caches nothing
+ * shorter than 1024 tokens, 2048 on Haiku models), the last tool and the
+ * system prompt carry a cache_control breakpoint: 2 of the 4 allowed.
+ */
+#define LLM_CACHE_MIN_TOKENS	1024
+
+static bool
+CacheWorthIt(const char *system, json_t *tools)
+{
+	size_t		chars = system ? strlen(system) : 0;
+
+	if (!pg_agents_llm_prompt_cache)
+		return false;
+	if (tools && json_array_size(tools) > 0)
+	{
+		char	   *t = json_dumps(tools, JSON_COMPACT);
+
+		if (t)
+		{
+			chars += strlen(t);
+			free(t);
+		}
+	}
+	return chars / 4 >= LLM_CACHE_MIN_TOKENS;
+}
+
+/*
+ * malloc'd request body; stream asks for server-sent events; max_tokens
+ * (the agent's scope max_tokens, 0 when unset) bounds the reply: Anthropic
+ * max_tokens (ANTHROPIC_MAX_TOKENS by default, the field is required),
+ * OpenAI max_completion_tokens (not sent by default).
+ */
 char *
 LlmBuildBody(LlmProvider provider, const char *model, const char *system,
-			 json_t *messages, json_t *tools)
+			 json_t *messages, json_t *tools, bool stream, int max_tokens)
 {
 	json_t	   *req = json_object();
 	char	   *s;
+	bool		cache = false;
 
 	json_object_set_new(req, "model", json_string(model));
 	if (provider == LLM_ANTHROPIC)
 	{
-		json_object_set_new(req, "max_tokens", json_integer(ANTHROPIC_MAX_TOKENS));
-		if (system && system[0])
+		cache = CacheWorthIt(system, tools);
+		json_object_set_new(req, "max_tokens", json_integer(max_tokens > 0 ? max_tokens : ANTHROPIC_MAX_TOKENS));
+		if (system && system[0] && cache)
+			json_object_set_new(req, "system",
+								json_pack("[{s:s,s:s,s:{s:s}}]", "type", "text", "text", system,
+										  "cache_control", "type", "ephemeral"));
+		else if (system && system[0])
 			json_object_set_new(req, "system", json_string(system));
 		json_object_set(req, "messages", messages);
 	}
@@ -213,12 +262,55 @@ LlmBuildBody(LlmProvider provider, const char *model, const char *system,
 			json_array_append_new(all, json_pack("{s:s,s:s}", "role", "system", "content", system));
 		json_array_extend(all, messages);
 		json_object_set_new(req, "messages", all);
+		if (max_tokens > 0)
+			json_object_set_new(req, "max_completion_tokens", json_integer(max_tokens));
 	}
 	if (tools && json_array_size(tools) > 0)
-		json_object_set_new(req, "tools", LlmToolsFor(provider, tools));
+	{
+		json_t	   *t = LlmToolsFor(provider, tools);
+
+		if (cache)
+			json_object_set_new(json_array_get(t, json_array_size(t) - 1), "cache_control",
+								json_pack("{s:s}", "type", "ephemeral"));
+		json_object_set_new(req, "tools", t);
+
+		/*
+		 * tool_choice stays the providers' default (auto): a forced call
+		 * would never let a run end.  With pg_agents.max_tool_calls_per_turn
+		 * = 1 the model is told to ask for one call at a time, since a reply
+		 * with more would fail the run.
+		 */
+		if (pg_agents_max_tool_calls_per_turn == 1)
+		{
+			if (provider == LLM_ANTHROPIC)
+				json_object_set_new(req, "tool_choice",
+									json_pack("{s:s,s:b}", "type", "auto", "disable_parallel_tool_use", 1));
+			else
+				json_object_set_new(req, "parallel_tool_calls", json_false());
+		}
+	}
+	if (stream)
+	{
+		json_object_set_new(req, "stream", json_true());
+		if (provider == LLM_OPENAI)
+			json_object_set_new(req, "stream_options", json_pack("{s:b}", "include_usage", 1));
+	}
 	s = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	return s;
+}
+
+/*
+ * Whether a call is streamed when no named provider decides (see below):
+ * pg_agents.llm_stream: the default provider and agents with their own
+ * scope llm_url (a named provider's "stream" setting decides for its agents,
+ * in executor.c's StartCall).
+ */
+bool
+LlmStreamEnabled(const char *url)
+{
+	(void) url;
+	return pg_agents_llm_stream;
 }
 
 void
@@ -286,6 +378,14 @@ LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out)
 							  jerr.text, jerr.position, len);
 		return false;
 	}
+	return LlmParseReplyJson(provider, root, out);
+}
+
+/* the same from the parsed body, whose reference it takes */
+bool
+LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
+{
+	memset(out, 0, sizeof(*out));
 	out->calls = json_array();
 
 	if (provider == LLM_ANTHROPIC)
@@ -321,7 +421,11 @@ LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out)
 		}
 		out->text = text.len > 0 ? text.data : NULL;
 		out->stop = JsonStr(json_object_get(root, "stop_reason"));
-		out->tokens_in = JsonInt(json_object_get(usage, "input_tokens"));
+		/* input_tokens counts only what was neither read from nor written to the cache */
+		out->tokens_cached = JsonInt(json_object_get(usage, "cache_read_input_tokens"));
+		out->tokens_cache_write = JsonInt(json_object_get(usage, "cache_creation_input_tokens"));
+		out->tokens_in = JsonInt(json_object_get(usage, "input_tokens")) +
+			out->tokens_cached + out->tokens_cache_write;
 		out->tokens_out = JsonInt(json_object_get(usage, "output_tokens"));
 		out->assistant = json_pack("{s:s,s:O}", "role", "assistant", "content", content);
 	}
@@ -343,8 +447,13 @@ LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out)
 		}
 		out->text = JsonStr(json_object_get(msg, "content"));
 		out->stop = JsonStr(json_object_get(choice, "finish_reason"));
+		out->refusal = JsonStr(json_object_get(msg, "refusal"));
 		out->tokens_in = JsonInt(json_object_get(usage, "prompt_tokens"));
 		out->tokens_out = JsonInt(json_object_get(usage, "completion_tokens"));
+		out->tokens_cached = JsonInt(json_object_get(json_object_get(usage, "prompt_tokens_details"),
+													 "cached_tokens"));
+		out->tokens_reasoning = JsonInt(json_object_get(json_object_get(usage, "completion_tokens_details"),
+														"reasoning_tokens"));
 		json_array_foreach(calls, i, c)
 		{
 			json_t	   *fn = json_object_get(c, "function");
@@ -430,4 +539,783 @@ LlmErrorMessage(const char *body, size_t len)
 	if (msg == NULL)
 		msg = pnstrdup(body, Min(len, 200));
 	return msg;
+}
+
+/*
+ * Whether an error reply says the account is out of money rather than
+ * rate-limited: OpenAI's insufficient_quota / billing_hard_limit_reached,
+ * a spend limit.  Such a 429 never succeeds when retried.
+ */
+bool
+LlmQuotaError(const char *body, size_t len)
+{
+	json_t	   *root;
+	bool		quota = false;
+
+	if (body == NULL || len == 0)
+		return false;
+	root = json_loadb(body, len, 0, NULL);
+	if (root)
+	{
+		json_t	   *err = json_object_get(root, "error");
+		const char *fields[] = {"type", "code"};
+
+		for (int i = 0; i < 2 && json_is_object(err); i++)
+		{
+			const char *v = json_string_value(json_object_get(err, fields[i]));
+
+			if (v && (strcmp(v, "insufficient_quota") == 0 ||
+					  strcmp(v, "billing_hard_limit_reached") == 0 ||
+					  strcmp(v, "billing_not_active") == 0 ||
+					  strcmp(v, "spend_limit_exceeded") == 0))
+				quota = true;
+		}
+		if (json_is_object(err) && json_is_string(json_object_get(err, "message")))
+		{
+			const char *m = json_string_value(json_object_get(err, "message"));
+
+			if (strstr(m, "exceeded your current quota") || strstr(m, "spend limit") ||
+				strstr(m, "credit balance is too low"))
+				quota = true;
+		}
+		json_decref(root);
+	}
+	return quota;
+}
+
+LlmStopKind
+LlmStopKindOf(const LlmReply *r)
+{
+	const char *s = r->stop;
+
+	if (r->refusal)
+		return LLM_STOP_REFUSAL;
+	if (s == NULL)
+		return LLM_STOP_NORMAL;
+	if (strcmp(s, "pause_turn") == 0)
+		return LLM_STOP_PAUSE;
+	if (strcmp(s, "refusal") == 0 || strcmp(s, "content_filter") == 0)
+		return LLM_STOP_REFUSAL;
+	if (strcmp(s, "max_tokens") == 0 || strcmp(s, "length") == 0)
+		return LLM_STOP_MAX_TOKENS;
+	if (strcmp(s, "model_context_window_exceeded") == 0)
+		return LLM_STOP_CONTEXT;
+	return LLM_STOP_NORMAL;
+}
+
+/* ---------------------------------------------------------------------
+ * Streaming (server-sent events), parsed as the bytes arrive.
+ *
+ * Runs inside curl's write callback: malloc, realloc and jansson only.
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+BufAppend(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	if (*len + n + 1 > *cap)
+	{
+		size_t		c = *cap ? *cap : 256;
+		char	   *q;
+
+		while (c < *len + n + 1)
+			c *= 2;
+		q = realloc(*buf, c);
+		if (q == NULL)
+			return false;
+		*buf = q;
+		*cap = c;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return true;
+}
+
+LlmStream *
+LlmStreamNew(LlmProvider provider)
+{
+	LlmStream  *st = calloc(1, sizeof(LlmStream));
+
+	if (st == NULL)
+		return NULL;
+	st->provider = provider;
+	st->acc = json_object();
+	if (provider == LLM_OPENAI)
+	{
+		json_object_set_new(st->acc, "object", json_string("chat.completion"));
+		json_object_set_new(st->acc, "choices",
+							json_pack("[{s:i,s:{s:s,s:n},s:n}]", "index", 0, "message", "role",
+									  "assistant", "content", "finish_reason"));
+	}
+	return st;
+}
+
+void
+LlmStreamFree(LlmStream *st)
+{
+	if (st == NULL)
+		return;
+	free(st->line);
+	free(st->data);
+	free(st->text);
+	free(st->error);
+	free(st->error_type);
+	if (st->acc)
+		json_decref(st->acc);
+	free(st);
+}
+
+/* appends to a string member of obj (created when absent) */
+static void
+JsonStrAppend(json_t *obj, const char *key, const char *add)
+{
+	json_t	   *cur = json_object_get(obj, key);
+	size_t		a = strlen(add);
+
+	if (json_is_string(cur))
+	{
+		size_t		l = json_string_length(cur);
+		char	   *b = malloc(l + a + 1);
+
+		if (b == NULL)
+			return;
+		memcpy(b, json_string_value(cur), l);
+		memcpy(b + l, add, a + 1);
+		json_object_set_new(obj, key, json_stringn_nocheck(b, l + a));
+		free(b);
+	}
+	else
+		json_object_set_new(obj, key, json_string(add));
+}
+
+static void
+StreamText(LlmStream *st, const char *t)
+{
+	if (t && !BufAppend(&st->text, &st->text_len, &st->text_cap, t, strlen(t)))
+		st->oom = true;
+}
+
+static void
+StreamError(LlmStream *st, json_t *err)
+{
+	const char *m = json_string_value(json_object_get(err, "message"));
+	const char *t = json_string_value(json_object_get(err, "type"));
+
+	free(st->error);
+	free(st->error_type);
+	st->error = strdup(m ? m : "error event without a message");
+	st->error_type = t ? strdup(t) : NULL;
+}
+
+/* one OpenAI chunk: choices[0].delta, finish_reason, usage */
+static void
+OpenAIChunk(LlmStream *st, json_t *ev)
+{
+	json_t	   *choice = json_array_get(json_object_get(ev, "choices"), 0);
+	json_t	   *acc_choice = json_array_get(json_object_get(st->acc, "choices"), 0);
+	json_t	   *msg = json_object_get(acc_choice, "message");
+	json_t	   *delta = json_object_get(choice, "delta");
+	json_t	   *v;
+	size_t		i;
+	json_t	   *tc;
+
+	if (json_is_object(json_object_get(ev, "error")))
+	{
+		StreamError(st, json_object_get(ev, "error"));
+		return;
+	}
+	if ((v = json_object_get(ev, "id")) && json_is_string(v))
+		json_object_set(st->acc, "id", v);
+	if ((v = json_object_get(ev, "model")) && json_is_string(v))
+		json_object_set(st->acc, "model", v);
+	if ((v = json_object_get(ev, "usage")) && json_is_object(v))
+		json_object_set(st->acc, "usage", v);
+	if (!json_is_object(choice))
+		return;
+	if ((v = json_object_get(choice, "finish_reason")) && json_is_string(v))
+		json_object_set(acc_choice, "finish_reason", v);
+	if (!json_is_object(delta))
+		return;
+	if ((v = json_object_get(delta, "content")) && json_is_string(v))
+	{
+		/* kept in st->text only, set as the content at the end */
+		StreamText(st, json_string_value(v));
+		st->has_content = true;
+	}
+	if ((v = json_object_get(delta, "refusal")) && json_is_string(v))
+		JsonStrAppend(msg, "refusal", json_string_value(v));
+	/* tool calls arrive in fragments, joined by their index */
+	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc)
+	{
+		json_t	   *calls = json_object_get(msg, "tool_calls");
+		json_t	   *idx = json_object_get(tc, "index");
+		json_t	   *fn = json_object_get(tc, "function");
+		json_t	   *call = NULL;
+		size_t		k;
+		json_t	   *c;
+
+		if (calls == NULL)
+		{
+			calls = json_array();
+			json_object_set_new(msg, "tool_calls", calls);
+		}
+		json_array_foreach(calls, k, c)
+			if (json_equal(json_object_get(c, "_index"), idx))
+				call = c;
+		if (call == NULL)
+		{
+			call = json_pack("{s:O,s:s,s:{}}", "_index", idx ? idx : json_null(), "type", "function",
+							 "function");
+			json_array_append_new(calls, call);
+		}
+		if ((v = json_object_get(tc, "id")) && json_is_string(v))
+			json_object_set(call, "id", v);
+		if ((v = json_object_get(fn, "name")) && json_is_string(v))
+			JsonStrAppend(json_object_get(call, "function"), "name", json_string_value(v));
+		if ((v = json_object_get(fn, "arguments")) && json_is_string(v))
+			JsonStrAppend(json_object_get(call, "function"), "arguments", json_string_value(v));
+	}
+}
+
+/* one Anthropic event: message_start ... message_stop */
+static void
+AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
+{
+	json_t	   *content = json_object_get(st->acc, "content");
+	json_t	   *v;
+
+	if (strcmp(type, "message_start") == 0)
+	{
+		json_t	   *m = json_object_get(ev, "message");
+
+		if (json_is_object(m))
+		{
+			json_object_update(st->acc, m);
+			if (!json_is_array(json_object_get(st->acc, "content")))
+				json_object_set_new(st->acc, "content", json_array());
+		}
+	}
+	else if (strcmp(type, "content_block_start") == 0)
+	{
+		json_t	   *b = json_object_get(ev, "content_block");
+		size_t		idx = (size_t) json_integer_value(json_object_get(ev, "index"));
+
+		if (!json_is_array(content))
+		{
+			content = json_array();
+			json_object_set_new(st->acc, "content", content);
+		}
+		if (!json_is_object(b))
+			return;
+		b = json_deep_copy(b);
+		if (json_is_string(json_object_get(b, "text")))
+		{
+			/* a text block's text is kept in st->text: from here to its end */
+			StreamText(st, json_string_value(json_object_get(b, "text")));
+			json_object_set_new(b, "_from", json_integer((json_int_t) (st->text_len -
+																	   json_string_length(json_object_get(b, "text")))));
+		}
+		while (json_array_size(content) < idx)
+			json_array_append_new(content, json_pack("{s:s}", "type", "_missing"));
+		if (json_array_size(content) == idx)
+			json_array_append_new(content, b);
+		else
+			json_array_set_new(content, idx, b);
+	}
+	else if (strcmp(type, "content_block_delta") == 0)
+	{
+		json_t	   *b = json_array_get(content, (size_t) json_integer_value(json_object_get(ev, "index")));
+		json_t	   *d = json_object_get(ev, "delta");
+		const char *dt = json_string_value(json_object_get(d, "type"));
+
+		if (!json_is_object(b) || dt == NULL)
+			return;
+		if (strcmp(dt, "text_delta") == 0 && (v = json_object_get(d, "text")) && json_is_string(v))
+		{
+			if (json_is_integer(json_object_get(b, "_from")))
+				StreamText(st, json_string_value(v));
+			else
+				JsonStrAppend(b, "text", json_string_value(v));
+		}
+		else if (strcmp(dt, "input_json_delta") == 0 && (v = json_object_get(d, "partial_json")) && json_is_string(v))
+			JsonStrAppend(b, "_partial", json_string_value(v));
+		else if (strcmp(dt, "thinking_delta") == 0 && (v = json_object_get(d, "thinking")) && json_is_string(v))
+			JsonStrAppend(b, "thinking", json_string_value(v));
+		else if (strcmp(dt, "signature_delta") == 0 && (v = json_object_get(d, "signature")) && json_is_string(v))
+			JsonStrAppend(b, "signature", json_string_value(v));
+		else if (strcmp(dt, "citations_delta") == 0 && (v = json_object_get(d, "citation")))
+		{
+			if (!json_is_array(json_object_get(b, "citations")))
+				json_object_set_new(b, "citations", json_array());
+			json_array_append(json_object_get(b, "citations"), v);
+		}
+	}
+	else if (strcmp(type, "content_block_stop") == 0)
+	{
+		json_t	   *b = json_array_get(content, (size_t) json_integer_value(json_object_get(ev, "index")));
+		json_t	   *p = json_object_get(b, "_partial");
+		json_t	   *from = json_object_get(b, "_from");
+
+		if (json_is_integer(from))
+		{
+			size_t		f = (size_t) json_integer_value(from);
+
+			json_object_set_new(b, "text", f <= st->text_len
+								? json_stringn(st->text ? st->text + f : "", st->text_len - f)
+								: json_string(""));
+			json_object_del(b, "_from");
+		}
+		if (json_is_string(p))
+		{
+			json_t	   *input = json_string_length(p) > 0
+				? json_loads(json_string_value(p), JSON_DECODE_ANY, NULL) : json_object();
+
+			/* invalid JSON: kept as a string, the tool reports invalid arguments */
+			json_object_set_new(b, "input", input ? input : json_incref(p));
+			json_object_del(b, "_partial");
+		}
+	}
+	else if (strcmp(type, "message_delta") == 0)
+	{
+		json_t	   *d = json_object_get(ev, "delta");
+		json_t	   *u = json_object_get(ev, "usage");
+
+		if ((v = json_object_get(d, "stop_reason")) && !json_is_null(v))
+			json_object_set(st->acc, "stop_reason", v);
+		if ((v = json_object_get(d, "stop_sequence")))
+			json_object_set(st->acc, "stop_sequence", v);
+		if (json_is_object(u))
+		{
+			if (!json_is_object(json_object_get(st->acc, "usage")))
+				json_object_set_new(st->acc, "usage", json_object());
+			json_object_update(json_object_get(st->acc, "usage"), u);
+		}
+	}
+	else if (strcmp(type, "message_stop") == 0)
+		st->done = true;
+	else if (strcmp(type, "error") == 0)
+		StreamError(st, json_object_get(ev, "error"));
+	/* ping and unknown events are ignored */
+}
+
+/*
+ * The fast path of the one frequent event, a text delta: its exact shape
+ * is matched by hand and its string decoded into st->text, without a
+ * jansson parse (which was half of the worker's CPU of a streamed reply).
+ * Anything else, or the slightest doubt, takes the general path.
+ */
+static const char *
+Lit(const char *p, const char *end, const char *lit)
+{
+	size_t		n = strlen(lit);
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	if ((size_t) (end - p) < n || memcmp(p, lit, n) != 0)
+		return NULL;
+	return p + n;
+}
+
+static int
+Hex4(const char *p)
+{
+	int			v = 0;
+
+	for (int i = 0; i < 4; i++)
+	{
+		char		c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * Decodes the JSON string starting after its opening quote into st->text;
+ * returns the position after its closing quote, or NULL (st->text is then
+ * put back as it was).
+ */
+static const char *
+FastString(LlmStream *st, const char *p, const char *end)
+{
+	size_t		keep = st->text_len;
+
+	while (p < end)
+	{
+		const char *q = p;
+
+		while (q < end && *q != '"' && *q != '\\' && (unsigned char) *q >= 0x20)
+			q++;
+		if (q > p && !BufAppend(&st->text, &st->text_len, &st->text_cap, p, q - p))
+			goto fail;
+		p = q;
+		if (p >= end || (unsigned char) *p < 0x20)
+			goto fail;
+		if (*p == '"')
+			return p + 1;
+		/* an escape */
+		if (end - p < 2)
+			goto fail;
+		{
+			char		out[4];
+			int			n = 1;
+
+			switch (p[1])
+			{
+				case '"':
+				case '\\':
+				case '/':
+					out[0] = p[1];
+					break;
+				case 'b':
+					out[0] = '\b';
+					break;
+				case 'f':
+					out[0] = '\f';
+					break;
+				case 'n':
+					out[0] = '\n';
+					break;
+				case 'r':
+					out[0] = '\r';
+					break;
+				case 't':
+					out[0] = '\t';
+					break;
+				case 'u':
+					{
+						int			cp;
+
+						if (end - p < 6 || (cp = Hex4(p + 2)) < 0)
+							goto fail;
+						if (cp >= 0xD800 && cp <= 0xDBFF)
+						{
+							int			lo;
+
+							if (end - p < 12 || p[6] != '\\' || p[7] != 'u' ||
+								(lo = Hex4(p + 8)) < 0xDC00 || lo > 0xDFFF)
+								goto fail;
+							cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+							p += 6;
+						}
+						else if (cp >= 0xDC00 && cp <= 0xDFFF)
+							goto fail;
+						if (cp == 0)
+							goto fail;	/* kept for jansson to judge */
+						if (cp < 0x80)
+							out[0] = (char) cp;
+						else if (cp < 0x800)
+						{
+							out[0] = (char) (0xC0 | (cp >> 6));
+							out[1] = (char) (0x80 | (cp & 0x3F));
+							n = 2;
+						}
+						else if (cp < 0x10000)
+						{
+							out[0] = (char) (0xE0 | (cp >> 12));
+							out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
+							out[2] = (char) (0x80 | (cp & 0x3F));
+							n = 3;
+						}
+						else
+						{
+							out[0] = (char) (0xF0 | (cp >> 18));
+							out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+							out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+							out[3] = (char) (0x80 | (cp & 0x3F));
+							n = 4;
+						}
+						p += 4;
+						break;
+					}
+				default:
+					goto fail;
+			}
+			if (!BufAppend(&st->text, &st->text_len, &st->text_cap, out, n))
+				goto fail;
+			p += 2;
+		}
+	}
+fail:
+	st->text_len = keep;
+	if (st->text)
+		st->text[keep] = '\0';
+	return NULL;
+}
+
+static bool
+FastTextDelta(LlmStream *st)
+{
+	const char *p = st->data;
+	const char *end = st->data + st->data_len;
+	json_t	   *content;
+	json_t	   *last;
+
+	if (st->provider == LLM_ANTHROPIC)
+	{
+		/* {"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"..."}} */
+		if (strcmp(st->event, "content_block_delta") != 0)
+			return false;
+		content = json_object_get(st->acc, "content");
+		last = json_array_get(content, json_array_size(content) - 1);
+		/* the text goes to the last block, a text block still open */
+		if (!json_is_integer(json_object_get(last, "_from")))
+			return false;
+		if (!(p = Lit(p, end, "{")) || !(p = Lit(p, end, "\"type\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "\"content_block_delta\"")) || !(p = Lit(p, end, ",")) ||
+			!(p = Lit(p, end, "\"index\"")) || !(p = Lit(p, end, ":")))
+			return false;
+		{
+			size_t		idx = 0;
+
+			while (p < end && *p == ' ')
+				p++;
+			if (p >= end || *p < '0' || *p > '9')
+				return false;
+			while (p < end && *p >= '0' && *p <= '9')
+				idx = idx * 10 + (*p++ - '0');
+			if (idx != json_array_size(content) - 1)
+				return false;
+		}
+		if (!(p = Lit(p, end, ",")) || !(p = Lit(p, end, "\"delta\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "{")) || !(p = Lit(p, end, "\"type\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "\"text_delta\"")) || !(p = Lit(p, end, ",")) ||
+			!(p = Lit(p, end, "\"text\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "\"")))
+			return false;
+		{
+			size_t		keep = st->text_len;
+
+			if (!(p = FastString(st, p, end)))
+				return false;
+			if (!(p = Lit(p, end, "}")) || !(p = Lit(p, end, "}")) || Lit(p, end, "") != end)
+			{
+				st->text_len = keep;
+				st->text[keep] = '\0';
+				return false;
+			}
+		}
+		return true;
+	}
+	else
+	{
+		/*
+		 * {...,"choices":[{"index":0,"delta":{"content":"..."},
+		 * ["logprobs":null,]"finish_reason":null}][,"usage":null]}, the
+		 * part before "choices" (id, object, created, model, fingerprint)
+		 * free of anything the general path would look at.
+		 */
+		const char *c = memmem(p, st->data_len, "\"choices\"", 9);
+		size_t		keep;
+
+		if (c == NULL || memmem(p, c - p, "\"usage\"", 7) || memmem(p, c - p, "\"error\"", 7) ||
+			!json_is_string(json_object_get(st->acc, "id")))
+			return false;
+		p = c + 9;
+		if (!(p = Lit(p, end, ":")) || !(p = Lit(p, end, "[")) || !(p = Lit(p, end, "{")) ||
+			!(p = Lit(p, end, "\"index\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "0")) ||
+			!(p = Lit(p, end, ",")) || !(p = Lit(p, end, "\"delta\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "{")) || !(p = Lit(p, end, "\"content\"")) || !(p = Lit(p, end, ":")) ||
+			!(p = Lit(p, end, "\"")))
+			return false;
+		keep = st->text_len;
+		if (!(p = FastString(st, p, end)))
+			return false;
+		if (!(p = Lit(p, end, "}")) || !(p = Lit(p, end, ",")))
+			goto undo;
+		if (Lit(p, end, "\"logprobs\""))
+		{
+			p = Lit(p, end, "\"logprobs\"");
+			if (!(p = Lit(p, end, ":")) || !(p = Lit(p, end, "null")) || !(p = Lit(p, end, ",")))
+				goto undo;
+		}
+		if (!(p = Lit(p, end, "\"finish_reason\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "null")) ||
+			!(p = Lit(p, end, "}")) || !(p = Lit(p, end, "]")))
+			goto undo;
+		if (Lit(p, end, ","))
+		{
+			p = Lit(p, end, ",");
+			if (!(p = Lit(p, end, "\"usage\"")) || !(p = Lit(p, end, ":")) || !(p = Lit(p, end, "null")))
+				goto undo;
+		}
+		if (!(p = Lit(p, end, "}")) || Lit(p, end, "") != end)
+			goto undo;
+		st->has_content = true;
+		return true;
+undo:
+		st->text_len = keep;
+		st->text[keep] = '\0';
+		return false;
+	}
+}
+
+/* one complete event (its data: lines joined) */
+static void
+StreamDispatch(LlmStream *st)
+{
+	json_t	   *ev;
+
+	if (st->data_len == 0)
+	{
+		st->event[0] = '\0';
+		return;
+	}
+	if (st->provider == LLM_OPENAI && strcmp(st->data, "[DONE]") == 0)
+		st->done = true;
+	else if (FastTextDelta(st))
+		 /* a text delta, done */ ;
+	else if ((ev = json_loadb(st->data, st->data_len, 0, NULL)) != NULL)
+	{
+		if (st->provider == LLM_OPENAI)
+			OpenAIChunk(st, ev);
+		else
+		{
+			const char *type = st->event[0] ? st->event : json_string_value(json_object_get(ev, "type"));
+
+			if (type)
+				AnthropicEvent(st, type, ev);
+		}
+		json_decref(ev);
+	}
+	st->data_len = 0;
+	st->data[0] = '\0';
+	st->event[0] = '\0';
+}
+
+/* one line of the event stream, without its end of line */
+static void
+StreamLine(LlmStream *st, const char *line, size_t len)
+{
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len == 0)
+	{
+		StreamDispatch(st);
+		return;
+	}
+	if (line[0] == ':')
+		return;					/* a comment (keep-alive) */
+	if (len >= 5 && strncmp(line, "data:", 5) == 0)
+	{
+		const char *v = line + 5;
+		size_t		vl = len - 5;
+
+		if (vl > 0 && *v == ' ')
+			v++, vl--;
+		if (st->data_len > 0 && !BufAppend(&st->data, &st->data_len, &st->data_cap, "\n", 1))
+			st->oom = true;
+		if (!BufAppend(&st->data, &st->data_len, &st->data_cap, v, vl))
+			st->oom = true;
+	}
+	else if (len >= 6 && strncmp(line, "event:", 6) == 0)
+	{
+		const char *v = line + 6;
+		size_t		vl = len - 6;
+
+		while (vl > 0 && *v == ' ')
+			v++, vl--;
+		vl = Min(vl, sizeof(st->event) - 1);
+		memcpy(st->event, v, vl);
+		st->event[vl] = '\0';
+	}
+	/* id:, retry: and unknown fields are ignored */
+}
+
+/* bytes of the stream as they arrive; false when out of memory */
+bool
+LlmStreamFeed(LlmStream *st, const char *p, size_t n)
+{
+	while (n > 0 && !st->oom)
+	{
+		const char *nl = memchr(p, '\n', n);
+		size_t		take = nl ? (size_t) (nl - p) : n;
+
+		if (nl && st->line_len == 0)
+			StreamLine(st, p, take);	/* a whole line in the buffer: no copy */
+		else
+		{
+			if (!BufAppend(&st->line, &st->line_len, &st->line_cap, p, take))
+				return false;
+			if (nl)
+			{
+				StreamLine(st, st->line, st->line_len);
+				st->line_len = 0;
+			}
+		}
+		p += take + (nl ? 1 : 0);
+		n -= take + (nl ? 1 : 0);
+	}
+	return !st->oom;
+}
+
+/*
+ * The body the provider would have sent without streaming (the caller's
+ * reference), or NULL when the stream did not end (cut, or an error event:
+ * st->error).
+ */
+json_t *
+LlmStreamFinish(LlmStream *st)
+{
+	json_t	   *out;
+
+	/* a last event without its blank line */
+	if (st->line_len > 0)
+	{
+		StreamLine(st, st->line, st->line_len);
+		st->line_len = 0;
+	}
+	if (st->data_len > 0)
+		StreamDispatch(st);
+	/* an OpenAI-compatible server that ends its stream without [DONE] */
+	if (st->provider == LLM_OPENAI && !st->done &&
+		json_is_string(json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "finish_reason")))
+		st->done = true;
+	if (st->error || !st->done)
+		return NULL;
+	if (st->provider == LLM_ANTHROPIC)
+	{
+		size_t		i;
+		json_t	   *b;
+
+		/* a text block whose content_block_stop never came */
+		json_array_foreach(json_object_get(st->acc, "content"), i, b)
+		{
+			json_t	   *from = json_object_get(b, "_from");
+
+			if (json_is_integer(from) && (size_t) json_integer_value(from) <= st->text_len)
+			{
+				size_t		f = (size_t) json_integer_value(from);
+
+				json_object_set_new(b, "text", json_stringn(st->text ? st->text + f : "", st->text_len - f));
+				json_object_del(b, "_from");
+			}
+		}
+	}
+	if (st->provider == LLM_OPENAI)
+	{
+		json_t	   *msg = json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "message");
+		json_t	   *calls = json_object_get(msg, "tool_calls");
+		size_t		i;
+		json_t	   *c;
+
+		json_array_foreach(calls, i, c)
+			json_object_del(c, "_index");
+		if (st->has_content)
+			json_object_set_new(msg, "content", json_stringn(st->text ? st->text : "", st->text_len));
+		/* an empty first content delta: null, as without streaming */
+		if (json_is_string(json_object_get(msg, "content")) &&
+			json_string_length(json_object_get(msg, "content")) == 0)
+			json_object_set_new(msg, "content", json_null());
+	}
+	out = st->acc;
+	st->acc = NULL;
+	return out;
 }

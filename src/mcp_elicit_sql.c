@@ -70,6 +70,7 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 	char	   *p;
 	int			rc;
 	const char *problem;
+	char	   *serr = NULL;
 
 	if (PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_ARGISNULL(4))
 		PG_RETURN_NULL();
@@ -88,6 +89,18 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(6))
 		state = text_to_cstring(PG_GETARG_TEXT_PP(6));
 
+	/* providers: ${secret:NAME} header values, resolved now */
+	if (!SecretsExpandJsonHeaders(headers, &serr))
+	{
+		if (headers)
+			json_decref(headers);
+		if (args)
+			json_decref(args);
+		if (responses)
+			json_decref(responses);
+		out = json_pack("{s:b, s:s}", "ok", 0, "error", serr);
+		goto finish;
+	}
 	c = mcp_client_new(url, headers, pg_agents_request_timeout);
 	if (headers)
 		json_decref(headers);

@@ -192,12 +192,20 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 	json_t	   *tools = NULL;
 	McpClient  *c;
 	int			rc;
+	char	   *serr = NULL;
 	const char *problem = mcp_url_problem(url);
 
 	if (problem)
 		return JanssonToJsonb(FailureJson(problem));
 	McpRegisterExit();
 	headers = json_loads(htext, 0, NULL);
+	/* providers: ${secret:NAME} values, resolved now (rotation: a new session) */
+	if (!SecretsExpandJsonHeaders(headers, &serr))
+	{
+		json_decref(headers);
+		return JanssonToJsonb(FailureJson(serr));
+	}
+	htext = psprintf("%s\n%llu", htext, (unsigned long long) PgAgentsConfigGeneration());
 	c = McpClientFor(server_id, url, htext, headers);
 	if (headers)
 		json_decref(headers);
@@ -245,6 +253,7 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 	json_t	   *out;
 	McpClient  *c;
 	int			rc;
+	char	   *serr = NULL;
 	const char *problem = mcp_url_problem(url);
 
 	if (problem)
@@ -258,6 +267,14 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 	}
 	McpRegisterExit();
 	headers = json_loads(htext, 0, NULL);
+	/* providers: ${secret:NAME} values, resolved now (rotation: a new session) */
+	if (!SecretsExpandJsonHeaders(headers, &serr))
+	{
+		json_decref(headers);
+		json_decref(args);
+		return JanssonToJsonb(FailureJson(serr));
+	}
+	htext = psprintf("%s\n%llu", htext, (unsigned long long) PgAgentsConfigGeneration());
 	c = McpClientFor(server_id, url, htext, headers);
 	if (headers)
 		json_decref(headers);

@@ -739,7 +739,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	mc->url = xdup(json_string_value(json_object_get(prep, "url")));
 	if (json_is_string(json_object_get(prep, "protocol_version")))
 		mc->protocol = xdup(json_string_value(json_object_get(prep, "protocol_version")));
-	mc->headers = json_incref(json_object_get(prep, "headers"));
+	mc->headers = json_deep_copy(json_object_get(prep, "headers"));
 	mc->arguments = json_incref(json_object_get(prep, "arguments"));
 	mc->tool_def = json_incref(json_object_get(prep, "tool_def"));
 	if (json_is_object(json_object_get(prep, "input_responses")))
@@ -749,17 +749,38 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	mc->input = json_incref(input);
 	mc->started = started;
 	{
+		/* the headers as configured (references, not secrets) and the generation of the secrets */
 		char	   *h = json_dumps(mc->headers, JSON_COMPACT | JSON_SORT_KEYS);
-		size_t		kl = strlen(mc->url) + (h ? strlen(h) : 0) + (mc->protocol ? strlen(mc->protocol) : 0) + 3;
+		size_t		kl = strlen(mc->url) + (h ? strlen(h) : 0) + (mc->protocol ? strlen(mc->protocol) : 0) + 32;
 
 		mc->key = malloc(kl);
 		if (mc->key == NULL)
 			elog(ERROR, "out of memory");
-		snprintf(mc->key, kl, "%s\n%s\n%s", mc->url, h ? h : "", mc->protocol ? mc->protocol : "");
+		snprintf(mc->key, kl, "%s\n%s\n%s\n%llu", mc->url, h ? h : "", mc->protocol ? mc->protocol : "",
+				 (unsigned long long) PgAgentsConfigGeneration());
 		if (h)
 		{
 			memset(h, 0, strlen(h));
 			free(h);
+		}
+	}
+	{
+		/* providers: ${secret:NAME} header values, resolved in this transaction */
+		char	   *serr = NULL;
+
+		if (!SecretsExpandJsonHeaders(mc->headers, &serr))
+		{
+			json_t	   *call = json_pack("{s:b, s:s, s:s, s:s, s:{s:b, s:[{s:s, s:s}]}}",
+										 "ok", 0, "server", mc->server, "tool", mc->tool,
+										 "error", serr ? serr : "a secret of the server's headers cannot be read",
+										 "result", "isError", 1, "content", "type", "text",
+										 "text", serr ? serr : "a secret of the server's headers cannot be read");
+
+			McpCallFree(mc);
+			json_decref(prep);
+			oc = RecordCall(tr, name, input, call, result, started);
+			json_decref(call);
+			return oc;
 		}
 	}
 	json_decref(prep);

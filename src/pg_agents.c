@@ -24,6 +24,7 @@ _PG_init(void)
 
 	PgAgentsDefineGucs();
 	PgAgentsInitShmem();
+	PgAgentsInitRateLimitShmem();	/* providers */
 	PgAgentsInitEventStats();
 	PgAgentsRegisterWorker();
 }

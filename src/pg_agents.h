@@ -25,12 +25,14 @@ extern char *pg_agents_on_behalf_of;
 extern char *pg_agents_database;
 extern bool pg_agents_audit_enabled;
 extern int	pg_agents_audit_retention_days;
+extern int	pg_agents_run_retention_days;
 extern int	pg_agents_dedup_window;
 extern int	pg_agents_hourly_run_cap;
 extern int	pg_agents_max_delegation_depth;
 extern int	pg_agents_approval_ttl;
 extern int	pg_agents_run_lease;
 extern int	pg_agents_max_attempts;
+extern int	pg_agents_conversation_window;
 extern int	pg_agents_max_runs_per_workspace;
 extern int	pg_agents_max_concurrent_runs;
 extern char *pg_agents_llm_provider;
@@ -39,12 +41,15 @@ extern char *pg_agents_llm_model;
 extern char *pg_agents_embedding_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
+extern bool pg_agents_llm_stream;
+extern bool pg_agents_llm_prompt_cache;
 extern char *pg_agents_llm_url_allowlist;
 extern int	pg_agents_max_tool_calls_per_turn;
 extern int	pg_agents_max_reply_bytes;
 extern int	pg_agents_approval_max_input;
 extern int	pg_agents_self_retrigger_cap;
 extern int	pg_agents_filter_view_timeout;
+extern int	pg_agents_approval_rule_timeout;
 extern int	pg_agents_access_cache_grants;
 
 extern void PgAgentsDefineGucs(void);
@@ -198,5 +203,17 @@ extern void PgAgentsRegisterWorker(void);
 /* approval.c */
 extern char *PgAgentsCanonicalJson(Jsonb *j);
 extern char *PgAgentsApprovalKey(const char *tool, Jsonb *input);
+
+/* secrets.c and ratelimit.c (providers and secrets, docs/worker.md) */
+#define RATELIMIT_MAX 64
+extern char *pg_agents_secret_key_file;
+extern char *SecretsLookup(const char *name, char **error);
+extern char *SecretsExpand(const char *value, char **error);
+extern bool SecretsHasReference(const char *value);
+extern void PgAgentsInitRateLimitShmem(void);
+extern void PgAgentsConfigChanged(void);
+extern uint64 PgAgentsConfigGeneration(void);
+struct json_t;
+extern bool SecretsExpandJsonHeaders(struct json_t *headers, char **error);
 
 #endif							/* PG_AGENTS_H */

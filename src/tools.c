@@ -81,6 +81,12 @@ PgAgentsFunctionExists(const char *signature)
 	return OidIsValid(ToReg(to_regprocedure, signature));
 }
 
+Oid
+PgAgentsLookupProcedure(const char *signature)
+{
+	return ToReg(to_regprocedure, signature);
+}
+
 /*
  * Executes a statement through a plan prepared once and kept (SPI_keepplan);
  * the plan cache re-plans it when the objects it uses change.
@@ -398,6 +404,16 @@ Deny(const ToolRun *tr, const char *tool, json_t *input, const char *rtype,
 	return json_pack("{s:s}", "error", "access denied");
 }
 
+/*
+ * What NeedsApproval decided for the call that goes through the gate next:
+ * when only approval rules cover it (scope.approval_rules, approval_rules.c)
+ * the gate asks their functions; in every other case (the static policy,
+ * or a gate reached without NeedsApproval, as for a job deletion) the call
+ * needs approval.  Reset at every tool call and by the gate itself.
+ */
+static bool gate_conditional = false;
+static char gate_tool[256];
+
 static bool
 NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 {
@@ -405,6 +421,7 @@ NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 	size_t		i;
 	json_t	   *v;
 
+	gate_conditional = false;
 	if (strcmp(tr->approval_mode, "all") == 0)
 		return true;
 	if (is_write && strcmp(tr->approval_mode, "writes") == 0)
@@ -412,13 +429,25 @@ NeedsApproval(const ToolRun *tr, const char *tool, bool is_write)
 	json_array_foreach(list, i, v)
 		if (json_is_string(v) && strcmp(json_string_value(v), tool) == 0)
 			return true;
+	if (ApprovalRulesCover(tr->scope, tool))
+	{
+		/* a name too long to remember is gated unconditionally: fail closed */
+		if (strlen(tool) < sizeof(gate_tool))
+		{
+			strlcpy(gate_tool, tool, sizeof(gate_tool));
+			gate_conditional = true;
+		}
+		return true;
+	}
 	return false;
 }
 
 /*
  * The approval gate.  TOOL_DONE with *result NULL: go ahead (an approval
- * was consumed, once); TOOL_DONE with *result: denied by a human;
- * TOOL_PAUSE: an approval was requested and the run now waits.
+ * was consumed, once, or the approval rules let the call through);
+ * TOOL_DONE with *result: denied by a human (the refusal the model reads,
+ * once), or the approval could not be asked; TOOL_PAUSE: an approval was
+ * requested and the run now waits.
  */
 typedef struct RequestApprovalArgs
 {
@@ -448,7 +477,11 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 	int			rc;
 	char	   *key;
 	json_t	   *out;
+	bool		conditional = gate_conditional && strcmp(gate_tool, tool) == 0;
+	const char *rule = NULL;
+	char	   *why = NULL;
 
+	gate_conditional = false;
 	*result = NULL;
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = CStringGetTextDatum(tool);
@@ -465,23 +498,33 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 		return TOOL_DONE;
 	}
 
-	rc = SPI_execute_with_args("SELECT a.status, a.decided_by FROM agent.approvals a "
-							   "WHERE a.run_id = $1 AND a.approval_key = agent.approval_key($2, $3) "
-							   "ORDER BY a.id DESC LIMIT 1", 3, types, vals, NULL, false, 1);
+	/* a denial is told to the model once; the run goes on from there */
+	rc = SPI_execute_with_args("SELECT d ->> 'status', d ->> 'reason' FROM agent.consume_refusal($1, $2, $3) d "
+							   "WHERE d IS NOT NULL", 3, types, vals, NULL, false, 1);
 	if (rc == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		char	   *status = SpiText(0, 1);
+		char	   *reason = SpiText(0, 2);
+		bool		denied = status && strcmp(status, "denied") == 0;
 
-		if (status && (strcmp(status, "denied") == 0 || strcmp(status, "expired") == 0))
+		out = json_pack("{s:s,s:s?}", "approval", status ? status : "denied", "reason", reason);
+		ToolsRecordStep(tr->run_id, "approval", tool, input, out, denied ? "denied" : "expired", 0, started);
+		json_decref(out);
+		if (denied)
 		{
-			out = json_pack("{s:s}", "approval", status);
-			ToolsRecordStep(tr->run_id, "approval", tool, input, out, status, 0, started);
-			json_decref(out);
-			*result = ErrorResult("this action was %s by a human reviewer; do not retry it",
-								  strcmp(status, "denied") == 0 ? "denied" : "not approved in time");
-			return TOOL_DONE;
+			*result = json_pack("{s:s}", "error", "the person declined this call");
+			if (reason)
+				json_object_set_new(*result, "reason", json_string(reason));
 		}
+		else
+			*result = ErrorResult("this call was not approved in time");
+		return TOOL_DONE;
 	}
+
+	/* only approval rules cover the call: their functions decide */
+	if (conditional &&
+		!ApprovalRulesNeed(tr->scope, tool, input, tr->run_id, &rule, &why))
+		return TOOL_DONE;
 
 	/*
 	 * A call that cannot be shown whole to the approver (too large, or
@@ -501,6 +544,10 @@ ApprovalGate(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 		key = ra.key;
 	}
 	out = json_pack("{s:s,s:s}", "approval", "pending", "approval_key", key ? key : "");
+	if (rule)
+		json_object_set_new(out, "rule", json_string(rule));
+	if (why)
+		json_object_set_new(out, "rule_error", json_string(why));
 	ToolsRecordStep(tr->run_id, "approval", tool, input, out, "pending", 0, started);
 	json_decref(out);
 	return TOOL_PAUSE;
@@ -612,6 +659,14 @@ RunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls
 		json_decref(a.result);
 	*failed = true;
 	return ErrorResult("%s", message);
+}
+
+/* RunAsTool for context assembly (context.c) */
+json_t *
+ToolsRunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
+			   int expect, json_t *(*convert) (void *arg), void *arg, bool *failed)
+{
+	return RunAsTool(sql, nargs, types, vals, nulls, expect, convert, arg, failed);
 }
 
 static bool
@@ -1055,6 +1110,7 @@ typedef struct DelegateArgs
 	int64		run_id;
 	int64		child_agent;
 	const char *task;
+	json_t	   *attachments;	/* the call's attachments, or NULL */
 	int64		child_run;		/* out */
 	char	   *refusal;		/* out: agent.try_delegate's refusal */
 } DelegateArgs;
@@ -1067,18 +1123,20 @@ static void
 DelegateBody(void *p)
 {
 	DelegateArgs *a = (DelegateArgs *) p;
-	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
-	Datum		vals[3];
+	Oid			types[4] = {INT8OID, INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[4];
 	bool		isnull;
 
 	vals[0] = Int64GetDatum(a->run_id);
 	vals[1] = Int64GetDatum(a->child_agent);
 	vals[2] = CStringGetTextDatum(a->task);
+	vals[3] = json_is_array(a->attachments) ? JsonbDatum(a->attachments)
+		: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
 	if (a->use_try)
 	{
 		json_t	   *res;
 
-		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3)::pg_catalog.text", 3, types, vals, NULL, false, 1)
+		if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3, $4)::pg_catalog.text", 4, types, vals, NULL, false, 1)
 			!= SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent.try_delegate returned no row");
 		res = SpiJson(0, 1);
@@ -1095,7 +1153,7 @@ DelegateBody(void *p)
 	}
 	else
 	{
-		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3)", 3, types, vals, NULL, false, 1) != SPI_OK_SELECT
+		if (SPI_execute_with_args("SELECT agent.delegate($1, $2, $3, $4)", 4, types, vals, NULL, false, 1) != SPI_OK_SELECT
 			|| SPI_processed != 1)
 			elog(ERROR, "agent.delegate returned no row");
 		a->child_run = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1116,10 +1174,18 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 		child_agent = strtoll(json_string_value(jid), NULL, 10);
 	else
 		child_agent = json_is_integer(jid) ? (int64) json_integer_value(jid) : 0;
-	if (child_agent <= 0 || task == NULL)
+	if (child_agent <= 0 || task == NULL ||
+		(json_object_get(input, "attachments") && !json_is_array(json_object_get(input, "attachments"))))
 	{
-		*result = ErrorResult("delegate_to_agent needs an integer agent_id and a string task");
+		*result = ErrorResult("delegate_to_agent needs an integer agent_id, a string task and optional attachments (an array)");
 		ToolsRecordStep(tr->run_id, "error", "delegate_to_agent", input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	/* context.c: only to an agent the run's identity may see */
+	if (!ContextMayDelegateTo(tr, child_agent))
+	{
+		*result = ErrorResult("delegation refused: agent " INT64_FORMAT " is not one you may delegate to", child_agent);
+		ToolsRecordStep(tr->run_id, "denied", "delegate_to_agent", input, *result, "denied", 0, started);
 		return TOOL_DONE;
 	}
 	if (NeedsApproval(tr, "delegate_to_agent", false))
@@ -1134,6 +1200,7 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 	a.run_id = tr->run_id;
 	a.child_agent = child_agent;
 	a.task = task;
+	a.attachments = json_object_get(input, "attachments");
 	errmsg_copy = ToolsInSubxact(DelegateBody, &a);
 	if (errmsg_copy == NULL)
 		errmsg_copy = a.refusal;
@@ -1207,6 +1274,7 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 {
 	TimestampTz started = GetCurrentTimestamp();
 
+	gate_conditional = false;
 	*result = NULL;
 	*child_run_id = 0;
 	if (!json_is_object(input))
@@ -1234,6 +1302,10 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return ToolDelegate(tr, input, result, child_run_id, started);
 	if (strncmp(name, "mcp__", 5) == 0)
 		return McpToolExecute(tr, name, input, result, started);
+
+	/* context (context.c): use_skill */
+	if (ContextHandles(name))
+		return ContextExecute(tr, name, input, result, child_run_id);
 
 	/* teams (teams.c): ask_parent, agent_teams */
 	if (TeamsHandles(name))

@@ -95,6 +95,8 @@ CREATE TABLE agent.agents (
     UNIQUE (workspace_id, id)
 );
 CREATE INDEX agents_owner_idx ON agent.agents (workspace_id, owner_id);
+-- the tick's look for runs of deleted agents starts from the few deleted ones
+CREATE INDEX agents_deleted_idx ON agent.agents (id) WHERE deleted_at IS NOT NULL;
 COMMENT ON TABLE agent.agents IS 'Custom agents: configuration, status and limits.';
 COMMENT ON COLUMN agent.agents.id IS 'Agent id.';
 COMMENT ON COLUMN agent.agents.workspace_id IS 'Workspace (tenant) the agent belongs to; the distribution key.';
@@ -349,7 +351,11 @@ CREATE TABLE agent.runs (
     UNIQUE (workspace_id, id),
     FOREIGN KEY (workspace_id, agent_id) REFERENCES agent.agents (workspace_id, id) ON DELETE CASCADE,
     FOREIGN KEY (workspace_id, trigger_id) REFERENCES agent.triggers (workspace_id, id) ON DELETE SET NULL (trigger_id)
-);
+)
+-- room on each page for the updates of a run that touch no indexed column
+-- (its steps' progress, add_usage's tokens, renew_lease): HOT, in place,
+-- no new index entries (docs/runs.md, "The queue and long transactions")
+WITH (fillfactor = 75);
 CREATE INDEX runs_queue_idx ON agent.runs (priority DESC, id) WHERE status = 'queued';
 -- fair claiming (agent.claim_runs): the workspaces with queued runs (a skip
 -- scan) and the first runs of each, interactive first, then oldest
@@ -358,7 +364,9 @@ CREATE INDEX runs_agent_idx ON agent.runs (agent_id, created_at);
 CREATE INDEX runs_parent_idx ON agent.runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
 CREATE INDEX runs_root_idx ON agent.runs (root_run_id);
 CREATE INDEX runs_trigger_idx ON agent.runs (trigger_id) WHERE trigger_id IS NOT NULL;
-CREATE INDEX runs_lease_idx ON agent.runs (lease_until) WHERE status = 'running';
+-- the running runs (few): the lease check of agent._tick_runs filters
+-- lease_until on them, so that renewing a lease changes no indexed column
+CREATE INDEX runs_lease_idx ON agent.runs (id) WHERE status = 'running';
 CREATE TRIGGER runs_fill_workspace BEFORE INSERT ON agent.runs
   FOR EACH ROW EXECUTE FUNCTION agent._fill_workspace('agent');
 COMMENT ON TABLE agent.runs IS 'One execution of an agent: queued, claimed by an executor, finished with a status.';
@@ -454,4 +462,4 @@ COMMENT ON COLUMN agent.approvals.requested_at IS 'When the run asked.';
 COMMENT ON COLUMN agent.approvals.decided_by IS 'User who decided.';
 COMMENT ON COLUMN agent.approvals.decided_at IS 'When it was decided.';
 COMMENT ON COLUMN agent.approvals.expires_at IS 'A pending approval expires then (pg_agents.approval_ttl).';
-COMMENT ON COLUMN agent.approvals.consumed_at IS 'When the approved call was executed (once).';
+COMMENT ON COLUMN agent.approvals.consumed_at IS 'When the approved call was executed, or the refusal of a denied call given to the model (once).';

@@ -10,7 +10,7 @@
 -- ---------------------------------------------------------------------------
 
 CREATE TABLE agent.audit_log (
-    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id           bigint GENERATED ALWAYS AS IDENTITY,
     at           timestamptz NOT NULL DEFAULT clock_timestamp(),
     actor_kind   text NOT NULL CHECK (actor_kind IN ('agent', 'human', 'system')),
     actor_id     text,
@@ -29,11 +29,14 @@ CREATE TABLE agent.audit_log (
     changes      jsonb,
     summary      text,
     txid         bigint NOT NULL DEFAULT txid_current()
-);
+) PARTITION BY RANGE (at);
+-- One partition per month (UTC) and a default one (200_audit.sql); only the
+-- indexes the documented reads need (docs/audit.md, "Storage").
+CREATE INDEX audit_log_at_brin ON agent.audit_log USING brin (at);
 CREATE INDEX audit_log_workspace_at_idx ON agent.audit_log (workspace_id, at);
 CREATE INDEX audit_log_target_idx ON agent.audit_log (target_type, target_id);
 CREATE INDEX audit_log_run_idx ON agent.audit_log (run_id) WHERE run_id IS NOT NULL;
-COMMENT ON TABLE agent.audit_log IS 'Append-only, redacted, tenant-scoped record of who changed what, human or agent.';
+COMMENT ON TABLE agent.audit_log IS 'Append-only, redacted, tenant-scoped record of who changed what, human or agent; partitioned by month of at.';
 COMMENT ON COLUMN agent.audit_log.id IS 'Audit row id.';
 COMMENT ON COLUMN agent.audit_log.at IS 'When it happened.';
 COMMENT ON COLUMN agent.audit_log.actor_kind IS 'agent, human or system.';

@@ -452,7 +452,7 @@ COMMENT ON FUNCTION agent.revoke(bigint, text, text, text) IS
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION agent._check_settings(p_settings jsonb) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -485,6 +485,13 @@ BEGIN
       WHEN 'scope' THEN
         IF t <> 'object' THEN
           RAISE EXCEPTION 'settings key "scope" must be an object' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        PERFORM agent._check_scope(v);
+      WHEN 'provider' THEN
+        -- kept in scope.provider; that it exists is checked on the agents row
+        -- (agent._agents_provider_check)
+        IF t NOT IN ('string', 'null') THEN
+          RAISE EXCEPTION 'settings key "provider" must be a provider name or null' USING ERRCODE = 'invalid_parameter_value';
         END IF;
       WHEN 'web_access' THEN
         IF t <> 'boolean' THEN
@@ -531,7 +538,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._check_settings(jsonb) IS
-  'Internal: refuses (22023) settings with an unknown key or a value of the wrong shape, naming the key.';
+  'Internal: refuses (22023) settings with an unknown key or a value of the wrong shape, naming the key; the scope''s approval keys are checked by agent._check_scope.';
 
 -- A delegation list names only agents of the delegating agent's workspace:
 -- every id must be an agent of it (one of another workspace is refused
@@ -583,7 +590,12 @@ BEGIN
     instruction_page_id  = CASE WHEN s ? 'instruction_page_id' THEN s ->> 'instruction_page_id' ELSE a.instruction_page_id END,
     model                = CASE WHEN s ? 'model' THEN s ->> 'model' ELSE a.model END,
     approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
-    scope                = CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
+    scope                = CASE WHEN s ? 'provider' AND jsonb_typeof(s -> 'provider') = 'string'
+                                  THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}')
+                                       || jsonb_build_object('provider', s -> 'provider')
+                                  WHEN s ? 'provider'
+                                  THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}') - 'provider'
+                                  WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
     web_access           = CASE WHEN s ? 'web_access' THEN (s ->> 'web_access')::boolean ELSE a.web_access END,
     delegation           = CASE WHEN s ? 'delegation' THEN s -> 'delegation' ELSE a.delegation END,
     max_iterations       = CASE WHEN s ? 'max_iterations' THEN (s ->> 'max_iterations')::integer ELSE a.max_iterations END,

@@ -22,7 +22,7 @@ CREATE FUNCTION agent._audit_guard() RETURNS trigger
 LANGUAGE C
 AS 'MODULE_PATHNAME', 'pg_agents_audit_guard';
 COMMENT ON FUNCTION agent._audit_guard() IS
-  'Internal: refuses UPDATE, DELETE and TRUNCATE on agent.audit_log, except inside agent.purge_audit() and agent._audit_backdate().';
+  'Internal: refuses UPDATE, DELETE and TRUNCATE on agent.audit_log and its partitions, except inside agent.purge_audit(), agent.maintain_audit() and agent._audit_backdate().';
 
 CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON agent.audit_log
   FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard();
@@ -37,6 +37,122 @@ COMMENT ON TRIGGER audit_log_no_truncate ON agent.audit_log IS 'Refuses TRUNCATE
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only;
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only_row;
 ALTER TABLE agent.audit_log ENABLE ALWAYS TRIGGER audit_log_no_truncate;
+
+-- ---------------------------------------------------------------------------
+-- Partitions: one per month (UTC), made ahead by agent.maintain_audit(), and
+-- a default one that catches a row no monthly partition takes (so that no row
+-- is ever lost when maintenance has not run).  Statement triggers do not
+-- reach a partition named directly, so each partition gets its own guard;
+-- none is granted to anybody, and row-level security is on without a policy:
+-- only the parent is read.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent._audit_partition_setup(part regclass, note text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $$
+BEGIN
+  EXECUTE pg_catalog.format('CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON %s '
+                            'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard()', part);
+  EXECUTE pg_catalog.format('CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON %s '
+                            'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard()', part);
+  EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_append_only', part);
+  EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_append_only_row', part);
+  EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_no_truncate', part);
+  EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', part);
+  EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', part);
+  EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM CURRENT_USER', part);
+  EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', part, note);
+  -- a member of the extension like its parent (pg_dump leaves the log to
+  -- physical backups; a partition dumped alone would not restore)
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend
+                  WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objid = part
+                    AND refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND deptype = 'e') THEN
+    EXECUTE pg_catalog.format('ALTER EXTENSION pg_agents ADD TABLE %s', part);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._audit_partition_setup(regclass, text) IS
+  'Internal: the guard triggers (enabled ALWAYS), row-level security, privileges, comment and extension membership of a new partition of agent.audit_log.';
+
+CREATE TABLE agent.audit_log_default PARTITION OF agent.audit_log DEFAULT;
+SELECT agent._audit_partition_setup('agent.audit_log_default',
+  'Rows of agent.audit_log that no monthly partition takes; agent.maintain_audit() moves them into the partition it makes for their month.');
+
+CREATE FUNCTION agent._audit_new_partition(name text, lo timestamptz, hi timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $$
+BEGIN
+  EXECUTE pg_catalog.format('CREATE TABLE agent.%I PARTITION OF agent.audit_log FOR VALUES FROM (%L) TO (%L)',
+                            name, lo, hi);
+  PERFORM agent._audit_partition_setup(pg_catalog.format('agent.%I', name)::pg_catalog.regclass,
+    pg_catalog.format('Audit rows of %s (UTC), a partition of agent.audit_log.',
+                      pg_catalog.to_char(lo AT TIME ZONE 'UTC', 'YYYY-MM')));
+END
+$$;
+COMMENT ON FUNCTION agent._audit_new_partition(text, timestamptz, timestamptz) IS
+  'Internal (agent.maintain_audit): makes the partition of agent.audit_log for [lo, hi).';
+
+CREATE FUNCTION agent._audit_default_move(name text, lo timestamptz, hi timestamptz) RETURNS bigint
+LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'pg_agents_audit_default_move';
+COMMENT ON FUNCTION agent._audit_default_move(text, timestamptz, timestamptz) IS
+  'Internal (agent.maintain_audit), superuser only: makes the partition of [lo, hi) while agent.audit_log_default holds rows of that range, and moves them into it (same ids, same content); returns how many.';
+
+CREATE FUNCTION agent.maintain_audit(months_ahead integer DEFAULT 3) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $$
+DECLARE
+  v_now   timestamp := pg_catalog.date_trunc('month', pg_catalog.now() AT TIME ZONE 'UTC');
+  v_month timestamp;
+  v_lo    timestamptz;
+  v_hi    timestamptz;
+  v_name  text;
+  v_min   timestamptz;
+  v_days  integer := coalesce(pg_catalog.current_setting('pg_agents.audit_retention_days', true), '365')::integer;
+  v_made  integer := 0;
+BEGIN
+  IF months_ahead IS NULL OR months_ahead < 0 OR months_ahead > 120 THEN
+    RAISE EXCEPTION 'invalid months_ahead %', coalesce(months_ahead::text, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'Partitions are made from 0 to 120 months ahead.';
+  END IF;
+  -- the default partition's rows of retained months get their partition too
+  SELECT pg_catalog.min(d.at) INTO v_min FROM agent.audit_log_default d;
+  v_month := v_now;
+  IF v_min IS NOT NULL THEN
+    IF v_days > 0 THEN
+      v_min := GREATEST(v_min, pg_catalog.now() - pg_catalog.make_interval(days => v_days));
+    END IF;
+    v_month := LEAST(v_now, pg_catalog.date_trunc('month', v_min AT TIME ZONE 'UTC'));
+  END IF;
+  WHILE v_month <= v_now + pg_catalog.make_interval(months => months_ahead) LOOP
+    v_lo := v_month AT TIME ZONE 'UTC';
+    v_hi := (v_month + interval '1 month') AT TIME ZONE 'UTC';
+    v_name := 'audit_log_' || pg_catalog.to_char(v_month, 'YYYY_MM');
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+                    WHERE i.inhparent = 'agent.audit_log'::pg_catalog.regclass AND c.relname = v_name) THEN
+      IF EXISTS (SELECT 1 FROM agent.audit_log_default d WHERE d.at >= v_lo AND d.at < v_hi) THEN
+        PERFORM agent._audit_default_move(v_name, v_lo, v_hi);
+      ELSE
+        PERFORM agent._audit_new_partition(v_name, v_lo, v_hi);
+      END IF;
+      v_made := v_made + 1;
+    END IF;
+    v_month := v_month + interval '1 month';
+  END LOOP;
+  RETURN v_made;
+END
+$$;
+COMMENT ON FUNCTION agent.maintain_audit(integer) IS
+  'Makes the monthly partitions of agent.audit_log from the current month (UTC) to months_ahead months ahead (default 3), and for the retained rows that fell into the default partition, moving them there; returns how many partitions it made. agent.purge_audit() runs it first.';
+
+SELECT agent.maintain_audit();
 
 -- Nobody writes the log through SQL: the C code writes it directly.  Who may
 -- read it, and which rows, is in 210_reads.sql and 990_privileges.sql.
@@ -251,13 +367,49 @@ COMMENT ON COLUMN agent.audit_summary.events IS 'Number of audit rows.';
 -- Retention and maintenance
 -- ---------------------------------------------------------------------------
 
+CREATE FUNCTION agent._audit_drop_partitions(cutoff timestamptz, OUT dropped bigint, OUT partitions text[])
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+SET "DateStyle" = 'ISO, YMD'
+AS $$
+DECLARE
+  r record;
+  v_n bigint;
+BEGIN
+  dropped := 0;
+  partitions := '{}';
+  FOR r IN
+    SELECT c.oid::pg_catalog.regclass AS part, b.hi
+      FROM pg_catalog.pg_inherits i
+      JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+      CROSS JOIN LATERAL (SELECT (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                                          'TO \(''([^'']*)''\)'))[1]::timestamptz AS hi) b
+     WHERE i.inhparent = 'agent.audit_log'::pg_catalog.regclass AND b.hi IS NOT NULL AND b.hi <= cutoff
+     ORDER BY b.hi
+  LOOP
+    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM %s', r.part) INTO v_n;
+    partitions := partitions || r.part::text;
+    dropped := dropped + v_n;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_depend
+                WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objid = r.part
+                  AND refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND deptype = 'e') THEN
+      EXECUTE pg_catalog.format('ALTER EXTENSION pg_agents DROP TABLE %s', r.part);
+    END IF;
+    EXECUTE pg_catalog.format('DROP TABLE %s', r.part);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION agent._audit_drop_partitions(timestamptz) IS
+  'Internal (agent.purge_audit): drops the monthly partitions of agent.audit_log that end at or before cutoff; returns how many rows they held and their names.';
+
 CREATE FUNCTION agent.purge_audit() RETURNS bigint
 LANGUAGE C VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'pg_agents_purge_audit';
 REVOKE ALL ON FUNCTION agent.purge_audit() FROM PUBLIC;
 COMMENT ON FUNCTION agent.purge_audit() IS
-  'Deletes audit rows older than pg_agents.audit_retention_days (0 keeps them forever) and returns how many; the only deletion the log allows. Recorded as audit.purge.';
+  'Runs agent.maintain_audit(), then removes audit rows older than pg_agents.audit_retention_days (0 keeps them forever): whole monthly partitions past the cut-off are dropped, the few older rows left (in the partition the cut-off falls in, or the default one) deleted; returns how many rows went. The only deletion the log allows. Recorded as audit.purge.';
 
 CREATE FUNCTION agent._audit_backdate(ids bigint[], age interval) RETURNS bigint
 LANGUAGE C VOLATILE
@@ -276,14 +428,17 @@ DECLARE
     ARRAY['pg_agents_purge_audit', '17 3 * * *',
           'SELECT agent.set_identity(''system''); SELECT agent.purge_audit()'],
     ARRAY['pg_agents_tick', '* * * * *',
-          'SELECT agent.set_identity(''system''); SELECT agent.tick()']];
+          'SELECT agent.set_identity(''system''); SELECT agent.tick()'],
+    -- run retention (agent.purge_runs, docs/runs.md): a batch every 10 minutes
+    ARRAY['pg_agents_purge_runs', '*/10 * * * *',
+          'SELECT agent.set_identity(''system''); SELECT agent.purge_runs(5000)']];
   i int;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
     RAISE EXCEPTION 'pg_cron is not installed in this database'
       USING ERRCODE = 'object_not_in_prerequisite_state',
-            DETAIL = 'agent.schedule_maintenance() schedules agent.purge_audit() and agent.tick() through pg_cron.',
-            HINT = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database and run CREATE EXTENSION pg_cron; or call agent.purge_audit() daily and agent.tick() every minute from another scheduler.';
+            DETAIL = 'agent.schedule_maintenance() schedules agent.purge_audit(), agent.tick() and agent.purge_runs() through pg_cron.',
+            HINT = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database and run CREATE EXTENSION pg_cron; or call agent.purge_audit() daily, agent.tick() every minute and agent.purge_runs() every few minutes from another scheduler.';
   END IF;
   FOR i IN 1 .. pg_catalog.array_length(v_jobs, 1) LOOP
     job_name := v_jobs[i][1];
@@ -297,7 +452,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.schedule_maintenance() FROM PUBLIC;
 COMMENT ON FUNCTION agent.schedule_maintenance() IS
-  'Schedules agent.purge_audit() daily (03:17) and agent.tick() every minute through pg_cron; re-running updates the jobs instead of duplicating them.';
+  'Schedules agent.purge_audit() daily (03:17), agent.tick() every minute and agent.purge_runs(5000) every 10 minutes through pg_cron; re-running updates the jobs instead of duplicating them.';
 
 CREATE FUNCTION agent.unschedule_maintenance() RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -312,7 +467,7 @@ BEGIN
     RAISE EXCEPTION 'pg_cron is not installed in this database'
       USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
-  FOREACH v_name IN ARRAY ARRAY['pg_agents_purge_audit', 'pg_agents_tick'] LOOP
+  FOREACH v_name IN ARRAY ARRAY['pg_agents_purge_audit', 'pg_agents_tick', 'pg_agents_purge_runs'] LOOP
     EXECUTE 'SELECT EXISTS (SELECT 1 FROM cron.job WHERE jobname = $1 AND username = current_user)'
       INTO v_ok USING v_name;
     IF v_ok THEN

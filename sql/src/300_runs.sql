@@ -397,16 +397,28 @@ BEGIN
   -- one statement (the whole machinery below costs about 0.3 ms a claim).
   v_one := v_ws;
   IF v_one IS NULL THEN
-    SELECT q.workspace_id INTO v_one FROM agent.runs q
-     WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1;
+    -- The workspaces of the agents (a small table, rarely updated) hold
+    -- those of the queued runs: a database of one workspace claims with no
+    -- probe of the queue.  (A probe of the queue walks the index entries of
+    -- the runs claimed since VACUUM last ran, dead ones that a snapshot held
+    -- open elsewhere keeps; the claim below walks them once more.)
+    SELECT a.workspace_id INTO v_one FROM agent.agents a ORDER BY a.workspace_id LIMIT 1;
     IF v_one IS NULL THEN
       RETURN;
     END IF;
-    -- (ORDER BY ... LIMIT 1, as the skip scan below: as an EXISTS, the
-    -- generic plan scanned the whole table)
-    IF (SELECT q.workspace_id FROM agent.runs q
-         WHERE q.status = 'queued' AND q.workspace_id > v_one ORDER BY q.workspace_id LIMIT 1) IS NOT NULL THEN
-      v_one := NULL;
+    IF (SELECT a.workspace_id FROM agent.agents a
+         WHERE a.workspace_id > v_one ORDER BY a.workspace_id LIMIT 1) IS NOT NULL THEN
+      SELECT q.workspace_id INTO v_one FROM agent.runs q
+       WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1;
+      IF v_one IS NULL THEN
+        RETURN;
+      END IF;
+      -- (ORDER BY ... LIMIT 1, as the skip scan below: as an EXISTS, the
+      -- generic plan scanned the whole table)
+      IF (SELECT q.workspace_id FROM agent.runs q
+           WHERE q.status = 'queued' AND q.workspace_id > v_one ORDER BY q.workspace_id LIMIT 1) IS NOT NULL THEN
+        v_one := NULL;
+      END IF;
     END IF;
   END IF;
   IF v_one IS NOT NULL THEN
@@ -793,10 +805,16 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- runs of deleted agents never start (agent.claim_runs skips them)
-  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id FROM agent.runs x
-             JOIN agent.agents a ON a.id = x.agent_id
-            WHERE a.deleted_at IS NOT NULL AND x.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')
+  -- runs of deleted agents never start (agent.claim_runs skips them); from
+  -- the few deleted agents (agents_deleted_idx) to their runs (runs_agent_idx),
+  -- never through every active run (the tick's own queued runs included)
+  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id
+             FROM agent.agents a
+             CROSS JOIN LATERAL (
+                   SELECT y.id, y.root_run_id, y.agent_id FROM agent.runs y
+                    WHERE y.agent_id = a.id
+                      AND y.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')) x
+            WHERE a.deleted_at IS NOT NULL
             ORDER BY x.id
   LOOP
     CONTINUE WHEN NOT agent._lock_tree(c.root, true);
@@ -918,6 +936,10 @@ COMMENT ON FUNCTION agent.delegation_context(bigint) IS
 -- ---------------------------------------------------------------------------
 -- Approvals (keys in C: src/approval.c)
 -- ---------------------------------------------------------------------------
+
+ALTER TABLE agent.approvals ADD COLUMN reason text;
+COMMENT ON COLUMN agent.approvals.reason IS
+  'Why the call was denied, as the denying user gave it (agent.deny); the model is told it with the refusal.';
 
 CREATE FUNCTION agent.canonical_json(input jsonb) RETURNS text
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
@@ -1067,7 +1089,9 @@ BEGIN
                              (SELECT a.owner_id FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id
                                WHERE x.id = ap.run_id),
                              jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
-                                                'approval_key', ap.approval_key, 'by_user', p_by_user),
+                                                'approval_key', ap.approval_key, 'by_user', p_by_user)
+                               || CASE WHEN ap.reason IS NOT NULL THEN jsonb_build_object('reason', ap.reason)
+                                       ELSE '{}'::jsonb END,
                              format('%s %s %s on run %s', p_by_user, p_decision, ap.tool, ap.run_id),
                              CASE p_decision WHEN 'denied' THEN 'denied' END);
 END
@@ -1100,21 +1124,54 @@ $$;
 COMMENT ON FUNCTION agent.approve(text, text, bigint) IS
   'Approves one pending tool call (edit level on the agent required); run_id may be NULL unless the key is pending on several runs the user may decide. The run goes back to queued once none of its approvals is pending; the approval authorises that one call once (agent.consume_approval). Returns the run id.';
 
-CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint) RETURNS bigint
+-- A denied call is refused to the model and the run goes on (the human
+-- approval page: the model hears that the person said no); an agent whose
+-- scope says "deny_ends_run": true keeps the 0.3.0 behaviour (the run fails).
+CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint, reason text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  ap agent.approvals%ROWTYPE;
+  ap     agent.approvals%ROWTYPE;
+  r      agent.runs%ROWTYPE;
+  v_why  text := nullif(pg_catalog.btrim(deny.reason), '');
 BEGIN
+  IF pg_catalog.char_length(v_why) > 1000 THEN
+    RAISE EXCEPTION 'reason of a denial is too long'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('A reason has at most 1000 characters; this one has %s.', pg_catalog.char_length(v_why));
+  END IF;
   ap := agent._approval_to_decide(deny.approval_key, by_user, deny.run_id);
+  UPDATE agent.approvals p SET reason = v_why WHERE p.id = ap.id;
+  ap.reason := v_why;
   PERFORM agent._record_decision(ap, by_user, 'denied');
-  PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
+  IF coalesce((SELECT a.scope -> 'deny_ends_run' = 'true'::jsonb
+                 FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id WHERE x.id = ap.run_id), false) THEN
+    PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
+    RETURN ap.run_id;
+  END IF;
+  -- the run resumes: the worker hands the model a refusal for this call
+  -- (agent.consume_refusal) and goes on from there
+  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
+  IF r.status = 'waiting_approval'
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
+    PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: %s declined %s', r.id, by_user, ap.tool));
+    PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
+  END IF;
   RETURN ap.run_id;
 END
 $$;
+COMMENT ON FUNCTION agent.deny(text, text, bigint, text) IS
+  'Denies one pending tool call (edit level on the agent required; run_id may be NULL unless the key is pending on several runs the user may decide), with an optional reason (at most 1000 characters) the model is told. The call never runs; the run goes back to queued once none of its approvals is pending and the model receives "the person declined this call" (with the reason) as the call''s result. An agent whose scope has "deny_ends_run": true fails the run with "denied by <user>" instead. Returns the run id.';
+
+CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT agent.deny($1, $2, $3, NULL::text) $$;
 COMMENT ON FUNCTION agent.deny(text, text, bigint) IS
-  'Denies one pending tool call (edit level on the agent required; run_id may be NULL unless the key is pending on several runs the user may decide): the run fails with "denied by <user>". Returns the run id.';
+  'Denies one pending tool call without a reason; see agent.deny(text, text, bigint, text). Returns the run id.';
 
 -- The SPEC's two-argument forms (the run id is needed only when a key is
 -- pending on several runs the user may decide).
@@ -1130,7 +1187,7 @@ LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT agent.deny($1, $2, NULL::bigint) $$;
 COMMENT ON FUNCTION agent.deny(text, text) IS
-  'Denies the one pending tool call with that key the user may decide (edit level): the run fails "denied by <user>"; see agent.deny(text, text, bigint). Returns the run id.';
+  'Denies the one pending tool call with that key the user may decide (edit level): the model is told the person declined it and the run goes on (or fails "denied by <user>" when the agent''s scope has "deny_ends_run": true); see agent.deny(text, text, bigint, text). Returns the run id.';
 
 CREATE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1159,6 +1216,37 @@ END
 $$;
 COMMENT ON FUNCTION agent.consume_approval(bigint, text, jsonb) IS
   'For the executor, before a gated tool call: true exactly once for an approved, not yet consumed approval of that run with that tool and input (consumed_at is set); false otherwise (ask with agent.request_approval).';
+
+CREATE FUNCTION agent.consume_refusal(run_id bigint, tool text, input jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_key text := agent.approval_key(tool, coalesce(consume_refusal.input, '{}'));
+  ap    agent.approvals%ROWTYPE;
+BEGIN
+  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+   WHERE p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.run_id = consume_refusal.run_id AND q.approval_key = v_key
+                    AND q.status IN ('denied', 'expired') AND q.consumed_at IS NULL
+                    AND agent._workspace_ok(q.workspace_id)
+                  ORDER BY q.id LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+     AND p.consumed_at IS NULL
+  RETURNING * INTO ap;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  PERFORM agent._audit_event('approval.refuse', 'denied', 'approval', ap.id::text, ap.workspace_id, NULL,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key,
+                                                'status', ap.status),
+                             format('run %s is told that the call of %s was %s', ap.run_id, ap.tool, ap.status),
+                             ap.status);
+  RETURN jsonb_build_object('status', ap.status, 'decided_by', ap.decided_by, 'reason', ap.reason);
+END
+$$;
+COMMENT ON FUNCTION agent.consume_refusal(bigint, text, jsonb) IS
+  'For the executor, before a gated tool call: the decision {"status": "denied" | "expired", "decided_by", "reason"} exactly once for a denied (or expired), not yet delivered approval of that run with that tool and input (consumed_at is set), so that the model is told once and a later identical call asks again; NULL otherwise.';
 
 -- ---------------------------------------------------------------------------
 -- Delegation records (called from src/delegation.c with the tree locked)
@@ -1303,3 +1391,75 @@ REVOKE ALL ON FUNCTION agent.deny(text, text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.approve(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.deny(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION agent.consume_approval(bigint, text, jsonb) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Retention (docs/runs.md): ended delegation trees, whole, with their steps
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION agent.purge_runs(batch_size integer DEFAULT 1000) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_days   integer := pg_catalog.current_setting('pg_agents.run_retention_days')::integer;
+  v_cutoff timestamptz;
+  v_roots  bigint[];
+  v_runs   bigint := 0;
+  v_msgs   bigint := 0;
+BEGIN
+  IF batch_size IS NULL OR batch_size < 1 THEN
+    RAISE EXCEPTION 'batch_size must be positive' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_days <= 0 THEN
+    RETURN 0;
+  END IF;
+  v_cutoff := pg_catalog.transaction_timestamp() - pg_catalog.make_interval(days => v_days);
+
+  -- Up to batch_size roots whose whole tree ended before the cutoff: the
+  -- root and every descendant in a terminal status with finished_at before
+  -- it.  A tree with a run still active (or one that ended since) is kept
+  -- whole, so that its roll-ups (tokens_total, reservations) stay those of
+  -- its rows.  The roots are locked (the tree mutex, agent._lock_tree), a
+  -- tree someone holds is left for the next call.
+  SELECT pg_catalog.array_agg(c.id) INTO v_roots
+    FROM (SELECT r.id FROM agent.runs r
+           WHERE r.parent_run_id IS NULL
+             AND r.finished_at < v_cutoff
+             AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+             AND NOT EXISTS (SELECT 1 FROM agent.runs d
+                              WHERE d.root_run_id = r.id AND d.id <> r.id
+                                AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+                                     OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
+           LIMIT batch_size
+             FOR UPDATE OF r SKIP LOCKED) c;
+
+  IF v_roots IS NOT NULL THEN
+    -- the trees (runs_root_idx); steps, approvals, messages, state and
+    -- elicitations of these runs go with them (ON DELETE CASCADE)
+    WITH d AS (
+      DELETE FROM agent.runs x
+       WHERE x.root_run_id = ANY (v_roots) OR x.id = ANY (v_roots)
+      RETURNING 1)
+    SELECT pg_catalog.count(*) INTO v_runs FROM d;
+  END IF;
+
+  -- conversation messages, where a module keeps them: its own purge, same
+  -- cutoff and batch size (agent._purge_messages(cutoff, batch_size) returns
+  -- how many it removed)
+  IF pg_catalog.to_regprocedure('agent._purge_messages(timestamptz, integer)') IS NOT NULL THEN
+    EXECUTE 'SELECT agent._purge_messages($1, $2)' INTO v_msgs USING v_cutoff, batch_size;
+  END IF;
+
+  IF v_runs > 0 OR coalesce(v_msgs, 0) > 0 THEN
+    PERFORM agent._audit_event('run.purge', 'success', 'runs', NULL, NULL, NULL,
+                               pg_catalog.jsonb_build_object('retention_days', v_days, 'roots', coalesce(pg_catalog.cardinality(v_roots), 0),
+                                                             'runs', v_runs, 'messages', coalesce(v_msgs, 0)),
+                               pg_catalog.format('purged %s runs (%s delegation trees) ended more than %s days ago',
+                                                 v_runs, coalesce(pg_catalog.cardinality(v_roots), 0), v_days));
+  END IF;
+  RETURN v_runs;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.purge_runs(integer) FROM PUBLIC;
+COMMENT ON FUNCTION agent.purge_runs(integer) IS
+  'Deletes up to batch_size delegation trees whose every run ended (terminal status, finished_at) more than pg_agents.run_retention_days ago (0 keeps them forever), with their steps, approvals, messages and state; a tree with an active run, or a run ended since, is kept whole; trees locked by others are left for the next call. Returns the runs deleted (call again until 0). Recorded as run.purge. Superuser only.';

@@ -18,6 +18,13 @@ GRANT SELECT ON agent.agents, agent.access, agent.shares, agent.group_members, a
   TO agents_tool;
 
 -- ---------------------------------------------------------------------------
+-- Cached prompt tokens (docs/worker.md, "Usage"): the input tokens a
+-- provider read from its prompt cache, a part of tokens_in
+-- ---------------------------------------------------------------------------
+ALTER TABLE agent.runs ADD COLUMN tokens_cached bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN agent.runs.tokens_cached IS 'Prompt tokens of this run read from the provider''s prompt cache (Anthropic cache_read_input_tokens, OpenAI prompt_tokens_details.cached_tokens); a part of tokens_in.';
+
+-- ---------------------------------------------------------------------------
 -- Run state
 -- ---------------------------------------------------------------------------
 CREATE TABLE agent.run_state (
@@ -114,8 +121,9 @@ DECLARE
   v_ids  bigint[];
   v_all  bigint[];
 BEGIN
-  IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int)
-              WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0) THEN
+  IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
+              WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
+                 OR x.tokens_cached < 0) THEN
     RAISE EXCEPTION 'token counts must be non-negative' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
@@ -133,11 +141,12 @@ BEGIN
                       WHERE m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
         FROM jsonb_to_recordset(p_replies)
           AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer,
-               tokens_in integer, tokens_out integer, started_us bigint, text text)),
+               tokens_in integer, tokens_out integer, tokens_cached integer, started_us bigint, text text)),
     u AS (
       UPDATE agent.runs r
          SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
              tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
+             tokens_cached = r.tokens_cached + coalesce(x.tokens_cached, 0),
              model = coalesce(x.model, r.model),
              -- the live progress of the step (agent._teams_steps_inserted then finds it done)
              current_step = 'llm' || coalesce(':' || x.model, ''),
@@ -197,7 +206,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._worker_finish_replies(jsonb, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._worker_finish_replies(jsonb, integer) IS
-  'Internal (worker): records a batch of final answers [{"run_id","model","input","output","tokens","tokens_in","tokens_out","started_us" (microseconds since 1970),"text"}] in one transaction: llm step, usage, end of the run (succeeded, or budget_exceeded) and its state, for root runs still running without active children; returns each run''s outcome: finished, continue (messages wait: lease renewed, the worker delivers them), gone (no longer running) or single (the worker records it alone).';
+  'Internal (worker): records a batch of final answers [{"run_id","model","input","output","tokens","tokens_in","tokens_out","tokens_cached","started_us" (microseconds since 1970),"text"}] in one transaction: llm step, usage, end of the run (succeeded, or budget_exceeded) and its state, for root runs still running without active children; returns each run''s outcome: finished, continue (messages wait: lease renewed, the worker delivers them), gone (no longer running) or single (the worker records it alone).';
 
 -- ---------------------------------------------------------------------------
 -- Where the API key goes (docs/worker.md, "LLM endpoints and the API key")

@@ -262,11 +262,12 @@ SELECT g.workspace_id, g.agent_id, a.name AS agent_name, g.day, g.status, g.runs
        sum(g.runs) OVER w AS day_runs,
        round(sum(CASE WHEN agent._run_failed(g.status) THEN g.runs ELSE 0 END) OVER w
              / nullif(sum(CASE WHEN NOT agent._run_is_active(g.status) THEN g.runs ELSE 0 END) OVER w, 0), 4)
-         AS day_failure_rate
+         AS day_failure_rate,
+       g.tokens_cached
 FROM (
   SELECT r.workspace_id, r.agent_id, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.status,
          count(*) AS runs, sum(r.tokens_in)::bigint AS tokens_in, sum(r.tokens_out)::bigint AS tokens_out,
-         avg(r.finished_at - r.started_at) AS avg_duration
+         avg(r.finished_at - r.started_at) AS avg_duration, sum(r.tokens_cached)::bigint AS tokens_cached
     FROM agent.runs r
    WHERE (SELECT agent._session_workspace()) IS NULL
       OR (r.workspace_id = (SELECT agent._session_workspace())
@@ -290,6 +291,7 @@ COMMENT ON COLUMN agent.insights.tokens IS 'tokens_in + tokens_out.';
 COMMENT ON COLUMN agent.insights.avg_duration IS 'Average finished_at - started_at of the runs that have both.';
 COMMENT ON COLUMN agent.insights.day_runs IS 'All runs of the agent that day, every status.';
 COMMENT ON COLUMN agent.insights.day_failure_rate IS 'Failed, budget_exceeded and expired runs over finished runs of the agent that day (4 decimals); NULL when none finished.';
+COMMENT ON COLUMN agent.insights.tokens_cached IS 'Sum of the runs'' own prompt tokens read from the provider''s prompt cache (a part of tokens_in).';
 
 CREATE FUNCTION agent.insights(agent_id bigint, user_id text, since timestamptz DEFAULT NULL,
                                until timestamptz DEFAULT NULL)
@@ -342,6 +344,7 @@ BEGIN
            round((count(*) FILTER (WHERE k.is_failed))::numeric / nullif(count(*) FILTER (WHERE k.is_done), 0), 4) AS failure_rate,
            sum(k.tokens_in + k.tokens_out)::bigint AS tokens,
            jsonb_build_object('tokens_in', sum(k.tokens_in), 'tokens_out', sum(k.tokens_out),
+                              'tokens_cached', sum(k.tokens_cached),
                               'finished', count(*) FILTER (WHERE k.is_done),
                               'cancelled', count(*) FILTER (WHERE k.status = 'cancelled'),
                               'active', count(*) FILTER (WHERE NOT k.is_done),

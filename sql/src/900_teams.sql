@@ -259,26 +259,37 @@ CREATE TRIGGER run_steps_progress AFTER UPDATE OF status, output ON agent.run_st
   FOR EACH ROW EXECUTE FUNCTION agent._teams_step_changed();
 
 -- New steps: the same per statement, so that the worker's batch of steps
--- (one INSERT for many runs) costs two statements, not two per step.
+-- (one INSERT for many runs) costs two statements, not two per step.  The
+-- runs are updated in one statement joined on arrays (not on the transition
+-- table): a statement without parameters keeps the plan of its first call,
+-- and a plan made for a bulk load (a hash join reading all of agent.runs)
+-- would then be run for every later one-step insert; the arrays make it a
+-- plan with parameters, which for any size ends as primary-key probes.
 CREATE FUNCTION agent._teams_steps_inserted() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  v record;
+  v_ids      bigint[];
+  v_labels   text[];
+  v_previews text[];
 BEGIN
-  -- each run shows its latest new step (as the row trigger would leave it);
+  -- each run shows its latest new step (as the row trigger would leave it)
+  SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.label ORDER BY l.run_id),
+         array_agg(l.preview ORDER BY l.run_id)
+    INTO v_ids, v_labels, v_previews
+    FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
+                 agent._teams_step_preview(s.kind, s.output) AS preview
+            FROM new_steps s ORDER BY s.run_id, s.seq DESC) l;
+  IF v_ids IS NULL THEN
+    RETURN NULL;
+  END IF;
   -- a run that shows it already (the worker's batch writes it with its own
-  -- update) is left alone.  Key lookups only, whatever the table's size.
-  FOR v IN
-    SELECT l.* FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
-                            agent._teams_step_preview(s.kind, s.output) AS preview
-                       FROM new_steps s ORDER BY s.run_id, s.seq DESC) l
-     WHERE (SELECT x.current_step IS DISTINCT FROM l.label OR x.preview IS DISTINCT FROM l.preview
-              FROM agent.runs x WHERE x.id = l.run_id)
-  LOOP
-    UPDATE agent.runs x SET current_step = v.label, preview = v.preview WHERE x.id = v.run_id;
-  END LOOP;
+  -- update) is left alone
+  UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+    FROM unnest(v_ids, v_labels, v_previews) AS u(run_id, label, preview)
+   WHERE x.id = u.run_id
+     AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview);
   -- one notification per step, in insertion order
   PERFORM pg_notify('agent_run_steps',
                     json_build_object('run_id', n.run_id,
@@ -290,7 +301,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._teams_steps_inserted() IS
-  'Statement trigger on agent.run_steps (INSERT): what agent._teams_step_changed does for each new step, set-based: current_step and preview of each run from its latest new step, NOTIFY agent_run_steps per step.';
+  'Statement trigger on agent.run_steps (INSERT): what agent._teams_step_changed does for each new step, set-based: current_step and preview of each run from its latest new step (one UPDATE by primary key), NOTIFY agent_run_steps per step.';
 CREATE TRIGGER run_steps_progress_insert AFTER INSERT ON agent.run_steps
   REFERENCING NEW TABLE AS new_steps
   FOR EACH STATEMENT EXECUTE FUNCTION agent._teams_steps_inserted();

@@ -187,7 +187,7 @@ CREATE VIEW agent.run_metrics WITH (security_barrier) AS
          r.model, r.created_at, r.started_at, r.finished_at,
          pg_catalog.date_part('epoch', r.started_at - r.created_at) * 1000 AS queue_ms,
          pg_catalog.date_part('epoch', r.finished_at - r.started_at) * 1000 AS duration_ms,
-         r.tokens_in, r.tokens_out, NULL::bigint AS tokens_cached, r.tokens_total, r.attempts,
+         r.tokens_in, r.tokens_out, r.tokens_cached, r.tokens_total, r.attempts,
          agent.run_error_code(r.error) AS error_code,
          coalesce(s.llm_calls, 0) AS llm_calls, s.llm_ms, coalesce(s.retries, 0) AS retries
     FROM agent.runs r
@@ -222,7 +222,7 @@ COMMENT ON COLUMN agent.run_metrics.queue_ms IS 'started_at - created_at, in mil
 COMMENT ON COLUMN agent.run_metrics.duration_ms IS 'finished_at - started_at, in milliseconds.';
 COMMENT ON COLUMN agent.run_metrics.tokens_in IS 'Prompt tokens of the run.';
 COMMENT ON COLUMN agent.run_metrics.tokens_out IS 'Completion tokens of the run.';
-COMMENT ON COLUMN agent.run_metrics.tokens_cached IS 'Cached prompt tokens: not reported by the worker yet (NULL).';
+COMMENT ON COLUMN agent.run_metrics.tokens_cached IS 'Prompt tokens of the run read from the provider''s prompt cache (a part of tokens_in).';
 COMMENT ON COLUMN agent.run_metrics.tokens_total IS 'Tokens of the run and its descendants.';
 COMMENT ON COLUMN agent.run_metrics.attempts IS 'Claims of the run.';
 COMMENT ON COLUMN agent.run_metrics.error_code IS 'agent.run_error_code(error): a stable word, never the error text.';

@@ -77,7 +77,7 @@ GRANT EXECUTE ON FUNCTION
   agent.approve(text, text), agent.deny(text, text),
   agent.approve(text, text, bigint), agent.deny(text, text, bigint),
   -- events
-  agent.fire_event(text, text, text, jsonb, text, text), agent.filter_matches(jsonb, jsonb),
+  agent.fire_event(text, text, text, jsonb, text, text, text), agent.filter_matches(jsonb, jsonb),
   agent.watch_table(regclass, text, name, text[], name), agent.unwatch_table(regclass),
   -- (registering resource tables and allowlists is a DBA's: it grants the
   -- tool role access and installs policies; superuser only)
@@ -180,3 +180,25 @@ GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
 -- (taken on trust; agent.approve checks that user may approve the run).
 GRANT EXECUTE ON FUNCTION agent.answer_elicitation(text, jsonb, text) TO agents_app;
 GRANT SELECT ON agent.mcp_pending_input TO agents_app;
+-- approvals and overlaps (sql/src/300_runs.sql, 310_approval_rules.sql,
+-- 410_overlaps.sql): the application denies with a reason and reads the
+-- overlaps of its agents' triggers; an executor hands a refusal to the model.
+GRANT EXECUTE ON FUNCTION agent.deny(text, text, bigint, text), agent.trigger_overlaps(bigint, text)
+  TO agents_app;
+GRANT SELECT ON agent.event_overlaps TO agents_app;
+GRANT EXECUTE ON FUNCTION agent.consume_refusal(bigint, text, jsonb) TO agents_executor;
+-- providers (sql/src/610_providers.sql): the application, analytics and
+-- monitoring read agent.provider_status (no key, no headers; the limiter's
+-- headroom through agent._provider_headroom).  agent.providers, the secrets
+-- store (agent.secrets, set_secret, drop_secret) and add/alter/drop_provider
+-- stay superuser-only.
+GRANT SELECT ON agent.provider_status TO agents_app, agents_reader, pg_monitor;
+GRANT EXECUTE ON FUNCTION agent._provider_headroom() TO agents_app, agents_reader, pg_monitor;
+-- context: conversations (sql/src/810_conversations.sql): the application
+-- sends a user's messages and reads what that user may see (user ids taken
+-- on trust); direct reads of the tables are workspace-scoped (policies).
+GRANT EXECUTE ON FUNCTION agent.send_message(bigint, text, text, bigint),
+                          agent.conversation_messages(bigint, text),
+                          agent.conversations_of(bigint, text)
+  TO agents_app;
+GRANT SELECT ON agent.conversations, agent.messages TO agents_app;

@@ -159,8 +159,10 @@ SELECT is(agent.run_error_code('LLM endpoint returned HTTP 429: slow down (gave 
           'run_error_code: the HTTP status of the provider');
 SELECT is(agent.run_error_code('something new'), 'other', 'an unknown error is "other"');
 SELECT is(agent.run_error_code(NULL), NULL, 'no error, no code');
-SELECT is((SELECT tokens_cached FROM agent.run_stats() WHERE agent_id = 995001 LIMIT 1), NULL,
-          'cached tokens are not reported yet (NULL)');
+UPDATE agent.runs SET tokens_cached = least(tokens_in, 3) WHERE agent_id = 995001;
+SELECT is((SELECT sum(tokens_cached) FROM agent.run_stats() WHERE agent_id = 995001),
+          (SELECT sum(least(tokens_in, 3)) FROM agent.runs WHERE agent_id = 995001 AND created_at >= now() - interval '1 day')::numeric,
+          'cached tokens: run_stats sums agent.runs.tokens_cached through run_metrics');
 SELECT ok(NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'agent' AND table_name = 'run_metrics'
                         AND column_name IN ('input', 'output', 'error', 'requested_by')),
           'agent.run_metrics has no content column');

@@ -1,7 +1,7 @@
--- Approvals: deterministic keys, request / approve / deny / expire, one
--- approval authorises one call once.
+-- Approvals: deterministic keys, request / approve / deny (the run goes on,
+-- or ends with deny_ends_run) / expire; one decision decides one call once.
 BEGIN;
-SELECT plan(50);
+SELECT plan(63);
 
 -- 1. keys
 SELECT matches(agent.approval_key('runs_t_send', '{"a": 1}'), '^[0-9a-f]{64}$', 'a key is 64 hex digits');
@@ -84,15 +84,43 @@ SELECT is(agent.consume_approval(:r1, 'runs_t_send', '{"to": "a"}'), false, 'nor
 SELECT agent.approve(:'kb', 'o3');
 SELECT is((SELECT status FROM agent.runs WHERE id = :r2), 'queued', 'once every call is decided the run is queued');
 
--- 4. deny
+-- 4. deny: the call never runs, the model is told (once), the run goes on
 SELECT pg_temp.running(330001) AS r3 \gset
 SELECT agent.request_approval(:r3, 'runs_t_delete', '{"page": "p9"}') AS kd \gset
-SELECT is(agent.deny(:'kd', 'e3'), :r3::bigint, 'an edit user denies');
-SELECT results_eq(format('SELECT r.status, r.error, a.status, a.decided_by FROM agent.runs r JOIN agent.approvals a ON a.run_id = r.id WHERE r.id = %s', :r3),
-                  $$VALUES ('failed'::text, 'denied by e3'::text, 'denied'::text, 'e3'::text)$$, 'the run fails, denied by the user');
+SELECT throws_ok(format('SELECT agent.deny(%L, ''e3'', NULL, %L)', :'kd', repeat('x', 1001)), '22023',
+                 'reason of a denial is too long', 'a reason has at most 1000 characters');
+SELECT is(agent.deny(:'kd', 'e3', NULL, '  not this page  '), :r3::bigint, 'an edit user denies, with a reason');
+SELECT results_eq(format('SELECT r.status, r.error, a.status, a.decided_by, a.reason FROM agent.runs r JOIN agent.approvals a ON a.run_id = r.id WHERE r.id = %s', :r3),
+                  $$VALUES ('queued'::text, NULL::text, 'denied'::text, 'e3'::text, 'not this page'::text)$$,
+                  'the run is queued again (it goes on), the reason kept');
 SELECT ok(EXISTS (SELECT 1 FROM agent.audit_log WHERE action = 'approval.deny' AND status = 'denied'
-                   AND (inputs ->> 'run_id')::bigint = :r3), 'a denial is audited');
+                   AND (inputs ->> 'run_id')::bigint = :r3 AND inputs ->> 'reason' = 'not this page'), 'a denial is audited with its reason');
+SELECT ok(EXISTS (SELECT 1 FROM agent.audit_log WHERE action = 'run.resume' AND target_id = :'r3'), 'and the resume');
 SELECT is(agent.consume_approval(:r3, 'runs_t_delete', '{"page": "p9"}'), false, 'a denied call is never executed');
+SELECT is(agent.consume_refusal(:r3, 'runs_t_delete', '{"page": "p8"}'), NULL, 'no refusal for another call');
+SELECT is(agent.consume_refusal(:r3, 'runs_t_delete', '{"page": "p9"}'),
+          '{"status": "denied", "decided_by": "e3", "reason": "not this page"}'::jsonb, 'the executor gets the refusal to tell the model');
+SELECT is(agent.consume_refusal(:r3, 'runs_t_delete', '{"page": "p9"}'), NULL, 'once');
+SELECT ok(EXISTS (SELECT 1 FROM agent.audit_log WHERE action = 'approval.refuse' AND (inputs ->> 'run_id')::bigint = :r3),
+          'the refusal given to the model is audited');
+UPDATE agent.runs SET status = 'running' WHERE id = :r3;
+SELECT is(agent.request_approval(:r3, 'runs_t_delete', '{"page": "p9"}'), :'kd', 'the same call asked again later');
+SELECT is((SELECT count(*)::int FROM agent.approvals WHERE run_id = :r3 AND status = 'pending'), 1,
+          'is a new pending approval: a denial decided one call');
+-- denying one of two pending calls decides nothing about the other
+SELECT agent.request_approval(:r3, 'runs_t_delete', '{"page": "p10"}') AS kd2 \gset
+SELECT agent.deny(:'kd2', 'e3');
+SELECT is((SELECT status FROM agent.runs WHERE id = :r3), 'waiting_approval', 'with another call pending the run keeps waiting');
+SELECT is((SELECT status FROM agent.approvals WHERE run_id = :r3 AND approval_key = :'kd' AND status <> 'denied'), 'pending',
+          'and that call is still pending');
+SELECT is((SELECT reason FROM agent.approvals WHERE approval_key = :'kd2'), NULL, 'a denial without a reason');
+-- deny_ends_run: the 0.3.0 behaviour
+INSERT INTO agent.agents (id, workspace_id, owner_id, name, scope) VALUES (330003, 'ws-runs-a', 'o3', 'strict', '{"deny_ends_run": true}');
+SELECT pg_temp.running(330003) AS r8 \gset
+SELECT agent.request_approval(:r8, 'runs_t_delete', '{"page": "p9"}') AS k8 \gset
+SELECT is(agent.deny(:'k8', 'o3', :r8, 'no'), :r8::bigint, 'deny_ends_run: the owner denies');
+SELECT results_eq(format('SELECT r.status, r.error, a.status FROM agent.runs r JOIN agent.approvals a ON a.run_id = r.id WHERE r.id = %s', :r8),
+                  $$VALUES ('failed'::text, 'denied by o3'::text, 'denied'::text)$$, 'deny_ends_run: the run fails, denied by the user');
 
 -- 5. the same call pending in several runs
 SELECT pg_temp.running(330001) AS r4 \gset

@@ -2,7 +2,7 @@
 SELECT job_name, schedule, command FROM agent.schedule_maintenance() ORDER BY 1;
 SELECT jobname, schedule, command, database = current_database() AS here
   FROM cron.job WHERE jobname LIKE 'pg_agents_%' ORDER BY 1;
--- again: the same two jobs, updated in place
+-- again: the same three jobs, updated in place
 SELECT count(DISTINCT jobid) FROM agent.schedule_maintenance();
 SELECT count(*) FROM cron.job WHERE jobname LIKE 'pg_agents_%';
 SELECT agent.unschedule_maintenance();

@@ -38,7 +38,17 @@ SELECT c.oid::regclass AS relation, c.relkind AS kind,
        pg_temp.privs('agents_tool', c.oid) AS tool
   FROM pg_class c
  WHERE c.relnamespace = 'agent'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+   AND NOT c.relispartition
  ORDER BY c.oid::regclass::text COLLATE "C";
+
+-- the partitions of agent.audit_log (named by month): nothing for anybody,
+-- row-level security on (only the parent is read)
+SELECT count(*) >= 5 AS partitions, bool_and(c.relrowsecurity) AS rls,
+       bool_and(pg_temp.privs('sec_priv_nobody', c.oid) || pg_temp.privs('sec_priv_app', c.oid)
+                || pg_temp.privs('sec_priv_executor', c.oid) || pg_temp.privs('sec_priv_reader', c.oid)
+                || pg_temp.privs('agents_tool', c.oid) = repeat('-', 25)) AS nothing_granted
+  FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+ WHERE h.inhparent = 'agent.audit_log'::regclass;
 
 -- the roles themselves: never superuser, never BYPASSRLS, no login
 SELECT rolname, rolsuper, rolbypassrls, rolcanlogin, rolcreaterole, rolcreatedb

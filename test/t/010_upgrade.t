@@ -16,7 +16,7 @@ ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n
 ext_dir="$(pg_config --sharedir)/extension"
 current=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ext_dir/pg_agents.control")
 mapfile -t released < <(ls "$ext_dir" | sed -n 's/^pg_agents--\([0-9.]*\)\.sql$/\1/p' | grep -vx "$current" | sort -V)
-echo "1..$(( 2 + 6 * ${#released[@]} ))"
+echo "1..$(( 2 + 7 * ${#released[@]} ))"
 
 # A canonical text description of everything the extension owns.
 describe() {
@@ -25,7 +25,10 @@ WITH m AS (
   SELECT d.classid, d.objid FROM pg_depend d
    WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
      AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_agents')),
-rels AS (SELECT c.* FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid)
+-- the partitions of agent.audit_log depend on the months of its rows: each
+-- is described by its shape below, the same for all of them
+rels AS (SELECT c.* FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+          WHERE NOT c.relispartition)
 SELECT line FROM (
   SELECT 'function ' || p.oid::regprocedure || E'\n' || pg_get_functiondef(p.oid)
          || E'\nacl ' || coalesce(p.proacl::text, '-') || E'\ncomment ' || coalesce(obj_description(p.oid, 'pg_proc'), '-') AS line
@@ -77,6 +80,19 @@ SELECT line FROM (
     FROM pg_extension x, unnest(x.extconfig, x.extcondition) AS u(c, cond) WHERE x.extname = 'pg_agents'
   UNION ALL
   SELECT 'member ' || pg_describe_object(m.classid, m.objid, 0) FROM m
+   WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE m.classid = 'pg_class'::regclass AND c.oid = m.objid AND c.relispartition)
+  UNION ALL
+  SELECT DISTINCT 'audit partition ' || p.shape FROM (
+    SELECT c.oid, (CASE WHEN c.relname = 'audit_log_default' THEN 'default ' ELSE 'monthly ' END)
+           || 'member ' || EXISTS (SELECT 1 FROM m WHERE m.objid = c.oid)
+           || ' rls ' || c.relrowsecurity || ' acl ' || coalesce(c.relacl::text, '-')
+           || ' triggers ' || (SELECT string_agg(t.tgname || '/' || t.tgenabled::text, ',' ORDER BY t.tgname)
+                                 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal)
+           || ' indexes ' || (SELECT string_agg(regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', ''), ','
+                                                ORDER BY regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', '') COLLATE "C")
+                                FROM pg_index i WHERE i.indrelid = c.oid) AS shape
+      FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+     WHERE h.inhparent = 'agent.audit_log'::regclass) p
 ) s ORDER BY line COLLATE "C";
 SQL
 }
@@ -108,9 +124,17 @@ INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
 INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (1, 'collection', 'n2', 'read');
 SELECT agent.enable_allowlist('public.pages', 'page', 'id');
 SELECT agent.enable_allowlist('public.notes', 'collection', 'id');
+-- audit rows of this month and of an earlier one (written by hand: the
+-- upgrade moves them into the partitioned log)
+INSERT INTO agent.audit_log (at, actor_kind, action, workspace_id, summary, changes)
+VALUES (now() - interval '70 days', 'system', 'upgrade.old', 'ws1', 'an old row', '{"k": 1}'),
+       (now() - interval '400 days', 'human', 'upgrade.older', 'ws2', 'an older row', NULL);
 SQL
     rc=$?; ok $rc "$v installs, with two allowlisted tables"; [ $rc = 0 ] || sed "s/^/# /" "$work/err"
     before=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM agent.access" -c "SELECT count(*) FROM agent.resource_acl" | paste -sd/)
+    audit_q="SELECT count(*) || ' ' || md5(string_agg(l::text, '|' ORDER BY id)) FROM agent.audit_log l WHERE id <= \$max"
+    audit_max=$(psql -XAtq -d "$db" -c "SELECT max(id) FROM agent.audit_log")
+    audit_before=$(psql -XAtq -d "$db" -c "${audit_q//\$max/$audit_max}")
     psql -XAtq -d "$db" -v ON_ERROR_STOP=1 -c "ALTER EXTENSION pg_agents UPDATE" >/dev/null 2>"$work/err"
     rc=$?; ok $rc "ALTER EXTENSION pg_agents UPDATE from $v"; [ $rc = 0 ] || sed 's/^/# /' "$work/err"
     got=$(psql -XAtq -d "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_agents'")
@@ -120,6 +144,11 @@ SQL
     rc=$?; ok $rc "$v upgraded is identical to a fresh $current"; [ $rc = 0 ] || head -60 "$work/diff" | sed 's/^/# /'
     after=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM agent.access" -c "SELECT count(*) FROM agent.resource_acl" | paste -sd/)
     [ "$after" = "$before" ]; ok $? "the data is kept ($after)"
+    audit_after=$(psql -XAtq -d "$db" -c "${audit_q//\$max/$audit_max}")
+    next_id=$(psql -XAtq -d "$db" -c "SELECT agent.set_identity('system')" -c "SELECT agent._audit_event('upgrade.check')" \
+        -c "SELECT max(id) > $audit_max FROM agent.audit_log WHERE action = 'upgrade.check'" | tail -1)
+    [ "$audit_after" = "$audit_before" ] && [ "${audit_before%% *}" -ge 2 ] && [ "$next_id" = t ]
+    ok $? "the audit rows are kept in the partitioned log, identical, and ids go on after them (${audit_before%% *} rows: $audit_after)"
     seen=$(psql -XAtq -d "$db" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
         -c "SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM public.pages) || ' ' || (SELECT string_agg(id, ',') FROM public.notes)" 2>&1)
     pol=$(psql -XAtq -d "$db" -c "SELECT count(*) FROM pg_policy WHERE polname LIKE 'pg_agents_allowlist_%' AND pg_get_expr(coalesce(polqual, polwithcheck), polrelid) LIKE '%agent._allowlist_ids_%'")

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The queue under a held snapshot (docs/runs.md, "The queue and long
+# transactions"): an executor's cycle per run, as the worker's (claim_runs(10),
+# then for each run two steps, add_usage and finish_run; one transaction per
+# batch; 2 claimers) over N queued runs (10k; BENCH_SCALE=small: 2k), after
+# P runs of earlier traffic (100k; small: 20k) were queued, claimed and
+# finished, and VACUUM ran.  Measured
+#   1. with nothing else open in the database, and
+#   2. with a transaction left open in another session since before that
+#      traffic (BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1): its xmin
+#      keeps every dead row version of the queue (VACUUM removes nothing),
+# each printing the rate, the rate of the last quarter of the runs against
+# the first, the dead tuples of agent.runs, the share of HOT updates, the
+# queue indexes' size, and the ratios held / free.  Its own database, so
+# that the worker never competes.
+. "$PG_AGENTS_ENV"
+set -euo pipefail
+db=pg_agents_bench_queue
+holder_app=pg_agents_bench_queue_holder
+psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
+psql -XAtq -d postgres -c "CREATE DATABASE $db" >/dev/null
+holder_pid=
+cleanup() {
+    psql -XAtq -d postgres -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '$holder_app'" >/dev/null 2>&1 || true
+    [ -n "$holder_pid" ] && wait "$holder_pid" 2>/dev/null || true
+    psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+q() { psql -XAtq -d "$db" -v ON_ERROR_STOP=1 "$@"; }
+q -c "CREATE EXTENSION pg_agents" >/dev/null
+
+N=10000
+P=100000
+if [ "${BENCH_SCALE:-}" = small ]; then N=2000; P=20000; fi
+BATCH=10
+CLAIMERS=2
+
+q >/dev/null <<SQL
+INSERT INTO agent.agents (id, workspace_id, owner_id, name, hourly_run_cap)
+SELECT i, 'ws', 'owner', 'agent ' || i, 100000000 FROM generate_series(1, 4) i;
+CREATE UNLOGGED TABLE done (claimer int, run_id bigint, at timestamptz DEFAULT clock_timestamp());
+SQL
+
+fill() {  # earlier traffic: P runs queued, claimed, finished (bulk); VACUUM; then N queued
+    q >/dev/null <<SQL
+SET client_min_messages = warning;
+TRUNCATE agent.runs CASCADE;
+TRUNCATE done;
+INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority)
+SELECT 'ws', 1 + i % 4, 'autonomous', 'api', 'queued', 0 FROM generate_series(1, $P) i;
+UPDATE agent.runs SET status = 'running', attempts = 1, started_at = now(), lease_until = now() + interval '5 minutes';
+UPDATE agent.runs SET status = 'succeeded', finished_at = now(), lease_until = NULL;
+VACUUM ANALYZE agent.runs;
+INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority)
+SELECT 'ws', 1 + i % 4, 'autonomous', 'api', 'queued', 0 FROM generate_series(1, $N) i;
+ANALYZE agent.runs;
+SQL
+    sleep 0.5   # that session's counters are flushed as it exits: then start from zero
+    q -c "SELECT pg_stat_reset()" >/dev/null
+}
+worker() {  # an executor: claim a batch, finish each run, commit
+    q -c "DO \$\$
+DECLARE k int; r record;
+BEGIN
+  LOOP
+    k := 0;
+    FOR r IN SELECT c.id FROM agent.claim_runs($BATCH) c LOOP
+      INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens)
+      VALUES (r.id, 1, 'llm', 'model-a', '{}', '{\"text\": \"thinking\"}', 'ok', 50),
+             (r.id, 2, 'tool', 'search_resources', '{\"q\": \"x\"}', '{\"rows\": []}', 'ok', 0);
+      PERFORM agent.add_usage(r.id, 40, 10, 'model-a');
+      PERFORM agent.finish_run(r.id, 'succeeded', '{\"ok\": true}');
+      INSERT INTO done (claimer, run_id) VALUES ($1, r.id);
+      k := k + 1;
+    END LOOP;
+    COMMIT;
+    EXIT WHEN k = 0;
+  END LOOP;
+END \$\$" >/dev/null
+}
+now_ms() { date +%s%3N; }
+
+measure() {  # -> "rate first_quarter_rate last_quarter_rate removed kept hot_pct queue_idx_kB claim_buffers claim_ms"
+    fill
+    # one claim of 10 in one session before the executors start (after a
+    # first one that plans it; both rolled back): the buffers it touches do not depend on the machine's load
+    local probe
+    probe=$(q -c "BEGIN" -c "SELECT count(*) FROM agent.claim_runs($BATCH)" -c "ROLLBACK" -c "BEGIN" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY ON) SELECT count(*) FROM agent.claim_runs($BATCH)" -c "ROLLBACK" |
+            awk '/Buffers: shared/ && !b { for (i = 1; i <= NF; i++) if ($i ~ /^hit=/) { sub("hit=", "", $i); b = $i } }
+                 /Execution Time/ { t = $3 } END { printf "%s %s", b ? b : 0, t }')
+    local t0 t1
+    t0=$(now_ms)
+    for c in $(seq 1 $CLAIMERS); do worker "$c" & done
+    wait
+    t1=$(now_ms)
+    local n
+    n=$(q -c "SELECT count(DISTINCT run_id) FROM done")
+    if [ "$n" != "$N" ] || [ "$(q -c "SELECT count(*) FROM agent.runs WHERE status <> 'succeeded'")" != 0 ]; then
+        echo "  FAILED: $n of $N runs finished" >&2; exit 1
+    fi
+    # the quarters by completion order
+    local quarters
+    quarters=$(q -F' ' -c "WITH o AS (SELECT at, ntile(4) OVER (ORDER BY at) AS qt FROM done),
+                                 s AS (SELECT qt, count(*) / greatest(extract(epoch FROM max(at) - min(at)), 0.001) AS rate FROM o GROUP BY qt)
+                            SELECT round((SELECT rate FROM s WHERE qt = 1)), round((SELECT rate FROM s WHERE qt = 4))")
+    sleep 0.5
+    local hot idx dead
+    hot=$(q -c "SELECT round(100.0 * n_tup_hot_upd / greatest(n_tup_upd, 1)) FROM pg_stat_user_tables WHERE relid = 'agent.runs'::regclass")
+    idx=$(q -c "SELECT (pg_relation_size('agent.runs_queue_idx') + pg_relation_size('agent.runs_queue_ws_idx')) / 1024")
+    # what VACUUM finds: row versions dead but kept for an open snapshot
+    # (the earlier traffic's included), against those it removed
+    dead=$(q -c "VACUUM (VERBOSE) agent.runs" 2>&1 | sed -n 's/.*tuples: \([0-9]*\) removed, [0-9]* remain, \([0-9]*\) are dead but not yet removable.*/\1 \2/p' | head -1)
+    echo "$(( N * 1000 / (t1 - t0 + 1) )) $quarters $dead $hot $idx $probe"
+}
+
+echo "executor cycle (claim_runs($BATCH); per run 2 steps, add_usage, finish_run; $CLAIMERS claimers) over $N queued runs, after $P runs of earlier traffic and VACUUM:"
+read -r free_rate free_q1 free_q4 free_removed free_dead free_hot free_idx free_buf free_ms < <(measure free)
+printf "  nothing else open:  %6d runs/s (first quarter %6d, last %6d: %.2fx), dead versions VACUUM removed %7d, kept %7d, HOT updates %3d %%, queue indexes %6d kB\n" \
+    "$free_rate" "$free_q1" "$free_q4" "$(awk -v a="$free_q4" -v b="$free_q1" 'BEGIN { printf "%.2f", a / (b ? b : 1) }')" "$free_removed" "$free_dead" "$free_hot" "$free_idx"
+printf "                      one claim of %d before them: %6d buffers, %6.2f ms\n" "$BATCH" "$free_buf" "$free_ms"
+
+# a transaction left open elsewhere in the database, holding its snapshot
+# (and so the xmin horizon) for the whole measurement
+PGAPPNAME=$holder_app psql -XAtq -d "$db" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "SELECT 1" -c "SELECT pg_sleep(3600)" >/dev/null 2>&1 &
+holder_pid=$!
+for _ in $(seq 1 50); do
+    [ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$holder_app' AND backend_xmin IS NOT NULL")" = 1 ] && break
+    sleep 0.1
+done
+read -r held_rate held_q1 held_q4 held_removed held_dead held_hot held_idx held_buf held_ms < <(measure held)
+printf "  snapshot held open: %6d runs/s (first quarter %6d, last %6d: %.2fx), dead versions VACUUM removed %7d, kept %7d, HOT updates %3d %%, queue indexes %6d kB\n" \
+    "$held_rate" "$held_q1" "$held_q4" "$(awk -v a="$held_q4" -v b="$held_q1" 'BEGIN { printf "%.2f", a / (b ? b : 1) }')" "$held_removed" "$held_dead" "$held_hot" "$held_idx"
+printf "                      one claim of %d before them: %6d buffers, %6.2f ms\n" "$BATCH" "$held_buf" "$held_ms"
+psql -XAtq -d postgres -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '$holder_app'" >/dev/null
+wait "$holder_pid" 2>/dev/null || true
+holder_pid=
+awk -v a="$held_buf" -v b="$free_buf" 'BEGIN { printf "  one claim, held / free: %.2fx buffers\n", a / (b ? b : 1) }'
+awk -v a="$held_rate" -v b="$free_rate" -v c="$held_dead" -v d="$free_dead" 'BEGIN {
+  printf "  held / free: %.2fx rate (target >= 0.8x: %s); dead row versions VACUUM had to keep: %d held, %d free (a published SKIP LOCKED queue under a 10-minute transaction: 0.65x rate, 14x dead tuples)\n",
+         a / b, (a / b >= 0.8) ? "within" : "below", c, d }'

@@ -1,0 +1,65 @@
+-- pg_agents 0.3.0 -> 0.4.0, maintenance (queueperf): the whole new definition of each object changed.
+
+CREATE OR REPLACE FUNCTION agent.schedule_maintenance()
+RETURNS TABLE(job_name text, schedule text, command text, jobid bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_jobs text[][] := ARRAY[
+    ARRAY['pg_agents_purge_audit', '17 3 * * *',
+          'SELECT agent.set_identity(''system''); SELECT agent.purge_audit()'],
+    ARRAY['pg_agents_tick', '* * * * *',
+          'SELECT agent.set_identity(''system''); SELECT agent.tick()'],
+    -- run retention (agent.purge_runs, docs/runs.md): a batch every 10 minutes
+    ARRAY['pg_agents_purge_runs', '*/10 * * * *',
+          'SELECT agent.set_identity(''system''); SELECT agent.purge_runs(5000)']];
+  i int;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
+    RAISE EXCEPTION 'pg_cron is not installed in this database'
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = 'agent.schedule_maintenance() schedules agent.purge_audit(), agent.tick() and agent.purge_runs() through pg_cron.',
+            HINT = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database and run CREATE EXTENSION pg_cron; or call agent.purge_audit() daily, agent.tick() every minute and agent.purge_runs() every few minutes from another scheduler.';
+  END IF;
+  FOR i IN 1 .. pg_catalog.array_length(v_jobs, 1) LOOP
+    job_name := v_jobs[i][1];
+    schedule := v_jobs[i][2];
+    command := v_jobs[i][3];
+    -- a named job is updated in place when it exists
+    EXECUTE 'SELECT cron.schedule($1, $2, $3)' INTO jobid USING job_name, schedule, command;
+    RETURN NEXT;
+  END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.schedule_maintenance() FROM PUBLIC;
+COMMENT ON FUNCTION agent.schedule_maintenance() IS
+  'Schedules agent.purge_audit() daily (03:17), agent.tick() every minute and agent.purge_runs(5000) every 10 minutes through pg_cron; re-running updates the jobs instead of duplicating them.';
+
+CREATE OR REPLACE FUNCTION agent.unschedule_maintenance() RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_n integer := 0;
+  v_ok boolean;
+  v_name text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
+    RAISE EXCEPTION 'pg_cron is not installed in this database'
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  FOREACH v_name IN ARRAY ARRAY['pg_agents_purge_audit', 'pg_agents_tick', 'pg_agents_purge_runs'] LOOP
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM cron.job WHERE jobname = $1 AND username = current_user)'
+      INTO v_ok USING v_name;
+    IF v_ok THEN
+      EXECUTE 'SELECT cron.unschedule($1)' USING v_name;
+      v_n := v_n + 1;
+    END IF;
+  END LOOP;
+  RETURN v_n;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.unschedule_maintenance() FROM PUBLIC;
+COMMENT ON FUNCTION agent.unschedule_maintenance() IS
+  'Removes the pg_cron jobs agent.schedule_maintenance() made; returns how many.';

@@ -1,0 +1,419 @@
+/*-------------------------------------------------------------------------
+ *
+ * providers.c
+ *		LLM providers as configuration (docs/worker.md, "Providers"): which
+ *		endpoint, key, model, headers, time-out, streaming flag and limits a
+ *		run's requests use.
+ *
+ * The worker keeps the rows of agent.providers in memory with their
+ * ${secret:NAME} references resolved (the API key, header values), plus the
+ * default provider made of the GUCs (pg_agents.llm_url, llm_provider,
+ * llm_model, llm_api_key, which may itself be a reference).  The copy is
+ * reloaded, in a short transaction, when the configuration generation
+ * moved (a committed change of agent.providers or agent.secrets: see
+ * ratelimit.c) or the GUCs changed, before the next request is started:
+ * rotation takes effect at the next request without a restart.
+ *
+ * ProviderResolve is the one place that decides, for a run, where its
+ * requests go and with which key:
+ *   - the agent's settings name a provider (scope.provider): that
+ *     provider's base URL, key, headers, limits; its key goes to its base
+ *     URL only;
+ *   - else the agent's own endpoint (scope.llm_url, allowlisted) without a
+ *     key, or the default provider of the GUCs, whose key goes only to
+ *     pg_agents.llm_url.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "worker_int.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "pg_agents.h"
+
+typedef struct ProviderEntry
+{
+	int64		id;
+	char	   *name;
+	LlmProvider kind;
+	char	   *base_url;
+	char	   *api_key;		/* resolved */
+	char	   *default_model;
+	char	  **headers;		/* "Name: value", resolved */
+	int			nheaders;
+	const char **secrets;		/* values that came from the store (masked in errors) */
+	int			nsecrets;
+	int			request_timeout;	/* ms, 0: pg_agents.request_timeout */
+	bool		stream;
+	int			max_concurrent;
+	int			rpm;
+	int			tpm;
+	int			rl;
+	char	   *error;			/* why it cannot be used (a secret is missing ...) */
+} ProviderEntry;
+
+static MemoryContext prov_cxt = NULL;
+static ProviderEntry *entries = NULL;
+static int	nentries = 0;
+static bool loaded = false;
+static uint64 loaded_gen = 0;
+static char *loaded_guc_key = NULL;	/* pg_agents.llm_api_key as loaded */
+
+/* the default provider's key, resolved */
+static char *default_key = NULL;
+static char *default_key_error = NULL;
+static int	default_rl = -1;
+
+static void
+WipeEntries(void)
+{
+	for (int i = 0; i < nentries; i++)
+	{
+		if (entries[i].api_key)
+			explicit_bzero(entries[i].api_key, strlen(entries[i].api_key));
+		for (int j = 0; j < entries[i].nheaders; j++)
+			explicit_bzero(entries[i].headers[j], strlen(entries[i].headers[j]));
+	}
+	if (default_key)
+		explicit_bzero(default_key, strlen(default_key));
+	entries = NULL;
+	nentries = 0;
+	default_key = NULL;
+	default_key_error = NULL;
+	loaded_guc_key = NULL;
+}
+
+static bool
+GucKeyChanged(void)
+{
+	const char *now = pg_agents_llm_api_key ? pg_agents_llm_api_key : "";
+
+	return loaded_guc_key == NULL || strcmp(loaded_guc_key, now) != 0;
+}
+
+/* whether the copy must be reloaded before the next request */
+bool
+ProvidersStale(void)
+{
+	uint64		gen = PgAgentsConfigGeneration();
+
+	return !loaded || gen == 0 || gen != loaded_gen || GucKeyChanged();
+}
+
+/*
+ * Reloads providers and their secrets (inside a transaction).  A provider
+ * whose secret cannot be resolved is kept with its error, which its runs
+ * then fail with.
+ */
+void
+ProvidersLoad(void)
+{
+	MemoryContext old;
+	uint64		gen = PgAgentsConfigGeneration();
+	int64	   *alive;
+	char	   *err = NULL;
+	int			rc;
+
+	if (prov_cxt == NULL)
+		prov_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents providers", ALLOCSET_SMALL_SIZES);
+	loaded = false;				/* until this load completes */
+	WipeEntries();
+	MemoryContextReset(prov_cxt);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute("SELECT p.id, p.name, p.kind, p.base_url, p.api_key, p.default_model, "
+					 "p.headers::pg_catalog.text, coalesce(p.request_timeout, 0), p.stream, "
+					 "coalesce(p.max_concurrent, 0), coalesce(p.requests_per_minute, 0), "
+					 "coalesce(p.tokens_per_minute, 0) "
+					 "FROM agent.providers p ORDER BY p.id", true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read agent.providers");
+	old = MemoryContextSwitchTo(prov_cxt);
+	nentries = (int) SPI_processed;
+	entries = palloc0(sizeof(ProviderEntry) * Max(nentries, 1));
+	alive = palloc(sizeof(int64) * Max(nentries, 1));
+	for (int i = 0; i < nentries; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		ProviderEntry *e = &entries[i];
+		bool		isnull;
+		char	   *v;
+		json_t	   *h;
+
+		e->id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		alive[i] = e->id;
+		e->name = SPI_getvalue(tup, td, 2);
+		if (!LlmParseProvider(SPI_getvalue(tup, td, 3), &e->kind))
+			e->error = psprintf("provider \"%s\" has an unknown kind", e->name);
+		e->base_url = SPI_getvalue(tup, td, 4);
+		v = SPI_getvalue(tup, td, 5);
+		if (v && !e->error)
+		{
+			e->api_key = SecretsExpand(v, &err);
+			if (e->api_key == NULL)
+				e->error = psprintf("the API key of provider \"%s\" cannot be used: %s", e->name, err);
+		}
+		e->default_model = SPI_getvalue(tup, td, 6);
+		e->request_timeout = DatumGetInt32(SPI_getbinval(tup, td, 8, &isnull));
+		e->stream = DatumGetBool(SPI_getbinval(tup, td, 9, &isnull));
+		e->max_concurrent = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
+		e->rpm = DatumGetInt32(SPI_getbinval(tup, td, 11, &isnull));
+		e->tpm = DatumGetInt32(SPI_getbinval(tup, td, 12, &isnull));
+		h = json_loads(SPI_getvalue(tup, td, 7), 0, NULL);
+		if (json_is_object(h) && json_object_size(h) > 0)
+		{
+			const char *k;
+			json_t	   *hv;
+
+			e->headers = palloc0(sizeof(char *) * json_object_size(h));
+			e->secrets = palloc0(sizeof(char *) * (json_object_size(h) + 1));
+			json_object_foreach(h, k, hv)
+			{
+				char	   *x;
+
+				if (!json_is_string(hv) || e->error)
+					continue;
+				x = SecretsExpand(json_string_value(hv), &err);
+				if (x == NULL)
+				{
+					e->error = psprintf("header \"%s\" of provider \"%s\" cannot be used: %s", k, e->name, err);
+					continue;
+				}
+				e->headers[e->nheaders++] = psprintf("%s: %s", k, x);
+				if (SecretsHasReference(json_string_value(hv)))
+					e->secrets[e->nsecrets++] = e->headers[e->nheaders - 1] + strlen(k) + 2;
+				explicit_bzero(x, strlen(x));
+			}
+		}
+		if (h)
+			json_decref(h);
+		e->rl = RateLimitFor(e->id, e->name, e->max_concurrent, e->rpm, e->tpm);
+	}
+	RateLimitForget(alive, nentries);
+
+	/* the default provider: the GUCs, its key possibly a reference */
+	loaded_guc_key = pstrdup(pg_agents_llm_api_key ? pg_agents_llm_api_key : "");
+	if (loaded_guc_key[0] != '\0')
+	{
+		default_key = SecretsExpand(loaded_guc_key, &err);
+		if (default_key == NULL)
+			default_key_error = psprintf("pg_agents.llm_api_key cannot be used: %s", err);
+	}
+	MemoryContextSwitchTo(old);
+	SPI_finish();
+	default_rl = RateLimitFor(0, "", 0, 0, 0);
+	loaded = true;
+	loaded_gen = gen;
+}
+
+static ProviderEntry *
+Lookup(const char *name)
+{
+	for (int i = 0; i < nentries; i++)
+		if (strcmp(entries[i].name, name) == 0)
+			return &entries[i];
+	return NULL;
+}
+
+/*
+ * For a run of an agent with this scope and model setting: where its
+ * requests go, with which key, headers, limits.  false with *error (a
+ * sentence for the run's error) when the run cannot be served.  Pointers
+ * stay valid until the next ProvidersLoad.
+ */
+bool
+ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, char **error)
+{
+	const char *pname = json_string_value(json_object_get(scope, "provider"));
+
+	memset(out, 0, sizeof(*out));
+	out->ratelimit = -1;
+	if (pname)
+	{
+		ProviderEntry *e = Lookup(pname);
+
+		if (e == NULL)
+		{
+			*error = psprintf("LLM provider \"%s\" does not exist (named in the agent's settings)", pname);
+			return false;
+		}
+		if (e->error)
+		{
+			*error = pstrdup(e->error);
+			return false;
+		}
+		if (json_object_get(scope, "llm_url") || json_object_get(scope, "llm_provider"))
+		{
+			*error = pstrdup("the agent's settings name both a provider and scope llm_url/llm_provider");
+			return false;
+		}
+		out->name = e->name;
+		out->kind = e->kind;
+		out->base_url = e->base_url;
+		out->api_key = e->api_key;	/* the provider's key, to its own base URL only */
+		out->model = (agent_model && agent_model[0]) ? agent_model :
+			(e->default_model && e->default_model[0]) ? e->default_model : "default";
+		out->headers = (const char *const *) e->headers;
+		out->nheaders = e->nheaders;
+		out->secrets = e->secrets;
+		out->nsecrets = e->nsecrets;
+		out->request_timeout = e->request_timeout > 0 ? e->request_timeout : pg_agents_request_timeout;
+		out->stream = e->stream;
+		out->max_concurrent = e->max_concurrent;
+		out->requests_per_minute = e->rpm;
+		out->tokens_per_minute = e->tpm;
+		out->ratelimit = e->rl;
+		return true;
+	}
+	else
+	{
+		const char *prov = json_string_value(json_object_get(scope, "llm_provider"));
+		const char *url = json_string_value(json_object_get(scope, "llm_url"));
+		bool		own = url != NULL;
+
+		if (prov == NULL)
+			prov = pg_agents_llm_provider;
+		if (url == NULL)
+			url = pg_agents_llm_url;
+		if (!LlmParseProvider(prov, &out->kind))
+		{
+			*error = psprintf("unknown LLM provider \"%s\" (expected openai or anthropic)", prov);
+			return false;
+		}
+		if (url == NULL || url[0] == '\0')
+		{
+			*error = pstrdup("no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url, or name a provider)");
+			return false;
+		}
+
+		/*
+		 * An agent's own endpoint is called only while a superuser allows it
+		 * (the allowlist may have changed since the settings were saved, or
+		 * the row was written around agent.save_settings).
+		 */
+		if (own && !LlmUrlAllowed(url))
+		{
+			*error = psprintf("the agent's LLM endpoint (scope llm_url \"%s\") is not in pg_agents.llm_url_allowlist: the worker does not call it",
+							  url);
+			return false;
+		}
+		out->base_url = url;
+		/* the default key only ever goes to pg_agents.llm_url */
+		if (LlmUrlEqual(url, pg_agents_llm_url) && pg_agents_llm_api_key && pg_agents_llm_api_key[0])
+		{
+			if (default_key_error)
+			{
+				*error = pstrdup(default_key_error);
+				return false;
+			}
+			out->api_key = default_key;
+		}
+		out->model = (agent_model && agent_model[0]) ? agent_model :
+			(pg_agents_llm_model && pg_agents_llm_model[0]) ? pg_agents_llm_model : "default";
+		out->request_timeout = pg_agents_request_timeout;
+		out->stream = false;
+		out->ratelimit = LlmUrlEqual(url, pg_agents_llm_url) ? default_rl : -1;
+		return true;
+	}
+}
+
+/* the provider's extra headers appended to a request's list */
+struct curl_slist *
+ProviderAddHeaders(const ProviderResolved *rp, struct curl_slist *h)
+{
+	for (int i = 0; i < rp->nheaders; i++)
+		h = curl_slist_append(h, rp->headers[i]);
+	return h;
+}
+
+/*
+ * A copy of msg with the key replaced by "[secret]" wherever it appears
+ * (an endpoint that echoes the key in its error must not put it in a step).
+ */
+static char *
+ScrubOne(char *msg, const char *key)
+{
+	StringInfoData b;
+	const char *p = msg;
+	size_t		kl;
+
+	if (key == NULL || (kl = strlen(key)) < 4 || strstr(msg, key) == NULL)
+		return msg;
+	initStringInfo(&b);
+	while (*p)
+	{
+		const char *q = strstr(p, key);
+
+		if (q == NULL)
+		{
+			appendStringInfoString(&b, p);
+			break;
+		}
+		appendBinaryStringInfo(&b, p, q - p);
+		appendStringInfoString(&b, "[secret]");
+		p = q + kl;
+	}
+	return b.data;
+}
+
+/*
+ * A copy of msg with the key, and header values that came from the secrets
+ * store, replaced by "[secret]" wherever they appear (an endpoint that
+ * echoes the key in its error must not put it in a step).
+ */
+char *
+ProviderScrub(const ProviderResolved *rp, const char *msg)
+{
+	char	   *out;
+
+	if (msg == NULL)
+		return NULL;
+	out = pstrdup(msg);
+	if (rp == NULL)
+		return out;
+	out = ScrubOne(out, rp->api_key);
+	for (int i = 0; i < rp->nsecrets; i++)
+		out = ScrubOne(out, rp->secrets[i]);
+	return out;
+}
+
+/*
+ * MCP header values (agent.mcp_servers.headers) may hold ${secret:NAME}:
+ * replaced in place, in a transaction, at request time.  false with *error
+ * (naming the header and the secret, never a value).
+ */
+bool
+SecretsExpandJsonHeaders(json_t *headers, char **error)
+{
+	const char *k;
+	json_t	   *v;
+
+	if (!json_is_object(headers))
+		return true;
+	json_object_foreach(headers, k, v)
+	{
+		char	   *x;
+		char	   *err;
+
+		if (!json_is_string(v) || !SecretsHasReference(json_string_value(v)))
+			continue;
+		x = SecretsExpand(json_string_value(v), &err);
+		if (x == NULL)
+		{
+			*error = psprintf("header \"%s\" cannot be sent: %s", k, err);
+			return false;
+		}
+		json_string_set(v, x);
+		explicit_bzero(x, strlen(x));
+		pfree(x);
+	}
+	return true;
+}

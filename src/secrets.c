@@ -1,0 +1,478 @@
+/*-------------------------------------------------------------------------
+ *
+ * secrets.c
+ *		The secrets store (docs/worker.md, "Secrets"): agent.set_secret and
+ *		agent.drop_secret, and the expansion of ${secret:NAME} references
+ *		(provider keys, MCP header values, pg_agents.llm_api_key).
+ *
+ * A value is encrypted with AES-256-GCM (OpenSSL's EVP interface) under a
+ * key kept outside the database: a file of 64 hex digits, pg_agents.key in
+ * the data directory or the file pg_agents.secret_key_file names, created
+ * (mode 0600) by the first agent.set_secret.  The key never passes through
+ * SQL.  agent.secrets holds only
+ *
+ *     0x01 | 12-byte nonce | 16-byte tag | ciphertext
+ *
+ * with the secret's name as additional authenticated data, so that a row
+ * copied under another name does not decrypt.  A dump, a SELECT or a base
+ * backup without the key file yields ciphertext only.
+ *
+ * Nothing here puts a value into an error message, a log line or a query
+ * text: every statement takes it as a parameter, and errors name the
+ * secret, never its value.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "catalog/pg_type.h"
+#include "common/string.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "port.h"
+#include "utils/builtins.h"
+
+#include "pg_agents.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_set_secret);
+PG_FUNCTION_INFO_V1(pg_agents_drop_secret);
+
+#define SECRET_KEY_LEN		32
+#define SECRET_NONCE_LEN	12
+#define SECRET_TAG_LEN		16
+#define SECRET_FORMAT		0x01
+#define SECRET_MAX_LEN		65536
+
+char	   *pg_agents_secret_key_file = NULL;
+
+static unsigned char secret_key[SECRET_KEY_LEN];
+static bool secret_key_loaded = false;
+
+/* palloc'd path of the key file */
+static char *
+KeyPath(void)
+{
+	const char *f = pg_agents_secret_key_file;
+
+	if (f == NULL || f[0] == '\0')
+		f = "pg_agents.key";
+	if (is_absolute_path(f))
+		return pstrdup(f);
+	return psprintf("%s/%s", DataDir, f);
+}
+
+static int
+HexVal(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Loads the key (once per process).  With create, a missing file is made
+ * (O_EXCL: two sessions creating it at once agree on the winner's key).
+ * false with *error when there is no usable key.
+ */
+static bool
+LoadKey(bool create, char **error)
+{
+	char	   *path;
+	int			fd;
+	char		buf[SECRET_KEY_LEN * 2 + 2];
+	ssize_t		n;
+	struct stat st;
+
+	if (secret_key_loaded)
+		return true;
+	path = KeyPath();
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0 && errno == ENOENT && create)
+	{
+		unsigned char k[SECRET_KEY_LEN];
+		char		hex[SECRET_KEY_LEN * 2 + 1];
+
+		if (!pg_strong_random(k, sizeof(k)))
+		{
+			*error = pstrdup("could not generate a random key for the secrets store");
+			return false;
+		}
+		for (int i = 0; i < SECRET_KEY_LEN; i++)
+			snprintf(hex + 2 * i, 3, "%02x", k[i]);
+		explicit_bzero(k, sizeof(k));
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, S_IRUSR | S_IWUSR);
+		if (fd >= 0)
+		{
+			bool		okw = write(fd, hex, SECRET_KEY_LEN * 2) == SECRET_KEY_LEN * 2 &&
+				write(fd, "\n", 1) == 1 && pg_fsync(fd) == 0;
+
+			explicit_bzero(hex, sizeof(hex));
+			close(fd);
+			if (!okw)
+			{
+				(void) unlink(path);
+				*error = psprintf("could not write the key file of the secrets store \"%s\": %m", path);
+				return false;
+			}
+			ereport(LOG,
+					(errmsg("pg_agents: created the key file of the secrets store \"%s\"", path),
+					 errhint("Back it up apart from the database: without it the stored secrets cannot be decrypted.")));
+		}
+		explicit_bzero(hex, sizeof(hex));
+		fd = open(path, O_RDONLY | PG_BINARY, 0);
+	}
+	if (fd < 0)
+	{
+		if (errno == ENOENT)
+			*error = psprintf("the secrets store has no key: \"%s\" does not exist", path);
+		else
+			*error = psprintf("could not open the key file of the secrets store \"%s\": %m", path);
+		return false;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+	{
+		close(fd);
+		*error = psprintf("the key file of the secrets store \"%s\" is readable by other users (it must have mode 0600)", path);
+		return false;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n != SECRET_KEY_LEN * 2)
+	{
+		explicit_bzero(buf, sizeof(buf));
+		*error = psprintf("the key file of the secrets store \"%s\" must hold 64 hexadecimal digits", path);
+		return false;
+	}
+	for (int i = 0; i < SECRET_KEY_LEN; i++)
+	{
+		int			hi = HexVal(buf[2 * i]);
+		int			lo = HexVal(buf[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+		{
+			explicit_bzero(buf, sizeof(buf));
+			explicit_bzero(secret_key, sizeof(secret_key));
+			*error = psprintf("the key file of the secrets store \"%s\" must hold 64 hexadecimal digits", path);
+			return false;
+		}
+		secret_key[i] = (unsigned char) (hi * 16 + lo);
+	}
+	explicit_bzero(buf, sizeof(buf));
+	secret_key_loaded = true;
+	return true;
+}
+
+/* palloc'd bytea of the encrypted value; ereports (without the value) */
+static bytea *
+Encrypt(const char *name, const char *value, int len)
+{
+	EVP_CIPHER_CTX *ctx;
+	bytea	   *out;
+	unsigned char *p;
+	int			outl = 0;
+	int			fin = 0;
+	char	   *err = NULL;
+	bool		ok;
+
+	if (!LoadKey(true, &err))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIG_FILE_ERROR),
+				 errmsg("%s", err)));
+	out = palloc(VARHDRSZ + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN + len + 16);
+	p = (unsigned char *) VARDATA(out);
+	p[0] = SECRET_FORMAT;
+	if (!pg_strong_random(p + 1, SECRET_NONCE_LEN))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random nonce")));
+	ctx = EVP_CIPHER_CTX_new();
+	if (ctx == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not create a cipher context")));
+	ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRET_NONCE_LEN, NULL) == 1 &&
+		EVP_EncryptInit_ex(ctx, NULL, NULL, secret_key, p + 1) == 1 &&
+		EVP_EncryptUpdate(ctx, NULL, &outl, (const unsigned char *) name, strlen(name)) == 1 &&
+		EVP_EncryptUpdate(ctx, p + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN, &outl,
+						  (const unsigned char *) value, len) == 1 &&
+		EVP_EncryptFinal_ex(ctx, p + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN + outl, &fin) == 1 &&
+		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, SECRET_TAG_LEN, p + 1 + SECRET_NONCE_LEN) == 1;
+	EVP_CIPHER_CTX_free(ctx);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not encrypt secret \"%s\"", name)));
+	SET_VARSIZE(out, VARHDRSZ + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN + outl + fin);
+	return out;
+}
+
+/* palloc'd plain value, or NULL with *error */
+static char *
+Decrypt(const char *name, const unsigned char *p, int len, char **error)
+{
+	EVP_CIPHER_CTX *ctx;
+	char	   *out;
+	int			ctlen = len - 1 - SECRET_NONCE_LEN - SECRET_TAG_LEN;
+	int			outl = 0;
+	int			fin = 0;
+	bool		ok;
+
+	if (!LoadKey(false, error))
+		return NULL;
+	if (ctlen < 0 || p[0] != SECRET_FORMAT)
+	{
+		*error = psprintf("secret \"%s\" is not in the format of the secrets store", name);
+		return NULL;
+	}
+	out = palloc(ctlen + 16 + 1);
+	ctx = EVP_CIPHER_CTX_new();
+	if (ctx == NULL)
+	{
+		*error = pstrdup("could not create a cipher context");
+		return NULL;
+	}
+	ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRET_NONCE_LEN, NULL) == 1 &&
+		EVP_DecryptInit_ex(ctx, NULL, NULL, secret_key, p + 1) == 1 &&
+		EVP_DecryptUpdate(ctx, NULL, &outl, (const unsigned char *) name, strlen(name)) == 1 &&
+		EVP_DecryptUpdate(ctx, (unsigned char *) out, &outl,
+						  p + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN, ctlen) == 1 &&
+		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SECRET_TAG_LEN,
+							(void *) (p + 1 + SECRET_NONCE_LEN)) == 1 &&
+		EVP_DecryptFinal_ex(ctx, (unsigned char *) out + outl, &fin) == 1;
+	EVP_CIPHER_CTX_free(ctx);
+	if (!ok)
+	{
+		explicit_bzero(out, ctlen + 16 + 1);
+		pfree(out);
+		*error = psprintf("secret \"%s\" does not decrypt with the key of the secrets store (another key file?)", name);
+		return NULL;
+	}
+	out[outl + fin] = '\0';
+	return out;
+}
+
+static bool
+ValidName(const char *s, int len)
+{
+	if (len < 1 || len > 100)
+		return false;
+	for (int i = 0; i < len; i++)
+	{
+		char		c = s[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The value of a secret, palloc'd, or NULL with *error.  Needs an open
+ * transaction; connects to SPI itself (nested connections are fine).
+ */
+char *
+SecretsLookup(const char *name, char **error)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	char	   *value = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	const char *problem = NULL;
+	int			rc;
+
+	*error = NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+	{
+		*error = pstrdup("SPI_connect failed");
+		return NULL;
+	}
+	vals[0] = CStringGetTextDatum(name);
+	rc = SPI_execute_with_args("SELECT s.ciphertext FROM agent.secrets s WHERE s.name = $1",
+							   1, types, vals, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		problem = "could not read the secrets store";
+	else if (SPI_processed == 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		*error = psprintf("secret \"%s\" does not exist", name);
+		MemoryContextSwitchTo(old);
+	}
+	else
+	{
+		bool		isnull;
+		bytea	   *ct = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		value = Decrypt(name, (unsigned char *) VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct), error);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (problem)
+		*error = pstrdup(problem);
+	return value;
+}
+
+/* whether a value holds a ${secret:NAME} reference */
+bool
+SecretsHasReference(const char *value)
+{
+	return value && strstr(value, "${secret:") != NULL;
+}
+
+/*
+ * palloc'd copy of value with every ${secret:NAME} replaced by the secret's
+ * value; NULL with *error (naming the secret, never a value) when one is
+ * missing, malformed or does not decrypt.  Needs an open transaction when
+ * the value holds a reference.
+ */
+char *
+SecretsExpand(const char *value, char **error)
+{
+	StringInfoData b;
+	const char *p = value;
+
+	*error = NULL;
+	if (value == NULL)
+		return NULL;
+	if (!SecretsHasReference(value))
+		return pstrdup(value);
+	initStringInfo(&b);
+	while (*p)
+	{
+		const char *ref = strstr(p, "${secret:");
+		const char *name;
+		const char *end;
+		char	   *n;
+		char	   *v;
+
+		if (ref == NULL)
+		{
+			appendStringInfoString(&b, p);
+			break;
+		}
+		appendBinaryStringInfo(&b, p, ref - p);
+		name = ref + strlen("${secret:");
+		end = strchr(name, '}');
+		if (end == NULL || !ValidName(name, end - name))
+		{
+			explicit_bzero(b.data, b.len);
+			*error = pstrdup("malformed secret reference: expected ${secret:NAME} with a NAME of letters, digits, '_', '.' or '-'");
+			return NULL;
+		}
+		n = pnstrdup(name, end - name);
+		v = SecretsLookup(n, error);
+		if (v == NULL)
+		{
+			explicit_bzero(b.data, b.len);
+			return NULL;
+		}
+		appendStringInfoString(&b, v);
+		explicit_bzero(v, strlen(v));
+		pfree(v);
+		p = end + 1;
+	}
+	return b.data;
+}
+
+/* agent.set_secret(name text, value text) */
+Datum
+pg_agents_set_secret(PG_FUNCTION_ARGS)
+{
+	text	   *tname;
+	text	   *tval;
+	char	   *name;
+	char	   *value;
+	int			vlen;
+	bytea	   *ct;
+	Oid			types[2] = {TEXTOID, BYTEAOID};
+	Datum		vals[2];
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the name and the value of a secret cannot be null")));
+	tname = PG_GETARG_TEXT_PP(0);
+	tval = PG_GETARG_TEXT_PP(1);
+	name = text_to_cstring(tname);
+	if (!ValidName(name, strlen(name)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid secret name"),
+				 errdetail("A secret name has 1 to 100 letters, digits, '_', '.' or '-'.")));
+	vlen = VARSIZE_ANY_EXHDR(tval);
+	if (vlen == 0 || vlen > SECRET_MAX_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the value of secret \"%s\" must have 1 to %d bytes", name, SECRET_MAX_LEN)));
+	value = text_to_cstring(tval);
+	if (strchr(value, '\r') || strchr(value, '\n'))
+	{
+		explicit_bzero(value, vlen);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the value of secret \"%s\" contains a line break", name),
+				 errdetail("Secrets are sent in HTTP headers, where a line break is not allowed."),
+				 errhint("Strip the trailing newline, e.g. pg_catalog.btrim(pg_catalog.pg_read_file(...), E'\\n').")));
+	}
+	ct = Encrypt(name, value, vlen);
+	explicit_bzero(value, vlen);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	vals[0] = CStringGetTextDatum(name);
+	vals[1] = PointerGetDatum(ct);
+	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext) VALUES ($1, $2) "
+							  "ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, "
+							  "updated_at = pg_catalog.now()",
+							  2, types, vals, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not store secret \"%s\"", name);
+	SPI_finish();
+	PgAgentsConfigChanged();
+	PG_RETURN_VOID();
+}
+
+/* agent.drop_secret(name text): true when it existed */
+Datum
+pg_agents_drop_secret(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	uint64		n;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_BOOL(false);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	vals[0] = CStringGetTextDatum(name);
+	if (SPI_execute_with_args("DELETE FROM agent.secrets s WHERE s.name = $1",
+							  1, types, vals, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not drop secret \"%s\"", name);
+	n = SPI_processed;
+	SPI_finish();
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("secret \"%s\" does not exist", name)));
+	PgAgentsConfigChanged();
+	PG_RETURN_BOOL(true);
+}
