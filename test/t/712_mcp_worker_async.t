@@ -19,11 +19,13 @@
 #  5. tenants and roles: the worker's prepare/finish functions are the
 #     worker's only (a role with no grants, the application role, an agent
 #     session), the headers stay unreadable, an agent of another workspace
-#     is not offered the tools; no token in any step or the server log.
+#     is not offered the tools; a header from the secrets store
+#     (${secret:NAME}) is resolved for the worker's call; no token in any
+#     step or the server log.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
 src=${PG_AGENTS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
+tmp=$(mktemp -d); chmod 755 "$tmp"
 python3 "$src/test/fixtures/mcp_server.py" --async-tools --port-file "$tmp/py.port" >/dev/null 2>&1 & pypid=$!
 python3 "$src/test/fixtures/mcp_stateless_server.py" --port-file "$tmp/sl.port" >/dev/null 2>&1 & slpid=$!
 cleanup() {
@@ -65,7 +67,7 @@ qe -c "DROP ROLE IF EXISTS mcp712_nobody" -c "DROP ROLE IF EXISTS mcp712_app" >/
 qe -c "CREATE ROLE mcp712_nobody LOGIN" -c "CREATE ROLE mcp712_app LOGIN IN ROLE agents_app" >/dev/null
 sid=$(q "SELECT agent.mcp_add_server('slow', '$PY/auth/mcp', '{\"Authorization\": \"Bearer $TOKEN\"}', workspace_id => '$WS')")
 is "$(q "SELECT connected FROM agent.mcp_status WHERE server_id = $sid")" t "the slow server is connected"
-a=$(mk_agent "mcp712a" '{"mcp_tools": ["mcp__slow__*", "mcp__silent__*"]}' none '[]' 10 "$WS" "$OWNER")
+a=$(mk_agent "mcp712a" '{"mcp_tools": ["mcp__slow__*", "mcp__silent__*", "mcp__vault__*"]}' none '[]' 10 "$WS" "$OWNER")
 
 # 1. a call in flight holds nothing
 llm_script "[[t712a]]" '[{"tool": "mcp__slow__gate", "input": {"name": "g1"}}, {"text": "gate passed"}]'
@@ -167,10 +169,20 @@ is "$(wait_status "$rb" "succeeded|failed" 60)" succeeded "a run of another work
 is "$(offered "[[t712b]]")" "" "it is not offered the other workspace's server"
 is "$(tool_msgs "[[t712b]]" 1)" '{"error":"unknown tool \"mcp__slow__echo\""}' "and a call of it is refused"
 is "$(srvlog 'sum(1 for e in L if e["tool"] == "echo" and e["rpc_method"] == "tools/call")')" 2 "the server never saw that call"
+# (through a file the server reads: the value is in no statement text)
+printf '%s' "$TOKEN" > "$tmp/k712"; chmod 644 "$tmp/k712"
+qe -c "SELECT agent.set_secret('k712_mcp', pg_catalog.pg_read_file('$tmp/k712'))" | grep -v '^$' | sed 's/^/# set_secret: /'
+rm -f "$tmp/k712"
+q "SELECT agent.mcp_add_server('vault', '$PY/auth/mcp', '{\"Authorization\": \"Bearer \${secret:k712_mcp}\"}', workspace_id => '$WS')" >/dev/null
+llm_script "[[t712v]]" '[{"tool": "mcp__vault__echo", "input": {"message": "from the vault"}}, {"text": "ok"}]'
+rv=$(start_run "$a" '{"prompt": "Vault [[t712v]]"}' autonomous "$OWNER")
+is "$(wait_status "$rv" "succeeded|failed" 60)" succeeded "a run calls a server whose bearer header is \${secret:k712_mcp}"
+is "$(tool_msgs "[[t712v]]" 1)" '{"result":"echo: from the vault"}' "the worker resolved the secret for its call"
 is "$(q "SELECT count(*) FROM agent.run_steps WHERE (input::text || coalesce(output::text, '')) ~ 's3cr3t|Bearer'")" 0 \
    "no token in any step (the time-out's included)"
 is "$(grep -c "$TOKEN" "$PG_AGENTS_DIR/server.log")" 0 "nor in the server log"
 
 q "DELETE FROM agent.mcp_servers WHERE workspace_id IN ('$WS', '$WB')" >/dev/null
 qe -c "DROP ROLE IF EXISTS mcp712_nobody" -c "DROP ROLE IF EXISTS mcp712_app" >/dev/null
+q "SELECT agent.drop_secret('k712_mcp')" >/dev/null
 done_testing
