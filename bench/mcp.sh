@@ -10,6 +10,19 @@
 #            an SSE stream as soon as the matching response arrived)
 #   sql      agent.mcp_call() N times in one backend (session kept per process)
 # BENCH_SCALE=small runs 100 calls instead of 1000.
+#
+# Then MCP tools in the worker (the calls go through its curl multi handle,
+# src/mcp_tools.c), with the scripted LLM (test/fixtures/llm_server.py) and
+# mcp_server.py --async-tools, pg_agents.max_concurrent_runs = 32:
+#   builtin  runs calling a built-in tool (read_resource), then answering
+#   mcp      the same runs calling an MCP tool that answers after 200 ms:
+#            runs/s, and the ratio to the ideal 32 / 0.2 s = 160 runs/s
+#            (target >= 80 %)
+#   silent   run latency (queue to finish, median and p90) of lone runs
+#            calling a built-in tool, alone, then while 8 runs call a
+#            server that never answers anything, initialize included
+#            (pg_agents.request_timeout = 5 s)
+# MCP_BENCH_WORKER_ONLY=1 skips the client part.
 . "$PG_AGENTS_ENV"
 src=${PG_AGENTS_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 N=1000; [ "${BENCH_SCALE:-}" = small ] && N=100
@@ -99,4 +112,100 @@ print(line)
 PY
 }
 
-for t in "${targets[@]}"; do bench_one "${t%%|*}" "${t#*|}"; done
+if [ -z "${MCP_BENCH_WORKER_ONLY:-}" ]; then
+    for t in "${targets[@]}"; do bench_one "${t%%|*}" "${t#*|}"; done
+fi
+
+# ---- MCP tools in the worker ----------------------------------------------
+. "$src/test/fixtures/llm.sh"
+export PGOPTIONS="-c client_min_messages=warning"
+llm_start
+trap 'llm_stop; cleanup' EXIT
+python3 "$src/test/fixtures/mcp_server.py" --async-tools --port-file "$tmp/wport" 2>/dev/null & wpid=$!
+trap 'llm_stop; kill $wpid 2>/dev/null; cleanup' EXIT
+for _ in $(seq 1 100); do [ -s "$tmp/wport" ] && break; sleep 0.05; done
+WURL="http://127.0.0.1:$(cat "$tmp/wport")/mcp"
+wq() { psql -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+setconf() { wq "ALTER SYSTEM SET $1 = '$2'" >/dev/null; wq "SELECT pg_reload_conf()" >/dev/null; sleep 0.3; }
+W=$([ "${BENCH_SCALE:-}" = small ] && echo 64 || echo 320)
+WS=mcp_bench_worker
+wq "DELETE FROM agent.mcp_servers WHERE workspace_id = '$WS'" >/dev/null
+wq "SELECT agent.mcp_add_server('b', '$WURL', workspace_id => '$WS')" >/dev/null
+# s: a server that never answers anything (listed while it still did)
+wq "SELECT agent.mcp_add_server('s', '$WURL', workspace_id => '$WS')" >/dev/null
+wq "UPDATE agent.mcp_servers SET url = '${WURL%/mcp}/silent/mcp' WHERE workspace_id = '$WS' AND name = 's'" >/dev/null
+wagent() {
+    wq "INSERT INTO agent.agents (workspace_id, owner_id, name, scope, hourly_run_cap)
+        VALUES ('$WS', 'bench', '$1', jsonb_build_object('llm_url', '$LLM_URL', 'mcp_tools', '[\"mcp__b__*\", \"mcp__s__*\"]'::jsonb), 1000000)
+        RETURNING id"
+}
+wenqueue() {  # agent, n, key -> queues n runs in one transaction; prints the time right after its commit
+    psql -XAtq -v ON_ERROR_STOP=1 \
+        -c "SELECT count(agent._enqueue_run($1, 'autonomous', 'api', '{\"prompt\": \"bench $3\"}'::jsonb)) FROM generate_series(1, $2)" \
+        -c "SELECT clock_timestamp()" | tail -n 1
+}
+wdone() {  # agent, count
+    local i
+    for i in $(seq 1 12000); do
+        [ "$(wq "SELECT count(*) FROM agent.runs WHERE agent_id = $1 AND status IN ('succeeded','failed','cancelled','expired')")" -ge "$2" ] && return 0
+        sleep 0.05
+    done
+    echo "# timed out" >&2; return 1
+}
+wrate() {  # agent, t0 -> runs/s from the queueing commit to the last finish
+    wq "SELECT round((count(*) / greatest(extract(epoch FROM max(finished_at) - '$2'::timestamptz), 0.001))::numeric, 1)
+        FROM agent.runs WHERE agent_id = $1 AND status = 'succeeded'"
+}
+wfailed() { wq "SELECT count(*) FROM agent.runs WHERE agent_id = $1 AND status <> 'succeeded'"; }
+# a second turn (its request carries the tool's result) ends the run
+llm_script '"role":"tool"' '[{"text": "done", "repeat": true}]'
+llm_script '[[wb]]' '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "bench"}, "repeat": true}]'
+llm_script '[[wm]]' '[{"tool": "mcp__b__sleep", "input": {"ms": 200}, "repeat": true}]'
+llm_script '[[wh]]' '[{"tool": "mcp__s__echo", "input": {"message": "anyone?"}, "repeat": true}]'
+setconf pg_agents.max_concurrent_runs 32
+warm=$(wagent bench_warm)
+wenqueue "$warm" 8 '[[wm]]' >/dev/null; wdone "$warm" 8
+wq "VACUUM ANALYZE agent.runs" >/dev/null
+
+echo "worker: $W runs, 32 at once, each one tool call then a final answer (scripted LLM, no latency)"
+bi=$(wagent bench_builtin)
+t0=$(wenqueue "$bi" "$W" '[[wb]]'); wdone "$bi" "$W"
+rb=$(wrate "$bi" "$t0")
+printf '  built-in tool (read_resource)         %7s runs/s (%s not succeeded)\n' "$rb" "$(wfailed "$bi")"
+mc=$(wagent bench_mcp)
+t0=$(wenqueue "$mc" "$W" '[[wm]]'); wdone "$mc" "$W"
+rm_=$(wrate "$mc" "$t0")
+printf '  MCP tool answering after 200 ms       %7s runs/s (%s not succeeded) = %s %% of the ideal 32 / 0.2 s = 160 runs/s (target >= 80 %%)\n' \
+    "$rm_" "$(wfailed "$mc")" "$(python3 -c "print(round(100*$rm_/160))")"
+
+# lone runs, one at a time: queue-to-finish latency, without then with silent calls in flight
+lone() {  # agent, n -> "median p90" ms of n lone built-in runs
+    local i r ids=""
+    for i in $(seq 1 "$2"); do
+        r=$(wq "SELECT agent._enqueue_run($1, 'autonomous', 'api', '{\"prompt\": \"lone [[wb]]\"}'::jsonb)")
+        ids="$ids,$r"
+        for _ in $(seq 1 600); do
+            [ "$(wq "SELECT status IN ('succeeded','failed') FROM agent.runs WHERE id = $r")" = t ] && break
+            sleep 0.01
+        done
+    done
+    wq "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric) || ' ' || round((percentile_cont(0.9) WITHIN GROUP (ORDER BY ms))::numeric)
+        FROM (SELECT extract(epoch FROM finished_at - created_at) * 1000 AS ms FROM agent.runs WHERE id IN (${ids#,})) s"
+}
+setconf pg_agents.request_timeout 5000
+lo=$(wagent bench_lone)
+read -r l50 l90 <<<"$(lone "$lo" 10)"
+hg=$(wagent bench_hang)
+wenqueue "$hg" 8 '[[wh]]' >/dev/null
+for _ in $(seq 1 200); do
+    [ "$(curl -s "${WURL%/mcp}/_control/log" | python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin) if e.get("path") == "/silent/mcp"))')" -ge 1 ] && break
+    sleep 0.05
+done
+hung=$(wq "SELECT count(*) FROM agent.runs WHERE agent_id = $hg AND status IN ('queued', 'running')")
+read -r h50 h90 <<<"$(lone "$lo" 10)"
+printf '  lone built-in runs, queue to finish:  median %s ms, p90 %s ms alone; median %s ms, p90 %s ms while %s runs call a silent server\n' \
+    "$l50" "$l90" "$h50" "$h90" "$hung"
+wdone "$hg" 8
+wq "ALTER SYSTEM RESET pg_agents.request_timeout" >/dev/null
+wq "ALTER SYSTEM RESET pg_agents.max_concurrent_runs" >/dev/null; wq "SELECT pg_reload_conf()" >/dev/null
+wq "DELETE FROM agent.mcp_servers WHERE workspace_id = '$WS'" >/dev/null

@@ -9,6 +9,10 @@
  *		BACKOFF  waiting to retry a 429, a 5xx, a time-out or a refused
  *		         connection
  *		TOOLS    tool calls of the last reply remain to be executed
+ *		MCP      an MCP tool call of the reply is in flight in the same
+ *		         multi handle (or due to start): prepared in the tool
+ *		         transaction, sent after it committed, its answer recorded
+ *		         in a transaction of its own (mcp_tools.c)
  *		CHILD    waiting for a delegated child run to end
  *
  * Database work happens in short transactions (RunUnit), one per unit of
@@ -55,7 +59,8 @@ typedef enum SlotState
 	SLOT_HTTP,
 	SLOT_BACKOFF,
 	SLOT_TOOLS,
-	SLOT_CHILD
+	SLOT_CHILD,
+	SLOT_MCP
 } SlotState;
 
 typedef struct Slot
@@ -88,6 +93,7 @@ typedef struct Slot
 	int			stream_step;	/* its model call number in the run (deltas) */
 	size_t		stream_pub;		/* published by the delta unit, once it commits */
 	int64		child_run_id;
+	McpCall    *mcp;			/* SLOT_MCP: the call in flight */
 	uint32		gen;			/* claim that filled the slot */
 	/* providers (providers.c, ratelimit.c) */
 	char	   *agent_model;	/* agents.model as claimed */
@@ -175,6 +181,8 @@ SlotFree(Slot *s)
 		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
 	if (s->req)
 		HttpFree(s->req);
+	if (s->mcp)
+		McpCallFree(s->mcp);
 	LlmStreamFree(s->stream);
 	if (s->scope)
 		json_decref(s->scope);
@@ -636,6 +644,14 @@ ExecuteTools(Slot *s)
 
 		CHECK_FOR_INTERRUPTS();
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
+		if (oc == TOOL_MCP_ASYNC)
+		{
+			/* sent once this transaction committed (ExecutorStep) */
+			s->mcp = McpTakePrepared();
+			SaveState(s);
+			s->state = SLOT_MCP;
+			return;
+		}
 		if (oc == TOOL_PAUSE)
 		{
 			SaveState(s);
@@ -727,6 +743,87 @@ ChildUnit(Slot *s, void *arg)
 	}
 	s->child_run_id = 0;
 	ExecuteTools(s);
+}
+
+/* the answer of the slot's MCP call is recorded, then the remaining tools run */
+static void
+McpResultUnit(Slot *s, void *arg)
+{
+	ToolRun		tr = SlotToolRun(s);
+	json_t	   *result = NULL;
+	json_t	   *call;
+	ToolOutcome oc;
+	char	   *content;
+
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	ToolsSetIdentity(&tr);
+	oc = McpCallRecord(&tr, s->mcp, &result);
+	McpCallFree(s->mcp);
+	s->mcp = NULL;
+	if (oc == TOOL_PAUSE)
+	{
+		SaveState(s);
+		s->state = SLOT_FREE;	/* freed by the caller */
+		return;
+	}
+	call = json_array_get(s->pending, json_array_size(s->results));
+	content = json_dumps(result, JSON_COMPACT);
+	json_array_append_new(s->results,
+						  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
+									"content", content,
+									"is_error", json_object_get(result, "error") != NULL));
+	free(content);
+	json_decref(result);
+	s->state = SLOT_TOOLS;
+	ExecuteTools(s);
+}
+
+static void SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg);
+
+/* a transfer of MCP (mcp_tools.c) ended */
+static void
+McpTransferDone(HttpRequest *req)
+{
+	Slot	   *s;
+
+	if (req->kind == HTTP_MCP_REPLY)
+	{
+		McpReplyDone(req);
+		return;
+	}
+	s = (Slot *) req->owner;
+	CHECK_FOR_INTERRUPTS();
+	if (McpCallCollect(s->mcp, req))
+		SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+}
+
+/* starts the MCP calls that are due, with no transaction open */
+static void
+StartDueMcp(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < MAX_SLOTS; i++)
+	{
+		Slot	   *s = &slots[i];
+
+		if (s->state != SLOT_MCP)
+			continue;
+		if (McpCallDue(s->mcp, now))
+		{
+			CHECK_FOR_INTERRUPTS();
+			McpCallStart(s->mcp, s);
+			if (McpCallAnswered(s->mcp))	/* could not start: a failed result */
+				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+		}
+		else if (McpCallInFlight(s->mcp))
+			McpCallPump(s->mcp);
+	}
+	McpWorkerHousekeeping();
 }
 
 /* runs a unit for a slot that may end the slot; a failed unit fails the run */
@@ -1611,6 +1708,11 @@ ExecutorStep(void)
 	{
 		Slot	   *s = (Slot *) req->owner;
 
+		if (req->kind != HTTP_LLM)
+		{
+			McpTransferDone(req);
+			continue;
+		}
 		CallDone(s, req);
 		if (batch.n == REPLY_BATCH)
 			FlushReplies();
@@ -1620,6 +1722,7 @@ ExecutorStep(void)
 			FlushReplies();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
+			StartDueMcp();
 			HttpPerform();
 		}
 	}
@@ -1629,6 +1732,7 @@ ExecutorStep(void)
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)
 			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
+	StartDueMcp();
 
 	now = GetCurrentTimestamp();
 	poll_children = TimestampDifferenceExceeds(last_child_poll, now, CHILD_POLL_MS);
@@ -1663,6 +1767,12 @@ ExecutorNextTimeout(long dflt)
 		}
 		else if (s->state == SLOT_CHILD)
 			t = Min(t, CHILD_POLL_MS);
+		else if (s->state == SLOT_MCP && !McpCallInFlight(s->mcp))
+		{
+			long		ms = (long) ((McpCallNextAt(s->mcp) - now) / 1000);
+
+			t = Min(t, Max(ms, 0));
+		}
 		else if (s->state == SLOT_READY && s->rl_waiting)
 		{
 			/* providers: until the bucket refills, or (0) a request ends */
@@ -1724,6 +1834,11 @@ ExecutorDrainStep(void)
 
 	while ((req = HttpNextDone()) != NULL)
 	{
+		if (req->kind != HTTP_LLM)
+		{
+			McpTransferDone(req);
+			continue;
+		}
 		CallDone((Slot *) req->owner, req);
 		if (batch.n == REPLY_BATCH)
 			FlushReplies();

@@ -269,6 +269,38 @@ HttpStart(const char *url, struct curl_slist *headers, char *body,
 }
 
 /*
+ * Adds a transfer prepared by someone else (an MCP call, src/mcp.c) to the
+ * multi handle: its callbacks are its own, and HttpFree leaves its easy
+ * handle to its owner.
+ */
+HttpRequest *
+HttpAttach(CURL *easy, int kind, void *owner)
+{
+	HttpRequest *req;
+	CURLMcode	mc;
+
+	req = MemoryContextAllocZero(TopMemoryContext, sizeof(HttpRequest));
+	req->easy = easy;
+	req->external = true;
+	req->kind = kind;
+	req->owner = owner;
+	req->retry_after_ms = -1;
+	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
+	mc = curl_multi_add_handle(multi, easy);
+	if (mc != CURLM_OK)
+	{
+		const char *msg = curl_multi_strerror(mc);
+
+		pfree(req);
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("could not start an HTTP request: %s", msg)));
+	}
+	in_flight++;
+	return req;
+}
+
+/*
  * Waits up to timeout_ms for the latch, postmaster death (exits) or any
  * activity on the transfers in flight, then lets libcurl progress.
  * Returns true when the latch was set (it is reset here).
@@ -402,7 +434,8 @@ HttpFree(HttpRequest *req)
 			if (req->stream)
 				streaming--;
 		}
-		curl_easy_cleanup(req->easy);
+		if (!req->external)
+			curl_easy_cleanup(req->easy);
 	}
 	if (req->headers)
 		curl_slist_free_all(req->headers);

@@ -39,6 +39,7 @@
 
 #include <stddef.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #define MCP_PROTOCOL_VERSION	"2025-11-25"	/* newest stateful version */
@@ -63,6 +64,7 @@
 #define MCP_UNAUTHORIZED	(-5)	/* HTTP 401/403 and no (more) credentials */
 
 typedef struct McpClient McpClient;
+typedef struct McpAsync McpAsync;	/* an asynchronous request, below */
 
 /* Returns non-zero to abort the transfer under way (e.g. query cancel). */
 typedef int (*McpAbortCallback) (void *arg);
@@ -196,5 +198,52 @@ extern int	mcp_client_initializations(McpClient *c);
  * parts as compact JSON.  malloc'd.
  */
 extern char *mcp_result_text(json_t *result);
+
+/*
+ * Asynchronous tools/call, for a caller that drives libcurl's multi
+ * interface itself (the worker, src/mcp_tools.c).  mcp_client_ready first
+ * (it may initialize a session or discover, synchronously), then
+ * mcp_async_call prepares the POST on a handle of its own: the caller adds
+ * mcp_async_handle() to its multi handle and, once the transfer is done,
+ * gives its CURLcode to mcp_async_done, which returns MCP_OK,
+ * MCP_RPC_ERROR, MCP_INPUT_REQUIRED (with *result as for
+ * mcp_call_tool_with_input), MCP_ERROR/MCP_UNAUTHORIZED (the client error
+ * says why), MCP_SESSION_GONE (the server forgot the session: forget it,
+ * get ready again and call again) or MCP_AGAIN (the SSE stream closed
+ * before the response: add the same handle again after mcp_async_delay_ms,
+ * it resumes with GET + Last-Event-ID).  Several calls may be in flight on
+ * one client.  tool_def is the tool as listed (its inputSchema gives the
+ * Mcp-Param-* headers of 2026-07-28), or NULL.  Requests the server makes
+ * in the stream are answered through mcp_async_next_reply (POSTs the
+ * caller sends), never synchronously.
+ */
+#define MCP_SESSION_GONE	(-6)
+#define MCP_AGAIN			(-7)
+
+extern int	mcp_client_ready(McpClient *c);
+extern void mcp_client_forget_session(McpClient *c);
+extern int	mcp_client_stateless(McpClient *c);
+extern int	mcp_client_is_ready(McpClient *c);
+
+/*
+ * A session server whose version is known (set with mcp_client_set_protocol,
+ * or negotiated before) can be initialized asynchronously too:
+ * mcp_async_initialize prepares initialize (NULL when the client cannot,
+ * e.g. in auto mode: then mcp_client_ready), mcp_async_done answers
+ * MCP_AGAIN once with delay 0 (the same handle now sends
+ * notifications/initialized), then MCP_OK when the session is ready.
+ */
+extern int	mcp_client_wants_session(McpClient *c);
+extern McpAsync *mcp_async_initialize(McpClient *c);
+extern McpAsync *mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
+								json_t *input_responses, const char *request_state);
+extern CURL *mcp_async_handle(McpAsync *a);
+extern int	mcp_async_done(McpAsync *a, int curl_code, json_t **result);
+extern long mcp_async_delay_ms(McpAsync *a);
+/* notifications/tools/list_changed came in the stream */
+extern int	mcp_async_list_changed(McpAsync *a);
+/* 1 with a POST to send (headers and body malloc'd, the caller's), 0 when none is left */
+extern int	mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body);
+extern void mcp_async_free(McpAsync *a);
 
 #endif							/* PG_AGENTS_MCP_H */

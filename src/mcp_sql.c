@@ -221,6 +221,8 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 						"protocolVersion", mcp_client_protocol_version(c),
 						"serverInfo", info ? info : json_null(),
 						"tools", tools);
+		if (mcp_client_tools_ttl_ms(c) >= 0)
+			json_object_set_new(out, "ttlMs", json_integer(mcp_client_tools_ttl_ms(c)));
 	}
 	else
 	{

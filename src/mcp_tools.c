@@ -10,10 +10,17 @@
  * run without a restart.  A call goes through the same approval gate as the
  * built-in tools (the tool's needs_approval flag, scope.needs_approval, the
  * agent's approval_mode: "writes" pauses any tool the server does not mark
- * readOnlyHint), then agent.mcp_agent_call, which never raises for a remote
- * failure: a broken server is a failed tool result the model reads.  The
- * HTTP exchange runs synchronously in the worker, bounded by
- * pg_agents.request_timeout.
+ * readOnlyHint), then the call, where a remote failure is a failed tool
+ * result the model reads, never an error of the run.
+ *
+ * The call is asynchronous (docs/mcp.md, "How the worker calls MCP
+ * servers"): the tool transaction only prepares it
+ * (agent._mcp_worker_prepare), the executor sends it through the worker's
+ * curl multi handle once that transaction committed, with no transaction
+ * open, and records the answer in a short transaction of its own
+ * (agent._mcp_worker_finish, McpCallRecord), with the same step as a
+ * synchronous call.  Each request is bounded by pg_agents.request_timeout;
+ * a slow or silent server delays only the runs waiting on it.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,8 +28,12 @@
 
 #include "worker_int.h"
 
+#include <string.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -87,81 +98,480 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	}
 }
 
-/*
- * The call itself, through agent.mcp_agent_call_input (elicitation through
- * people, sql/src/706_mcp_elicitation.sql) when it is installed, else
- * agent.mcp_agent_call.
+/* ---------------------------------------------------------------------
+ * Asynchronous calls
+ * ---------------------------------------------------------------------
  */
-static json_t *
-McpToolCallForRun(const ToolRun *tr, const char *name, Datum arguments)
-{
-	Oid			types[4] = {INT8OID, INT8OID, TEXTOID, JSONBOID};
-	Datum		vals[4];
-	int			rc;
 
-	vals[0] = Int64GetDatum(tr->agent_id);
-	vals[1] = Int64GetDatum(tr->run_id);
-	vals[2] = CStringGetTextDatum(name);
-	vals[3] = arguments;
-	/* personal servers: the run's user only (agent._mcp_run_user, inside) */
-	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (reset by the loop on error) */
-	rc = SPI_execute_with_args("SELECT agent.mcp_agent_call_input($1, $2, $3, $4)::pg_catalog.text", 4, types, vals,
-							   NULL, false, 1);
-	PgAgentsWorkerNoteMcp(false);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "agent.mcp_agent_call returned no row");
-	return json_loads(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), 0, NULL);
+/*
+ * The worker's clients, one per server and configuration (URL, headers,
+ * protocol), kept across calls so that a session (2025-11-25 and older) is
+ * initialized once and its Mcp-Session-Id reused by every call, however many
+ * are in flight.  A client whose configuration changed (a renewed OAuth
+ * token) is closed once no call uses it any more, outside any transaction
+ * (McpWorkerHousekeeping).  malloc'd: nothing here can ereport.
+ */
+typedef struct McpEntry
+{
+	struct McpEntry *next;
+	int64		server_id;
+	char	   *key;
+	McpClient  *client;
+	int			refs;
+	bool		stale;
+	bool		broken;			/* stale after a failure: closed without DELETE */
+	struct McpCall *initializing;	/* the call initializing its session */
+	char	   *init_error;		/* why the last initialization failed */
+} McpEntry;
+
+static McpEntry *entries = NULL;
+static int	transfers = 0;		/* MCP transfers in the multi handle */
+static bool exit_hook = false;
+
+struct McpCall
+{
+	/* prepared in the tool transaction */
+	int64		server_id;
+	char	   *exposed;
+	char	   *server;
+	char	   *tool;
+	char	   *url;
+	char	   *protocol;
+	char	   *key;
+	json_t	   *headers;		/* secret: never printed */
+	json_t	   *input;			/* the model's input, for the step */
+	json_t	   *arguments;
+	json_t	   *tool_def;
+	json_t	   *responses;
+	char	   *request_state;
+	TimestampTz started;
+	/* the transfer, with no transaction open */
+	McpEntry   *entry;
+	McpAsync   *async;
+	bool		initializing;	/* async is the session's initialize */
+	char	   *session;		/* the session the call went out on */
+	HttpRequest *req;
+	int			session_retries;
+	TimestampTz next_at;
+	/* what came back: {"ok", "result"|"error", ...} */
+	json_t	   *answer;
+	bool		list_changed;
+};
+
+static McpCall *prepared = NULL;
+
+static char *
+xdup(const char *s)
+{
+	char	   *r = strdup(s ? s : "");
+
+	if (r == NULL)
+		elog(FATAL, "out of memory");
+	return r;
 }
 
-/* Executes one mcp__* tool call for the run. */
-ToolOutcome
-McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-			   TimestampTz started)
+static void
+EntryClose(McpEntry *e)
 {
-	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, INT8OID};
-	Datum		vals[4];
+	McpEntry  **pp;
+
+	for (pp = &entries; *pp; pp = &(*pp)->next)
+		if (*pp == e)
+		{
+			*pp = e->next;
+			break;
+		}
+	/*
+	 * The DELETE of the session (synchronous, at most 2 s) only when the
+	 * server was answering: one that failed may not answer it either.
+	 */
+	if (e->broken)
+		mcp_client_forget_session(e->client);
+	mcp_client_close(e->client);
+	free(e->key);
+	free(e->init_error);
+	free(e);
+}
+
+static void
+McpWorkerOnExit(int code, Datum arg)
+{
+	while (entries)
+		EntryClose(entries);
+}
+
+/* closes the clients no call uses any more; outside transactions */
+void
+McpWorkerHousekeeping(void)
+{
+	McpEntry   *e = entries;
+
+	while (e)
+	{
+		McpEntry   *next = e->next;
+
+		if (e->stale && e->refs == 0)
+			EntryClose(e);
+		e = next;
+	}
+}
+
+static McpEntry *
+EntryFor(McpCall *mc)
+{
+	McpEntry   *e;
+
+	for (e = entries; e; e = e->next)
+	{
+		if (e->server_id != mc->server_id || e->stale)
+			continue;
+		if (strcmp(e->key, mc->key) == 0)
+		{
+			e->refs++;
+			return e;
+		}
+		e->stale = true;		/* the configuration changed */
+	}
+	if (!exit_hook)
+	{
+		on_proc_exit(McpWorkerOnExit, (Datum) 0);
+		exit_hook = true;
+	}
+	e = calloc(1, sizeof(McpEntry));
+	if (e == NULL)
+		elog(FATAL, "out of memory");
+	e->server_id = mc->server_id;
+	e->key = xdup(mc->key);
+	e->client = mcp_client_new(mc->url, mc->headers, pg_agents_request_timeout);
+	if (mc->protocol && strcmp(mc->protocol, MCP_STATELESS_VERSION) == 0)
+	{
+		mcp_client_set_protocol(e->client, MCP_STATELESS_VERSION);
+		/* input_required comes back to be answered by people */
+		mcp_client_defer_elicitation(e->client);
+	}
+	else
+		mcp_client_set_protocol(e->client, mc->protocol);	/* NULL: discover */
+	e->refs = 1;
+	e->next = entries;
+	entries = e;
+	return e;
+}
+
+static void
+SetAnswer(McpCall *mc, json_t *answer)
+{
+	if (mc->answer)
+		json_decref(mc->answer);
+	mc->answer = answer;
+}
+
+static json_t *
+Failure(const char *error)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", error && error[0] ? error : "the MCP call failed");
+}
+
+static json_t *
+JsonFromText(const char *text)
+{
+	return text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+void
+McpCallFree(McpCall *mc)
+{
+	if (mc == NULL)
+		return;
+	if (mc->req)
+	{
+		HttpFree(mc->req);		/* removed from the multi handle */
+		transfers--;
+	}
+	mcp_async_free(mc->async);
+	if (mc->entry)
+	{
+		mc->entry->refs--;
+		if (mc->entry->initializing == mc)
+			mc->entry->initializing = NULL;
+	}
+	free(mc->session);
+	free(mc->exposed);
+	free(mc->server);
+	free(mc->tool);
+	free(mc->url);
+	free(mc->protocol);
+	free(mc->key);
+	free(mc->request_state);
+	if (mc->headers)
+		json_decref(mc->headers);
+	if (mc->input)
+		json_decref(mc->input);
+	if (mc->arguments)
+		json_decref(mc->arguments);
+	if (mc->tool_def)
+		json_decref(mc->tool_def);
+	if (mc->responses)
+		json_decref(mc->responses);
+	if (mc->answer)
+		json_decref(mc->answer);
+	free(mc);
+}
+
+McpCall *
+McpTakePrepared(void)
+{
+	McpCall    *mc = prepared;
+
+	prepared = NULL;
+	return mc;
+}
+
+/* another call is initializing the session this one is to use */
+static bool
+WaitsForSession(McpCall *mc)
+{
+	return mc->entry && mc->entry->initializing && mc->entry->initializing != mc;
+}
+
+/*
+ * Not in flight, no answer yet, and due (a resumed stream waits its retry
+ * delay, a call waits for the session another one is initializing).
+ */
+bool
+McpCallDue(McpCall *mc, TimestampTz now)
+{
+	return mc->req == NULL && mc->answer == NULL && mc->next_at <= now && !WaitsForSession(mc);
+}
+
+bool
+McpCallInFlight(McpCall *mc)
+{
+	return mc->req != NULL;
+}
+
+bool
+McpCallAnswered(McpCall *mc)
+{
+	return mc->answer != NULL;
+}
+
+TimestampTz
+McpCallNextAt(McpCall *mc)
+{
+	/* (the initializing call's answer wakes the loop) */
+	if (WaitsForSession(mc))
+		return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
+	return mc->next_at;
+}
+
+int
+McpTransfersInFlight(void)
+{
+	return transfers;
+}
+
+/*
+ * Starts (or resumes) the request, with no transaction open.  A session
+ * server's client without a session is initialized first, through the
+ * multi handle too (initialize, then notifications/initialized), by one
+ * call while the others wait for it; the tools/call follows.  Only a server
+ * whose protocol is not known yet (never refreshed) is discovered
+ * synchronously.  When the call cannot start, the answer is a failure at
+ * once (McpCallAnswered).
+ */
+void
+McpCallStart(McpCall *mc, void *owner)
+{
+	McpClient  *c;
 	int			rc;
-	bool		isnull;
-	bool		needs;
-	bool		read_only;
-	char	   *text;
-	json_t	   *call;
+
+	if (mc->async == NULL)
+	{
+		const char *problem = mcp_url_problem(mc->url);
+
+		if (problem)
+		{
+			SetAnswer(mc, Failure(problem));
+			return;
+		}
+		if (mc->entry == NULL)
+			mc->entry = EntryFor(mc);
+		c = mc->entry->client;
+		mcp_client_set_timeout(c, pg_agents_request_timeout);
+		if (!mcp_client_is_ready(c) && mc->entry->init_error)
+		{
+			/* the initialization this call waited for failed: so does the call */
+			SetAnswer(mc, Failure(mc->entry->init_error));
+			return;
+		}
+		if (!mcp_client_is_ready(c) && mcp_client_wants_session(c))
+		{
+			mc->async = mcp_async_initialize(c);
+			if (mc->async == NULL)
+			{
+				SetAnswer(mc, Failure(mcp_client_error(c)));
+				return;
+			}
+			mc->initializing = true;
+			mc->entry->initializing = mc;
+			mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, owner);
+			transfers++;
+			return;
+		}
+		pgstat_report_activity(STATE_IDLE, NULL);
+		rc = mcp_client_ready(c);	/* stateless: at once; unknown protocol: discover */
+		if (rc != MCP_OK)
+		{
+			SetAnswer(mc, Failure(mcp_client_error(c)));
+			mc->entry->stale = mc->entry->broken = true;	/* start afresh next time */
+			return;
+		}
+		free(mc->session);
+		mc->session = mcp_client_session_id(c) ? xdup(mcp_client_session_id(c)) : NULL;
+		mc->async = mcp_async_call(c, mc->tool, mc->arguments, mc->tool_def, mc->responses,
+								   mc->request_state);
+		if (mc->async == NULL)
+		{
+			SetAnswer(mc, Failure(mcp_client_error(c)));
+			return;
+		}
+	}
+	mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, owner);
+	transfers++;
+	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (mcp_since) */
+}
+
+/* answers to the server's requests in the stream (ping): POSTs of their own */
+static void
+SendReplies(McpCall *mc)
+{
+	struct curl_slist *h;
+	char	   *body;
+
+	while (mc->async && mcp_async_next_reply(mc->async, &h, &body))
+	{
+		HttpRequest *r = HttpStart(mc->url, h, body, Min(pg_agents_request_timeout, 5000), NULL);
+
+		r->kind = HTTP_MCP_REPLY;
+		transfers++;
+	}
+}
+
+/* between passes: answers the server's requests of the streams in flight */
+void
+McpCallPump(McpCall *mc)
+{
+	if (mc->req)
+		SendReplies(mc);
+}
+
+/* a transfer of ours ended: an answer to a server's request is just freed */
+void
+McpReplyDone(HttpRequest *req)
+{
+	HttpFree(req);
+	transfers--;
+}
+
+/*
+ * The transfer ended (req is mc->req).  Returns true when the call has its
+ * answer; false when it goes on (a stream resumed after its retry delay, a
+ * lost session initialized again and the call sent once more).
+ */
+bool
+McpCallCollect(McpCall *mc, HttpRequest *req)
+{
+	json_t	   *result = NULL;
+	McpClient  *c = mc->entry->client;
+	int			rc;
+
+	Assert(req == mc->req);
+	rc = mcp_async_done(mc->async, (int) req->result, &result);
+	HttpFree(req);
+	mc->req = NULL;
+	transfers--;
+	SendReplies(mc);
+	if (mcp_async_list_changed(mc->async))
+		mc->list_changed = true;
+	if (mc->initializing && rc != MCP_AGAIN)
+	{
+		/* the session's initialization ended: the call (and those waiting) go on */
+		mc->initializing = false;
+		mc->entry->initializing = NULL;
+		mcp_async_free(mc->async);
+		mc->async = NULL;
+		if (result)
+			json_decref(result);
+		if (rc == MCP_OK)
+		{
+			free(mc->entry->init_error);
+			mc->entry->init_error = NULL;
+			mc->next_at = 0;	/* the call itself, in this pass */
+			return false;
+		}
+		free(mc->entry->init_error);
+		mc->entry->init_error = xdup(mcp_client_error(c));
+		mc->entry->stale = mc->entry->broken = true;	/* start afresh next time */
+		SetAnswer(mc, Failure(mc->entry->init_error));
+		return true;
+	}
+	switch (rc)
+	{
+		case MCP_OK:
+			SetAnswer(mc, json_pack("{s:b, s:O}", "ok", 1, "result", result));
+			break;
+		case MCP_INPUT_REQUIRED:
+			SetAnswer(mc, json_pack("{s:b, s:b, s:O?, s:O?, s:s}", "ok", 0, "input_required", 1,
+									"input_requests", json_object_get(result, "inputRequests"),
+									"request_state", json_object_get(result, "requestState"),
+									"error", mcp_client_error(c)));
+			break;
+		case MCP_RPC_ERROR:
+			SetAnswer(mc, json_pack("{s:b, s:s, s:O}", "ok", 0, "error", mcp_client_error(c),
+									"rpc_error", result ? result : json_null()));
+			break;
+		case MCP_AGAIN:
+			mc->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), mcp_async_delay_ms(mc->async));
+			break;
+		case MCP_SESSION_GONE:
+			/* the server forgot the session (a restart): a new one, once */
+			if (mc->session && mcp_client_session_id(c) &&
+				strcmp(mc->session, mcp_client_session_id(c)) == 0)
+				mcp_client_forget_session(c);	/* (unless a new one is already there) */
+			mcp_async_free(mc->async);
+			mc->async = NULL;
+			if (mc->session_retries++ == 0)
+			{
+				mc->next_at = 0;
+				break;
+			}
+			SetAnswer(mc, Failure("tools/call: the server lost the session again right after a new initialization"));
+			break;
+		default:
+			/*
+			 * The session stays: one call's failure (a time-out of a slow
+			 * tool) says nothing of the others on their own handles; a
+			 * server that restarted answers the next call 404, and the
+			 * session is initialized again then.
+			 */
+			SetAnswer(mc, Failure(mcp_client_error(c)));
+			break;
+	}
+	if (result)
+		json_decref(result);
+	return mc->answer != NULL;
+}
+
+/* a call's outcome (agent.mcp_agent_call's shape) to the model's result and the step */
+static ToolOutcome
+RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, json_t **result,
+		   TimestampTz started)
+{
 	json_t	   *res;
 	json_t	   *step;
+	char	   *text;
 	bool		ok;
 
-	*result = NULL;
-	vals[0] = Int64GetDatum(tr->agent_id);
-	vals[1] = CStringGetTextDatum(name);
-	vals[2] = (Datum) 0;
-	vals[3] = Int64GetDatum(tr->run_id);
-	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only "
-							   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
-							   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not look up MCP tool \"%s\"", name);
-	if (SPI_processed != 1)
-	{
-		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-		ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
-	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	if (needs || ToolsNeedsApproval(tr, name, !read_only))
-	{
-		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
-
-		if (gate != TOOL_DONE || *result != NULL)
-			return gate;
-	}
-
-	text = json_dumps(input, JSON_COMPACT);
-	vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pstrdup(text ? text : "{}")));
-	free(text);
-	call = McpToolCallForRun(tr, name, vals[2]);
-	if (call == NULL)
-		elog(ERROR, "agent.mcp_agent_call returned invalid JSON");
 	if (json_is_true(json_object_get(call, "paused")))
 	{
 		/* the server asked a person something: the run waits like on an approval */
@@ -170,7 +580,6 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 						 "questions", json_object_get(call, "questions"));
 		ToolsRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
 		json_decref(step);
-		json_decref(call);
 		return TOOL_PAUSE;
 	}
 	ok = json_is_true(json_object_get(call, "ok"));
@@ -189,6 +598,192 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 					 "tool", json_object_get(call, "tool"), "result", res);
 	ToolsRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
 	json_decref(step);
-	json_decref(call);
 	return TOOL_DONE;
+}
+
+static Datum
+JsonbArg(json_t *j)
+{
+	char	   *text = json_dumps(j ? j : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+	char	   *p = pstrdup(text ? text : "null");
+
+	free(text);
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
+}
+
+/*
+ * Inside the transaction that records it: the answer of a finished call
+ * (agent._mcp_worker_finish: the same outcome as agent.mcp_agent_call_input,
+ * a pause for people included), its step, and the model's result.
+ */
+ToolOutcome
+McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
+{
+	Oid			types[8] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
+	Datum		vals[8];
+	static SPIPlanPtr plan = NULL;
+	json_t	   *call;
+	ToolOutcome oc;
+
+	*result = NULL;
+	vals[0] = Int64GetDatum(tr->run_id);
+	vals[1] = CStringGetTextDatum(mc->exposed);
+	vals[2] = JsonbArg(mc->arguments);
+	vals[3] = Int64GetDatum(mc->server_id);
+	vals[4] = CStringGetTextDatum(mc->server);
+	vals[5] = CStringGetTextDatum(mc->tool);
+	vals[6] = JsonbArg(mc->answer);
+	vals[7] = BoolGetDatum(mc->list_changed);
+	if (PgAgentsExecPlan(&plan, "SELECT agent._mcp_worker_finish($1, $2, $3, $4, $5, $6, $7, $8)::pg_catalog.text",
+						 8, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent._mcp_worker_finish returned no row");
+	call = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	if (call == NULL)
+		elog(ERROR, "agent._mcp_worker_finish returned invalid JSON");
+	oc = RecordCall(tr, mc->exposed, mc->input, call, result, mc->started);
+	json_decref(call);
+	return oc;
+}
+
+/*
+ * Executes one mcp__* tool call for the run, inside the tool transaction:
+ * the look-up, the approval gate and the preparation
+ * (agent._mcp_worker_prepare).  TOOL_MCP_ASYNC: the call is prepared
+ * (McpTakePrepared), to be sent once the transaction committed.
+ */
+ToolOutcome
+McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+			   TimestampTz started)
+{
+	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, INT8OID};
+	Datum		vals[4];
+	int			rc;
+	bool		isnull;
+	bool		needs;
+	bool		read_only;
+	int64		server_id;
+	char	   *tool;
+	char	   *schema;
+	json_t	   *prep;
+	McpCall    *mc;
+	ToolOutcome oc;
+	static SPIPlanPtr prep_plan = NULL;
+
+	*result = NULL;
+	vals[0] = Int64GetDatum(tr->agent_id);
+	vals[1] = CStringGetTextDatum(name);
+	vals[2] = (Datum) 0;
+	vals[3] = Int64GetDatum(tr->run_id);
+	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
+							   "m.input_schema::pg_catalog.text "
+							   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
+							   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up MCP tool \"%s\"", name);
+	if (SPI_processed != 1)
+	{
+		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
+		ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+		return TOOL_DONE;
+	}
+	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	if (needs || ToolsNeedsApproval(tr, name, !read_only))
+	{
+		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
+
+		if (gate != TOOL_DONE || *result != NULL)
+			return gate;
+	}
+
+	vals[2] = JsonbArg(input);
+	{
+		Oid			ptypes[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, JSONBOID};
+		Datum		pvals[6];
+
+		pvals[0] = Int64GetDatum(tr->run_id);
+		pvals[1] = CStringGetTextDatum(name);
+		pvals[2] = vals[2];
+		pvals[3] = Int64GetDatum(server_id);
+		pvals[4] = CStringGetTextDatum(tool ? tool : "");
+		pvals[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum(schema ? schema : "{}"));
+		if (PgAgentsExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+							 6, ptypes, pvals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "agent._mcp_worker_prepare returned no row");
+	}
+	prep = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	if (prep == NULL)
+		elog(ERROR, "agent._mcp_worker_prepare returned invalid JSON");
+	if (!json_is_true(json_object_get(prep, "prepared")))
+	{
+		/* refused (the tool left the agent's reach meanwhile) */
+		oc = RecordCall(tr, name, input, prep, result, started);
+		json_decref(prep);
+		return oc;
+	}
+	if (prepared)
+	{
+		McpCallFree(prepared);
+		prepared = NULL;
+	}
+	mc = calloc(1, sizeof(McpCall));
+	if (mc == NULL)
+		elog(ERROR, "out of memory");
+	mc->server_id = (int64) json_integer_value(json_object_get(prep, "server_id"));
+	mc->exposed = xdup(name);
+	mc->server = xdup(json_string_value(json_object_get(prep, "server")));
+	mc->tool = xdup(json_string_value(json_object_get(prep, "tool")));
+	mc->url = xdup(json_string_value(json_object_get(prep, "url")));
+	if (json_is_string(json_object_get(prep, "protocol_version")))
+		mc->protocol = xdup(json_string_value(json_object_get(prep, "protocol_version")));
+	mc->headers = json_deep_copy(json_object_get(prep, "headers"));
+	mc->arguments = json_incref(json_object_get(prep, "arguments"));
+	mc->tool_def = json_incref(json_object_get(prep, "tool_def"));
+	if (json_is_object(json_object_get(prep, "input_responses")))
+		mc->responses = json_incref(json_object_get(prep, "input_responses"));
+	if (json_is_string(json_object_get(prep, "request_state")))
+		mc->request_state = xdup(json_string_value(json_object_get(prep, "request_state")));
+	mc->input = json_incref(input);
+	mc->started = started;
+	{
+		/* the headers as configured (references, not secrets) and the generation of the secrets */
+		char	   *h = json_dumps(mc->headers, JSON_COMPACT | JSON_SORT_KEYS);
+		size_t		kl = strlen(mc->url) + (h ? strlen(h) : 0) + (mc->protocol ? strlen(mc->protocol) : 0) + 32;
+
+		mc->key = malloc(kl);
+		if (mc->key == NULL)
+			elog(ERROR, "out of memory");
+		snprintf(mc->key, kl, "%s\n%s\n%s\n%llu", mc->url, h ? h : "", mc->protocol ? mc->protocol : "",
+				 (unsigned long long) PgAgentsConfigGeneration());
+		if (h)
+		{
+			memset(h, 0, strlen(h));
+			free(h);
+		}
+	}
+	{
+		/* providers: ${secret:NAME} header values, resolved in this transaction */
+		char	   *serr = NULL;
+
+		if (!SecretsExpandJsonHeaders(mc->headers, &serr))
+		{
+			json_t	   *call = json_pack("{s:b, s:s, s:s, s:s, s:{s:b, s:[{s:s, s:s}]}}",
+										 "ok", 0, "server", mc->server, "tool", mc->tool,
+										 "error", serr ? serr : "a secret of the server's headers cannot be read",
+										 "result", "isError", 1, "content", "type", "text",
+										 "text", serr ? serr : "a secret of the server's headers cannot be read");
+
+			McpCallFree(mc);
+			json_decref(prep);
+			oc = RecordCall(tr, name, input, call, result, started);
+			json_decref(call);
+			return oc;
+		}
+	}
+	json_decref(prep);
+	prepared = mc;
+	return TOOL_MCP_ASYNC;
 }

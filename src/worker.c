@@ -92,8 +92,8 @@ PublishStatus(bool ready)
 		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
 	w->slots_in_use = ExecutorActive();
 	w->max_slots = pg_agents_max_concurrent_runs;
-	w->llm_in_flight = HttpInFlight();
-	w->mcp_in_flight = 0;		/* MCP calls block inside a unit: none between units */
+	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
+	w->mcp_in_flight = McpTransfersInFlight();	/* asynchronous too (mcp_tools.c) */
 	SpinLockRelease(&w->mutex);
 }
 

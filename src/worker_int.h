@@ -69,15 +69,22 @@ typedef struct HttpRequest
 	bool		done;
 	char		errbuf[CURL_ERROR_SIZE];
 	void	   *owner;
+	int			kind;			/* HTTP_LLM, or MCP transfers (mcp_tools.c) */
+	bool		external;		/* easy handle owned by someone else (HttpAttach) */
 	struct LlmStream *stream;	/* a streamed reply: parsed as it arrives (borrowed) */
 	int			stream_mode;	/* 0 undecided, 1 parsed as a stream, 2 buffered (an error) */
 	char		request_id[128];	/* x-request-id / request-id response header */
 } HttpRequest;
 
+#define HTTP_LLM		0
+#define HTTP_MCP		1		/* an MCP tools/call of a slot */
+#define HTTP_MCP_REPLY	2		/* an answer to a server's request: freed when done */
+
 extern void HttpInit(void);
 extern HttpRequest *HttpStart(const char *url, struct curl_slist *headers,
 							  char *body, long timeout_ms, void *owner);
 extern bool HttpWait(long timeout_ms);	/* true when the latch was set */
+extern HttpRequest *HttpAttach(CURL *easy, int kind, void *owner);
 extern HttpRequest *HttpNextDone(void);
 extern void HttpFree(HttpRequest *req);
 extern int	HttpInFlight(void);
@@ -235,7 +242,8 @@ typedef enum ToolOutcome
 {
 	TOOL_DONE,					/* result is set */
 	TOOL_PAUSE,					/* approval requested: the run waits */
-	TOOL_WAIT_CHILD				/* delegated: child_run_id is set */
+	TOOL_WAIT_CHILD,			/* delegated: child_run_id is set */
+	TOOL_MCP_ASYNC				/* an MCP call is prepared (McpTakePrepared) */
 } ToolOutcome;
 
 extern json_t *ToolsDefinitions(bool can_delegate);
@@ -274,6 +282,22 @@ extern Oid	PgAgentsLookupProcedure(const char *signature);
 extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id);
 extern ToolOutcome McpToolExecute(const ToolRun *tr, const char *name, json_t *input,
 								  json_t **result, TimestampTz started);
+
+/* an MCP call in flight, asynchronous (the slot state SLOT_MCP of executor.c) */
+typedef struct McpCall McpCall;
+extern McpCall *McpTakePrepared(void);
+extern void McpCallStart(McpCall *mc, void *owner);	/* no transaction open */
+extern bool McpCallCollect(McpCall *mc, HttpRequest *req);	/* true: answered */
+extern void McpCallPump(McpCall *mc);
+extern bool McpCallDue(McpCall *mc, TimestampTz now);
+extern bool McpCallInFlight(McpCall *mc);
+extern bool McpCallAnswered(McpCall *mc);
+extern TimestampTz McpCallNextAt(McpCall *mc);
+extern ToolOutcome McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result);	/* in a unit */
+extern void McpCallFree(McpCall *mc);
+extern void McpReplyDone(HttpRequest *req);
+extern void McpWorkerHousekeeping(void);
+extern int	McpTransfersInFlight(void);
 
 /* ---- teams.c: messages to runs, ask_parent, agent_teams (docs/teams.md) ---- */
 

@@ -25,7 +25,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 AS 'MODULE_PATHNAME', 'pg_agents_mcp_list';
 REVOKE ALL ON FUNCTION agent._mcp_list(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent._mcp_list(bigint, text, jsonb) IS
-  'Internal: initialize and tools/list (all pages) over HTTP from this backend; returns {"ok": true, "protocolVersion", "serverInfo", "tools"} or {"ok": false, "error"}; never raises for a remote failure.';
+  'Internal: initialize and tools/list (all pages) over HTTP from this backend; returns {"ok": true, "protocolVersion", "serverInfo", "tools", "ttlMs"?} or {"ok": false, "error"}; never raises for a remote failure.';
 
 CREATE FUNCTION agent._mcp_call(server_id bigint, url text, headers jsonb, tool text, arguments jsonb)
 RETURNS jsonb
@@ -432,7 +432,9 @@ BEGIN
   DELETE FROM agent.mcp_tools mt WHERE mt.server_id = s.id AND NOT (mt.name = ANY (v_names));
   UPDATE agent.mcp_servers m
      SET last_error = NULL, tools_refreshed_at = now(),
-         protocol_version = r->>'protocolVersion', server_info = r->'serverInfo'
+         protocol_version = r->>'protocolVersion', server_info = r->'serverInfo',
+         tools_ttl_ms = CASE WHEN jsonb_typeof(r->'ttlMs') = 'number' THEN (r->>'ttlMs')::integer END,
+         tools_stale = false
    WHERE m.id = s.id;
   RETURN QUERY SELECT s.id, s.name, true, cardinality(v_names), NULL::text;
 END

@@ -1,0 +1,100 @@
+-- pg_agents: asynchronous MCP calls of the worker (docs/mcp.md, "How the
+-- worker calls MCP servers").
+--
+-- The worker never holds a transaction across an MCP request: a short
+-- transaction checks the call and prepares it (agent._mcp_worker_prepare,
+-- after the approval gate), the request goes out through the worker's curl
+-- multi handle with no transaction open, and a second short transaction
+-- records the answer (agent._mcp_worker_finish): the same step, the same
+-- pause for people (2026-07-28 input_required) and the same failed results
+-- as agent.mcp_agent_call_input, which stays for synchronous use.
+
+CREATE FUNCTION agent._mcp_worker_prepare(p_run_id bigint, p_exposed_name text, p_arguments jsonb,
+                                          p_server_id bigint, p_tool text, p_input_schema jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  s agent.mcp_servers%ROWTYPE;
+  e agent.mcp_elicitations%ROWTYPE;
+  v_key text;
+  v_out jsonb;
+BEGIN
+  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = p_server_id AND m.enabled;
+  IF NOT FOUND THEN
+    RETURN pg_catalog.jsonb_build_object('ok', false, 'denied', true,
+                                         'error', pg_catalog.format('tool "%s" is not available to this agent', p_exposed_name),
+                                         'result', agent._mcp_failed_result(pg_catalog.format('tool "%s" is not available to this agent', p_exposed_name)));
+  END IF;
+  IF p_arguments IS NULL OR pg_catalog.jsonb_typeof(p_arguments) <> 'object' THEN
+    p_arguments := '{}';
+  END IF;
+  v_out := pg_catalog.jsonb_build_object('prepared', true, 'server_id', s.id, 'server', s.name, 'tool', p_tool,
+                                         'url', s.url, 'headers', s.headers,
+                                         'protocol_version', s.protocol_version, 'arguments', p_arguments,
+                                         'tool_def', pg_catalog.jsonb_build_object('name', p_tool, 'inputSchema', p_input_schema));
+  IF s.protocol_version = '2026-07-28' THEN
+    -- an answered question of this run for this very call: sent with it
+    v_key := agent.approval_key(p_exposed_name, p_arguments);
+    SELECT * INTO e FROM agent.mcp_elicitations x
+     WHERE x.run_id = p_run_id AND x.approval_key = v_key AND x.status = 'answered'
+     ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
+    IF FOUND THEN
+      UPDATE agent.mcp_elicitations x SET status = 'consumed' WHERE x.id = e.id;
+      PERFORM agent.consume_approval(p_run_id, p_exposed_name, p_arguments);
+      v_out := v_out || pg_catalog.jsonb_build_object('input_responses', e.response,
+                                                      'request_state', e.request_state);
+    END IF;
+  END IF;
+  RETURN v_out;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._mcp_worker_prepare(bigint, text, jsonb, bigint, text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent._mcp_worker_prepare(bigint, text, jsonb, bigint, text, jsonb) IS
+  'Internal (worker): prepares an MCP tool call of a run (the tool as agent.mcp_agent_tools gave it, the approval gate passed) for the asynchronous request: {"prepared": true, "server_id", "server", "tool", "url", "headers", "protocol_version", "arguments", "tool_def", "input_responses"?, "request_state"?} (an answered elicitation of this call is consumed with its approval), or a refusal when the server is gone or disabled. Holds the server''s headers: superusers only, never recorded.';
+
+CREATE FUNCTION agent._mcp_worker_finish(p_run_id bigint, p_exposed_name text, p_arguments jsonb,
+                                         p_server_id bigint, p_server text, p_tool text,
+                                         p_answer jsonb, p_list_changed boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_key text;
+  v_ws text;
+BEGIN
+  IF coalesce(p_list_changed, false) THEN
+    UPDATE agent.mcp_servers m SET tools_stale = true WHERE m.id = p_server_id AND NOT m.tools_stale;
+  END IF;
+  IF p_arguments IS NULL OR pg_catalog.jsonb_typeof(p_arguments) <> 'object' THEN
+    p_arguments := '{}';
+  END IF;
+  IF coalesce((p_answer->>'input_required')::boolean, false) THEN
+    IF pg_catalog.jsonb_typeof(p_answer->'input_requests') IS DISTINCT FROM 'object' THEN
+      RETURN pg_catalog.jsonb_build_object('ok', false, 'server', p_server, 'tool', p_tool, 'error', p_answer->>'error',
+                                           'result', agent._mcp_failed_result(p_answer->>'error'));
+    END IF;
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+    v_key := agent.request_approval(p_run_id, p_exposed_name, p_arguments);
+    INSERT INTO agent.mcp_elicitations (workspace_id, run_id, approval_key, server_id, exposed_name,
+                                        input_requests, request_state, expires_at)
+    VALUES (v_ws, p_run_id, v_key, p_server_id, p_exposed_name, p_answer->'input_requests',
+            p_answer->>'request_state', now() + pg_catalog.current_setting('pg_agents.approval_ttl')::interval);
+    RETURN pg_catalog.jsonb_build_object('ok', false, 'paused', true, 'server', p_server, 'tool', p_tool,
+                                         'approval_key', v_key,
+                                         'questions', (SELECT pg_catalog.jsonb_agg(q.value->'params'->>'message')
+                                                         FROM pg_catalog.jsonb_each(p_answer->'input_requests') q));
+  END IF;
+  IF coalesce((p_answer->>'ok')::boolean, false) THEN
+    RETURN pg_catalog.jsonb_build_object('ok', NOT coalesce((p_answer->'result'->>'isError')::boolean, false),
+                                         'server', p_server, 'tool', p_tool, 'result', p_answer->'result');
+  END IF;
+  RETURN pg_catalog.jsonb_build_object('ok', false, 'server', p_server, 'tool', p_tool, 'error', p_answer->>'error',
+                                       'result', agent._mcp_failed_result(p_answer->>'error', p_answer->'rpc_error'));
+END
+$$;
+REVOKE ALL ON FUNCTION agent._mcp_worker_finish(bigint, text, jsonb, bigint, text, text, jsonb, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION agent._mcp_worker_finish(bigint, text, jsonb, bigint, text, text, jsonb, boolean) IS
+  'Internal (worker): what an asynchronous MCP tool call of a run came back with (p_answer: {"ok": true, "result"}, {"ok": false, "input_required": true, "input_requests", "request_state"} or {"ok": false, "error", "rpc_error"?}), as agent.mcp_agent_call_input returns it: a 2026-07-28 server asking for input pauses the run for people; p_list_changed marks the server''s tool list stale.';
