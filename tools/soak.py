@@ -33,7 +33,7 @@ TTL_S = 60                   # pg_agents.approval_ttl = 1min (the setting's unit
 LATE_S = 20                  # a "late" approval, well within the TTL
 SELF_CAP = 3                 # pg_agents.self_retrigger_cap
 HOURLY_CAP = 5               # the capped agent's hourly_run_cap
-N_NOTES = 400
+N_NOTES = max(400, int(DURATION * 0.6))   # rows the driver wakes once each
 rng = random.Random(SEED)
 
 SCHEDULES = {   # agent name -> (workspace, cron, zone)
