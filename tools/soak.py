@@ -460,7 +460,8 @@ def drive():
     t0 = time.time()
     # process faults at fixed fractions of the run (plus jitter)
     plan = sorted([(f + rng.uniform(-0.03, 0.03), what) for f, what in
-                   [(0.15, "kill"), (0.3, "longtx"), (0.4, "kill"), (0.55, "restart"), (0.7, "kill"), (0.82, "kill")]])
+                   [(0.1, "kill"), (0.2, "longtx"), (0.25, "kill"), (0.35, "kill"), (0.45, "kill"), (0.55, "restart")]])
+    # (the last 40 %: one worker's life, for the memory check)
     RSS.clear()
     last_rss = 0
     actions = [(0.5, act_ticket), (0.12, lambda: act_row("note")), (0.05, lambda: act_row("loop")),
@@ -830,8 +831,14 @@ def reconcile():
     for line in report:
         print(line)
     print("discrepancies: %d" % len(D))
-    for d in D[:60]:
-        print("  DISCREPANCY " + d)
+    groups = {}
+    for d in D:
+        groups.setdefault(d.split()[0], []).append(d)
+    for g in groups.values():
+        for d in g[:5]:
+            print("  DISCREPANCY " + d)
+        if len(g) > 5:
+            print("  ... and %d more like it" % (len(g) - 5))
     return len(D)
 
 
