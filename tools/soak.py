@@ -256,6 +256,20 @@ def setup():
     mk_trigger("echo", kind="event", event_name="collection.property_updated", resource_type="collection",
                resource_id="soak.docs", allow_self_retrigger=True,
                filter={"all": [{"property": "kind", "op": "eq", "value": "loop"}]}, prompt="Echo the loop row")
+    # MCP: a server that answers (echo), fails (isError), errs (JSON-RPC error), and one that hangs
+    if os.environ.get("MCP_PORT"):
+        base = "http://127.0.0.1:%s" % os.environ["MCP_PORT"]
+        q("SELECT agent.mcp_add_server('py', %s, workspace_id => 'initech')" % lit(base + "/mcp"))
+        q("SELECT agent.mcp_add_server('hang', %s, workspace_id => 'initech')" % lit(base + "/slow/mcp"))
+        mk_agent("initech", "toolsmith")
+        q("UPDATE agent.agents SET scope = scope || %s::jsonb WHERE id = %d" % (lit(json.dumps(
+            {"mcp_tools": ["mcp__py__echo", "mcp__py__fail", "mcp__py__boom", "mcp__hang__echo"]})), AG["toolsmith"]))
+        mk_trigger("toolsmith", kind="event", event_name="soak.mcp", resource_type="thing",
+                   prompt="Use the tools [[soak:toolsmith]]")
+        llm_script("[[soak:toolsmith]]", [{"repeat": True, "tool_calls": [
+            {"name": "mcp__py__echo", "input": {"message": "hi"}}, {"name": "mcp__py__fail", "input": {}},
+            {"name": "mcp__py__boom", "input": {}}, {"name": "mcp__hang__echo", "input": {"message": "hi"}}],
+            "after_tool": {"text": "tools used"}}])
     # per-row scripts: the row's title carries its key, so a run writes the row that woke it
     for i in range(1, N_NOTES + 1):
         llm_script("[[soak:note-%d]]" % i, [{"tool": "write_resource", "repeat": True, "vary": True,
@@ -472,6 +486,8 @@ def drive():
                (0.04, lambda: act_fire("spend", "globex", "soak.spend")),
                (0.05, lambda: act_fire("project", "initech", "soak.project")),
                (0.1, act_flaky)]
+    if "toolsmith" in AG:
+        actions.append((0.04, lambda: act_fire("mcp", "initech", "soak.mcp")))
     # approvals are asked for only while an unanswered one can still expire before the end
     while True:
         el = time.time() - t0
@@ -742,6 +758,23 @@ def reconcile():
     retries = int(q("SELECT count(*) FROM agent.run_steps WHERE status = 'retry'"))
     report.append("llm faults injected %s (fatal kinds %d); flaky runs %s; retry steps %d" % (
         {k: faults_injected.count(k) for k in sorted(set(faults_injected))}, n_fatal, fl, retries))
+
+    # 10b. MCP: tool failures and a hanging server are tool results, the run goes on
+    for key, _, _ in ev.get("mcp", []):
+        one_run("toolsmith", lambda r: r["event_id"] == key, "mcp %s" % key, ("succeeded",))
+    if "toolsmith" in AG:
+        msteps = dict((a, int(b)) for a, b in rows(
+                "SELECT s.kind || ':' || coalesce(s.name, '') || ':' || s.status, count(*) FROM agent.run_steps s"
+                " JOIN agent.runs r ON r.id = s.run_id WHERE r.agent_id = %d AND s.kind <> 'llm' GROUP BY 1 ORDER BY 1"
+                % AG["toolsmith"]))
+        n_mcp = len(by_agent.get("toolsmith", []))
+        for st, want in (("tool:mcp__py__echo:ok", n_mcp), ("tool:mcp__py__fail:error", n_mcp),
+                         ("tool:mcp__py__boom:error", n_mcp)):
+            if msteps.get(st, 0) != want:
+                bad("mcp: %d steps %s for %d runs" % (msteps.get(st, 0), st, n_mcp))
+        if sum(v for k, v in msteps.items() if "mcp__hang__echo" in k and not k.endswith(":ok")) != n_mcp:
+            bad("mcp: the hanging server's calls are not one failed step per run: %s" % msteps)
+        report.append("mcp  events %d -> runs %d; tool steps %s" % (len(ev.get("mcp", [])), n_mcp, msteps))
 
     # 11. nothing else ran, nothing left active, roll-ups add up
     others = [r for r in runs.values() if r["id"] not in checked]

@@ -15,8 +15,17 @@ dir=$(dirname "$envfile")
 . "$envfile"
 export PG_AGENTS_ENV="$envfile"
 . test/fixtures/llm.sh
-cleanup() { llm_stop; tools/cluster.sh stop "$dir"; }
+mcppid=
+cleanup() {
+    llm_stop
+    [ -z "$mcppid" ] || { kill "$mcppid" 2>/dev/null; wait "$mcppid" 2>/dev/null || true; }
+    tools/cluster.sh stop "$dir"
+}
 llm_start
 trap cleanup EXIT
+# pg_agents' own MCP server: /mcp (echo, fail = isError, boom = JSON-RPC error), /slow/mcp (3 s per answer)
+python3 test/fixtures/mcp_server.py --port-file "$dir/mcp.port" >/dev/null 2>&1 & mcppid=$!
+for _ in $(seq 1 100); do [ -s "$dir/mcp.port" ] && break; sleep 0.05; done
+export MCP_PORT=$(cat "$dir/mcp.port")
 echo "soak: cluster $dir, LLM server $LLM_URL, SOAK_MINUTES=$SOAK_MINUTES"
 python3 tools/soak.py
