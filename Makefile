@@ -82,7 +82,7 @@ bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
-.PHONY: deps demo test bench check-tools test-matrix deb test-deb
+.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb
 deps:
 	@tools/deps.sh
 
@@ -97,6 +97,12 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
+
+# a simulated week under faults in SOAK_MINUTES (default 5), then its
+# reconciliation report (docs/soak.md); not part of make test
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@SOAK_MINUTES=$(or $(SOAK_MINUTES),5) tools/soak.sh
 
 # make test on Debian 13 (PostgreSQL 17) and forky (PostgreSQL 18), each in a
 # minimal root built with debootstrap (tools/matrix.sh; MATRIX="trixie" for one)

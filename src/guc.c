@@ -31,6 +31,7 @@ char	   *pg_agents_on_behalf_of = NULL;
 /* worker */
 char	   *pg_agents_database = NULL;
 int			pg_agents_max_concurrent_runs = 8;
+bool		pg_agents_worker_tick = true;
 char	   *pg_agents_llm_provider = NULL;
 char	   *pg_agents_llm_url = NULL;
 char	   *pg_agents_llm_model = NULL;
@@ -145,6 +146,11 @@ PgAgentsDefineGucs(void)
 							   "Database in which the pg_agents worker runs.",
 							   NULL, &pg_agents_database, "postgres",
 							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_agents.worker_tick",
+							 "Whether the worker calls agent.tick() by itself every second.",
+							 "Off: schedules, lease reclaim and approval expiry wait for an external agent.tick() (pg_cron, a test clock).",
+							 &pg_agents_worker_tick, true,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.max_concurrent_runs",
 							"Runs the worker executes at once.",
 							NULL, &pg_agents_max_concurrent_runs, 8, 1, 1024,

@@ -207,7 +207,9 @@ TickUnit(void)
 			elog(ERROR, "SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "pg_agents: tick");
-		if (PgAgentsFunctionExists("agent.tick(timestamp with time zone)"))
+		if (!pg_agents_worker_tick)
+			sql = NULL;			/* pg_agents.worker_tick off: someone else ticks */
+		else if (PgAgentsFunctionExists("agent.tick(timestamp with time zone)"))
 			sql = "SELECT agent.tick()";
 		else if (PgAgentsFunctionExists("agent._tick_runs()"))
 			sql = "SELECT agent._tick_runs()";
