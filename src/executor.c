@@ -1102,8 +1102,9 @@ ReplyUnit(Slot *s, void *arg)
 			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
 	}
 	NotifyRest(s);
-	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.token_budget IS NOT NULL AND r.tokens_total >= r.token_budget, "
-							  "r.token_budget, r.tokens_total FROM agent.runs r WHERE r.id = $1",
+	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.tokens_total >= coalesce(r.token_budget, a.default_token_budget), "
+							  "coalesce(r.token_budget, a.default_token_budget), r.tokens_total "
+							  "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
 	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);

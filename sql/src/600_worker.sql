@@ -103,7 +103,8 @@ COMMENT ON FUNCTION agent._worker_cleanup() IS
 -- A batch of final answers recorded in one transaction (src/executor.c).
 -- For each reply of a root run still running and without active children:
 -- the llm step, the usage, then the end of the run (succeeded with
--- {"text"}, or budget_exceeded when its token_budget is used up) and its
+-- {"text"}, or budget_exceeded when its budget is used up: its token_budget,
+-- or its agent's default_token_budget when NULL) and its
 -- state forgotten; a run with undelivered messages goes on instead (lease
 -- renewed, outcome "continue").  The same rows as one transaction per reply
 -- (agent.add_usage, agent.finish_run), in one statement and
@@ -151,25 +152,20 @@ BEGIN
              -- the live progress of the step (agent._teams_steps_inserted then finds it done)
              current_step = 'llm' || coalesce(':' || x.model, ''),
              preview = agent._teams_step_preview('llm', x.step_output),
-             status = CASE WHEN r.token_budget IS NOT NULL
-                                AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN 'budget_exceeded'
+             status = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN 'budget_exceeded'
                            WHEN x.waits THEN r.status ELSE 'succeeded' END,
-             output = CASE WHEN r.token_budget IS NOT NULL
-                                AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN r.output
+             output = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN r.output
                            WHEN x.waits THEN r.output ELSE jsonb_build_object('text', coalesce(x.text, '')) END,
-             error = CASE WHEN r.token_budget IS NOT NULL
-                               AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget
-                            THEN format('token budget of %s exhausted (%s used)', r.token_budget,
+             error = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget)
+                            THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
                                         r.tokens_total + x.tokens_in + x.tokens_out)
                           WHEN x.waits THEN r.error END,
-             finished_at = CASE WHEN r.token_budget IS NOT NULL
-                                     AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN now()
+             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN now()
                                 WHEN x.waits THEN r.finished_at ELSE now() END,
-             lease_until = CASE WHEN r.token_budget IS NOT NULL
-                                     AND r.tokens_total + x.tokens_in + x.tokens_out >= r.token_budget THEN NULL
+             lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
                                 WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
-        FROM x
-       WHERE r.id = ANY (v_all) AND r.id = x.run_id
+        FROM x, agent.agents a
+       WHERE r.id = ANY (v_all) AND r.id = x.run_id AND a.id = r.agent_id
          AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
          AND NOT EXISTS (SELECT 1 FROM agent.runs c
                           WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))

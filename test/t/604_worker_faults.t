@@ -69,6 +69,13 @@ b=$(mk_agent "budget604")
 llm_script "[[fbud]]" '[{"tool": "search_resources", "input": {"query": "x"}, "usage": {"in": 60, "out": 50}}, {"text": "never"}]'
 r=$(q "INSERT INTO agent.runs (agent_id, regime, origin, input, token_budget) VALUES ($b, 'autonomous', 'api', '{\"prompt\": \"[[fbud]]\"}', 100) RETURNING id")
 is "$(wait_status "$r" "succeeded|failed|budget_exceeded" 30)" "budget_exceeded" "the token budget ends the run"
+# a run without a token_budget of its own has its agent's default_token_budget
+# (an event or schedule run never carries one): a tool-call turn over it ends the run
+q "UPDATE agent.agents SET default_token_budget = 100 WHERE id = $b" >/dev/null
+llm_script "[[fdefbud]]" '[{"tool": "search_resources", "input": {"query": "x"}, "usage": {"in": 60, "out": 50}}, {"text": "never"}]'
+r=$(q "INSERT INTO agent.runs (agent_id, regime, origin, input) VALUES ($b, 'autonomous', 'event', '{\"prompt\": \"[[fdefbud]]\"}') RETURNING id")
+is "$(wait_status "$r" "succeeded|failed|budget_exceeded" 30)" "budget_exceeded" "the agent's default_token_budget ends a run that has none"
+is "$(q "SELECT error FROM agent.runs WHERE id = $r")" "token budget of 100 exhausted (110 used)" "with the default budget and the usage"
 
 is "$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_agents worker'")" "$wpid" "the worker never crashed"
 done_testing

@@ -49,6 +49,13 @@ done
 is "$(q "SELECT string_agg(status, ',' ORDER BY id) FROM agent.runs WHERE id IN (${run[0]}, ${run[1]}, ${run[2]})")" \
    "succeeded,budget_exceeded,succeeded" "a run over its budget ends budget_exceeded, the others succeed"
 is "$(q "SELECT error FROM agent.runs WHERE id = ${run[1]}")" "token budget of 12 exhausted (15 used)" "with its usage"
+# a final answer over the agent's default_token_budget (the run has none of its own)
+d=$(mk_agent "defbud608")
+q "UPDATE agent.agents SET default_token_budget = 12 WHERE id = $d" >/dev/null
+llm_script "[[b608def]]" '[{"text": "over the default"}]'
+r=$(q "SELECT agent._enqueue_run($d, 'autonomous', 'api', '{\"prompt\": \"[[b608def]]\"}'::jsonb)")
+is "$(wait_status "$r" "succeeded|failed|budget_exceeded" 30)" "budget_exceeded" "a final answer over the agent's default_token_budget ends budget_exceeded"
+is "$(q "SELECT error FROM agent.runs WHERE id = $r")" "token budget of 12 exhausted (15 used)" "with the default budget"
 # (the runs may end in one batch or in several: the last one to end, by id within a batch)
 is "$(q "SELECT last_status FROM agent.triggers WHERE id = $t")" \
    "$(q "SELECT status FROM agent.runs WHERE trigger_id = $t ORDER BY finished_at DESC, id DESC LIMIT 1")" \
