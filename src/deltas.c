@@ -5,8 +5,9 @@
  *		reply, published by the worker while it arrives (the throttle is in
  *		executor.c; docs/worker.md, "Streaming").
  *
- * A payload is {"run_id", "step", "attempt", "offset", "text"}: the ids of
- * the run and nothing else of it.  Each holds at most DELTA_CHUNK bytes of
+ * A payload is {"run_id", "step", "attempt", "offset", "text"}, plus
+ * "conversation_id" for a chat run of agent.send_message: the ids of the run
+ * and nothing else of it.  Each holds at most DELTA_CHUNK bytes of
  * text cut on a UTF-8 boundary, halved until the payload is under
  * DELTA_MAX_PAYLOAD bytes (PostgreSQL refuses 8000 and more).
  *
@@ -86,12 +87,14 @@ AppendJsonEscaped(StringInfo buf, const char *text, size_t len)
 }
 
 /*
- * Notifies text[from, upto) of a streamed call on agent_run_deltas, inside
+ * Notifies text[from, upto) of a streamed call on agent_run_deltas (with the
+ * run's conversation when it has one, else 0), inside
  * the caller's transaction (sent at its commit); returns the offset reached
  * (short of upto when the text ends inside a UTF-8 character).
  */
 size_t
-DeltasNotify(int64 run_id, int step, int attempt, const char *text, size_t from, size_t upto)
+DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt, const char *text,
+			 size_t from, size_t upto)
 {
 	Oid			types[1] = {TEXTOID};
 	StringInfoData buf;
@@ -111,8 +114,11 @@ DeltasNotify(int64 run_id, int step, int attempt, const char *text, size_t from,
 			if (pg_encoding_verifymbstr(PG_UTF8, text + from, e - from) != (int) (e - from))
 				return upto;	/* not UTF-8: not published */
 			resetStringInfo(&buf);
-			appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"text\":\"",
-							 run_id, step, attempt, from);
+			appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT, run_id);
+			if (conversation_id > 0)
+				appendStringInfo(&buf, ",\"conversation_id\":" INT64_FORMAT, conversation_id);
+			appendStringInfo(&buf, ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"text\":\"",
+							 step, attempt, from);
 			AppendJsonEscaped(&buf, text + from, e - from);
 			appendStringInfoString(&buf, "\"}");
 			if (buf.len <= DELTA_MAX_PAYLOAD || n <= 64)

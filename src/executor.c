@@ -91,6 +91,7 @@ typedef struct Slot
 	HttpRequest *req;
 	LlmStream  *stream;			/* the streamed reply of the call in flight */
 	int			stream_step;	/* its model call number in the run (deltas) */
+	int64		conversation_id;	/* a chat run's conversation (deltas), 0: none */
 	size_t		stream_pub;		/* published by the delta unit, once it commits */
 	int64		child_run_id;
 	McpCall    *mcp;			/* SLOT_MCP: the call in flight */
@@ -531,6 +532,10 @@ ClaimUnit(Slot *unused, void *arg)
 			input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
 			if (input == NULL)
 				input = json_object();
+			/* a chat run of agent.send_message: its deltas name the conversation */
+			if (strcmp(s->regime, "manual") == 0 &&
+				json_is_integer(json_object_get(input, "conversation_id")))
+				s->conversation_id = json_integer_value(json_object_get(input, "conversation_id"));
 			memset(&cr, 0, sizeof(cr));
 			cr.agent_name = SPI_getvalue(tup, td, 8);
 			cr.instructions = SPI_getvalue(tup, td, 9);
@@ -981,7 +986,8 @@ static TimestampTz last_deltas = 0;	/* the last delta notifications */
 static size_t
 NotifyDeltas(Slot *s, size_t from, size_t upto)
 {
-	return DeltasNotify(s->run_id, s->stream_step, s->http_attempts + 1, s->stream->text, from, upto);
+	return DeltasNotify(s->run_id, s->conversation_id, s->stream_step, s->http_attempts + 1,
+						s->stream->text, from, upto);
 }
 
 /* the rest of a finished stream, inside the unit that records the reply */

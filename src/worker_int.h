@@ -180,8 +180,8 @@ extern json_t *LlmStreamFinish(LlmStream *st);
 extern void LlmStreamFree(LlmStream *st);
 
 /* deltas.c: NOTIFY agent_run_deltas, inside a transaction */
-extern size_t DeltasNotify(int64 run_id, int step, int attempt, const char *text,
-						   size_t from, size_t upto);
+extern size_t DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt,
+						   const char *text, size_t from, size_t upto);
 
 /* ---- providers.c: where a run's requests go (docs/worker.md, "Providers") ---- */
 

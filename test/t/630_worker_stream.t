@@ -232,8 +232,39 @@ r7=$(start_run "$b" '{"prompt": "w7 [[t630k]]"}' autonomous owner7)
 is "$(wait_status "$r7" "succeeded|failed" 30)" "succeeded" "a run of another workspace"
 is "$(wait_deltas "$r7" 1 "secret of w7")" "secret of w7" \
    "its deltas reach every listener of the database (agent_run_deltas is for the application role)"
-is "$(payload_info)" "attempt,offset,run_id,step,text True True" \
-   "payloads hold only run id, step, attempt, offset and text, each under 8000 bytes"
+# --- a chat run of agent.send_message: its deltas name the conversation
+c=$(mk_agent "chat630")
+q "INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by) VALUES ('w6', $c, 'u630', 'interact', 'owner6')" >/dev/null
+llm_script "[[t630c]]" '[{"text": "hello from the chat", "stream_chunk": 4}]'
+cr=$(psql -XAtq -U s630_app -c "SET pg_agents.workspace = 'w6'" \
+        -c "SELECT conversation_id || '|' || run_id FROM agent.send_message($c, 'u630', 'hi [[t630c]]')" 2>&1)
+conv=${cr%|*}; rc=${cr#*|}
+is "$(wait_status "$rc" "succeeded|failed" 30)" "succeeded" "a chat run streams"
+is "$(wait_deltas "$rc" 1 "hello from the chat")" "hello from the chat" "its deltas carry the answer"
+is "$(python3 - "$LISTEN_OUT" "$rc" <<'PY'
+import json, re, sys
+ids = set()
+for line in open(sys.argv[1], encoding="utf-8"):
+    m = re.match(r'Asynchronous notification "agent_run_deltas" with payload "(.*)" received from server process', line)
+    if m:
+        d = json.loads(m.group(1))
+        if d["run_id"] == int(sys.argv[2]):
+            ids.add(d.get("conversation_id"))
+print(",".join(str(i) for i in sorted(ids, key=str)))
+PY
+)" "$conv" "and the conversation id of agent.send_message"
+is "$(python3 - "$LISTEN_OUT" "$r7" <<'PY'
+import json, re, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    m = re.match(r'Asynchronous notification "agent_run_deltas" with payload "(.*)" received from server process', line)
+    if m and json.loads(m.group(1))["run_id"] == int(sys.argv[2]) and "conversation_id" in json.loads(m.group(1)):
+        print("has"); break
+else:
+    print("none")
+PY
+)" "none" "an autonomous run's deltas carry no conversation id"
+is "$(payload_info)" "attempt,conversation_id,offset,run_id,step,text True True" \
+   "payloads hold only run id, conversation id (chat runs), step, attempt, offset and text, each under 8000 bytes"
 # a role with no grants receives nothing it could not have guessed: it cannot read the run
 is "$(psql -XAtq -U s630_nobody -c "SET pg_agents.workspace = 'w7'" -c "SELECT count(*) FROM agent.runs WHERE id = $r7" 2>&1 | grep -c 'permission denied')" "1" \
    "a role with no grants cannot read the run behind a delta"
