@@ -4,6 +4,7 @@
 #   2. pgTAP       (test/pgtap/*.sql, via pg_prove)     behaviour matrices
 #   3. integration (test/t/*.t, via prove)             worker, faults, peers
 #   4. fuzzing     (test/fuzz, a short run)
+#   5. the soak    (tools/soak.sh, SOAK_MINUTES=5; 0 leaves it out)
 # Any failure fails the run, and so does a process that the run started and
 # that is still there at its end.  Set PG_AGENTS_KEEP=1 to keep the temp
 # cluster, TESTS="pattern" to run only matching files (e.g. TESTS=audit).
@@ -104,7 +105,13 @@ if [ -x test/fuzz/run.sh ] && { [ -z "$filter" ] || [[ fuzz == *$filter* ]]; }; 
     suite "fuzz" test/fuzz/run.sh short
 fi
 
-# 5. nothing outlives the run
+# 5. the soak: a simulated week in SOAK_MINUTES (default 5) against its own
+# cluster, reconciled (docs/soak.md); SOAK_MINUTES=0 leaves it out
+if [ "${SOAK_MINUTES:-5}" != 0 ] && { [ -z "$filter" ] || [[ soak == *$filter* ]]; }; then
+    suite "soak" env SOAK_MINUTES="${SOAK_MINUTES:-5}" tools/soak.sh
+fi
+
+# 6. nothing outlives the run
 cleanup
 left=$(leftovers)
 if [ -n "$left" ]; then
