@@ -61,6 +61,9 @@ is "$(q "SELECT tokens_out FROM agent.runs WHERE id = $r")" "4096" "the tokens o
 r=$(run "$oa" "[[s8]]" '[{"text": "cut", "finish_reason": "length", "usage": {"in": 10, "out": 77}}]')
 is "$(res "$r")" "failed||the reply was cut at max_tokens (stop reason length, 77 tokens out): the model's answer is incomplete" \
    "OpenAI length fails clearly"
+# (200,000 tokens are past the agent's default_token_budget of 100,000, which
+# would end the run budget_exceeded first: this agent may spend more)
+q "UPDATE agent.agents SET default_token_budget = 1000000 WHERE id = $an" >/dev/null
 r=$(run "$an" "[[s9]]" '[{"text": "x", "finish_reason": "model_context_window_exceeded", "usage": {"in": 200000, "out": 1}}]')
 is "$(res "$r")" "failed||the conversation no longer fits the model's context window (stop reason model_context_window_exceeded, 200000 tokens in)" \
    "model_context_window_exceeded fails clearly"
