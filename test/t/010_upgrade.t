@@ -28,7 +28,13 @@ WITH m AS (
 -- the partitions of agent.audit_log depend on the months of its rows: each
 -- is described by its shape below, the same for all of them
 rels AS (SELECT c.* FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
-          WHERE NOT c.relispartition)
+          WHERE NOT c.relispartition),
+-- their row types and array types too (members of the extension from
+-- PostgreSQL 17 on)
+parttypes AS (SELECT t.oid FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid WHERE c.relispartition
+              UNION ALL
+              SELECT a.oid FROM pg_type a JOIN pg_type t ON t.oid = a.typelem JOIN pg_class c ON c.oid = t.typrelid
+               WHERE c.relispartition)
 SELECT line FROM (
   SELECT 'function ' || p.oid::regprocedure || E'\n' || pg_get_functiondef(p.oid)
          || E'\nacl ' || coalesce(p.proacl::text, '-') || E'\ncomment ' || coalesce(obj_description(p.oid, 'pg_proc'), '-') AS line
@@ -69,6 +75,7 @@ SELECT line FROM (
     FROM rels c JOIN pg_policy po ON po.polrelid = c.oid
   UNION ALL
   SELECT 'type ' || t.oid::regtype FROM pg_type t JOIN m ON m.classid = 'pg_type'::regclass AND m.objid = t.oid
+   WHERE t.oid NOT IN (SELECT oid FROM parttypes)
   UNION ALL
   SELECT 'event trigger ' || e.evtname || ' ' || e.evtevent || ' ' || e.evtfoid::regproc || ' ' || e.evtenabled::text
     FROM pg_event_trigger e JOIN m ON m.classid = 'pg_event_trigger'::regclass AND m.objid = e.oid
@@ -81,6 +88,7 @@ SELECT line FROM (
   UNION ALL
   SELECT 'member ' || pg_describe_object(m.classid, m.objid, 0) FROM m
    WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE m.classid = 'pg_class'::regclass AND c.oid = m.objid AND c.relispartition)
+     AND NOT (m.classid = 'pg_type'::regclass AND m.objid IN (SELECT oid FROM parttypes))
   UNION ALL
   SELECT DISTINCT 'audit partition ' || p.shape FROM (
     SELECT c.oid, (CASE WHEN c.relname = 'audit_log_default' THEN 'default ' ELSE 'monthly ' END)
