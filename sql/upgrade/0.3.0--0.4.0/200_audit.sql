@@ -11,6 +11,21 @@ ALTER TABLE agent.audit_log_0_3 DROP CONSTRAINT audit_log_pkey, DROP CONSTRAINT 
   DROP CONSTRAINT audit_log_status_check;
 DROP INDEX agent.audit_log_workspace_at_idx, agent.audit_log_target_idx, agent.audit_log_run_idx;
 ALTER SEQUENCE agent.audit_log_id_seq RENAME TO audit_log_0_3_id_seq;
+-- PostgreSQL 18 keeps NOT NULL constraints in pg_constraint, named
+-- audit_log_<column>_not_null and unique in the schema: the old table's give
+-- way, so that the new table's get the names a fresh install gives them.
+DO $$
+DECLARE
+  c record;
+BEGIN
+  FOR c IN SELECT co.conname FROM pg_catalog.pg_constraint co
+            WHERE co.conrelid = 'agent.audit_log_0_3'::pg_catalog.regclass AND co.contype = 'n'
+  LOOP
+    EXECUTE pg_catalog.format('ALTER TABLE agent.audit_log_0_3 RENAME CONSTRAINT %I TO %I',
+                              c.conname, c.conname || '_0_3');
+  END LOOP;
+END
+$$;
 
 CREATE TABLE agent.audit_log (
     id           bigint GENERATED ALWAYS AS IDENTITY,
