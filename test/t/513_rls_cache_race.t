@@ -83,4 +83,7 @@ echo "# $checks checks, $bad violations, last step $last; sets computed $compute
 [ "${last:-0}" = 200 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 1 - the reader followed the writer to the last step"
 [ "${checks:-0}" -gt 200 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 2 - the reader checked more often than the writer changed ($checks checks)"
 [ "${bad:-1}" = 0 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 3 - no statement saw a revoked page or missed a granted one"
-[ "${reused:-0}" -gt 0 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 4 - kept sets were reused between changes ($reused reused, $computed computed)"
+# (since 0.4.0 the planner may check candidates one by one right after a
+# change instead of computing the set, so how often a kept set is reused
+# depends on timing: the readable-set machinery must have served, no more)
+[ $(( ${computed:-0} + ${reused:-0} )) -gt 0 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 4 - the readable sets served the reads ($reused reused, $computed computed)"
