@@ -759,9 +759,9 @@ audit_flush(void)
 	}
 }
 
-/* appends a formed row to the buffer, writing the buffer when full */
+/* appends a formed row to the buffer (grown as needed), tied to the current subtransaction */
 static void
-pending_add(HeapTuple tup_in_pend_cxt)
+pending_push(HeapTuple tup_in_pend_cxt)
 {
 	if (pend == NULL)
 	{
@@ -776,6 +776,13 @@ pending_add(HeapTuple tup_in_pend_cxt)
 	pend[npend].tup = tup_in_pend_cxt;
 	pend[npend].subid = GetCurrentSubTransactionId();
 	npend++;
+}
+
+/* appends a formed row to the buffer, writing the buffer when full */
+static void
+pending_add(HeapTuple tup_in_pend_cxt)
+{
+	pending_push(tup_in_pend_cxt);
 	pend_bytes += tup_in_pend_cxt->t_len;
 	if (npend >= AUDIT_BATCH_ROWS || pend_bytes >= AUDIT_BATCH_BYTES)
 		audit_flush();
@@ -1724,19 +1731,7 @@ pg_agents_audit_default_move(PG_FUNCTION_ARGS)
 		tup = heap_form_tuple(desc, values, nulls);
 		MemoryContextSwitchTo(old);
 		/* not pending_add: no flush before the partition exists */
-		if (pend == NULL)
-		{
-			maxpend = 64;
-			pend = MemoryContextAlloc(pend_cxt, sizeof(PendingRow) * maxpend);
-		}
-		else if (npend == maxpend)
-		{
-			maxpend *= 2;
-			pend = repalloc(pend, sizeof(PendingRow) * maxpend);
-		}
-		pend[npend].tup = tup;
-		pend[npend].subid = GetCurrentSubTransactionId();
-		npend++;
+		pending_push(tup);
 	}
 	n = SPI_processed;
 	RelationClose(rel);

@@ -1680,6 +1680,22 @@ build_request(McpClient *c, const char *method, json_t *params, json_int_t id)
 	return json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method, "params", p);
 }
 
+/* forgets the client's session before a new initialize (counted) */
+static void
+session_forget(McpClient *c)
+{
+	free(c->session_id);
+	c->session_id = NULL;
+	c->initialized = 0;
+	c->stateless = 0;
+	if (c->server_info)
+	{
+		json_decref(c->server_info);
+		c->server_info = NULL;
+	}
+	c->initializations++;
+}
+
 static int
 initialize_version(McpClient *c, const char *want)
 {
@@ -1692,17 +1708,7 @@ initialize_version(McpClient *c, const char *want)
 	int			rc;
 	json_int_t	id = c->next_id++;
 
-	/* a fresh session: forget the old one */
-	free(c->session_id);
-	c->session_id = NULL;
-	c->initialized = 0;
-	c->stateless = 0;
-	if (c->server_info)
-	{
-		json_decref(c->server_info);
-		c->server_info = NULL;
-	}
-	c->initializations++;
+	session_forget(c);			/* a fresh session */
 
 	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
 					"jsonrpc", "2.0", "id", id, "method", "initialize",
@@ -2441,17 +2447,7 @@ mcp_async_initialize(McpClient *c)
 	a = async_new(c, ASYNC_INIT);
 	if (a == NULL)
 		return NULL;
-	/* a fresh session: forget the old one */
-	free(c->session_id);
-	c->session_id = NULL;
-	c->initialized = 0;
-	c->stateless = 0;
-	if (c->server_info)
-	{
-		json_decref(c->server_info);
-		c->server_info = NULL;
-	}
-	c->initializations++;
+	session_forget(c);			/* a fresh session */
 	a->id = c->next_id++;
 	a->x.want_id = a->id;
 	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
