@@ -304,7 +304,7 @@ LlmBuildBody(LlmProvider provider, const char *model, const char *system,
  * Whether a call is streamed when no named provider decides (see below):
  * pg_agents.llm_stream: the default provider and agents with their own
  * scope llm_url (a named provider's "stream" setting decides for its agents,
- * in executor.c's StartCall).
+ * in run_slots.c's StartCall).
  */
 bool
 LlmStreamEnabled(const char *url)

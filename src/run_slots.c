@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * executor.c
+ * run_slots.c
  *		The runs in flight: one slot per claimed run, driven as a small
  *		state machine by the worker loop.
  *
@@ -583,14 +583,14 @@ ActiveSlots(void)
 }
 
 int
-ExecutorActive(void)
+RunSlotsActive(void)
 {
 	return ActiveSlots();
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
 int
-ExecutorClaim(void)
+RunSlotsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
 	int			n = cap - ActiveSlots();
@@ -651,7 +651,7 @@ ExecuteTools(Slot *s)
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
 		if (oc == TOOL_MCP_ASYNC)
 		{
-			/* sent once this transaction committed (ExecutorStep) */
+			/* sent once this transaction committed (RunSlotsStep) */
 			s->mcp = McpTakePrepared();
 			SaveState(s);
 			s->state = SLOT_MCP;
@@ -890,7 +890,7 @@ StartCall(Slot *s)
 			RateLimitCountWait(s->rl);
 			s->rl_lease_at = GetCurrentTimestamp();
 		}
-		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunSlotsNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
 	}
@@ -1571,13 +1571,13 @@ CallDone(Slot *s, HttpRequest *req)
 
 /* a backend queued runs (the latch was set): claim at the next pass */
 void
-ExecutorWake(void)
+RunSlotsWake(void)
 {
 	woken = true;
 }
 
 void
-ExecutorInit(void)
+RunSlotsInit(void)
 {
 	memset(slots, 0, sizeof(slots));
 	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
@@ -1603,7 +1603,7 @@ ReclaimUnit(Slot *s, void *arg)
 }
 
 void
-ExecutorReclaimOnStart(void)
+RunSlotsReclaimOnStart(void)
 {
 	(void) RunUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
 }
@@ -1627,7 +1627,7 @@ ClaimIfDue(TimestampTz now)
 		 (more_work && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
 	{
 		woken = false;
-		(void) ExecutorClaim();
+		(void) RunSlotsClaim();
 	}
 }
 
@@ -1704,7 +1704,7 @@ StartDueCalls(void)
  * calls ending, then a whole batch starting).
  */
 void
-ExecutorStep(void)
+RunSlotsStep(void)
 {
 	HttpRequest *req;
 	TimestampTz now;
@@ -1757,7 +1757,7 @@ ExecutorStep(void)
 
 /* how long the loop may sleep before the executor needs it again */
 long
-ExecutorNextTimeout(long dflt)
+RunSlotsNextTimeout(long dflt)
 {
 	long		t = dflt;
 	TimestampTz now = GetCurrentTimestamp();
@@ -1807,7 +1807,7 @@ ExecutorNextTimeout(long dflt)
 
 /* runs held by the worker (any slot in use) */
 int
-ExecutorHeld(void)
+RunSlotsHeld(void)
 {
 	int			n = 0;
 
@@ -1819,7 +1819,7 @@ ExecutorHeld(void)
 
 /* nothing left that finishes by itself: no request in flight, no tools due */
 bool
-ExecutorDrainIdle(void)
+RunSlotsDrainIdle(void)
 {
 	if (HttpInFlight() > 0 || batch.n > 0)
 		return false;
@@ -1835,7 +1835,7 @@ ExecutorDrainIdle(void)
  * but no run is claimed and no new call is started.
  */
 void
-ExecutorDrainStep(void)
+RunSlotsDrainStep(void)
 {
 	HttpRequest *req;
 
@@ -1891,7 +1891,7 @@ RequeueUnit(Slot *unused, void *arg)
  * fails they stay running and the next worker reclaims them.
  */
 int
-ExecutorRequeueAll(void)
+RunSlotsRequeueAll(void)
 {
 	RequeueArg	ra = {NIL, 0};
 

@@ -9,7 +9,7 @@
  *
  *	 wait (latch set by a backend at commit, a curl socket, or a bounded
  *	 timeout) -> reload the configuration on SIGHUP -> agent.tick() about
- *	 once a second -> ExecutorStep (HTTP completions, tools, claims, new
+ *	 once a second -> RunSlotsStep (HTTP completions, tools, claims, new
  *	 calls), each database step in its own short transaction.
  *
  * Backends never wait on it.  HTTP calls are never made inside an open
@@ -90,7 +90,7 @@ PublishStatus(bool ready)
 	SpinLockAcquire(&w->mutex);
 	if (ready && w->state != PGA_WORKER_DRAINING)
 		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
-	w->slots_in_use = ExecutorActive();
+	w->slots_in_use = RunSlotsActive();
 	w->max_slots = pg_agents_max_concurrent_runs;
 	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
 	w->mcp_in_flight = McpTransfersInFlight();	/* asynchronous too (mcp_tools.c) */
@@ -335,7 +335,7 @@ static void
 Drain(void)
 {
 	TimestampTz deadline;
-	int			held = ExecutorHeld();
+	int			held = RunSlotsHeld();
 	int			requeued;
 
 	PgAgentsWorkerDraining(true);
@@ -344,7 +344,7 @@ Drain(void)
 	ereport(LOG,
 			(errmsg("pg_agents worker: draining: %d runs held, %d requests in flight, up to %d ms",
 					held, HttpInFlight(), pg_agents_drain_timeout)));
-	while (!ExecutorDrainIdle())
+	while (!RunSlotsDrainIdle())
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		long		left;
@@ -359,10 +359,10 @@ Drain(void)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		CHECK_FOR_INTERRUPTS();
-		ExecutorDrainStep();
+		RunSlotsDrainStep();
 		PublishStatus(true);
 	}
-	requeued = ExecutorRequeueAll();
+	requeued = RunSlotsRequeueAll();
 	ereport(LOG,
 			(errmsg("pg_agents worker: drained: %d of %d runs held went back to the queue",
 					requeued, held)));
@@ -425,7 +425,7 @@ pg_agents_worker_main(Datum main_arg)
 	}
 
 	HttpInit();
-	ExecutorInit();
+	RunSlotsInit();
 	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(loopcxt);
 
@@ -440,10 +440,10 @@ pg_agents_worker_main(Datum main_arg)
 		if (!ready)
 			timeout = READY_RECHECK_MS;
 		else
-			timeout = ExecutorNextTimeout(IDLE_WAIT_MS);
+			timeout = RunSlotsNextTimeout(IDLE_WAIT_MS);
 		latch = HttpWait(timeout);
 		if (latch)
-			ExecutorWake();
+			RunSlotsWake();
 
 		if (ConfigReloadPending)
 		{
@@ -465,7 +465,7 @@ pg_agents_worker_main(Datum main_arg)
 			ready = PgAgentsWorkerReady();
 			if (!ready)
 				continue;
-			ExecutorReclaimOnStart();
+			RunSlotsReclaimOnStart();
 		}
 
 		if (TimestampDifferenceExceeds(last_tick, now, TICK_MS))
@@ -481,7 +481,7 @@ pg_agents_worker_main(Datum main_arg)
 			}
 		}
 
-		ExecutorStep();
+		RunSlotsStep();
 		PublishStatus(true);	/* operations */
 	}
 }

@@ -3,7 +3,7 @@
  * worker_int.h
  *		Internal declarations of the worker: HTTP (http.c), LLM wire formats
  *		(llm.c), built-in tools (tools.c) and the per-run executor
- *		(executor.c).  Only worker files include it.
+ *		(run_slots.c).  Only worker files include it.
  *
  *-------------------------------------------------------------------------
  */
@@ -283,7 +283,7 @@ extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id
 extern ToolOutcome McpToolExecute(const ToolRun *tr, const char *name, json_t *input,
 								  json_t **result, TimestampTz started);
 
-/* an MCP call in flight, asynchronous (the slot state SLOT_MCP of executor.c) */
+/* an MCP call in flight, asynchronous (the slot state SLOT_MCP of run_slots.c) */
 typedef struct McpCall McpCall;
 extern McpCall *McpTakePrepared(void);
 extern void McpCallStart(McpCall *mc, void *owner);	/* no transaction open */
@@ -344,20 +344,20 @@ extern ToolOutcome ContextExecute(const ToolRun *tr, const char *name, json_t *i
 								  int64 *child_run_id);
 extern bool ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id);
 
-/* ---- executor.c: runs in flight ---- */
+/* ---- run_slots.c: runs in flight ---- */
 
-extern void ExecutorInit(void);
-extern void ExecutorWake(void);
-extern void ExecutorReclaimOnStart(void);
-extern int	ExecutorClaim(void);
-extern void ExecutorStep(void);
-extern long ExecutorNextTimeout(long dflt);
-extern int	ExecutorActive(void);
+extern void RunSlotsInit(void);
+extern void RunSlotsWake(void);
+extern void RunSlotsReclaimOnStart(void);
+extern int	RunSlotsClaim(void);
+extern void RunSlotsStep(void);
+extern long RunSlotsNextTimeout(long dflt);
+extern int	RunSlotsActive(void);
 /* operations: the drain of SIGTERM (docs/operations.md) */
-extern int	ExecutorHeld(void);
-extern bool ExecutorDrainIdle(void);
-extern void ExecutorDrainStep(void);
-extern int	ExecutorRequeueAll(void);
+extern int	RunSlotsHeld(void);
+extern bool RunSlotsDrainIdle(void);
+extern void RunSlotsDrainStep(void);
+extern int	RunSlotsRequeueAll(void);
 
 /* worker.c */
 extern bool PgAgentsWorkerReady(void);
