@@ -130,49 +130,37 @@ static SPIPlanPtr eligible_plan = NULL;
 
 typedef void (*UnitFn) (Slot *s, void *arg);
 
+/* a slot's unit: its function, the slot and the argument (WorkerUnit takes one) */
+typedef struct SlotUnitCall
+{
+	UnitFn		fn;
+	Slot	   *s;
+	void	   *arg;
+} SlotUnitCall;
+
+static void
+SlotUnitBody(void *arg)
+{
+	SlotUnitCall *c = (SlotUnitCall *) arg;
+
+	c->fn(c->s, c->arg);
+}
+
 /*
- * One short transaction, worker_spi's order.  An error is caught, the
- * transaction aborted, and its message kept in unit_error.
+ * One short transaction (WorkerUnit, worker.c).  An error is logged and
+ * noted for agent.worker_status, its message kept in unit_error.
  */
 static bool
 RunUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile bool ok = true;
+	SlotUnitCall c = {fn, s, arg};
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, activity);
-		fn(s, arg);
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		strlcpy(unit_error, edata->message ? edata->message : "unknown error", sizeof(unit_error));
-		ereport(LOG,
-				(errmsg("pg_agents worker: %s failed: %s", activity, unit_error)));
-		PgAgentsWorkerNoteError(unit_error);	/* operations: agent.worker_status */
-		FreeErrorData(edata);
-		ok = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-	return ok;
+	if (WorkerUnit(activity, SlotUnitBody, &c, unit_error, sizeof(unit_error)))
+		return true;
+	ereport(LOG,
+			(errmsg("pg_agents worker: %s failed: %s", activity, unit_error)));
+	PgAgentsWorkerNoteError(unit_error);	/* operations: agent.worker_status */
+	return false;
 }
 
 static void

@@ -192,46 +192,32 @@ PgAgentsWorkerReady(void)
 	return ready;
 }
 
-static void
-TickUnit(void)
+/*
+ * One unit of work of the worker: a short transaction (worker_spi's order:
+ * statement timestamp, transaction, SPI, snapshot, activity) around fn.
+ * An error is caught and the transaction aborted; false then, with the
+ * error's message in errbuf.  Every transaction of the loop but the
+ * readiness probe goes through here (the slots' units of run_slots.c, the
+ * tick, the MCP refresh).
+ */
+bool
+WorkerUnit(const char *activity, WorkerUnitFn fn, void *arg, char *errbuf, size_t errlen)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
 	{
-		const char *sql = NULL;
-
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, "pg_agents: tick");
-		if (!pg_agents_worker_tick)
-			sql = NULL;			/* pg_agents.worker_tick off: someone else ticks */
-		else if (PgAgentsFunctionExists("agent.tick(timestamp with time zone)"))
-			sql = "SELECT agent.tick()";
-		else if (PgAgentsFunctionExists("agent._tick_runs()"))
-			sql = "SELECT agent._tick_runs()";
-		if (sql && SPI_execute(sql, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "%s failed", sql);
-		if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "agent._worker_cleanup() failed");
-		/* operations: the pause state of agent.worker_control (survives restarts) */
-		PgAgentsWorkerPauseSyncBegin();
-		if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
-						false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read agent.worker_control");
-		ToolsRefreshCatalog();
+		pgstat_report_activity(STATE_RUNNING, activity);
+		fn(arg);
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		if (PgAgentsWorkerShmem())	/* operations */
-		{
-			SpinLockAcquire(&PgAgentsWorkerShmem()->mutex);
-			PgAgentsWorkerShmem()->last_tick = GetCurrentTimestamp();
-			SpinLockRelease(&PgAgentsWorkerShmem()->mutex);
-		}
 	}
 	PG_CATCH();
 	{
@@ -241,14 +227,68 @@ TickUnit(void)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", edata->message)));
-		PgAgentsWorkerNoteError(psprintf("tick failed: %s", edata->message));	/* operations */
+		strlcpy(errbuf, edata->message ? edata->message : "unknown error", errlen);
 		FreeErrorData(edata);
+		ok = false;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_stat(false);
 	pgstat_report_activity(STATE_IDLE, NULL);
+	return ok;
+}
+
+/*
+ * The tick's statements: agent.tick() (schedules, expiries, leases;
+ * unless pg_agents.worker_tick is off), the cleanup of saved states, the
+ * pause state of agent.worker_control, the tool catalog.
+ */
+static void
+TickBody(void *arg)
+{
+	if (pg_agents_worker_tick &&	/* off: someone else ticks */
+		SPI_execute("SELECT agent.tick()", false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "agent.tick() failed");
+	if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "agent._worker_cleanup() failed");
+	/* operations: the pause state of agent.worker_control (survives restarts) */
+	PgAgentsWorkerPauseSyncBegin();
+	if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
+					false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read agent.worker_control");
+	ToolsRefreshCatalog();
+}
+
+/* the tick in its own unit; its time published for agent.worker_status */
+static void
+TickUnit(void)
+{
+	char		err[1024];
+
+	if (!WorkerUnit("pg_agents: tick", TickBody, NULL, err, sizeof(err)))
+	{
+		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", err)));
+		PgAgentsWorkerNoteError(psprintf("tick failed: %s", err));	/* operations */
+		return;
+	}
+	if (PgAgentsWorkerShmem())	/* operations */
+	{
+		SpinLockAcquire(&PgAgentsWorkerShmem()->mutex);
+		PgAgentsWorkerShmem()->last_tick = GetCurrentTimestamp();
+		SpinLockRelease(&PgAgentsWorkerShmem()->mutex);
+	}
+}
+
+/* the MCP refresh's statements (agent.mcp_oauth_refresh_due, agent.mcp_refresh_due) */
+static void
+TickMcpOAuthBody(void *arg)
+{
+	pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
+	if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
+	pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
+	if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "agent.mcp_refresh_due() failed");
 }
 
 /*
@@ -261,49 +301,14 @@ static void
 TickMcpOAuth(void)
 {
 	static TimestampTz last = 0;
-	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz now = GetCurrentTimestamp();
+	char		err[1024];
 
 	if (last != 0 && !TimestampDifferenceExceeds(last, now, 30 * 1000))
 		return;
 	last = now;
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		PushActiveSnapshot(GetTransactionSnapshot());
-		if (PgAgentsFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
-		{
-			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
-			if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
-		}
-		if (PgAgentsFunctionExists("agent.mcp_refresh_due(interval,integer)"))
-		{
-			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
-			if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "agent.mcp_refresh_due() failed");
-		}
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		ereport(LOG, (errmsg("pg_agents worker: MCP OAuth refresh failed: %s", edata->message)));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	pgstat_report_activity(STATE_IDLE, NULL);
+	if (!WorkerUnit("pg_agents: MCP refresh", TickMcpOAuthBody, NULL, err, sizeof(err)))
+		ereport(LOG, (errmsg("pg_agents worker: MCP OAuth refresh failed: %s", err)));
 }
 
 static void

@@ -359,7 +359,10 @@ extern bool RunSlotsDrainIdle(void);
 extern void RunSlotsDrainStep(void);
 extern int	RunSlotsRequeueAll(void);
 
-/* worker.c */
+/* ---- worker.c: the latch loop ---- */
+
 extern bool PgAgentsWorkerReady(void);
+typedef void (*WorkerUnitFn) (void *arg);
+extern bool WorkerUnit(const char *activity, WorkerUnitFn fn, void *arg, char *errbuf, size_t errlen);
 
 #endif							/* PG_AGENTS_WORKER_INT_H */
