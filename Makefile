@@ -118,3 +118,4 @@ deb: deps
 test-deb: deb
 	@tools/deb.sh test
 $(OBJS): src/pg_agents.h src/worker_int.h src/compat.h
+$(filter src/run_%.o,$(OBJS)): src/run_int.h

@@ -70,6 +70,14 @@ static char *default_key = NULL;
 static char *default_key_error = NULL;
 static int	default_rl = -1;
 
+/*
+ * Moves whenever what ProviderResolve reads may have changed (the copy
+ * reloaded, the configuration file re-read): a resolution kept by a run
+ * (run_slots.c) is done again then, and its pointers are not used after.
+ */
+static uint64 epoch = 1;
+
+/* the keys and header values of the copy overwritten before its memory goes */
 static void
 WipeEntries(void)
 {
@@ -89,6 +97,7 @@ WipeEntries(void)
 	loaded_guc_key = NULL;
 }
 
+/* pg_agents.llm_api_key changed since the copy was loaded */
 static bool
 GucKeyChanged(void)
 {
@@ -104,6 +113,20 @@ ProvidersStale(void)
 	uint64		gen = PgAgentsConfigGeneration();
 
 	return !loaded || gen == 0 || gen != loaded_gen || GucKeyChanged();
+}
+
+/* the epoch of the resolutions (see above) */
+uint64
+ProvidersEpoch(void)
+{
+	return epoch;
+}
+
+/* the configuration file was re-read (SIGHUP): the GUCs a resolution points into may be gone */
+void
+ProvidersConfigReloaded(void)
+{
+	epoch++;
 }
 
 /*
@@ -123,6 +146,7 @@ ProvidersLoad(void)
 	if (prov_cxt == NULL)
 		prov_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents providers", ALLOCSET_SMALL_SIZES);
 	loaded = false;				/* until this load completes */
+	epoch++;					/* the entries resolutions point into go */
 	WipeEntries();
 	MemoryContextReset(prov_cxt);
 
@@ -214,6 +238,7 @@ ProvidersLoad(void)
 	loaded_gen = gen;
 }
 
+/* the provider of that name, or NULL */
 static ProviderEntry *
 Lookup(const char *name)
 {

@@ -15,120 +15,45 @@
  *		         in a transaction of its own (mcp_tools.c)
  *		CHILD    waiting for a delegated child run to end
  *
- * Database work happens in short transactions (RunUnit), one per unit of
- * work, and never while a transaction would span an HTTP call: requests
- * are only started and collected between transactions.  The conversation
- * (the provider's message array, the pending tool calls and their results)
- * is saved in agent.run_state in the same transaction as the tool effects,
- * so that a run paused for approval, waiting for a child, or interrupted by
- * a crash resumes exactly where it stood.
+ * Database work happens in short transactions (RunSlotUnit, over
+ * WorkerUnit of worker.c), one per unit of work, and never while a
+ * transaction would span an HTTP call: requests are only started and
+ * collected between transactions.  The conversation (the provider's
+ * message array, the pending tool calls and their results) is saved in
+ * agent.run_state in the same transaction as the tool effects, so that a
+ * run paused for approval, waiting for a child, or interrupted by a crash
+ * resumes exactly where it stood.
+ *
+ * The module's other files: run_calls.c (the LLM calls), run_units.c (the
+ * SQL inside the units), run_prompt.c (what the model receives); run_int.h
+ * is their private header.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "run_int.h"
 
-#include <math.h>
-
-#include "access/xact.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "utils/array.h"
-#include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "pg_agents.h"
 
-#define MAX_SLOTS			1024
-#define LLM_MAX_RETRIES		3
-#define BACKOFF_BASE_MS		250
-#define BACKOFF_MAX_MS		60000
-#define CHILD_POLL_MS		200
+Slot		RunSlotTable[MAX_SLOTS];
+char		RunSlotUnitError[1024];
 
-typedef enum SlotState
-{
-	SLOT_FREE = 0,
-	SLOT_READY,
-	SLOT_HTTP,
-	SLOT_BACKOFF,
-	SLOT_TOOLS,
-	SLOT_CHILD,
-	SLOT_MCP
-} SlotState;
-
-typedef struct Slot
-{
-	SlotState	state;
-	MemoryContext cxt;
-	int64		run_id;
-	int64		agent_id;
-	char	   *workspace;
-	char	   *regime;
-	char	   *user_id;
-	char	   *approval_mode;
-	char	   *model;
-	char	   *url;
-	char	   *system;
-	LlmProvider provider;
-	bool		can_delegate;
-	json_t	   *scope;
-	json_t	   *tools;			/* neutral definitions */
-	json_t	   *messages;		/* provider-native conversation */
-	json_t	   *pending;		/* tool calls of the last reply */
-	json_t	   *results;		/* their results so far */
-	int			iterations;
-	int			max_iterations;
-	int			http_attempts;
-	TimestampTz next_at;
-	TimestampTz call_started;
-	HttpRequest *req;
-	LlmStream  *stream;			/* the streamed reply of the call in flight */
-	int			stream_step;	/* its model call number in the run (deltas) */
-	int64		conversation_id;	/* a chat run's conversation (deltas), 0: none */
-	size_t		stream_pub;		/* published by the delta unit, once it commits */
-	int64		child_run_id;
-	McpCall    *mcp;			/* SLOT_MCP: the call in flight */
-	uint32		gen;			/* claim that filled the slot */
-	/* providers (providers.c, ratelimit.c) */
-	char	   *agent_model;	/* agents.model as claimed */
-	int			rl;				/* the limiter's bucket, -1: none */
-	bool		rl_held;		/* the request in flight holds a share */
-	int64		rl_est;			/* tokens it reserved */
-	bool		rl_waiting;		/* READY, but the provider has no headroom */
-	TimestampTz rl_until;		/* ... until then (0: until a request ends) */
-	TimestampTz rl_lease_at;	/* its lease, last renewed while waiting */
-} Slot;
-
-static Slot slots[MAX_SLOTS];
-static char unit_error[1024];
 static bool more_work = true;	/* a slot was freed, or the last claim was full */
 static bool woken = true;		/* a backend queued runs (latch) */
 static TimestampTz last_claim = 0;
 static TimestampTz last_child_poll = 0;
 static uint32 claim_gen = 0;
 
-/* plans prepared once and kept */
-static SPIPlanPtr lease_plan = NULL;
-static SPIPlanPtr forget_plan = NULL;
-static SPIPlanPtr finish_plan = NULL;
-static SPIPlanPtr save_plan = NULL;
-static SPIPlanPtr claim_plan = NULL;
-static SPIPlanPtr eligible_plan = NULL;
-
 
 /* ---------------------------------------------------------------------
  * Units of work
  * ---------------------------------------------------------------------
  */
-
-typedef void (*UnitFn) (Slot *s, void *arg);
 
 /* a slot's unit: its function, the slot and the argument (WorkerUnit takes one) */
 typedef struct SlotUnitCall
@@ -138,6 +63,7 @@ typedef struct SlotUnitCall
 	void	   *arg;
 } SlotUnitCall;
 
+/* the body WorkerUnit runs for a slot's unit */
 static void
 SlotUnitBody(void *arg)
 {
@@ -148,23 +74,24 @@ SlotUnitBody(void *arg)
 
 /*
  * One short transaction (WorkerUnit, worker.c).  An error is logged and
- * noted for agent.worker_status, its message kept in unit_error.
+ * noted for agent.worker_status, its message kept in RunSlotUnitError.
  */
-static bool
-RunUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
+bool
+RunSlotUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 {
 	SlotUnitCall c = {fn, s, arg};
 
-	if (WorkerUnit(activity, SlotUnitBody, &c, unit_error, sizeof(unit_error)))
+	if (WorkerUnit(activity, SlotUnitBody, &c, RunSlotUnitError, sizeof(RunSlotUnitError)))
 		return true;
 	ereport(LOG,
-			(errmsg("pg_agents worker: %s failed: %s", activity, unit_error)));
-	PgAgentsWorkerNoteError(unit_error);	/* operations: agent.worker_status */
+			(errmsg("pg_agents worker: %s failed: %s", activity, RunSlotUnitError)));
+	PgAgentsWorkerNoteError(RunSlotUnitError);	/* operations: agent.worker_status */
 	return false;
 }
 
-static void
-SlotFree(Slot *s)
+/* the slot's memory, requests and conversation released; the slot is free */
+void
+RunSlotFree(Slot *s)
 {
 	if (s->rl_held)				/* providers: its share of the limits comes back */
 		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
@@ -189,8 +116,9 @@ SlotFree(Slot *s)
 	more_work = true;
 }
 
-static ToolRun
-SlotToolRun(Slot *s)
+/* the run of the slot as the tools see it (tools.c) */
+ToolRun
+RunSlotToolRun(Slot *s)
 {
 	ToolRun		tr;
 
@@ -205,92 +133,34 @@ SlotToolRun(Slot *s)
 	return tr;
 }
 
-/* ---- SQL pieces used inside units ---- */
-
-/* renews the lease; false when the run is no longer ours (cancelled, reclaimed) */
-static bool
-HoldLease(int64 run_id)
+/*
+ * The slot's provider (providers.c): where its requests go, with which key,
+ * headers and limits.  Resolved once for the run, and again only when the
+ * providers were reloaded or the configuration re-read since
+ * (ProvidersEpoch), so that a rotated key or a changed limit still takes
+ * effect at the next request.  false with *error when the run cannot be
+ * served.  The pointers of *rp stay valid until the epoch moves.
+ */
+bool
+RunSlotProvider(Slot *s, ProviderResolved *rp, char **error)
 {
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		vals[2];
+	uint64		epoch = ProvidersEpoch();
 
-	vals[0] = Int64GetDatum(run_id);
-	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
-						 "WHERE id = $1 AND status = 'running'",
-						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
-	return SPI_processed == 1;
-}
-
-static void
-ForgetState(int64 run_id)
-{
-	Oid			types[1] = {INT8OID};
-	Datum		vals[1];
-
-	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
-		!= SPI_OK_DELETE)
-		elog(ERROR, "could not forget the state of run " INT64_FORMAT, run_id);
-}
-
-static void
-FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
-{
-	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, TEXTOID};
-	Datum		vals[4];
-	char		nulls[4] = "    ";
-	char	   *out = NULL;
-
-	vals[0] = Int64GetDatum(run_id);
-	vals[1] = CStringGetTextDatum(status);
-	if (output)
+	if (!s->rp_valid || s->rp_epoch != epoch)
 	{
-		char	   *s = json_dumps(output, JSON_COMPACT | JSON_ENCODE_ANY);
+		char	   *err = NULL;
 
-		out = pstrdup(s);
-		free(s);
-		vals[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(out));
+		s->rp_ok = ProviderResolve(s->scope, s->agent_model, &s->rp, &err);
+		if (s->rp_error)
+			pfree(s->rp_error);
+		s->rp_error = s->rp_ok ? NULL : MemoryContextStrdup(s->cxt, err ? err : "unknown error");
+		s->rp_epoch = epoch;
+		s->rp_valid = true;
 	}
-	else
-		nulls[2] = 'n';
-	if (error)
-		vals[3] = CStringGetTextDatum(error);
-	else
-		nulls[3] = 'n';
-	if (PgAgentsExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
-		!= SPI_OK_SELECT)
-		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
-	ForgetState(run_id);
-}
-
-static void
-SaveState(Slot *s)
-{
-	json_t	   *st = json_pack("{s:O,s:O,s:O,s:i,s:I,s:s?}",
-							   "messages", s->messages,
-							   "pending", s->pending ? s->pending : json_null(),
-							   "results", s->results ? s->results : json_null(),
-							   "iterations", s->iterations,
-							   "child_run_id", (json_int_t) s->child_run_id,
-							   "system", s->system);	/* context: the prompt it started with */
-	char	   *str = json_dumps(st, JSON_COMPACT);
-	char	   *p = pstrdup(str);
-	Oid			types[3] = {INT8OID, JSONBOID, INT4OID};
-	Datum		vals[3];
-
-	free(str);
-	json_decref(st);
-	vals[0] = Int64GetDatum(s->run_id);
-	vals[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
-	vals[2] = Int32GetDatum(MyProcPid);
-	if (PgAgentsExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
-							  "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
-							  "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
-							  "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
-							  3, types, vals, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not save the state of run " INT64_FORMAT, s->run_id);
+	*rp = s->rp;
+	if (!s->rp_ok)
+		*error = pstrdup(s->rp_error);
+	return s->rp_ok;
 }
 
 /* ---- failing a run ---- */
@@ -301,39 +171,50 @@ typedef struct FailArg
 	const char *error;
 } FailArg;
 
+/* the unit that fails a run: its error step, its end */
 static void
 FailUnit(Slot *s, void *arg)
 {
 	FailArg    *fa = (FailArg *) arg;
-	json_t	   *out = json_pack("{s:s}", "error", fa->error);
 
-	if (!HoldLease(s->run_id))
-	{
-		json_decref(out);
-		return;
-	}
-	ToolsRecordStep(s->run_id, "error", "run", NULL, out, fa->status, 0, 0);
-	json_decref(out);
-	FinishRun(s->run_id, fa->status, NULL, fa->error);
+	RunSqlRecordFailure(s, fa->status, fa->error);
 }
 
 /* ends the run with a clear error; the slot is freed whatever happens */
-static void
-EndRunFailed(Slot *s, const char *status, const char *error)
+void
+RunSlotFail(Slot *s, const char *status, const char *error)
 {
 	FailArg		fa;
 	char	   *copy = pstrdup(error);
 
 	fa.status = status;
 	fa.error = copy;
-	if (!RunUnit("pg_agents: failing a run", FailUnit, s, &fa))
+	if (!RunSlotUnit("pg_agents: failing a run", FailUnit, s, &fa))
 	{
 		/* a second chance without the step, e.g. when redaction failed */
-		FailArg		fb = {status, psprintf("%s (and: %s)", copy, unit_error)};
+		FailArg		fb = {status, psprintf("%s (and: %s)", copy, RunSlotUnitError)};
 
-		(void) RunUnit("pg_agents: failing a run", FailUnit, s, &fb);
+		(void) RunSlotUnit("pg_agents: failing a run", FailUnit, s, &fb);
 	}
-	SlotFree(s);
+	RunSlotFree(s);
+}
+
+/* runs a unit for a slot that may end the slot; a failed unit fails the run */
+void
+RunSlotUnitOrFail(Slot *s, const char *activity, UnitFn fn, void *arg)
+{
+	SlotState	before = s->state;
+
+	if (!RunSlotUnit(activity, fn, s, arg))
+	{
+		char	   *msg = psprintf("internal error of the worker: %s", RunSlotUnitError);
+
+		s->state = before;
+		RunSlotFail(s, "failed", msg);
+		return;
+	}
+	if (s->state == SLOT_FREE)
+		RunSlotFree(s);
 }
 
 /* ---------------------------------------------------------------------
@@ -341,32 +222,125 @@ EndRunFailed(Slot *s, const char *status, const char *error)
  * ---------------------------------------------------------------------
  */
 
+/* a copy of v in the slot's memory (NULL stays NULL) */
 static char *
 SlotStrdup(Slot *s, const char *v)
 {
 	return v ? MemoryContextStrdup(s->cxt, v) : NULL;
 }
 
-/* the prompt, the payload check: context assembly (context.c) */
-
+/* the first free slot, or NULL */
 static Slot *
 FreeSlot(void)
 {
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state == SLOT_FREE)
-			return &slots[i];
+		if (RunSlotTable[i].state == SLOT_FREE)
+			return &RunSlotTable[i];
 	return NULL;
 }
 
+/*
+ * The slot of a claimed run: its identity, its agent's settings and its
+ * provider (a named provider, else the agent's settings, then the GUCs),
+ * READY.
+ */
+static void
+SlotFill(Slot *s, const ClaimedRun *cr)
+{
+	ProviderResolved rp;
+	char	   *perr = NULL;
+	bool		resolved;
+
+	memset(s, 0, sizeof(Slot));
+	s->gen = claim_gen;
+	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents run", ALLOCSET_SMALL_SIZES);
+	s->run_id = cr->run_id;
+	s->agent_id = cr->agent_id;
+	s->workspace = SlotStrdup(s, cr->workspace);
+	s->regime = SlotStrdup(s, cr->regime);
+	s->user_id = SlotStrdup(s, cr->requested_by);
+	s->approval_mode = SlotStrdup(s, cr->approval_mode);
+	s->scope = cr->scope ? json_loads(cr->scope, 0, NULL) : NULL;
+	if (s->scope == NULL)
+		s->scope = json_object();
+	s->max_iterations = cr->max_iterations;
+	s->can_delegate = cr->delegation_listed;
+	s->state = SLOT_READY;
+	s->agent_model = SlotStrdup(s, cr->model);
+	resolved = RunSlotProvider(s, &rp, &perr);
+	s->provider = resolved ? rp.kind : LLM_OPENAI;
+	s->url = resolved ? SlotStrdup(s, rp.base_url) : NULL;
+	s->model = SlotStrdup(s, resolved ? rp.model : "default");
+	s->rl = resolved ? rp.ratelimit : -1;
+}
+
+/*
+ * The conversation a run saved (agent.run_state) when it resumes: its
+ * messages, the pending tool calls and their results, the prompt it
+ * started with; the slot then waits for its child, or executes the tools
+ * that remain.  A fresh run starts with no message.
+ */
+static void
+SlotRestore(Slot *s, const char *saved)
+{
+	json_t	   *state = saved ? json_loads(saved, 0, NULL) : NULL;
+
+	if (state && json_is_array(json_object_get(state, "messages")))
+	{
+		s->messages = json_incref(json_object_get(state, "messages"));
+		if (json_is_array(json_object_get(state, "pending")))
+			s->pending = json_incref(json_object_get(state, "pending"));
+		if (json_is_array(json_object_get(state, "results")))
+			s->results = json_incref(json_object_get(state, "results"));
+		s->system = SlotStrdup(s, json_string_value(json_object_get(state, "system")));
+		s->iterations = (int) json_integer_value(json_object_get(state, "iterations"));
+		s->child_run_id = json_integer_value(json_object_get(state, "child_run_id"));
+		if (s->child_run_id > 0)
+			s->state = SLOT_CHILD;
+		else if (s->pending && json_array_size(s->pending) > json_array_size(s->results))
+			s->state = SLOT_TOOLS;
+	}
+	else
+		s->messages = json_array();
+	if (state)
+		json_decref(state);
+}
+
+/*
+ * Why a claimed run cannot go on, or NULL: its provider cannot serve it
+ * (unknown, no endpoint, not allowlisted ...: failed), its agent was deleted
+ * (failed) or suspended (an autonomous run: cancelled).
+ */
+static char *
+ClaimRefusal(Slot *s, const ClaimedRun *cr, const char **status)
+{
+	ProviderResolved rp;
+	char	   *perr = NULL;
+
+	*status = "failed";
+	if (!RunSlotProvider(s, &rp, &perr))
+		return perr;
+	if (cr->deleted)
+		return "the agent was deleted";
+	if (cr->suspended)
+	{
+		*status = "cancelled";
+		return "the agent is suspended";
+	}
+	return NULL;
+}
+
+/*
+ * The claim's unit: up to *arg runs claimed, each given a slot (its
+ * provider, its saved conversation, its context); *arg becomes how many
+ * were claimed.  A run that cannot go on ends here.
+ */
 static void
 ClaimUnit(Slot *unused, void *arg)
 {
 	int			n = *(int *) arg;
-	Oid			types[2] = {INT4OID, INT4OID};
-	Datum		vals[2];
-	int			rc;
-	uint64		nrows;
-	SPITupleTable *tt;
+	ClaimedRun *rows;
+	int			nrows;
 
 	if (ProvidersStale())		/* providers: rows and secrets (providers.c) */
 		ProvidersLoad();
@@ -376,200 +350,58 @@ ClaimUnit(Slot *unused, void *arg)
 	 * works when some queued run's agent names its own (scope llm_url);
 	 * otherwise runs stay queued for an external executor (claim_runs).
 	 */
-	if (pg_agents_llm_url == NULL || pg_agents_llm_url[0] == '\0')
+	if ((pg_agents_llm_url == NULL || pg_agents_llm_url[0] == '\0') && !RunSqlAnyClaimable())
 	{
-		/*
-		 * One primary-key probe of agents per queued run, up to the first
-		 * that qualifies (LATERAL ... LIMIT 1 keeps it a nested loop: as a
-		 * join, the kept plan hashed every agent at each claim, 10k agents
-		 * costing more than the claim itself).
-		 */
-		rc = PgAgentsExecPlan(&eligible_plan,
-							  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
-							  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
-							  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
-							  "WHERE r.status = 'queued')",
-							  0, NULL, NULL, NULL, true, 1);
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not look for runs to claim");
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
-		{
-			*(int *) arg = 0;
-			return;
-		}
+		*(int *) arg = 0;
+		return;
 	}
 
-	vals[0] = Int32GetDatum(n);
-	vals[1] = Int32GetDatum(MyProcPid);
-	rc = PgAgentsExecPlan(&claim_plan,
-		"WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
-		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
-		"      SELECT c.id, c.workspace_id, $2 FROM c "
-		"      ON CONFLICT (run_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = pg_catalog.clock_timestamp() "
-		"      RETURNING st.run_id, st.state) "
-		"SELECT c.id, c.agent_id, c.workspace_id, c.regime, c.requested_by, c.input::pg_catalog.text, c.origin, "
-		"       a.name, a.instructions, a.model, a.approval_mode, a.scope::pg_catalog.text, a.max_iterations, "
-		"       pg_catalog.jsonb_array_length(a.delegation) > 0, a.deleted_at IS NOT NULL, "
-		"       a.status = 'suspended' AND c.regime = 'autonomous', "
-		"       t.prompt, t.kind, t.event_name, s.state::pg_catalog.text, "
-		"       c.depth, a.instruction_page_id, "	/* context assembly: */
-		"       CASE WHEN c.regime = 'manual' "		/* may a skill be listed? */
-		"            THEN EXISTS (SELECT 1 FROM agent.resource_tables rt WHERE rt.resource_type = 'skill') "
-		"            ELSE EXISTS (SELECT 1 FROM agent.access g WHERE g.agent_id = c.agent_id AND g.resource_type = 'skill') END "
-		"FROM c JOIN s ON s.run_id = c.id "
-		"JOIN agent.agents a ON a.id = c.agent_id "
-		"LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
-		"ORDER BY c.ordinality",	/* started in claim order (fair order) */
-		2, types, vals, NULL, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not claim runs: %s", SPI_result_code_string(rc));
-	nrows = SPI_processed;
-	tt = SPI_tuptable;
-	*(int *) arg = (int) nrows;
-
-	for (uint64 i = 0; i < nrows; i++)
+	nrows = RunSqlClaim(n, &rows);
+	*(int *) arg = nrows;
+	for (int i = 0; i < nrows; i++)
 	{
-		HeapTuple	tup = tt->vals[i];
-		TupleDesc	td = tt->tupdesc;
+		ClaimedRun *cr = &rows[i];
 		Slot	   *s = FreeSlot();
-		bool		isnull;
-		json_t	   *input;
-		json_t	   *state = NULL;
-		char	   *v;
-		ProviderResolved rp;
-		char	   *perr = NULL;
-		bool		resolved;
+		const char *status;
+		char	   *why;
 
 		if (s == NULL)
 			elog(ERROR, "no free run slot");
-		memset(s, 0, sizeof(Slot));
-		s->gen = claim_gen;
-		s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents run", ALLOCSET_SMALL_SIZES);
-		s->run_id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
-		s->agent_id = DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
-		s->workspace = SlotStrdup(s, SPI_getvalue(tup, td, 3));
-		s->regime = SlotStrdup(s, SPI_getvalue(tup, td, 4));
-		s->user_id = SlotStrdup(s, SPI_getvalue(tup, td, 5));
-		s->approval_mode = SlotStrdup(s, SPI_getvalue(tup, td, 11));
-		s->scope = json_loads(SPI_getvalue(tup, td, 12), 0, NULL);
-		if (s->scope == NULL)
-			s->scope = json_object();
-		s->max_iterations = DatumGetInt32(SPI_getbinval(tup, td, 13, &isnull));
-		s->can_delegate = DatumGetBool(SPI_getbinval(tup, td, 14, &isnull));
-		s->state = SLOT_READY;
-
-		/*
-		 * provider, URL and model (providers.c): a provider the agent's
-		 * settings name, else the agent's settings, then the GUCs
-		 */
-		s->agent_model = SlotStrdup(s, SPI_getvalue(tup, td, 10));
-		resolved = ProviderResolve(s->scope, s->agent_model, &rp, &perr);
-		s->provider = resolved ? rp.kind : LLM_OPENAI;
-		s->url = resolved ? SlotStrdup(s, rp.base_url) : NULL;
-		s->model = SlotStrdup(s, resolved ? rp.model : "default");
-		s->rl = resolved ? rp.ratelimit : -1;
-
-		v = SPI_getvalue(tup, td, 20);
-		if (v)
-			state = json_loads(v, 0, NULL);
-		if (state && json_is_array(json_object_get(state, "messages")))
+		SlotFill(s, cr);
+		SlotRestore(s, cr->state);
+		why = ClaimRefusal(s, cr, &status);
+		if (why == NULL)
 		{
-			s->messages = json_incref(json_object_get(state, "messages"));
-			if (json_is_array(json_object_get(state, "pending")))
-				s->pending = json_incref(json_object_get(state, "pending"));
-			if (json_is_array(json_object_get(state, "results")))
-				s->results = json_incref(json_object_get(state, "results"));
-			s->system = SlotStrdup(s, json_string_value(json_object_get(state, "system")));
-			s->iterations = (int) json_integer_value(json_object_get(state, "iterations"));
-			s->child_run_id = json_integer_value(json_object_get(state, "child_run_id"));
-			if (s->child_run_id > 0)
-				s->state = SLOT_CHILD;
-			else if (s->pending && json_array_size(s->pending) > json_array_size(s->results))
-				s->state = SLOT_TOOLS;
+			/* context assembly (context.c): system prompt, first messages, tools */
+			why = RunPromptAssemble(s, cr);
+			if (why)
+				why = psprintf("could not assemble the run's context: %s", why);
 		}
-		else
-			s->messages = json_array();
-		if (state)
-			json_decref(state);
-		/* unknown provider, no endpoint, an endpoint not allowlisted ... */
-		if (!resolved)
+		if (why)
 		{
-			FinishRun(s->run_id, "failed", NULL, perr);
-			SlotFree(s);
+			RunSqlFinish(s->run_id, status, NULL, why);
+			RunSlotFree(s);
 			continue;
-		}
-		if (DatumGetBool(SPI_getbinval(tup, td, 15, &isnull)))
-		{
-			FinishRun(s->run_id, "failed", NULL, "the agent was deleted");
-			SlotFree(s);
-			continue;
-		}
-		if (DatumGetBool(SPI_getbinval(tup, td, 16, &isnull)))
-		{
-			FinishRun(s->run_id, "cancelled", NULL, "the agent is suspended");
-			SlotFree(s);
-			continue;
-		}
-
-		/* context assembly (context.c): system prompt, first messages, tools */
-		{
-			ToolRun		tr = SlotToolRun(s);
-			ContextRun	cr;
-			char	   *err;
-
-			input = json_loads(SPI_getvalue(tup, td, 6), 0, NULL);
-			if (input == NULL)
-				input = json_object();
-			/* a chat run of agent.send_message: its deltas name the conversation */
-			if (strcmp(s->regime, "manual") == 0 &&
-				json_is_integer(json_object_get(input, "conversation_id")))
-				s->conversation_id = json_integer_value(json_object_get(input, "conversation_id"));
-			memset(&cr, 0, sizeof(cr));
-			cr.agent_name = SPI_getvalue(tup, td, 8);
-			cr.instructions = SPI_getvalue(tup, td, 9);
-			cr.depth = DatumGetInt32(SPI_getbinval(tup, td, 21, &isnull));
-			cr.page_id = SPI_getvalue(tup, td, 22);
-			cr.delegation_listed = s->can_delegate;
-			cr.skills_possible = DatumGetBool(SPI_getbinval(tup, td, 23, &isnull));
-			cr.fresh = json_array_size(s->messages) == 0;
-			cr.provider = s->provider;
-			cr.input = input;
-			cr.trigger_prompt = SPI_getvalue(tup, td, 17);
-			cr.origin = SPI_getvalue(tup, td, 7);
-			s->tools = ToolsDefinitions(false);
-			cr.tools = s->tools;
-			cr.messages = s->messages;
-			err = ContextAssemble(&tr, &cr);
-			json_decref(input);
-			if (err)
-			{
-				FinishRun(s->run_id, "failed", NULL, psprintf("could not assemble the run's context: %s", err));
-				SlotFree(s);
-				continue;
-			}
-			s->can_delegate = cr.can_delegate;
-			if (s->system == NULL)
-				s->system = SlotStrdup(s, cr.system);
-			McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
-			TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
 		}
 		/* teams: messages that arrived while it was queued or waiting */
 		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)
-			SaveState(s);
+			RunSqlSaveState(s);
 	}
 }
 
+/* the slots that hold a run at work (a run waiting for its child does not count) */
 static int
 ActiveSlots(void)
 {
 	int			n = 0;
 
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state != SLOT_FREE && slots[i].state != SLOT_CHILD)
+		if (RunSlotTable[i].state != SLOT_FREE && RunSlotTable[i].state != SLOT_CHILD)
 			n++;
 	return n;
 }
 
+/* operations: the slots in use for agent.worker_status */
 int
 RunSlotsActive(void)
 {
@@ -586,7 +418,7 @@ RunSlotsClaim(void)
 	int			used = 0;
 
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state != SLOT_FREE)
+		if (RunSlotTable[i].state != SLOT_FREE)
 			used++;
 	n = Min(n, MAX_SLOTS - used);
 	if (n <= 0)
@@ -599,12 +431,12 @@ RunSlotsClaim(void)
 	got = n;
 	last_claim = GetCurrentTimestamp();
 	claim_gen++;
-	if (!RunUnit("pg_agents: claiming runs", ClaimUnit, NULL, &got))
+	if (!RunSlotUnit("pg_agents: claiming runs", ClaimUnit, NULL, &got))
 	{
 		/* the claim rolled back: forget the slots it had filled */
 		for (int i = 0; i < MAX_SLOTS; i++)
-			if (slots[i].state != SLOT_FREE && slots[i].gen == claim_gen)
-				SlotFree(&slots[i]);
+			if (RunSlotTable[i].state != SLOT_FREE && RunSlotTable[i].gen == claim_gen)
+				RunSlotFree(&RunSlotTable[i]);
 		more_work = false;
 		return -1;
 	}
@@ -617,11 +449,36 @@ RunSlotsClaim(void)
  * ---------------------------------------------------------------------
  */
 
-/* executes the remaining tool calls of the slot, inside a unit */
+/*
+ * The result of the pending call that comes next (a tool's, a child's, an
+ * MCP server's) appended to the slot's results, as the provider will be
+ * told it; takes the result.
+ */
 static void
-ExecuteTools(Slot *s)
+SlotAppendResult(Slot *s, json_t *result)
 {
-	ToolRun		tr = SlotToolRun(s);
+	json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
+	char	   *content = json_dumps(result, JSON_COMPACT);
+
+	if (s->results == NULL)
+		s->results = json_array();
+	json_array_append_new(s->results,
+						  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
+									"content", content,
+									"is_error", json_object_get(result, "error") != NULL));
+	free(content);
+	json_decref(result);
+}
+
+/*
+ * Executes the remaining tool calls of the slot, inside a unit; stops at
+ * a call that waits (an MCP call in flight, an approval, a delegated child),
+ * else gives the results to the model and the slot is READY again.
+ */
+void
+RunSlotExecuteTools(Slot *s)
+{
+	ToolRun		tr = RunSlotToolRun(s);
 
 	if (s->results == NULL)
 		s->results = json_array();
@@ -633,7 +490,6 @@ ExecuteTools(Slot *s)
 		json_t	   *result = NULL;
 		int64		child = 0;
 		ToolOutcome oc;
-		char	   *content;
 
 		CHECK_FOR_INTERRUPTS();
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
@@ -641,44 +497,27 @@ ExecuteTools(Slot *s)
 		{
 			/* sent once this transaction committed (RunSlotsStep) */
 			s->mcp = McpTakePrepared();
-			SaveState(s);
+			RunSqlSaveState(s);
 			s->state = SLOT_MCP;
 			return;
 		}
 		if (oc == TOOL_PAUSE)
 		{
-			SaveState(s);
+			RunSqlSaveState(s);
 			s->state = SLOT_FREE;	/* freed by the caller */
 			return;
 		}
 		if (oc == TOOL_WAIT_CHILD)
 		{
 			s->child_run_id = child;
-			SaveState(s);
+			RunSqlSaveState(s);
 			s->state = SLOT_CHILD;
 			/* park the run (waiting_children) until its child ends: it is re-queued then */
-			if (PgAgentsFunctionExists("agent.wait_for_children(bigint)"))
-			{
-				Oid			types[1] = {INT8OID};
-				Datum		vals[1];
-				bool		isnull;
-
-				vals[0] = Int64GetDatum(s->run_id);
-				if (SPI_execute_with_args("SELECT agent.wait_for_children($1)", 1, types, vals, NULL, false, 1)
-					!= SPI_OK_SELECT || SPI_processed != 1)
-					elog(ERROR, "agent.wait_for_children returned no row");
-				if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-					s->state = SLOT_FREE;	/* freed by the caller */
-			}
+			if (RunSqlParkForChildren(s->run_id))
+				s->state = SLOT_FREE;	/* freed by the caller */
 			return;
 		}
-		content = json_dumps(result, JSON_COMPACT);
-		json_array_append_new(s->results,
-							  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
-										"content", content,
-										"is_error", json_object_get(result, "error") != NULL));
-		free(content);
-		json_decref(result);
+		SlotAppendResult(s, result);
 	}
 	LlmAppendToolResults(s->provider, s->messages, s->results);
 	(void) TeamsDeliver(s->run_id, s->provider, s->messages);	/* teams: safe point */
@@ -686,29 +525,34 @@ ExecuteTools(Slot *s)
 	json_decref(s->results);
 	s->pending = NULL;
 	s->results = NULL;
-	SaveState(s);
+	RunSqlSaveState(s);
 	s->state = SLOT_READY;
 }
 
+/* the unit of a slot with tool calls to execute */
 static void
 ToolsUnit(Slot *s, void *arg)
 {
-	if (!HoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id))
 	{
 		s->state = SLOT_FREE;
 		return;
 	}
-	ExecuteTools(s);
+	RunSlotExecuteTools(s);
 }
 
+/*
+ * The unit of a slot waiting for its child: the child's result (or its
+ * question, teams) becomes the delegation's result and the remaining tools
+ * run; nothing changes while the child is at work.
+ */
 static void
 ChildUnit(Slot *s, void *arg)
 {
 	bool		finished;
 	json_t	   *result;
-	char	   *content;
 
-	if (!HoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id))
 	{
 		s->state = SLOT_FREE;
 		return;
@@ -721,34 +565,20 @@ ChildUnit(Slot *s, void *arg)
 		if (result == NULL)
 			return;
 	}
-	{
-		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
-
-		content = json_dumps(result, JSON_COMPACT);
-		if (s->results == NULL)
-			s->results = json_array();
-		json_array_append_new(s->results,
-							  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
-										"content", content,
-										"is_error", json_object_get(result, "error") != NULL));
-		free(content);
-		json_decref(result);
-	}
+	SlotAppendResult(s, result);
 	s->child_run_id = 0;
-	ExecuteTools(s);
+	RunSlotExecuteTools(s);
 }
 
 /* the answer of the slot's MCP call is recorded, then the remaining tools run */
 static void
 McpResultUnit(Slot *s, void *arg)
 {
-	ToolRun		tr = SlotToolRun(s);
+	ToolRun		tr = RunSlotToolRun(s);
 	json_t	   *result = NULL;
-	json_t	   *call;
 	ToolOutcome oc;
-	char	   *content;
 
-	if (!HoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id))
 	{
 		s->state = SLOT_FREE;
 		return;
@@ -759,23 +589,14 @@ McpResultUnit(Slot *s, void *arg)
 	s->mcp = NULL;
 	if (oc == TOOL_PAUSE)
 	{
-		SaveState(s);
+		RunSqlSaveState(s);
 		s->state = SLOT_FREE;	/* freed by the caller */
 		return;
 	}
-	call = json_array_get(s->pending, json_array_size(s->results));
-	content = json_dumps(result, JSON_COMPACT);
-	json_array_append_new(s->results,
-						  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
-									"content", content,
-									"is_error", json_object_get(result, "error") != NULL));
-	free(content);
-	json_decref(result);
+	SlotAppendResult(s, result);
 	s->state = SLOT_TOOLS;
-	ExecuteTools(s);
+	RunSlotExecuteTools(s);
 }
-
-static void SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg);
 
 /* a transfer of MCP (mcp_tools.c) ended */
 static void
@@ -791,7 +612,7 @@ McpTransferDone(HttpRequest *req)
 	s = (Slot *) req->owner;
 	CHECK_FOR_INTERRUPTS();
 	if (McpCallCollect(s->mcp, req))
-		SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+		RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
 }
 
 /* starts the MCP calls that are due, with no transaction open */
@@ -802,7 +623,7 @@ StartDueMcp(void)
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
-		Slot	   *s = &slots[i];
+		Slot	   *s = &RunSlotTable[i];
 
 		if (s->state != SLOT_MCP)
 			continue;
@@ -811,7 +632,7 @@ StartDueMcp(void)
 			CHECK_FOR_INTERRUPTS();
 			McpCallStart(s->mcp, s);
 			if (McpCallAnswered(s->mcp))	/* could not start: a failed result */
-				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
 		}
 		else if (McpCallInFlight(s->mcp))
 			McpCallPump(s->mcp);
@@ -819,741 +640,8 @@ StartDueMcp(void)
 	McpWorkerHousekeeping();
 }
 
-/* runs a unit for a slot that may end the slot; a failed unit fails the run */
-static void
-SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg)
-{
-	SlotState	before = s->state;
-
-	if (!RunUnit(activity, fn, s, arg))
-	{
-		char	   *msg = psprintf("internal error of the worker: %s", unit_error);
-
-		s->state = before;
-		EndRunFailed(s, "failed", msg);
-		return;
-	}
-	if (s->state == SLOT_FREE)
-		SlotFree(s);
-}
-
 /* ---------------------------------------------------------------------
- * LLM calls
- * ---------------------------------------------------------------------
- */
-
-static void
-StartCall(Slot *s)
-{
-	char	   *body;
-	char	   *url;
-	struct curl_slist *headers;
-	ProviderResolved rp;
-	char	   *perr = NULL;
-	long		wait_ms;
-	bool		stream;
-	json_t	   *mt;
-	int			max_tokens;
-
-	if (s->iterations >= s->max_iterations)
-	{
-		EndRunFailed(s, "failed",
-					 psprintf("the model did not give a final answer within max_iterations (%d) turns",
-							  s->max_iterations));
-		return;
-	}
-	/* providers: the key, headers and limits as they are now (rotation) */
-	if (!ProviderResolve(s->scope, s->agent_model, &rp, &perr))
-	{
-		EndRunFailed(s, "failed", perr);
-		return;
-	}
-	s->rl = rp.ratelimit;
-	if (s->rl_est <= 0)			/* about 4 bytes a token, refined by usage */
-		s->rl_est = (strlen(s->system) + 200) / 4;
-	if (!RateLimitAdmit(s->rl, s->rl_est, &wait_ms))
-	{
-		if (!s->rl_waiting)
-		{
-			RateLimitCountWait(s->rl);
-			s->rl_lease_at = GetCurrentTimestamp();
-		}
-		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunSlotsNextTimeout) */
-		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
-		return;
-	}
-	s->rl_waiting = false;
-	s->rl_held = s->rl >= 0;
-	/* streaming: a named provider's "stream" setting, else pg_agents.llm_stream */
-	stream = rp.name ? rp.stream : LlmStreamEnabled(s->url);
-	/* scope max_tokens: a positive integer, else the default */
-	mt = json_object_get(s->scope, "max_tokens");
-	max_tokens = json_is_integer(mt) && json_integer_value(mt) > 0 && json_integer_value(mt) <= 10000000
-		? (int) json_integer_value(mt) : 0;
-	body = LlmBuildBody(s->provider, s->model, s->system, s->messages, s->tools, stream, max_tokens);
-	url = LlmEndpoint(s->provider, s->url);
-	/* the key only ever goes to its provider's base URL (providers.c) */
-	headers = ProviderAddHeaders(&rp, LlmHeaders(s->provider, rp.api_key));
-	LlmStreamFree(s->stream);
-	s->stream = NULL;
-	if (stream)
-	{
-		headers = curl_slist_append(headers, "Accept: text/event-stream");
-		s->stream = LlmStreamNew(s->provider);
-		s->stream_step = s->iterations + 1;
-		s->stream_pub = 0;
-		if (s->stream)
-			s->stream->last_publish = GetCurrentTimestamp();
-	}
-	s->call_started = GetCurrentTimestamp();
-	s->state = SLOT_HTTP;
-	s->req = HttpStart(url, headers, body, rp.request_timeout, s);
-	HttpSetStream(s->req, s->stream);
-	s->rl_est = strlen(body) / 4 + 1;	/* the next request's estimate */
-	pfree(url);
-}
-
-/* providers: the request of the slot ended; its share of the limits comes back */
-static void
-SlotLimiterDone(Slot *s, HttpRequest *req, int64 used, const char *error)
-{
-	if (!s->rl_held)
-		return;
-	s->rl_held = false;
-	RateLimitDone(s->rl, s->rl_est, used, req->result == CURLE_OK ? req->status : 0,
-				  req->retry_after_ms, &req->rl, error);
-}
-
-
-/* input and output of the llm step that records a reply */
-static void
-ReplyStepJson(Slot *s, LlmReply *r, json_t **in, json_t **out)
-{
-	json_t	   *names = json_array();
-	size_t		i;
-	json_t	   *t;
-
-	json_array_foreach(s->tools, i, t)
-		json_array_append(names, json_object_get(t, "name"));
-	*in = json_pack("{s:s,s:s,s:i,s:o}", "provider", s->provider == LLM_ANTHROPIC ? "anthropic" : "openai",
-					"model", s->model, "messages", (int) json_array_size(s->messages), "tools", names);
-	*out = json_pack("{s:s?,s:O,s:s?,s:{s:I,s:I}}", "text", r->text, "tool_calls", r->calls,
-					 "stop", r->stop, "usage", "in", (json_int_t) r->tokens_in,
-					 "out", (json_int_t) r->tokens_out);
-	/* cache and reasoning counts only when the provider reported them */
-	if (r->tokens_cached > 0)
-		json_object_set_new(json_object_get(*out, "usage"), "cached", json_integer(r->tokens_cached));
-	if (r->tokens_cache_write > 0)
-		json_object_set_new(json_object_get(*out, "usage"), "cache_write", json_integer(r->tokens_cache_write));
-	if (r->tokens_reasoning > 0)
-		json_object_set_new(json_object_get(*out, "usage"), "reasoning", json_integer(r->tokens_reasoning));
-	if (r->refusal)
-		json_object_set_new(*out, "refusal", json_string(r->refusal));
-}
-
-/* ---------------------------------------------------------------------
- * Streaming: text deltas on NOTIFY agent_run_deltas (docs/worker.md)
- *
- * Throttle: the worker publishes the new text of every streamed call at
- * most once per DELTA_MIN_MS (sooner only for a call with DELTA_MAX_BYTES
- * pending), all calls in one short transaction: the one that records
- * replies when the pass has one, else its own.  So a listener gets a
- * call's text at most 100 ms after it arrived, in at most ten
- * notifications a second per call, and the worker commits at most ten
- * delta transactions a second however many runs stream.  The rest of a
- * reply goes out in the transaction that records it.  The payloads are
- * made by src/deltas.c.
- * ---------------------------------------------------------------------
- */
-#define DELTA_MIN_MS		100
-#define DELTA_MAX_BYTES		65536
-
-static TimestampTz last_deltas = 0;	/* the last delta notifications */
-
-/* notifies text[from, upto) of the slot's stream; returns the new offset */
-static size_t
-NotifyDeltas(Slot *s, size_t from, size_t upto)
-{
-	return DeltasNotify(s->run_id, s->conversation_id, s->stream_step, s->http_attempts + 1,
-						s->stream->text, from, upto);
-}
-
-/* the rest of a finished stream, inside the unit that records the reply */
-static void
-NotifyRest(Slot *s)
-{
-	if (s->stream && s->stream->text_len > s->stream->published)
-		(void) NotifyDeltas(s, s->stream->published, s->stream->text_len);
-}
-
-static bool
-DeltaDue(Slot *s, TimestampTz now)
-{
-	LlmStream  *st = s->stream;
-
-	/* (a call whose reply came is no longer due: its unit sends the rest) */
-	if (s->state != SLOT_HTTP || s->req == NULL || st == NULL || st->text_len <= st->published)
-		return false;
-	return st->text_len - st->published >= DELTA_MAX_BYTES ||
-		TimestampDifferenceExceeds(last_deltas, now, DELTA_MIN_MS);
-}
-
-/* inside a unit: notifies the due text of every call in flight */
-static void
-DeltasInUnit(TimestampTz now)
-{
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].stream)
-			slots[i].stream_pub = slots[i].stream->published;
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (DeltaDue(&slots[i], now))
-			slots[i].stream_pub = NotifyDeltas(&slots[i], slots[i].stream->published,
-											   slots[i].stream->text_len);
-}
-
-/* after the unit of DeltasInUnit committed */
-static void
-DeltasCommitted(TimestampTz now)
-{
-	bool		any = false;
-
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (DeltaDue(&slots[i], now))
-		{
-			slots[i].stream->published = Max(slots[i].stream_pub, slots[i].stream->published);
-			slots[i].stream->last_publish = now;
-			any = true;
-		}
-	if (any)
-		last_deltas = now;
-}
-
-static void
-DeltaUnit(Slot *unused, void *arg)
-{
-	DeltasInUnit(*(TimestampTz *) arg);
-}
-
-/* one short transaction for the deltas due (NOTIFY is sent at its commit) */
-static void
-PublishDeltas(void)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	bool		any = false;
-
-	for (int i = 0; i < MAX_SLOTS && !any; i++)
-		any = DeltaDue(&slots[i], now);
-	if (!any)
-		return;
-	if (RunUnit("pg_agents: publishing text deltas", DeltaUnit, NULL, &now))
-		DeltasCommitted(now);
-}
-
-typedef struct ReplyArg
-{
-	LlmReply   *reply;
-	int64		in;
-	int64		out;
-} ReplyArg;
-
-static void
-ReplyUnit(Slot *s, void *arg)
-{
-	LlmReply   *r = ((ReplyArg *) arg)->reply;
-	json_t	   *in;
-	json_t	   *out;
-	Oid			types[4] = {INT8OID, INT4OID, INT4OID, TEXTOID};
-	Datum		vals[4];
-	char	   *status;
-	static SPIPlanPtr usage_plan = NULL;
-	static SPIPlanPtr status_plan = NULL;
-
-	if (!HoldLease(s->run_id))
-	{
-		s->state = SLOT_FREE;
-		return;
-	}
-	ReplyStepJson(s, r, &in, &out);
-	ToolsRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
-	json_decref(in);
-	json_decref(out);
-
-	vals[0] = Int64GetDatum(s->run_id);
-	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
-	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
-	vals[3] = CStringGetTextDatum(s->model);
-	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
-		!= SPI_OK_SELECT)
-		elog(ERROR, "agent.add_usage failed");
-	if (r->tokens_cached > 0)
-	{
-		static SPIPlanPtr cached_plan = NULL;
-		Oid			ctypes[2] = {INT8OID, INT8OID};
-		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
-
-		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
-							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
-	}
-	NotifyRest(s);
-	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.tokens_total >= coalesce(r.token_budget, a.default_token_budget), "
-							  "coalesce(r.token_budget, a.default_token_budget), r.tokens_total "
-							  "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
-							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
-	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (strcmp(status, "running") != 0)
-	{
-		s->state = SLOT_FREE;	/* add_usage ended it (budget), or someone cancelled it */
-		return;
-	}
-	s->iterations++;
-	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2), "t") == 0)
-	{
-		char	   *err = psprintf("token budget of %s exhausted (%s used)",
-								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3),
-								   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
-
-		FinishRun(s->run_id, "budget_exceeded", NULL, err);
-		s->state = SLOT_FREE;
-		return;
-	}
-
-	/* the stop reasons that do not end the turn as usual (docs/worker.md) */
-	switch (LlmStopKindOf(r))
-	{
-		case LLM_STOP_NORMAL:
-			break;
-		case LLM_STOP_PAUSE:
-			/* a long turn paused by the provider: its content goes back as is */
-			json_array_append(s->messages, r->assistant);
-			SaveState(s);
-			s->state = SLOT_READY;
-			return;
-		case LLM_STOP_REFUSAL:
-			{
-				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
-											   "text", r->text, "refusal", r->refusal);
-
-				FinishRun(s->run_id, "failed", result,
-						  psprintf("the model refused to answer (stop reason %s)%s%s",
-								   r->stop ? r->stop : "refusal",
-								   r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
-				json_decref(result);
-				s->state = SLOT_FREE;
-				return;
-			}
-		case LLM_STOP_MAX_TOKENS:
-			FinishRun(s->run_id, "failed", NULL,
-					  psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
-							   "the model's answer is incomplete",
-							   r->stop, (long long) r->tokens_out));
-			s->state = SLOT_FREE;
-			return;
-		case LLM_STOP_CONTEXT:
-			FinishRun(s->run_id, "failed", NULL,
-					  psprintf("the conversation no longer fits the model's context window "
-							   "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
-			s->state = SLOT_FREE;
-			return;
-	}
-
-	/* teams: a message arrived during the call, the run goes on */
-	if (json_array_size(r->calls) == 0 && TeamsPending(s->run_id))
-	{
-		json_array_append(s->messages, r->assistant);
-		(void) TeamsDeliver(s->run_id, s->provider, s->messages);
-		SaveState(s);
-		s->state = SLOT_READY;
-		return;
-	}
-
-	if (json_array_size(r->calls) == 0)
-	{
-		json_t	   *result = json_pack("{s:s}", "text", r->text ? r->text : "");
-
-		FinishRun(s->run_id, "succeeded", result, NULL);
-		json_decref(result);
-		s->state = SLOT_FREE;
-		return;
-	}
-
-	json_array_append(s->messages, r->assistant);
-	if (s->pending)
-		json_decref(s->pending);
-	if (s->results)
-		json_decref(s->results);
-	s->pending = json_incref(r->calls);
-	s->results = json_array();
-	ExecuteTools(s);
-}
-
-typedef struct RetryArg
-{
-	json_t	   *info;
-} RetryArg;
-
-static void
-RetryUnit(Slot *s, void *arg)
-{
-	if (!HoldLease(s->run_id))
-	{
-		s->state = SLOT_FREE;
-		return;
-	}
-	ToolsRecordStep(s->run_id, "error", "llm", NULL, ((RetryArg *) arg)->info, "retry", 0, s->call_started);
-}
-
-static bool
-Retryable(HttpRequest *req)
-{
-	if (req->resp_too_big)
-		return false;
-	switch (req->result)
-	{
-		case CURLE_OK:
-			/* a 429 for an exhausted quota or spend limit never succeeds */
-			if (req->status == 429 && req->stream_mode != 1 && LlmQuotaError(req->resp, req->resp_len))
-				return false;
-			return req->status == 429 || req->status >= 500;
-		case CURLE_OPERATION_TIMEDOUT:
-		case CURLE_COULDNT_CONNECT:
-		case CURLE_COULDNT_RESOLVE_HOST:
-		case CURLE_GOT_NOTHING:
-		case CURLE_SEND_ERROR:
-		case CURLE_RECV_ERROR:
-			return true;
-		default:
-			return false;
-	}
-}
-
-static char *
-DescribeFailure(HttpRequest *req)
-{
-	if (req->resp_too_big)
-		return psprintf("the LLM reply is larger than pg_agents.max_reply_bytes (%zu bytes): the worker stopped reading it",
-						req->max_bytes);
-	if (req->result == CURLE_OPERATION_TIMEDOUT)
-		return psprintf("LLM request timed out after %d ms", pg_agents_request_timeout);
-	if (req->result == CURLE_PARTIAL_FILE)
-		return psprintf("truncated response from the LLM: the connection closed after %zu bytes", req->resp_len);
-	if (req->result != CURLE_OK)
-		return psprintf("could not reach the LLM endpoint: %s",
-						req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result));
-	return psprintf("LLM endpoint returned HTTP %ld: %s%s%s%s", req->status,
-					LlmErrorMessage(req->resp, req->resp_len),
-					req->request_id[0] ? " (request id " : "", req->request_id,
-					req->request_id[0] ? ")" : "");
-}
-
-/*
- * Final answers of root runs are recorded in batches: one transaction and
- * a few set-based statements for all of them (agent._worker_finish_replies)
- * instead of one transaction of a dozen statements each.  When the batch
- * fails, each reply is recorded alone as before, so that an error of one
- * run fails only that run.
- */
-#define REPLY_BATCH		32
-
-typedef struct BatchItem
-{
-	Slot	   *s;
-	LlmReply	reply;
-	char		outcome;		/* f finished, c continue, g gone, s single */
-	json_t	   *saved_messages; /* before a "continue" changed them */
-	int			saved_iterations;
-} BatchItem;
-
-typedef struct ReplyBatch
-{
-	int			n;
-	TimestampTz deltas_at;		/* the due deltas of calls in flight go along */
-	BatchItem	items[REPLY_BATCH];
-} ReplyBatch;
-
-static ReplyBatch batch;
-
-static void
-BatchUnit(Slot *unused, void *arg)
-{
-	ReplyBatch *b = (ReplyBatch *) arg;
-	json_t	   *arr = json_array();
-	char	   *str;
-	char	   *p;
-	Oid			types[2] = {JSONBOID, INT4OID};
-	Datum		vals[2];
-	static SPIPlanPtr plan = NULL;
-	SPITupleTable *tt;
-	uint64		nrows;
-
-	for (int i = 0; i < b->n; i++)
-	{
-		BatchItem  *it = &b->items[i];
-		Slot	   *s = it->s;
-		LlmReply   *r = &it->reply;
-		json_t	   *in;
-		json_t	   *out;
-		int64		tin = Min(r->tokens_in, PG_INT32_MAX);
-		int64		tout = Min(r->tokens_out, PG_INT32_MAX);
-
-		ReplyStepJson(s, r, &in, &out);
-		json_array_append_new(arr, json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:s?}",
-											 "run_id", (json_int_t) s->run_id,
-											 "model", s->model,
-											 "input", in,
-											 "output", out,
-											 "tokens", (json_int_t) Min(r->tokens_in + r->tokens_out, PG_INT32_MAX),
-											 "tokens_in", (json_int_t) tin,
-											 "tokens_out", (json_int_t) tout,
-											 "tokens_cached", (json_int_t) Min(r->tokens_cached, PG_INT32_MAX),
-											 "started_us", (json_int_t) (s->call_started +
-																		 ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
-																		  SECS_PER_DAY * USECS_PER_SEC)),
-											 "text", r->text));
-		it->outcome = 's';
-		it->saved_messages = NULL;
-	}
-	str = json_dumps(arr, JSON_COMPACT);
-	p = pstrdup(str);
-	free(str);
-	json_decref(arr);
-	vals[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
-	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
-						 2, types, vals, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "agent._worker_finish_replies failed");
-	tt = SPI_tuptable;
-	nrows = SPI_processed;
-	for (uint64 k = 0; k < nrows; k++)
-	{
-		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(tt->vals[k], tt->tupdesc, 1, &isnull));
-		char	   *oc = SPI_getvalue(tt->vals[k], tt->tupdesc, 2);
-
-		for (int i = 0; i < b->n; i++)
-			if (b->items[i].s->run_id == id && oc)
-				b->items[i].outcome = oc[0];
-	}
-
-	/* the rest of streamed answers recorded here (the others: ReplyUnit) */
-	for (int i = 0; i < b->n; i++)
-		if (b->items[i].outcome == 'f' || b->items[i].outcome == 'c')
-			NotifyRest(b->items[i].s);
-	DeltasInUnit(b->deltas_at);
-
-	/* teams: a message arrived during the call, the run goes on */
-	for (int i = 0; i < b->n; i++)
-	{
-		BatchItem  *it = &b->items[i];
-		Slot	   *s = it->s;
-
-		if (it->outcome != 'c')
-			continue;
-		it->saved_messages = s->messages;
-		it->saved_iterations = s->iterations;
-		s->messages = json_copy(s->messages);
-		s->iterations++;
-		json_array_append(s->messages, it->reply.assistant);
-		(void) TeamsDeliver(s->run_id, s->provider, s->messages);
-		SaveState(s);
-	}
-}
-
-/* records the batched replies; the slots end, go on, or are recorded alone */
-static void
-FlushReplies(void)
-{
-	ReplyBatch *b = &batch;
-	bool		ok;
-
-	if (b->n == 0)
-		return;
-	b->deltas_at = GetCurrentTimestamp();
-	ok = RunUnit("pg_agents: recording LLM replies", BatchUnit, NULL, b);
-	if (ok)
-		DeltasCommitted(b->deltas_at);
-	for (int i = 0; i < b->n; i++)
-	{
-		BatchItem  *it = &b->items[i];
-		Slot	   *s = it->s;
-
-		if (!ok && it->saved_messages)
-		{
-			/* rolled back: the conversation as it was */
-			json_decref(s->messages);
-			s->messages = it->saved_messages;
-			s->iterations = it->saved_iterations;
-			it->saved_messages = NULL;
-		}
-		if (ok && it->outcome == 'f')
-			SlotFree(s);
-		else if (ok && it->outcome == 'g')
-			SlotFree(s);
-		else if (ok && it->outcome == 'c')
-		{
-			json_decref(it->saved_messages);
-			s->state = SLOT_READY;
-		}
-		else
-		{
-			ReplyArg	ra;
-
-			memset(&ra, 0, sizeof(ra));
-			ra.reply = &it->reply;
-			SlotUnit(s, "pg_agents: recording an LLM reply", ReplyUnit, &ra);
-		}
-		LlmFreeReply(&it->reply);
-	}
-	b->n = 0;
-}
-
-/* providers: a text (an error from the provider) without the provider's key in it */
-static char *
-ScrubText(Slot *s, char *why)
-{
-	ProviderResolved rp;
-	char	   *perr;
-
-	if (ProviderResolve(s->scope, s->agent_model, &rp, &perr))
-		why = ProviderScrub(&rp, why);
-	return why;
-}
-
-/* providers: a failure's description without the provider's key in it */
-static char *
-ScrubbedFailure(Slot *s, HttpRequest *req)
-{
-	return ScrubText(s, DescribeFailure(req));
-}
-
-static void
-CallDone(Slot *s, HttpRequest *req)
-{
-	char	   *why = NULL;
-	bool		retry = false;
-	json_t	   *streamed = NULL;
-
-	s->req = NULL;
-	CHECK_FOR_INTERRUPTS();
-	if (req->stream_mode == 1 && !req->resp_too_big)
-	{
-		/* a streamed 200: it must have ended (message_stop, [DONE]) */
-		streamed = LlmStreamFinish(s->stream);
-		if (s->stream->error)
-		{
-			why = psprintf("the LLM stream ended with an error event: %s%s%s%s%s%s",
-						   s->stream->error_type ? s->stream->error_type : "",
-						   s->stream->error_type ? ": " : "", s->stream->error,
-						   req->request_id[0] ? " (request id " : "", req->request_id,
-						   req->request_id[0] ? ")" : "");
-			retry = s->stream->error_type == NULL ||
-				strcmp(s->stream->error_type, "invalid_request_error") != 0;
-		}
-		else if (streamed == NULL || req->result != CURLE_OK)
-		{
-			why = psprintf("the LLM stream was cut after %zu bytes: %s", req->resp_len,
-						   req->result != CURLE_OK
-						   ? (req->errbuf[0] ? req->errbuf : curl_easy_strerror(req->result))
-						   : "it ended without its last event");
-			retry = true;
-		}
-		if (why)
-			why = ScrubText(s, why);
-		if (why && streamed)
-		{
-			json_decref(streamed);
-			streamed = NULL;
-		}
-	}
-	else if (req->result != CURLE_OK || req->status != 200)
-	{
-		why = ScrubbedFailure(s, req);
-		retry = Retryable(req);
-		if (req->status == 429 && !retry)
-			why = psprintf("%s: the provider's quota or spend limit is exhausted, retrying cannot help", why);
-	}
-
-	if (why)
-	{
-		SlotLimiterDone(s, req, -1, why);
-		if (retry && s->http_attempts < LLM_MAX_RETRIES)
-		{
-			long		delay;
-			RetryArg	ra;
-
-			if (req->retry_after_ms >= 0)
-				delay = Min(req->retry_after_ms, BACKOFF_MAX_MS) + random() % 50;
-			else
-			{
-				delay = BACKOFF_BASE_MS * (1L << s->http_attempts);
-				delay = Min(delay, BACKOFF_MAX_MS);
-				delay = delay / 2 + random() % (delay / 2 + 1);
-			}
-			s->http_attempts++;
-			ra.info = json_pack("{s:s,s:i,s:i,s:I,s:b}", "error", why, "attempt", s->http_attempts,
-								"http_status", (int) req->status, "retry_in_ms", (json_int_t) delay,
-								"retry_after", req->retry_after_ms >= 0);
-			if (req->request_id[0])
-				json_object_set_new(ra.info, "request_id", json_string(req->request_id));
-			HttpFree(req);
-			s->state = SLOT_BACKOFF;
-			s->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay);
-			if (!RunUnit("pg_agents: recording a retry", RetryUnit, s, &ra))
-			{
-				json_decref(ra.info);
-				EndRunFailed(s, "failed", psprintf("internal error of the worker: %s", unit_error));
-				return;
-			}
-			json_decref(ra.info);
-			if (s->state == SLOT_FREE)
-				SlotFree(s);
-			return;
-		}
-		HttpFree(req);
-		if (retry || s->http_attempts > 0)
-			why = psprintf("%s (gave up after %d attempts)", why, s->http_attempts + 1);
-		EndRunFailed(s, "failed", why);
-		return;
-	}
-
-	{
-		LlmReply	r;
-		ReplyArg	ra;
-		bool		parsed;
-
-		if (streamed)
-			parsed = LlmParseReplyJson(s->provider, streamed, &r);	/* takes it */
-		else
-			parsed = LlmParseReply(s->provider, req->resp, req->resp_len, &r);
-		if (!parsed)
-		{
-			SlotLimiterDone(s, req, -1, r.error);
-			HttpFree(req);
-			LlmFreeReply(&r);
-			EndRunFailed(s, "failed", r.error);
-			return;
-		}
-		SlotLimiterDone(s, req, r.tokens_in + r.tokens_out, NULL);
-		HttpFree(req);
-		s->http_attempts = 0;
-		if (json_array_size(r.calls) == 0 && LlmStopKindOf(&r) == LLM_STOP_NORMAL && batch.n < REPLY_BATCH)
-		{
-			/* a final answer: recorded with the others (FlushReplies) */
-			batch.items[batch.n].s = s;
-			batch.items[batch.n].reply = r;
-			batch.items[batch.n].saved_messages = NULL;
-			batch.n++;
-			return;
-		}
-		ra.reply = &r;
-		SlotUnit(s, "pg_agents: recording an LLM reply", ReplyUnit, &ra);
-		LlmFreeReply(&r);
-	}
-}
-
-/* ---------------------------------------------------------------------
- * The executor's pass of the worker loop
+ * The pass of the worker loop
  * ---------------------------------------------------------------------
  */
 
@@ -1564,36 +652,26 @@ RunSlotsWake(void)
 	woken = true;
 }
 
+/* at the worker's start: every slot free, the backoff jitter seeded */
 void
 RunSlotsInit(void)
 {
-	memset(slots, 0, sizeof(slots));
+	memset(RunSlotTable, 0, sizeof(RunSlotTable));
 	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
 }
 
+/* the unit of the start: runs left running by a previous worker reclaimed */
 static void
 ReclaimUnit(Slot *s, void *arg)
 {
-	Oid			types[1] = {INT4OID};
-	Datum		vals[1];
-
-	vals[0] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("SELECT agent._worker_reclaim($1)", 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "agent._worker_reclaim failed");
-	if (SPI_processed == 1)
-	{
-		char	   *n = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		if (n && strcmp(n, "0") != 0)
-			ereport(LOG,
-					(errmsg("pg_agents worker: reclaimed %s runs left running by a previous worker", n)));
-	}
+	RunSqlReclaim();
 }
 
+/* at start (and when the extension appears): the runs a previous worker held go back to the queue */
 void
 RunSlotsReclaimOnStart(void)
 {
-	(void) RunUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
+	(void) RunSlotUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
 }
 
 /*
@@ -1619,7 +697,7 @@ ClaimIfDue(TimestampTz now)
 	}
 }
 
-/* starts the LLM calls that are due */
+/* the unit that reloads the providers and their secrets (providers.c) */
 static void
 ProvidersUnit(Slot *unused, void *arg)
 {
@@ -1630,10 +708,15 @@ ProvidersUnit(Slot *unused, void *arg)
 static void
 LeaseUnit(Slot *s, void *arg)
 {
-	if (!HoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id))
 		s->state = SLOT_FREE;	/* cancelled meanwhile */
 }
 
+/*
+ * Starts the LLM calls that are due: slots READY (a backoff that ended
+ * included), unless their provider has no headroom; the lease of a run
+ * waiting for headroom renewed; changed providers loaded first.
+ */
 static void
 StartDueCalls(void)
 {
@@ -1645,7 +728,7 @@ StartDueCalls(void)
 	memset(full, 0, sizeof(full));
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
-		Slot	   *s = &slots[i];
+		Slot	   *s = &RunSlotTable[i];
 
 		if (s->state == SLOT_BACKOFF && s->next_at <= now)
 			s->state = SLOT_READY;
@@ -1653,7 +736,7 @@ StartDueCalls(void)
 			TimestampDifferenceExceeds(s->rl_lease_at, now, pg_agents_run_lease * 1000 / 3))
 		{
 			s->rl_lease_at = now;
-			SlotUnit(s, "pg_agents: renewing the lease of a run waiting for its provider", LeaseUnit, NULL);
+			RunSlotUnitOrFail(s, "pg_agents: renewing the lease of a run waiting for its provider", LeaseUnit, NULL);
 			if (s->state == SLOT_FREE)
 				continue;
 		}
@@ -1669,10 +752,10 @@ StartDueCalls(void)
 		{
 			/* providers: a changed provider or secret is loaded before the next request */
 			if (!checked && ProvidersStale())
-				(void) RunUnit("pg_agents: loading providers", ProvidersUnit, NULL, NULL);
+				(void) RunSlotUnit("pg_agents: loading providers", ProvidersUnit, NULL, NULL);
 			checked = true;
 			CHECK_FOR_INTERRUPTS();
-			StartCall(s);
+			RunCallStart(s);
 			if (s->state == SLOT_READY && s->rl_waiting && s->rl >= 0 && s->rl < RATELIMIT_MAX)
 			{
 				full[s->rl] = true;
@@ -1708,25 +791,25 @@ RunSlotsStep(void)
 			McpTransferDone(req);
 			continue;
 		}
-		CallDone(s, req);
-		if (batch.n == REPLY_BATCH)
-			FlushReplies();
+		RunCallDone(s, req);
+		if (RunCallsBatchFull())
+			RunCallsFlush();
 		/* (bounded, so that the pass ends under a steady stream of replies) */
 		if (++done % 16 == 0 && done <= 256)
 		{
-			FlushReplies();
+			RunCallsFlush();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
 			StartDueMcp();
 			HttpPerform();
 		}
 	}
-	FlushReplies();
-	PublishDeltas();			/* streaming: the text deltas still due */
+	RunCallsFlush();
+	RunCallsPublishDeltas();			/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state == SLOT_TOOLS)
-			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
+		if (RunSlotTable[i].state == SLOT_TOOLS)
+			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);
 	StartDueMcp();
 
 	now = GetCurrentTimestamp();
@@ -1735,8 +818,8 @@ RunSlotsStep(void)
 	{
 		last_child_poll = now;
 		for (int i = 0; i < MAX_SLOTS; i++)
-			if (slots[i].state == SLOT_CHILD)
-				SlotUnit(&slots[i], "pg_agents: waiting for a delegated run", ChildUnit, NULL);
+			if (RunSlotTable[i].state == SLOT_CHILD)
+				RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: waiting for a delegated run", ChildUnit, NULL);
 	}
 
 	ClaimIfDue(now);
@@ -1752,7 +835,7 @@ RunSlotsNextTimeout(long dflt)
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 	{
-		Slot	   *s = &slots[i];
+		Slot	   *s = &RunSlotTable[i];
 
 		if (s->state == SLOT_BACKOFF)
 		{
@@ -1776,7 +859,7 @@ RunSlotsNextTimeout(long dflt)
 		}
 		else if (s->state == SLOT_HTTP && s->stream && s->stream->text_len > s->stream->published)
 		{
-			long		ms = DELTA_MIN_MS - (long) ((now - last_deltas) / 1000);
+			long		ms = RunCallsDeltaWait(now);
 
 			t = Min(t, Max(ms, 0));
 		}
@@ -1800,7 +883,7 @@ RunSlotsHeld(void)
 	int			n = 0;
 
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state != SLOT_FREE)
+		if (RunSlotTable[i].state != SLOT_FREE)
 			n++;
 	return n;
 }
@@ -1809,10 +892,10 @@ RunSlotsHeld(void)
 bool
 RunSlotsDrainIdle(void)
 {
-	if (HttpInFlight() > 0 || batch.n > 0)
+	if (HttpInFlight() > 0 || !RunCallsBatchEmpty())
 		return false;
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state == SLOT_TOOLS)
+		if (RunSlotTable[i].state == SLOT_TOOLS)
 			return false;
 	return true;
 }
@@ -1834,41 +917,30 @@ RunSlotsDrainStep(void)
 			McpTransferDone(req);
 			continue;
 		}
-		CallDone((Slot *) req->owner, req);
-		if (batch.n == REPLY_BATCH)
-			FlushReplies();
+		RunCallDone((Slot *) req->owner, req);
+		if (RunCallsBatchFull())
+			RunCallsFlush();
 	}
-	FlushReplies();
+	RunCallsFlush();
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state == SLOT_TOOLS)
-			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
+		if (RunSlotTable[i].state == SLOT_TOOLS)
+			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);
 }
 
 typedef struct RequeueArg
 {
-	List	   *ids;			/* int64 * of the runs held */
+	int64	   *ids;			/* the runs held */
+	int			n;
 	int			requeued;
 } RequeueArg;
 
+/* the unit of the end of a drain: the runs held go back to the queue */
 static void
 RequeueUnit(Slot *unused, void *arg)
 {
 	RequeueArg *ra = (RequeueArg *) arg;
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(ra->ids), 1));
-	Oid			types[2] = {INT8ARRAYOID, INT4OID};
-	Datum		vals[2];
-	int			i = 0;
-	bool		isnull;
-	ListCell   *lc;
 
-	foreach(lc, ra->ids)
-		elems[i++] = Int64GetDatum(*(int64 *) lfirst(lc));
-	vals[0] = PointerGetDatum(construct_array(elems, i, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	vals[1] = Int32GetDatum(MyProcPid);
-	if (SPI_execute_with_args("SELECT agent._worker_requeue($1, $2)", 2, types, vals, NULL, false, 1)
-		!= SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "agent._worker_requeue failed");
-	ra->requeued = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	ra->requeued = RunSqlRequeue(ra->ids, ra->n);
 }
 
 /*
@@ -1881,22 +953,17 @@ RequeueUnit(Slot *unused, void *arg)
 int
 RunSlotsRequeueAll(void)
 {
-	RequeueArg	ra = {NIL, 0};
+	RequeueArg	ra = {palloc(sizeof(int64) * MAX_SLOTS), 0, 0};
 
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state != SLOT_FREE)
-		{
-			int64	   *id = palloc(sizeof(int64));
-
-			*id = slots[i].run_id;
-			ra.ids = lappend(ra.ids, id);
-		}
-	if (ra.ids == NIL)
+		if (RunSlotTable[i].state != SLOT_FREE)
+			ra.ids[ra.n++] = RunSlotTable[i].run_id;
+	if (ra.n == 0)
 		return 0;
-	if (!RunUnit("pg_agents: requeueing runs (drain)", RequeueUnit, NULL, &ra))
+	if (!RunSlotUnit("pg_agents: requeueing runs (drain)", RequeueUnit, NULL, &ra))
 		ra.requeued = 0;
 	for (int i = 0; i < MAX_SLOTS; i++)
-		if (slots[i].state != SLOT_FREE)
-			SlotFree(&slots[i]);
+		if (RunSlotTable[i].state != SLOT_FREE)
+			RunSlotFree(&RunSlotTable[i]);
 	return ra.requeued;
 }

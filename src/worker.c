@@ -79,6 +79,20 @@ WorkerSigterm(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
+/*
+ * SIGHUP: the configuration file re-read, and the providers' resolutions
+ * kept by the runs in flight made again (they point into the GUCs).
+ */
+static void
+ReloadConfigIfPending(void)
+{
+	if (!ConfigReloadPending)
+		return;
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	ProvidersConfigReloaded();
+}
+
 /* operations: the figures of agent.worker_status that change every pass */
 static void
 PublishStatus(bool ready)
@@ -239,6 +253,18 @@ WorkerUnit(const char *activity, WorkerUnitFn fn, void *arg, char *errbuf, size_
 }
 
 /*
+ * The column numbers of names in a query's result (SPI_fnumber), so that
+ * the worker reads its rows by name, never by position.
+ */
+void
+WorkerColumnsByName(TupleDesc td, const char *const *names, int *att, int n)
+{
+	for (int i = 0; i < n; i++)
+		if ((att[i] = SPI_fnumber(td, names[i])) <= 0)
+			elog(ERROR, "column \"%s\" is missing from the result of a worker query", names[i]);
+}
+
+/*
  * The tick's statements: agent.tick() (schedules, expiries, leases;
  * unless pg_agents.worker_tick is off), the cleanup of saved states, the
  * pause state of agent.worker_control, the tool catalog.
@@ -358,11 +384,7 @@ Drain(void)
 			break;
 		left = (long) ((deadline - now) / 1000);
 		(void) HttpWait(Min(Max(left, 1), 100));
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		ReloadConfigIfPending();
 		CHECK_FOR_INTERRUPTS();
 		RunSlotsDrainStep();
 		PublishStatus(true);
@@ -450,11 +472,7 @@ pg_agents_worker_main(Datum main_arg)
 		if (latch)
 			RunSlotsWake();
 
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		ReloadConfigIfPending();
 		MemoryContextReset(loopcxt);
 		CHECK_FOR_INTERRUPTS();
 		if (drain_requested)	/* operations */

@@ -208,6 +208,8 @@ typedef struct ProviderResolved
 
 extern bool ProvidersStale(void);
 extern void ProvidersLoad(void);
+extern uint64 ProvidersEpoch(void);
+extern void ProvidersConfigReloaded(void);
 extern bool ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, char **error);
 extern struct curl_slist *ProviderAddHeaders(const ProviderResolved *rp, struct curl_slist *h);
 extern char *ProviderScrub(const ProviderResolved *rp, const char *msg);
@@ -364,5 +366,6 @@ extern int	RunSlotsRequeueAll(void);
 extern bool PgAgentsWorkerReady(void);
 typedef void (*WorkerUnitFn) (void *arg);
 extern bool WorkerUnit(const char *activity, WorkerUnitFn fn, void *arg, char *errbuf, size_t errlen);
+extern void WorkerColumnsByName(TupleDesc td, const char *const *names, int *att, int n);
 
 #endif							/* PG_AGENTS_WORKER_INT_H */
