@@ -29,6 +29,7 @@ PG_FUNCTION_INFO_V1(pg_agents_llm_url_allowed);
 #define ANTHROPIC_VERSION	"2023-06-01"
 #define ANTHROPIC_MAX_TOKENS 4096
 
+/* the wire format a provider name stands for (empty: openai); false when unknown */
 bool
 LlmParseProvider(const char *name, LlmProvider *out)
 {
@@ -207,6 +208,7 @@ LlmToolsFor(LlmProvider provider, json_t *neutral)
  */
 #define LLM_CACHE_MIN_TOKENS	1024
 
+/* whether the system prompt and tools are long enough for the prompt cache to pay */
 static bool
 CacheWorthIt(const char *system, json_t *tools)
 {
@@ -313,6 +315,7 @@ LlmStreamEnabled(const char *url)
 	return pg_agents_llm_stream;
 }
 
+/* a user message of text appended to the conversation, in the provider's shape */
 void
 LlmAppendUser(LlmProvider provider, json_t *messages, const char *text)
 {
@@ -348,12 +351,14 @@ LlmAppendToolResults(LlmProvider provider, json_t *messages, json_t *results)
 	}
 }
 
+/* a palloc'd copy of a json string, NULL for anything else */
 static char *
 JsonStr(json_t *v)
 {
 	return json_is_string(v) ? pstrdup(json_string_value(v)) : NULL;
 }
 
+/* a json integer, 0 for anything else */
 static int64
 JsonInt(json_t *v)
 {
@@ -507,6 +512,7 @@ LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
 	return true;
 }
 
+/* the json a reply owns released (its palloc'd strings go with their context) */
 void
 LlmFreeReply(LlmReply *r)
 {
@@ -583,6 +589,7 @@ LlmQuotaError(const char *body, size_t len)
 	return quota;
 }
 
+/* how the reply's stop reason (or a refusal) ends the turn */
 LlmStopKind
 LlmStopKindOf(const LlmReply *r)
 {
@@ -610,6 +617,7 @@ LlmStopKindOf(const LlmReply *r)
  * ---------------------------------------------------------------------
  */
 
+/* n bytes appended to a malloc'd, NUL-terminated buffer that grows; false when out of memory */
 static bool
 BufAppend(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
 {
@@ -632,6 +640,7 @@ BufAppend(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
 	return true;
 }
 
+/* a new stream parser (malloc'd), NULL when out of memory */
 LlmStream *
 LlmStreamNew(LlmProvider provider)
 {
@@ -651,6 +660,7 @@ LlmStreamNew(LlmProvider provider)
 	return st;
 }
 
+/* the stream parser and all it holds released (NULL is fine) */
 void
 LlmStreamFree(LlmStream *st)
 {
@@ -689,6 +699,7 @@ JsonStrAppend(json_t *obj, const char *key, const char *add)
 		json_object_set_new(obj, key, json_string(add));
 }
 
+/* a text delta appended to the text received so far */
 static void
 StreamText(LlmStream *st, const char *t)
 {
@@ -696,6 +707,7 @@ StreamText(LlmStream *st, const char *t)
 		st->oom = true;
 }
 
+/* the message and type of an error event kept (the last one wins) */
 static void
 StreamError(LlmStream *st, json_t *err)
 {
@@ -917,6 +929,7 @@ Lit(const char *p, const char *end, const char *lit)
 	return p + n;
 }
 
+/* the value of four hex digits (of a JSON "\\u" escape), -1 when they are not */
 static int
 Hex4(const char *p)
 {
@@ -1052,6 +1065,11 @@ fail:
 	return NULL;
 }
 
+/*
+ * The common event, a text delta of the block being written, parsed
+ * without jansson: true when the event was exactly that (its text
+ * appended); false leaves it to the general path, the text unchanged.
+ */
 static bool
 FastTextDelta(LlmStream *st)
 {

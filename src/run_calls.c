@@ -146,6 +146,7 @@ NotifyRest(Slot *s)
 		(void) NotifyDeltas(s, s->stream->published, s->stream->text_len);
 }
 
+/* whether the slot's call in flight has text due on NOTIFY now (see the throttle above) */
 static bool
 DeltaDue(Slot *s, TimestampTz now)
 {

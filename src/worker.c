@@ -69,6 +69,7 @@ PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
  */
 static volatile sig_atomic_t drain_requested = false;
 
+/* SIGTERM: a drain is asked for (see above) */
 static void
 WorkerSigterm(SIGNAL_ARGS)
 {
@@ -111,6 +112,7 @@ PublishStatus(bool ready)
 	SpinLockRelease(&w->mutex);
 }
 
+/* _PG_init, while preloading: the one worker registered, restarted a second after it exits */
 void
 PgAgentsRegisterWorker(void)
 {
@@ -337,6 +339,7 @@ TickMcpOAuth(void)
 		ereport(LOG, (errmsg("pg_agents worker: MCP OAuth refresh failed: %s", err)));
 }
 
+/* at exit: backends stop setting its latch, agent.worker_status says stopped */
 static void
 WorkerOnExit(int code, Datum arg)
 {
@@ -396,6 +399,7 @@ Drain(void)
 	proc_exit(1);
 }
 
+/* the worker: connection, then the latch loop (see the top of the file) */
 void
 pg_agents_worker_main(Datum main_arg)
 {
