@@ -3,7 +3,7 @@
  * deltas.c
  *		The payloads of NOTIFY agent_run_deltas: the text of a streamed
  *		reply, published by the worker while it arrives (the throttle is in
- *		run_slots.c; docs/worker.md, "Streaming").
+ *		run_calls.c; docs/worker.md, "Streaming").
  *
  * A payload is {"run_id", "step", "attempt", "offset", "text"}, plus
  * "conversation_id" for a chat run of agent.send_message: the ids of the run

@@ -306,7 +306,7 @@ LlmBuildBody(LlmProvider provider, const char *model, const char *system,
  * Whether a call is streamed when no named provider decides (see below):
  * pg_agents.llm_stream: the default provider and agents with their own
  * scope llm_url (a named provider's "stream" setting decides for its agents,
- * in run_slots.c's StartCall).
+ * in run_calls.c's RunCallStart).
  */
 bool
 LlmStreamEnabled(const char *url)
