@@ -115,6 +115,18 @@ ProvidersStale(void)
 	return !loaded || gen == 0 || gen != loaded_gen || GucKeyChanged();
 }
 
+/* the columns of agent.providers the copy reads, by name */
+enum
+{
+	PC_ID, PC_NAME, PC_KIND, PC_BASE_URL, PC_API_KEY, PC_DEFAULT_MODEL, PC_HEADERS,
+	PC_REQUEST_TIMEOUT, PC_STREAM, PC_MAX_CONCURRENT, PC_RPM, PC_TPM, PC_COUNT
+};
+
+static const char *const provider_columns[PC_COUNT] = {
+	"id", "name", "kind", "base_url", "api_key", "default_model", "headers",
+	"request_timeout", "stream", "max_concurrent", "requests_per_minute", "tokens_per_minute"
+};
+
 /* the epoch of the resolutions (see above) */
 uint64
 ProvidersEpoch(void)
@@ -142,6 +154,7 @@ ProvidersLoad(void)
 	int64	   *alive;
 	char	   *err = NULL;
 	int			rc;
+	int			att[PC_COUNT];
 
 	if (prov_cxt == NULL)
 		prov_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents providers", ALLOCSET_SMALL_SIZES);
@@ -153,12 +166,15 @@ ProvidersLoad(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	rc = SPI_execute("SELECT p.id, p.name, p.kind, p.base_url, p.api_key, p.default_model, "
-					 "p.headers::pg_catalog.text, coalesce(p.request_timeout, 0), p.stream, "
-					 "coalesce(p.max_concurrent, 0), coalesce(p.requests_per_minute, 0), "
-					 "coalesce(p.tokens_per_minute, 0) "
+					 "p.headers::pg_catalog.text AS headers, "
+					 "coalesce(p.request_timeout, 0) AS request_timeout, p.stream, "
+					 "coalesce(p.max_concurrent, 0) AS max_concurrent, "
+					 "coalesce(p.requests_per_minute, 0) AS requests_per_minute, "
+					 "coalesce(p.tokens_per_minute, 0) AS tokens_per_minute "
 					 "FROM agent.providers p ORDER BY p.id", true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read agent.providers");
+	WorkerColumnsByName(SPI_tuptable->tupdesc, provider_columns, att, PC_COUNT);
 	old = MemoryContextSwitchTo(prov_cxt);
 	nentries = (int) SPI_processed;
 	entries = palloc0(sizeof(ProviderEntry) * Max(nentries, 1));
@@ -172,26 +188,26 @@ ProvidersLoad(void)
 		char	   *v;
 		json_t	   *h;
 
-		e->id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		e->id = DatumGetInt64(SPI_getbinval(tup, td, att[PC_ID], &isnull));
 		alive[i] = e->id;
-		e->name = SPI_getvalue(tup, td, 2);
-		if (!LlmParseProvider(SPI_getvalue(tup, td, 3), &e->kind))
+		e->name = SPI_getvalue(tup, td, att[PC_NAME]);
+		if (!LlmParseProvider(SPI_getvalue(tup, td, att[PC_KIND]), &e->kind))
 			e->error = psprintf("provider \"%s\" has an unknown kind", e->name);
-		e->base_url = SPI_getvalue(tup, td, 4);
-		v = SPI_getvalue(tup, td, 5);
+		e->base_url = SPI_getvalue(tup, td, att[PC_BASE_URL]);
+		v = SPI_getvalue(tup, td, att[PC_API_KEY]);
 		if (v && !e->error)
 		{
 			e->api_key = SecretsExpand(v, &err);
 			if (e->api_key == NULL)
 				e->error = psprintf("the API key of provider \"%s\" cannot be used: %s", e->name, err);
 		}
-		e->default_model = SPI_getvalue(tup, td, 6);
-		e->request_timeout = DatumGetInt32(SPI_getbinval(tup, td, 8, &isnull));
-		e->stream = DatumGetBool(SPI_getbinval(tup, td, 9, &isnull));
-		e->max_concurrent = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
-		e->rpm = DatumGetInt32(SPI_getbinval(tup, td, 11, &isnull));
-		e->tpm = DatumGetInt32(SPI_getbinval(tup, td, 12, &isnull));
-		h = json_loads(SPI_getvalue(tup, td, 7), 0, NULL);
+		e->default_model = SPI_getvalue(tup, td, att[PC_DEFAULT_MODEL]);
+		e->request_timeout = DatumGetInt32(SPI_getbinval(tup, td, att[PC_REQUEST_TIMEOUT], &isnull));
+		e->stream = DatumGetBool(SPI_getbinval(tup, td, att[PC_STREAM], &isnull));
+		e->max_concurrent = DatumGetInt32(SPI_getbinval(tup, td, att[PC_MAX_CONCURRENT], &isnull));
+		e->rpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_RPM], &isnull));
+		e->tpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_TPM], &isnull));
+		h = json_loads(SPI_getvalue(tup, td, att[PC_HEADERS]), 0, NULL);
 		if (json_is_object(h) && json_object_size(h) > 0)
 		{
 			const char *k;
