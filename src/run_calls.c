@@ -68,7 +68,7 @@ RunCallStart(Slot *s)
 			RateLimitCountWait(s->rl);
 			s->rl_lease_at = GetCurrentTimestamp();
 		}
-		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunSlotsNextTimeout) */
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunsNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
 	}
@@ -272,24 +272,24 @@ ReplyUnit(Slot *s, void *arg)
 											   "text", r->text, "refusal", r->refusal);
 
 				RunSqlFinish(s->run_id, "failed", result,
-						  psprintf("the model refused to answer (stop reason %s)%s%s",
-								   r->stop ? r->stop : "refusal",
-								   r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
+							 psprintf("the model refused to answer (stop reason %s)%s%s",
+									  r->stop ? r->stop : "refusal",
+									  r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
 				json_decref(result);
 				s->state = SLOT_FREE;
 				return;
 			}
 		case LLM_STOP_MAX_TOKENS:
 			RunSqlFinish(s->run_id, "failed", NULL,
-					  psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
-							   "the model's answer is incomplete",
-							   r->stop, (long long) r->tokens_out));
+						 psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
+								  "the model's answer is incomplete",
+								  r->stop, (long long) r->tokens_out));
 			s->state = SLOT_FREE;
 			return;
 		case LLM_STOP_CONTEXT:
 			RunSqlFinish(s->run_id, "failed", NULL,
-					  psprintf("the conversation no longer fits the model's context window "
-							   "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
+						 psprintf("the conversation no longer fits the model's context window "
+								  "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
 			s->state = SLOT_FREE;
 			return;
 	}

@@ -403,14 +403,14 @@ ActiveSlots(void)
 
 /* operations: the slots in use for agent.worker_status */
 int
-RunSlotsActive(void)
+RunsActive(void)
 {
 	return ActiveSlots();
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
 int
-RunSlotsClaim(void)
+RunsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
 	int			n = cap - ActiveSlots();
@@ -495,7 +495,7 @@ RunSlotExecuteTools(Slot *s)
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
 		if (oc == TOOL_MCP_ASYNC)
 		{
-			/* sent once this transaction committed (RunSlotsStep) */
+			/* sent once this transaction committed (RunsStep) */
 			s->mcp = McpTakePrepared();
 			RunSqlSaveState(s);
 			s->state = SLOT_MCP;
@@ -647,14 +647,14 @@ StartDueMcp(void)
 
 /* a backend queued runs (the latch was set): claim at the next pass */
 void
-RunSlotsWake(void)
+RunsWake(void)
 {
 	woken = true;
 }
 
 /* at the worker's start: every slot free, the backoff jitter seeded */
 void
-RunSlotsInit(void)
+RunsInit(void)
 {
 	memset(RunSlotTable, 0, sizeof(RunSlotTable));
 	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
@@ -669,7 +669,7 @@ ReclaimUnit(Slot *s, void *arg)
 
 /* at start (and when the extension appears): the runs a previous worker held go back to the queue */
 void
-RunSlotsReclaimOnStart(void)
+RunsReclaimOnStart(void)
 {
 	(void) RunSlotUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
 }
@@ -693,7 +693,7 @@ ClaimIfDue(TimestampTz now)
 		 (more_work && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
 	{
 		woken = false;
-		(void) RunSlotsClaim();
+		(void) RunsClaim();
 	}
 }
 
@@ -775,7 +775,7 @@ StartDueCalls(void)
  * calls ending, then a whole batch starting).
  */
 void
-RunSlotsStep(void)
+RunsStep(void)
 {
 	HttpRequest *req;
 	TimestampTz now;
@@ -828,7 +828,7 @@ RunSlotsStep(void)
 
 /* how long the loop may sleep before the executor needs it again */
 long
-RunSlotsNextTimeout(long dflt)
+RunsNextTimeout(long dflt)
 {
 	long		t = dflt;
 	TimestampTz now = GetCurrentTimestamp();
@@ -878,7 +878,7 @@ RunSlotsNextTimeout(long dflt)
 
 /* runs held by the worker (any slot in use) */
 int
-RunSlotsHeld(void)
+RunsHeld(void)
 {
 	int			n = 0;
 
@@ -890,7 +890,7 @@ RunSlotsHeld(void)
 
 /* nothing left that finishes by itself: no request in flight, no tools due */
 bool
-RunSlotsDrainIdle(void)
+RunsDrainIdle(void)
 {
 	if (HttpInFlight() > 0 || !RunCallsBatchEmpty())
 		return false;
@@ -906,7 +906,7 @@ RunSlotsDrainIdle(void)
  * but no run is claimed and no new call is started.
  */
 void
-RunSlotsDrainStep(void)
+RunsDrainStep(void)
 {
 	HttpRequest *req;
 
@@ -951,7 +951,7 @@ RequeueUnit(Slot *unused, void *arg)
  * fails they stay running and the next worker reclaims them.
  */
 int
-RunSlotsRequeueAll(void)
+RunsRequeueAll(void)
 {
 	RequeueArg	ra = {palloc(sizeof(int64) * MAX_SLOTS), 0, 0};
 

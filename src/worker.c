@@ -9,7 +9,7 @@
  *
  *	 wait (latch set by a backend at commit, a curl socket, or a bounded
  *	 timeout) -> reload the configuration on SIGHUP -> agent.tick() about
- *	 once a second -> RunSlotsStep (HTTP completions, tools, claims, new
+ *	 once a second -> RunsStep (HTTP completions, tools, claims, new
  *	 calls), each database step in its own short transaction.
  *
  * Backends never wait on it.  HTTP calls are never made inside an open
@@ -105,7 +105,7 @@ PublishStatus(bool ready)
 	SpinLockAcquire(&w->mutex);
 	if (ready && w->state != PGA_WORKER_DRAINING)
 		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
-	w->slots_in_use = RunSlotsActive();
+	w->slots_in_use = RunsActive();
 	w->max_slots = pg_agents_max_concurrent_runs;
 	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
 	w->mcp_in_flight = McpTransfersInFlight();	/* asynchronous too (mcp_tools.c) */
@@ -369,7 +369,7 @@ static void
 Drain(void)
 {
 	TimestampTz deadline;
-	int			held = RunSlotsHeld();
+	int			held = RunsHeld();
 	int			requeued;
 
 	PgAgentsWorkerDraining(true);
@@ -378,7 +378,7 @@ Drain(void)
 	ereport(LOG,
 			(errmsg("pg_agents worker: draining: %d runs held, %d requests in flight, up to %d ms",
 					held, HttpInFlight(), pg_agents_drain_timeout)));
-	while (!RunSlotsDrainIdle())
+	while (!RunsDrainIdle())
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		long		left;
@@ -389,10 +389,10 @@ Drain(void)
 		(void) HttpWait(Min(Max(left, 1), 100));
 		ReloadConfigIfPending();
 		CHECK_FOR_INTERRUPTS();
-		RunSlotsDrainStep();
+		RunsDrainStep();
 		PublishStatus(true);
 	}
-	requeued = RunSlotsRequeueAll();
+	requeued = RunsRequeueAll();
 	ereport(LOG,
 			(errmsg("pg_agents worker: drained: %d of %d runs held went back to the queue",
 					requeued, held)));
@@ -456,7 +456,7 @@ pg_agents_worker_main(Datum main_arg)
 	}
 
 	HttpInit();
-	RunSlotsInit();
+	RunsInit();
 	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(loopcxt);
 
@@ -471,10 +471,10 @@ pg_agents_worker_main(Datum main_arg)
 		if (!ready)
 			timeout = READY_RECHECK_MS;
 		else
-			timeout = RunSlotsNextTimeout(IDLE_WAIT_MS);
+			timeout = RunsNextTimeout(IDLE_WAIT_MS);
 		latch = HttpWait(timeout);
 		if (latch)
-			RunSlotsWake();
+			RunsWake();
 
 		ReloadConfigIfPending();
 		MemoryContextReset(loopcxt);
@@ -492,7 +492,7 @@ pg_agents_worker_main(Datum main_arg)
 			ready = PgAgentsWorkerReady();
 			if (!ready)
 				continue;
-			RunSlotsReclaimOnStart();
+			RunsReclaimOnStart();
 		}
 
 		if (TimestampDifferenceExceeds(last_tick, now, TICK_MS))
@@ -508,7 +508,7 @@ pg_agents_worker_main(Datum main_arg)
 			}
 		}
 
-		RunSlotsStep();
+		RunsStep();
 		PublishStatus(true);	/* operations */
 	}
 }

@@ -348,18 +348,18 @@ extern bool ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id);
 
 /* ---- run_slots.c: runs in flight ---- */
 
-extern void RunSlotsInit(void);
-extern void RunSlotsWake(void);
-extern void RunSlotsReclaimOnStart(void);
-extern int	RunSlotsClaim(void);
-extern void RunSlotsStep(void);
-extern long RunSlotsNextTimeout(long dflt);
-extern int	RunSlotsActive(void);
+extern void RunsInit(void);
+extern void RunsWake(void);
+extern void RunsReclaimOnStart(void);
+extern int	RunsClaim(void);
+extern void RunsStep(void);
+extern long RunsNextTimeout(long dflt);
+extern int	RunsActive(void);
 /* operations: the drain of SIGTERM (docs/operations.md) */
-extern int	RunSlotsHeld(void);
-extern bool RunSlotsDrainIdle(void);
-extern void RunSlotsDrainStep(void);
-extern int	RunSlotsRequeueAll(void);
+extern int	RunsHeld(void);
+extern bool RunsDrainIdle(void);
+extern void RunsDrainStep(void);
+extern int	RunsRequeueAll(void);
 
 /* ---- worker.c: the latch loop ---- */
 
