@@ -164,8 +164,8 @@ InstalledVersion(void)
 }
 
 /*
- * The extension is created at the version of this library and the run
- * bookkeeping functions exist.  An older version (the library was upgraded,
+ * The extension is created at the version of this library (then every
+ * function the worker calls exists: no probe for any).  An older version (the library was upgraded,
  * ALTER EXTENSION pg_agents UPDATE not run yet) is said once in the log.
  */
 bool
@@ -199,9 +199,7 @@ PgAgentsWorkerReady(void)
 		last_mismatch[0] = '\0';
 	else
 		PgAgentsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
-	ready = version != NULL &&
-		PgAgentsFunctionExists("agent.claim_runs(integer)") &&
-		PgAgentsFunctionExists("agent._worker_reclaim(integer)");
+	ready = version != NULL;	/* (its script made every function the worker calls) */
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
