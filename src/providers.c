@@ -142,6 +142,81 @@ ProvidersConfigReloaded(void)
 }
 
 /*
+ * The headers of a provider (a json object of "Name": "value"), their
+ * ${secret:NAME} references resolved; the values that came from the store
+ * are kept aside to be masked in errors.  A header that cannot be resolved
+ * makes the provider unusable (e->error).
+ */
+static void
+EntryHeaders(ProviderEntry *e, const char *headers_json)
+{
+	json_t	   *h = headers_json ? json_loads(headers_json, 0, NULL) : NULL;
+	char	   *err = NULL;
+
+	if (json_is_object(h) && json_object_size(h) > 0)
+	{
+		const char *k;
+		json_t	   *hv;
+
+		e->headers = palloc0(sizeof(char *) * json_object_size(h));
+		e->secrets = palloc0(sizeof(char *) * (json_object_size(h) + 1));
+		json_object_foreach(h, k, hv)
+		{
+			char	   *x;
+
+			if (!json_is_string(hv) || e->error)
+				continue;
+			x = SecretsExpand(json_string_value(hv), &err);
+			if (x == NULL)
+			{
+				e->error = psprintf("header \"%s\" of provider \"%s\" cannot be used: %s", k, e->name, err);
+				continue;
+			}
+			e->headers[e->nheaders++] = psprintf("%s: %s", k, x);
+			if (SecretsHasReference(json_string_value(hv)))
+				e->secrets[e->nsecrets++] = e->headers[e->nheaders - 1] + strlen(k) + 2;
+			explicit_bzero(x, strlen(x));
+		}
+	}
+	if (h)
+		json_decref(h);
+}
+
+/*
+ * One row of agent.providers in the copy (in prov_cxt): its key and headers
+ * resolved, its limiter's bucket.  A provider that cannot be used keeps
+ * why in e->error, which its runs then fail with.
+ */
+static void
+EntryFromRow(ProviderEntry *e, HeapTuple tup, TupleDesc td, const int *att)
+{
+	bool		isnull;
+	char	   *v;
+	char	   *err = NULL;
+
+	e->id = DatumGetInt64(SPI_getbinval(tup, td, att[PC_ID], &isnull));
+	e->name = SPI_getvalue(tup, td, att[PC_NAME]);
+	if (!LlmParseProvider(SPI_getvalue(tup, td, att[PC_KIND]), &e->kind))
+		e->error = psprintf("provider \"%s\" has an unknown kind", e->name);
+	e->base_url = SPI_getvalue(tup, td, att[PC_BASE_URL]);
+	v = SPI_getvalue(tup, td, att[PC_API_KEY]);
+	if (v && !e->error)
+	{
+		e->api_key = SecretsExpand(v, &err);
+		if (e->api_key == NULL)
+			e->error = psprintf("the API key of provider \"%s\" cannot be used: %s", e->name, err);
+	}
+	e->default_model = SPI_getvalue(tup, td, att[PC_DEFAULT_MODEL]);
+	e->request_timeout = DatumGetInt32(SPI_getbinval(tup, td, att[PC_REQUEST_TIMEOUT], &isnull));
+	e->stream = DatumGetBool(SPI_getbinval(tup, td, att[PC_STREAM], &isnull));
+	e->max_concurrent = DatumGetInt32(SPI_getbinval(tup, td, att[PC_MAX_CONCURRENT], &isnull));
+	e->rpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_RPM], &isnull));
+	e->tpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_TPM], &isnull));
+	EntryHeaders(e, SPI_getvalue(tup, td, att[PC_HEADERS]));
+	e->rl = RateLimitFor(e->id, e->name, e->max_concurrent, e->rpm, e->tpm);
+}
+
+/*
  * Reloads providers and their secrets (inside a transaction).  A provider
  * whose secret cannot be resolved is kept with its error, which its runs
  * then fail with.
@@ -181,61 +256,8 @@ ProvidersLoad(void)
 	alive = palloc(sizeof(int64) * Max(nentries, 1));
 	for (int i = 0; i < nentries; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	td = SPI_tuptable->tupdesc;
-		ProviderEntry *e = &entries[i];
-		bool		isnull;
-		char	   *v;
-		json_t	   *h;
-
-		e->id = DatumGetInt64(SPI_getbinval(tup, td, att[PC_ID], &isnull));
-		alive[i] = e->id;
-		e->name = SPI_getvalue(tup, td, att[PC_NAME]);
-		if (!LlmParseProvider(SPI_getvalue(tup, td, att[PC_KIND]), &e->kind))
-			e->error = psprintf("provider \"%s\" has an unknown kind", e->name);
-		e->base_url = SPI_getvalue(tup, td, att[PC_BASE_URL]);
-		v = SPI_getvalue(tup, td, att[PC_API_KEY]);
-		if (v && !e->error)
-		{
-			e->api_key = SecretsExpand(v, &err);
-			if (e->api_key == NULL)
-				e->error = psprintf("the API key of provider \"%s\" cannot be used: %s", e->name, err);
-		}
-		e->default_model = SPI_getvalue(tup, td, att[PC_DEFAULT_MODEL]);
-		e->request_timeout = DatumGetInt32(SPI_getbinval(tup, td, att[PC_REQUEST_TIMEOUT], &isnull));
-		e->stream = DatumGetBool(SPI_getbinval(tup, td, att[PC_STREAM], &isnull));
-		e->max_concurrent = DatumGetInt32(SPI_getbinval(tup, td, att[PC_MAX_CONCURRENT], &isnull));
-		e->rpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_RPM], &isnull));
-		e->tpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_TPM], &isnull));
-		h = json_loads(SPI_getvalue(tup, td, att[PC_HEADERS]), 0, NULL);
-		if (json_is_object(h) && json_object_size(h) > 0)
-		{
-			const char *k;
-			json_t	   *hv;
-
-			e->headers = palloc0(sizeof(char *) * json_object_size(h));
-			e->secrets = palloc0(sizeof(char *) * (json_object_size(h) + 1));
-			json_object_foreach(h, k, hv)
-			{
-				char	   *x;
-
-				if (!json_is_string(hv) || e->error)
-					continue;
-				x = SecretsExpand(json_string_value(hv), &err);
-				if (x == NULL)
-				{
-					e->error = psprintf("header \"%s\" of provider \"%s\" cannot be used: %s", k, e->name, err);
-					continue;
-				}
-				e->headers[e->nheaders++] = psprintf("%s: %s", k, x);
-				if (SecretsHasReference(json_string_value(hv)))
-					e->secrets[e->nsecrets++] = e->headers[e->nheaders - 1] + strlen(k) + 2;
-				explicit_bzero(x, strlen(x));
-			}
-		}
-		if (h)
-			json_decref(h);
-		e->rl = RateLimitFor(e->id, e->name, e->max_concurrent, e->rpm, e->tpm);
+		EntryFromRow(&entries[i], SPI_tuptable->vals[i], SPI_tuptable->tupdesc, att);
+		alive[i] = entries[i].id;
 	}
 	RateLimitForget(alive, nentries);
 
@@ -264,11 +286,109 @@ Lookup(const char *name)
 	return NULL;
 }
 
+/* a provider the agent's settings name (scope.provider): its row's endpoint, key, limits */
+static bool
+ResolveNamed(json_t *scope, const char *pname, const char *agent_model, ProviderResolved *out, char **error)
+{
+	ProviderEntry *e = Lookup(pname);
+
+	if (e == NULL)
+	{
+		*error = psprintf("LLM provider \"%s\" does not exist (named in the agent's settings)", pname);
+		return false;
+	}
+	if (e->error)
+	{
+		*error = pstrdup(e->error);
+		return false;
+	}
+	if (json_object_get(scope, "llm_url") || json_object_get(scope, "llm_provider"))
+	{
+		*error = pstrdup("the agent's settings name both a provider and scope llm_url/llm_provider");
+		return false;
+	}
+	out->name = e->name;
+	out->kind = e->kind;
+	out->base_url = e->base_url;
+	out->api_key = e->api_key;	/* the provider's key, to its own base URL only */
+	out->model = (agent_model && agent_model[0]) ? agent_model :
+		(e->default_model && e->default_model[0]) ? e->default_model : "default";
+	out->headers = (const char *const *) e->headers;
+	out->nheaders = e->nheaders;
+	out->secrets = e->secrets;
+	out->nsecrets = e->nsecrets;
+	out->request_timeout = e->request_timeout > 0 ? e->request_timeout : pg_agents_request_timeout;
+	out->stream = e->stream;
+	out->max_concurrent = e->max_concurrent;
+	out->requests_per_minute = e->rpm;
+	out->tokens_per_minute = e->tpm;
+	out->ratelimit = e->rl;
+	return true;
+}
+
+/*
+ * No provider named: the agent's own endpoint (scope llm_url, allowlisted,
+ * without a key) or the default provider of the GUCs, whose key goes only
+ * to pg_agents.llm_url.
+ */
+static bool
+ResolveDefault(json_t *scope, const char *agent_model, ProviderResolved *out, char **error)
+{
+	const char *prov = json_string_value(json_object_get(scope, "llm_provider"));
+	const char *url = json_string_value(json_object_get(scope, "llm_url"));
+	bool		own = url != NULL;
+
+	if (prov == NULL)
+		prov = pg_agents_llm_provider;
+	if (url == NULL)
+		url = pg_agents_llm_url;
+	if (!LlmParseProvider(prov, &out->kind))
+	{
+		*error = psprintf("unknown LLM provider \"%s\" (expected openai or anthropic)", prov);
+		return false;
+	}
+	if (url == NULL || url[0] == '\0')
+	{
+		*error = pstrdup("no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url, or name a provider)");
+		return false;
+	}
+
+	/*
+	 * An agent's own endpoint is called only while a superuser allows it
+	 * (the allowlist may have changed since the settings were saved, or
+	 * the row was written around agent.save_settings).
+	 */
+	if (own && !LlmUrlAllowed(url))
+	{
+		*error = psprintf("the agent's LLM endpoint (scope llm_url \"%s\") is not in pg_agents.llm_url_allowlist: the worker does not call it",
+						  url);
+		return false;
+	}
+	out->base_url = url;
+	/* the default key only ever goes to pg_agents.llm_url */
+	if (LlmUrlEqual(url, pg_agents_llm_url) && pg_agents_llm_api_key && pg_agents_llm_api_key[0])
+	{
+		if (default_key_error)
+		{
+			*error = pstrdup(default_key_error);
+			return false;
+		}
+		out->api_key = default_key;
+	}
+	out->model = (agent_model && agent_model[0]) ? agent_model :
+		(pg_agents_llm_model && pg_agents_llm_model[0]) ? pg_agents_llm_model : "default";
+	out->request_timeout = pg_agents_request_timeout;
+	out->stream = false;
+	out->ratelimit = LlmUrlEqual(url, pg_agents_llm_url) ? default_rl : -1;
+	return true;
+}
+
 /*
  * For a run of an agent with this scope and model setting: where its
  * requests go, with which key, headers, limits.  false with *error (a
  * sentence for the run's error) when the run cannot be served.  Pointers
- * stay valid until the next ProvidersLoad.
+ * stay valid until ProvidersEpoch moves (the next ProvidersLoad, or the
+ * configuration re-read: some point into the GUCs).
  */
 bool
 ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, char **error)
@@ -278,92 +398,8 @@ ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, c
 	memset(out, 0, sizeof(*out));
 	out->ratelimit = -1;
 	if (pname)
-	{
-		ProviderEntry *e = Lookup(pname);
-
-		if (e == NULL)
-		{
-			*error = psprintf("LLM provider \"%s\" does not exist (named in the agent's settings)", pname);
-			return false;
-		}
-		if (e->error)
-		{
-			*error = pstrdup(e->error);
-			return false;
-		}
-		if (json_object_get(scope, "llm_url") || json_object_get(scope, "llm_provider"))
-		{
-			*error = pstrdup("the agent's settings name both a provider and scope llm_url/llm_provider");
-			return false;
-		}
-		out->name = e->name;
-		out->kind = e->kind;
-		out->base_url = e->base_url;
-		out->api_key = e->api_key;	/* the provider's key, to its own base URL only */
-		out->model = (agent_model && agent_model[0]) ? agent_model :
-			(e->default_model && e->default_model[0]) ? e->default_model : "default";
-		out->headers = (const char *const *) e->headers;
-		out->nheaders = e->nheaders;
-		out->secrets = e->secrets;
-		out->nsecrets = e->nsecrets;
-		out->request_timeout = e->request_timeout > 0 ? e->request_timeout : pg_agents_request_timeout;
-		out->stream = e->stream;
-		out->max_concurrent = e->max_concurrent;
-		out->requests_per_minute = e->rpm;
-		out->tokens_per_minute = e->tpm;
-		out->ratelimit = e->rl;
-		return true;
-	}
-	else
-	{
-		const char *prov = json_string_value(json_object_get(scope, "llm_provider"));
-		const char *url = json_string_value(json_object_get(scope, "llm_url"));
-		bool		own = url != NULL;
-
-		if (prov == NULL)
-			prov = pg_agents_llm_provider;
-		if (url == NULL)
-			url = pg_agents_llm_url;
-		if (!LlmParseProvider(prov, &out->kind))
-		{
-			*error = psprintf("unknown LLM provider \"%s\" (expected openai or anthropic)", prov);
-			return false;
-		}
-		if (url == NULL || url[0] == '\0')
-		{
-			*error = pstrdup("no LLM endpoint: set pg_agents.llm_url (or the agent's scope llm_url, or name a provider)");
-			return false;
-		}
-
-		/*
-		 * An agent's own endpoint is called only while a superuser allows it
-		 * (the allowlist may have changed since the settings were saved, or
-		 * the row was written around agent.save_settings).
-		 */
-		if (own && !LlmUrlAllowed(url))
-		{
-			*error = psprintf("the agent's LLM endpoint (scope llm_url \"%s\") is not in pg_agents.llm_url_allowlist: the worker does not call it",
-							  url);
-			return false;
-		}
-		out->base_url = url;
-		/* the default key only ever goes to pg_agents.llm_url */
-		if (LlmUrlEqual(url, pg_agents_llm_url) && pg_agents_llm_api_key && pg_agents_llm_api_key[0])
-		{
-			if (default_key_error)
-			{
-				*error = pstrdup(default_key_error);
-				return false;
-			}
-			out->api_key = default_key;
-		}
-		out->model = (agent_model && agent_model[0]) ? agent_model :
-			(pg_agents_llm_model && pg_agents_llm_model[0]) ? pg_agents_llm_model : "default";
-		out->request_timeout = pg_agents_request_timeout;
-		out->stream = false;
-		out->ratelimit = LlmUrlEqual(url, pg_agents_llm_url) ? default_rl : -1;
-		return true;
-	}
+		return ResolveNamed(scope, pname, agent_model, out, error);
+	return ResolveDefault(scope, agent_model, out, error);
 }
 
 /* the provider's extra headers appended to a request's list */

@@ -217,6 +217,54 @@ typedef struct ReplyArg
 } ReplyArg;
 
 /*
+ * A stop reason that does not end the turn as usual (docs/worker.md, "Stop
+ * reasons"): a paused turn goes on, a refusal, a cut reply or a full
+ * context window fails the run.  true when it did (the slot's state set).
+ */
+static bool
+StopReasonEndsTurn(Slot *s, LlmReply *r)
+{
+	switch (LlmStopKindOf(r))
+	{
+		case LLM_STOP_NORMAL:
+			break;
+		case LLM_STOP_PAUSE:
+			/* a long turn paused by the provider: its content goes back as is */
+			json_array_append(s->messages, r->assistant);
+			RunSqlSaveState(s);
+			s->state = SLOT_READY;
+			return true;
+		case LLM_STOP_REFUSAL:
+			{
+				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
+											   "text", r->text, "refusal", r->refusal);
+
+				RunSqlFinish(s->run_id, "failed", result,
+							 psprintf("the model refused to answer (stop reason %s)%s%s",
+									  r->stop ? r->stop : "refusal",
+									  r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
+				json_decref(result);
+				s->state = SLOT_FREE;
+				return true;
+			}
+		case LLM_STOP_MAX_TOKENS:
+			RunSqlFinish(s->run_id, "failed", NULL,
+						 psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
+								  "the model's answer is incomplete",
+								  r->stop, (long long) r->tokens_out));
+			s->state = SLOT_FREE;
+			return true;
+		case LLM_STOP_CONTEXT:
+			RunSqlFinish(s->run_id, "failed", NULL,
+						 psprintf("the conversation no longer fits the model's context window "
+								  "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
+			s->state = SLOT_FREE;
+			return true;
+	}
+	return false;
+}
+
+/*
  * A reply recorded alone (its llm step, its usage), then what it asks for:
  * the run ends (a final answer, a refusal, a cut reply, the budget used
  * up), goes on (a paused turn, a message that arrived), or executes the
@@ -256,43 +304,8 @@ ReplyUnit(Slot *s, void *arg)
 	}
 
 	/* the stop reasons that do not end the turn as usual (docs/worker.md) */
-	switch (LlmStopKindOf(r))
-	{
-		case LLM_STOP_NORMAL:
-			break;
-		case LLM_STOP_PAUSE:
-			/* a long turn paused by the provider: its content goes back as is */
-			json_array_append(s->messages, r->assistant);
-			RunSqlSaveState(s);
-			s->state = SLOT_READY;
-			return;
-		case LLM_STOP_REFUSAL:
-			{
-				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
-											   "text", r->text, "refusal", r->refusal);
-
-				RunSqlFinish(s->run_id, "failed", result,
-							 psprintf("the model refused to answer (stop reason %s)%s%s",
-									  r->stop ? r->stop : "refusal",
-									  r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
-				json_decref(result);
-				s->state = SLOT_FREE;
-				return;
-			}
-		case LLM_STOP_MAX_TOKENS:
-			RunSqlFinish(s->run_id, "failed", NULL,
-						 psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
-								  "the model's answer is incomplete",
-								  r->stop, (long long) r->tokens_out));
-			s->state = SLOT_FREE;
-			return;
-		case LLM_STOP_CONTEXT:
-			RunSqlFinish(s->run_id, "failed", NULL,
-						 psprintf("the conversation no longer fits the model's context window "
-								  "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
-			s->state = SLOT_FREE;
-			return;
-	}
+	if (StopReasonEndsTurn(s, r))
+		return;
 
 	/* teams: a message arrived during the call, the run goes on */
 	if (json_array_size(r->calls) == 0 && TeamsPending(s->run_id))
