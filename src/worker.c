@@ -397,22 +397,14 @@ Drain(void)
 	proc_exit(1);
 }
 
-/* the worker: connection, then the latch loop (see the top of the file) */
-void
-pg_agents_worker_main(Datum main_arg)
+/*
+ * The worker's session before its loop: the search_path pinned and the
+ * identity settings cleared for the whole session, its latch published to
+ * the backends that queue runs, agent.worker_status told it is starting.
+ */
+static void
+WorkerSessionSetup(void)
 {
-	MemoryContext loopcxt;
-	bool		ready = false;
-	TimestampTz last_ready_check = 0;
-	TimestampTz last_tick = 0;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, WorkerSigterm);	/* operations: drain, then exit */
-	BackgroundWorkerUnblockSignals();
-
-	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
-	pgstat_report_appname("pg_agents worker");
-
 	/*
 	 * The worker is the bootstrap superuser: no name in its SQL may resolve
 	 * through a schema someone else can create in.  The database's (or the
@@ -452,7 +444,25 @@ pg_agents_worker_main(Datum main_arg)
 		w->starts++;
 		SpinLockRelease(&w->mutex);
 	}
+}
 
+/* the worker: connection, then the latch loop (see the top of the file) */
+void
+pg_agents_worker_main(Datum main_arg)
+{
+	MemoryContext loopcxt;
+	bool		ready = false;
+	TimestampTz last_ready_check = 0;
+	TimestampTz last_tick = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, WorkerSigterm);	/* operations: drain, then exit */
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
+	pgstat_report_appname("pg_agents worker");
+
+	WorkerSessionSetup();
 	HttpInit();
 	RunsInit();
 	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
