@@ -787,6 +787,20 @@ McpResultUnit(Slot *s, void *arg)
 	ExecuteTools(s);
 }
 
+/* a question of the MCP server in the call's stream: stored, or its answer looked for */
+static void
+McpElicitUnit(Slot *s, void *arg)
+{
+	ToolRun		tr = SlotToolRun(s);
+
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	McpCallElicitStep(&tr, s->mcp);
+}
+
 static void SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg);
 
 /* a transfer of MCP (mcp_tools.c) ended */
@@ -826,7 +840,13 @@ StartDueMcp(void)
 				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
 		}
 		else if (McpCallInFlight(s->mcp))
+		{
 			McpCallPump(s->mcp);
+			if (McpCallAnswered(s->mcp))	/* timed out */
+				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+			else if (McpCallWantsUnit(s->mcp, now))
+				SlotUnit(s, "pg_agents: an MCP server asks a person", McpElicitUnit, NULL);
+		}
 	}
 	McpWorkerHousekeeping();
 }

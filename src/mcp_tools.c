@@ -156,7 +156,19 @@ struct McpCall
 	/* what came back: {"ok", "result"|"error", ...} */
 	json_t	   *answer;
 	bool		list_changed;
+	/* a question the server asked in the stream, waiting for people */
+	json_t	   *elicit;			/* its elicitation/create request */
+	int			elicit_state;	/* ELICIT_* */
+	int64		elicit_id;		/* agent.mcp_elicitations.id */
+	long		elicit_since;	/* mcp_now_ms() when it came */
+	TimestampTz elicit_until;	/* answered "cancel" then */
+	TimestampTz poll_at;
 };
+
+#define ELICIT_NONE		0
+#define ELICIT_NEW		1		/* to be stored for people */
+#define ELICIT_WAITING	2		/* stored: the answer is looked for */
+#define ELICIT_POLL_MS	500
 
 static McpCall *prepared = NULL;
 
@@ -250,7 +262,12 @@ EntryFor(McpCall *mc)
 		mcp_client_defer_elicitation(e->client);
 	}
 	else
+	{
 		mcp_client_set_protocol(e->client, mc->protocol);	/* NULL: discover */
+		/* a 2025-11-25 server's question in the stream waits for people */
+		if (pg_agents_mcp_elicitation_wait > 0)
+			mcp_client_hold_elicitation(e->client, pg_agents_mcp_elicitation_wait * 1000L);
+	}
 	e->refs = 1;
 	e->next = entries;
 	entries = e;
@@ -314,6 +331,8 @@ McpCallFree(McpCall *mc)
 		json_decref(mc->responses);
 	if (mc->answer)
 		json_decref(mc->answer);
+	if (mc->elicit)
+		json_decref(mc->elicit);
 	free(mc);
 }
 
@@ -457,12 +476,47 @@ SendReplies(McpCall *mc)
 	}
 }
 
-/* between passes: answers the server's requests of the streams in flight */
+/*
+ * Between passes: answers the server's requests of the streams in flight,
+ * takes a question the server asked in the stream for people
+ * (McpCallWantsUnit), and ends a call past pg_agents.request_timeout
+ * outside a person's wait (its transfer may last longer by
+ * pg_agents.mcp_elicitation_wait): then McpCallAnswered.
+ */
 void
 McpCallPump(McpCall *mc)
 {
-	if (mc->req)
-		SendReplies(mc);
+	if (mc->req == NULL)
+		return;
+	SendReplies(mc);
+	if (mc->elicit == NULL && mc->async && !mc->initializing)
+	{
+		mc->elicit = mcp_async_take_elicitation(mc->async);
+		if (mc->elicit)
+		{
+			mc->elicit_state = ELICIT_NEW;
+			mc->elicit_since = mcp_now_ms();
+			return;
+		}
+		if (mcp_now_ms() > mcp_async_soft_deadline(mc->async))
+		{
+			char		why[128];
+
+			HttpFree(mc->req);	/* removed from the multi handle */
+			mc->req = NULL;
+			transfers--;
+			snprintf(why, sizeof(why), "tools/call timed out after %d ms", pg_agents_request_timeout);
+			SetAnswer(mc, Failure(why));
+		}
+	}
+}
+
+/* a question of the server waits to be stored, or its answer to be looked for */
+bool
+McpCallWantsUnit(McpCall *mc, TimestampTz now)
+{
+	return mc->elicit != NULL &&
+		(mc->elicit_state == ELICIT_NEW || (mc->elicit_state == ELICIT_WAITING && mc->poll_at <= now));
 }
 
 /* a transfer of ours ended: an answer to a server's request is just freed */
@@ -643,6 +697,86 @@ McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 	oc = RecordCall(tr, mc->exposed, mc->input, call, result, mc->started);
 	json_decref(call);
 	return oc;
+}
+
+/*
+ * Inside a short transaction of the slot (its lease renewed): a question the
+ * server asked in the stream of the call is stored for people
+ * (agent._mcp_worker_elicit: the form in agent.mcp_elicitations, a pending
+ * approval, an "approval" step), or its answer looked for
+ * (agent._mcp_worker_elicit_poll: a person's answer, a decline when the
+ * approval was denied, a cancel once pg_agents.mcp_elicitation_wait or the
+ * approval's own expiry passed); an answer goes out on the session at the
+ * next pass (McpCallPump), the call's time-out starts again, and the stream
+ * goes on to the tool's result.
+ */
+void
+McpCallElicitStep(const ToolRun *tr, McpCall *mc)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	static SPIPlanPtr new_plan = NULL;
+	static SPIPlanPtr poll_plan = NULL;
+
+	if (mc->elicit_state == ELICIT_NEW)
+	{
+		Oid			types[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, JSONBOID, INT4OID};
+		Datum		vals[6];
+		json_t	   *got;
+		json_t	   *step;
+
+		vals[0] = Int64GetDatum(tr->run_id);
+		vals[1] = CStringGetTextDatum(mc->exposed);
+		vals[2] = JsonbArg(mc->arguments);
+		vals[3] = Int64GetDatum(mc->server_id);
+		vals[4] = JsonbArg(mc->elicit);
+		vals[5] = Int32GetDatum(pg_agents_mcp_elicitation_wait);
+		if (PgAgentsExecPlan(&new_plan, "SELECT agent._mcp_worker_elicit($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+							 6, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "agent._mcp_worker_elicit returned no row");
+		got = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		if (!json_is_object(got))
+			elog(ERROR, "agent._mcp_worker_elicit returned invalid JSON");
+		mc->elicit_id = (int64) json_integer_value(json_object_get(got, "id"));
+		step = json_pack("{s:s, s:O?, s:O?, s:b}", "elicitation", "pending",
+						 "approval_key", json_object_get(got, "approval_key"),
+						 "questions", json_object_get(got, "questions"), "stream", 1);
+		ToolsRecordStep(tr->run_id, "approval", mc->exposed, mc->input, step, "pending", 0, now);
+		json_decref(step);
+		json_decref(got);
+		mc->elicit_state = ELICIT_WAITING;
+		mc->elicit_until = TimestampTzPlusMilliseconds(now, pg_agents_mcp_elicitation_wait * 1000L);
+		mc->poll_at = TimestampTzPlusMilliseconds(now, ELICIT_POLL_MS);
+		return;
+	}
+	if (mc->elicit_state == ELICIT_WAITING)
+	{
+		Oid			types[2] = {INT8OID, BOOLOID};
+		Datum		vals[2];
+		char	   *text;
+		json_t	   *answer;
+
+		vals[0] = Int64GetDatum(mc->elicit_id);
+		vals[1] = BoolGetDatum(now >= mc->elicit_until);
+		if (PgAgentsExecPlan(&poll_plan, "SELECT agent._mcp_worker_elicit_poll($1, $2)::pg_catalog.text",
+							 2, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "agent._mcp_worker_elicit_poll returned no row");
+		text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		mc->poll_at = TimestampTzPlusMilliseconds(now, ELICIT_POLL_MS);
+		if (text == NULL)
+			return;				/* not yet */
+		answer = JsonFromText(text);
+		if (mc->async)
+		{
+			mcp_async_answer_elicitation(mc->async, mc->elicit, answer);
+			/* request_timeout again from now: the wait for a person is not the server's */
+			mcp_async_extend(mc->async, mcp_now_ms() - mc->elicit_since);
+		}
+		if (answer)
+			json_decref(answer);
+		json_decref(mc->elicit);
+		mc->elicit = NULL;
+		mc->elicit_state = ELICIT_NONE;
+	}
 }
 
 /*
