@@ -46,12 +46,55 @@
  * (agent._mcp_run_user: the requester of a manual run, the owner of an
  * autonomous one), never another user's.
  */
+/*
+ * The MCP tools offered to a run at its claim (server, tool, approval flags,
+ * schema), so that its calls need not list them again: builtin tools use
+ * the scope as claimed too.  A ring of the last runs claimed; a run not
+ * found (evicted) is looked up again (McpToolExecute).  malloc'd.
+ */
+#define TOOL_CACHE	2048
+static struct
+{
+	int64		run_id;
+	json_t	   *tools;			/* exposed name -> {server_id, tool, needs, read_only, schema} */
+}			tool_cache[TOOL_CACHE];
+static int	tool_cache_next = 0;
+
+static void
+CachePut(int64 run_id, json_t *known)
+{
+	int			i;
+
+	for (i = 0; i < TOOL_CACHE; i++)
+		if (tool_cache[i].tools && tool_cache[i].run_id == run_id)
+			break;
+	if (i == TOOL_CACHE)
+	{
+		i = tool_cache_next;
+		tool_cache_next = (tool_cache_next + 1) % TOOL_CACHE;
+	}
+	if (tool_cache[i].tools)
+		json_decref(tool_cache[i].tools);
+	tool_cache[i].run_id = run_id;
+	tool_cache[i].tools = known;
+}
+
+static json_t *
+CacheGet(int64 run_id, const char *name)
+{
+	for (int i = 0; i < TOOL_CACHE; i++)
+		if (tool_cache[i].tools && tool_cache[i].run_id == run_id)
+			return json_object_get(tool_cache[i].tools, name);
+	return NULL;
+}
+
 void
 McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 {
 	Oid			types[2] = {INT8OID, INT8OID};
 	Datum		vals[2];
 	int			rc;
+	json_t	   *known;
 	static SPIPlanPtr any_plan = NULL;
 	static SPIPlanPtr list_plan = NULL;
 
@@ -70,12 +113,17 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+	{
+		CachePut(run_id, json_pack("{}"));
 		return;
-	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text "
+	}
+	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text, "
+						  "m.server_id, m.tool, m.needs_approval, m.read_only "
 						  "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($2)) m ORDER BY m.exposed_name",
 						  2, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
+	known = json_pack("{}");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -83,8 +131,20 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 		char	   *name = SPI_getvalue(tup, td, 1);
 		char	   *server = SPI_getvalue(tup, td, 2);
 		char	   *desc = SPI_getvalue(tup, td, 3);
-		json_t	   *schema = json_loads(SPI_getvalue(tup, td, 4), 0, NULL);
+		char	   *schema_text = SPI_getvalue(tup, td, 4);
+		json_t	   *schema = json_loads(schema_text, 0, NULL);
 		char	   *full = psprintf("[MCP server %s] %s", server, desc);
+		char	   *sid = SPI_getvalue(tup, td, 5);
+		char	   *tool = SPI_getvalue(tup, td, 6);
+		char	   *needs = SPI_getvalue(tup, td, 7);
+		char	   *ro = SPI_getvalue(tup, td, 8);
+
+		json_object_set_new(known, name, json_pack("{s:I, s:s, s:b, s:b, s:s}",
+												   "server_id", (json_int_t) strtoll(sid ? sid : "0", NULL, 10),
+												   "tool", tool ? tool : "",
+												   "needs", needs && needs[0] == 't',
+												   "read_only", ro && ro[0] == 't',
+												   "schema", schema_text ? schema_text : "{}"));
 
 		if (!json_is_object(schema))
 		{
@@ -96,6 +156,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 											   "description", full, "parameters", schema));
 		pfree(full);
 	}
+	CachePut(run_id, known);
 }
 
 /* ---------------------------------------------------------------------
@@ -801,6 +862,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	json_t	   *prep;
 	McpCall    *mc;
 	ToolOutcome oc;
+	json_t	   *cached;
 	static SPIPlanPtr prep_plan = NULL;
 
 	*result = NULL;
@@ -808,23 +870,36 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	vals[1] = CStringGetTextDatum(name);
 	vals[2] = (Datum) 0;
 	vals[3] = Int64GetDatum(tr->run_id);
-	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
-							   "m.input_schema::pg_catalog.text "
-							   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
-							   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not look up MCP tool \"%s\"", name);
-	if (SPI_processed != 1)
+	cached = CacheGet(tr->run_id, name);
+	if (cached)
 	{
-		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-		ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-		return TOOL_DONE;
+		/* as offered at the claim (the server's row is read again by the preparation) */
+		needs = json_is_true(json_object_get(cached, "needs"));
+		read_only = json_is_true(json_object_get(cached, "read_only"));
+		server_id = (int64) json_integer_value(json_object_get(cached, "server_id"));
+		tool = pstrdup(json_string_value(json_object_get(cached, "tool")));
+		schema = pstrdup(json_string_value(json_object_get(cached, "schema")));
 	}
-	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
-	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	else
+	{
+		rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
+								   "m.input_schema::pg_catalog.text "
+								   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
+								   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "could not look up MCP tool \"%s\"", name);
+		if (SPI_processed != 1)
+		{
+			*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
+			ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+			return TOOL_DONE;
+		}
+		needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+		tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	}
 	if (needs || ToolsNeedsApproval(tr, name, !read_only))
 	{
 		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
