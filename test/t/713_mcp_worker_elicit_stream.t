@@ -16,7 +16,9 @@
 #     gets "cancel", the question is recorded as expired and the run goes
 #     on with the server's result;
 #  4. with pg_agents.mcp_elicitation_wait = 0 the worker does not declare
-#     elicitation to such servers, which then do not ask.
+#     elicitation to such servers, which then do not ask;
+#  5. the periodic refresh of tool lists runs in a process of its own: while
+#     it waits on a server that never answers, runs go on.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
 src=${PG_AGENTS_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -114,6 +116,19 @@ llm_script "[[t713d]]" '[{"tool": "mcp__desk__ask", "input": {"topic": "memo"}},
 r=$(start_run "$a" '{"prompt": "Ask [[t713d]]"}' autonomous "$OWNER")
 is "$(wait_status "$r" "succeeded|failed" 60)" succeeded "without elicitation declared the run goes on"
 is "$(tool_msgs "[[t713d]]" 1)" '{"error":"this client cannot be asked anything"}' "and the server did not ask"
+
+# 5. the refresh pass on a silent server stalls no run
+mid=$(q "SELECT agent.mcp_add_server('mute', '$PY/mcp', workspace_id => '$WS')")
+q "UPDATE agent.mcp_servers SET url = '$PY/silent/mcp', tools_stale = true WHERE id = $mid" >/dev/null
+refreshing() { q "SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'pg_agents mcp refresh' AND state = 'active'"; }
+wait_for 60 refreshing; ok $? "the refresh pass runs in a process of its own, waiting on the silent server"
+llm_script "[[t713e]]" '[{"tool": "mcp__desk__echo", "input": {"message": "during the refresh"}}, {"text": "fine"}]'
+r=$(start_run "$a" '{"prompt": "Meanwhile [[t713e]]"}' autonomous "$OWNER")
+is "$(wait_status "$r" "succeeded|failed" 50)" succeeded "a run finishes meanwhile"
+is "$(refreshing)" t "while the refresh still waits"
+is "$(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_agents worker' AND xact_start IS NOT NULL AND state = 'idle in transaction'")" 0 \
+   "and the worker holds no transaction open"
+q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_agents mcp refresh'" >/dev/null
 
 q "DELETE FROM agent.mcp_servers WHERE workspace_id IN ('$WS', '$WB')" >/dev/null
 qe -c "DROP ROLE mcp713_nobody" -c "DROP ROLE mcp713_app" >/dev/null
