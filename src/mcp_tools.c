@@ -55,10 +55,12 @@
 /*
  * The MCP tools offered to a run at its claim (server, tool, approval flags,
  * schema), so that its calls need not list them again: builtin tools use
- * the scope as claimed too.  A ring of the last runs claimed; a run not
- * found (evicted) is looked up again (McpToolExecute).  malloc'd.
+ * the scope as claimed too.  A ring of the last runs claimed (bounded
+ * memory: a few MB with large tool lists); a run not found (evicted, with
+ * more runs in flight than that) is looked up again (McpToolExecute).
+ * malloc'd.
  */
-#define TOOL_CACHE	2048
+#define TOOL_CACHE	256
 static struct
 {
 	int64		run_id;
