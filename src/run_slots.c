@@ -34,8 +34,10 @@
 
 #include "run_int.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "pg_agents.h"
@@ -598,6 +600,32 @@ McpResultUnit(Slot *s, void *arg)
 	RunSlotExecuteTools(s);
 }
 
+/* a question of the MCP server in the call's stream: stored, or its answer looked for */
+static void
+McpElicitUnit(Slot *s, void *arg)
+{
+	ToolRun		tr = RunSlotToolRun(s);
+
+	if (!RunSqlHoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	McpCallElicitStep(&tr, s->mcp);
+}
+
+/* the MCP results of one pass (FlushMcpResults) */
+#define MCP_BATCH		64
+typedef struct McpBatch
+{
+	int			n;
+	Slot	   *slots[MCP_BATCH];
+	SlotState	before[MCP_BATCH];
+	char	   *failed[MCP_BATCH];
+} McpBatch;
+
+static McpBatch mcp_batch;
+
 /* a transfer of MCP (mcp_tools.c) ended */
 static void
 McpTransferDone(HttpRequest *req)
@@ -612,7 +640,94 @@ McpTransferDone(HttpRequest *req)
 	s = (Slot *) req->owner;
 	CHECK_FOR_INTERRUPTS();
 	if (McpCallCollect(s->mcp, req))
-		RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+	{
+		if (mcp_batch.n < MCP_BATCH)
+			mcp_batch.slots[mcp_batch.n++] = s;	/* recorded with the others (FlushMcpResults) */
+		else
+			RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+	}
+}
+
+/*
+ * The MCP results that came back in one pass are recorded in one
+ * transaction, each slot's in a subtransaction of its own, so that a failed
+ * one fails its run only (as RunSlotUnitOrFail would).
+ */
+static void
+McpBatchUnit(Slot *unused, void *arg)
+{
+	McpBatch   *b = (McpBatch *) arg;
+
+	for (int i = 0; i < b->n; i++)
+	{
+		Slot	   *s = b->slots[i];
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+
+		b->failed[i] = NULL;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			McpResultUnit(s, NULL);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			b->failed[i] = MemoryContextStrdup(TopMemoryContext, edata->message ? edata->message : "unknown error");
+			ereport(LOG,
+					(errmsg("pg_agents worker: recording an MCP result failed: %s", b->failed[i])));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+	}
+}
+
+/* records the MCP results of the pass (one alone as any unit, more in McpBatchUnit) */
+static void
+FlushMcpResults(void)
+{
+	McpBatch   *b = &mcp_batch;
+	bool		ok;
+
+	if (b->n == 0)
+		return;
+	if (b->n == 1)
+	{
+		b->n = 0;
+		RunSlotUnitOrFail(b->slots[0], "pg_agents: recording an MCP result", McpResultUnit, NULL);
+		return;
+	}
+	for (int i = 0; i < b->n; i++)
+		b->before[i] = b->slots[i]->state;
+	ok = RunSlotUnit("pg_agents: recording MCP results", McpBatchUnit, NULL, b);
+	for (int i = 0; i < b->n; i++)
+	{
+		Slot	   *s = b->slots[i];
+
+		if (!ok || b->failed[i])
+		{
+			s->state = b->before[i];
+			RunSlotFail(s, "failed", psprintf("internal error of the worker: %s",
+											  ok ? b->failed[i] : RunSlotUnitError));
+		}
+		else if (s->state == SLOT_FREE)
+			RunSlotFree(s);
+		if (b->failed[i])
+			pfree(b->failed[i]);
+		b->failed[i] = NULL;
+	}
+	b->n = 0;
 }
 
 /* starts the MCP calls that are due, with no transaction open */
@@ -635,7 +750,13 @@ StartDueMcp(void)
 				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
 		}
 		else if (McpCallInFlight(s->mcp))
+		{
 			McpCallPump(s->mcp);
+			if (McpCallAnswered(s->mcp))	/* timed out */
+				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+			else if (McpCallWantsUnit(s->mcp, now))
+				RunSlotUnitOrFail(s, "pg_agents: an MCP server asks a person", McpElicitUnit, NULL);
+		}
 	}
 	McpWorkerHousekeeping();
 }
@@ -798,6 +919,7 @@ RunsStep(void)
 		if (++done % 16 == 0 && done <= 256)
 		{
 			RunCallsFlush();
+			FlushMcpResults();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
 			StartDueMcp();
@@ -805,7 +927,8 @@ RunsStep(void)
 		}
 	}
 	RunCallsFlush();
-	RunCallsPublishDeltas();			/* streaming: the text deltas still due */
+	FlushMcpResults();
+	RunCallsPublishDeltas();	/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (RunSlotTable[i].state == SLOT_TOOLS)
@@ -922,6 +1045,7 @@ RunsDrainStep(void)
 			RunCallsFlush();
 	}
 	RunCallsFlush();
+	FlushMcpResults();
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (RunSlotTable[i].state == SLOT_TOOLS)
 			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);

@@ -333,6 +333,8 @@ TickMcpOAuth(void)
 	if (last != 0 && !TimestampDifferenceExceeds(last, now, 30 * 1000))
 		return;
 	last = now;
+	if (McpRefreshLaunch())		/* mcp_tools.c: in a process of its own */
+		return;
 	if (!WorkerUnit("pg_agents: MCP refresh", TickMcpOAuthBody, NULL, err, sizeof(err)))
 		ereport(LOG, (errmsg("pg_agents worker: MCP OAuth refresh failed: %s", err)));
 }
