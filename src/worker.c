@@ -270,6 +270,8 @@ TickMcpOAuth(void)
 	if (last != 0 && !TimestampDifferenceExceeds(last, now, 30 * 1000))
 		return;
 	last = now;
+	if (McpRefreshLaunch())		/* mcp_tools.c: in a process of its own */
+		return;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
