@@ -172,6 +172,7 @@ bool
 PgAgentsWorkerReady(void)
 {
 	static char last_mismatch[64] = "";
+	MemoryContext cxt = CurrentMemoryContext;
 	bool		ready;
 	char	   *version;
 
@@ -202,6 +203,8 @@ PgAgentsWorkerReady(void)
 	ready = version != NULL;	/* (its script made every function the worker calls) */
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* the commit left TopMemoryContext current: the loop's context again */
+	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return ready;
 }
@@ -487,6 +490,8 @@ pg_agents_worker_main(Datum main_arg)
 			RunsWake();
 
 		ReloadConfigIfPending();
+		/* (whatever a unit left current, the pass allocates in loopcxt) */
+		MemoryContextSwitchTo(loopcxt);
 		MemoryContextReset(loopcxt);
 		CHECK_FOR_INTERRUPTS();
 		if (drain_requested)	/* operations */
