@@ -34,10 +34,8 @@
 
 #include "run_int.h"
 
-#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "pg_agents.h"
@@ -648,6 +646,13 @@ McpTransferDone(HttpRequest *req)
 	}
 }
 
+/* one slot's MCP result, in its subtransaction (McpBatchUnit) */
+static void
+McpResultBody(void *arg)
+{
+	McpResultUnit((Slot *) arg, NULL);
+}
+
 /*
  * The MCP results that came back in one pass are recorded in one
  * transaction, each slot's in a subtransaction of its own, so that a failed
@@ -660,36 +665,12 @@ McpBatchUnit(Slot *unused, void *arg)
 
 	for (int i = 0; i < b->n; i++)
 	{
-		Slot	   *s = b->slots[i];
-		MemoryContext cxt = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
+		char	   *err = ToolsInSubxact(McpResultBody, b->slots[i]);
 
-		b->failed[i] = NULL;
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(cxt);
-		PG_TRY();
-		{
-			McpResultUnit(s, NULL);
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			b->failed[i] = MemoryContextStrdup(TopMemoryContext, edata->message ? edata->message : "unknown error");
+		b->failed[i] = err ? MemoryContextStrdup(TopMemoryContext, err) : NULL;
+		if (err)
 			ereport(LOG,
-					(errmsg("pg_agents worker: recording an MCP result failed: %s", b->failed[i])));
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
+					(errmsg("pg_agents worker: recording an MCP result failed: %s", err)));
 	}
 }
 
