@@ -39,7 +39,21 @@ PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -
 NO_UNTERMINATED_WARNING := $(shell $(CC) -Werror -Wunterminated-string-initialization -E -x c /dev/null >/dev/null 2>&1 && echo -Wno-unterminated-string-initialization)
 PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
 SHLIB_LINK  = -lcurl -ljansson -lcrypto
-EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
+EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp
+
+# pg_regress: the inputs in test/sql, the expected outputs in the top-level
+# expected/ (pg_cron's layout), the results in results/.  pg_regress looks for
+# an expected file in <outputdir>/expected before <inputdir>/expected (and,
+# on 16+, --expecteddir), so --inputdir=test with the default --outputdir=.
+# serves 15, 17 and 18 alike.  `make installcheck` runs the suite on an
+# installed server (docs/hacking.md: shared_preload_libraries =
+# 'pg_agents,pg_cron' and cron.database_name = 'pg_agents_regress'); `make
+# test` runs the same files on its private cluster (tools/run_tests.sh).
+REGRESS      = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
+# The database is made fresh before the run (REGRESS_PREP) rather than by
+# pg_regress, which cannot drop it while pg_cron's launcher is connected.
+REGRESS_OPTS = --inputdir=test --use-existing
+REGRESS_PREP = installcheck-db
 
 # JIT bitcode is not needed and would require clang on the build machine.
 override with_llvm = no
@@ -47,6 +61,17 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(PGXS),)
 include $(PGXS)
+# the database pg_regress creates for installcheck: the name make test's
+# cluster uses too (expected/worker_settings.out shows it); after the include,
+# which sets contrib_regression
+CONTRIB_TESTDB = pg_agents_regress
+
+.PHONY: installcheck-db
+installcheck-db:
+	'$(bindir)/psql' -X -q -v ON_ERROR_STOP=1 -d postgres \
+	    -c 'DROP DATABASE IF EXISTS $(CONTRIB_TESTDB) WITH (FORCE)' -c 'CREATE DATABASE $(CONTRIB_TESTDB)'
+	'$(bindir)/psql' -X -q -v ON_ERROR_STOP=1 -d $(CONTRIB_TESTDB) \
+	    -c 'CREATE EXTENSION pg_cron' -c 'CREATE EXTENSION pg_agents'
 else
 # Before `make deps` has run on a fresh machine there is no PGXS yet: the
 # entry points below install it first and then call make again.

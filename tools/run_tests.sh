@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test: start a throwaway cluster, then run every test suite against it:
-#   1. pg_regress  (test/sql, test/expected)          exact outputs
+#   1. pg_regress  (test/sql, expected/; results/)    exact outputs
 #   2. pgTAP       (test/pgtap/*.sql, via pg_prove)     behaviour matrices
 #   3. integration (test/t/*.t, via prove)             worker, faults, peers
 #   4. fuzzing     (test/fuzz, a short run)
@@ -67,12 +67,12 @@ regress_tests=$(pick test/sql/*.sql | xargs -r -n1 basename | sed 's/\.sql$//' |
 if [ -n "$regress_tests" ]; then
     pgxs_dir="$($PG_CONFIG --pkglibdir)/pgxs"
     run_regress() {
-        rm -rf test/results test/regression.diffs test/regression.out
-        "$pgxs_dir/src/test/regress/pg_regress" --inputdir=test --outputdir=test \
+        rm -rf results regression.diffs regression.out
+        "$pgxs_dir/src/test/regress/pg_regress" --inputdir=test --outputdir=. \
             --bindir="$PG_AGENTS_BINDIR" --host="$PGHOST" --port="$PGPORT" --user=postgres \
             --use-existing --dbname="$PG_AGENTS_REGRESS_DB" $regress_tests
         local rc=$?
-        if [ $rc -ne 0 ] && [ -f test/regression.diffs ]; then head -c 20000 test/regression.diffs; fi
+        if [ $rc -ne 0 ] && [ -f regression.diffs ]; then head -c 20000 regression.diffs; fi
         return $rc
     }
     suite "pg_regress" run_regress
