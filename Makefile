@@ -18,11 +18,13 @@ DATA_built  = $(INSTALL_built)
 # version can still be installed and upgraded.
 # The upgrade script into the current version is generated too, from its
 # parts in sql/upgrade/<old>--<new>/ (one per area, in name order), followed
-# by sql/src/990_privileges.sql, the one statement of who may call and read
+# by sql/src/980_labels.sql (the functions' parallel labels) and
+# sql/src/990_privileges.sql, the one statement of who may call and read
 # what, which install and upgrade both end with.
 UPGRADE_FROM = 0.3.0
 UPGRADE_PARTS = $(sort $(wildcard sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql))
 UPGRADE_built = sql/$(EXTENSION)--$(UPGRADE_FROM)--$(EXTVERSION).sql
+UPGRADE_TAIL = sql/src/980_labels.sql sql/src/990_privileges.sql
 DATA_built += $(UPGRADE_built)
 DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)) \
               $(wildcard sql/released/$(EXTENSION)--*.sql)
@@ -38,6 +40,10 @@ PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -
 # without room for its NUL, which is how SPI's nulls arrays ("  ") are written.
 NO_UNTERMINATED_WARNING := $(shell $(CC) -Werror -Wunterminated-string-initialization -E -x c /dev/null >/dev/null 2>&1 && echo -Wno-unterminated-string-initialization)
 PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
+# WERROR=1 (CI: .ci/run) turns every warning into an error, in the extension
+# and in bin/pg_agents_mcp.
+WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
+PG_CPPFLAGS += $(WERROR_FLAG)
 SHLIB_LINK  = -lcurl -ljansson -lcrypto
 EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp
 
@@ -93,19 +99,19 @@ $(INSTALL_built): $(SQL_PARTS) sql/src pg_agents.control
 	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
 	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
-$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) sql/src/990_privileges.sql pg_agents.control
-	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql and sql/src/990_privileges.sql by make; do not edit."; \
+$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(UPGRADE_TAIL) pg_agents.control
+	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql, sql/src/980_labels.sql and sql/src/990_privileges.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "ALTER EXTENSION pg_agents UPDATE" to load this file. \quit'; \
-	   for f in $(UPGRADE_PARTS) sql/src/990_privileges.sql; do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
+	   for f in $(UPGRADE_PARTS) $(UPGRADE_TAIL); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
 all: $(DATA_built)
 
 # The MCP probe: the extension's own client (src/mcp.c) on the command line.
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h
+bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h pg_agents.control
 	@mkdir -p bin
 	$(if $(Q),@echo "  CC      $@")
-	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
+	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
 .PHONY: deps demo test bench soak check-tools test-matrix deb test-deb
 deps:
