@@ -45,7 +45,7 @@ PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
 WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
 PG_CPPFLAGS += $(WERROR_FLAG)
 SHLIB_LINK  = -lcurl -ljansson -lcrypto
-EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp
+EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp valgrind.out
 
 # pg_regress: the inputs in test/sql, the expected outputs in the top-level
 # expected/ (pg_cron's layout), the results in results/.  pg_regress looks for
@@ -113,7 +113,7 @@ bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
-.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb
+.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb valgrind
 deps:
 	@tools/deps.sh
 
@@ -128,6 +128,13 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
+
+# the pg_regress and pgTAP suites against a server under valgrind memcheck
+# (tools/valgrind.sh; TESTS=pattern for a part); not part of make test
+valgrind: deps
+	@tools/deps.sh --valgrind
+	@$(MAKE) --no-print-directory all
+	@tools/valgrind.sh
 
 # a simulated week under faults in SOAK_MINUTES (default 5), then its
 # reconciliation report (docs/soak.md); not part of make test
