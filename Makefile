@@ -130,11 +130,12 @@ bench: deps
 	@tools/bench.sh
 
 # the pg_regress and pgTAP suites against a server under valgrind memcheck
-# (tools/valgrind.sh; TESTS=pattern for a part); not part of make test
+# (tools/run_tests.sh with PG_AGENTS_VALGRIND; TESTS=pattern for a part); not
+# part of make test
 valgrind: deps
 	@tools/deps.sh --valgrind
 	@$(MAKE) --no-print-directory all
-	@tools/valgrind.sh
+	@PG_AGENTS_VALGRIND=$(CURDIR)/test/valgrind.supp tools/run_tests.sh
 
 # a simulated week under faults in SOAK_MINUTES (default 5), then its
 # reconciliation report (docs/soak.md); not part of make test

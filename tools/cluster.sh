@@ -75,7 +75,7 @@ timezone = 'UTC'
 track_commit_timestamp = on   # bench/worker.sh measures pickup from the queueing commit
 CONF
     if [ -n "${PG_AGENTS_EXTRA_CONF:-}" ]; then printf '%s\n' "$PG_AGENTS_EXTRA_CONF" >>"$data/postgresql.conf"; fi
-    # PG_AGENTS_VALGRIND=SUPPRESSIONS (make valgrind, tools/valgrind.sh): from
+    # PG_AGENTS_VALGRIND=SUPPRESSIONS (make valgrind, tools/run_tests.sh): from
     # here on the server runs under valgrind memcheck, one log per process in
     # $dir/valgrind/ (initdb ran without it)
     start_timeout=60
@@ -84,7 +84,7 @@ CONF
         mv "$bindir/postgres" "$bindir/postgres.bin"
         cat >"$bindir/postgres" <<WRAP
 #!/bin/sh
-exec valgrind --quiet --tool=memcheck --error-limit=no --num-callers=40 --leak-check=no \\
+exec valgrind --quiet --tool=memcheck --error-limit=no --num-callers=40 --leak-check=no --fullpath-after= \\
     --suppressions='$PG_AGENTS_VALGRIND' --log-file='$dir/valgrind/%p.log' '$bindir/postgres.bin' "\$@"
 WRAP
         chmod 755 "$bindir/postgres"
