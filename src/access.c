@@ -78,8 +78,9 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "access.h"
 #include "compat.h"
-#include "pg_agents.h"
+#include "guc.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_can_access);
 PG_FUNCTION_INFO_V1(pg_agents_explain_access);

@@ -66,8 +66,11 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
+#include "access.h"
+#include "allowlist.h"
 #include "compat.h"
-#include "pg_agents.h"
+#include "guc.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_invalidate);

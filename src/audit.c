@@ -68,8 +68,10 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "audit.h"
 #include "compat.h"
-#include "pg_agents.h"
+#include "guc.h"
+#include "redact.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_audit_trigger);
 PG_FUNCTION_INFO_V1(pg_agents_caller);

@@ -16,7 +16,9 @@
 
 #include "utils/guc.h"
 
-#include "pg_agents.h"
+#include "allowlist.h"
+#include "guc.h"
+#include "secrets.h"
 
 #define DEFAULT_DELEGATION_DEPTH	3
 #define MAX_DELEGATION_DEPTH		5

@@ -39,7 +39,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
-#include "pg_agents.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_request_wake);
 PG_FUNCTION_INFO_V1(pg_agents_wake_count);

@@ -9,7 +9,7 @@
  *
  *	 wait (latch set by a backend at commit, a curl socket, or a bounded
  *	 timeout) -> reload the configuration on SIGHUP -> agent.tick() about
- *	 once a second -> ExecutorStep (HTTP completions, tools, claims, new
+ *	 once a second -> RunsStep (HTTP completions, tools, claims, new
  *	 calls), each database step in its own short transaction.
  *
  * Backends never wait on it.  HTTP calls are never made inside an open
@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -52,7 +52,14 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "guc.h"
+#include "http.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "runs.h"
+#include "shmem.h"
+#include "tools.h"
+#include "worker.h"
 
 PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
 
@@ -90,7 +97,7 @@ PublishStatus(bool ready)
 	SpinLockAcquire(&w->mutex);
 	if (ready && w->state != PGA_WORKER_DRAINING)
 		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
-	w->slots_in_use = ExecutorActive();
+	w->slots_in_use = RunsActive();
 	w->max_slots = pg_agents_max_concurrent_runs;
 	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
 	w->mcp_in_flight = McpTransfersInFlight();	/* asynchronous too (mcp_tools.c) */
@@ -335,7 +342,7 @@ static void
 Drain(void)
 {
 	TimestampTz deadline;
-	int			held = ExecutorHeld();
+	int			held = RunsHeld();
 	int			requeued;
 
 	PgAgentsWorkerDraining(true);
@@ -344,7 +351,7 @@ Drain(void)
 	ereport(LOG,
 			(errmsg("pg_agents worker: draining: %d runs held, %d requests in flight, up to %d ms",
 					held, HttpInFlight(), pg_agents_drain_timeout)));
-	while (!ExecutorDrainIdle())
+	while (!RunsDrainIdle())
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		long		left;
@@ -359,10 +366,10 @@ Drain(void)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		CHECK_FOR_INTERRUPTS();
-		ExecutorDrainStep();
+		RunsDrainStep();
 		PublishStatus(true);
 	}
-	requeued = ExecutorRequeueAll();
+	requeued = RunsRequeueAll();
 	ereport(LOG,
 			(errmsg("pg_agents worker: drained: %d of %d runs held went back to the queue",
 					requeued, held)));
@@ -425,7 +432,7 @@ pg_agents_worker_main(Datum main_arg)
 	}
 
 	HttpInit();
-	ExecutorInit();
+	RunsInit();
 	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(loopcxt);
 
@@ -440,10 +447,10 @@ pg_agents_worker_main(Datum main_arg)
 		if (!ready)
 			timeout = READY_RECHECK_MS;
 		else
-			timeout = ExecutorNextTimeout(IDLE_WAIT_MS);
+			timeout = RunsNextTimeout(IDLE_WAIT_MS);
 		latch = HttpWait(timeout);
 		if (latch)
-			ExecutorWake();
+			RunsWake();
 
 		if (ConfigReloadPending)
 		{
@@ -465,7 +472,7 @@ pg_agents_worker_main(Datum main_arg)
 			ready = PgAgentsWorkerReady();
 			if (!ready)
 				continue;
-			ExecutorReclaimOnStart();
+			RunsReclaimOnStart();
 		}
 
 		if (TimestampDifferenceExceeds(last_tick, now, TICK_MS))
@@ -481,7 +488,7 @@ pg_agents_worker_main(Datum main_arg)
 			}
 		}
 
-		ExecutorStep();
+		RunsStep();
 		PublishStatus(true);	/* operations */
 	}
 }

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * access.h
+ *		Resource access (access.c): the ids an agent may read (or edit) among
+ *		the resources of a type, for the allowlist and the tools.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_ACCESS_H
+#define PG_AGENTS_ACCESS_H
+
+extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n,
+								  bool *custom_acl);
+extern Oid	PgAgentsAccessRelid(void);
+extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
+
+#endif							/* PG_AGENTS_ACCESS_H */
