@@ -67,6 +67,7 @@
 #include "utils/uuid.h"
 
 #include "access.h"
+#include "access_gen.h"
 #include "allowlist.h"
 #include "compat.h"
 #include "guc.h"
@@ -242,7 +243,7 @@ pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
  *
  * - kept across statements (READ COMMITTED, the library preloaded, not on a
  *   standby, the transaction has not changed access data itself, no custom
- *   ACL function): the access generation of src/shmem.c is sampled, then the
+ *   ACL function): the access generation of src/access_gen.c is sampled, then the
  *   set is computed under a fresh snapshot (so no committed change can be
  *   missing from it), and it stays good while the generation is the same and
  *   the access-changing transactions that were in flight at the sample are
@@ -712,7 +713,7 @@ pg_agents_readable_set_stats(PG_FUNCTION_ARGS)
 
 /*
  * agent._access_changed() RETURNS trigger: statement trigger on the access
- * tables; the transaction changes access data (src/shmem.c).
+ * tables; the transaction changes access data (src/access_gen.c).
  */
 Datum
 pg_agents_access_changed(PG_FUNCTION_ARGS)

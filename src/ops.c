@@ -42,6 +42,7 @@
 #include "ops.h"
 #include "redact.h"
 #include "shmem.h"
+#include "wake.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_worker_status);
 PG_FUNCTION_INFO_V1(pg_agents_worker_sync_pause);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.h
- *		Shared memory of pg_agents (shmem.c): the worker's wake-up latch, the
- *		generation of access changes, and what agent.worker_status shows of
- *		the worker.
+ *		Shared memory of pg_agents (shmem.c): its hooks, and what
+ *		agent.worker_status shows of the worker.  The wake-up is wake.h's,
+ *		the access generation access_gen.h's.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,21 +12,10 @@
 
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
-#include "storage/latch.h"
 #include "storage/spin.h"
 
 extern void PgAgentsInitShmem(void);
 extern bool PgAgentsShmemAvailable(void);
-
-/* the access generation: per-backend caches of access decisions */
-#define PG_AGENTS_ACCESS_INFLIGHT 64
-extern void PgAgentsNoteAccessChange(void);
-extern bool PgAgentsAccessChangedInXact(void);
-extern bool PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n);
-
-/* the worker's wake-up latch */
-extern void PgAgentsSetWorkerLatch(Latch *latch);
-extern void PgAgentsRequestWake(void);
 
 /*
  * What agent.worker_status shows of the worker (docs/operations.md).

@@ -59,6 +59,7 @@
 #include "runs.h"
 #include "shmem.h"
 #include "tools.h"
+#include "wake.h"
 #include "worker.h"
 
 PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
@@ -416,7 +417,7 @@ pg_agents_worker_main(Datum main_arg)
 			SetConfigOption(identity[i], "", PGC_SUSET, PGC_S_OVERRIDE);
 	}
 
-	/* backends that queue runs set this latch at commit (src/shmem.c) */
+	/* backends that queue runs set this latch at commit (src/wake.c) */
 	PgAgentsSetWorkerLatch(MyLatch);
 	before_shmem_exit(WorkerOnExit, (Datum) 0);
 	if (PgAgentsWorkerShmem())	/* operations: agent.worker_status */
