@@ -125,6 +125,9 @@ VouchRolesInvalidate(Datum arg, int cacheid, uint32 hashvalue)
 	vouch_roles_valid = false;
 }
 
+/*
+ * Errors out unless the current role may vouch for a user id (see above).
+ */
 static void
 RequireVouchingRole(void)
 {
@@ -157,6 +160,9 @@ RequireVouchingRole(void)
 			 errhint("Grant agents_app to the application role, or check autonomous access without user_id.")));
 }
 
+/*
+ * Reads the six arguments of can_access/explain_access; a user id requires a vouching role.
+ */
 static void
 ReadArgs(FunctionCallInfo fcinfo, AccessArgs *a)
 {
@@ -214,6 +220,9 @@ CheckArgs(AccessArgs *a, char **detail)
 	return -1;
 }
 
+/*
+ * Raises the error of an argument reason code (can_access errors, explain_access explains).
+ */
 static void
 RaiseArgError(AccessArgs *a, int reason)
 {

@@ -40,6 +40,7 @@
 #include "compat.h"
 #include "guc.h"
 
+/* "read" or "edit", for the details */
 static const char *
 ModeName(int mode)
 {

@@ -43,6 +43,7 @@
 
 AccessRels access_rels;
 
+/* The OID of agent.<name>, or an error saying the extension is missing. */
 static Oid
 LookupRel(Oid nsp, const char *name)
 {
@@ -56,6 +57,9 @@ LookupRel(Oid nsp, const char *name)
 	return relid;
 }
 
+/*
+ * The attribute number of a column the code relies on (an internal error if absent).
+ */
 static AttrNumber
 LookupAtt(Oid relid, const char *name)
 {
@@ -66,6 +70,9 @@ LookupAtt(Oid relid, const char *name)
 	return att;
 }
 
+/*
+ * Looks the relations, indexes and columns up and locks them, once per transaction.
+ */
 void
 AccessEnsureRels(void)
 {
@@ -227,6 +234,7 @@ static bool acl_fn_loaded = false;
 static Oid	acl_fn_oid = InvalidOid;
 static FmgrInfo acl_fn_info;
 
+/* Empties the per-snapshot caches (their memory context is reset). */
 static void
 CacheReset(void)
 {
@@ -261,6 +269,10 @@ CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
 	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
+/*
+ * Makes the caches those of this snapshot: kept while the snapshot is the same
+ * (and they are not too big), else started afresh.
+ */
 void
 AccessEnsureCache(Snapshot snap)
 {
@@ -311,6 +323,7 @@ typedef struct GrantCountEntry
 
 static HTAB *grant_count_memo = NULL;
 
+/* The agent's grant count when its set was last loaded, -1 if unknown. */
 static int
 KnownGrantCount(int64 agent_id)
 {
@@ -322,6 +335,9 @@ KnownGrantCount(int64 agent_id)
 	return e ? e->n : -1;
 }
 
+/*
+ * Remembers the agent's grant count (the memo is dropped whole when full).
+ */
 static void
 RememberGrantCount(int64 agent_id, int n)
 {
@@ -348,6 +364,10 @@ RememberGrantCount(int64 agent_id, int n)
 	e->n = n;
 }
 
+/*
+ * The agent's row (workspace, owner, status), read once per snapshot; found is
+ * false for an unknown agent.
+ */
 AgentEntry *
 AccessGetAgent(int64 agent_id, Snapshot snap)
 {
@@ -505,6 +525,7 @@ AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap
 }
 
 
+/* hash of a (type, id) pair in a grant set */
 static inline uint32
 GrantHash(const char *rtype, const char *rid)
 {
@@ -512,6 +533,7 @@ GrantHash(const char *rtype, const char *rid)
 						hash_bytes((const unsigned char *) rid, strlen(rid)));
 }
 
+/* Inserts a grant into the set's open-addressing table (linear probing). */
 static void
 GrantSetInsert(GrantSet *gs, uint32 h, uint32 ridoff, int ridlen, int tidx, int level)
 {
@@ -526,6 +548,9 @@ GrantSetInsert(GrantSet *gs, uint32 h, uint32 ridoff, int ridlen, int tidx, int 
 	gs->items[i].tidx = (uint8) tidx;
 }
 
+/*
+ * The level of the grant on (type, id) in a loaded set, LEVEL_NONE if none.
+ */
 int
 AccessGrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
 {
@@ -820,6 +845,10 @@ CallAclFunction(const char *user, const char *rtype, const char *rid, int mode)
  */
 AccessAclProbe access_acl_probe;
 
+/*
+ * Reads the agent.resource_acl rows of one resource into e (allocated in cxt),
+ * through the open probe of the readable set when there is one.
+ */
 static void
 LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 			MemoryContext cxt)
@@ -887,6 +916,10 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 	}
 }
 
+/*
+ * The agent.resource_acl rows of one resource, cached per snapshot (when the
+ * cache is full, read again each time into a short-lived entry).
+ */
 static AclEntry *
 GetAclRows(const char *rtype, const char *rid, Snapshot snap)
 {

@@ -138,6 +138,11 @@ PgAgentsAccessChangedInXact(void)
 	return access_changed;
 }
 
+/*
+ * Publishes the transaction's xid as a writer in flight (pre-commit or
+ * pre-prepare), or counts an overflow when the array is full; bumps the
+ * generation.
+ */
 static void
 AccessPublish(bool prepared)
 {
@@ -168,6 +173,10 @@ AccessPublish(bool prepared)
 	SpinLockRelease(&access_shared->mutex);
 }
 
+/*
+ * Retires what AccessPublish published, once the transaction ended; bumps the
+ * generation.
+ */
 static void
 AccessRetire(void)
 {

@@ -76,6 +76,7 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
  * ------------------------------------------------------------------------
  */
 
+/* qsort/bsearch comparator of C strings */
 static int
 CompareCStrings(const void *a, const void *b)
 {
@@ -90,6 +91,7 @@ typedef struct IdList
 	int			cap;
 } IdList;
 
+/* Appends an id to the list (grown by doubling). */
 static void
 IdListAdd(IdList *l, char *s)
 {

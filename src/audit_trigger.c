@@ -116,6 +116,9 @@ audit_relcache_callback(Datum arg, Oid relid)
 			e->valid = false;
 }
 
+/*
+ * Creates the audited tables' cache and registers its invalidation, once.
+ */
 static void
 audit_init_cache(void)
 {
@@ -140,6 +143,7 @@ audit_init_cache(void)
 	}
 }
 
+/* an identity GUC's value, NULL when unset or empty */
 static inline const char *
 guc_or_null(const char *v)
 {
@@ -275,6 +279,7 @@ PgAgentsAuditEvent(const char *action, const char *status,
 	AuditFlush();
 }
 
+/* argument n as a C string, NULL when absent or NULL */
 static inline char *
 text_arg(FunctionCallInfo fcinfo, int n)
 {
@@ -351,6 +356,10 @@ pg_agents_audit_table_event(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
+/*
+ * How a column is converted to JSON (like to_jsonb): a one-letter kind of its
+ * base type.
+ */
 static char
 column_kind(Oid typid)
 {
@@ -388,6 +397,9 @@ column_kind(Oid typid)
 	}
 }
 
+/*
+ * The attribute number of a live column by name, InvalidAttrNumber if none.
+ */
 static AttrNumber
 find_column(TupleDesc desc, const char *name)
 {
@@ -405,6 +417,11 @@ find_column(TupleDesc desc, const char *name)
 	return InvalidAttrNumber;
 }
 
+/*
+ * The description of the trigger's table (columns, kinds, sensitive names,
+ * owner/workspace columns, primary key), built once and kept until the table
+ * changes.
+ */
 static AuditTrigInfo *
 trig_info(TriggerData *td)
 {
@@ -478,6 +495,7 @@ trig_info(TriggerData *td)
 	return e;
 }
 
+/* a column value as text (its output function) */
 static char *
 column_text(AuditCol *c, Datum d)
 {
@@ -597,6 +615,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 	}
 }
 
+/* Pushes an object key into the JSONB being built. */
 static void
 push_key(JsonbParseState **ps, const char *k)
 {
@@ -608,6 +627,9 @@ push_key(JsonbParseState **ps, const char *k)
 	(void) pushJsonbValue(ps, WJB_KEY, &v);
 }
 
+/*
+ * Whether two values of a column are the same (binary equality, detoasted).
+ */
 static bool
 same_value(AuditCol *c, Datum a, bool an, Datum b, bool bn)
 {
@@ -660,6 +682,7 @@ row_key(AuditTrigInfo *e, HeapTuple tup, TupleDesc desc)
 	return buf.data;
 }
 
+/* a column of the row as text, NULL when the column is absent or NULL */
 static char *
 row_column_text(AuditTrigInfo *e, AttrNumber att, HeapTuple tup, TupleDesc desc)
 {
@@ -672,6 +695,11 @@ row_column_text(AuditTrigInfo *e, AttrNumber att, HeapTuple tup, TupleDesc desc)
 	return isnull ? NULL : column_text(&e->cols[att - 1], d);
 }
 
+/*
+ * agent._audit_trigger(): the triggers agent.audit_table installs.  A row
+ * trigger buffers one audit row per changed row (its changes, redacted); the
+ * statement triggers record a TRUNCATE and write the statement's buffer.
+ */
 Datum
 pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 {
@@ -819,6 +847,7 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
+/* The error of any change to existing audit rows. */
 static void
 refuse_change(void)
 {
@@ -829,6 +858,11 @@ refuse_change(void)
 			 errhint("Rows older than pg_agents.audit_retention_days are removed by agent.purge_audit().")));
 }
 
+/*
+ * agent._audit_guard(): the BEFORE UPDATE/DELETE/TRUNCATE trigger of the log
+ * and its partitions; refuses every change but those of the maintenance in
+ * progress (audit_maint.c).
+ */
 Datum
 pg_agents_audit_guard(PG_FUNCTION_ARGS)
 {

@@ -178,6 +178,7 @@ AuditLogLookup(void)
 	audit_al_relid = relid;
 }
 
+/* The session user's name (the db_user column), cached per role. */
 static const char *
 session_user_name(void)
 {
@@ -193,6 +194,7 @@ session_user_name(void)
 	return db_user_name;
 }
 
+/* Sets a text column of the row being formed; NULL stays NULL. */
 static inline void
 set_text(Datum *values, bool *nulls, int col, const char *s)
 {
@@ -204,6 +206,7 @@ set_text(Datum *values, bool *nulls, int col, const char *s)
 	nulls[a] = false;
 }
 
+/* Forgets the buffer (its memory goes with the transaction's). */
 static void
 pending_forget(void)
 {
@@ -216,6 +219,10 @@ pending_forget(void)
 }
 
 
+/*
+ * A rolled-back subtransaction drops its rows, a committed one hands them to
+ * its parent.
+ */
 static void
 audit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					   SubTransactionId parentSubid, void *arg)
@@ -244,6 +251,9 @@ audit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/*
+ * Writes what is still buffered before commit; forgets the buffer at the end.
+ */
 static void
 audit_xact_callback(XactEvent event, void *arg)
 {
@@ -269,6 +279,10 @@ audit_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * Opens the log for one flush: executor state, result relation and, for a
+ * partitioned log, tuple routing.
+ */
 static void
 insert_state_open(AuditInsertState *st)
 {
@@ -303,6 +317,7 @@ insert_state_open(AuditInsertState *st)
 		st->slots[i] = NULL;
 }
 
+/* Closes what insert_state_open opened. */
 static void
 insert_state_close(AuditInsertState *st)
 {

@@ -114,6 +114,7 @@ CheckSecretSource(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/* Defines one of the session identity settings (any user may set them). */
 static void
 DefineIdentityGuc(const char *name, const char *desc, char **var)
 {
@@ -122,6 +123,9 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 							   NULL, NULL, NULL);
 }
 
+/*
+ * Defines every pg_agents.* setting and reserves the prefix (from _PG_init).
+ */
 void
 PgAgentsDefineGucs(void)
 {

@@ -51,6 +51,10 @@ static uint64 carried_starts = 0;
 static uint64 carried_resets = 0;
 static bool carried = false;
 
+/*
+ * The postmaster, at shmem_exit: copies the worker's start counters out of the
+ * segment about to go.
+ */
 static void
 ShmemCarry(int code, Datum arg)
 {
@@ -64,6 +68,7 @@ ShmemCarry(int code, Datum arg)
 	pg_agents_shared = NULL;
 }
 
+/* shmem_request_hook: the space of the three parts. */
 static void
 PgAgentsShmemRequest(void)
 {
@@ -73,6 +78,7 @@ PgAgentsShmemRequest(void)
 									add_size(WakeShmemSize(), AccessGenShmemSize())));
 }
 
+/* shmem_startup_hook: creates or attaches the three parts. */
 static void
 PgAgentsShmemStartup(void)
 {
