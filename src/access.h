@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * access.h
- *		Resource access (access.c): the ids an agent may read (or edit) among
- *		the resources of a type, for the allowlist and the tools.
+ *		Resource access: the ids an agent may read (or edit) among the
+ *		resources of a type (access_readable.c), for the allowlist and the
+ *		tools.  agent.can_access and agent.explain_access are SQL only
+ *		(access.c); access_int.h is the module's private header.
  *
  *-------------------------------------------------------------------------
  */

@@ -236,7 +236,7 @@ pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
  *		id = ANY ((SELECT agent._allowlist_ids_int8('page', 'read'))::bigint[])
  *
  * an InitPlan evaluated once per statement whose array feeds the index on the
- * id column.  The array is computed by PgAgentsReadableIds (access.c, the
+ * id column.  The array is computed by PgAgentsReadableIds (access_readable.c, the
  * decision of agent.can_access for each candidate) and kept in the backend
  * for as long as the access data it was computed from cannot have changed.
  * Two ways to know:
