@@ -54,7 +54,7 @@ ModeName(int mode)
  */
 AccessReason
 AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int mode,
-				 int grant, Snapshot snap, bool want_detail, char **detail)
+					   int grant, Snapshot snap, bool want_detail, char **detail)
 {
 	if (grant != LEVEL_NONE)
 	{
@@ -186,6 +186,6 @@ AccessDecide(AccessArgs *a, bool want_detail, char **detail)
 	}
 
 	return AccessDecideAutonomous(ag, a->rtype, a->rid, a->mode,
-							AccessAgentGrant(ag, a->rtype, a->rid, snap),
-							snap, want_detail, detail);
+								  AccessAgentGrant(ag, a->rtype, a->rid, snap),
+								  snap, want_detail, detail);
 }

@@ -1004,7 +1004,7 @@ AclLevel(const char *workspace, const char *user, GroupsEntry *groups,
 /* may the user act on the resource at the mode (the user's own ACL)? */
 bool
 AccessUserAllows(const char *workspace, const char *user, const char *rtype,
-		   const char *rid, int mode, Snapshot snap)
+				 const char *rid, int mode, Snapshot snap)
 {
 	if (OidIsValid(AccessGetAclFunction(snap)))
 		return CallAclFunction(user, rtype, rid, mode);
@@ -1015,7 +1015,7 @@ AccessUserAllows(const char *workspace, const char *user, const char *rtype,
 /* is the resource shared with the whole workspace at the mode? */
 bool
 AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,
-				int mode, Snapshot snap)
+					  int mode, Snapshot snap)
 {
 	if (OidIsValid(AccessGetAclFunction(snap)))
 		return CallAclFunction(NULL, rtype, rid, mode);

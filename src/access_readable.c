@@ -68,7 +68,7 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 	grant = ag->set != NULL ? AccessGrantSetLookup(ag->set, rtype, rid) :
 		AccessGetGrant(agent_id, rtype, rid, snap);
 	return ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, edit ? LEVEL_EDIT : LEVEL_READ,
-										 grant, snap, false, NULL)) ? 1 : 0;
+											   grant, snap, false, NULL)) ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------
