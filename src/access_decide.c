@@ -142,11 +142,7 @@ AccessDecide(AccessArgs *a, bool want_detail, char **detail)
 	Snapshot	snap;
 	AgentEntry *ag;
 
-	AccessEnsureRels();
-	if (!ActiveSnapshotSet())
-		elog(ERROR, "pg_agents: can_access needs an active snapshot");
-	snap = GetActiveSnapshot();
-	AccessEnsureCache(snap);
+	snap = AccessBegin("can_access");
 
 	ag = AccessGetAgent(a->agent_id, snap);
 	if (!ag->found)

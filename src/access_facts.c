@@ -1022,6 +1022,23 @@ AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,
 	return AclLevel(workspace, NULL, NULL, rtype, rid, snap) >= mode;
 }
 
+/*
+ * The start of every decision: the relations of this transaction, the active
+ * snapshot (what needs it is named in the error) and its caches.
+ */
+Snapshot
+AccessBegin(const char *what)
+{
+	Snapshot	snap;
+
+	AccessEnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: %s needs an active snapshot", what);
+	snap = GetActiveSnapshot();
+	AccessEnsureCache(snap);
+	return snap;
+}
+
 /* The OID of agent.access in this transaction (an installation's identity). */
 Oid
 PgAgentsAccessRelid(void)

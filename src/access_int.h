@@ -155,6 +155,7 @@ InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
  */
 extern void AccessEnsureRels(void);
 extern void AccessEnsureCache(Snapshot snap);
+extern Snapshot AccessBegin(const char *what);
 extern AgentEntry *AccessGetAgent(int64 agent_id, Snapshot snap);
 extern int	AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap);
 extern int	AccessGrantSetLookup(struct GrantSet *gs, const char *rtype, const char *rid);

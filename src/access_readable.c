@@ -55,11 +55,7 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 	AgentEntry *ag;
 	int			grant;
 
-	AccessEnsureRels();
-	if (!ActiveSnapshotSet())
-		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
-	snap = GetActiveSnapshot();
-	AccessEnsureCache(snap);
+	snap = AccessBegin("the readable set");
 	if (OidIsValid(AccessGetAclFunction(snap)))
 		return -1;
 	ag = AccessGetAgent(agent_id, snap);
@@ -138,11 +134,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	TupleTableSlot *slot;
 
 	*n = 0;
-	AccessEnsureRels();
-	if (!ActiveSnapshotSet())
-		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
-	snap = GetActiveSnapshot();
-	AccessEnsureCache(snap);
+	snap = AccessBegin("the readable set");
 	*custom_acl = OidIsValid(AccessGetAclFunction(snap));
 	ag = AccessGetAgent(agent_id, snap);
 	if (!ag->found || ag->deleted || ag->suspended)
