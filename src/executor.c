@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include <math.h>
 
@@ -44,7 +44,18 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "context.h"
+#include "deltas.h"
+#include "guc.h"
+#include "http.h"
+#include "llm.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "providers.h"
+#include "ratelimit.h"
+#include "runs.h"
+#include "teams.h"
+#include "tools.h"
 
 #define MAX_SLOTS			1024
 #define LLM_MAX_RETRIES		3
@@ -583,14 +594,14 @@ ActiveSlots(void)
 }
 
 int
-ExecutorActive(void)
+RunsActive(void)
 {
 	return ActiveSlots();
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
 int
-ExecutorClaim(void)
+RunsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
 	int			n = cap - ActiveSlots();
@@ -651,7 +662,7 @@ ExecuteTools(Slot *s)
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
 		if (oc == TOOL_MCP_ASYNC)
 		{
-			/* sent once this transaction committed (ExecutorStep) */
+			/* sent once this transaction committed (RunsStep) */
 			s->mcp = McpTakePrepared();
 			SaveState(s);
 			s->state = SLOT_MCP;
@@ -1008,7 +1019,7 @@ StartCall(Slot *s)
 			RateLimitCountWait(s->rl);
 			s->rl_lease_at = GetCurrentTimestamp();
 		}
-		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunsNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
 	}
@@ -1689,13 +1700,13 @@ CallDone(Slot *s, HttpRequest *req)
 
 /* a backend queued runs (the latch was set): claim at the next pass */
 void
-ExecutorWake(void)
+RunsWake(void)
 {
 	woken = true;
 }
 
 void
-ExecutorInit(void)
+RunsInit(void)
 {
 	memset(slots, 0, sizeof(slots));
 	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
@@ -1721,7 +1732,7 @@ ReclaimUnit(Slot *s, void *arg)
 }
 
 void
-ExecutorReclaimOnStart(void)
+RunsReclaimOnStart(void)
 {
 	(void) RunUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
 }
@@ -1745,7 +1756,7 @@ ClaimIfDue(TimestampTz now)
 		 (more_work && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
 	{
 		woken = false;
-		(void) ExecutorClaim();
+		(void) RunsClaim();
 	}
 }
 
@@ -1822,7 +1833,7 @@ StartDueCalls(void)
  * calls ending, then a whole batch starting).
  */
 void
-ExecutorStep(void)
+RunsStep(void)
 {
 	HttpRequest *req;
 	TimestampTz now;
@@ -1877,7 +1888,7 @@ ExecutorStep(void)
 
 /* how long the loop may sleep before the executor needs it again */
 long
-ExecutorNextTimeout(long dflt)
+RunsNextTimeout(long dflt)
 {
 	long		t = dflt;
 	TimestampTz now = GetCurrentTimestamp();
@@ -1927,7 +1938,7 @@ ExecutorNextTimeout(long dflt)
 
 /* runs held by the worker (any slot in use) */
 int
-ExecutorHeld(void)
+RunsHeld(void)
 {
 	int			n = 0;
 
@@ -1939,7 +1950,7 @@ ExecutorHeld(void)
 
 /* nothing left that finishes by itself: no request in flight, no tools due */
 bool
-ExecutorDrainIdle(void)
+RunsDrainIdle(void)
 {
 	if (HttpInFlight() > 0 || batch.n > 0)
 		return false;
@@ -1955,7 +1966,7 @@ ExecutorDrainIdle(void)
  * but no run is claimed and no new call is started.
  */
 void
-ExecutorDrainStep(void)
+RunsDrainStep(void)
 {
 	HttpRequest *req;
 
@@ -2012,7 +2023,7 @@ RequeueUnit(Slot *unused, void *arg)
  * fails they stay running and the next worker reclaims them.
  */
 int
-ExecutorRequeueAll(void)
+RunsRequeueAll(void)
 {
 	RequeueArg	ra = {NIL, 0};
 
