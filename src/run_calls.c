@@ -14,12 +14,13 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include "run_int.h"
 
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
 
 #define LLM_MAX_RETRIES		3
 #define BACKOFF_BASE_MS		250

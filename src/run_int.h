@@ -12,7 +12,24 @@
 #ifndef PG_AGENTS_RUN_INT_H
 #define PG_AGENTS_RUN_INT_H
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
+
+#include "datatype/timestamp.h"
+#include "executor/spi.h"
+
+#include "context.h"
+#include "deltas.h"
+#include "guc.h"
+#include "http.h"
+#include "llm.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "providers.h"
+#include "ratelimit.h"
+#include "runs.h"
+#include "teams.h"
+#include "tools.h"
+#include "worker.h"
 
 #define MAX_SLOTS			1024
 #define CHILD_POLL_MS		200

@@ -11,11 +11,12 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include "run_int.h"
 
 #include "utils/memutils.h"
 
-#include "pg_agents.h"
 
 /*
  * The context of a claimed run (context.c): the slot's system prompt (kept

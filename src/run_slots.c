@@ -32,13 +32,14 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include "run_int.h"
 
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
 
 Slot		RunSlotTable[MAX_SLOTS];
 char		RunSlotUnitError[1024];

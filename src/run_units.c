@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include "run_int.h"
 
 #include "catalog/pg_type.h"
@@ -24,7 +26,6 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 
-#include "pg_agents.h"
 
 static SPIPlanPtr lease_plan = NULL;
 static SPIPlanPtr forget_plan = NULL;

@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -52,7 +52,16 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "guc.h"
+#include "http.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "providers.h"
+#include "runs.h"
+#include "shmem.h"
+#include "tools.h"
+#include "wake.h"
+#include "worker.h"
 
 PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
 
@@ -435,7 +444,7 @@ WorkerSessionSetup(void)
 			SetConfigOption(identity[i], "", PGC_SUSET, PGC_S_OVERRIDE);
 	}
 
-	/* backends that queue runs set this latch at commit (src/shmem.c) */
+	/* backends that queue runs set this latch at commit (src/wake.c) */
 	PgAgentsSetWorkerLatch(MyLatch);
 	before_shmem_exit(WorkerOnExit, (Datum) 0);
 	if (PgAgentsWorkerShmem())	/* operations: agent.worker_status */

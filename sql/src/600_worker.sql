@@ -1,4 +1,4 @@
--- pg_agents: the background worker's SQL side (src/worker.c, executor.c, tools.c).
+-- pg_agents: the background worker's SQL side (src/worker.c, run_units.c, tools.c).
 --
 --   grants to agents_tool (the role the worker switches to for tool SQL)
 --   agent.run_state       conversation state of runs in flight (resume after
@@ -100,7 +100,7 @@ COMMENT ON FUNCTION agent._worker_cleanup() IS
   'Internal (worker, every tick): drops the saved state of runs that ended without the worker (denied, expired, cancelled); returns how many.';
 
 -- ---------------------------------------------------------------------------
--- A batch of final answers recorded in one transaction (src/executor.c).
+-- A batch of final answers recorded in one transaction (src/run_calls.c, src/run_units.c).
 -- For each reply of a root run still running and without active children:
 -- the llm step, the usage, then the end of the run (succeeded with
 -- {"text"}, or budget_exceeded when its budget is used up: its token_budget,
