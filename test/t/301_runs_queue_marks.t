@@ -126,7 +126,7 @@ check "while they are open, neither run is below the mark" \
 closed ins COMMIT
 printf '%s\n' "INSERT INTO agent.runs (id, workspace_id, agent_id, regime, origin, status) VALUES ($held_seq, 'qa', 1, 'autonomous', 'api', 'queued');" >&"$fd_seq"
 closed seq COMMIT
-claims qa 20 10   # more claims: the marks take their steps
+claims qa 60 10   # more claims: the marks take their steps
 check "the run inserted by the open transaction is claimed" "$(q -c "SELECT count(*) FROM claims WHERE run_id = $held_ins")" "1"
 check "the run whose id was taken first (as agent._enqueue_run does) is claimed" "$(q -c "SELECT count(*) FROM claims WHERE run_id = $held_seq")" "1"
 check "once they ended, the mark moves past them" "$(q -c "SELECT low_id > $held_seq FROM agent.run_queue_marks WHERE workspace_id = 'qa' AND priority = 0")" "t"
