@@ -10,9 +10,13 @@
 -- its scan there (one B-tree descent), past the dead prefix.
 --
 -- Raising a mark must never pass a run that is or may become queued:
---   - a run queued again with an old id (lease recovery, resume, requeue,
---     retry, an UPDATE by hand) lowers its mark in the same transaction
---     (trigger runs_queue_mark, agent._queue_mark_lower);
+--   - a run queued again below its mark or candidate (lease recovery,
+--     resume, requeue, retry, an UPDATE by hand) is noted in
+--     agent.run_queue_returns in the same transaction (trigger
+--     runs_queue_mark, agent._queue_mark_lower): a claim reads its queue
+--     from the lowest of the mark and the runs noted there, and a step
+--     folds them into the mark (an INSERT: the trigger never waits for a
+--     claimer);
 --   - a mark is raised in two steps (agent._queue_advance): first a
 --     candidate is taken (the first queued run in view, or the next run id
 --     when none is), with the transactions that hold agent.runs or its id
@@ -41,26 +45,39 @@ COMMENT ON COLUMN agent.run_queue_marks.low_id IS 'No run of this workspace and 
 COMMENT ON COLUMN agent.run_queue_marks.next_id IS 'Candidate for low_id, taken when the transactions of next_wait were open.';
 COMMENT ON COLUMN agent.run_queue_marks.next_wait IS 'Virtual transaction ids (pg_locks.virtualtransaction) that held agent.runs or its id sequence for writing when next_id was taken; next_id becomes low_id once they have all ended.';
 
--- A run queued again, or queued with an id below its mark: lower the mark
--- (and its candidate).  The UPDATE locks the mark until this transaction
--- ends, so that agent._queue_advance (which skips a locked mark) cannot
--- raise it past the run before the run is in view.
+CREATE TABLE agent.run_queue_returns (
+    workspace_id text NOT NULL,
+    priority     smallint NOT NULL,
+    run_id       bigint NOT NULL
+);
+CREATE INDEX run_queue_returns_idx ON agent.run_queue_returns (workspace_id, priority, run_id);
+COMMENT ON TABLE agent.run_queue_returns IS
+  'Internal (agent.claim_runs): runs queued again below the mark (or candidate) of their queue in agent.run_queue_marks; a claim reads the queue from the lowest of the mark and these, and agent._queue_advance folds them into the mark.';
+COMMENT ON COLUMN agent.run_queue_returns.workspace_id IS 'Workspace of the queue.';
+COMMENT ON COLUMN agent.run_queue_returns.priority IS 'Priority of the queue.';
+COMMENT ON COLUMN agent.run_queue_returns.run_id IS 'The run queued again.';
+
+-- A run queued again below its queue's mark or candidate: noted for the
+-- claims (an INSERT, which waits for no one).  A step that takes a new
+-- candidate while this transaction is open waits for it (it holds
+-- agent.runs for writing); one already taken at or below this run's id, or
+-- a mark raised to at most that candidate, never passes the run.
 CREATE FUNCTION agent._queue_mark_lower() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-  UPDATE agent.run_queue_marks m
-     SET low_id = least(m.low_id, NEW.id),
-         next_id = CASE WHEN m.next_id > NEW.id THEN NEW.id ELSE m.next_id END
-   WHERE m.workspace_id = NEW.workspace_id AND m.priority = NEW.priority
-     AND (m.low_id > NEW.id OR m.next_id > NEW.id);
+  IF EXISTS (SELECT 1 FROM agent.run_queue_marks m
+              WHERE m.workspace_id = NEW.workspace_id AND m.priority = NEW.priority
+                AND (m.low_id > NEW.id OR m.next_id > NEW.id)) THEN
+    INSERT INTO agent.run_queue_returns (workspace_id, priority, run_id) VALUES (NEW.workspace_id, NEW.priority, NEW.id);
+  END IF;
   RETURN NULL;
 END
 $$;
 REVOKE ALL ON FUNCTION agent._queue_mark_lower() FROM PUBLIC;
 COMMENT ON FUNCTION agent._queue_mark_lower() IS
-  'Internal (trigger runs_queue_mark on agent.runs): a run that becomes queued again (or changes queue) lowers the mark of its workspace and priority, and its candidate, to its id.';
+  'Internal (trigger runs_queue_mark on agent.runs): a run that becomes queued again (or changes queue) below the mark or candidate of its workspace and priority is noted in agent.run_queue_returns, where the claims find it.';
 CREATE TRIGGER runs_queue_mark AFTER UPDATE OF status, priority, workspace_id ON agent.runs
   FOR EACH ROW WHEN (NEW.status = 'queued' AND (OLD.status <> 'queued' OR OLD.priority <> NEW.priority
                                                 OR OLD.workspace_id <> NEW.workspace_id))
@@ -82,6 +99,8 @@ DECLARE
   v_next bigint;
   v_last bigint;
   v_wait text[];
+  v_ret  bigint;
+  v_seen tid[];
 BEGIN
   INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
   SELECT p_ws, p, '-9223372036854775808'::bigint FROM pg_catalog.unnest(p_prios) p
@@ -93,13 +112,23 @@ BEGIN
     IF m.next_id IS NOT NULL THEN
       -- the candidate stands once the writers open when it was taken ended
       CONTINUE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.virtualtransaction = ANY (m.next_wait));
+      -- the runs noted as queued again, read before the queue below
+      v_seen := ARRAY(SELECT r.ctid FROM agent.run_queue_returns r
+                       WHERE r.workspace_id = p_ws AND r.priority = m.priority);
+      v_ret := least(m.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                 WHERE r.ctid = ANY (v_seen)));
       v_low := m.next_id;
       SELECT q.id INTO v_next FROM agent.runs q
-       WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= m.low_id
+       WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= v_ret
        ORDER BY q.workspace_id, q.priority DESC, q.id LIMIT 1;
       IF v_next < v_low THEN
         v_low := v_next;
       END IF;
+      -- those read above are in the new mark (queued: at or above it; or
+      -- claimed since), as are any noted since at or above it; the others
+      -- noted since stay for the claims
+      DELETE FROM agent.run_queue_returns r
+       WHERE r.workspace_id = p_ws AND r.priority = m.priority AND (r.ctid = ANY (v_seen) OR r.run_id >= v_low);
     END IF;
     -- a new candidate: the first queued run in view, or the next id
     SELECT q.id INTO v_next FROM agent.runs q
@@ -218,9 +247,14 @@ BEGIN
     -- The queue in segments, highest priority first: each priority with a
     -- mark from its mark on (past the entries of its claimed runs), the
     -- priorities between them from their start.
-    SELECT pg_catalog.array_agg(m.priority ORDER BY m.priority DESC), pg_catalog.array_agg(m.low_id ORDER BY m.priority DESC),
-           pg_catalog.array_agg(coalesce(m.next_id, m.low_id) ORDER BY m.priority DESC)
-      INTO v_mp, v_ml, v_mn FROM agent.run_queue_marks m WHERE m.workspace_id = v_one;
+    -- (a mark's scan starts at the lowest of the mark and its runs queued again)
+    SELECT pg_catalog.array_agg(m.priority ORDER BY m.priority DESC), pg_catalog.array_agg(m.low ORDER BY m.priority DESC),
+           pg_catalog.array_agg(m.next ORDER BY m.priority DESC)
+      INTO v_mp, v_ml, v_mn
+      FROM (SELECT k.priority, coalesce(k.next_id, k.low_id) AS next,
+                   least(k.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                     WHERE r.workspace_id = k.workspace_id AND r.priority = k.priority)) AS low
+              FROM agent.run_queue_marks k WHERE k.workspace_id = v_one) m;
     FOR i IN 1 .. coalesce(pg_catalog.cardinality(v_mp), 0) LOOP
       IF v_mp[i] < v_top THEN
         v_plo := v_plo || (v_mp[i] + 1); v_phi := v_phi || v_top; v_low := v_low || '-9223372036854775808'::bigint;
