@@ -5,11 +5,12 @@
 # back below a mark is tried: a lease that expired (agent._tick_runs), an
 # UPDATE by hand, a run id taken by a transaction still open while the
 # marks move on (by INSERT, and by nextval first as agent._enqueue_run
-# does), a claim rolled back after others moved the marks; interactive runs
-# still first, another workspace untouched, a deleted agent's run never
-# claimed; and the marks are no one's but the claim's: a role with no
-# grants, the application and an agent session can neither read nor move
-# them.  Its own database, so that the worker never competes.
+# does), a claim rolled back after others moved the marks; a claimer
+# holding the marks makes no one wait; interactive runs still first,
+# another workspace untouched, a deleted agent's run never claimed; and
+# the marks are no one's but the claim's: a role with no grants, the
+# application and an agent session can neither read nor move them.  Its
+# own database, so that the worker never competes.
 . "$PG_AGENTS_ENV"
 set -u
 db=pg_agents_queue_marks_it
@@ -28,7 +29,7 @@ psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
 psql -XAtq -d postgres -c "CREATE DATABASE $db" >/dev/null
 q() { psql -XAtq -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 q -c "CREATE EXTENSION pg_agents" >/dev/null
-echo "1..22"
+echo "1..24"
 n=0
 check() {  # description, got, want
     n=$((n+1))
@@ -91,7 +92,8 @@ check "the mark went past the claimed runs (more than 256 ids, never past a queu
 old1=$first
 q -c "UPDATE agent.runs SET lease_until = now() - interval '1 minute' WHERE id = $old1" -c "SELECT agent._tick_runs()" >/dev/null
 check "the expired run is queued again" "$(q -c "SELECT status FROM agent.runs WHERE id = $old1")" "queued"
-check "its mark came down to it" "$(q -c "SELECT low_id <= $old1 FROM agent.run_queue_marks WHERE workspace_id = 'qa' AND priority = 0")" "t"
+check "it is noted below its mark, for the claims" \
+      "$(q -c "SELECT low_id > $old1, (SELECT array_agg(run_id) FROM agent.run_queue_returns WHERE workspace_id = 'qa' AND priority = 0) FROM agent.run_queue_marks WHERE workspace_id = 'qa' AND priority = 0")" "t|{$old1}"
 check "the next claim takes it" "$(claim qa 1)" "$old1"
 
 # 3. an UPDATE by hand
@@ -139,6 +141,16 @@ claims qa 40 10
 closed clm ROLLBACK
 check "the runs of the rolled-back claim are queued" "$(q -c "SELECT count(*) FROM agent.runs WHERE id IN ($rolled) AND status = 'queued'")" "10"
 check "the next claim takes them" "$(claim qa 10 | tr ' ' ',')" "$rolled"
+
+# 6b. a claimer that holds the marks (a step, not committed) makes no one
+#     wait: a run put back by hand goes through at once (lock_timeout 1 ms:
+#     a wait would fail it), and another session's claim takes it
+opened stp "SELECT agent._queue_advance('qa', '{0}');" || echo "# the open step did not start"
+old4=$((first + 9))
+check "a run is put back below the mark while a claimer holds the marks, without waiting" \
+      "$(q -c "SET lock_timeout = '1ms'" -c "UPDATE agent.runs SET status = 'queued', lease_until = NULL WHERE id = $old4 RETURNING status" 2>&1)" "queued"
+check "and claimed next by another session" "$(claim qa 1)" "$old4"
+closed stp COMMIT
 
 # 7. another workspace: its runs are claimed from its own queue
 enqueue 3 300 0
