@@ -192,6 +192,7 @@ DECLARE
   v_mp    smallint[];
   v_ml    bigint[];
   v_mn    bigint[];
+  v_mk    bigint[];
   v_plo   integer[] := '{}';
   v_phi   integer[] := '{}';
   v_low   bigint[] := '{}';
@@ -249,9 +250,9 @@ BEGIN
     -- priorities between them from their start.
     -- (a mark's scan starts at the lowest of the mark and its runs queued again)
     SELECT pg_catalog.array_agg(m.priority ORDER BY m.priority DESC), pg_catalog.array_agg(m.low ORDER BY m.priority DESC),
-           pg_catalog.array_agg(m.next ORDER BY m.priority DESC)
-      INTO v_mp, v_ml, v_mn
-      FROM (SELECT k.priority, coalesce(k.next_id, k.low_id) AS next,
+           pg_catalog.array_agg(m.next ORDER BY m.priority DESC), pg_catalog.array_agg(m.low_id ORDER BY m.priority DESC)
+      INTO v_mp, v_ml, v_mn, v_mk
+      FROM (SELECT k.priority, k.low_id, coalesce(k.next_id, k.low_id) AS next,
                    least(k.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
                                      WHERE r.workspace_id = k.workspace_id AND r.priority = k.priority)) AS low
               FROM agent.run_queue_marks k WHERE k.workspace_id = v_one) m;
@@ -292,10 +293,13 @@ BEGIN
     SELECT pg_catalog.array_agg(u.run ORDER BY (u.run).priority DESC, (u.run).id) INTO v_pass FROM u;
     v_rows := coalesce(v_pass, '{}');
     -- a step of the marks when this claim went 256 ids past a mark (or its
-    -- candidate), or came back short with 256 ids taken since the lowest
+    -- candidate), or came back short with 256 ids taken since the lowest,
+    -- or read a queue from below its mark (runs noted as queued again: the
+    -- step folds them in once it can)
     IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_rows) r
                  LEFT JOIN ROWS FROM (pg_catalog.unnest(v_mp), pg_catalog.unnest(v_mn)) m(p, low) ON m.p = r.priority
                 WHERE m.p IS NULL OR r.id - m.low >= 256)
+       OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_ml), pg_catalog.unnest(v_mk)) x(l, k) WHERE x.l < x.k)
        OR (pg_catalog.cardinality(v_rows) < least(n, v_room) AND v_mp IS NOT NULL
            AND pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass)
                - (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x) >= 256) THEN
