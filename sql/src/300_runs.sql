@@ -420,8 +420,11 @@ DECLARE
   v_ret  bigint;
   v_seen tid[];
 BEGIN
+  -- (only those not in view: an INSERT that meets a mark another step is
+  -- updating would wait for that step's transaction)
   INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
   SELECT p_ws, p, '-9223372036854775808'::bigint FROM pg_catalog.unnest(p_prios) p
+   WHERE NOT EXISTS (SELECT 1 FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws AND k.priority = p)
   ON CONFLICT DO NOTHING;
   FOR m IN SELECT * FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws
             ORDER BY k.priority FOR UPDATE SKIP LOCKED
