@@ -48,7 +48,11 @@ typedef struct AccessInflight
 {
 	TransactionId xid;			/* InvalidTransactionId: free slot */
 	bool		prepared;		/* its own backend will not clear it */
+	uint64		seq;			/* its record in the change log */
 } AccessInflight;
+
+/* the change log: what each published transaction changed (ring by seq) */
+#define ACCESS_LOG_SIZE 64
 
 typedef struct PgAgentsShared
 {
@@ -60,6 +64,8 @@ typedef struct PgAgentsShared
 	uint64		access_gen;
 	int			access_overflow;	/* writers in flight not in the array */
 	AccessInflight access_inflight[PG_AGENTS_ACCESS_INFLIGHT];
+	uint64		access_pubseq;	/* publications so far (the log's last seq) */
+	PgAgentsAccessChange access_log[ACCESS_LOG_SIZE];
 	/* operations: the worker's status (src/ops.c) */
 	PgAgentsWorkerInfo worker;
 } PgAgentsShared;
@@ -76,6 +82,8 @@ static bool xact_callback_registered = false;
 static bool access_changed = false;
 static TransactionId access_published = InvalidTransactionId;
 static bool access_published_overflow = false;
+/* what this transaction changed, as far as the row triggers described it */
+static PgAgentsAccessChange access_pending;
 
 static void RegisterCallback(void);
 
@@ -129,6 +137,8 @@ PgAgentsShmemStartup(void)
 		pg_agents_shared->access_gen = 1;
 		pg_agents_shared->access_overflow = 0;
 		memset(pg_agents_shared->access_inflight, 0, sizeof(pg_agents_shared->access_inflight));
+		pg_agents_shared->access_pubseq = 0;
+		memset(pg_agents_shared->access_log, 0, sizeof(pg_agents_shared->access_log));
 		/* operations */
 		memset(&pg_agents_shared->worker, 0, sizeof(PgAgentsWorkerInfo));
 		SpinLockInit(&pg_agents_shared->worker.mutex);
@@ -238,12 +248,16 @@ PgAgentsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			AccessRetire();
 			access_changed = false;
+			access_pending.all = false;
+			access_pending.nitems = 0;
 			break;
 		case XACT_EVENT_PREPARE:
 			/* the prepared transaction stays published (see AccessSample) */
 			access_published = InvalidTransactionId;
 			access_published_overflow = false;
 			access_changed = false;
+			access_pending.all = false;
+			access_pending.nitems = 0;
 			break;
 		default:
 			break;
@@ -288,12 +302,79 @@ RegisterCallback(void)
  * the array is full the overflow count makes readers compute every time.
  */
 
-/* The current transaction changes access data (called by the triggers). */
+/*
+ * The current transaction changes access data in a way not described item by
+ * item (called by the statement triggers): every kept set is to be computed
+ * afresh once it commits.
+ */
 void
 PgAgentsNoteAccessChange(void)
 {
 	RegisterCallback();
 	access_changed = true;
+	access_pending.all = true;
+}
+
+static bool
+AccessItemEqual(const PgAgentsAccessItem *a, const PgAgentsAccessItem *b)
+{
+	return a->kind == b->kind && a->agent_id == b->agent_id &&
+		strcmp(a->rtype, b->rtype) == 0 && strcmp(a->rid, b->rid) == 0;
+}
+
+/*
+ * The current transaction changes one row of access data, described by item
+ * (called by the row triggers): a kept set that the item does not concern is
+ * still good after the commit, and one it concerns can be patched (the
+ * resource decided again).  Past PG_AGENTS_ACCESS_ITEMS items the grants of
+ * one agent collapse into "that agent", and past that everything counts as
+ * changed.
+ */
+void
+PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
+{
+	PgAgentsAccessChange *p = &access_pending;
+	int			i,
+				j;
+
+	RegisterCallback();
+	access_changed = true;
+	if (p->all)
+		return;
+	for (i = 0; i < p->nitems; i++)
+	{
+		if (AccessItemEqual(&p->items[i], item))
+			return;
+		/* the agent as a whole already covers its grants */
+		if (p->items[i].kind == PGA_CHANGE_AGENT && item->kind == PGA_CHANGE_GRANT &&
+			p->items[i].agent_id == item->agent_id)
+			return;
+	}
+	if (p->nitems < PG_AGENTS_ACCESS_ITEMS)
+	{
+		p->items[p->nitems++] = *item;
+		return;
+	}
+	if (item->kind == PGA_CHANGE_GRANT || item->kind == PGA_CHANGE_AGENT)
+	{
+		/* collapse the agent's items into one */
+		for (i = 0, j = 0; i < p->nitems; i++)
+		{
+			if ((p->items[i].kind == PGA_CHANGE_GRANT || p->items[i].kind == PGA_CHANGE_AGENT) &&
+				p->items[i].agent_id == item->agent_id)
+				continue;
+			p->items[j++] = p->items[i];
+		}
+		if (j < PG_AGENTS_ACCESS_ITEMS)
+		{
+			memset(&p->items[j], 0, sizeof(PgAgentsAccessItem));
+			p->items[j].kind = PGA_CHANGE_AGENT;
+			p->items[j].agent_id = item->agent_id;
+			p->nitems = j + 1;
+			return;
+		}
+	}
+	p->all = true;
 }
 
 /* Whether the current transaction has changed access data. */
@@ -308,17 +389,27 @@ AccessPublish(bool prepared)
 {
 	TransactionId xid = GetTopTransactionIdIfAny();
 	int			i;
+	uint64		seq;
+	PgAgentsAccessChange *rec;
 
 	if (pg_agents_shared == NULL || !TransactionIdIsValid(xid) ||
 		TransactionIdIsValid(access_published) || access_published_overflow)
 		return;
 	SpinLockAcquire(&pg_agents_shared->access_mutex);
+	seq = ++pg_agents_shared->access_pubseq;
+	rec = &pg_agents_shared->access_log[seq % ACCESS_LOG_SIZE];
+	rec->seq = seq;
+	rec->all = access_pending.all;
+	rec->nitems = access_pending.all ? 0 : access_pending.nitems;
+	if (rec->nitems > 0)
+		memcpy(rec->items, access_pending.items, sizeof(PgAgentsAccessItem) * rec->nitems);
 	for (i = 0; i < PG_AGENTS_ACCESS_INFLIGHT; i++)
 	{
 		if (!TransactionIdIsValid(pg_agents_shared->access_inflight[i].xid))
 		{
 			pg_agents_shared->access_inflight[i].xid = xid;
 			pg_agents_shared->access_inflight[i].prepared = prepared;
+			pg_agents_shared->access_inflight[i].seq = seq;
 			break;
 		}
 	}
@@ -370,6 +461,20 @@ AccessRetire(void)
 bool
 PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
 {
+	uint64		pubseq;
+	uint64		seqs[PG_AGENTS_ACCESS_INFLIGHT];
+
+	return PgAgentsAccessSampleSeq(gen, &pubseq, inflight, seqs, n);
+}
+
+/*
+ * The same, with the last seq of the change log (*pubseq) and the seq of
+ * each xid in flight (inflight_seq): what PgAgentsAccessChangeGet reads.
+ */
+bool
+PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
+						uint64 *inflight_seq, int *n)
+{
 	int			i;
 	bool		ok;
 	TransactionId prepared[PG_AGENTS_ACCESS_INFLIGHT];
@@ -385,12 +490,14 @@ PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
 
 		if (!TransactionIdIsValid(f->xid))
 			continue;
+		inflight_seq[*n] = f->seq;
 		inflight[(*n)++] = f->xid;
 		if (f->prepared)
 			prepared[nprepared++] = f->xid;
 	}
 	ok = pg_agents_shared->access_overflow == 0;
 	*gen = pg_agents_shared->access_gen;
+	*pubseq = pg_agents_shared->access_pubseq;
 	SpinLockRelease(&pg_agents_shared->access_mutex);
 
 	/* retire the prepared transactions that have ended (no lock held here) */
@@ -414,6 +521,33 @@ PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
 		SpinLockRelease(&pg_agents_shared->access_mutex);
 		ok = false;				/* the sample is stale: compute, keep nothing */
 	}
+	return ok;
+}
+
+/*
+ * The change log's record seq (what one published transaction changed) into
+ * *out; false when it is not there any more (the log wrapped) or not yet.
+ */
+bool
+PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out)
+{
+	PgAgentsAccessChange *rec;
+	bool		ok;
+
+	if (pg_agents_shared == NULL || seq == 0)
+		return false;
+	SpinLockAcquire(&pg_agents_shared->access_mutex);
+	rec = &pg_agents_shared->access_log[seq % ACCESS_LOG_SIZE];
+	ok = rec->seq == seq;
+	if (ok)
+	{
+		out->seq = rec->seq;
+		out->all = rec->all;
+		out->nitems = rec->nitems;
+		if (rec->nitems > 0)
+			memcpy(out->items, rec->items, sizeof(PgAgentsAccessItem) * rec->nitems);
+	}
+	SpinLockRelease(&pg_agents_shared->access_mutex);
 	return ok;
 }
 
