@@ -10,8 +10,8 @@
 #            a grant of another agent (other), one of the agent's own grants
 #            (own), or the owner's ACL row of one granted page (acl); the
 #            kept readable set is kept (other) or patched (own, acl) from the
-#            change, and computed afresh after a change not described row by
-#            row (a group membership: group, for reference)
+#            change, and computed afresh after a change of the owner's groups
+#            (group, for reference)
 # and for four terms (about 10%, 1% and 0.05% of the pages, and none).  Each figure is
 # the median of several runs, in ms; the ratios to before are printed.
 . "$PG_AGENTS_ENV"
@@ -59,8 +59,8 @@ BEGIN
 END $$;
 -- the same, committing a write before each run: with access = 'other', a
 -- change of another agent's grant; 'own', of one of the agent's own grants;
--- 'acl', of the owner's ACL row of one granted page; 'group', of a group
--- membership; else a write to an unrelated table
+-- 'acl', of the owner's ACL row of one granted page; 'group', of the owner's
+-- group membership; else a write to an unrelated table
 CREATE TABLE bench_tick (n int);
 GRANT INSERT ON bench_tick TO agents_tool;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (2, 'ws1', 'u1', 'other agent');
@@ -77,7 +77,7 @@ BEGIN
                    WHERE resource_type = 'page' AND principal = 'user:u1'
                      AND resource_id = (SELECT min(resource_id) FROM agent.access WHERE agent_id = 1);
   WHEN 'group' THEN DELETE FROM agent.group_members WHERE group_id = 'bench';
-                    INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'bench', 'u9');
+                    INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'bench', 'u1');
   ELSE INSERT INTO public.bench_tick VALUES (0);
   END CASE;
 END $$;
@@ -158,8 +158,8 @@ echo "query run alternately with it (a session that does not act as an agent: th
 echo "  agent   = the documented shape, WHERE agent.ts_match(tsv, q), readable set kept (unrestricted: unr)"
 echo "  cold    = the same, the first query after an access change committed (the set not kept as it was):"
 echo "            other = a grant of another agent, own = one of the agent's own grants, acl = the owner's"
-echo "            ACL row of one granted page (target: each <= 1.5x unr); group = a group membership"
-echo "            (not described row by row: the set is computed afresh; for reference)"
+echo "            ACL row of one granted page (target: each <= 1.5x unr); group = the owner's group"
+echo "            membership (the set is computed afresh; for reference)"
 echo "  agent@@ = the same query written WHERE tsv @@ q (not leakproof: the policy goes first)"
 echo "  worker  = search_resources' query as the agent (unrestricted: w.unr, without its can_access)"
 echo "  before  = the unrestricted query before enable_allowlist (no policy at all), for reference"

@@ -1552,6 +1552,26 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 										 grant, snap, false, NULL)) ? 1 : 0;
 }
 
+/*
+ * The owner of an agent under the active snapshot ("" when there is none),
+ * palloc'd: what a kept readable set depends on through the owner's groups
+ * (src/allowlist.c).
+ */
+char *
+PgAgentsAgentOwner(int64 agent_id)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	snap = GetActiveSnapshot();
+	EnsureCache(snap);
+	ag = GetAgent(agent_id, snap);
+	return pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
+}
+
 /* ------------------------------------------------------------------------
  * The readable set
  * ------------------------------------------------------------------------

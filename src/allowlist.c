@@ -281,6 +281,7 @@ typedef struct IdsEntry
 	TransactionId *inflight;
 	uint64	   *inflight_seq;	/* shared: their records in the change log */
 	uint64		pubseq;			/* shared: the change log's last seq at the sample */
+	char	   *owner;			/* shared: the agent's owner (its groups count) */
 	IdsSnapKey	key;			/* not shared: the snapshot */
 	MemoryContext cxt;			/* holds all of the entry */
 } IdsEntry;
@@ -519,6 +520,7 @@ NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemty
 	e->inflight = NULL;
 	e->inflight_seq = NULL;
 	e->pubseq = 0;
+	e->owner = NULL;
 	MemoryContextSwitchTo(oldcxt);
 	e->used = true;
 	return e;
@@ -544,7 +546,8 @@ ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool
  * snapshot taken after the new sample (so that no change visible to this
  * statement is missing, as when the set is computed).  A record that is gone
  * from the log, one that describes no rows, a change of the agent itself or
- * more than PATCH_MAX_RIDS resources: computed afresh.  Built in the
+ * of its owner's groups, or more than PATCH_MAX_RIDS resources: computed
+ * afresh.  Built in the
  * current memory context.
  */
 #define PATCH_MAX_RIDS 64
@@ -567,6 +570,13 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids)
 		if (it->kind == PGA_CHANGE_AGENT)
 		{
 			if (it->agent_id == e->agent_id)
+				return false;
+			continue;
+		}
+		if (it->kind == PGA_CHANGE_USER)
+		{
+			/* the owner's groups changed: computed afresh */
+			if (e->owner == NULL || strcmp(it->rid, e->owner) == 0)
 				return false;
 			continue;
 		}
@@ -746,6 +756,7 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 											   &ninflight);
 		bool		patched = false;
 		bool		unchanged = false;
+		char	   *owner = NULL;
 
 		if (keep && e != NULL && e->shared && e->gen == gen)
 		{
@@ -779,6 +790,8 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 		{
 			old = MemoryContextSwitchTo(scratch);
 			arr = PatchKeptSet(e, pubseq, &unchanged);
+			/* the owner is the same: a change of the agent is not patched */
+			owner = e->owner ? pstrdup(e->owner) : NULL;
 			MemoryContextSwitchTo(old);
 			patched = arr != (Datum) 0;
 		}
@@ -793,6 +806,7 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 			old = MemoryContextSwitchTo(scratch);
 			PushActiveSnapshot(GetLatestSnapshot());
 			arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
+			owner = PgAgentsAgentOwner(agent_id);
 			PopActiveSnapshot();
 			MemoryContextSwitchTo(old);
 		}
@@ -802,6 +816,7 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 			e->shared = true;
 			e->gen = gen;
 			e->pubseq = pubseq;
+			e->owner = owner ? MemoryContextStrdup(e->cxt, owner) : NULL;
 			e->ninflight = ninflight;
 			if (ninflight > 0)
 			{
@@ -993,6 +1008,15 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 			return;
 		}
 	}
+	else if (strcmp(name, "group_members") == 0)
+	{
+		it.kind = PGA_CHANGE_USER;
+		if (!RowText(tup, desc, "user_id", it.rid))
+		{
+			PgAgentsNoteAccessChange();
+			return;
+		}
+	}
 	else if (strcmp(name, "agents") == 0)
 	{
 		it.kind = PGA_CHANGE_AGENT;
@@ -1065,12 +1089,12 @@ RowTriggerDescribes(TriggerData *td, Oid fn)
 /*
  * agent._access_changed() RETURNS trigger: statement and row trigger on the
  * access tables; the transaction changes access data (src/shmem.c).  As a
- * row trigger (agent.access, agent.resource_acl, agent.agents) it describes
- * what the row changes, so that kept readable sets it does not concern stay
- * good and those it concerns are patched; as a statement trigger, a change
- * that no row trigger described (TRUNCATE, agent.group_members,
- * agent.access_config, a row trigger missing or disabled) makes every kept
- * set be computed afresh.
+ * row trigger (agent.access, agent.resource_acl, agent.agents,
+ * agent.group_members) it describes what the row changes, so that kept
+ * readable sets it does not concern stay good and those it concerns are
+ * patched; as a statement trigger, a change that no row trigger described
+ * (TRUNCATE, agent.access_config, a row trigger missing or disabled) makes
+ * every kept set be computed afresh.
  */
 Datum
 pg_agents_access_changed(PG_FUNCTION_ARGS)

@@ -419,7 +419,8 @@ ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed;
 ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed;
 ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed;
 ALTER TABLE agent.access_config ENABLE ALWAYS TRIGGER access_changed;
--- Row triggers describe what changed (the agent, the grant, the resource),
+-- Row triggers describe what changed (the agent, the grant, the resource's
+-- ACL, the user's groups),
 -- so that kept sets a commit does not concern stay good and those it concerns
 -- are patched; the statement triggers above then add nothing for these
 -- tables (they do for TRUNCATE, and if a row trigger is missing or disabled).
@@ -430,9 +431,12 @@ CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.acce
   FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
 CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.resource_acl
   FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.group_members
+  FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
 ALTER TABLE agent.agents ENABLE ALWAYS TRIGGER access_changed_row;
 ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed_row;
 ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed_row;
+ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed_row;
 
 CREATE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
 RETURNS SETOF text

@@ -87,7 +87,7 @@ SELECT (computed - :c0) || ' computed, ' || CASE WHEN reused > :r0 THEN 'reused'
 EXECUTE visible;
 SELECT (computed - :c0) || ' computed, ' || CASE WHEN reused > :r0 THEN 'reused' ELSE 'not reused' END FROM agent.readable_set_stats();
 SELECT computed AS c1, reused AS r1 FROM agent.readable_set_stats() \gset
-\! $other "INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (8, 'ws1', 'u1', 'other agent'); INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (8, 'page', '1', 'read'), (8, 'page', '17', 'read')"
+\! $other "INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (8, 'ws1', 'u1', 'other agent'); INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (8, 'page', '1', 'read'), (8, 'page', '17', 'read'); INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'g1', 'u3')"
 EXECUTE visible;
 SELECT (computed - :c1) || ' computed, ' || CASE WHEN reused > :r1 THEN 'reused' ELSE 'not reused' END FROM agent.readable_set_stats();
 \! $other "DELETE FROM agent.access WHERE agent_id = 7 AND resource_id = '5'; INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'page', '17', 'read'), (7, 'page', 'p1', 'read')"
@@ -128,7 +128,7 @@ expect=(
   "0 computed, reused|... and the kept set served both statements (one use or two each: the id probe, the membership filter)"
   "5,6,7,8,9,10,11,12,13,14,15,16,30,40|an update of agent.access elsewhere (even one that changes nothing)"
   "1 computed, reused|... makes the next statement bring the set up to date (patched: one grant changed)"
-  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|another agent created and granted elsewhere"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|another agent created and granted elsewhere, another user joins the owner's group"
   "0 computed, reused|... leaves this agent's kept set as it was"
   "6,7,8,9,10,11,12,13,14,15,16,17,30,40|one grant revoked and one added (and a stray id) in one commit: the patched set shows both"
   "6,8,9,10,11,12,13,14,15,16,17,30,40|the owner's ACL changed on three pages: the patched set follows (7 hidden; 41 is not granted)"

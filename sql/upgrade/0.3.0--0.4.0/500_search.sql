@@ -1,5 +1,6 @@
 -- Search under the allowlist (issue 20): the access triggers also fire per
--- row on agent.agents, agent.access and agent.resource_acl and describe what
+-- row on agent.agents, agent.access, agent.resource_acl and
+-- agent.group_members and describe what
 -- a transaction changed, so that a kept readable set survives (or is
 -- patched after) an access change that does not concern it.
 COMMENT ON FUNCTION agent._access_changed() IS
@@ -11,6 +12,9 @@ CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.acce
   FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
 CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.resource_acl
   FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.group_members
+  FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
 ALTER TABLE agent.agents ENABLE ALWAYS TRIGGER access_changed_row;
 ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed_row;
 ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed_row;
+ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed_row;
