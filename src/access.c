@@ -1572,6 +1572,62 @@ PgAgentsAgentOwner(int64 agent_id)
 	return pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
 }
 
+/*
+ * The ids of the resources of a type that hold an agent.resource_acl row for
+ * a principal, under the active snapshot, palloc'd into ids (at most max);
+ * their number, or -1 when there are more (or the principal's rows of other
+ * types are too many to look through): what a change of a user's groups may
+ * change in a readable set (src/allowlist.c).
+ */
+int
+PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	int			n = 0;
+	int			seen = 0;
+	int			rtype_len = strlen(rtype);
+
+	EnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	heap = table_open(rels.acl, NoLock);
+	index = index_open(rels.acl_principal_idx, NoLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&key, index, 1, principal);
+	scan = index_beginscan(heap, index, GetActiveSnapshot(), 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (n >= 0 && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (++seen > 16 * Max(max, 1))
+		{
+			n = -1;
+			break;
+		}
+		d = slot_getattr(slot, rels.acl_type, &isnull);
+		if (isnull || !TextEq(d, rtype, rtype_len))
+			continue;
+		d = slot_getattr(slot, rels.acl_id, &isnull);
+		if (isnull)
+			continue;
+		if (n >= max)
+			n = -1;
+		else
+			ids[n++] = TextDatumGetCString(d);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return n;
+}
+
 /* ------------------------------------------------------------------------
  * The readable set
  * ------------------------------------------------------------------------

@@ -545,9 +545,9 @@ ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool
  * type, or names resources whose membership is decided again here, under a
  * snapshot taken after the new sample (so that no change visible to this
  * statement is missing, as when the set is computed).  A record that is gone
- * from the log, one that describes no rows, a change of the agent itself or
- * of its owner's groups, or more than PATCH_MAX_RIDS resources: computed
- * afresh.  Built in the
+ * from the log, one that describes no rows, a change of the agent itself,
+ * or more than PATCH_MAX_RIDS resources: computed afresh.  (A change of the
+ * owner's groups names the resources that hold an ACL row for the group.)  Built in the
  * current memory context.
  */
 #define PATCH_MAX_RIDS 64
@@ -575,9 +575,24 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids)
 		}
 		if (it->kind == PGA_CHANGE_USER)
 		{
-			/* the owner's groups changed: computed afresh */
-			if (e->owner == NULL || strcmp(it->rid, e->owner) == 0)
+			char	   *principal;
+			int			n;
+
+			if (e->owner != NULL && strcmp(it->rid, e->owner) != 0)
+				continue;		/* another user's groups */
+			/*
+			 * The owner joined or left group it->rtype: what changes is its
+			 * level on the resources that hold an ACL row for that group.
+			 */
+			if (e->owner == NULL || it->rtype[0] == '\0' || *nrids >= PATCH_MAX_RIDS)
 				return false;
+			principal = psprintf("group:%s", it->rtype);
+			n = PgAgentsAclResourcesOf(principal, e->rtype, PATCH_MAX_RIDS - *nrids,
+									   rids + *nrids);
+			pfree(principal);
+			if (n < 0)
+				return false;
+			*nrids += n;
 			continue;
 		}
 		if (it->kind == PGA_CHANGE_GRANT && it->agent_id != e->agent_id)
@@ -620,25 +635,34 @@ PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged)
 	bool		typbyval;
 	char		typalign;
 
+	bool		ok = true;
+
 	if (pubseq < e->pubseq || pubseq - e->pubseq > PATCH_MAX_RECORDS)
 		return (Datum) 0;
-	for (i = 0; i < e->ninflight; i++)
-		if (!PatchCollect(e, e->inflight_seq[i], rids, &nrids))
-			return (Datum) 0;
-	for (seq = e->pubseq + 1; seq <= pubseq; seq++)
-		if (!PatchCollect(e, seq, rids, &nrids))
-			return (Datum) 0;
+	/* what the records name is read (and decided) under a fresh snapshot */
+	PushActiveSnapshot(GetLatestSnapshot());
+	for (i = 0; i < e->ninflight && ok; i++)
+		ok = PatchCollect(e, e->inflight_seq[i], rids, &nrids);
+	for (seq = e->pubseq + 1; seq <= pubseq && ok; seq++)
+		ok = PatchCollect(e, seq, rids, &nrids);
+	if (!ok)
+	{
+		PopActiveSnapshot();
+		return (Datum) 0;
+	}
 
 	arr = DatumGetArrayTypePCopy(e->array);
 	*unchanged = nrids == 0;
 	if (nrids == 0)
+	{
+		PopActiveSnapshot();
 		return PointerGetDatum(arr);	/* nothing of this set changed */
+	}
 
 	get_typlenbyvalalign(e->elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(arr, e->elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
 	cap = n + nrids;
 	elems = repalloc(elems, sizeof(Datum) * Max(cap, 1));
-	PushActiveSnapshot(GetLatestSnapshot());
 	for (i = 0; i < nrids; i++)
 	{
 		int64		rid_int = 0;
@@ -1010,12 +1034,15 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 	}
 	else if (strcmp(name, "group_members") == 0)
 	{
+		/* the groups of a user: rid the user, rtype the group ("" unknown) */
 		it.kind = PGA_CHANGE_USER;
 		if (!RowText(tup, desc, "user_id", it.rid))
 		{
 			PgAgentsNoteAccessChange();
 			return;
 		}
+		if (!RowText(tup, desc, "group_id", it.rtype))
+			it.rtype[0] = '\0';
 	}
 	else if (strcmp(name, "agents") == 0)
 	{

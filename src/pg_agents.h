@@ -102,6 +102,7 @@ extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, 
 extern Oid	PgAgentsAccessRelid(void);
 extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
 extern char *PgAgentsAgentOwner(int64 agent_id);
+extern int	PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids);
 
 /* allowlist.c */
 extern bool PgAgentsActorIsAgent(const char *actor);
@@ -115,7 +116,7 @@ extern void PgAgentsActorAssign(const char *newval, void *extra);
 #define PGA_CHANGE_AGENT 1		/* an agent's row, or all its grants */
 #define PGA_CHANGE_GRANT 2		/* one grant of an agent on (rtype, rid) */
 #define PGA_CHANGE_RESOURCE 3	/* the ACL of one resource (rtype, rid) */
-#define PGA_CHANGE_USER 4		/* the groups of one user (rid: the user id) */
+#define PGA_CHANGE_USER 4		/* the groups of one user (rid: the user, rtype: the group) */
 typedef struct PgAgentsAccessItem
 {
 	int			kind;

@@ -100,6 +100,12 @@ EXECUTE visible;
 EXECUTE visible;
 \! $other "UPDATE agent.agents SET owner_id = 'u1' WHERE id = 7"
 EXECUTE visible;
+\! $other "DELETE FROM agent.group_members WHERE group_id = 'g1' AND user_id = 'u1'"
+EXECUTE visible;
+\! $other "INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws2', 'g1', 'u1')"
+EXECUTE visible;
+\! $other "UPDATE agent.group_members SET workspace_id = NULL WHERE group_id = 'g1' AND user_id = 'u1'"
+EXECUTE visible;
 SQL
 sed -i '/^\\echo t1/d' "$work/agent.sql"
 mapfile -t out < <(psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 -f "$work/agent.sql" 2>"$work/err")
@@ -135,6 +141,9 @@ expect=(
   "6,8,9,10,11,12,13,14,15,16,17,30,40,41|then granted: shows"
   "40|the agent's owner changed: computed afresh (u2 may read only what is shared with the workspace)"
   "6,8,9,10,11,12,13,14,15,16,17,30,40,41|and back"
+  "6,8,9,10,30,40,41|the owner leaves the group: its pages hidden (patched from the group's ACL rows)"
+  "6,8,9,10,30,40,41|joins it in another workspace: still hidden"
+  "6,8,9,10,11,12,13,14,15,16,17,30,40,41|the membership moved to no workspace (every workspace): shown"
 )
 echo "1..${#expect[@]}"
 for i in "${!expect[@]}"; do
