@@ -46,6 +46,8 @@ INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
   UNION
   SELECT 'page', g::text, 'user:u1', 'read' FROM generate_series(1, :rows, 10) g
   ON CONFLICT DO NOTHING;
+-- the granted page whose grant and ACL row the 'own' and 'acl' changes touch
+CREATE TABLE bench_one AS SELECT min(id)::text AS rid FROM granted;
 -- a group that reads 10 granted pages (the owner joins and leaves it)
 INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
   SELECT 'page', id::text, 'group:bench', 'read' FROM granted ORDER BY id LIMIT 10;
@@ -77,10 +79,10 @@ BEGIN
   WHEN 'other' THEN UPDATE agent.access SET access = access WHERE agent_id = 2;
   WHEN 'own' THEN UPDATE agent.access SET access = access
                    WHERE agent_id = 1 AND resource_type = 'page'
-                     AND resource_id = (SELECT min(resource_id) FROM agent.access WHERE agent_id = 1);
+                     AND resource_id = (SELECT rid FROM public.bench_one);
   WHEN 'acl' THEN UPDATE agent.resource_acl SET access = access
                    WHERE resource_type = 'page' AND principal = 'user:u1'
-                     AND resource_id = (SELECT min(resource_id) FROM agent.access WHERE agent_id = 1);
+                     AND resource_id = (SELECT rid FROM public.bench_one);
   WHEN 'group' THEN DELETE FROM agent.group_members WHERE group_id = 'bench';
                     INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'bench', 'u1');
   WHEN 'agent' THEN UPDATE agent.agents SET status = status WHERE id = 1;
