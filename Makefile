@@ -77,7 +77,7 @@ all: $(DATA_built)
 
 # The MCP probe: the extension's own client (src/mcp.c) on the command line.
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h
+bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h
 	@mkdir -p bin
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
@@ -117,4 +117,4 @@ deb: deps
 
 test-deb: deb
 	@tools/deb.sh test
-$(OBJS): src/pg_agents.h src/worker_int.h src/compat.h
+$(OBJS): $(wildcard src/*.h)

@@ -31,8 +31,10 @@
 #include "postgres.h"
 
 #include "compat.h"
-#include "worker_int.h"
-#include "pg_agents.h"
+#include "jansson_prelude.h"
+#include "approval_rules.h"
+#include "guc.h"
+#include "tools.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

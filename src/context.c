@@ -41,8 +41,11 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
-#include "pg_agents.h"
+#include "jansson_prelude.h"
+#include "context.h"
+#include "guc.h"
+#include "llm.h"
+#include "tools.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

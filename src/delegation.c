@@ -55,7 +55,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
-#include "pg_agents.h"
+#include "guc.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_delegation_depth_limit);
 PG_FUNCTION_INFO_V1(pg_agents_delegate);

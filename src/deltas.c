@@ -15,13 +15,16 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+
+#include "deltas.h"
+#include "tools.h"
 
 #define DELTA_CHUNK			3000
 #define DELTA_MAX_PAYLOAD	7900

@@ -58,7 +58,8 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "pg_agents.h"
+#include "events.h"
+#include "guc.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
 PG_FUNCTION_INFO_V1(pg_agents_triggers_changed);

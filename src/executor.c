@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include <math.h>
 
@@ -44,7 +44,18 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "context.h"
+#include "deltas.h"
+#include "guc.h"
+#include "http.h"
+#include "llm.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "providers.h"
+#include "ratelimit.h"
+#include "runs.h"
+#include "teams.h"
+#include "tools.h"
 
 #define MAX_SLOTS			1024
 #define LLM_MAX_RETRIES		3
@@ -583,14 +594,14 @@ ActiveSlots(void)
 }
 
 int
-ExecutorActive(void)
+RunsActive(void)
 {
 	return ActiveSlots();
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
 int
-ExecutorClaim(void)
+RunsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
 	int			n = cap - ActiveSlots();
@@ -651,7 +662,7 @@ ExecuteTools(Slot *s)
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
 		if (oc == TOOL_MCP_ASYNC)
 		{
-			/* sent once this transaction committed (ExecutorStep) */
+			/* sent once this transaction committed (RunsStep) */
 			s->mcp = McpTakePrepared();
 			SaveState(s);
 			s->state = SLOT_MCP;
@@ -787,7 +798,33 @@ McpResultUnit(Slot *s, void *arg)
 	ExecuteTools(s);
 }
 
+/* a question of the MCP server in the call's stream: stored, or its answer looked for */
+static void
+McpElicitUnit(Slot *s, void *arg)
+{
+	ToolRun		tr = SlotToolRun(s);
+
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	McpCallElicitStep(&tr, s->mcp);
+}
+
 static void SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg);
+
+/* the MCP results of one pass (FlushMcpResults) */
+#define MCP_BATCH		64
+typedef struct McpBatch
+{
+	int			n;
+	Slot	   *slots[MCP_BATCH];
+	SlotState	before[MCP_BATCH];
+	char	   *failed[MCP_BATCH];
+} McpBatch;
+
+static McpBatch mcp_batch;
 
 /* a transfer of MCP (mcp_tools.c) ended */
 static void
@@ -803,7 +840,93 @@ McpTransferDone(HttpRequest *req)
 	s = (Slot *) req->owner;
 	CHECK_FOR_INTERRUPTS();
 	if (McpCallCollect(s->mcp, req))
-		SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+	{
+		if (mcp_batch.n < MCP_BATCH)
+			mcp_batch.slots[mcp_batch.n++] = s;	/* recorded with the others (FlushMcpResults) */
+		else
+			SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+	}
+}
+
+/*
+ * The MCP results that came back in one pass are recorded in one
+ * transaction, each slot's in a subtransaction of its own, so that a failed
+ * one fails its run only (as SlotUnit would).
+ */
+static void
+McpBatchUnit(Slot *unused, void *arg)
+{
+	McpBatch   *b = (McpBatch *) arg;
+
+	for (int i = 0; i < b->n; i++)
+	{
+		Slot	   *s = b->slots[i];
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+
+		b->failed[i] = NULL;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			McpResultUnit(s, NULL);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			b->failed[i] = MemoryContextStrdup(TopMemoryContext, edata->message ? edata->message : "unknown error");
+			ereport(LOG,
+					(errmsg("pg_agents worker: recording an MCP result failed: %s", b->failed[i])));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+	}
+}
+
+static void
+FlushMcpResults(void)
+{
+	McpBatch   *b = &mcp_batch;
+	bool		ok;
+
+	if (b->n == 0)
+		return;
+	if (b->n == 1)
+	{
+		b->n = 0;
+		SlotUnit(b->slots[0], "pg_agents: recording an MCP result", McpResultUnit, NULL);
+		return;
+	}
+	for (int i = 0; i < b->n; i++)
+		b->before[i] = b->slots[i]->state;
+	ok = RunUnit("pg_agents: recording MCP results", McpBatchUnit, NULL, b);
+	for (int i = 0; i < b->n; i++)
+	{
+		Slot	   *s = b->slots[i];
+
+		if (!ok || b->failed[i])
+		{
+			s->state = b->before[i];
+			EndRunFailed(s, "failed", psprintf("internal error of the worker: %s",
+											   ok ? b->failed[i] : unit_error));
+		}
+		else if (s->state == SLOT_FREE)
+			SlotFree(s);
+		if (b->failed[i])
+			pfree(b->failed[i]);
+		b->failed[i] = NULL;
+	}
+	b->n = 0;
 }
 
 /* starts the MCP calls that are due, with no transaction open */
@@ -826,7 +949,13 @@ StartDueMcp(void)
 				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
 		}
 		else if (McpCallInFlight(s->mcp))
+		{
 			McpCallPump(s->mcp);
+			if (McpCallAnswered(s->mcp))	/* timed out */
+				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+			else if (McpCallWantsUnit(s->mcp, now))
+				SlotUnit(s, "pg_agents: an MCP server asks a person", McpElicitUnit, NULL);
+		}
 	}
 	McpWorkerHousekeeping();
 }
@@ -890,7 +1019,7 @@ StartCall(Slot *s)
 			RateLimitCountWait(s->rl);
 			s->rl_lease_at = GetCurrentTimestamp();
 		}
-		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunsNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
 	}
@@ -1571,13 +1700,13 @@ CallDone(Slot *s, HttpRequest *req)
 
 /* a backend queued runs (the latch was set): claim at the next pass */
 void
-ExecutorWake(void)
+RunsWake(void)
 {
 	woken = true;
 }
 
 void
-ExecutorInit(void)
+RunsInit(void)
 {
 	memset(slots, 0, sizeof(slots));
 	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
@@ -1603,7 +1732,7 @@ ReclaimUnit(Slot *s, void *arg)
 }
 
 void
-ExecutorReclaimOnStart(void)
+RunsReclaimOnStart(void)
 {
 	(void) RunUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
 }
@@ -1627,7 +1756,7 @@ ClaimIfDue(TimestampTz now)
 		 (more_work && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
 	{
 		woken = false;
-		(void) ExecutorClaim();
+		(void) RunsClaim();
 	}
 }
 
@@ -1704,7 +1833,7 @@ StartDueCalls(void)
  * calls ending, then a whole batch starting).
  */
 void
-ExecutorStep(void)
+RunsStep(void)
 {
 	HttpRequest *req;
 	TimestampTz now;
@@ -1727,6 +1856,7 @@ ExecutorStep(void)
 		if (++done % 16 == 0 && done <= 256)
 		{
 			FlushReplies();
+			FlushMcpResults();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
 			StartDueMcp();
@@ -1734,6 +1864,7 @@ ExecutorStep(void)
 		}
 	}
 	FlushReplies();
+	FlushMcpResults();
 	PublishDeltas();			/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
@@ -1757,7 +1888,7 @@ ExecutorStep(void)
 
 /* how long the loop may sleep before the executor needs it again */
 long
-ExecutorNextTimeout(long dflt)
+RunsNextTimeout(long dflt)
 {
 	long		t = dflt;
 	TimestampTz now = GetCurrentTimestamp();
@@ -1807,7 +1938,7 @@ ExecutorNextTimeout(long dflt)
 
 /* runs held by the worker (any slot in use) */
 int
-ExecutorHeld(void)
+RunsHeld(void)
 {
 	int			n = 0;
 
@@ -1819,7 +1950,7 @@ ExecutorHeld(void)
 
 /* nothing left that finishes by itself: no request in flight, no tools due */
 bool
-ExecutorDrainIdle(void)
+RunsDrainIdle(void)
 {
 	if (HttpInFlight() > 0 || batch.n > 0)
 		return false;
@@ -1835,7 +1966,7 @@ ExecutorDrainIdle(void)
  * but no run is claimed and no new call is started.
  */
 void
-ExecutorDrainStep(void)
+RunsDrainStep(void)
 {
 	HttpRequest *req;
 
@@ -1851,6 +1982,7 @@ ExecutorDrainStep(void)
 			FlushReplies();
 	}
 	FlushReplies();
+	FlushMcpResults();
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)
 			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);
@@ -1891,7 +2023,7 @@ RequeueUnit(Slot *unused, void *arg)
  * fails they stay running and the next worker reclaims them.
  */
 int
-ExecutorRequeueAll(void)
+RunsRequeueAll(void)
 {
 	RequeueArg	ra = {NIL, 0};
 

@@ -45,7 +45,8 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "pg_agents.h"
+#include "events.h"
+#include "guc.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_validate_filter);
 PG_FUNCTION_INFO_V1(pg_agents_filter_matches);

@@ -40,20 +40,16 @@
 #include <stddef.h>
 
 #include <curl/curl.h>
-#include <jansson.h>
+
+#include "jansson_prelude.h"
 
 #define MCP_PROTOCOL_VERSION	"2025-11-25"	/* newest stateful version */
 #define MCP_STATELESS_VERSION	"2026-07-28"
 #define MCP_CLIENT_NAME			"pg_agents"
 #define MCP_CLIENT_VERSION		"0.1.0"
 
-/*
- * An empty JSON object.  Code loaded into the server must never call
- * jansson's json_object() directly: the postgres executable exports a
- * function of the same name (SQL json_object), and the dynamic linker binds
- * our call to it.  (libjansson's own internal calls are not affected.)
- */
-#define mcp_json_object() json_pack("{}")
+/* An empty JSON object (the workaround is jansson_prelude.h's). */
+#define mcp_json_object() json_object()
 
 /* Result codes of the client calls. */
 #define MCP_OK				0
@@ -112,6 +108,17 @@ extern void mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void 
  * synchronous call cannot wait for a person with its stream open.
  */
 extern void mcp_client_defer_elicitation(McpClient *c);
+
+/*
+ * Elicitation in the stream of a stateful (2025-11-25) server, answered by
+ * people while the stream stays open (the worker): declared to such
+ * servers; an elicitation/create request in the stream of an asynchronous
+ * call is held (mcp_async_take_elicitation) instead of being answered, and
+ * the call's transfer may last hold_ms longer than the client's timeout (the
+ * caller bounds the time outside a person's wait, mcp_async_soft_deadline).
+ * 0: not declared (the default).
+ */
+extern void mcp_client_hold_elicitation(McpClient *c, long hold_ms);
 
 /*
  * Authorization: called when the server answers 401, or 403 with
@@ -245,5 +252,19 @@ extern int	mcp_async_list_changed(McpAsync *a);
 /* 1 with a POST to send (headers and body malloc'd, the caller's), 0 when none is left */
 extern int	mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body);
 extern void mcp_async_free(McpAsync *a);
+
+/*
+ * Held elicitation (mcp_client_hold_elicitation): the next elicitation/create
+ * request the server made in the stream (a new reference, {"id", "method",
+ * "params"}), or NULL; its answer (an ElicitResult, the requested schema's
+ * defaults applied to an accepted one) goes out through
+ * mcp_async_next_reply.  The soft deadline (mcp_now_ms() clock) is when the
+ * call times out outside a person's wait; mcp_async_extend moves it.
+ */
+extern json_t *mcp_async_take_elicitation(McpAsync *a);
+extern void mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer);
+extern long mcp_async_soft_deadline(McpAsync *a);
+extern void mcp_async_extend(McpAsync *a, long ms);
+extern long mcp_now_ms(void);
 
 #endif							/* PG_AGENTS_MCP_H */

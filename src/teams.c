@@ -16,7 +16,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -27,7 +27,9 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "llm.h"
+#include "teams.h"
+#include "tools.h"
 
 static json_t *
 TeamsError(const char *fmt,...) pg_attribute_printf(1, 2);

@@ -19,8 +19,15 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
-#include "pg_agents.h"
+#include "jansson_prelude.h"
+#include "approval_rules.h"
+#include "context.h"
+#include "embed.h"
+#include "guc.h"
+#include "llm.h"
+#include "mcp_tools.h"
+#include "teams.h"
+#include "tools.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"

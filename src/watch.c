@@ -44,7 +44,7 @@
 #include "utils/numeric.h"
 #include "utils/rel.h"
 
-#include "pg_agents.h"
+#include "events.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_watch_row);
 
