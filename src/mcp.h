@@ -46,7 +46,8 @@
 #define MCP_PROTOCOL_VERSION	"2025-11-25"	/* newest stateful version */
 #define MCP_STATELESS_VERSION	"2026-07-28"
 #define MCP_CLIENT_NAME			"pg_agents"
-#define MCP_CLIENT_VERSION		"0.1.0"
+/* the extension's version: the Makefile passes it from pg_agents.control */
+#define MCP_CLIENT_VERSION		PG_AGENTS_VERSION
 
 /* An empty JSON object (the workaround is jansson_prelude.h's). */
 #define mcp_json_object() json_object()
