@@ -32,6 +32,7 @@
 
 #include "compat.h"
 #include "worker_int.h"
+#include "spi_util.h"
 #include "pg_agents.h"
 
 #include "access/htup_details.h"
@@ -198,7 +199,7 @@ CallPredicate(const char *signature, const char *tool, const char *input, int64 
 		*why = psprintf("role \"%s\" does not exist", TOOL_ROLE);
 		return true;
 	}
-	fn = PgAgentsLookupProcedure(signature);
+	fn = SpiUtilLookupProcedure(signature);
 	if (!OidIsValid(fn))
 	{
 		*why = psprintf("function %s does not exist", signature);

@@ -42,6 +42,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "spi_util.h"
 #include "pg_agents.h"
 
 #include "catalog/pg_type.h"
@@ -77,7 +78,7 @@ RegisteredTables(const char *rtype)
 	List	   *out = NIL;
 
 	vals[0] = CStringGetTextDatum(rtype);
-	if (PgAgentsExecPlan(&plan,
+	if (SpiUtilExecPlan(&plan,
 						 "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), "
 						 "pg_catalog.quote_ident(r.id_column::pg_catalog.text), "
 						 "pg_catalog.quote_ident(r.title_column::pg_catalog.text), "
@@ -117,7 +118,7 @@ MayRead(const ToolRun *tr, const char *rtype, const char *rid)
 	vals[3] = CStringGetTextDatum(tr->regime);
 	vals[4] = tr->user_id ? CStringGetTextDatum(tr->user_id) : (Datum) 0;
 	nulls[4] = tr->user_id ? ' ' : 'n';
-	if (PgAgentsExecPlan(&plan, "SELECT coalesce(agent.can_access($1, $2, $3, 'read', $4, $5), false)",
+	if (SpiUtilExecPlan(&plan, "SELECT coalesce(agent.can_access($1, $2, $3, 'read', $4, $5), false)",
 						 5, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return false;
 	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -312,7 +313,7 @@ Delegation(const ToolRun *tr, ContextRun *cr)
 	char	   *v;
 
 	vals[0] = Int64GetDatum(tr->run_id);
-	if (PgAgentsExecPlan(&plan,
+	if (SpiUtilExecPlan(&plan,
 						 "WITH c AS (SELECT agent.delegation_context($1) AS j), "
 						 "who AS (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS u "
 						 "        FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1) "
@@ -432,7 +433,7 @@ ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id)
 
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int64GetDatum(child_agent_id);
-	if (PgAgentsExecPlan(&plan,
+	if (SpiUtilExecPlan(&plan,
 						 "SELECT agent._user_level(CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END, $2) "
 						 "IS NOT NULL FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 						 2, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -543,7 +544,7 @@ WithholdUnreadablePayload(json_t *input, int64 agent_id, const char *regime, con
 	nulls[4] = (manual && user_id) ? ' ' : 'n';
 	vals[5] = row_id ? CStringGetTextDatum(row_id) : (Datum) 0;
 	nulls[5] = row_id ? ' ' : 'n';
-	if (PgAgentsExecPlan(&payload_plan,
+	if (SpiUtilExecPlan(&payload_plan,
 						 "SELECT coalesce($3 IS NOT NULL AND agent.can_access($1, $2, $3, 'read', $4, $5), false) "
 						 "OR coalesce($6 IS NOT NULL AND agent.can_access($1, $2, $6, 'read', $4, $5), false)",
 						 6, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -585,7 +586,7 @@ AppendHistory(const ToolRun *tr, LlmProvider provider, json_t *messages)
 		return;
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int32GetDatum(pg_agents_conversation_window);
-	if (PgAgentsExecPlan(&plan, "SELECT h.role, h.content FROM agent._conversation_history($1, $2) h",
+	if (SpiUtilExecPlan(&plan, "SELECT h.role, h.content FROM agent._conversation_history($1, $2) h",
 						 2, types, vals, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the conversation's history");
 	tt = SPI_tuptable;

@@ -56,6 +56,7 @@
 #include "utils/jsonb.h"
 
 #include "pg_agents.h"
+#include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_delegation_depth_limit);
 PG_FUNCTION_INFO_V1(pg_agents_delegate);
@@ -87,31 +88,18 @@ typedef struct Refusal
 	char	   *hint;
 } Refusal;
 
-/* Prepares a statement once per backend and keeps it. */
+/* The kept plan of delegation statement which (prepared on first use). */
 static SPIPlanPtr
 GetPlan(int which, const char *sql, int nargs, Oid *types)
 {
-	if (plans[which] == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(sql, nargs, types);
-
-		if (p == NULL)
-			elog(ERROR, "pg_agents: could not prepare delegation query %d: %s",
-				 which, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(p) != 0)
-			elog(ERROR, "pg_agents: could not keep delegation query %d", which);
-		plans[which] = p;
-	}
-	return plans[which];
+	return SpiUtilKeptPlan(&plans[which], sql, nargs, types);
 }
 
+/* executes a delegation statement; errors unless SPI answers expected */
 static void
 Exec(SPIPlanPtr plan, Datum *values, const char *nulls, int expected)
 {
-	int			rc = SPI_execute_plan(plan, values, nulls, false, 0);
-
-	if (rc != expected)
-		elog(ERROR, "pg_agents: delegation query failed: %s", SPI_result_code_string(rc));
+	SpiUtilExecExpect(plan, values, nulls, false, expected, "delegation query");
 }
 
 static Datum

@@ -59,6 +59,7 @@
 
 #include "compat.h"
 #include "pg_agents.h"
+#include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
 PG_FUNCTION_INFO_V1(pg_agents_triggers_changed);
@@ -131,23 +132,6 @@ static SPIPlanPtr plan_filter_error = NULL;
  * helpers
  * --------------------------------------------------------------------------
  */
-
-static SPIPlanPtr
-PreparePlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *types)
-{
-	if (*slot == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-		if (plan == NULL)
-			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "pg_agents: could not keep plan");
-		*slot = plan;
-	}
-	return *slot;
-}
 
 typedef struct Elevation
 {
@@ -419,7 +403,7 @@ QueryCandidates(const char *workspace, const char *event_name, const char *resou
 		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 		/* a mention resolves only agents of the event's workspace */
-		PreparePlan(&plan_mention,
+		SpiUtilKeptPlan(&plan_mention,
 					CANDIDATE_COLUMNS
 					"WHERE t.agent_id OPERATOR(pg_catalog.=) $4 AND t.enabled "
 					"AND t.workspace_id OPERATOR(pg_catalog.=) $5 "
@@ -448,7 +432,7 @@ QueryCandidates(const char *workspace, const char *event_name, const char *resou
 		/* probes of triggers_event_idx, within the event's workspace: this
 		 * resource, any resource of the type, and (resource_type NULL) any
 		 * resource of any type */
-		PreparePlan(&plan_lookup,
+		SpiUtilKeptPlan(&plan_lookup,
 					CANDIDATE_COLUMNS
 					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
 					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
@@ -787,7 +771,7 @@ AgentIsActive(int64 agent_id)
 	Datum		args[1] = {Int64GetDatum(agent_id)};
 	int			ret;
 
-	PreparePlan(&plan_agent,
+	SpiUtilKeptPlan(&plan_agent,
 				"SELECT 1 FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1 "
 				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
 				1, types);
@@ -821,7 +805,7 @@ SelfChain(int64 agent_id)
 			return 1;
 		run_id = run_id * 10 + (*p - '0');
 	}
-	PreparePlan(&plan_parent,
+	SpiUtilKeptPlan(&plan_parent,
 				"SELECT r.agent_id, COALESCE((r.input OPERATOR(pg_catalog.->>) 'self_chain')::pg_catalog.int4, 0) "
 				"FROM agent.runs r WHERE r.id OPERATOR(pg_catalog.=) $1",
 				1, types);
@@ -862,7 +846,7 @@ ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
 	PushInt(&st, "cap", pg_agents_self_retrigger_cap);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
-	PreparePlan(&plan_audit,
+	SpiUtilKeptPlan(&plan_audit,
 				"SELECT agent._audit_event('event.self_retrigger_capped', 'denied', 'trigger', $1, $2, NULL, $3, $4, 'self_retrigger_cap')",
 				4, types);
 	args[0] = CStringGetTextDatum(psprintf(INT64_FORMAT, c->id));
@@ -897,7 +881,7 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	 * if it rolls back, this one inserts.  An expired fingerprint is
 	 * refreshed in place, and that event counts as new.
 	 */
-	PreparePlan(&plan_dedup,
+	SpiUtilKeptPlan(&plan_dedup,
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
 				"VALUES ($1, $2, $3, pg_catalog.now()) "
 				"ON CONFLICT (workspace_id, trigger_id, fingerprint) DO UPDATE SET seen_at = excluded.seen_at "
@@ -933,7 +917,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 
 	if (pg_agents_dedup_window <= 0)
 		return true;
-	PreparePlan(&plan_launch,
+	SpiUtilKeptPlan(&plan_launch,
 				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
 				"VALUES ($1, $2, pg_catalog.md5(pg_catalog.concat_ws(E'\\x01', $4, $5, "
 				"  COALESCE($6, ''), COALESCE($7 OPERATOR(pg_catalog.->>) 'row_id', ''))), "
@@ -965,7 +949,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	if (SPI_processed > 0)
 		return true;
 	/* the other launcher came first (its row is locked now): count it */
-	PreparePlan(&plan_launch_other,
+	SpiUtilKeptPlan(&plan_launch_other,
 				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
 				8, types);
 	ret = SPI_execute_plan(plan_launch_other, args, nulls, false, 1);
@@ -1006,7 +990,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	 * (agent._withhold_payload), so that runs.input, claim_runs, the
 	 * activity and run_detail never carry it.
 	 */
-	PreparePlan(&plan_enqueue,
+	SpiUtilKeptPlan(&plan_enqueue,
 				"SELECT agent._enqueue_run($1, 'autonomous', $2, "
 				"$3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
 				"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8)), $4, $5)",
@@ -1041,7 +1025,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		Oid			ltypes[1] = {INT8OID};
 		Datum		largs[1] = {Int64GetDatum(c->id)};
 
-		PreparePlan(&plan_last_run,
+		SpiUtilKeptPlan(&plan_last_run,
 					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() WHERE t.id OPERATOR(pg_catalog.=) $1",
 					1, ltypes);
 		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
@@ -1067,7 +1051,7 @@ RecordFilterError(Candidate *c, const char *msg)
 	/* a read-only transaction matches (or not) but records nothing */
 	if (XactReadOnly)
 		return;
-	PreparePlan(&plan_filter_error,
+	SpiUtilKeptPlan(&plan_filter_error,
 				"UPDATE agent.triggers t SET last_status = 'error', last_error = $2 "
 				"WHERE t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
 				"  WHERE x.id OPERATOR(pg_catalog.=) $1 "

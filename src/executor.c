@@ -28,6 +28,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "spi_util.h"
 
 #include <math.h>
 
@@ -228,7 +229,7 @@ HoldLease(int64 run_id)
 
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
+	if (SpiUtilExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
 						 "WHERE id = $1 AND status = 'running'",
 						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
@@ -242,7 +243,7 @@ ForgetState(int64 run_id)
 	Datum		vals[1];
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
+	if (SpiUtilExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
 		!= SPI_OK_DELETE)
 		elog(ERROR, "could not forget the state of run " INT64_FORMAT, run_id);
 }
@@ -271,7 +272,7 @@ FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
 		vals[3] = CStringGetTextDatum(error);
 	else
 		nulls[3] = 'n';
-	if (PgAgentsExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
+	if (SpiUtilExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
 	ForgetState(run_id);
@@ -297,7 +298,7 @@ SaveState(Slot *s)
 	vals[0] = Int64GetDatum(s->run_id);
 	vals[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 	vals[2] = Int32GetDatum(MyProcPid);
-	if (PgAgentsExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
+	if (SpiUtilExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
 							  "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
 							  "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
 							  "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
@@ -396,7 +397,7 @@ ClaimUnit(Slot *unused, void *arg)
 		 * join, the kept plan hashed every agent at each claim, 10k agents
 		 * costing more than the claim itself).
 		 */
-		rc = PgAgentsExecPlan(&eligible_plan,
+		rc = SpiUtilExecPlan(&eligible_plan,
 							  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
 							  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
 							  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
@@ -413,7 +414,7 @@ ClaimUnit(Slot *unused, void *arg)
 
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
-	rc = PgAgentsExecPlan(&claim_plan,
+	rc = SpiUtilExecPlan(&claim_plan,
 		"WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 		"      SELECT c.id, c.workspace_id, $2 FROM c "
@@ -669,7 +670,7 @@ ExecuteTools(Slot *s)
 			SaveState(s);
 			s->state = SLOT_CHILD;
 			/* park the run (waiting_children) until its child ends: it is re-queued then */
-			if (PgAgentsFunctionExists("agent.wait_for_children(bigint)"))
+			if (SpiUtilFunctionExists("agent.wait_for_children(bigint)"))
 			{
 				Oid			types[1] = {INT8OID};
 				Datum		vals[1];
@@ -1094,7 +1095,7 @@ ReplyUnit(Slot *s, void *arg)
 	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
 	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
 	vals[3] = CStringGetTextDatum(s->model);
-	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
+	if (SpiUtilExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
 	if (r->tokens_cached > 0)
@@ -1103,12 +1104,12 @@ ReplyUnit(Slot *s, void *arg)
 		Oid			ctypes[2] = {INT8OID, INT8OID};
 		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
 
-		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
+		if (SpiUtilExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
 							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
 	}
 	NotifyRest(s);
-	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.tokens_total >= coalesce(r.token_budget, a.default_token_budget), "
+	if (SpiUtilExecPlan(&status_plan, "SELECT r.status, r.tokens_total >= coalesce(r.token_budget, a.default_token_budget), "
 							  "coalesce(r.token_budget, a.default_token_budget), r.tokens_total "
 							  "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -1332,7 +1333,7 @@ BatchUnit(Slot *unused, void *arg)
 	json_decref(arr);
 	vals[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
+	if (SpiUtilExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
 						 2, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "agent._worker_finish_replies failed");
 	tt = SPI_tuptable;

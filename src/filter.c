@@ -46,6 +46,7 @@
 
 #include "compat.h"
 #include "pg_agents.h"
+#include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_validate_filter);
 PG_FUNCTION_INFO_V1(pg_agents_filter_matches);
@@ -689,12 +690,7 @@ ViewQuery(Oid relid, Oid role, const char *row_id)
 		char	   *sql = psprintf("SELECT 1 FROM %s.%s v WHERE v.id::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
 								   quote_identifier(get_namespace_name(get_rel_namespace(relid))),
 								   quote_identifier(get_rel_name(relid)));
-		SPIPlanPtr	plan = SPI_prepare(sql, 1, &argtype);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for filter view: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		vp->plan = plan;
+		(void) SpiUtilKeptPlan(&vp->plan, sql, 1, &argtype);
 	}
 	arg = CStringGetTextDatum(row_id);
 	ret = SPI_execute_plan(vp->plan, &arg, NULL, true, 1);

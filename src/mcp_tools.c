@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "spi_util.h"
 
 #include <string.h>
 
@@ -63,7 +64,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	 * kept-plan look first, then the listing (agent.mcp_agent_tools is a
 	 * SECURITY DEFINER SQL function, planned again at every call).
 	 */
-	rc = PgAgentsExecPlan(&any_plan,
+	rc = SpiUtilExecPlan(&any_plan,
 						  "SELECT EXISTS (SELECT 1 FROM agent.agents a JOIN agent.mcp_servers s "
 						  "ON s.workspace_id = a.workspace_id WHERE a.id = $1 AND s.enabled)",
 						  1, types, vals, NULL, true, 1);	/* (agent only) */
@@ -71,7 +72,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
 		return;
-	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text "
+	rc = SpiUtilExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text "
 						  "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($2)) m ORDER BY m.exposed_name",
 						  2, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
@@ -634,7 +635,7 @@ McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 	vals[5] = CStringGetTextDatum(mc->tool);
 	vals[6] = JsonbArg(mc->answer);
 	vals[7] = BoolGetDatum(mc->list_changed);
-	if (PgAgentsExecPlan(&plan, "SELECT agent._mcp_worker_finish($1, $2, $3, $4, $5, $6, $7, $8)::pg_catalog.text",
+	if (SpiUtilExecPlan(&plan, "SELECT agent._mcp_worker_finish($1, $2, $3, $4, $5, $6, $7, $8)::pg_catalog.text",
 						 8, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "agent._mcp_worker_finish returned no row");
 	call = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
@@ -710,7 +711,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		pvals[3] = Int64GetDatum(server_id);
 		pvals[4] = CStringGetTextDatum(tool ? tool : "");
 		pvals[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum(schema ? schema : "{}"));
-		if (PgAgentsExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+		if (SpiUtilExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
 							 6, ptypes, pvals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent._mcp_worker_prepare returned no row");
 	}

@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "spi_util.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -125,7 +126,7 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 	bool		jobs = false;
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
+	if (SpiUtilExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
 						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 						 1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
@@ -220,7 +221,7 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	if (!TeamsPending(run_id))
 		return 0;
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
+	if (SpiUtilExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
 						 "FROM agent._teams_take_messages($1) m ORDER BY m.seq",
 						 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not take the messages of run " INT64_FORMAT, run_id);
@@ -257,7 +258,7 @@ TeamsPending(int64 run_id)
 	static SPIPlanPtr plan = NULL;	/* kept: once per final answer */
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&plan, "SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
+	if (SpiUtilExecPlan(&plan, "SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
 						 1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
 		return false;
 	return SPI_processed > 0;

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "spi_util.h"
 #include "pg_agents.h"
 
 #include "access/xact.h"
@@ -61,53 +62,6 @@ typedef struct ResourceTable
  * ---------------------------------------------------------------------
  */
 
-/* calls to_regprocedure or to_regclass: InvalidOid when the object is missing */
-static Oid
-ToReg(PGFunction fn, const char *name)
-{
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		d;
-
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(name);
-	fcinfo->args[0].isnull = false;
-	d = fn(fcinfo);
-	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(d);
-}
-
-bool
-PgAgentsFunctionExists(const char *signature)
-{
-	return OidIsValid(ToReg(to_regprocedure, signature));
-}
-
-Oid
-PgAgentsLookupProcedure(const char *signature)
-{
-	return ToReg(to_regprocedure, signature);
-}
-
-/*
- * Executes a statement through a plan prepared once and kept (SPI_keepplan);
- * the plan cache re-plans it when the objects it uses change.
- */
-int
-PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
-				 Datum *vals, const char *nulls, bool read_only, long count)
-{
-	if (*cache == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-		if (plan == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "could not keep a plan");
-		*cache = plan;
-	}
-	return SPI_execute_plan(*cache, vals, nulls, read_only, count);
-}
-
 static SPIPlanPtr plain_plan = NULL;
 static SPIPlanPtr redacted_plan = NULL;
 
@@ -117,7 +71,7 @@ static int	redact_available = -1;
 void
 ToolsRefreshCatalog(void)
 {
-	redact_available = PgAgentsFunctionExists("agent.redact(jsonb)") ? 1 : 0;
+	redact_available = SpiUtilFunctionExists("agent.redact(jsonb)") ? 1 : 0;
 }
 
 static Datum
@@ -250,9 +204,9 @@ ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
 	if (redact_available < 0)
 		ToolsRefreshCatalog();
 	if (redact_available)
-		rc = PgAgentsExecPlan(&redacted_plan, redacted, 8, types, vals, nulls, false, 0);
+		rc = SpiUtilExecPlan(&redacted_plan, redacted, 8, types, vals, nulls, false, 0);
 	else
-		rc = PgAgentsExecPlan(&plain_plan, plain, 8, types, vals, nulls, false, 0);
+		rc = SpiUtilExecPlan(&plain_plan, plain, 8, types, vals, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not record a run step: %s", SPI_result_code_string(rc));
 	return true;
@@ -678,7 +632,7 @@ LookupResourceTables(const char *rtype, List **out)
 	int			rc;
 
 	*out = NIL;
-	if (!OidIsValid(ToReg(to_regclass, RESOURCE_REGISTRY)))
+	if (!OidIsValid(SpiUtilLookupRelation(RESOURCE_REGISTRY)))
 		return false;
 	vals[0] = rtype ? CStringGetTextDatum(rtype) : (Datum) 0;
 	nulls[0] = rtype ? ' ' : 'n';
@@ -1198,7 +1152,7 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 			return gate;
 	}
 
-	a.use_try = PgAgentsFunctionExists("agent.try_delegate(bigint,bigint,text,jsonb,integer)");
+	a.use_try = SpiUtilFunctionExists("agent.try_delegate(bigint,bigint,text,jsonb,integer)");
 	a.run_id = tr->run_id;
 	a.child_agent = child_agent;
 	a.task = task;

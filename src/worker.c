@@ -28,6 +28,7 @@
 #include "postgres.h"
 
 #include "worker_int.h"
+#include "spi_util.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -184,8 +185,8 @@ PgAgentsWorkerReady(void)
 	else
 		PgAgentsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
 	ready = version != NULL &&
-		PgAgentsFunctionExists("agent.claim_runs(integer)") &&
-		PgAgentsFunctionExists("agent._worker_reclaim(integer)");
+		SpiUtilFunctionExists("agent.claim_runs(integer)") &&
+		SpiUtilFunctionExists("agent._worker_reclaim(integer)");
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
@@ -209,9 +210,9 @@ TickUnit(void)
 		pgstat_report_activity(STATE_RUNNING, "pg_agents: tick");
 		if (!pg_agents_worker_tick)
 			sql = NULL;			/* pg_agents.worker_tick off: someone else ticks */
-		else if (PgAgentsFunctionExists("agent.tick(timestamp with time zone)"))
+		else if (SpiUtilFunctionExists("agent.tick(timestamp with time zone)"))
 			sql = "SELECT agent.tick()";
-		else if (PgAgentsFunctionExists("agent._tick_runs()"))
+		else if (SpiUtilFunctionExists("agent._tick_runs()"))
 			sql = "SELECT agent._tick_runs()";
 		if (sql && SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "%s failed", sql);
@@ -274,13 +275,13 @@ TickMcpOAuth(void)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (PgAgentsFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
+		if (SpiUtilFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
 		{
 			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
 			if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
 				elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
 		}
-		if (PgAgentsFunctionExists("agent.mcp_refresh_due(interval,integer)"))
+		if (SpiUtilFunctionExists("agent.mcp_refresh_due(interval,integer)"))
 		{
 			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
 			if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)

@@ -258,12 +258,9 @@ extern bool ToolsRecordStepText(int64 run_id, const char *kind, const char *name
 								const char *input_json, const char *output_json,
 								const char *status, int64 tokens, TimestampTz started);
 extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);
-extern bool PgAgentsFunctionExists(const char *signature);
 extern void ToolsRefreshCatalog(void);
 extern json_t *ToolsRunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
 							  int expect, json_t *(*convert) (void *arg), void *arg, bool *failed);
-extern int	PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
-							 Datum *vals, const char *nulls, bool read_only, long count);
 
 /* approval policy and gate of tools.c, shared with mcp_tools.c */
 extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
@@ -275,7 +272,6 @@ extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t
 extern bool ApprovalRulesCover(json_t *scope, const char *tool);
 extern bool ApprovalRulesNeed(json_t *scope, const char *tool, json_t *input, int64 run_id,
 							  const char **rule, char **why);
-extern Oid	PgAgentsLookupProcedure(const char *signature);
 
 /* ---- mcp_tools.c: MCP tools (mcp__<server>__<tool>) of the worker ---- */
 

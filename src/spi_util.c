@@ -1,0 +1,99 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi_util.c
+ *		SPI utilities shared by the in-database code and the worker: the
+ *		one helper that prepares a statement once per backend and keeps its
+ *		plan (SPI_keepplan; the plan cache re-plans it when the objects it
+ *		uses change), and catalog look-ups by name that answer InvalidOid
+ *		instead of raising.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "spi_util.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+
+/*
+ * The plan of sql, prepared on first use and kept in *cache for the life
+ * of the backend.  Errors when the statement cannot be prepared or kept.
+ */
+SPIPlanPtr
+SpiUtilKeptPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types)
+{
+	if (*cache == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+		if (plan == NULL)
+			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_agents: could not keep the plan of \"%s\"", sql);
+		*cache = plan;
+	}
+	return *cache;
+}
+
+/*
+ * Executes sql through its kept plan (SpiUtilKeptPlan); returns
+ * SPI_execute_plan's result code.
+ */
+int
+SpiUtilExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
+				Datum *vals, const char *nulls, bool read_only, long count)
+{
+	return SPI_execute_plan(SpiUtilKeptPlan(cache, sql, nargs, types),
+							vals, nulls, read_only, count);
+}
+
+/*
+ * Executes a prepared plan and errors unless SPI answers expected; what
+ * names the statement in the message.
+ */
+void
+SpiUtilExecExpect(SPIPlanPtr plan, Datum *vals, const char *nulls, bool read_only,
+				  int expected, const char *what)
+{
+	int			rc = SPI_execute_plan(plan, vals, nulls, read_only, 0);
+
+	if (rc != expected)
+		elog(ERROR, "pg_agents: %s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/* calls to_regprocedure or to_regclass: InvalidOid when the object is missing */
+static Oid
+ToReg(PGFunction fn, const char *name)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		d;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(name);
+	fcinfo->args[0].isnull = false;
+	d = fn(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+/* the function of a signature such as "agent.redact(jsonb)", or InvalidOid */
+Oid
+SpiUtilLookupProcedure(const char *signature)
+{
+	return ToReg(to_regprocedure, signature);
+}
+
+bool
+SpiUtilFunctionExists(const char *signature)
+{
+	return OidIsValid(ToReg(to_regprocedure, signature));
+}
+
+/* the relation of a (qualified) name, or InvalidOid */
+Oid
+SpiUtilLookupRelation(const char *name)
+{
+	return ToReg(to_regclass, name);
+}
