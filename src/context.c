@@ -43,6 +43,7 @@
 
 #include "worker_int.h"
 #include "spi_util.h"
+#include "tool_gate.h"
 #include "pg_agents.h"
 
 #include "catalog/pg_type.h"
@@ -158,7 +159,7 @@ ReadAsRun(const ToolRun *tr, const char *rtype, const char *rid, bool *allowed)
 		bool		failed;
 		json_t	   *r;
 
-		r = ToolsRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
+		r = ToolGateRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
 									"WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
 									t->title_col, t->body_col, t->tbl, t->id_col),
 						   1, types, vals, NULL, SPI_OK_SELECT, RowTitleBody, NULL, &failed);
@@ -278,7 +279,7 @@ UsableSkills(const ToolRun *tr)
 		size_t		i;
 		json_t	   *v;
 
-		rows = ToolsRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text, "
+		rows = ToolGateRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text, "
 									   "pg_catalog.left(pg_catalog.split_part(pg_catalog.btrim(coalesce(t.%s::pg_catalog.text, ''), "
 									   "E' \\n\\r\\t'), E'\\n', 1), 160) "
 									   "FROM %s t WHERE agent.can_access($1, 'skill', t.%s::pg_catalog.text, 'read', $2, $3) "
@@ -391,31 +392,6 @@ UseSkillTool(void)
 					 "parameters", "type", "object", "properties",
 					 "skill_id", "type", "string", "description", "Id of the skill.",
 					 "required", "skill_id");
-}
-
-bool
-ContextHandles(const char *name)
-{
-	return strcmp(name, "use_skill") == 0;
-}
-
-/* use_skill is read_resource on a skill: the same gate, step and audit */
-ToolOutcome
-ContextExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-			   int64 *child_run_id)
-{
-	json_t	   *id = json_object_get(input, "skill_id");
-	json_t	   *read;
-	ToolOutcome oc;
-
-	read = json_pack("{s:s,s:O}", "resource_type", "skill", "resource_id",
-					 (json_is_string(id) || json_is_integer(id)) ? id : json_null());
-	if (json_is_integer(id))
-		json_object_set_new(read, "resource_id",
-							json_string(psprintf("%" JSON_INTEGER_FORMAT, json_integer_value(id))));
-	oc = ToolsExecute(tr, "read_resource", read, result, child_run_id);
-	json_decref(read);
-	return oc;
 }
 
 /*
@@ -650,7 +626,7 @@ AssembleBody(void *p)
 
 			saved[k] = cur ? pstrdup(cur) : NULL;
 		}
-		ToolsSetIdentity(tr);
+		ToolGateSetIdentity(tr);
 	}
 
 	/* 1, 2: who it is, its instructions */
@@ -677,7 +653,7 @@ AssembleBody(void *p)
 							 title && title[0] ? "\"" : "",
 							 RenderLinks(tr, json_string_value(json_object_get(page, "body")), cache));
 			if (cr->fresh)
-				ToolsRecordStep(tr->run_id, "read", "instruction_page", ref, ref, "ok", 0, 0);
+				ToolGateRecordStep(tr->run_id, "read", "instruction_page", ref, ref, "ok", 0, 0);
 			json_decref(page);
 		}
 		else
@@ -686,7 +662,7 @@ AssembleBody(void *p)
 
 			appendStringInfo(&sys, "\n\nInstruction page: %s", CONTEXT_NO_ACCESS);
 			if (cr->fresh)
-				ToolsRecordStep(tr->run_id, allowed ? "error" : "denied", "instruction_page", ref, out,
+				ToolGateRecordStep(tr->run_id, allowed ? "error" : "denied", "instruction_page", ref, out,
 								allowed ? "error" : "denied", 0, 0);
 			json_decref(out);
 		}
@@ -763,7 +739,7 @@ ContextAssemble(const ToolRun *tr, ContextRun *cr)
 	a.reads = (cr->page_id && cr->page_id[0]) || (cr->instructions && strstr(cr->instructions, "[[")) ||
 		cr->skills_possible;
 	if (a.reads)
-		err = ToolsInSubxact(AssembleBody, &a);
+		err = ToolGateInSubxact(AssembleBody, &a);
 	else
 		AssembleBody(&a);
 	if (err)

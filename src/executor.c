@@ -29,6 +29,7 @@
 
 #include "worker_int.h"
 #include "spi_util.h"
+#include "tool_gate.h"
 
 #include <math.h>
 
@@ -325,7 +326,7 @@ FailUnit(Slot *s, void *arg)
 		json_decref(out);
 		return;
 	}
-	ToolsRecordStep(s->run_id, "error", "run", NULL, out, fa->status, 0, 0);
+	ToolGateRecordStep(s->run_id, "error", "run", NULL, out, fa->status, 0, 0);
 	json_decref(out);
 	FinishRun(s->run_id, fa->status, NULL, fa->error);
 }
@@ -549,7 +550,7 @@ ClaimUnit(Slot *unused, void *arg)
 			cr.input = input;
 			cr.trigger_prompt = SPI_getvalue(tup, td, 17);
 			cr.origin = SPI_getvalue(tup, td, 7);
-			s->tools = ToolsDefinitions(false);
+			s->tools = ToolsDefinitions();
 			cr.tools = s->tools;
 			cr.messages = s->messages;
 			err = ContextAssemble(&tr, &cr);
@@ -563,8 +564,7 @@ ClaimUnit(Slot *unused, void *arg)
 			s->can_delegate = cr.can_delegate;
 			if (s->system == NULL)
 				s->system = SlotStrdup(s, cr.system);
-			McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
-			TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
+			ToolsAddRunDefinitions(s->tools, s->agent_id, s->run_id, s->can_delegate);
 		}
 		/* teams: messages that arrived while it was queued or waiting */
 		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)
@@ -638,7 +638,7 @@ ExecuteTools(Slot *s)
 
 	if (s->results == NULL)
 		s->results = json_array();
-	ToolsSetIdentity(&tr);
+	ToolGateSetIdentity(&tr);
 	while (json_array_size(s->results) < json_array_size(s->pending))
 	{
 		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
@@ -766,7 +766,7 @@ McpResultUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolsSetIdentity(&tr);
+	ToolGateSetIdentity(&tr);
 	oc = McpCallRecord(&tr, s->mcp, &result);
 	McpCallFree(s->mcp);
 	s->mcp = NULL;
@@ -1087,7 +1087,7 @@ ReplyUnit(Slot *s, void *arg)
 		return;
 	}
 	ReplyStepJson(s, r, &in, &out);
-	ToolsRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
+	ToolGateRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
 	json_decref(in);
 	json_decref(out);
 
@@ -1214,7 +1214,7 @@ RetryUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolsRecordStep(s->run_id, "error", "llm", NULL, ((RetryArg *) arg)->info, "retry", 0, s->call_started);
+	ToolGateRecordStep(s->run_id, "error", "llm", NULL, ((RetryArg *) arg)->info, "retry", 0, s->call_started);
 }
 
 static bool

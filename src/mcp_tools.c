@@ -28,6 +28,8 @@
 
 #include "worker_int.h"
 #include "spi_util.h"
+#include "tool_family.h"
+#include "tool_gate.h"
 
 #include <string.h>
 
@@ -579,7 +581,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 		step = json_pack("{s:s, s:O?, s:O?}", "elicitation", "pending",
 						 "approval_key", json_object_get(call, "approval_key"),
 						 "questions", json_object_get(call, "questions"));
-		ToolsRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
+		ToolGateRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
 		json_decref(step);
 		return TOOL_PAUSE;
 	}
@@ -597,7 +599,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 	free(text);
 	step = json_pack("{s:O?,s:O?,s:O?}", "server", json_object_get(call, "server"),
 					 "tool", json_object_get(call, "tool"), "result", res);
-	ToolsRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
+	ToolGateRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
 	json_decref(step);
 	return TOOL_DONE;
 }
@@ -684,7 +686,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	if (SPI_processed != 1)
 	{
 		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-		ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+		ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
 	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -692,9 +694,9 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
 	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
-	if (needs || ToolsNeedsApproval(tr, name, !read_only))
+	if (needs || ToolGateNeedsApproval(tr, name, !read_only))
 	{
-		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
+		ToolOutcome gate = ToolGateApproval(tr, name, input, result, started);
 
 		if (gate != TOOL_DONE || *result != NULL)
 			return gate;
@@ -788,3 +790,32 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	prepared = mc;
 	return TOOL_MCP_ASYNC;
 }
+
+/* ---------------------------------------------------------------------
+ * The MCP tool family of the registry (tool_family.h): mcp__<server>__<tool>
+ * ---------------------------------------------------------------------
+ */
+
+/* the run's MCP tools (ToolFamilyDefinitions) */
+static void
+McpFamilyDefinitions(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
+{
+	McpAppendToolDefinitions(tools, agent_id, run_id);
+}
+
+/* one mcp__* call (ToolFamilyExecute); an MCP tool never delegates */
+static ToolOutcome
+McpFamilyExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+				 int64 *child_run_id, TimestampTz started)
+{
+	return McpToolExecute(tr, name, input, result, started);
+}
+
+const ToolFamily McpToolFamily = {
+	.family = "mcp",
+	.prefix = "mcp__",
+	.handles = NULL,
+	.base_definitions = NULL,
+	.run_definitions = McpFamilyDefinitions,
+	.execute = McpFamilyExecute,
+};

@@ -18,6 +18,8 @@
 
 #include "worker_int.h"
 #include "spi_util.h"
+#include "tool_family.h"
+#include "tool_gate.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -29,21 +31,6 @@
 #include "utils/timestamp.h"
 
 #include "pg_agents.h"
-
-static json_t *
-TeamsError(const char *fmt,...) pg_attribute_printf(1, 2);
-
-static json_t *
-TeamsError(const char *fmt,...)
-{
-	char		buf[1024];
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return json_pack("{s:s}", "error", buf);
-}
 
 /* an integer argument given as a number or a numeric string; 0 when absent */
 static int64
@@ -100,14 +87,14 @@ static json_t *
 TeamsQuery(const char *sql, int nargs, Oid *types, Datum *vals, bool *failed)
 {
 	TeamsQueryArgs a = {sql, nargs, types, vals, NULL};
-	char	   *message = ToolsInSubxact(TeamsQueryBody, &a);
+	char	   *message = ToolGateInSubxact(TeamsQueryBody, &a);
 
 	*failed = (message != NULL);
 	if (message == NULL)
 		return a.result;
 	if (a.result)
 		json_decref(a.result);
-	return TeamsError("%s", message);
+	return ToolGateError("%s", message);
 }
 
 /* ---------------------------------------------------------------------
@@ -116,8 +103,8 @@ TeamsQuery(const char *sql, int nargs, Oid *types, Datum *vals, bool *failed)
  */
 
 /* adds ask_parent (child runs) and agent_teams (delegating agents) */
-void
-TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
+static void
+TeamsAddTools(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
@@ -179,8 +166,9 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 			"required", "action"));
 }
 
-bool
-TeamsHandles(const char *name)
+/* ask_parent, agent_teams and manage_jobs are the family's */
+static bool
+TeamsHandles(const ToolRun *tr, const char *name)
 {
 	return strcmp(name, "ask_parent") == 0 || strcmp(name, "agent_teams") == 0 ||
 		strcmp(name, "manage_jobs") == 0;
@@ -243,7 +231,7 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	{
 		json_t	   *out = json_pack("{s:o}", "delivered", seqs);
 
-		ToolsRecordStep(run_id, "message", "delivered", NULL, out, "ok", 0, 0);
+		ToolGateRecordStep(run_id, "message", "delivered", NULL, out, "ok", 0, 0);
 		json_decref(out);
 	}
 	return (int) n;
@@ -305,8 +293,8 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 
 	if (q == NULL || q[0] == '\0')
 	{
-		*result = TeamsError("ask_parent needs a non-empty string question");
-		ToolsRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
+		*result = ToolGateError("ask_parent needs a non-empty string question");
+		ToolGateRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
 	/* resumed after an answer: take it (once) */
@@ -319,7 +307,7 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		*result = json_pack("{s:s,s:s}",
 							"answer", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2),
 							"from", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		ToolsRecordStep(tr->run_id, "message", "ask_parent", input, *result, "answered", 0, started);
+		ToolGateRecordStep(tr->run_id, "message", "ask_parent", input, *result, "answered", 0, started);
 		return TOOL_DONE;
 	}
 	vals[1] = CStringGetTextDatum(q);
@@ -327,13 +315,13 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	if (failed)
 	{
 		*result = r;
-		ToolsRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
+		ToolGateRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
 	{
 		json_t	   *out = json_pack("{s:o}", "message_id", r);
 
-		ToolsRecordStep(tr->run_id, "message", "ask_parent", input, out, "waiting_input", 0, started);
+		ToolGateRecordStep(tr->run_id, "message", "ask_parent", input, out, "waiting_input", 0, started);
 		json_decref(out);
 	}
 	return TOOL_PAUSE;
@@ -357,19 +345,19 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int64GetDatum(run);
 	if (action == NULL)
-		r = TeamsError("agent_teams needs an action: spawn, status, read_result, send, list or wait"), failed = true;
+		r = ToolGateError("agent_teams needs an action: spawn, status, read_result, send, list or wait"), failed = true;
 	else if (strcmp(action, "spawn") == 0)
 	{
 		const char *task = InputStr(input, "task");
 		int64		agent = InputId(input, "agent_id");
 
 		if (agent <= 0 || task == NULL)
-			r = TeamsError("spawn needs an integer agent_id and a string task"), failed = true;
+			r = ToolGateError("spawn needs an integer agent_id and a string task"), failed = true;
 		else
 		{
-			if (ToolsNeedsApproval(tr, "agent_teams", false))
+			if (ToolGateNeedsApproval(tr, "agent_teams", false))
 			{
-				ToolOutcome gate = ToolsApprovalGate(tr, "agent_teams", input, result, started);
+				ToolOutcome gate = ToolGateApproval(tr, "agent_teams", input, result, started);
 
 				if (gate != TOOL_DONE || *result != NULL)
 					return gate;
@@ -380,7 +368,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 						   3, types, vals, &failed);
 			if (failed)
 			{
-				json_t	   *e = TeamsError("delegation refused: %s", json_string_value(json_object_get(r, "error")));
+				json_t	   *e = ToolGateError("delegation refused: %s", json_string_value(json_object_get(r, "error")));
 
 				json_decref(r);
 				r = e;
@@ -396,7 +384,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 					   1, types, vals, &failed);
 	else if (run <= 0 && (strcmp(action, "status") == 0 || strcmp(action, "read_result") == 0 ||
 						  strcmp(action, "send") == 0 || strcmp(action, "wait") == 0))
-		r = TeamsError("%s needs the integer run_id of one of your child runs", action), failed = true;
+		r = ToolGateError("%s needs the integer run_id of one of your child runs", action), failed = true;
 	else if (strcmp(action, "status") == 0)
 		r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('run_id', c.id, 'status', c.status, 'current_step', c.current_step, "
 					   "'preview', c.preview, 'tokens_total', c.tokens_total) "
@@ -414,7 +402,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		const char *msg = InputStr(input, "message");
 
 		if (msg == NULL)
-			r = TeamsError("send needs a string message"), failed = true;
+			r = ToolGateError("send needs a string message"), failed = true;
 		else
 		{
 			vals[2] = CStringGetTextDatum(msg);
@@ -432,26 +420,26 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 			json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) run);
 
 			json_decref(r);
-			ToolsRecordStep(tr->run_id, "tool", "agent_teams", input, out, "waiting", 0, started);
+			ToolGateRecordStep(tr->run_id, "tool", "agent_teams", input, out, "waiting", 0, started);
 			json_decref(out);
 			*child = run;
 			return TOOL_WAIT_CHILD;
 		}
 	}
 	else
-		r = TeamsError("unknown agent_teams action \"%s\"", action), failed = true;
+		r = ToolGateError("unknown agent_teams action \"%s\"", action), failed = true;
 
 	if (!failed && json_is_null(r))
 	{
 		json_decref(r);
-		r = TeamsError("run " INT64_FORMAT " is not one of your child runs", run);
+		r = ToolGateError("run " INT64_FORMAT " is not one of your child runs", run);
 		failed = true;
 	}
 	if (!json_is_object(r))
 		r = json_pack("{s:o}", "children", r);
 	*result = r;
 	/* (agent.delegate records the delegate step of a spawn itself) */
-	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 
@@ -472,15 +460,15 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 
 	if (action == NULL)
 	{
-		*result = TeamsError("manage_jobs needs an action: create, list, update or delete");
-		ToolsRecordStep(tr->run_id, "error", "manage_jobs", input, *result, "error", 0, started);
+		*result = ToolGateError("manage_jobs needs an action: create, list, update or delete");
+		ToolGateRecordStep(tr->run_id, "error", "manage_jobs", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
 	/* a deletion always goes through the approval gate; otherwise the policy */
 	if (strcmp(action, "delete") == 0 ||
-		(strcmp(action, "list") != 0 && ToolsNeedsApproval(tr, "manage_jobs", true)))
+		(strcmp(action, "list") != 0 && ToolGateNeedsApproval(tr, "manage_jobs", true)))
 	{
-		ToolOutcome gate = ToolsApprovalGate(tr, "manage_jobs", input, result, started);
+		ToolOutcome gate = ToolGateApproval(tr, "manage_jobs", input, result, started);
 
 		if (gate != TOOL_DONE || *result != NULL)
 			return gate;
@@ -492,11 +480,12 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	free(in);
 	r = TeamsQuery("SELECT agent._teams_manage_jobs($1, $2, $3)", 3, types, vals, &failed);
 	*result = r;
-	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 
-ToolOutcome
+/* one call of a teams tool (ToolFamilyExecute) */
+static ToolOutcome
 TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			 int64 *child_run_id, TimestampTz started)
 {
@@ -506,7 +495,16 @@ TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return AgentTeams(tr, input, result, child_run_id, started);
 	if (strcmp(name, "manage_jobs") == 0 && json_is_true(json_object_get(tr->scope, "manage_jobs")))
 		return ManageJobs(tr, input, result, started);
-	*result = TeamsError("unknown tool \"%s\"", name);
-	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+	*result = ToolGateError("unknown tool \"%s\"", name);
+	ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 	return TOOL_DONE;
 }
+
+const ToolFamily TeamsToolFamily = {
+	.family = "teams",
+	.prefix = NULL,
+	.handles = TeamsHandles,
+	.base_definitions = NULL,
+	.run_definitions = TeamsAddTools,
+	.execute = TeamsExecute,
+};

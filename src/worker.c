@@ -223,7 +223,6 @@ TickUnit(void)
 		if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
 						false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read agent.worker_control");
-		ToolsRefreshCatalog();
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -398,7 +397,7 @@ pg_agents_worker_main(Datum main_arg)
 	 * Nor does a database's or a role's identity setting (an audit row of
 	 * the worker's bookkeeping attributed to someone else): the worker's own
 	 * statements set none, and each tool call sets the run's identity for
-	 * its transaction (ToolsSetIdentity).
+	 * its transaction (ToolGateSetIdentity).
 	 */
 	{
 		static const char *const identity[] = {

@@ -246,26 +246,13 @@ typedef enum ToolOutcome
 	TOOL_MCP_ASYNC				/* an MCP call is prepared (McpTakePrepared) */
 } ToolOutcome;
 
-extern json_t *ToolsDefinitions(bool can_delegate);
-extern void ToolsSetIdentity(const ToolRun *tr);
+extern json_t *ToolsDefinitions(void);
+extern void ToolsAddRunDefinitions(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate);
 extern ToolOutcome ToolsExecute(const ToolRun *tr, const char *name, json_t *input,
 								json_t **result, int64 *child_run_id);
-extern char *ToolsInSubxact(void (*body) (void *arg), void *arg);
-extern void ToolsRecordStep(int64 run_id, const char *kind, const char *name,
-							json_t *input, json_t *output, const char *status,
-							int64 tokens, TimestampTz started);
-extern bool ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
-								const char *input_json, const char *output_json,
-								const char *status, int64 tokens, TimestampTz started);
 extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);
-extern void ToolsRefreshCatalog(void);
-extern json_t *ToolsRunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
-							  int expect, json_t *(*convert) (void *arg), void *arg, bool *failed);
 
-/* approval policy and gate of tools.c, shared with mcp_tools.c */
-extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
-extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input,
-									 json_t **result, TimestampTz started);
+/* the gate of every tool family (identity, steps, access, approval): tool_gate.h */
 
 /* ---- approval_rules.c: conditional approval gates (scope.approval_rules) ---- */
 
@@ -297,10 +284,6 @@ extern int	McpTransfersInFlight(void);
 
 /* ---- teams.c: messages to runs, ask_parent, agent_teams (docs/teams.md) ---- */
 
-extern void TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate);
-extern bool TeamsHandles(const char *name);
-extern ToolOutcome TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-								int64 *child_run_id, TimestampTz started);
 extern int	TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages);
 extern bool TeamsPending(int64 run_id);
 extern json_t *TeamsChildQuestion(int64 parent_run_id, int64 child_run_id);
@@ -335,9 +318,6 @@ typedef struct ContextRun
 } ContextRun;
 
 extern char *ContextAssemble(const ToolRun *tr, ContextRun *cr);
-extern bool ContextHandles(const char *name);
-extern ToolOutcome ContextExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-								  int64 *child_run_id);
 extern bool ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id);
 
 /* ---- executor.c: runs in flight ---- */
