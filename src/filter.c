@@ -47,6 +47,7 @@
 #include "compat.h"
 #include "pg_agents.h"
 #include "spi_util.h"
+#include "user_sql.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_validate_filter);
 PG_FUNCTION_INFO_V1(pg_agents_filter_matches);
@@ -614,18 +615,6 @@ typedef struct ViewPlan
 
 static HTAB *view_plans = NULL;
 
-static TimeoutId view_timeout_id = MAX_TIMEOUTS;
-static volatile sig_atomic_t view_timed_out = false;
-
-static void
-ViewTimeoutHandler(void)
-{
-	view_timed_out = true;
-	QueryCancelPending = true;
-	InterruptPending = true;
-	SetLatch(MyLatch);
-}
-
 /* Resolves a view name to its relation, or InvalidOid. */
 static Oid
 ResolveView(const char *name, bool *syntax_ok)
@@ -701,6 +690,27 @@ ViewQuery(Oid relid, Oid role, const char *row_id)
 	return result;
 }
 
+typedef struct ViewCheck
+{
+	Oid			relid;
+	Oid			role;
+	const char *row_id;
+	bool		found;			/* out */
+} ViewCheck;
+
+/* the body of ViewHasRowId, as the filter's role (UserSqlRun) */
+static void
+ViewCheckBody(void *arg)
+{
+	ViewCheck  *vc = (ViewCheck *) arg;
+
+	if (pg_class_aclcheck(vc->relid, vc->role, ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for view \"%s\"", get_rel_name(vc->relid))));
+	vc->found = ViewQuery(vc->relid, vc->role, vc->row_id);
+}
+
 /*
  * Whether row_id is in the view, read as role; on failure (error, time-out)
  * false with *error set.
@@ -708,87 +718,22 @@ ViewQuery(Oid relid, Oid role, const char *row_id)
 static bool
 ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	Oid			save_userid;
-	int			save_sec;
-	volatile bool result = false;
-	volatile bool armed = false;
-	bool		nested;
+	ViewCheck	vc = {relid, role, row_id, false};
+	char	   *message;
 
-	if (view_timeout_id == MAX_TIMEOUTS)
-		view_timeout_id = RegisterTimeout(USER_TIMEOUT, ViewTimeoutHandler);
-	/* a view whose function fires an event: the outer deadline bounds both */
-	nested = get_timeout_active(view_timeout_id);
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
+	switch (UserSqlRun(role, pg_agents_filter_view_timeout, ViewCheckBody, &vc, &message))
 	{
-		SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		(void) NewGUCNestLevel();	/* undone with the subtransaction */
-		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		if (pg_class_aclcheck(relid, role, ACL_SELECT) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for view \"%s\"", get_rel_name(relid))));
-		if (!nested)
-		{
-			view_timed_out = false;
-			enable_timeout_after(view_timeout_id, pg_agents_filter_view_timeout);
-			armed = true;
-		}
-		result = ViewQuery(relid, role, row_id);
-		if (armed)
-		{
-			disable_timeout(view_timeout_id, false);
-			armed = false;
-			/* the timer may have fired just as the query ended */
-			if (view_timed_out)
-			{
-				QueryCancelPending = false;
-				view_timed_out = false;
-			}
-		}
-		/* read-only by intent: whatever the view's functions did is undone */
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		bool		ours;
-
-		if (armed)
-			disable_timeout(view_timeout_id, false);
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-		ours = view_timed_out;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && (!ours || nested))
-			ReThrowError(edata);	/* a real cancel is the caller's; an outer view's time-out its own */
-		if (ours)
-			QueryCancelPending = false;
-		view_timed_out = false;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		case USER_SQL_OK:
+			return vc.found;
+		case USER_SQL_TIMED_OUT:
 			*error = psprintf("took longer than pg_agents.filter_view_timeout (%d ms)",
 							  pg_agents_filter_view_timeout);
-		else
-			*error = pstrdup(edata->message ? edata->message : "unknown error");
-		FreeErrorData(edata);
-		result = false;
+			return false;
+		case USER_SQL_FAILED:
+			*error = message;
+			return false;
 	}
-	PG_END_TRY();
-	return result;
+	return false;
 }
 
 static bool

@@ -13,9 +13,12 @@
 
 #include "spi_util.h"
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 /*
  * The plan of sql, prepared on first use and kept in *cache for the life
@@ -96,4 +99,42 @@ Oid
 SpiUtilLookupRelation(const char *name)
 {
 	return ToReg(to_regclass, name);
+}
+
+/*
+ * Runs body(arg) in an internal subtransaction, committed when it returns
+ * (or rolled back anyway when !keep).  Returns NULL when it succeeded; when
+ * it raised, rolls the subtransaction back and returns the error, copied
+ * into the caller's memory context, for the caller to report or re-throw.
+ */
+ErrorData *
+SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		body(arg);
+		if (keep)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return edata;
 }

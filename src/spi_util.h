@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * spi_util.h
- *		SPI utilities of the whole extension: the one kept-plan helper and
- *		catalog look-ups by name (spi_util.c).
+ *		SPI utilities of the whole extension: the one kept-plan helper,
+ *		catalog look-ups by name and the subtransaction runner (spi_util.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,5 +21,6 @@ extern void SpiUtilExecExpect(SPIPlanPtr plan, Datum *vals, const char *nulls,
 extern Oid	SpiUtilLookupProcedure(const char *signature);
 extern bool SpiUtilFunctionExists(const char *signature);
 extern Oid	SpiUtilLookupRelation(const char *name);
+extern ErrorData *SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep);
 
 #endif							/* PG_AGENTS_SPI_UTIL_H */

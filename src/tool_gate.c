@@ -404,33 +404,13 @@ ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **re
 char *
 ToolGateInSubxact(void (*body) (void *arg), void *arg)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	char	   *volatile message = NULL;
+	ErrorData  *edata = SpiUtilSubxact(body, arg, true);
+	char	   *message;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		body(arg);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		message = pstrdup(edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	if (edata == NULL)
+		return NULL;
+	message = pstrdup(edata->message ? edata->message : "unknown error");
+	FreeErrorData(edata);
 	return message;
 }
 
