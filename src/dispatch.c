@@ -60,6 +60,7 @@
 #include "compat.h"
 #include "pg_agents.h"
 #include "spi_util.h"
+#include "jsonb_build.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
 PG_FUNCTION_INFO_V1(pg_agents_triggers_changed);
@@ -169,45 +170,6 @@ Restore(Elevation *e)
 {
 	AtEOXact_GUC(true, e->nest);
 	SetUserIdAndSecContext(e->save_userid, e->save_sec);
-}
-
-static void
-PushKey(JsonbParseState **st, const char *key)
-{
-	JsonbValue	k;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-}
-
-static void
-PushText(JsonbParseState **st, const char *key, const char *val)
-{
-	JsonbValue	v;
-
-	PushKey(st, key);
-	if (val == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) val;
-		v.val.string.len = strlen(val);
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-PushInt(JsonbParseState **st, const char *key, int64 val)
-{
-	JsonbValue	v;
-
-	PushKey(st, key);
-	v.type = jbvNumeric;
-	v.val.numeric = int64_to_numeric(val);
-	pushJsonbValue(st, WJB_VALUE, &v);
 }
 
 /* "agent:<id>" -> id, else 0. */
@@ -836,14 +798,14 @@ ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
 	int			ret;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	PushText(&st, "event", ev->event_name);
-	PushText(&st, "resource_type", ev->resource_type);
-	PushText(&st, "resource_id", ev->resource_id);
-	PushText(&st, "event_id", ev->event_id);
-	PushText(&st, "actor", ev->actor);
-	PushInt(&st, "agent_id", c->agent_id);
-	PushInt(&st, "self_chain", chain);
-	PushInt(&st, "cap", pg_agents_self_retrigger_cap);
+	JsonbBuildTextField(&st, "event", ev->event_name);
+	JsonbBuildTextField(&st, "resource_type", ev->resource_type);
+	JsonbBuildTextField(&st, "resource_id", ev->resource_id);
+	JsonbBuildTextField(&st, "event_id", ev->event_id);
+	JsonbBuildTextField(&st, "actor", ev->actor);
+	JsonbBuildIntField(&st, "agent_id", c->agent_id);
+	JsonbBuildIntField(&st, "self_chain", chain);
+	JsonbBuildIntField(&st, "cap", pg_agents_self_retrigger_cap);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
 	SpiUtilKeptPlan(&plan_audit,
@@ -972,16 +934,16 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	int64		run_id;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	PushText(&st, "event", ev->event_name);
-	PushText(&st, "resource_type", ev->resource_type);
-	PushText(&st, "resource_id", ev->resource_id);
-	PushText(&st, "event_id", ev->event_id);
-	PushText(&st, "actor", ev->actor);
-	PushText(&st, "prompt", c->prompt);
+	JsonbBuildTextField(&st, "event", ev->event_name);
+	JsonbBuildTextField(&st, "resource_type", ev->resource_type);
+	JsonbBuildTextField(&st, "resource_id", ev->resource_id);
+	JsonbBuildTextField(&st, "event_id", ev->event_id);
+	JsonbBuildTextField(&st, "actor", ev->actor);
+	JsonbBuildTextField(&st, "prompt", c->prompt);
 	if (ev->automation)
-		PushText(&st, "automation", ev->automation);
+		JsonbBuildTextField(&st, "automation", ev->automation);
 	if (self_chain > 0)
-		PushInt(&st, "self_chain", self_chain);
+		JsonbBuildIntField(&st, "self_chain", self_chain);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
 	/*

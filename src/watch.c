@@ -45,6 +45,7 @@
 #include "utils/rel.h"
 
 #include "pg_agents.h"
+#include "jsonb_build.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_watch_row);
 
@@ -292,82 +293,27 @@ ColumnMentions(WatchState *st, int i, HeapTuple tup, TupleDesc desc)
 	return MentionIds(s, NIL);
 }
 
-static void
-PushKey(JsonbParseState **ps, const char *key)
-{
-	JsonbValue	k;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(ps, WJB_KEY, &k);
-}
-
-static void
-PushString(JsonbParseState **ps, const char *val)
-{
-	JsonbValue	v;
-
-	if (val == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) val;
-		v.val.string.len = strlen(val);
-	}
-	pushJsonbValue(ps, WJB_VALUE, &v);
-}
-
-static void
-PushJsonbVal(JsonbParseState **ps, Jsonb *j)
-{
-	JsonbValue	v;
-
-	v.type = jbvBinary;
-	v.val.binary.data = &j->root;
-	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
-	pushJsonbValue(ps, WJB_VALUE, &v);
-}
-
-static void
-PushStringArray(JsonbParseState **ps, List *names)
-{
-	ListCell   *lc;
-	JsonbValue	v;
-
-	pushJsonbValue(ps, WJB_BEGIN_ARRAY, NULL);
-	foreach(lc, names)
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) lfirst(lc);
-		v.val.string.len = strlen(v.val.string.val);
-		pushJsonbValue(ps, WJB_ELEM, &v);
-	}
-	pushJsonbValue(ps, WJB_END_ARRAY, NULL);
-}
-
 /* Starts a payload object with table, row_id, row, old and changed. */
 static void
 PushBase(JsonbParseState **ps, WatchState *st, const char *row_id, Jsonb *row,
 		 Jsonb *oldrow, List *changed, bool is_update)
 {
 	pushJsonbValue(ps, WJB_BEGIN_OBJECT, NULL);
-	PushKey(ps, "table");
-	PushString(ps, st->table);
-	PushKey(ps, "row_id");
-	PushString(ps, row_id);
-	PushKey(ps, "row");
-	PushJsonbVal(ps, row);
+	JsonbBuildKey(ps, "table");
+	JsonbBuildString(ps, st->table);
+	JsonbBuildKey(ps, "row_id");
+	JsonbBuildString(ps, row_id);
+	JsonbBuildKey(ps, "row");
+	JsonbBuildJsonb(ps, row);
 	if (oldrow)
 	{
-		PushKey(ps, "old");
-		PushJsonbVal(ps, oldrow);
+		JsonbBuildKey(ps, "old");
+		JsonbBuildJsonb(ps, oldrow);
 	}
 	if (is_update)
 	{
-		PushKey(ps, "changed");
-		PushStringArray(ps, changed);
+		JsonbBuildKey(ps, "changed");
+		JsonbBuildStringArray(ps, changed);
 	}
 }
 
@@ -556,12 +502,12 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 			JsonbValue	v;
 
 			PushBase(&ps, st, row_id, row, oldrow, changed, is_update);
-			PushKey(&ps, "agent_id");
+			JsonbBuildKey(&ps, "agent_id");
 			v.type = jbvNumeric;
 			v.val.numeric = int64_to_numeric(id);
 			pushJsonbValue(&ps, WJB_VALUE, &v);
-			PushKey(&ps, "columns");
-			PushStringArray(&ps, mention_cols);
+			JsonbBuildKey(&ps, "columns");
+			JsonbBuildStringArray(&ps, mention_cols);
 			res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
 			(void) PgAgentsDispatch(workspace, "agent.mentioned", st->resource_type, st->table,
 									JsonbValueToJsonb(res), NULL,
