@@ -356,70 +356,59 @@ QueryCandidates(const char *workspace, const char *event_name, const char *resou
 				const char *resource_id, int64 mention_agent,
 				MemoryContext cxt, Candidate **out)
 {
+	/* $1 event, $2 resource type, $3 resource id, $4 workspace, $5 the mentioned agent */
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	SPIPlanPtr	plan;
 	int			ret;
 
 	if (mention_agent != 0)
 	{
-		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
-		Datum		args[5];
-		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-
 		/* a mention resolves only agents of the event's workspace */
-		SpiUtilKeptPlan(&plan_mention,
-					CANDIDATE_COLUMNS
-					"WHERE t.agent_id OPERATOR(pg_catalog.=) $4 AND t.enabled "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $5 "
-					"AND (t.kind OPERATOR(pg_catalog.=) 'mention' "
-					"     OR (t.kind OPERATOR(pg_catalog.=) 'event' AND t.event_name OPERATOR(pg_catalog.=) $1)) "
-					"AND (t.resource_type IS NULL OR t.resource_type OPERATOR(pg_catalog.=) $2) "
-					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
-					"ORDER BY t.id",
-					5, types);
-		args[0] = CStringGetTextDatum(event_name);
-		args[1] = CStringGetTextDatum(resource_type);
-		if (resource_id)
-			args[2] = CStringGetTextDatum(resource_id);
-		else
-			nulls[2] = 'n';
-		args[3] = Int64GetDatum(mention_agent);
-		args[4] = CStringGetTextDatum(workspace);
-		ret = SPI_execute_plan(plan_mention, args, nulls, false, 0);
+		plan = SpiUtilKeptPlan(&plan_mention,
+							   CANDIDATE_COLUMNS
+							   "WHERE t.agent_id OPERATOR(pg_catalog.=) $5 AND t.enabled "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 "
+							   "AND (t.kind OPERATOR(pg_catalog.=) 'mention' "
+							   "     OR (t.kind OPERATOR(pg_catalog.=) 'event' AND t.event_name OPERATOR(pg_catalog.=) $1)) "
+							   "AND (t.resource_type IS NULL OR t.resource_type OPERATOR(pg_catalog.=) $2) "
+							   "AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
+							   "ORDER BY t.id",
+							   5, types);
 	}
 	else
 	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-		Datum		args[4];
-		char		nulls[4] = {' ', ' ', ' ', ' '};
-
 		/* probes of triggers_event_idx, within the event's workspace: this
 		 * resource, any resource of the type, and (resource_type NULL) any
 		 * resource of any type */
-		SpiUtilKeptPlan(&plan_lookup,
-					CANDIDATE_COLUMNS
-					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
-					"AND t.resource_id OPERATOR(pg_catalog.=) $3 "
-					"UNION ALL "
-					CANDIDATE_COLUMNS
-					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
-					"AND t.resource_id IS NULL "
-					"UNION ALL "
-					CANDIDATE_COLUMNS
-					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
-					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
-					"ORDER BY 1",
-					4, types);
-		args[0] = CStringGetTextDatum(event_name);
-		args[1] = CStringGetTextDatum(resource_type);
-		if (resource_id)
-			args[2] = CStringGetTextDatum(resource_id);
-		else
-			nulls[2] = 'n';
-		args[3] = CStringGetTextDatum(workspace);
-		ret = SPI_execute_plan(plan_lookup, args, nulls, false, 0);
+		plan = SpiUtilKeptPlan(&plan_lookup,
+							   CANDIDATE_COLUMNS
+							   "WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+							   "AND t.resource_id OPERATOR(pg_catalog.=) $3 "
+							   "UNION ALL "
+							   CANDIDATE_COLUMNS
+							   "WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+							   "AND t.resource_id IS NULL "
+							   "UNION ALL "
+							   CANDIDATE_COLUMNS
+							   "WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
+							   "AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
+							   "ORDER BY 1",
+							   4, types);
 	}
+	args[0] = CStringGetTextDatum(event_name);
+	args[1] = CStringGetTextDatum(resource_type);
+	if (resource_id)
+		args[2] = CStringGetTextDatum(resource_id);
+	else
+		nulls[2] = 'n';
+	args[3] = CStringGetTextDatum(workspace);
+	args[4] = Int64GetDatum(mention_agent);
+	ret = SPI_execute_plan(plan, args, nulls, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: trigger lookup failed: %s", SPI_result_code_string(ret));
 	return CopyCandidates(cxt, out);
@@ -694,6 +683,17 @@ typedef struct EventCtx
 	char		fingerprint[40];	/* computed on first use */
 } EventCtx;
 
+/* the event's own fields, first in an audit row's details and a run's input */
+static void
+PushEventFields(JsonbParseState **st, const EventCtx *ev)
+{
+	JsonbBuildTextField(st, "event", ev->event_name);
+	JsonbBuildTextField(st, "resource_type", ev->resource_type);
+	JsonbBuildTextField(st, "resource_id", ev->resource_id);
+	JsonbBuildTextField(st, "event_id", ev->event_id);
+	JsonbBuildTextField(st, "actor", ev->actor);
+}
+
 static const char *
 Fingerprint(EventCtx *ev)
 {
@@ -798,11 +798,7 @@ ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
 	int			ret;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	JsonbBuildTextField(&st, "event", ev->event_name);
-	JsonbBuildTextField(&st, "resource_type", ev->resource_type);
-	JsonbBuildTextField(&st, "resource_id", ev->resource_id);
-	JsonbBuildTextField(&st, "event_id", ev->event_id);
-	JsonbBuildTextField(&st, "actor", ev->actor);
+	PushEventFields(&st, ev);
 	JsonbBuildIntField(&st, "agent_id", c->agent_id);
 	JsonbBuildIntField(&st, "self_chain", chain);
 	JsonbBuildIntField(&st, "cap", pg_agents_self_retrigger_cap);
@@ -934,11 +930,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	int64		run_id;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	JsonbBuildTextField(&st, "event", ev->event_name);
-	JsonbBuildTextField(&st, "resource_type", ev->resource_type);
-	JsonbBuildTextField(&st, "resource_id", ev->resource_id);
-	JsonbBuildTextField(&st, "event_id", ev->event_id);
-	JsonbBuildTextField(&st, "actor", ev->actor);
+	PushEventFields(&st, ev);
 	JsonbBuildTextField(&st, "prompt", c->prompt);
 	if (ev->automation)
 		JsonbBuildTextField(&st, "automation", ev->automation);
