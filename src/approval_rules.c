@@ -74,6 +74,10 @@ GlobMatch(const char *pat, const char *s)
 	return *s != '\0' && *pat == *s && GlobMatch(pat + 1, s + 1);
 }
 
+/*
+ * whether an approval rule's tools (a pattern or a list of patterns) cover
+ * the tool
+ */
 static bool
 RuleCovers(json_t *rule, const char *tool)
 {
@@ -89,6 +93,7 @@ RuleCovers(json_t *rule, const char *tool)
 	return false;
 }
 
+/* whether any rule of scope.approval_rules covers the tool */
 bool
 ApprovalRulesCover(json_t *scope, const char *tool)
 {

@@ -102,12 +102,14 @@ Exec(SPIPlanPtr plan, Datum *values, const char *nulls, int expected)
 	SpiUtilExecExpect(plan, values, nulls, false, expected, "delegation query");
 }
 
+/* column col of the first row of the last SPI result */
 static Datum
 Col(int col, bool *isnull)
 {
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, isnull);
 }
 
+/* Col as int64, 0 for NULL */
 static int64
 ColInt64(int col)
 {
@@ -117,6 +119,7 @@ ColInt64(int col)
 	return isnull ? 0 : DatumGetInt64(d);
 }
 
+/* Col as a C string, NULL for NULL */
 static char *
 ColText(int col)
 {

@@ -165,6 +165,7 @@ Elevate(Elevation *e)
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
+/* undoes Elevate: the search_path and the user of the caller */
 static void
 Restore(Elevation *e)
 {
@@ -215,6 +216,10 @@ PayloadAgentId(Jsonb *payload)
  * --------------------------------------------------------------------------
  */
 
+/*
+ * relcache invalidation: a change of agent.triggers (or of any relation, for
+ * InvalidOid) makes the trigger cache stale
+ */
 static void
 TriggersInvalCallback(Datum arg, Oid relid)
 {
@@ -427,6 +432,7 @@ TextEqCString(Datum d, const char *s)
 	return eq;
 }
 
+/* qsort order of candidates: by trigger id */
 static int
 CandidateCmp(const void *a, const void *b)
 {
@@ -436,6 +442,7 @@ CandidateCmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* a scan key: index column attno = value (text) */
 static void
 InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
 {
@@ -444,6 +451,7 @@ InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
 						   CStringGetTextDatum(value));
 }
 
+/* a scan key: index column attno IS NULL */
 static void
 InitNullKey(ScanKey key, AttrNumber attno)
 {
@@ -694,6 +702,10 @@ PushEventFields(JsonbParseState **st, const EventCtx *ev)
 	JsonbBuildTextField(st, "actor", ev->actor);
 }
 
+/*
+ * the event's deduplication key: its event_id when given, else an md5 of its
+ * name, resource and canonical payload; computed once
+ */
 static const char *
 Fingerprint(EventCtx *ev)
 {
@@ -916,6 +928,10 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull;
 }
 
+/*
+ * the run of one matched trigger (agent._enqueue_run), with the event as its
+ * input; returns the run's id
+ */
 static int64
 Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 {
@@ -1161,6 +1177,7 @@ PgAgentsDispatch(const char *workspace, const char *event_name, const char *reso
 						 actor, event_id, false, NULL);
 }
 
+/* text argument n as a C string, NULL for SQL NULL */
 static char *
 TextArgOrNull(FunctionCallInfo fcinfo, int n)
 {

@@ -83,6 +83,7 @@ static const char *const op_names[] = {
  * --------------------------------------------------------------------------
  */
 
+/* the operator a filter condition names, or OP_UNKNOWN */
 static FilterOp
 LookupOp(const char *s, int len)
 {
@@ -94,6 +95,7 @@ LookupOp(const char *s, int len)
 	return OP_UNKNOWN;
 }
 
+/* whether the operator takes no value */
 static bool
 OpIsUnary(FilterOp op)
 {
@@ -109,6 +111,7 @@ GetKey(JsonbContainer *jc, const char *key, JsonbValue *res)
 	return getKeyJsonValueFromContainer(jc, key, strlen(key), res) != NULL;
 }
 
+/* whether v is a jsonb array (array) or object (!array) */
 static bool
 IsContainer(const JsonbValue *v, bool array)
 {
@@ -131,6 +134,7 @@ Unwrap(JsonbValue *v)
 	}
 }
 
+/* a jsonb string value as a palloc'd C string */
 static char *
 JsonbValueCString(const JsonbValue *v)
 {
@@ -202,6 +206,7 @@ AsNumeric(const JsonbValue *v)
 	return NULL;
 }
 
+/* numeric_cmp of two numerics */
 static int
 NumericCmp(Numeric a, Numeric b)
 {
@@ -209,6 +214,7 @@ NumericCmp(Numeric a, Numeric b)
 											 NumericGetDatum(b)));
 }
 
+/* byte order of two jsonb strings, the shorter first on a tie */
 static int
 StringCmp(const JsonbValue *a, const JsonbValue *b)
 {
@@ -320,6 +326,10 @@ StringContains(const JsonbValue *hay, const JsonbValue *needle)
 	return strstr(h, n) != NULL;
 }
 
+/*
+ * the contains operator: an element of an array, a key of an object, or a
+ * substring of a string
+ */
 static bool
 ValueContains(JsonbValue *pv, JsonbValue *fv)
 {
@@ -365,6 +375,7 @@ ValueContains(JsonbValue *pv, JsonbValue *fv)
 	return false;
 }
 
+/* the is_empty operator: null, an empty string, array or object */
 static bool
 ValueIsEmpty(JsonbValue *v)
 {
@@ -425,6 +436,10 @@ LookupProperty(JsonbContainer *payload, const JsonbValue *prop, JsonbValue *res)
 										prop->val.string.len, res) != NULL;
 }
 
+/*
+ * whether the payload satisfies one filter condition {property, operator,
+ * value}
+ */
 static bool
 EvalCond(JsonbContainer *cond, JsonbContainer *payload)
 {
@@ -512,6 +527,7 @@ EvalCond(JsonbContainer *cond, JsonbContainer *payload)
  * --------------------------------------------------------------------------
  */
 
+/* a byte of a word for keyword matching (non-ASCII bytes count as letters) */
 static inline bool
 IsWordByte(unsigned char c)
 {
@@ -539,6 +555,10 @@ WholeWordIn(const char *hay, const char *needle)
 	return false;
 }
 
+/*
+ * whether one of the filter's keywords occurs as a whole word in the
+ * payload's row (or the payload), case-insensitively
+ */
 static bool
 KeywordsMatch(JsonbContainer *keywords, JsonbContainer *payload)
 {
@@ -736,6 +756,10 @@ ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
 	return false;
 }
 
+/*
+ * whether the payload's row_id is in the filter's view, read as the
+ * trigger's saver (ViewHasRowId); a missing view does not match
+ */
 static bool
 ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
 {
@@ -895,6 +919,7 @@ PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev)
 			 errmsg(__VA_ARGS__), \
 			 (hint) ? errhint("%s", (const char *) (hint)) : 0))
 
+/* checks one filter condition when a trigger is saved; errors with a hint */
 static void
 ValidateCond(JsonbValue *c, const char *where)
 {
@@ -974,6 +999,10 @@ ValidateCond(JsonbValue *c, const char *where)
 	}
 }
 
+/*
+ * checks a list of filter conditions (all_of / any_of) when a trigger is
+ * saved
+ */
 static void
 ValidateCondList(JsonbValue *list, const char *name)
 {

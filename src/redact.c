@@ -62,6 +62,7 @@ static const char *const sensitive_fragments[] = {
 	NULL
 };
 
+/* whether w is one of the NULL-terminated list */
 static bool
 in_list(const char *w, const char *const *list)
 {
@@ -184,6 +185,7 @@ is_b64url(unsigned char c)
 	return is_alnum(c) || c == '-' || c == '_';
 }
 
+/* how many bytes from s[from] satisfy ok */
 static int
 span(const char *s, int from, int len, bool (*ok) (unsigned char))
 {
@@ -682,12 +684,14 @@ PgAgentsRedactText(const char *s, int len, int *outlen)
  * ------------------------------------------------------------------------
  */
 
+/* a redactor with the payload budget of one document */
 void
 PgAgentsRedactorInit(PgAgentsRedactor *r)
 {
 	r->budget = REDACT_MAX_PAYLOAD;
 }
 
+/* pushes s[0..len) as a jsonb string with token tok */
 static void
 push_cstring(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int len)
 {
@@ -699,6 +703,7 @@ push_cstring(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int le
 	(void) pushJsonbValue(ps, tok, &v);
 }
 
+/* pushes the marker string (a redaction marker) with token tok */
 void
 PgAgentsRedactPushMarker(JsonbParseState **ps, JsonbIteratorToken tok, const char *marker)
 {
@@ -918,6 +923,7 @@ PgAgentsRedactJsonb(Jsonb *in)
 	return JsonbValueToJsonb(res);
 }
 
+/* agent.redact(jsonb): the document with its credential-shaped values redacted */
 Datum
 pg_agents_redact(PG_FUNCTION_ARGS)
 {

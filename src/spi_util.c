@@ -88,6 +88,7 @@ SpiUtilLookupProcedure(const char *signature)
 	return ToReg(to_regprocedure, signature);
 }
 
+/* whether a function of that signature exists */
 bool
 SpiUtilFunctionExists(const char *signature)
 {

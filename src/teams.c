@@ -45,6 +45,7 @@ InputId(json_t *input, const char *key)
 	return 0;
 }
 
+/* a string argument of a call, or NULL */
 static const char *
 InputStr(json_t *input, const char *key)
 {
@@ -67,6 +68,7 @@ typedef struct TeamsQueryArgs
 	json_t	   *result;
 } TeamsQueryArgs;
 
+/* the body of TeamsQuery, in a subtransaction */
 static void
 TeamsQueryBody(void *p)
 {
@@ -83,6 +85,10 @@ TeamsQueryBody(void *p)
 		a->result = json_string(v);
 }
 
+/*
+ * runs one teams statement in a subtransaction: its first value as JSON, or
+ * {"error": ...} with *failed
+ */
 static json_t *
 TeamsQuery(const char *sql, int nargs, Oid *types, Datum *vals, bool *failed)
 {
@@ -179,6 +185,7 @@ TeamsHandles(const ToolRun *tr, const char *name)
  * ---------------------------------------------------------------------
  */
 
+/* the text a run's model reads for a delivered message, by sender and kind */
 static char *
 FormatMessage(const char *sender, const char *kind, const char *body)
 {
@@ -282,6 +289,10 @@ TeamsChildQuestion(int64 parent_run_id, int64 child_run_id)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * ask_parent: a child run's question to its parent run; the child waits for
+ * the answer
+ */
 static ToolOutcome
 AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -332,6 +343,10 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
  * ---------------------------------------------------------------------
  */
 
+/*
+ * agent_teams: spawn, status, read_result, send and wait on the run's child
+ * runs
+ */
 static ToolOutcome
 AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, TimestampTz started)
 {
@@ -448,6 +463,10 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
  * ---------------------------------------------------------------------
  */
 
+/*
+ * manage_jobs: list, create, update and delete the agent's scheduled jobs
+ * (scope.manage_jobs); a deletion always goes through the approval gate
+ */
 static ToolOutcome
 ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {

@@ -303,6 +303,10 @@ RequestApprovalBody(void *p)
 	a->key = SpiText(0, 1);
 }
 
+/*
+ * the approval gate of a call (the contract is described above
+ * RequestApprovalArgs)
+ */
 ToolOutcome
 ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
 			 TimestampTz started)

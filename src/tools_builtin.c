@@ -142,6 +142,10 @@ BuiltinAddDefinitions(json_t *tools, int64 agent_id, int64 run_id, bool can_dele
 		json_array_append(tools, v);
 }
 
+/*
+ * the registered tables of a resource type (every type for NULL), from
+ * agent.resource_tables; false when the registry cannot be read
+ */
 static bool
 LookupResourceTables(const char *rtype, List **out)
 {
@@ -193,6 +197,10 @@ LookupResourceTables(const char *rtype, List **out)
 	return true;
 }
 
+/*
+ * read_resource's result from its SELECT (NULL when no row); arg is {type,
+ * id}
+ */
 static json_t *
 ReadRow(void *arg)
 {
@@ -204,6 +212,7 @@ ReadRow(void *arg)
 					 "title", SpiText(0, 1), "body", SpiText(0, 2));
 }
 
+/* search_resources' result: {"results": [...]} from its SELECT */
 static json_t *
 SearchRows(void *arg)
 {
@@ -218,6 +227,7 @@ SearchRows(void *arg)
 	return json_pack("{s:o}", "results", list);
 }
 
+/* write_resource's result: how many rows its UPDATE changed */
 static json_t *
 WriteRows(void *arg)
 {
@@ -229,6 +239,10 @@ WriteRows(void *arg)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * read_resource: access, approval, then the row as the tool role, in the
+ * first registered table that has it
+ */
 static ToolOutcome
 ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -358,6 +372,11 @@ SearchEmbedding(const ToolRun *tr, List *tables, const char *query, char **error
 	return vec;
 }
 
+/*
+ * search_resources: the readable rows of every registered table of the type,
+ * ranked (full text, or semantic with an embedding model); its approval is
+ * asked by BuiltinExecute
+ */
 static ToolOutcome
 ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -504,6 +523,10 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	return TOOL_DONE;
 }
 
+/*
+ * write_resource: access (edit), approval, then the UPDATE as the tool role
+ * in the first registered table that has the row
+ */
 static ToolOutcome
 ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {

@@ -82,6 +82,10 @@ typedef struct WatchCacheEntry
 static HTAB *watch_cache = NULL;
 static MemoryContext watch_cxt = NULL;
 
+/*
+ * relcache invalidation: forgets the watch state of the relation (every
+ * state for InvalidOid)
+ */
 static void
 WatchInvalCallback(Datum arg, Oid relid)
 {
@@ -101,6 +105,10 @@ WatchInvalCallback(Datum arg, Oid relid)
 	}
 }
 
+/*
+ * the watch state of the trigger's table (its columns, functions and
+ * settings), kept per trigger until a relcache invalidation of its table
+ */
 static WatchState *
 GetState(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -205,6 +213,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	return st;
 }
 
+/* a row as jsonb (to_jsonb of the row type) */
 static Jsonb *
 RowToJsonb(WatchState *st, HeapTuple tup, TupleDesc desc)
 {
@@ -264,6 +273,7 @@ MentionIds(const char *s, List *ids)
 	return ids;
 }
 
+/* how many tokens the list counts for agent id (0 when absent) */
 static int
 MentionCountOf(List *ids, int64 id)
 {
@@ -275,6 +285,10 @@ MentionCountOf(List *ids, int64 id)
 	return 0;
 }
 
+/*
+ * the agents [[...]] mention column i of the row names, with their counts
+ * (NIL for no row)
+ */
 static List *
 ColumnMentions(WatchState *st, int i, HeapTuple tup, TupleDesc desc)
 {
