@@ -303,11 +303,8 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	json_t	   *r;
 
 	if (q == NULL || q[0] == '\0')
-	{
-		*result = ToolGateError("ask_parent needs a non-empty string question");
-		ToolGateRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "ask_parent", input, result, started,
+								"ask_parent needs a non-empty string question");
 	/* resumed after an answer: take it (once) */
 	vals[0] = Int64GetDatum(tr->run_id);
 	if (SPI_execute_with_args("SELECT m.sender, m.body FROM agent._teams_take_messages($1, 'answer', 1) m",
@@ -350,6 +347,7 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 static ToolOutcome
 AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, TimestampTz started)
 {
+	ToolOutcome gate;
 	const char *action = InputStr(input, "action");
 	int64		run = InputId(input, "run_id");
 	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
@@ -370,13 +368,8 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 			r = ToolGateError("spawn needs an integer agent_id and a string task"), failed = true;
 		else
 		{
-			if (ToolGateNeedsApproval(tr, "agent_teams", false))
-			{
-				ToolOutcome gate = ToolGateApproval(tr, "agent_teams", input, result, started);
-
-				if (gate != TOOL_DONE || *result != NULL)
-					return gate;
-			}
+			if (ToolGateHolds(tr, "agent_teams", false, input, result, started, &gate))
+				return gate;
 			vals[1] = Int64GetDatum(agent);
 			vals[2] = CStringGetTextDatum(task);
 			r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('child_run_id', agent.delegate($1, $2, $3), 'status', 'queued')",
@@ -478,11 +471,8 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	char	   *in;
 
 	if (action == NULL)
-	{
-		*result = ToolGateError("manage_jobs needs an action: create, list, update or delete");
-		ToolGateRecordStep(tr->run_id, "error", "manage_jobs", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "manage_jobs", input, result, started,
+								"manage_jobs needs an action: create, list, update or delete");
 	/* a deletion always goes through the approval gate; otherwise the policy */
 	if (strcmp(action, "delete") == 0 ||
 		(strcmp(action, "list") != 0 && ToolGateNeedsApproval(tr, "manage_jobs", true)))
@@ -514,9 +504,8 @@ TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return AgentTeams(tr, input, result, child_run_id, started);
 	if (strcmp(name, "manage_jobs") == 0 && json_is_true(json_object_get(tr->scope, "manage_jobs")))
 		return ManageJobs(tr, input, result, started);
-	*result = ToolGateError("unknown tool \"%s\"", name);
-	ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-	return TOOL_DONE;
+	return ToolGateFail(tr, name, input, result, started,
+							"unknown tool \"%s\"", name);
 }
 
 const ToolFamily TeamsToolFamily = {

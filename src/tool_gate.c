@@ -393,6 +393,40 @@ ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **re
 	return TOOL_PAUSE;
 }
 
+/*
+ * The approval policy and gate in one step: true when the call stops here
+ * (*outcome is TOOL_PAUSE, or TOOL_DONE with *result the refusal the model
+ * reads); false when it goes ahead (no approval needed, or one consumed).
+ */
+bool
+ToolGateHolds(const ToolRun *tr, const char *tool, bool is_write, json_t *input,
+			  json_t **result, TimestampTz started, ToolOutcome *outcome)
+{
+	if (!ToolGateNeedsApproval(tr, tool, is_write))
+		return false;
+	*outcome = ToolGateApproval(tr, tool, input, result, started);
+	return *outcome != TOOL_DONE || *result != NULL;
+}
+
+/*
+ * A call that fails before it ran: *result is the error the model reads,
+ * recorded as an error step of the tool.
+ */
+ToolOutcome
+ToolGateFail(const ToolRun *tr, const char *tool, json_t *input, json_t **result,
+			 TimestampTz started, const char *fmt,...)
+{
+	char		buf[1024];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	*result = json_pack("{s:s}", "error", buf);
+	ToolGateRecordStep(tr->run_id, "error", tool, input, *result, "error", 0, started);
+	return TOOL_DONE;
+}
+
 /* ---------------------------------------------------------------------
  * Data SQL as agents_tool, in a subtransaction
  * ---------------------------------------------------------------------

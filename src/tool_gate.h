@@ -40,6 +40,11 @@ extern json_t *ToolGateDeny(const ToolRun *tr, const char *tool, json_t *input,
 extern bool ToolGateNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
 extern ToolOutcome ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input,
 									json_t **result, TimestampTz started);
+extern bool ToolGateHolds(const ToolRun *tr, const char *tool, bool is_write, json_t *input,
+						  json_t **result, TimestampTz started, ToolOutcome *outcome);
+extern ToolOutcome ToolGateFail(const ToolRun *tr, const char *tool, json_t *input,
+								json_t **result, TimestampTz started,
+								const char *fmt,...) pg_attribute_printf(6, 7);
 
 /* subtransactions: any body, and data SQL as the tool role */
 extern char *ToolGateInSubxact(void (*body) (void *arg), void *arg);

@@ -87,16 +87,12 @@ ToolsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 	*result = NULL;
 	*child_run_id = 0;
 	if (!json_is_object(input))
-	{
-		*result = ToolGateError("the arguments of tool \"%s\" must be a JSON object", name);
-		ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, name, input, result, started,
+								"the arguments of tool \"%s\" must be a JSON object", name);
 	family = FindFamily(tr, name);
 	if (family)
 		return family->execute(tr, name, input, result, child_run_id, started);
 
-	*result = ToolGateError("unknown tool \"%s\"", name);
-	ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-	return TOOL_DONE;
+	return ToolGateFail(tr, name, input, result, started,
+							"unknown tool \"%s\"", name);
 }

@@ -240,15 +240,44 @@ WriteRows(void *arg)
  */
 
 /*
+ * What read_resource and write_resource check before their SQL: access in
+ * mode, the approval gate, and the registered tables of the type.  true: go
+ * ahead with *tables; false: the call ends with *outcome (and *result).
+ */
+static bool
+ResourceGate(const ToolRun *tr, const char *tool, const char *mode, bool is_write,
+			 const char *rtype, const char *rid, json_t *input, json_t **result,
+			 TimestampTz started, List **tables, ToolOutcome *outcome)
+{
+	char	   *reason;
+
+	*outcome = TOOL_DONE;
+	if (!ToolGateAllowed(tr, rtype, rid, mode, &reason))
+	{
+		*result = ToolGateDeny(tr, tool, input, rtype, rid, reason, started);
+		return false;
+	}
+	if (ToolGateHolds(tr, tool, is_write, input, result, started, outcome))
+		return false;
+	if (!LookupResourceTables(rtype, tables) || *tables == NIL)
+	{
+		*outcome = ToolGateFail(tr, tool, input, result, started,
+								"no table is registered for resource type \"%s\"", rtype);
+		return false;
+	}
+	return true;
+}
+
+/*
  * read_resource: access, approval, then the row as the tool role, in the
  * first registered table that has it
  */
 static ToolOutcome
 ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
+	ToolOutcome gate;
 	const char *rtype = InputString(input, "resource_type");
 	const char *rid = InputString(input, "resource_id");
-	char	   *reason;
 	ResourceTable *t;
 	Oid			types[1] = {TEXTOID};
 	Datum		vals[1];
@@ -259,29 +288,11 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 	ListCell   *lc;
 
 	if (rtype == NULL || rid == NULL)
-	{
-		*result = ToolGateError("read_resource needs string arguments resource_type and resource_id");
-		ToolGateRecordStep(tr->run_id, "error", "read_resource", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
-	if (!ToolGateAllowed(tr, rtype, rid, "read", &reason))
-	{
-		*result = ToolGateDeny(tr, "read_resource", input, rtype, rid, reason, started);
-		return TOOL_DONE;
-	}
-	if (ToolGateNeedsApproval(tr, "read_resource", false))
-	{
-		ToolOutcome gate = ToolGateApproval(tr, "read_resource", input, result, started);
-
-		if (gate != TOOL_DONE || *result != NULL)
-			return gate;
-	}
-	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
-	{
-		*result = ToolGateError("no table is registered for resource type \"%s\"", rtype);
-		ToolGateRecordStep(tr->run_id, "error", "read_resource", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "read_resource", input, result, started,
+								"read_resource needs string arguments resource_type and resource_id");
+	if (!ResourceGate(tr, "read_resource", "read", false, rtype, rid, input, result, started,
+					  &tables, &gate))
+		return gate;
 	vals[0] = CStringGetTextDatum(rid);
 	ids[0] = rtype;
 	ids[1] = rid;
@@ -397,11 +408,8 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	char	   *emb_error;
 
 	if (query == NULL)
-	{
-		*result = ToolGateError("search_resources needs a string argument query");
-		ToolGateRecordStep(tr->run_id, "error", "search_resources", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "search_resources", input, result, started,
+								"search_resources needs a string argument query");
 	if (limit < 1)
 		limit = 1;
 	if (limit > SEARCH_MAX_LIMIT)
@@ -534,7 +542,6 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	const char *rid = InputString(input, "resource_id");
 	const char *body = InputString(input, "body");
 	const char *title = InputString(input, "title");
-	char	   *reason;
 	ResourceTable *t;
 	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		vals[3];
@@ -545,28 +552,11 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	ListCell   *lc;
 
 	if (rtype == NULL || rid == NULL || body == NULL)
-	{
-		*result = ToolGateError("write_resource needs string arguments resource_type, resource_id and body");
-		ToolGateRecordStep(tr->run_id, "error", "write_resource", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
-	if (!ToolGateAllowed(tr, rtype, rid, "edit", &reason))
-	{
-		*result = ToolGateDeny(tr, "write_resource", input, rtype, rid, reason, started);
-		return TOOL_DONE;
-	}
-	if (ToolGateNeedsApproval(tr, "write_resource", true))
-	{
-		gate = ToolGateApproval(tr, "write_resource", input, result, started);
-		if (gate != TOOL_DONE || *result != NULL)
-			return gate;
-	}
-	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
-	{
-		*result = ToolGateError("no table is registered for resource type \"%s\"", rtype);
-		ToolGateRecordStep(tr->run_id, "error", "write_resource", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "write_resource", input, result, started,
+								"write_resource needs string arguments resource_type, resource_id and body");
+	if (!ResourceGate(tr, "write_resource", "edit", true, rtype, rid, input, result, started,
+					  &tables, &gate))
+		return gate;
 	vals[0] = CStringGetTextDatum(rid);
 	vals[1] = CStringGetTextDatum(body);
 	vals[2] = title ? CStringGetTextDatum(title) : (Datum) 0;
@@ -651,6 +641,7 @@ static ToolOutcome
 ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 			 TimestampTz started)
 {
+	ToolOutcome gate;
 	json_t	   *jid = json_object_get(input, "agent_id");
 	const char *task = InputString(input, "task");
 	int64		child_agent;
@@ -663,11 +654,8 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 		child_agent = json_is_integer(jid) ? (int64) json_integer_value(jid) : 0;
 	if (child_agent <= 0 || task == NULL ||
 		(json_object_get(input, "attachments") && !json_is_array(json_object_get(input, "attachments"))))
-	{
-		*result = ToolGateError("delegate_to_agent needs an integer agent_id, a string task and optional attachments (an array)");
-		ToolGateRecordStep(tr->run_id, "error", "delegate_to_agent", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "delegate_to_agent", input, result, started,
+								"delegate_to_agent needs an integer agent_id, a string task and optional attachments (an array)");
 	/* context.c: only to an agent the run's identity may see */
 	if (!ContextMayDelegateTo(tr, child_agent))
 	{
@@ -675,13 +663,8 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 		ToolGateRecordStep(tr->run_id, "denied", "delegate_to_agent", input, *result, "denied", 0, started);
 		return TOOL_DONE;
 	}
-	if (ToolGateNeedsApproval(tr, "delegate_to_agent", false))
-	{
-		ToolOutcome gate = ToolGateApproval(tr, "delegate_to_agent", input, result, started);
-
-		if (gate != TOOL_DONE || *result != NULL)
-			return gate;
-	}
+	if (ToolGateHolds(tr, "delegate_to_agent", false, input, result, started, &gate))
+		return gate;
 
 	a.run_id = tr->run_id;
 	a.child_agent = child_agent;
@@ -778,17 +761,14 @@ static ToolOutcome
 BuiltinExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			   int64 *child_run_id, TimestampTz started)
 {
+	ToolOutcome gate;
+
 	if (strcmp(name, "read_resource") == 0)
 		return ToolRead(tr, input, result, started);
 	if (strcmp(name, "search_resources") == 0)
 	{
-		if (ToolGateNeedsApproval(tr, name, false))
-		{
-			ToolOutcome gate = ToolGateApproval(tr, name, input, result, started);
-
-			if (gate != TOOL_DONE || *result != NULL)
-				return gate;
-		}
+		if (ToolGateHolds(tr, name, false, input, result, started, &gate))
+			return gate;
 		return ToolSearch(tr, input, result, started);
 	}
 	if (strcmp(name, "write_resource") == 0)
