@@ -35,7 +35,7 @@
  *
  *		Reads of application tables run as the tool role (agents_tool) with
  *		the run's identity set, after agent.can_access under the run's
- *		regime, as the built-in tools do (tools.c).
+ *		regime, as the built-in tools do (tools_builtin.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -2,7 +2,7 @@
  *
  * worker_int.h
  *		Internal declarations of the worker: HTTP (http.c), LLM wire formats
- *		(llm.c), built-in tools (tools.c) and the per-run executor
+ *		(llm.c), tools (tools.c and its families) and the per-run executor
  *		(executor.c).  Only worker files include it.
  *
  *-------------------------------------------------------------------------
@@ -224,7 +224,7 @@ extern void RateLimitDone(int h, int64 est_tokens, int64 used, long status, long
 /* embed.c */
 extern char *EmbedQuery(const char *base_url, const char *model, const char *text, char **error);
 
-/* ---- tools.c: built-in tools, run inside the executor's transaction ---- */
+/* ---- tools.c: the tool dispatcher; tools run inside the executor's transaction ---- */
 
 typedef struct ToolRun
 {
