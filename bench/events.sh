@@ -77,14 +77,14 @@ awk -v a="${hot[10]}" -v b="${hot[10000]}" -v c="${cold[10]}" -v d="${cold[10000
 # 10k triggers of another workspace on the very event and resource fired: they
 # are never candidates (the lookup and the cache are per workspace)
 # (written in that workspace's session: a trigger is saved in its agent's workspace)
-PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-bench-other' \
+PGOPTIONS='-c client_min_messages=error -c pg_agents.workspace=w-bench-other' \
 q -c "INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, resource_id)
       SELECT 4910 + i % 10, 'event', 'bench.ev', 'collection', CASE WHEN i % 2 = 0 THEN 'public.target' END
       FROM generate_series(1, 10000) i; ANALYZE agent.triggers;" >/dev/null
 ho=$(best "public.events_bench_fire($N, false)")
 co=$(best "public.events_bench_fire($N, true)")
 printf "  + 10k of another workspace on this very event: %8d events/s (cached)   %8d events/s (index probe)\n" "$ho" "$co"
-PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-bench-other' \
+PGOPTIONS='-c client_min_messages=error -c pg_agents.workspace=w-bench-other' \
 q -c "DELETE FROM agent.triggers WHERE workspace_id = 'w-bench-other'" >/dev/null
 
 echo "fire_event with a match (1 trigger matches, filter passes, one run made per event; $NM events):"

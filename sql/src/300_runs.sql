@@ -1201,6 +1201,7 @@ BEGIN
    WHERE p.id = (SELECT q.id FROM agent.approvals q
                   WHERE q.run_id = consume_approval.run_id AND q.approval_key = v_key
                     AND q.status = 'approved' AND q.consumed_at IS NULL
+                    AND agent._workspace_ok(q.workspace_id)
                   ORDER BY q.id LIMIT 1
                   FOR UPDATE SKIP LOCKED)
      AND p.consumed_at IS NULL
@@ -1215,7 +1216,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.consume_approval(bigint, text, jsonb) IS
-  'For the executor, before a gated tool call: true exactly once for an approved, not yet consumed approval of that run with that tool and input (consumed_at is set); false otherwise (ask with agent.request_approval).';
+  'For the executor, before a gated tool call: true exactly once for an approved, not yet consumed approval of that run with that tool and input (consumed_at is set); false otherwise (ask with agent.request_approval), and for a run of another workspace than the session''s.';
 
 CREATE FUNCTION agent.consume_refusal(run_id bigint, tool text, input jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

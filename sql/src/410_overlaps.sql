@@ -267,13 +267,29 @@ AS $$
 DECLARE
   u agent.triggers%ROWTYPE;
   v text;
+  n int := 0;
 BEGIN
   IF NOT NEW.enabled OR NEW.kind NOT IN ('event', 'mention') THEN
     RETURN NULL;
   END IF;
-  FOR u IN SELECT * FROM agent.triggers x WHERE x.agent_id = NEW.agent_id AND x.id <> NEW.id ORDER BY x.id LOOP
+  -- only the triggers that can overlap (same event, compatible resource) are
+  -- compared, and at most three are named: a bulk insert of many triggers of
+  -- one agent on one event stays linear and its output readable
+  FOR u IN SELECT * FROM agent.triggers x
+            WHERE x.agent_id = NEW.agent_id AND x.id <> NEW.id AND x.enabled
+              AND x.kind IN ('event', 'mention')
+              AND CASE x.kind WHEN 'mention' THEN 'agent.mentioned' ELSE x.event_name END
+                  IS NOT DISTINCT FROM CASE NEW.kind WHEN 'mention' THEN 'agent.mentioned' ELSE NEW.event_name END
+              AND (x.resource_id IS NULL OR NEW.resource_id IS NULL OR x.resource_id = NEW.resource_id)
+            ORDER BY x.id LOOP
     v := agent._trigger_overlap(NEW, u);
     IF v IS NOT NULL THEN
+      n := n + 1;
+      IF n > 3 THEN
+        RAISE WARNING 'trigger % overlaps more triggers of agent %', NEW.id, NEW.agent_id
+          USING HINT = 'agent.trigger_overlaps lists every overlap.';
+        EXIT;
+      END IF;
       RAISE WARNING 'trigger % overlaps trigger % of agent %', NEW.id, u.id, NEW.agent_id
         USING DETAIL = initcap(left(v, 1)) || substr(v, 2) || ': such an event starts two runs.',
               HINT = 'Narrow a filter or disable one of them; agent.trigger_overlaps lists every overlap.';
@@ -284,7 +300,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._triggers_warn_overlap() FROM PUBLIC;
 COMMENT ON FUNCTION agent._triggers_warn_overlap() IS
-  'Trigger: a WARNING for each enabled event or mention trigger of the same agent that a saved trigger overlaps (agent._trigger_overlap).';
+  'Trigger: a WARNING for each enabled event or mention trigger of the same agent that a saved trigger overlaps (agent._trigger_overlap), at most three, then one that says there are more.';
 CREATE TRIGGER triggers_warn_overlap
   AFTER INSERT OR UPDATE OF kind, event_name, resource_type, resource_id, filter, enabled ON agent.triggers
   FOR EACH ROW EXECUTE FUNCTION agent._triggers_warn_overlap();

@@ -8,7 +8,7 @@
 -- Roles: the application (agents_app), a role with no grants, an agent
 -- session (agents_tool with an agent identity); two workspaces.
 BEGIN;
-SELECT plan(35);
+SELECT plan(38);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.workspace = '';
@@ -132,6 +132,21 @@ SELECT throws_ok(format('SELECT agent.deny(%L, ''ar-o'', NULL, ''x'')', :'kb'), 
 SELECT throws_ok($$SELECT agent.consume_refusal(1, 'x', '{}')$$, '42501', NULL, 'nor take a refusal');
 RESET ROLE;
 SELECT is((SELECT status FROM agent.approvals WHERE approval_key = :'kb'), 'pending', 'the other workspace''s approval is untouched');
+
+-- an executor of workspace a takes workspace b's approved call (the attack:
+-- consume it so that b's run asks again, or learn that it exists)
+CREATE ROLE tap_ar_exec NOLOGIN IN ROLE agents_executor;
+UPDATE agent.approvals SET status = 'approved', decided_by = 'ar-o' WHERE approval_key = :'kb';
+SELECT run_id AS rb FROM agent.approvals WHERE approval_key = :'kb' \gset
+SET LOCAL ROLE tap_ar_exec;
+SET LOCAL pg_agents.workspace = 'ws-ar-a';
+SELECT is(agent.consume_approval(:rb, 'tap_ar_tool_b', '{"page": "x"}'), false,
+          'an executor of another workspace cannot consume an approval');
+SET LOCAL pg_agents.workspace = 'ws-ar-b';
+SELECT is(agent.consume_approval(:rb, 'tap_ar_tool_b', '{"page": "x"}'), true,
+          'the executor of its workspace consumes it, once');
+RESET ROLE;
+SELECT isnt((SELECT consumed_at FROM agent.approvals WHERE approval_key = :'kb'), NULL, 'consumed by its own workspace''s executor');
 
 SELECT * FROM finish();
 ROLLBACK;

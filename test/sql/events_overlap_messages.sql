@@ -31,6 +31,13 @@ INSERT INTO agent.triggers (id, agent_id, kind, resource_type) VALUES (4180109, 
 INSERT INTO agent.triggers (id, agent_id, kind, resource_type, enabled) VALUES (4180110, 4180001, 'mention', NULL, false);
 UPDATE agent.triggers SET enabled = true WHERE id = 4180110;
 SELECT * FROM agent.trigger_overlaps(4180001);
+-- many overlapping triggers saved at once: at most three named per trigger,
+-- then one warning that there are more (a bulk insert stays linear)
+SAVEPOINT many;
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type)
+  SELECT 4180201 + i, 4180002, 'event', 'page.updated', 'page' FROM generate_series(1, 5) i;
+SELECT count(*) AS overlaps FROM agent.trigger_overlaps(4180002);
+ROLLBACK TO many;
 -- agent.set_trigger warns too
 SELECT agent.set_trigger(4180001, '{"id": 4180106, "kind": "event", "event_name": "task.updated", "resource_type": "task", "filter": {"all": [{"property": "status", "op": "neq", "value": "open"}]}}', 'ovl-owner') > 0 AS saved;
 SELECT trigger_id, other_trigger_id FROM agent.trigger_overlaps(4180001) WHERE 4180106 IN (trigger_id, other_trigger_id);

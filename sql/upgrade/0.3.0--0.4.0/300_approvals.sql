@@ -315,3 +315,33 @@ $$;
 REVOKE ALL ON FUNCTION agent._check_scope(jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent._check_scope(jsonb) IS
   'Internal (agent._check_settings): refuses a scope whose "deny_ends_run" is not a boolean, or whose "approval_rules" is not an array of {"tools": [patterns], "function": signature} naming usable predicates (agent._check_approval_function).';
+
+-- an executor bound to a workspace consumes only its workspace's approvals
+CREATE OR REPLACE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
+  ap    agent.approvals%ROWTYPE;
+BEGIN
+  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+   WHERE p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.run_id = consume_approval.run_id AND q.approval_key = v_key
+                    AND q.status = 'approved' AND q.consumed_at IS NULL
+                    AND agent._workspace_ok(q.workspace_id)
+                  ORDER BY q.id LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+     AND p.consumed_at IS NULL
+  RETURNING * INTO ap;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM agent._audit_event('approval.consume', 'success', 'approval', ap.id::text, ap.workspace_id, NULL,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
+                             format('run %s executes the approved call of %s', ap.run_id, ap.tool));
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION agent.consume_approval(bigint, text, jsonb) IS
+  'For the executor, before a gated tool call: true exactly once for an approved, not yet consumed approval of that run with that tool and input (consumed_at is set); false otherwise (ask with agent.request_approval), and for a run of another workspace than the session''s.';
