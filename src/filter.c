@@ -328,7 +328,7 @@ StringContains(const JsonbValue *hay, const JsonbValue *needle)
 
 /*
  * the contains operator: an element of an array, a key of an object, or a
- * substring of a string
+ * substring of a string (case-insensitive; a number or boolean as its text)
  */
 static bool
 ValueContains(JsonbValue *pv, JsonbValue *fv)
@@ -375,7 +375,7 @@ ValueContains(JsonbValue *pv, JsonbValue *fv)
 	return false;
 }
 
-/* the is_empty operator: null, an empty string, array or object */
+/* the is_empty operator: null, a blank string, an empty array or object */
 static bool
 ValueIsEmpty(JsonbValue *v)
 {
