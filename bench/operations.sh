@@ -15,6 +15,8 @@ q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 t0=$(date +%s)
 q -v n="$n" >/dev/null <<'SQL'
 SET client_min_messages = warning;
+-- the agents' endpoints must be allowed ones (pg_agents.llm_url_allowlist)
+SET pg_agents.llm_url_allowlist = 'https://llm0.example.com/v1, https://llm1.example.com/v1';
 -- the worker claims nothing meanwhile (the agents name unreachable endpoints)
 SELECT agent.pause_worker('bench/operations.sh');
 DELETE FROM agent.agents WHERE workspace_id LIKE 'ws-bench-ops-%';

@@ -788,7 +788,33 @@ McpResultUnit(Slot *s, void *arg)
 	ExecuteTools(s);
 }
 
+/* a question of the MCP server in the call's stream: stored, or its answer looked for */
+static void
+McpElicitUnit(Slot *s, void *arg)
+{
+	ToolRun		tr = SlotToolRun(s);
+
+	if (!HoldLease(s->run_id))
+	{
+		s->state = SLOT_FREE;
+		return;
+	}
+	McpCallElicitStep(&tr, s->mcp);
+}
+
 static void SlotUnit(Slot *s, const char *activity, UnitFn fn, void *arg);
+
+/* the MCP results of one pass (FlushMcpResults) */
+#define MCP_BATCH		64
+typedef struct McpBatch
+{
+	int			n;
+	Slot	   *slots[MCP_BATCH];
+	SlotState	before[MCP_BATCH];
+	char	   *failed[MCP_BATCH];
+} McpBatch;
+
+static McpBatch mcp_batch;
 
 /* a transfer of MCP (mcp_tools.c) ended */
 static void
@@ -804,7 +830,93 @@ McpTransferDone(HttpRequest *req)
 	s = (Slot *) req->owner;
 	CHECK_FOR_INTERRUPTS();
 	if (McpCallCollect(s->mcp, req))
-		SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+	{
+		if (mcp_batch.n < MCP_BATCH)
+			mcp_batch.slots[mcp_batch.n++] = s;	/* recorded with the others (FlushMcpResults) */
+		else
+			SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+	}
+}
+
+/*
+ * The MCP results that came back in one pass are recorded in one
+ * transaction, each slot's in a subtransaction of its own, so that a failed
+ * one fails its run only (as SlotUnit would).
+ */
+static void
+McpBatchUnit(Slot *unused, void *arg)
+{
+	McpBatch   *b = (McpBatch *) arg;
+
+	for (int i = 0; i < b->n; i++)
+	{
+		Slot	   *s = b->slots[i];
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+
+		b->failed[i] = NULL;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			McpResultUnit(s, NULL);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			b->failed[i] = MemoryContextStrdup(TopMemoryContext, edata->message ? edata->message : "unknown error");
+			ereport(LOG,
+					(errmsg("pg_agents worker: recording an MCP result failed: %s", b->failed[i])));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+	}
+}
+
+static void
+FlushMcpResults(void)
+{
+	McpBatch   *b = &mcp_batch;
+	bool		ok;
+
+	if (b->n == 0)
+		return;
+	if (b->n == 1)
+	{
+		b->n = 0;
+		SlotUnit(b->slots[0], "pg_agents: recording an MCP result", McpResultUnit, NULL);
+		return;
+	}
+	for (int i = 0; i < b->n; i++)
+		b->before[i] = b->slots[i]->state;
+	ok = RunUnit("pg_agents: recording MCP results", McpBatchUnit, NULL, b);
+	for (int i = 0; i < b->n; i++)
+	{
+		Slot	   *s = b->slots[i];
+
+		if (!ok || b->failed[i])
+		{
+			s->state = b->before[i];
+			EndRunFailed(s, "failed", psprintf("internal error of the worker: %s",
+											   ok ? b->failed[i] : unit_error));
+		}
+		else if (s->state == SLOT_FREE)
+			SlotFree(s);
+		if (b->failed[i])
+			pfree(b->failed[i]);
+		b->failed[i] = NULL;
+	}
+	b->n = 0;
 }
 
 /* starts the MCP calls that are due, with no transaction open */
@@ -827,7 +939,13 @@ StartDueMcp(void)
 				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
 		}
 		else if (McpCallInFlight(s->mcp))
+		{
 			McpCallPump(s->mcp);
+			if (McpCallAnswered(s->mcp))	/* timed out */
+				SlotUnit(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+			else if (McpCallWantsUnit(s->mcp, now))
+				SlotUnit(s, "pg_agents: an MCP server asks a person", McpElicitUnit, NULL);
+		}
 	}
 	McpWorkerHousekeeping();
 }
@@ -1728,6 +1846,7 @@ ExecutorStep(void)
 		if (++done % 16 == 0 && done <= 256)
 		{
 			FlushReplies();
+			FlushMcpResults();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
 			StartDueMcp();
@@ -1735,6 +1854,7 @@ ExecutorStep(void)
 		}
 	}
 	FlushReplies();
+	FlushMcpResults();
 	PublishDeltas();			/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
@@ -1852,6 +1972,7 @@ ExecutorDrainStep(void)
 			FlushReplies();
 	}
 	FlushReplies();
+	FlushMcpResults();
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (slots[i].state == SLOT_TOOLS)
 			SlotUnit(&slots[i], "pg_agents: executing tools", ToolsUnit, NULL);

@@ -39,6 +39,7 @@ char	   *pg_agents_embedding_model = NULL;
 char	   *pg_agents_llm_api_key = NULL;
 char	   *pg_agents_llm_url_allowlist = NULL;
 int			pg_agents_request_timeout = 60000;
+int			pg_agents_mcp_elicitation_wait = 120;
 bool		pg_agents_llm_stream = false;
 bool		pg_agents_llm_prompt_cache = true;
 int			pg_agents_max_tool_calls_per_turn = 64;
@@ -194,6 +195,11 @@ PgAgentsDefineGucs(void)
 							"Time-out of one HTTP request of the worker.",
 							NULL, &pg_agents_request_timeout, 60000, 100, 3600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.mcp_elicitation_wait",
+							"How long the worker keeps a 2025-11-25 MCP server's stream open for a person to answer its question.",
+							"0: the worker does not declare elicitation to such servers.",
+							&pg_agents_mcp_elicitation_wait, 120, 0, 24 * 3600,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.max_tool_calls_per_turn",
 							"Tool calls one model reply may ask for; a reply asking for more fails the run.",
 							NULL, &pg_agents_max_tool_calls_per_turn, 64, 1, 10000,

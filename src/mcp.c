@@ -64,6 +64,7 @@ struct McpClient
 	McpElicitCallback elicit_cb;
 	void	   *elicit_arg;
 	int			elicit_deferred;	/* answered later: stateless servers only */
+	long		elicit_hold_ms; /* async, stateful: requests held this long for people */
 	/* authorization */
 	McpAuthCallback auth_cb;
 	void	   *auth_arg;
@@ -95,6 +96,7 @@ typedef struct Xfer
 	CURL	   *handle;			/* when not the client's own */
 	json_t	   *outbox;			/* async: answers to server requests, sent by the caller */
 	int			list_changed;	/* notifications/tools/list_changed seen */
+	json_t	   *held;			/* async: elicitation/create requests held for people */
 } Xfer;
 
 static int	curl_ready = 0;
@@ -445,6 +447,12 @@ mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
 {
 	c->elicit_cb = cb;
 	c->elicit_arg = arg;
+}
+
+void
+mcp_client_hold_elicitation(McpClient *c, long hold_ms)
+{
+	c->elicit_hold_ms = hold_ms > 0 ? hold_ms : 0;
 }
 
 void
@@ -862,7 +870,15 @@ handle_message(Xfer *x, json_t *msg)
 		/* a server request gets an answer, a notification is skipped */
 		if (json_object_get(msg, "id") && !json_is_null(json_object_get(msg, "id")))
 		{
-			if (x->outbox)
+			if (x->outbox && x->c->elicit_hold_ms > 0 && !x->c->stateless &&
+				method && strcmp(method, "elicitation/create") == 0)
+			{
+				/* answered once a person did (mcp_async_take_elicitation) */
+				if (x->held == NULL)
+					x->held = json_array();
+				json_array_append(x->held, msg);
+			}
+			else if (x->outbox)
 				json_array_append_new(x->outbox, server_reply(x->c, msg));
 			else
 				reply_to_server_request(x->c, msg);
@@ -1136,6 +1152,8 @@ xfer_free(Xfer *x)
 		json_decref(x->response);
 	if (x->outbox)
 		json_decref(x->outbox);
+	if (x->held)
+		json_decref(x->held);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -1621,7 +1639,8 @@ client_capabilities(McpClient *c)
 {
 	json_t	   *caps = mcp_json_object();
 
-	if (c->elicit_cb || (c->elicit_deferred && c->stateless))
+	if (c->elicit_cb || (c->elicit_deferred && c->stateless) ||
+		(c->elicit_hold_ms > 0 && !c->stateless))
 		json_object_set_new(caps, "elicitation", mcp_json_object());
 	return caps;
 }
@@ -2323,6 +2342,7 @@ struct McpAsync
 	char	   *payload;
 	struct curl_slist *hl;
 	long		deadline;
+	long		soft_deadline;	/* now_ms() bound without the people's wait */
 	int			resumes;
 	long		delay_ms;
 	char		curl_error[CURL_ERROR_SIZE];
@@ -2390,6 +2410,7 @@ async_new(McpClient *c, int kind)
 		return NULL;
 	}
 	a->deadline = now_ms() + c->timeout_ms;
+	a->soft_deadline = a->deadline;
 	a->delay_ms = -1;
 	a->x.c = c;
 	a->x.retry_ms = -1;
@@ -2484,6 +2505,14 @@ mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_d
 		json_object_set(params, "inputResponses", input_responses);
 	if (request_state)
 		json_object_set_new(params, "requestState", json_string(request_state));
+	/*
+	 * A server may ask a person something in the stream: the transfer's own
+	 * bound leaves room for the wait, the caller bounds the rest
+	 * (mcp_async_soft_deadline).
+	 */
+	a->soft_deadline = a->deadline;
+	if (c->elicit_hold_ms > 0 && !c->stateless)
+		a->deadline += c->elicit_hold_ms;
 	a->id = c->next_id++;
 	a->x.want_id = a->id;
 	msg = build_request(c, "tools/call", params, a->id);
@@ -2727,6 +2756,55 @@ mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body)
 	*headers = curl_slist_append(*headers, "Accept: application/json, text/event-stream");
 	*headers = base_headers(a->c, *headers, 1);
 	return 1;
+}
+
+json_t *
+mcp_async_take_elicitation(McpAsync *a)
+{
+	json_t	   *m;
+
+	if (a->x.held == NULL || json_array_size(a->x.held) == 0)
+		return NULL;
+	m = json_incref(json_array_get(a->x.held, 0));
+	json_array_remove(a->x.held, 0);
+	return m;
+}
+
+void
+mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer)
+{
+	json_t	   *params = json_object_get(request, "params");
+	json_t	   *res = json_deep_copy(answer);
+
+	if (!json_is_object(res))
+	{
+		if (res)
+			json_decref(res);
+		res = json_pack("{s:s}", "action", "cancel");
+	}
+	mcp_elicitation_apply_defaults(params, res);
+	if (a->x.outbox == NULL)
+		a->x.outbox = json_array();
+	json_array_append_new(a->x.outbox, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0",
+												 "id", json_object_get(request, "id"), "result", res));
+}
+
+long
+mcp_async_soft_deadline(McpAsync *a)
+{
+	return a->soft_deadline;
+}
+
+void
+mcp_async_extend(McpAsync *a, long ms)
+{
+	a->soft_deadline += ms;
+}
+
+long
+mcp_now_ms(void)
+{
+	return now_ms();
 }
 
 void

@@ -114,6 +114,17 @@ extern void mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void 
 extern void mcp_client_defer_elicitation(McpClient *c);
 
 /*
+ * Elicitation in the stream of a stateful (2025-11-25) server, answered by
+ * people while the stream stays open (the worker): declared to such
+ * servers; an elicitation/create request in the stream of an asynchronous
+ * call is held (mcp_async_take_elicitation) instead of being answered, and
+ * the call's transfer may last hold_ms longer than the client's timeout (the
+ * caller bounds the time outside a person's wait, mcp_async_soft_deadline).
+ * 0: not declared (the default).
+ */
+extern void mcp_client_hold_elicitation(McpClient *c, long hold_ms);
+
+/*
  * Authorization: called when the server answers 401, or 403 with
  * error="insufficient_scope", with the HTTP status and the
  * WWW-Authenticate header (or NULL).  Returns 0 after it set a new
@@ -245,5 +256,19 @@ extern int	mcp_async_list_changed(McpAsync *a);
 /* 1 with a POST to send (headers and body malloc'd, the caller's), 0 when none is left */
 extern int	mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body);
 extern void mcp_async_free(McpAsync *a);
+
+/*
+ * Held elicitation (mcp_client_hold_elicitation): the next elicitation/create
+ * request the server made in the stream (a new reference, {"id", "method",
+ * "params"}), or NULL; its answer (an ElicitResult, the requested schema's
+ * defaults applied to an accepted one) goes out through
+ * mcp_async_next_reply.  The soft deadline (mcp_now_ms() clock) is when the
+ * call times out outside a person's wait; mcp_async_extend moves it.
+ */
+extern json_t *mcp_async_take_elicitation(McpAsync *a);
+extern void mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer);
+extern long mcp_async_soft_deadline(McpAsync *a);
+extern void mcp_async_extend(McpAsync *a, long ms);
+extern long mcp_now_ms(void);
 
 #endif							/* PG_AGENTS_MCP_H */

@@ -35,8 +35,14 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "access/xact.h"
+#include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -49,12 +55,57 @@
  * (agent._mcp_run_user: the requester of a manual run, the owner of an
  * autonomous one), never another user's.
  */
+/*
+ * The MCP tools offered to a run at its claim (server, tool, approval flags,
+ * schema), so that its calls need not list them again: builtin tools use
+ * the scope as claimed too.  A ring of the last runs claimed (bounded
+ * memory: a few MB with large tool lists); a run not found (evicted, with
+ * more runs in flight than that) is looked up again (McpToolExecute).
+ * malloc'd.
+ */
+#define TOOL_CACHE	256
+static struct
+{
+	int64		run_id;
+	json_t	   *tools;			/* exposed name -> {server_id, tool, needs, read_only, schema} */
+}			tool_cache[TOOL_CACHE];
+static int	tool_cache_next = 0;
+
+static void
+CachePut(int64 run_id, json_t *known)
+{
+	int			i;
+
+	for (i = 0; i < TOOL_CACHE; i++)
+		if (tool_cache[i].tools && tool_cache[i].run_id == run_id)
+			break;
+	if (i == TOOL_CACHE)
+	{
+		i = tool_cache_next;
+		tool_cache_next = (tool_cache_next + 1) % TOOL_CACHE;
+	}
+	if (tool_cache[i].tools)
+		json_decref(tool_cache[i].tools);
+	tool_cache[i].run_id = run_id;
+	tool_cache[i].tools = known;
+}
+
+static json_t *
+CacheGet(int64 run_id, const char *name)
+{
+	for (int i = 0; i < TOOL_CACHE; i++)
+		if (tool_cache[i].tools && tool_cache[i].run_id == run_id)
+			return json_object_get(tool_cache[i].tools, name);
+	return NULL;
+}
+
 void
 McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 {
 	Oid			types[2] = {INT8OID, INT8OID};
 	Datum		vals[2];
 	int			rc;
+	json_t	   *known;
 	static SPIPlanPtr any_plan = NULL;
 	static SPIPlanPtr list_plan = NULL;
 
@@ -73,12 +124,17 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+	{
+		CachePut(run_id, json_pack("{}"));
 		return;
-	rc = SpiUtilExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text "
+	}
+	rc = SpiUtilExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text, "
+						  "m.server_id, m.tool, m.needs_approval, m.read_only "
 						  "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($2)) m ORDER BY m.exposed_name",
 						  2, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
+	known = json_pack("{}");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -86,8 +142,20 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 		char	   *name = SPI_getvalue(tup, td, 1);
 		char	   *server = SPI_getvalue(tup, td, 2);
 		char	   *desc = SPI_getvalue(tup, td, 3);
-		json_t	   *schema = json_loads(SPI_getvalue(tup, td, 4), 0, NULL);
+		char	   *schema_text = SPI_getvalue(tup, td, 4);
+		json_t	   *schema = json_loads(schema_text, 0, NULL);
 		char	   *full = psprintf("[MCP server %s] %s", server, desc);
+		char	   *sid = SPI_getvalue(tup, td, 5);
+		char	   *tool = SPI_getvalue(tup, td, 6);
+		char	   *needs = SPI_getvalue(tup, td, 7);
+		char	   *ro = SPI_getvalue(tup, td, 8);
+
+		json_object_set_new(known, name, json_pack("{s:I, s:s, s:b, s:b, s:s}",
+												   "server_id", (json_int_t) strtoll(sid ? sid : "0", NULL, 10),
+												   "tool", tool ? tool : "",
+												   "needs", needs && needs[0] == 't',
+												   "read_only", ro && ro[0] == 't',
+												   "schema", schema_text ? schema_text : "{}"));
 
 		if (!json_is_object(schema))
 		{
@@ -99,6 +167,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 											   "description", full, "parameters", schema));
 		pfree(full);
 	}
+	CachePut(run_id, known);
 }
 
 /* ---------------------------------------------------------------------
@@ -159,7 +228,19 @@ struct McpCall
 	/* what came back: {"ok", "result"|"error", ...} */
 	json_t	   *answer;
 	bool		list_changed;
+	/* a question the server asked in the stream, waiting for people */
+	json_t	   *elicit;			/* its elicitation/create request */
+	int			elicit_state;	/* ELICIT_* */
+	int64		elicit_id;		/* agent.mcp_elicitations.id */
+	long		elicit_since;	/* mcp_now_ms() when it came */
+	TimestampTz elicit_until;	/* answered "cancel" then */
+	TimestampTz poll_at;
 };
+
+#define ELICIT_NONE		0
+#define ELICIT_NEW		1		/* to be stored for people */
+#define ELICIT_WAITING	2		/* stored: the answer is looked for */
+#define ELICIT_POLL_MS	500
 
 static McpCall *prepared = NULL;
 
@@ -253,7 +334,12 @@ EntryFor(McpCall *mc)
 		mcp_client_defer_elicitation(e->client);
 	}
 	else
+	{
 		mcp_client_set_protocol(e->client, mc->protocol);	/* NULL: discover */
+		/* a 2025-11-25 server's question in the stream waits for people */
+		if (pg_agents_mcp_elicitation_wait > 0)
+			mcp_client_hold_elicitation(e->client, pg_agents_mcp_elicitation_wait * 1000L);
+	}
 	e->refs = 1;
 	e->next = entries;
 	entries = e;
@@ -317,6 +403,8 @@ McpCallFree(McpCall *mc)
 		json_decref(mc->responses);
 	if (mc->answer)
 		json_decref(mc->answer);
+	if (mc->elicit)
+		json_decref(mc->elicit);
 	free(mc);
 }
 
@@ -460,12 +548,47 @@ SendReplies(McpCall *mc)
 	}
 }
 
-/* between passes: answers the server's requests of the streams in flight */
+/*
+ * Between passes: answers the server's requests of the streams in flight,
+ * takes a question the server asked in the stream for people
+ * (McpCallWantsUnit), and ends a call past pg_agents.request_timeout
+ * outside a person's wait (its transfer may last longer by
+ * pg_agents.mcp_elicitation_wait): then McpCallAnswered.
+ */
 void
 McpCallPump(McpCall *mc)
 {
-	if (mc->req)
-		SendReplies(mc);
+	if (mc->req == NULL)
+		return;
+	SendReplies(mc);
+	if (mc->elicit == NULL && mc->async && !mc->initializing)
+	{
+		mc->elicit = mcp_async_take_elicitation(mc->async);
+		if (mc->elicit)
+		{
+			mc->elicit_state = ELICIT_NEW;
+			mc->elicit_since = mcp_now_ms();
+			return;
+		}
+		if (mcp_now_ms() > mcp_async_soft_deadline(mc->async))
+		{
+			char		why[128];
+
+			HttpFree(mc->req);	/* removed from the multi handle */
+			mc->req = NULL;
+			transfers--;
+			snprintf(why, sizeof(why), "tools/call timed out after %d ms", pg_agents_request_timeout);
+			SetAnswer(mc, Failure(why));
+		}
+	}
+}
+
+/* a question of the server waits to be stored, or its answer to be looked for */
+bool
+McpCallWantsUnit(McpCall *mc, TimestampTz now)
+{
+	return mc->elicit != NULL &&
+		(mc->elicit_state == ELICIT_NEW || (mc->elicit_state == ELICIT_WAITING && mc->poll_at <= now));
 }
 
 /* a transfer of ours ended: an answer to a server's request is just freed */
@@ -649,6 +772,86 @@ McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 }
 
 /*
+ * Inside a short transaction of the slot (its lease renewed): a question the
+ * server asked in the stream of the call is stored for people
+ * (agent._mcp_worker_elicit: the form in agent.mcp_elicitations, a pending
+ * approval, an "approval" step), or its answer looked for
+ * (agent._mcp_worker_elicit_poll: a person's answer, a decline when the
+ * approval was denied, a cancel once pg_agents.mcp_elicitation_wait or the
+ * approval's own expiry passed); an answer goes out on the session at the
+ * next pass (McpCallPump), the call's time-out starts again, and the stream
+ * goes on to the tool's result.
+ */
+void
+McpCallElicitStep(const ToolRun *tr, McpCall *mc)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	static SPIPlanPtr new_plan = NULL;
+	static SPIPlanPtr poll_plan = NULL;
+
+	if (mc->elicit_state == ELICIT_NEW)
+	{
+		Oid			types[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, JSONBOID, INT4OID};
+		Datum		vals[6];
+		json_t	   *got;
+		json_t	   *step;
+
+		vals[0] = Int64GetDatum(tr->run_id);
+		vals[1] = CStringGetTextDatum(mc->exposed);
+		vals[2] = JsonbArg(mc->arguments);
+		vals[3] = Int64GetDatum(mc->server_id);
+		vals[4] = JsonbArg(mc->elicit);
+		vals[5] = Int32GetDatum(pg_agents_mcp_elicitation_wait);
+		if (SpiUtilExecPlan(&new_plan, "SELECT agent._mcp_worker_elicit($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+							 6, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "agent._mcp_worker_elicit returned no row");
+		got = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		if (!json_is_object(got))
+			elog(ERROR, "agent._mcp_worker_elicit returned invalid JSON");
+		mc->elicit_id = (int64) json_integer_value(json_object_get(got, "id"));
+		step = json_pack("{s:s, s:O?, s:O?, s:b}", "elicitation", "pending",
+						 "approval_key", json_object_get(got, "approval_key"),
+						 "questions", json_object_get(got, "questions"), "stream", 1);
+		ToolGateRecordStep(tr->run_id, "approval", mc->exposed, mc->input, step, "pending", 0, now);
+		json_decref(step);
+		json_decref(got);
+		mc->elicit_state = ELICIT_WAITING;
+		mc->elicit_until = TimestampTzPlusMilliseconds(now, pg_agents_mcp_elicitation_wait * 1000L);
+		mc->poll_at = TimestampTzPlusMilliseconds(now, ELICIT_POLL_MS);
+		return;
+	}
+	if (mc->elicit_state == ELICIT_WAITING)
+	{
+		Oid			types[2] = {INT8OID, BOOLOID};
+		Datum		vals[2];
+		char	   *text;
+		json_t	   *answer;
+
+		vals[0] = Int64GetDatum(mc->elicit_id);
+		vals[1] = BoolGetDatum(now >= mc->elicit_until);
+		if (SpiUtilExecPlan(&poll_plan, "SELECT agent._mcp_worker_elicit_poll($1, $2)::pg_catalog.text",
+							 2, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "agent._mcp_worker_elicit_poll returned no row");
+		text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		mc->poll_at = TimestampTzPlusMilliseconds(now, ELICIT_POLL_MS);
+		if (text == NULL)
+			return;				/* not yet */
+		answer = JsonFromText(text);
+		if (mc->async)
+		{
+			mcp_async_answer_elicitation(mc->async, mc->elicit, answer);
+			/* request_timeout again from now: the wait for a person is not the server's */
+			mcp_async_extend(mc->async, mcp_now_ms() - mc->elicit_since);
+		}
+		if (answer)
+			json_decref(answer);
+		json_decref(mc->elicit);
+		mc->elicit = NULL;
+		mc->elicit_state = ELICIT_NONE;
+	}
+}
+
+/*
  * Executes one mcp__* tool call for the run, inside the tool transaction:
  * the look-up, the approval gate and the preparation
  * (agent._mcp_worker_prepare).  TOOL_MCP_ASYNC: the call is prepared
@@ -670,6 +873,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	json_t	   *prep;
 	McpCall    *mc;
 	ToolOutcome oc;
+	json_t	   *cached;
 	static SPIPlanPtr prep_plan = NULL;
 
 	*result = NULL;
@@ -677,23 +881,36 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	vals[1] = CStringGetTextDatum(name);
 	vals[2] = (Datum) 0;
 	vals[3] = Int64GetDatum(tr->run_id);
-	rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
-							   "m.input_schema::pg_catalog.text "
-							   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
-							   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not look up MCP tool \"%s\"", name);
-	if (SPI_processed != 1)
+	cached = CacheGet(tr->run_id, name);
+	if (cached)
 	{
-		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-		ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-		return TOOL_DONE;
+		/* as offered at the claim (the server's row is read again by the preparation) */
+		needs = json_is_true(json_object_get(cached, "needs"));
+		read_only = json_is_true(json_object_get(cached, "read_only"));
+		server_id = (int64) json_integer_value(json_object_get(cached, "server_id"));
+		tool = pstrdup(json_string_value(json_object_get(cached, "tool")));
+		schema = pstrdup(json_string_value(json_object_get(cached, "schema")));
 	}
-	needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
-	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	else
+	{
+		rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
+								   "m.input_schema::pg_catalog.text "
+								   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
+								   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "could not look up MCP tool \"%s\"", name);
+		if (SPI_processed != 1)
+		{
+			*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
+			ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+			return TOOL_DONE;
+		}
+		needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+		tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	}
 	if (needs || ToolGateNeedsApproval(tr, name, !read_only))
 	{
 		ToolOutcome gate = ToolGateApproval(tr, name, input, result, started);
@@ -789,6 +1006,95 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	json_decref(prep);
 	prepared = mc;
 	return TOOL_MCP_ASYNC;
+}
+
+/* ---------------------------------------------------------------------
+ * The periodic refresh, in a process of its own
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * OAuth tokens due for renewal (agent.mcp_oauth_refresh_due) and tool lists
+ * due for a new listing (agent.mcp_refresh_due) talk to remote servers
+ * synchronously, each request bounded by pg_agents.request_timeout, a few
+ * servers a pass: done in the worker's loop, a silent server would stall
+ * every run for minutes, with a transaction open.  The worker starts a
+ * short-lived background process for it instead (at most one at a time),
+ * and goes on; only when none can be started (max_worker_processes
+ * exhausted) does the caller do it itself (returns false).
+ */
+static BackgroundWorkerHandle *refresh_handle = NULL;
+
+bool
+McpRefreshLaunch(void)
+{
+	BackgroundWorker w;
+	pid_t		pid;
+
+	if (refresh_handle)
+	{
+		BgwHandleStatus st = GetBackgroundWorkerPid(refresh_handle, &pid);
+
+		if (st == BGWH_STARTED || st == BGWH_NOT_YET_STARTED)
+			return true;		/* the last pass is still at it */
+		pfree(refresh_handle);
+		refresh_handle = NULL;
+	}
+	memset(&w, 0, sizeof(w));
+	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(w.bgw_library_name, "pg_agents", BGW_MAXLEN);
+	strlcpy(w.bgw_function_name, "pg_agents_mcp_refresh_main", BGW_MAXLEN);
+	strlcpy(w.bgw_name, "pg_agents mcp refresh", BGW_MAXLEN);
+	strlcpy(w.bgw_type, "pg_agents mcp refresh", BGW_MAXLEN);
+	w.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	w.bgw_notify_pid = 0;
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		bool		ok = RegisterDynamicBackgroundWorker(&w, &refresh_handle);
+
+		MemoryContextSwitchTo(old);
+		if (!ok)
+		{
+			refresh_handle = NULL;
+			return false;
+		}
+	}
+	return true;
+}
+
+PGDLLEXPORT void pg_agents_mcp_refresh_main(Datum arg);
+
+void
+pg_agents_mcp_refresh_main(Datum arg)
+{
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SpiUtilFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
+	{
+		pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
+		if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
+	}
+	if (SpiUtilFunctionExists("agent.mcp_refresh_due(interval,integer)"))
+	{
+		pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
+		if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "agent.mcp_refresh_due() failed");
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(true);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
 }
 
 /* ---------------------------------------------------------------------

@@ -42,6 +42,7 @@ extern char *pg_agents_llm_model;
 extern char *pg_agents_embedding_model;
 extern char *pg_agents_llm_api_key;
 extern int	pg_agents_request_timeout;
+extern int	pg_agents_mcp_elicitation_wait;
 extern bool pg_agents_llm_stream;
 extern bool pg_agents_llm_prompt_cache;
 extern char *pg_agents_llm_url_allowlist;

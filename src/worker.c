@@ -157,6 +157,7 @@ bool
 PgAgentsWorkerReady(void)
 {
 	static char last_mismatch[64] = "";
+	MemoryContext cxt = CurrentMemoryContext;
 	bool		ready;
 	char	   *version;
 
@@ -189,6 +190,8 @@ PgAgentsWorkerReady(void)
 		SpiUtilFunctionExists("agent._worker_reclaim(integer)");
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* the commit left TopMemoryContext current: the loop's context again */
+	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return ready;
 }
@@ -267,6 +270,8 @@ TickMcpOAuth(void)
 	if (last != 0 && !TimestampDifferenceExceeds(last, now, 30 * 1000))
 		return;
 	last = now;
+	if (McpRefreshLaunch())		/* mcp_tools.c: in a process of its own */
+		return;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
@@ -450,6 +455,8 @@ pg_agents_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		/* (whatever a unit left current, the pass allocates in loopcxt) */
+		MemoryContextSwitchTo(loopcxt);
 		MemoryContextReset(loopcxt);
 		CHECK_FOR_INTERRUPTS();
 		if (drain_requested)	/* operations */

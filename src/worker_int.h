@@ -272,6 +272,9 @@ extern McpCall *McpTakePrepared(void);
 extern void McpCallStart(McpCall *mc, void *owner);	/* no transaction open */
 extern bool McpCallCollect(McpCall *mc, HttpRequest *req);	/* true: answered */
 extern void McpCallPump(McpCall *mc);
+extern bool McpCallWantsUnit(McpCall *mc, TimestampTz now);
+extern void McpCallElicitStep(const ToolRun *tr, McpCall *mc);
+extern bool McpRefreshLaunch(void);	/* false: do the refresh in the loop */
 extern bool McpCallDue(McpCall *mc, TimestampTz now);
 extern bool McpCallInFlight(McpCall *mc);
 extern bool McpCallAnswered(McpCall *mc);

@@ -28,12 +28,13 @@ CREATE TABLE agent.mcp_elicitations (
     exposed_name   text NOT NULL,
     input_requests jsonb NOT NULL CHECK (jsonb_typeof(input_requests) = 'object'),
     request_state  text,
-    status         text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'answered', 'consumed')),
+    status         text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'answered', 'consumed', 'expired')),
     response       jsonb,
     answered_by    text,
     created_at     timestamptz NOT NULL DEFAULT now(),
     expires_at     timestamptz NOT NULL,
-    answered_at    timestamptz
+    answered_at    timestamptz,
+    live           boolean NOT NULL DEFAULT false
 );
 CREATE INDEX mcp_elicitations_run_idx ON agent.mcp_elicitations (run_id, approval_key);
 REVOKE ALL ON agent.mcp_elicitations FROM PUBLIC;
@@ -46,12 +47,13 @@ COMMENT ON COLUMN agent.mcp_elicitations.server_id IS 'The MCP server that asked
 COMMENT ON COLUMN agent.mcp_elicitations.exposed_name IS 'The tool called (mcp__<server>__<tool>).';
 COMMENT ON COLUMN agent.mcp_elicitations.input_requests IS 'The server''s inputRequests: {key: {"method": "elicitation/create", "params": {"message", "requestedSchema"}}}.';
 COMMENT ON COLUMN agent.mcp_elicitations.request_state IS 'The server''s requestState, echoed unchanged with the answer.';
-COMMENT ON COLUMN agent.mcp_elicitations.status IS 'pending, answered, or consumed (sent to the server).';
+COMMENT ON COLUMN agent.mcp_elicitations.status IS 'pending, answered, consumed (sent to the server), or expired (a live question unanswered within pg_agents.mcp_elicitation_wait: cancel was sent).';
 COMMENT ON COLUMN agent.mcp_elicitations.response IS 'The answers, {key: ElicitResult}, defaults applied.';
 COMMENT ON COLUMN agent.mcp_elicitations.answered_by IS 'Who answered.';
 COMMENT ON COLUMN agent.mcp_elicitations.created_at IS 'When the server asked.';
 COMMENT ON COLUMN agent.mcp_elicitations.expires_at IS 'When the question expires with its approval (pg_agents.approval_ttl).';
 COMMENT ON COLUMN agent.mcp_elicitations.answered_at IS 'When it was answered.';
+COMMENT ON COLUMN agent.mcp_elicitations.live IS 'A 2025-11-25 server''s elicitation/create request in the stream of the call, waiting on the open stream while the run stays running in its worker slot (pg_agents.mcp_elicitation_wait); input_requests is then {JSON-RPC id: request}.';
 
 CREATE VIEW agent.mcp_pending_input WITH (security_barrier) AS
   SELECT e.approval_key, e.run_id, e.workspace_id, e.exposed_name, r.key AS input_key,
@@ -59,7 +61,8 @@ CREATE VIEW agent.mcp_pending_input WITH (security_barrier) AS
          e.created_at, e.expires_at
     FROM agent.mcp_elicitations e, pg_catalog.jsonb_each(e.input_requests) r
    WHERE e.status = 'pending' AND e.expires_at > pg_catalog.now()
-     AND EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = e.run_id AND x.status = 'waiting_approval')
+     AND EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = e.run_id
+                    AND x.status = CASE WHEN e.live THEN 'running' ELSE 'waiting_approval' END)
      AND (e.workspace_id = pg_catalog.current_setting('pg_agents.workspace', true)
           OR pg_catalog.current_setting('is_superuser') = 'on');
 COMMENT ON VIEW agent.mcp_pending_input IS 'Questions MCP servers are waiting on, of the session''s workspace: the form to show a person (message, requested JSON schema), the approval key to answer with.';
@@ -193,7 +196,8 @@ BEGIN
   SELECT * INTO e FROM agent.mcp_elicitations x
    WHERE x.approval_key = answer_elicitation.key AND x.status = 'pending' AND x.expires_at > now()
      AND agent._workspace_ok(x.workspace_id)
-     AND EXISTS (SELECT 1 FROM agent.runs r WHERE r.id = x.run_id AND r.status = 'waiting_approval')
+     AND EXISTS (SELECT 1 FROM agent.runs r WHERE r.id = x.run_id
+                    AND r.status = CASE WHEN x.live THEN 'running' ELSE 'waiting_approval' END)
    ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'no pending elicitation with key "%"', key USING ERRCODE = 'undefined_object';
@@ -210,10 +214,12 @@ BEGIN
   UPDATE agent.mcp_elicitations x
      SET status = 'answered', response = v_answers, answered_by = by_user, answered_at = now()
    WHERE x.id = e.id;
-  -- the run resumes like on an approval (edit level on the agent required)
+  -- the run resumes like on an approval (edit level on the agent required);
+  -- a live question's run never stopped: the worker sends the answer on the
+  -- server's open stream (agent._mcp_worker_elicit_poll)
   RETURN agent.approve(e.approval_key, by_user, e.run_id);
 END
 $$;
 REVOKE ALL ON FUNCTION agent.answer_elicitation(text, jsonb, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.answer_elicitation(text, jsonb, text) IS
-  'Answers the question an MCP server asked during a run''s tool call (key: the approval key shown in agent.mcp_pending_input) for by_user, who must be allowed to approve the run''s calls: {"action": "accept", "content": {...}} (the form''s defaults filled in), {"action": "decline"} or {"action": "cancel"}; several questions are answered as {input key: answer}. The run resumes and the server gets the answer. Returns the run id.';
+  'Answers the question an MCP server asked during a run''s tool call (key: the approval key shown in agent.mcp_pending_input) for by_user, who must be allowed to approve the run''s calls: {"action": "accept", "content": {...}} (the form''s defaults filled in), {"action": "decline"} or {"action": "cancel"}; several questions are answered as {input key: answer}. The run resumes and the server gets the answer (a live question of a 2025-11-25 server: on the stream the worker keeps open). Returns the run id.';
