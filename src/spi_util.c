@@ -67,7 +67,7 @@ SpiUtilExecExpect(SPIPlanPtr plan, Datum *vals, const char *nulls, bool read_onl
 		elog(ERROR, "pg_agents: %s failed: %s", what, SPI_result_code_string(rc));
 }
 
-/* calls to_regprocedure or to_regclass: InvalidOid when the object is missing */
+/* calls a to_reg* function: InvalidOid when the object is missing */
 static Oid
 ToReg(PGFunction fn, const char *name)
 {
@@ -93,13 +93,6 @@ bool
 SpiUtilFunctionExists(const char *signature)
 {
 	return OidIsValid(ToReg(to_regprocedure, signature));
-}
-
-/* the relation of a (qualified) name, or InvalidOid */
-Oid
-SpiUtilLookupRelation(const char *name)
-{
-	return ToReg(to_regclass, name);
 }
 
 /*

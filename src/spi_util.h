@@ -20,7 +20,6 @@ extern void SpiUtilExecExpect(SPIPlanPtr plan, Datum *vals, const char *nulls,
 							  bool read_only, int expected, const char *what);
 extern Oid	SpiUtilLookupProcedure(const char *signature);
 extern bool SpiUtilFunctionExists(const char *signature);
-extern Oid	SpiUtilLookupRelation(const char *name);
 extern ErrorData *SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep);
 
 #endif							/* PG_AGENTS_SPI_UTIL_H */

@@ -112,7 +112,7 @@ ToolGateError(const char *fmt,...)
 }
 
 /* one row of agent.run_steps, its input and output redacted by agent.redact */
-bool
+static bool
 ToolGateRecordStepText(int64 run_id, const char *kind, const char *name,
 					   const char *input_json, const char *output_json,
 					   const char *status, int64 tokens, TimestampTz started)

@@ -25,9 +25,6 @@ extern Datum ToolGateJsonb(json_t *v);
 extern void ToolGateRecordStep(int64 run_id, const char *kind, const char *name,
 							   json_t *input, json_t *output, const char *status,
 							   int64 tokens, TimestampTz started);
-extern bool ToolGateRecordStepText(int64 run_id, const char *kind, const char *name,
-								   const char *input_json, const char *output_json,
-								   const char *status, int64 tokens, TimestampTz started);
 
 /* access: agent.explain_access, and the refusal of a denied call */
 extern bool ToolGateAllowed(const ToolRun *tr, const char *rtype, const char *rid,
