@@ -18,11 +18,13 @@ DATA_built  = $(INSTALL_built)
 # version can still be installed and upgraded.
 # The upgrade script into the current version is generated too, from its
 # parts in sql/upgrade/<old>--<new>/ (one per area, in name order), followed
-# by sql/src/990_privileges.sql, the one statement of who may call and read
+# by sql/src/980_labels.sql (the functions' parallel labels) and
+# sql/src/990_privileges.sql, the one statement of who may call and read
 # what, which install and upgrade both end with.
 UPGRADE_FROM = 0.3.0
 UPGRADE_PARTS = $(sort $(wildcard sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql))
 UPGRADE_built = sql/$(EXTENSION)--$(UPGRADE_FROM)--$(EXTVERSION).sql
+UPGRADE_TAIL = sql/src/980_labels.sql sql/src/990_privileges.sql
 DATA_built += $(UPGRADE_built)
 DATA        = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)) \
               $(wildcard sql/released/$(EXTENSION)--*.sql)
@@ -38,8 +40,26 @@ PG_CPPFLAGS = -I$(srcdir)/src -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -std=gnu99 -
 # without room for its NUL, which is how SPI's nulls arrays ("  ") are written.
 NO_UNTERMINATED_WARNING := $(shell $(CC) -Werror -Wunterminated-string-initialization -E -x c /dev/null >/dev/null 2>&1 && echo -Wno-unterminated-string-initialization)
 PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
+# WERROR=1 (CI: .ci/run) turns every warning into an error, in the extension
+# and in bin/pg_agents_mcp.
+WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
+PG_CPPFLAGS += $(WERROR_FLAG)
 SHLIB_LINK  = -lcurl -ljansson -lcrypto
-EXTRA_CLEAN = $(DATA_built) test/results test/regression.diffs test/regression.out bin/pg_agents_mcp
+EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp valgrind.out
+
+# pg_regress: the inputs in test/sql, the expected outputs in the top-level
+# expected/ (pg_cron's layout), the results in results/.  pg_regress looks for
+# an expected file in <outputdir>/expected before <inputdir>/expected (and,
+# on 16+, --expecteddir), so --inputdir=test with the default --outputdir=.
+# serves 15, 17 and 18 alike.  `make installcheck` runs the suite on an
+# installed server (docs/hacking.md: shared_preload_libraries =
+# 'pg_agents,pg_cron' and cron.database_name = 'pg_agents_regress'); `make
+# test` runs the same files on its private cluster (tools/run_tests.sh).
+REGRESS      = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
+# The database is made fresh before the run (REGRESS_PREP) rather than by
+# pg_regress, which cannot drop it while pg_cron's launcher is connected.
+REGRESS_OPTS = --inputdir=test --use-existing
+REGRESS_PREP = installcheck-db
 
 # JIT bitcode is not needed and would require clang on the build machine.
 override with_llvm = no
@@ -47,6 +67,17 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(PGXS),)
 include $(PGXS)
+# the database pg_regress creates for installcheck: the name make test's
+# cluster uses too (expected/worker_settings.out shows it); after the include,
+# which sets contrib_regression
+CONTRIB_TESTDB = pg_agents_regress
+
+.PHONY: installcheck-db
+installcheck-db:
+	'$(bindir)/psql' -X -q -v ON_ERROR_STOP=1 -d postgres \
+	    -c 'DROP DATABASE IF EXISTS $(CONTRIB_TESTDB) WITH (FORCE)' -c 'CREATE DATABASE $(CONTRIB_TESTDB)'
+	'$(bindir)/psql' -X -q -v ON_ERROR_STOP=1 -d $(CONTRIB_TESTDB) \
+	    -c 'CREATE EXTENSION pg_cron' -c 'CREATE EXTENSION pg_agents'
 else
 # Before `make deps` has run on a fresh machine there is no PGXS yet: the
 # entry points below install it first and then call make again.
@@ -68,21 +99,21 @@ $(INSTALL_built): $(SQL_PARTS) sql/src pg_agents.control
 	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
 	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
-$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) sql/src/990_privileges.sql pg_agents.control
-	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql and sql/src/990_privileges.sql by make; do not edit."; \
+$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(UPGRADE_TAIL) pg_agents.control
+	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql, sql/src/980_labels.sql and sql/src/990_privileges.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "ALTER EXTENSION pg_agents UPDATE" to load this file. \quit'; \
-	   for f in $(UPGRADE_PARTS) sql/src/990_privileges.sql; do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
+	   for f in $(UPGRADE_PARTS) $(UPGRADE_TAIL); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
 all: $(DATA_built)
 
 # The MCP probe: the extension's own client (src/mcp.c) on the command line.
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h
+bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h pg_agents.control
 	@mkdir -p bin
 	$(if $(Q),@echo "  CC      $@")
-	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter -Isrc -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
+	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
-.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb
+.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb valgrind
 deps:
 	@tools/deps.sh
 
@@ -97,6 +128,14 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh
+
+# the pg_regress and pgTAP suites against a server under valgrind memcheck
+# (tools/run_tests.sh with PG_AGENTS_VALGRIND; TESTS=pattern for a part); not
+# part of make test
+valgrind: deps
+	@tools/deps.sh --valgrind
+	@$(MAKE) --no-print-directory all
+	@PG_AGENTS_VALGRIND=$(CURDIR)/test/valgrind.supp tools/run_tests.sh
 
 # a simulated week under faults in SOAK_MINUTES (default 5), then its
 # reconciliation report (docs/soak.md); not part of make test
@@ -117,4 +156,4 @@ deb: deps
 
 test-deb: deb
 	@tools/deb.sh test
-$(OBJS): src/pg_agents.h src/worker_int.h src/compat.h
+$(OBJS): $(wildcard src/*.h)

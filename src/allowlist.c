@@ -66,8 +66,12 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
+#include "access.h"
+#include "access_gen.h"
+#include "allowlist.h"
 #include "compat.h"
-#include "pg_agents.h"
+#include "guc.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_invalidate);
@@ -232,14 +236,14 @@ pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
  *		id = ANY ((SELECT agent._allowlist_ids_int8('page', 'read'))::bigint[])
  *
  * an InitPlan evaluated once per statement whose array feeds the index on the
- * id column.  The array is computed by PgAgentsReadableIds (access.c, the
+ * id column.  The array is computed by PgAgentsReadableIds (access_readable.c, the
  * decision of agent.can_access for each candidate) and kept in the backend
  * for as long as the access data it was computed from cannot have changed.
  * Two ways to know:
  *
  * - kept across statements (READ COMMITTED, the library preloaded, not on a
  *   standby, the transaction has not changed access data itself, no custom
- *   ACL function): the access generation of src/shmem.c is sampled, then the
+ *   ACL function): the access generation of src/access_gen.c is sampled, then the
  *   set is computed under a fresh snapshot (so no committed change can be
  *   missing from it), and it stays good while the generation is the same and
  *   the access-changing transactions that were in flight at the sample are
@@ -709,7 +713,7 @@ pg_agents_readable_set_stats(PG_FUNCTION_ARGS)
 
 /*
  * agent._access_changed() RETURNS trigger: statement trigger on the access
- * tables; the transaction changes access data (src/shmem.c).
+ * tables; the transaction changes access data (src/access_gen.c).
  */
 Datum
 pg_agents_access_changed(PG_FUNCTION_ARGS)

@@ -31,7 +31,8 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
-#include "pg_agents.h"
+#include "approval.h"
+#include "redact.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_canonical_json);
 PG_FUNCTION_INFO_V1(pg_agents_approval_key);

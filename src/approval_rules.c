@@ -31,10 +31,12 @@
 #include "postgres.h"
 
 #include "compat.h"
-#include "worker_int.h"
+#include "jansson_prelude.h"
+#include "approval_rules.h"
+#include "guc.h"
+#include "tools.h"
 #include "spi_util.h"
 #include "user_sql.h"
-#include "pg_agents.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

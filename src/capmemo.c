@@ -25,8 +25,6 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "pg_agents.h"
-
 PG_FUNCTION_INFO_V1(pg_agents_cap_memo);
 PG_FUNCTION_INFO_V1(pg_agents_cap_memo_set);
 

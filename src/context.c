@@ -41,10 +41,13 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
+#include "context.h"
+#include "guc.h"
+#include "llm.h"
+#include "tools.h"
 #include "spi_util.h"
 #include "tool_gate.h"
-#include "pg_agents.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -19,7 +19,6 @@
 #include "utils/timestamp.h"
 
 #include "cron_parse.h"
-#include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_cron_valid);
 PG_FUNCTION_INFO_V1(pg_agents_cron_describe);

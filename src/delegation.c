@@ -55,7 +55,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
-#include "pg_agents.h"
+#include "guc.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_delegation_depth_limit);

@@ -15,7 +15,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 #include "spi_util.h"
 
 #include "catalog/pg_type.h"
@@ -23,6 +23,9 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+
+#include "deltas.h"
+#include "tools.h"
 
 #define DELTA_CHUNK			3000
 #define DELTA_MAX_PAYLOAD	7900

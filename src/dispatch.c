@@ -58,7 +58,8 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "pg_agents.h"
+#include "events.h"
+#include "guc.h"
 #include "spi_util.h"
 #include "jsonb_build.h"
 

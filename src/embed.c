@@ -20,13 +20,15 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include <math.h>
 
 #include "lib/stringinfo.h"
 
-#include "pg_agents.h"
+#include "embed.h"
+#include "guc.h"
+#include "llm.h"
 
 
 #define EMBED_MAX_DIMS 16000	/* pgvector's limit for the vector type */

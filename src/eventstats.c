@@ -30,7 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "events.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_unknown_workspace_events);
 

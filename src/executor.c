@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 #include "spi_util.h"
 #include "tool_gate.h"
 
@@ -46,7 +46,18 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "context.h"
+#include "deltas.h"
+#include "guc.h"
+#include "http.h"
+#include "llm.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "providers.h"
+#include "ratelimit.h"
+#include "runs.h"
+#include "teams.h"
+#include "tools.h"
 
 #define MAX_SLOTS			1024
 #define LLM_MAX_RETRIES		3
@@ -584,14 +595,14 @@ ActiveSlots(void)
 }
 
 int
-ExecutorActive(void)
+RunsActive(void)
 {
 	return ActiveSlots();
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
 int
-ExecutorClaim(void)
+RunsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
 	int			n = cap - ActiveSlots();
@@ -652,7 +663,7 @@ ExecuteTools(Slot *s)
 		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
 		if (oc == TOOL_MCP_ASYNC)
 		{
-			/* sent once this transaction committed (ExecutorStep) */
+			/* sent once this transaction committed (RunsStep) */
 			s->mcp = McpTakePrepared();
 			SaveState(s);
 			s->state = SLOT_MCP;
@@ -1009,7 +1020,7 @@ StartCall(Slot *s)
 			RateLimitCountWait(s->rl);
 			s->rl_lease_at = GetCurrentTimestamp();
 		}
-		s->rl_waiting = true;	/* stays READY; the loop sleeps (ExecutorNextTimeout) */
+		s->rl_waiting = true;	/* stays READY; the loop sleeps (RunsNextTimeout) */
 		s->rl_until = wait_ms >= 0 ? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms) : 0;
 		return;
 	}
@@ -1690,13 +1701,13 @@ CallDone(Slot *s, HttpRequest *req)
 
 /* a backend queued runs (the latch was set): claim at the next pass */
 void
-ExecutorWake(void)
+RunsWake(void)
 {
 	woken = true;
 }
 
 void
-ExecutorInit(void)
+RunsInit(void)
 {
 	memset(slots, 0, sizeof(slots));
 	srandom((unsigned int) (MyProcPid ^ GetCurrentTimestamp()));
@@ -1722,7 +1733,7 @@ ReclaimUnit(Slot *s, void *arg)
 }
 
 void
-ExecutorReclaimOnStart(void)
+RunsReclaimOnStart(void)
 {
 	(void) RunUnit("pg_agents: reclaiming runs", ReclaimUnit, NULL, NULL);
 }
@@ -1746,7 +1757,7 @@ ClaimIfDue(TimestampTz now)
 		 (more_work && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
 	{
 		woken = false;
-		(void) ExecutorClaim();
+		(void) RunsClaim();
 	}
 }
 
@@ -1823,7 +1834,7 @@ StartDueCalls(void)
  * calls ending, then a whole batch starting).
  */
 void
-ExecutorStep(void)
+RunsStep(void)
 {
 	HttpRequest *req;
 	TimestampTz now;
@@ -1878,7 +1889,7 @@ ExecutorStep(void)
 
 /* how long the loop may sleep before the executor needs it again */
 long
-ExecutorNextTimeout(long dflt)
+RunsNextTimeout(long dflt)
 {
 	long		t = dflt;
 	TimestampTz now = GetCurrentTimestamp();
@@ -1928,7 +1939,7 @@ ExecutorNextTimeout(long dflt)
 
 /* runs held by the worker (any slot in use) */
 int
-ExecutorHeld(void)
+RunsHeld(void)
 {
 	int			n = 0;
 
@@ -1940,7 +1951,7 @@ ExecutorHeld(void)
 
 /* nothing left that finishes by itself: no request in flight, no tools due */
 bool
-ExecutorDrainIdle(void)
+RunsDrainIdle(void)
 {
 	if (HttpInFlight() > 0 || batch.n > 0)
 		return false;
@@ -1956,7 +1967,7 @@ ExecutorDrainIdle(void)
  * but no run is claimed and no new call is started.
  */
 void
-ExecutorDrainStep(void)
+RunsDrainStep(void)
 {
 	HttpRequest *req;
 
@@ -2013,7 +2024,7 @@ RequeueUnit(Slot *unused, void *arg)
  * fails they stay running and the next worker reclaims them.
  */
 int
-ExecutorRequeueAll(void)
+RunsRequeueAll(void)
 {
 	RequeueArg	ra = {NIL, 0};
 

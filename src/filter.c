@@ -45,7 +45,8 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "pg_agents.h"
+#include "events.h"
+#include "guc.h"
 #include "spi_util.h"
 #include "user_sql.h"
 

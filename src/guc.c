@@ -16,7 +16,9 @@
 
 #include "utils/guc.h"
 
-#include "pg_agents.h"
+#include "allowlist.h"
+#include "guc.h"
+#include "secrets.h"
 
 #define DEFAULT_DELEGATION_DEPTH	3
 #define MAX_DELEGATION_DEPTH		5
@@ -113,6 +115,7 @@ CheckSecretSource(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/* Defines one of the session identity settings (any user may set them). */
 static void
 DefineIdentityGuc(const char *name, const char *desc, char **var)
 {
@@ -121,6 +124,9 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 							   NULL, NULL, NULL);
 }
 
+/*
+ * Defines every pg_agents.* setting and reserves the prefix (from _PG_init).
+ */
 void
 PgAgentsDefineGucs(void)
 {

@@ -14,7 +14,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include <sys/select.h>
 
@@ -25,7 +25,10 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
-#include "pg_agents.h"
+#include "guc.h"
+#include "http.h"
+#include "llm.h"
+#include "ratelimit.h"
 
 
 static CURLM *multi = NULL;

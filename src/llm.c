@@ -15,14 +15,16 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include "access/xact.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
-#include "pg_agents.h"
+#include "guc.h"
+#include "llm.h"
+#include "secrets.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_llm_url_allowed);
 

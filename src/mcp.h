@@ -40,20 +40,17 @@
 #include <stddef.h>
 
 #include <curl/curl.h>
-#include <jansson.h>
+
+#include "jansson_prelude.h"
 
 #define MCP_PROTOCOL_VERSION	"2025-11-25"	/* newest stateful version */
 #define MCP_STATELESS_VERSION	"2026-07-28"
 #define MCP_CLIENT_NAME			"pg_agents"
-#define MCP_CLIENT_VERSION		"0.1.0"
+/* the extension's version: the Makefile passes it from pg_agents.control */
+#define MCP_CLIENT_VERSION		PG_AGENTS_VERSION
 
-/*
- * An empty JSON object.  Code loaded into the server must never call
- * jansson's json_object() directly: the postgres executable exports a
- * function of the same name (SQL json_object), and the dynamic linker binds
- * our call to it.  (libjansson's own internal calls are not affected.)
- */
-#define mcp_json_object() json_pack("{}")
+/* An empty JSON object (the workaround is jansson_prelude.h's). */
+#define mcp_json_object() json_object()
 
 /* Result codes of the client calls. */
 #define MCP_OK				0

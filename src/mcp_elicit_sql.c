@@ -16,18 +16,18 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include <string.h>
 
 #include "fmgr.h"
 #include "miscadmin.h"
-/* fmgrprotos.h declares SQL's json_object(), a name jansson uses too */
-#define json_object pg_sql_json_object
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#undef json_object
 
+#include "guc.h"
 #include "mcp.h"
-#include "pg_agents.h"
+#include "providers.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_call_input);
 

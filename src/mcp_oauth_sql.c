@@ -14,19 +14,18 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include <string.h>
 
 #include "fmgr.h"
 #include "miscadmin.h"
-/* fmgrprotos.h declares SQL's json_object(), a name jansson uses too */
-#define json_object pg_sql_json_object
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#undef json_object
 
+#include "guc.h"
 #include "mcp.h"
 #include "mcp_oauth.h"
-#include "pg_agents.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_oauth_begin);
 PG_FUNCTION_INFO_V1(pg_agents_mcp_oauth_complete);

@@ -15,19 +15,20 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include <string.h>
 
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
-/* fmgrprotos.h declares SQL's json_object(), a name jansson uses too */
-#define json_object pg_sql_json_object
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#undef json_object
 
+#include "guc.h"
 #include "mcp.h"
-#include "pg_agents.h"
+#include "providers.h"
+#include "ratelimit.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_url_problem);
 PG_FUNCTION_INFO_V1(pg_agents_mcp_list);

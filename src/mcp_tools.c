@@ -26,7 +26,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 #include "spi_util.h"
 #include "tool_family.h"
 #include "tool_gate.h"
@@ -46,8 +46,14 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
+#include "http.h"
 #include "mcp.h"
-#include "pg_agents.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "providers.h"
+#include "ratelimit.h"
+#include "tools.h"
 
 /*
  * Appends the MCP tools of the agent, in this run, to a neutral tool list:

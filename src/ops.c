@@ -38,7 +38,11 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "pg_agents.h"
+#include "guc.h"
+#include "ops.h"
+#include "redact.h"
+#include "shmem.h"
+#include "wake.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_worker_status);
 PG_FUNCTION_INFO_V1(pg_agents_worker_sync_pause);

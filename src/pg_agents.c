@@ -10,7 +10,11 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "pg_agents.h"
+#include "events.h"
+#include "guc.h"
+#include "ratelimit.h"
+#include "shmem.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 

@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 
 #include "access/xact.h"
 #include "executor/spi.h"
@@ -35,7 +35,11 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "pg_agents.h"
+#include "guc.h"
+#include "llm.h"
+#include "providers.h"
+#include "ratelimit.h"
+#include "secrets.h"
 
 typedef struct ProviderEntry
 {

@@ -29,11 +29,10 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
-
 #include <math.h>
 
 #include "access/xact.h"
+#include "commands/trigger.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -46,7 +45,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "pg_agents.h"
+#include "ratelimit.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_provider_headroom);
 PG_FUNCTION_INFO_V1(pg_agents_providers_changed);

@@ -34,7 +34,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
-#include "pg_agents.h"
+#include "redact.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_redact);
 

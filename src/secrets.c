@@ -40,7 +40,8 @@
 #include "port.h"
 #include "utils/builtins.h"
 
-#include "pg_agents.h"
+#include "ratelimit.h"
+#include "secrets.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_set_secret);
 PG_FUNCTION_INFO_V1(pg_agents_drop_secret);

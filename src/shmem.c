@@ -1,65 +1,37 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *		Shared memory of pg_agents: the worker's wake-up latch.
+ *		Shared memory of pg_agents: the hooks that request and attach it, and
+ *		what agent.worker_status shows of the worker.
  *
- * The worker publishes its latch with PgAgentsSetWorkerLatch(MyLatch) when it
- * starts (and NULL when it exits).  A backend that queues runs calls
- * PgAgentsRequestWake(); at commit an XactCallback sets the worker's latch,
- * once per transaction, so the worker claims the new runs without polling.
- * A rolled-back transaction wakes nobody.
- *
- * It also tracks the transactions that change what agents may access
- * (agent.agents, access, resource_acl, group_members, access_config; see
- * "The access generation" below), so that a backend can keep an agent's
- * readable set between statements (src/allowlist.c).
- *
- * And what agent.worker_status shows of the worker (PgAgentsWorkerInfo,
- * docs/operations.md); its counters of worker starts survive a crash reset
- * of shared memory (carried over by the postmaster, see ShmemCarry).
+ * The segment holds three parts: the worker's status (PgAgentsWorkerInfo,
+ * here, docs/operations.md), the worker's wake-up (src/wake.c) and the
+ * access generation (src/access_gen.c); each part sizes and attaches its
+ * own struct.  The counters of worker starts survive a crash reset of shared
+ * memory (carried over by the postmaster, see ShmemCarry).
  *
  * Shared memory exists only when the library is in shared_preload_libraries;
- * otherwise every function here is a harmless no-op (runs still reach
- * external executors through NOTIFY agent_runs; readable sets are kept for
- * one snapshot only).
+ * otherwise every function of the three parts is a harmless no-op (runs
+ * still reach external executors through NOTIFY agent_runs; readable sets
+ * are kept for one snapshot only).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/transam.h"
-#include "access/xact.h"
-#include "fmgr.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
-#include "pg_agents.h"
-
-PG_FUNCTION_INFO_V1(pg_agents_request_wake);
-PG_FUNCTION_INFO_V1(pg_agents_wake_count);
-
-typedef struct AccessInflight
-{
-	TransactionId xid;			/* InvalidTransactionId: free slot */
-	bool		prepared;		/* its own backend will not clear it */
-} AccessInflight;
+#include "access_gen.h"
+#include "shmem.h"
+#include "wake.h"
 
 typedef struct PgAgentsShared
 {
-	slock_t		mutex;
-	Latch	   *worker_latch;	/* NULL when no worker runs */
-	pg_atomic_uint64 wakeups;	/* commits that woke (or tried to wake) it */
-	/* the access generation, under access_mutex */
-	slock_t		access_mutex;
-	uint64		access_gen;
-	int			access_overflow;	/* writers in flight not in the array */
-	AccessInflight access_inflight[PG_AGENTS_ACCESS_INFLIGHT];
 	/* operations: the worker's status (src/ops.c) */
 	PgAgentsWorkerInfo worker;
 } PgAgentsShared;
@@ -68,16 +40,6 @@ static PgAgentsShared *pg_agents_shared = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static bool wake_requested = false;
-static bool xact_callback_registered = false;
-
-/* this transaction changed access data; and what it published at pre-commit */
-static bool access_changed = false;
-static TransactionId access_published = InvalidTransactionId;
-static bool access_published_overflow = false;
-
-static void RegisterCallback(void);
 
 /*
  * Operations: the postmaster keeps the worker's start counters across a
@@ -89,6 +51,10 @@ static uint64 carried_starts = 0;
 static uint64 carried_resets = 0;
 static bool carried = false;
 
+/*
+ * The postmaster, at shmem_exit: copies the worker's start counters out of the
+ * segment about to go.
+ */
 static void
 ShmemCarry(int code, Datum arg)
 {
@@ -102,14 +68,17 @@ ShmemCarry(int code, Datum arg)
 	pg_agents_shared = NULL;
 }
 
+/* shmem_request_hook: the space of the three parts. */
 static void
 PgAgentsShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(PgAgentsShared)));
+	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(PgAgentsShared)),
+									add_size(WakeShmemSize(), AccessGenShmemSize())));
 }
 
+/* shmem_startup_hook: creates or attaches the three parts. */
 static void
 PgAgentsShmemStartup(void)
 {
@@ -122,14 +91,6 @@ PgAgentsShmemStartup(void)
 	pg_agents_shared = ShmemInitStruct("pg_agents", sizeof(PgAgentsShared), &found);
 	if (!found)
 	{
-		SpinLockInit(&pg_agents_shared->mutex);
-		pg_agents_shared->worker_latch = NULL;
-		pg_atomic_init_u64(&pg_agents_shared->wakeups, 0);
-		SpinLockInit(&pg_agents_shared->access_mutex);
-		pg_agents_shared->access_gen = 1;
-		pg_agents_shared->access_overflow = 0;
-		memset(pg_agents_shared->access_inflight, 0, sizeof(pg_agents_shared->access_inflight));
-		/* operations */
 		memset(&pg_agents_shared->worker, 0, sizeof(PgAgentsWorkerInfo));
 		SpinLockInit(&pg_agents_shared->worker.mutex);
 		pg_atomic_init_u32(&pg_agents_shared->worker.paused, 0);
@@ -139,6 +100,8 @@ PgAgentsShmemStartup(void)
 			pg_agents_shared->worker.resets = carried_resets;
 		}
 	}
+	WakeShmemInit();
+	AccessGenShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 	/* in the postmaster: carry the counters over a crash reset (operations) */
 	if (!IsUnderPostmaster)
@@ -169,270 +132,4 @@ bool
 PgAgentsShmemAvailable(void)
 {
 	return pg_agents_shared != NULL;
-}
-
-/*
- * The worker publishes its latch (MyLatch) here, or NULL when it stops.
- * No-op when the library was not preloaded.
- */
-void
-PgAgentsSetWorkerLatch(Latch *latch)
-{
-	if (pg_agents_shared == NULL)
-		return;
-	SpinLockAcquire(&pg_agents_shared->mutex);
-	pg_agents_shared->worker_latch = latch;
-	SpinLockRelease(&pg_agents_shared->mutex);
-}
-
-static void AccessPublish(bool prepared);
-static void AccessRetire(void);
-
-static void
-PgAgentsXactCallback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (access_changed)
-				AccessPublish(false);
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			if (access_changed)
-				AccessPublish(true);
-			break;
-		default:
-			break;
-	}
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			if (wake_requested && pg_agents_shared != NULL)
-			{
-				Latch	   *latch;
-
-				SpinLockAcquire(&pg_agents_shared->mutex);
-				latch = pg_agents_shared->worker_latch;
-				SpinLockRelease(&pg_agents_shared->mutex);
-				pg_atomic_fetch_add_u64(&pg_agents_shared->wakeups, 1);
-				if (latch != NULL)
-					SetLatch(latch);
-			}
-			wake_requested = false;
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			/* a prepared transaction's runs are found by the worker's poll */
-			wake_requested = false;
-			break;
-		default:
-			break;
-	}
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			AccessRetire();
-			access_changed = false;
-			break;
-		case XACT_EVENT_PREPARE:
-			/* the prepared transaction stays published (see AccessSample) */
-			access_published = InvalidTransactionId;
-			access_published_overflow = false;
-			access_changed = false;
-			break;
-		default:
-			break;
-	}
-}
-
-/*
- * Asks for the worker to be woken when the current transaction commits.
- * Several calls in one transaction wake it once.
- */
-void
-PgAgentsRequestWake(void)
-{
-	RegisterCallback();
-	wake_requested = true;
-}
-
-static void
-RegisterCallback(void)
-{
-	if (!xact_callback_registered)
-	{
-		RegisterXactCallback(PgAgentsXactCallback, NULL);
-		xact_callback_registered = true;
-	}
-}
-
-/* ------------------------------------------------------------------------
- * The access generation
- * ------------------------------------------------------------------------
- *
- * A transaction that changes access data (statement triggers on the access
- * tables call PgAgentsNoteAccessChange) publishes its xid at pre-commit,
- * before it becomes visible, and retires it after it became visible (or
- * aborted); each step increments the generation.  A reader samples the
- * generation and the published xids, then takes a fresh snapshot and
- * computes; what it computed stays good while the generation is the same and
- * every xid published at the sample is still in progress: a change visible
- * to a later snapshot either was published after the sample (the generation
- * moved) or was in flight at the sample and has ended since.  A prepared
- * transaction stays published until a reader sees that it has ended.  When
- * the array is full the overflow count makes readers compute every time.
- */
-
-/* The current transaction changes access data (called by the triggers). */
-void
-PgAgentsNoteAccessChange(void)
-{
-	RegisterCallback();
-	access_changed = true;
-}
-
-/* Whether the current transaction has changed access data. */
-bool
-PgAgentsAccessChangedInXact(void)
-{
-	return access_changed;
-}
-
-static void
-AccessPublish(bool prepared)
-{
-	TransactionId xid = GetTopTransactionIdIfAny();
-	int			i;
-
-	if (pg_agents_shared == NULL || !TransactionIdIsValid(xid) ||
-		TransactionIdIsValid(access_published) || access_published_overflow)
-		return;
-	SpinLockAcquire(&pg_agents_shared->access_mutex);
-	for (i = 0; i < PG_AGENTS_ACCESS_INFLIGHT; i++)
-	{
-		if (!TransactionIdIsValid(pg_agents_shared->access_inflight[i].xid))
-		{
-			pg_agents_shared->access_inflight[i].xid = xid;
-			pg_agents_shared->access_inflight[i].prepared = prepared;
-			break;
-		}
-	}
-	if (i == PG_AGENTS_ACCESS_INFLIGHT)
-	{
-		pg_agents_shared->access_overflow++;
-		access_published_overflow = true;
-	}
-	else
-		access_published = xid;
-	pg_agents_shared->access_gen++;
-	SpinLockRelease(&pg_agents_shared->access_mutex);
-}
-
-static void
-AccessRetire(void)
-{
-	int			i;
-
-	if (pg_agents_shared == NULL ||
-		(!TransactionIdIsValid(access_published) && !access_published_overflow))
-		return;
-	SpinLockAcquire(&pg_agents_shared->access_mutex);
-	if (access_published_overflow)
-		pg_agents_shared->access_overflow--;
-	else
-	{
-		for (i = 0; i < PG_AGENTS_ACCESS_INFLIGHT; i++)
-		{
-			if (TransactionIdEquals(pg_agents_shared->access_inflight[i].xid, access_published))
-			{
-				pg_agents_shared->access_inflight[i].xid = InvalidTransactionId;
-				break;
-			}
-		}
-	}
-	pg_agents_shared->access_gen++;
-	SpinLockRelease(&pg_agents_shared->access_mutex);
-	access_published = InvalidTransactionId;
-	access_published_overflow = false;
-}
-
-/*
- * Samples the access generation and the xids in flight (at most
- * PG_AGENTS_ACCESS_INFLIGHT, into inflight, their number in *n).  False when
- * nothing can be kept: no shared memory, or writers beyond the array.
- * Prepared transactions found ended are retired here.
- */
-bool
-PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
-{
-	int			i;
-	bool		ok;
-	TransactionId prepared[PG_AGENTS_ACCESS_INFLIGHT];
-	int			nprepared = 0;
-
-	*n = 0;
-	if (pg_agents_shared == NULL)
-		return false;
-	SpinLockAcquire(&pg_agents_shared->access_mutex);
-	for (i = 0; i < PG_AGENTS_ACCESS_INFLIGHT; i++)
-	{
-		AccessInflight *f = &pg_agents_shared->access_inflight[i];
-
-		if (!TransactionIdIsValid(f->xid))
-			continue;
-		inflight[(*n)++] = f->xid;
-		if (f->prepared)
-			prepared[nprepared++] = f->xid;
-	}
-	ok = pg_agents_shared->access_overflow == 0;
-	*gen = pg_agents_shared->access_gen;
-	SpinLockRelease(&pg_agents_shared->access_mutex);
-
-	/* retire the prepared transactions that have ended (no lock held here) */
-	for (i = 0; i < nprepared; i++)
-	{
-		int			j;
-
-		if (TransactionIdIsInProgress(prepared[i]))
-			continue;
-		SpinLockAcquire(&pg_agents_shared->access_mutex);
-		for (j = 0; j < PG_AGENTS_ACCESS_INFLIGHT; j++)
-		{
-			AccessInflight *f = &pg_agents_shared->access_inflight[j];
-
-			if (f->prepared && TransactionIdEquals(f->xid, prepared[i]))
-			{
-				f->xid = InvalidTransactionId;
-				pg_agents_shared->access_gen++;
-			}
-		}
-		SpinLockRelease(&pg_agents_shared->access_mutex);
-		ok = false;				/* the sample is stale: compute, keep nothing */
-	}
-	return ok;
-}
-
-/* agent._request_wake() RETURNS void: used by agent._enqueue_run. */
-Datum
-pg_agents_request_wake(PG_FUNCTION_ARGS)
-{
-	PgAgentsRequestWake();
-	PG_RETURN_VOID();
-}
-
-/*
- * agent._wake_count() RETURNS bigint: commits that woke the worker since the
- * server started; NULL when the library was not preloaded.
- */
-Datum
-pg_agents_wake_count(PG_FUNCTION_ARGS)
-{
-	if (pg_agents_shared == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64((int64) pg_atomic_read_u64(&pg_agents_shared->wakeups));
 }

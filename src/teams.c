@@ -16,7 +16,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 #include "spi_util.h"
 #include "tool_family.h"
 #include "tool_gate.h"
@@ -30,7 +30,9 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "llm.h"
+#include "teams.h"
+#include "tools.h"
 
 /* an integer argument given as a number or a numeric string; 0 when absent */
 static int64

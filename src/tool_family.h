@@ -12,7 +12,7 @@
 #ifndef PG_AGENTS_TOOL_FAMILY_H
 #define PG_AGENTS_TOOL_FAMILY_H
 
-#include "worker_int.h"
+#include "tools.h"
 
 /* executes one call of a tool of the family (the contract of ToolsExecute) */
 typedef ToolOutcome (*ToolFamilyExecute) (const ToolRun *tr, const char *name, json_t *input,

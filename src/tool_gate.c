@@ -19,7 +19,7 @@
 
 #include "tool_gate.h"
 #include "spi_util.h"
-#include "pg_agents.h"
+#include "approval_rules.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"

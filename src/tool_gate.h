@@ -11,7 +11,7 @@
 #ifndef PG_AGENTS_TOOL_GATE_H
 #define PG_AGENTS_TOOL_GATE_H
 
-#include "worker_int.h"
+#include "tools.h"
 
 /* makes a tool result from the rows of the last SPI statement */
 typedef json_t *(*ToolGateRowsToJson) (void *arg);

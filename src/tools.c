@@ -14,6 +14,8 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+#include "tools.h"
 #include "tool_family.h"
 #include "tool_gate.h"
 

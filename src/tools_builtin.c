@@ -23,7 +23,10 @@
 #include "tool_family.h"
 #include "tool_gate.h"
 #include "spi_util.h"
-#include "pg_agents.h"
+#include "context.h"
+#include "embed.h"
+#include "guc.h"
+#include "llm.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

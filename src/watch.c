@@ -44,7 +44,7 @@
 #include "utils/numeric.h"
 #include "utils/rel.h"
 
-#include "pg_agents.h"
+#include "events.h"
 #include "jsonb_build.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_watch_row);

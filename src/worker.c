@@ -9,7 +9,7 @@
  *
  *	 wait (latch set by a backend at commit, a curl socket, or a bounded
  *	 timeout) -> reload the configuration on SIGHUP -> agent.tick() about
- *	 once a second -> ExecutorStep (HTTP completions, tools, claims, new
+ *	 once a second -> RunsStep (HTTP completions, tools, claims, new
  *	 calls), each database step in its own short transaction.
  *
  * Backends never wait on it.  HTTP calls are never made inside an open
@@ -27,7 +27,7 @@
  */
 #include "postgres.h"
 
-#include "worker_int.h"
+#include "jansson_prelude.h"
 #include "spi_util.h"
 
 #include "access/genam.h"
@@ -53,7 +53,15 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_agents.h"
+#include "guc.h"
+#include "http.h"
+#include "mcp_tools.h"
+#include "ops.h"
+#include "runs.h"
+#include "shmem.h"
+#include "tools.h"
+#include "wake.h"
+#include "worker.h"
 
 PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
 
@@ -91,7 +99,7 @@ PublishStatus(bool ready)
 	SpinLockAcquire(&w->mutex);
 	if (ready && w->state != PGA_WORKER_DRAINING)
 		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
-	w->slots_in_use = ExecutorActive();
+	w->slots_in_use = RunsActive();
 	w->max_slots = pg_agents_max_concurrent_runs;
 	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
 	w->mcp_in_flight = McpTransfersInFlight();	/* asynchronous too (mcp_tools.c) */
@@ -340,7 +348,7 @@ static void
 Drain(void)
 {
 	TimestampTz deadline;
-	int			held = ExecutorHeld();
+	int			held = RunsHeld();
 	int			requeued;
 
 	PgAgentsWorkerDraining(true);
@@ -349,7 +357,7 @@ Drain(void)
 	ereport(LOG,
 			(errmsg("pg_agents worker: draining: %d runs held, %d requests in flight, up to %d ms",
 					held, HttpInFlight(), pg_agents_drain_timeout)));
-	while (!ExecutorDrainIdle())
+	while (!RunsDrainIdle())
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		long		left;
@@ -364,10 +372,10 @@ Drain(void)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		CHECK_FOR_INTERRUPTS();
-		ExecutorDrainStep();
+		RunsDrainStep();
 		PublishStatus(true);
 	}
-	requeued = ExecutorRequeueAll();
+	requeued = RunsRequeueAll();
 	ereport(LOG,
 			(errmsg("pg_agents worker: drained: %d of %d runs held went back to the queue",
 					requeued, held)));
@@ -414,7 +422,7 @@ pg_agents_worker_main(Datum main_arg)
 			SetConfigOption(identity[i], "", PGC_SUSET, PGC_S_OVERRIDE);
 	}
 
-	/* backends that queue runs set this latch at commit (src/shmem.c) */
+	/* backends that queue runs set this latch at commit (src/wake.c) */
 	PgAgentsSetWorkerLatch(MyLatch);
 	before_shmem_exit(WorkerOnExit, (Datum) 0);
 	if (PgAgentsWorkerShmem())	/* operations: agent.worker_status */
@@ -430,7 +438,7 @@ pg_agents_worker_main(Datum main_arg)
 	}
 
 	HttpInit();
-	ExecutorInit();
+	RunsInit();
 	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(loopcxt);
 
@@ -445,10 +453,10 @@ pg_agents_worker_main(Datum main_arg)
 		if (!ready)
 			timeout = READY_RECHECK_MS;
 		else
-			timeout = ExecutorNextTimeout(IDLE_WAIT_MS);
+			timeout = RunsNextTimeout(IDLE_WAIT_MS);
 		latch = HttpWait(timeout);
 		if (latch)
-			ExecutorWake();
+			RunsWake();
 
 		if (ConfigReloadPending)
 		{
@@ -472,7 +480,7 @@ pg_agents_worker_main(Datum main_arg)
 			ready = PgAgentsWorkerReady();
 			if (!ready)
 				continue;
-			ExecutorReclaimOnStart();
+			RunsReclaimOnStart();
 		}
 
 		if (TimestampDifferenceExceeds(last_tick, now, TICK_MS))
@@ -488,7 +496,7 @@ pg_agents_worker_main(Datum main_arg)
 			}
 		}
 
-		ExecutorStep();
+		RunsStep();
 		PublishStatus(true);	/* operations */
 	}
 }

@@ -75,7 +75,23 @@ timezone = 'UTC'
 track_commit_timestamp = on   # bench/worker.sh measures pickup from the queueing commit
 CONF
     if [ -n "${PG_AGENTS_EXTRA_CONF:-}" ]; then printf '%s\n' "$PG_AGENTS_EXTRA_CONF" >>"$data/postgresql.conf"; fi
-    as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+    # PG_AGENTS_VALGRIND=SUPPRESSIONS (make valgrind, tools/run_tests.sh): from
+    # here on the server runs under valgrind memcheck, one log per process in
+    # $dir/valgrind/ (initdb ran without it)
+    start_timeout=60
+    if [ -n "${PG_AGENTS_VALGRIND:-}" ]; then
+        mkdir -p "$dir/valgrind"
+        mv "$bindir/postgres" "$bindir/postgres.bin"
+        cat >"$bindir/postgres" <<WRAP
+#!/bin/sh
+exec valgrind --quiet --tool=memcheck --error-limit=no --num-callers=40 --leak-check=no --fullpath-after= \\
+    --suppressions='$PG_AGENTS_VALGRIND' --log-file='$dir/valgrind/%p.log' '$bindir/postgres.bin' "\$@"
+WRAP
+        chmod 755 "$bindir/postgres"
+        if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$dir/valgrind"; fi
+        start_timeout=600
+    fi
+    as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w -t "$start_timeout" start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     for db in "$DBNAME" "$REGRESS_DB"; do
         "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres "$db"

@@ -35,7 +35,7 @@ build() {
             tar --null -T - -cf - | tar -C "$src" -xf -
     else
         tar --exclude=./.git --exclude=./.matrix --exclude=./dist --exclude=./test/fixtures/node_modules \
-            --exclude=./bin --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./test/results \
+            --exclude=./bin --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./results \
             -cf - . | tar -C "$src" -xf -
     fi
     log="$work/build.log"

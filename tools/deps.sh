@@ -53,6 +53,7 @@ pkgs=(postgresql-$major postgresql-server-dev-$major postgresql-$major-cron post
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 if [ "${1:-}" = --deb ]; then pkgs+=(debhelper postgresql-server-dev-all dpkg-dev); fi
+if [ "${1:-}" = --valgrind ]; then pkgs+=(valgrind); fi
 
 missing=()
 for p in "${pkgs[@]}"; do

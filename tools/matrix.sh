@@ -110,7 +110,7 @@ enter() {
     local r=$1; shift
     env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" DEBIAN_FRONTEND=noninteractive \
-        ${PG_MAJOR:+PG_MAJOR=$PG_MAJOR} ${TESTS:+TESTS=$TESTS} ${V:+V=$V} \
+        ${PG_MAJOR:+PG_MAJOR=$PG_MAJOR} ${TESTS:+TESTS=$TESTS} ${WERROR:+WERROR=$WERROR} ${V:+V=$V} \
         chroot "$r" "$@"
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test: start a throwaway cluster, then run every test suite against it:
-#   1. pg_regress  (test/sql, test/expected)          exact outputs
+#   1. pg_regress  (test/sql, expected/; results/)    exact outputs
 #   2. pgTAP       (test/pgtap/*.sql, via pg_prove)     behaviour matrices
 #   3. integration (test/t/*.t, via prove)             worker, faults, peers
 #   4. fuzzing     (test/fuzz, a short run)
@@ -10,6 +10,10 @@
 # cluster, TESTS="pattern" to run only matching files (e.g. TESTS=audit).
 # The PostgreSQL version is the one tools/pg_version.sh finds (PG_MAJOR=17 or
 # PG_CONFIG=... to choose).
+# PG_AGENTS_VALGRIND=SUPPRESSIONS (make valgrind): the server runs under
+# valgrind memcheck (tools/cluster.sh), only suites 1 and 2 run, and then
+# tools/valgrind_report.py prints the errors with a pg_agents frame (into
+# valgrind.out too); one of them fails the run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -17,7 +21,14 @@ PG_CONFIG=${PG_CONFIG:-$(tools/pg_version.sh pg_config)} ||
     { echo "pg_agents: no PostgreSQL server development files found (run make deps)" >&2; exit 1; }
 export PG_CONFIG
 filter=${TESTS:-}
+valgrind=${PG_AGENTS_VALGRIND:-}
 echo "pg_agents: $("$PG_CONFIG" --version) ($PG_CONFIG)"
+if [ -n "$valgrind" ]; then
+    command -v valgrind >/dev/null || { echo "pg_agents: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+    echo "pg_agents: under valgrind $(valgrind --version | sed 's/^valgrind-//'), suppressions $valgrind"
+    SOAK_MINUTES=0
+fi
+started=$(date +%s)
 
 # Every process of this run carries this mark in its environment: what still
 # has it after the cluster is stopped outlived the run.
@@ -67,12 +78,12 @@ regress_tests=$(pick test/sql/*.sql | xargs -r -n1 basename | sed 's/\.sql$//' |
 if [ -n "$regress_tests" ]; then
     pgxs_dir="$($PG_CONFIG --pkglibdir)/pgxs"
     run_regress() {
-        rm -rf test/results test/regression.diffs test/regression.out
-        "$pgxs_dir/src/test/regress/pg_regress" --inputdir=test --outputdir=test \
+        rm -rf results regression.diffs regression.out
+        "$pgxs_dir/src/test/regress/pg_regress" --inputdir=test --outputdir=. \
             --bindir="$PG_AGENTS_BINDIR" --host="$PGHOST" --port="$PGPORT" --user=postgres \
             --use-existing --dbname="$PG_AGENTS_REGRESS_DB" $regress_tests
         local rc=$?
-        if [ $rc -ne 0 ] && [ -f test/regression.diffs ]; then head -c 20000 test/regression.diffs; fi
+        if [ $rc -ne 0 ] && [ -f regression.diffs ]; then head -c 20000 regression.diffs; fi
         return $rc
     }
     suite "pg_regress" run_regress
@@ -85,7 +96,7 @@ if [ -n "$pgtap_files" ]; then
 fi
 
 # 3. integration tests (executables that print TAP)
-it_files=$(pick test/t/*.t)
+it_files=$([ -n "$valgrind" ] || pick test/t/*.t)
 if [ -n "$it_files" ]; then
     export PG_AGENTS_ENV="$envfile"
     # the MCP peers from npm: tried once for the whole run, said in one line
@@ -101,7 +112,7 @@ if [ -n "$it_files" ]; then
 fi
 
 # 4. fuzzers: a short run each (longer by hand: see test/fuzz/README.md)
-if [ -x test/fuzz/run.sh ] && { [ -z "$filter" ] || [[ fuzz == *$filter* ]]; }; then
+if [ -z "$valgrind" ] && [ -x test/fuzz/run.sh ] && { [ -z "$filter" ] || [[ fuzz == *$filter* ]]; }; then
     suite "fuzz" test/fuzz/run.sh short
 fi
 
@@ -109,6 +120,19 @@ fi
 # cluster, reconciled (docs/soak.md); SOAK_MINUTES=0 leaves it out
 if [ "${SOAK_MINUTES:-5}" != 0 ] && { [ -z "$filter" ] || [[ soak == *$filter* ]]; }; then
     suite "soak" env SOAK_MINUTES="${SOAK_MINUTES:-5}" tools/soak.sh
+fi
+
+# under valgrind: a fast stop, so that every process ends and its log is
+# complete, then the report
+if [ -n "$valgrind" ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        (cd / && runuser -u postgres -- "$PG_AGENTS_BINDIR/pg_ctl" -D "$PGDATA" -m fast -w -t 600 stop >/dev/null)
+    else
+        "$PG_AGENTS_BINDIR/pg_ctl" -D "$PGDATA" -m fast -w -t 600 stop >/dev/null
+    fi
+    suite "valgrind" bash -c 'tools/valgrind_report.py "$1" "$2" >valgrind.out; rc=$?; head -c 30000 valgrind.out; exit $rc' _ \
+        "$dir/valgrind" "$here/src/"
+    echo "pg_agents: the run under valgrind took $(( ($(date +%s) - started) / 60 )) min"
 fi
 
 # 6. nothing outlives the run

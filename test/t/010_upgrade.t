@@ -10,13 +10,12 @@ set -u
 work=$(mktemp -d)
 dbs=()
 trap 'for d in "${dbs[@]}"; do psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1; done; rm -rf "$work"' EXIT
-n=0; fails=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 
 ext_dir="$(pg_config --sharedir)/extension"
 current=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ext_dir/pg_agents.control")
 mapfile -t released < <(ls "$ext_dir" | sed -n 's/^pg_agents--\([0-9.]*\)\.sql$/\1/p' | grep -vx "$current" | sort -V)
-echo "1..$(( 2 + 7 * ${#released[@]} ))"
+plan $(( 2 + 7 * ${#released[@]} ))
 
 # A canonical text description of everything the extension owns.
 describe() {
@@ -163,4 +162,4 @@ SQL
     [ "$seen" = "1,6,11,16 n2" ] && [ "$pol" = 8 ]
     ok $? "the allowlist policies take the new shape and still filter (saw '$seen', $pol policies re-expressed)"
 done
-[ "$fails" = 0 ]
+done_testing

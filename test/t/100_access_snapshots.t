@@ -5,10 +5,9 @@
 # between), never inside the same statement's or a REPEATABLE READ snapshot.
 . "$PG_AGENTS_ENV"
 export PGOPTIONS='-c client_min_messages=warning'
-n=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
-echo "1..9"
+plan 9
 
 q <<'SQL'
 DELETE FROM agent.agents WHERE id = 7600001;
@@ -81,3 +80,4 @@ A "SELECT agent.can_access(7600001, 'page', 'sp3');"; wait_line "$dir/a.out" 9
 
 grep -q ERROR "$dir/a.out" "$dir/b.out" "$dir/c.out" && { echo "# errors:"; sed 's/^/# /' "$dir/a.out" "$dir/b.out" "$dir/c.out"; }
 q -c "DELETE FROM agent.agents WHERE id = 7600001; DELETE FROM agent.resource_acl WHERE workspace_id = 'ws-snap'" >/dev/null
+done_testing

@@ -2,11 +2,10 @@
 # agent.schedule_maintenance() where pg_cron is not installed (the worker's
 # database has pg_agents but no pg_cron): a clear error with a hint.
 . "$PG_AGENTS_ENV"
-echo "1..4"
-n=0
-check() {  # description, condition
-    n=$((n+1))
-    if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; echo "# got: $out"; fi
+. "$(dirname "$0")/../fixtures/tap.sh"
+plan 4
+check() {  # description, condition (shows $out when it fails)
+    if eval "$2"; then ok 0 "$1"; else ok 1 "$1"; diag "got: $out"; fi
 }
 out=$(psql -XAtq -c "SELECT count(*) FROM pg_extension WHERE extname = 'pg_cron'" 2>&1)
 check "pg_cron is not installed in $PGDATABASE" '[ "$out" = 0 ]'
@@ -15,3 +14,4 @@ check "the error names the problem" '[[ "$out" == *"ERROR:  55000: pg_cron is no
 check "with a hint on how to fix it" '[[ "$out" == *"HINT:  Add pg_cron to shared_preload_libraries"* ]]'
 out=$(psql -XAtq -c "SELECT agent.purge_audit()" 2>&1)
 check "purge_audit works without pg_cron" '[[ "$out" =~ ^[0-9]+$ ]]'
+done_testing

@@ -6,11 +6,10 @@
 # agents_app) owning the audited table, an agent session, a role with no
 # grants.
 . "$PG_AGENTS_ENV"
-echo "1..6"
-n=0
-check() {  # description, condition
-    n=$((n+1))
-    if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; echo "# got: $out"; fi
+. "$(dirname "$0")/../fixtures/tap.sh"
+plan 6
+check() {  # description, condition (shows $out when it fails)
+    if eval "$2"; then ok 0 "$1"; else ok 1 "$1"; diag "got: $out"; fi
 }
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@" 2>&1; }
 trap 'q -c "DROP TABLE IF EXISTS public.audit_commit_items" -c "DROP ROLE IF EXISTS audit_commit_app" -c "DROP ROLE IF EXISTS audit_commit_nobody" >/dev/null' EXIT
@@ -53,3 +52,4 @@ out=$(q -c "BEGIN; SET LOCAL ROLE audit_commit_app; SELECT agent.set_identity('u
 check "the application reads the 755 rows of ws-commit-b only (750 inserts, 5 updates)" '[ "$out" = 755 ]'
 out=$(q -c "SET ROLE audit_commit_nobody" -c "SELECT count(*) FROM agent.audit_log" | tail -1)
 check "a role with no grants reads nothing" '[[ "$out" == *"permission denied"* ]]'
+done_testing

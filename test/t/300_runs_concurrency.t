@@ -14,12 +14,9 @@ psql -XAtq -d postgres -c "CREATE DATABASE $db" >/dev/null
 trap 'psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1' EXIT
 q() { psql -XAtq -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 q -c "CREATE EXTENSION pg_agents" >/dev/null
-echo "1..14"
-n=0
-check() {  # description, got, want
-    n=$((n+1))
-    if [ "$2" = "$3" ]; then echo "ok $n - $1"; else echo "not ok $n - $1 (got '$2', want '$3')"; fi
-}
+. "$(dirname "$0")/../fixtures/tap.sh"
+plan 14
+check() { is "$2" "$3" "$1"; }  # description, got, want
 
 N=2000
 q >/dev/null <<SQL
@@ -141,3 +138,4 @@ check "the waiting parent is re-queued with the child's result" \
       "$(q -c "SELECT r.status || ' ' || r.tokens_total || ' ' || (s.output -> 'output' ->> 'answer') FROM agent.runs r JOIN agent.run_steps s ON s.run_id = r.id AND s.kind = 'delegate' WHERE r.id = $parent")" \
       "queued 42 42"
 check "the re-queued parent is claimable" "$(q -c "SELECT id FROM agent.claim_runs(1)")" "$parent"
+done_testing

@@ -4,10 +4,9 @@
 . "$PG_AGENTS_ENV"
 # every event belongs to a workspace: the session's
 export PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-events-it'
-n=0; fails=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
-echo "1..9"
+plan 9
 
 q <<'SQL'
 DELETE FROM agent.agents WHERE id = 4300;
@@ -63,6 +62,7 @@ fi
 ok $([ -n "$w0" ] && [ "$((w1 - w0))" = 1 ] && echo 0 || echo 1) "the worker is woken once for a transaction that queued 3 runs ($w0 -> $w1)"
 ok $([ -n "$w1" ] && [ "$((w2 - w1))" = 0 ] && echo 0 || echo 1) "a rolled-back transaction wakes nobody ($w1 -> $w2)"
 
-[ $fails = 0 ] || { echo "# listener output:"; sed 's/^/# /' "$out"; }
+[ "$_tap_fail" = 0 ] || { echo "# listener output:"; sed 's/^/# /' "$out"; }
 rm -f "$out"
 q -c "DELETE FROM agent.agents WHERE id = 4300" >/dev/null
+done_testing

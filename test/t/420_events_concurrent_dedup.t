@@ -5,11 +5,10 @@
 . "$PG_AGENTS_ENV"
 # every event belongs to a workspace: the session's
 export PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-events-it'
-n=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 pgb=$(command -v pgbench || echo "$PG_AGENTS_BINDIR/pgbench")
-echo "1..6"
+plan 6
 
 q <<'SQL'
 DELETE FROM agent.agents WHERE id IN (4400, 4401);
@@ -64,3 +63,4 @@ ok $([ "$got" = 52 ] && echo 0 || echo 1) "one fingerprint per distinct event (g
 [ "$rc" = 0 ] || sed 's/^/# /' "$dir/out"
 rm -rf "$dir"
 q -c "DELETE FROM agent.agents WHERE id IN (4400, 4401); DROP SEQUENCE events_it_seq" >/dev/null
+done_testing

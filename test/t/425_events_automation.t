@@ -5,8 +5,7 @@
 # an application gets when it saves an overlapping trigger.
 . "$PG_AGENTS_ENV"
 export PGOPTIONS='-c client_min_messages=warning -c pg_agents.workspace=w-auto-it'
-n=0; fail=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=$((fail+1)); fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 pgb=$(command -v pgbench || echo "$PG_AGENTS_BINDIR/pgbench")
 dir=$(mktemp -d)
@@ -72,5 +71,4 @@ ok $([[ "$out" == *"WARNING:  trigger "*" overlaps trigger 4250 of agent 4250"* 
 echo "# $(echo "$out" | head -2 | tr '\n' ' ')"
 got=$(PGOPTIONS='-c pg_agents.workspace=w-auto-it' psql -XAtq -U w425_app -c "SELECT count(*) FROM agent.trigger_overlaps(4250) WHERE other_trigger_id IS NOT NULL")
 ok $([ "$got" = 2 ] && echo 0 || echo 1) "and trigger_overlaps lists the pair both ways (got $got)"
-echo "1..$n"
-[ "$fail" = 0 ]
+done_testing

@@ -4,10 +4,11 @@
 # evaluator's invariants hold).  test/fuzz/events_filter.sh runs it longer.
 . "$PG_AGENTS_ENV"
 here=$(cd "$(dirname "$0")/../.." && pwd)
-echo "1..2"
+. "$(dirname "$0")/../fixtures/tap.sh"
+plan 2
 out=$(python3 "$here/test/fuzz/events_filter_fuzz.py" 2000 2>&1); rc=$?
 echo "$out" | sed 's/^/# /'
-[ $rc = 0 ] && echo "ok 1 - 2000 random filters and payloads: no crash, no invariant broken" \
-            || echo "not ok 1 - 2000 random filters and payloads: no crash, no invariant broken"
+ok "$rc" "2000 random filters and payloads: no crash, no invariant broken"
 v=$(psql -XAtq -c "SELECT agent.filter_matches('{\"all\": [{\"property\": \"a\", \"op\": \"eq\", \"value\": 1}]}', '{\"row\": {\"a\": 1}}')")
-[ "$v" = t ] && echo "ok 2 - the server is still up and answers" || echo "not ok 2 - the server is still up and answers"
+is "$v" t "the server is still up and answers"
+done_testing

@@ -7,11 +7,9 @@
 # nobody.  Two workspaces, the application role, a role with no grants.
 . "$PG_AGENTS_ENV"
 export PGOPTIONS='-c client_min_messages=error'
-n=0; fails=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
-is() { if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3 (got '$1', want '$2')"; fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
-echo "1..12"
+plan 12
 
 q >/dev/null <<'SQL'
 DELETE FROM agent.agents WHERE id IN (4450, 4451);
@@ -108,4 +106,4 @@ DROP FUNCTION public.ev440_boom();
 DROP ROLE ev440_app;
 DROP ROLE ev440_nobody;
 SQL
-exit 0
+done_testing

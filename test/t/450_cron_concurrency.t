@@ -5,7 +5,8 @@
 # modules (dedup cleanup, lease reclaim) is done by one tick at a time, so the
 # second tick does not wait for the rows the first one is cleaning up either.
 . "$PG_AGENTS_ENV"
-echo "1..7"
+. "$(dirname "$0")/../fixtures/tap.sh"
+plan 7
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
 q -c "DELETE FROM agent.agents WHERE id = 450851; DELETE FROM agent.event_dedup WHERE fingerprint = 'e:cron-concurrency'" >/dev/null
 q <<'SQL' >/dev/null
@@ -33,18 +34,20 @@ for _ in $(seq 1 100); do
 done
 b=$(q -c "SELECT agent.tick('2031-01-01 09:00Z')")
 a_open=$(q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cron_tick_a' AND state <> 'idle' AND xact_start IS NOT NULL")
-[ "$b" = "0" ] && echo "ok 1 - a concurrent tick skips the locked schedule" || echo "not ok 1 - concurrent tick made $b runs"
-[ "$a_open" = "1" ] && echo "ok 2 - and returned while the first tick's transaction was still open" || echo "not ok 2 - the first tick was no longer open ($a_open)"
+is "$b" 0 "a concurrent tick skips the locked schedule"
+is "$a_open" 1 "and returned while the first tick's transaction was still open"
 wait $pid_a
 a=$(head -1 "$out_a")
-[ "$a" = "1" ] && echo "ok 3 - the first tick queued the run" || echo "not ok 3 - first tick said: $(cat "$out_a")"
+is "$a" 1 "the first tick queued the run"
+[ "$a" = 1 ] || diag "first tick said: $(cat "$out_a")"
 n=$(q -c "SELECT count(*) FROM agent.runs WHERE agent_id = 450851")
-[ "$n" = "1" ] && echo "ok 4 - one slot, one run" || echo "not ok 4 - $n runs"
+is "$n" 1 "one slot, one run"
 b2=$(q -c "SELECT agent.tick('2031-01-01 09:00Z')")
-[ "$b2" = "0" ] && echo "ok 5 - a tick after the commit finds nothing due" || echo "not ok 5 - $b2 runs"
+is "$b2" 0 "a tick after the commit finds nothing due"
 nx=$(q -c "SELECT next_run_at = '2031-01-02 09:00Z' FROM agent.triggers WHERE id = 450851")
-[ "$nx" = "t" ] && echo "ok 6 - next_run_at advanced once" || echo "not ok 6 - next_run_at: $nx"
+is "$nx" t "next_run_at advanced once"
 d=$(q -c "SELECT count(*) FROM agent.event_dedup WHERE fingerprint = 'e:cron-concurrency'")
-[ "$d" = "0" ] && echo "ok 7 - the first tick did the cleanup" || echo "not ok 7 - old fingerprint still there"
+is "$d" 0 "the first tick did the cleanup (no old fingerprint left)"
 rm -f "$out_a"
 q -c "DELETE FROM agent.agents WHERE id = 450851" >/dev/null
+done_testing

@@ -14,10 +14,9 @@ cleanup() { [ -n "${RLS_KEEP:-}" ] && { echo "# kept $work"; return; }
     rm -rf "$work"
 }
 trap cleanup EXIT
-n=0; fails=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 
-echo "1..25"
+plan 25
 # semantic search (pgvector) where this PostgreSQL has it
 has_vector=$(psql -XAtq -d postgres -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'")
 # trigram search (pg_trgm) where this PostgreSQL has it
@@ -192,7 +191,7 @@ if [ "$has_vector" = 1 ]; then
     [ "$v" = 5000 ]; ok $? "not vacuous: a non-agent session of the same role finds the secret nearest ($v)"
 else
     for s in "vector search" "vector EXPLAIN ANALYZE" "nearest rows" "not vacuous"; do
-        n=$((n+1)); echo "ok $n # SKIP pgvector is not installed: no vector search to compare ($s)"
+        skip "pgvector is not installed: no vector search to compare ($s)"
     done
 fi
 cat "$work/a.out" "$work/va.out" 2>/dev/null | grep -q "$MARK"; [ $? -ne 0 ]; ok $? "the marker appears nowhere in the agent's outputs"
@@ -208,7 +207,7 @@ if [ "$has_trgm" = 1 ]; then
     section "$work/a.out" "leakproof plan" | grep -q "Bitmap Index Scan on pages_body_trgm_idx"
     ok $? "with agent.ilike the agent's pattern search starts from the trigram index"
 else
-    n=$((n+1)); echo "ok $n # SKIP pg_trgm is not installed: no trigram index to start from"
+    skip "pg_trgm is not installed: no trigram index to start from"
 fi
 v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" \
     -c "SELECT count(*) || ':' || coalesce(max(ts_rank(tsv, q))::text, 'none') FROM public.pages, to_tsquery('english', 'zebrafish7q') q WHERE agent.ts_match(tsv, q)" \
@@ -245,18 +244,16 @@ SQL
     # The agent.mentioned payload names the row, but a stored run is a log:
     # a row the agent cannot read is withheld at enqueue (a reference and the
     # reason), and the worker withholds again from the prompt (511).
-    n=$((n+1))
     v=$(psql -XAtq -d "$A" -c "SELECT agent.can_access(1, 'page', input#>>'{payload,row_id}') || ':' || (input#>>'{payload,row,withheld}') || ':' || (input::text ~* '$MARK|acquisition') FROM agent.runs WHERE id = $run")
-    if [ "$v" = "false:not_granted:false" ]; then echo "ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body"
-    else echo "not ok $n - the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body ($v)"; fi
+    is "$v" "false:not_granted:false" "the mention run's payload names a row the agent cannot read, withheld (not_granted), no title or body"
 else
     run=$(psql -XAtq -d "$A" -c "SELECT agent._enqueue_run(1, 'autonomous', 'mention', '{\"resource_type\": \"page\", \"row_id\": \"5000\"}')")
     [ -n "$run" ]; ok $? "a mention run is queued (events module not installed yet: through agent._enqueue_run, run $run)"
-    n=$((n+1)); echo "ok $n # SKIP events module not installed: no payload to inspect"
+    skip "events module not installed: no payload to inspect"
 fi
 rid=$(psql -XAtq -d "$A" -c "SELECT coalesce(input->>'row_id', input#>>'{payload,row_id}', input#>>'{event,payload,row_id}', '5000') FROM agent.runs WHERE id = $run")
 v=$(psql -XAtq -d "$A" -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:1'" -c "SET pg_agents.run_id = '$run'" \
       -c "SELECT count(*) FROM public.pages WHERE id IN ($rid, 5000, 5001) OR body LIKE '%$MARK%'" 2>&1)
 [ "$v" = 0 ]; ok $? "that run, under its identity, still cannot read the page ($v)"
 
-exit 0
+done_testing

@@ -15,8 +15,7 @@ set -u
 DB=rls_cache_$$
 work=$(mktemp -d)
 trap 'psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1; rm -rf "$work"' EXIT
-n=0; fails=0
-ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails+1)); fi; }
+. "$(dirname "$0")/../fixtures/tap.sh"
 
 psql -XAtq -d postgres -c "CREATE DATABASE $DB" >/dev/null || { echo "1..0 # Skip cannot create database"; exit 1; }
 psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 >/dev/null <<'SQL' || { echo "Bail out! setup failed"; exit 1; }
@@ -115,11 +114,11 @@ expect=(
   "5,6,7,8,9,10,11,12,13,14,15,16,30,40|an update of agent.access elsewhere (even one that changes nothing)"
   "1 computed, reused|... makes the next statement compute the set afresh"
 )
-echo "1..${#expect[@]}"
+plan ${#expect[@]}
 for i in "${!expect[@]}"; do
     want=${expect[$i]%%|*}; what=${expect[$i]#*|}
     got=${out[$i]:-<none>}
     [ "$got" = "$want" ]; ok $? "$what"
     [ "$got" = "$want" ] || echo "#   got: $got; want: $want"
 done
-[ "$fails" = 0 ]
+done_testing

@@ -10,7 +10,8 @@
 set -u
 DB=rls_race_$$
 trap 'psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1' EXIT
-echo "1..4"
+. "$(dirname "$0")/../fixtures/tap.sh"
+plan 4
 psql -XAtq -d postgres -c "CREATE DATABASE $DB" >/dev/null || { echo "Bail out! cannot create database"; exit 1; }
 psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 >/dev/null <<'SQL' || { echo "Bail out! setup failed"; exit 1; }
 CREATE EXTENSION pg_agents;
@@ -80,10 +81,11 @@ wait $wpid
 read -r checks bad last <<<"$(echo "$result" | sed -n 1p)"
 read -r computed reused <<<"$(echo "$result" | sed -n 2p)"
 echo "# $checks checks, $bad violations, last step $last; sets computed $computed, reused $reused"
-[ "${last:-0}" = 200 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 1 - the reader followed the writer to the last step"
-[ "${checks:-0}" -gt 200 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 2 - the reader checked more often than the writer changed ($checks checks)"
-[ "${bad:-1}" = 0 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 3 - no statement saw a revoked page or missed a granted one"
+[ "${last:-0}" = 200 ]; ok $? "the reader followed the writer to the last step"
+[ "${checks:-0}" -gt 200 ]; ok $? "the reader checked more often than the writer changed ($checks checks)"
+[ "${bad:-1}" = 0 ]; ok $? "no statement saw a revoked page or missed a granted one"
 # (since 0.4.0 the planner may check candidates one by one right after a
 # change instead of computing the set, so how often a kept set is reused
 # depends on timing: the readable-set machinery must have served, no more)
-[ $(( ${computed:-0} + ${reused:-0} )) -gt 0 ]; r=$?; echo "$([ $r = 0 ] && echo ok || echo not ok) 4 - the readable sets served the reads ($reused reused, $computed computed)"
+[ $(( ${computed:-0} + ${reused:-0} )) -gt 0 ]; ok $? "the readable sets served the reads ($reused reused, $computed computed)"
+done_testing

@@ -27,7 +27,6 @@ import json,sys,urllib.request
 rs=json.loads(urllib.request.urlopen("http://127.0.0.1:%s/_requests" % sys.argv[1]).read())
 print(len(rs), sum(1 for r in rs if "authorization" in r["headers"] or "x-api-key" in r["headers"]))' "$EVIL_PORT"
 }
-like() { _tap_n=$((_tap_n+1)); if [[ "$1" == *"$2"* ]]; then echo "ok $_tap_n - $3"; else echo "not ok $_tap_n - $3"; echo "#   got: '$1'"; _tap_fail=$((_tap_fail+1)); fi; }
 app() {  # psql as the application role, in a workspace: app WS SQL
     psql -XAtq -U w620_app -c "SET pg_agents.workspace = '$1'" -c "$2" 2>&1
 }
@@ -47,15 +46,15 @@ b=$(app w620b "SELECT agent.create_agent('w620b', 'owner620b', 'other620', '{}')
 # 1. the editor's save naming the listener is refused (22023), nothing stored
 out=$(psql -XAtq -U w620_app -v VERBOSITY=verbose -c "SET pg_agents.workspace = 'w620a'" \
       -c "SELECT agent.save_settings($a, jsonb_build_object('scope', jsonb_build_object('llm_url', '$EVIL')), 'editor620')" 2>&1)
-like "$out" "22023" "save_settings with scope.llm_url = the listener: SQLSTATE 22023"
-like "$out" "scope llm_url \"$EVIL\" is not an allowed LLM endpoint" "with a clear message"
+contains "$out" "22023" "save_settings with scope.llm_url = the listener: SQLSTATE 22023"
+contains "$out" "scope llm_url \"$EVIL\" is not an allowed LLM endpoint" "with a clear message"
 is "$(q "SELECT coalesce(scope->>'llm_url', 'none') FROM agent.agents WHERE id = $a")" "none" "the scope is unchanged"
 out=$(app w620a "SELECT agent.create_agent('w620a', 'editor620', 'mine620', jsonb_build_object('scope', jsonb_build_object('llm_url', '$EVIL/')))")
-like "$out" "is not an allowed LLM endpoint" "create_agent naming it is refused too"
+contains "$out" "is not an allowed LLM endpoint" "create_agent naming it is refused too"
 out=$(psql -XAtq -c "UPDATE agent.agents SET scope = jsonb_build_object('llm_url', '$EVIL') WHERE id = $b" 2>&1)
-like "$out" "is not an allowed LLM endpoint" "a direct UPDATE of agent.agents is checked too, even a superuser's"
+contains "$out" "is not an allowed LLM endpoint" "a direct UPDATE of agent.agents is checked too, even a superuser's"
 out=$(psql -XAtq -U w620_nobody -c "SELECT agent.save_settings($a, '{\"scope\": {\"llm_url\": \"$EVIL\"}}', 'owner620')" 2>&1)
-like "$out" "permission denied" "a role with no grants cannot save settings at all"
+contains "$out" "permission denied" "a role with no grants cannot save settings at all"
 is "$(evil_requests)" "0 0" "the listener received nothing"
 
 # 2. the cluster's own endpoint may be named (it is pg_agents.llm_url); runs there carry the key

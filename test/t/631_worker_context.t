@@ -14,8 +14,6 @@ cleanup() {
     q "SELECT pg_reload_conf()" >/dev/null 2>&1
 }
 trap cleanup EXIT
-like() { _tap_n=$((_tap_n+1)); if [[ "$1" == *"$2"* ]]; then echo "ok $_tap_n - $3"; else echo "not ok $_tap_n - $3"; echo "#   got: '$1'"; _tap_fail=$((_tap_fail+1)); fi; }
-unlike() { _tap_n=$((_tap_n+1)); if [[ "$1" != *"$2"* ]]; then echo "ok $_tap_n - $3"; else echo "not ok $_tap_n - $3"; _tap_fail=$((_tap_fail+1)); fi; }
 # req KEY N FIELD: a part of the Nth request (0-based, -1 last) whose body holds KEY
 #   FIELD: system | last (the last message) | tools (names) | tool:NAME (its definition) | results (tool messages)
 req() {
@@ -63,9 +61,9 @@ llm_script "k631-auto" '[{"text": "ok"}]'
 r=$(start_run "$a" '{"prompt": "go k631-auto"}')
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "autonomous run with an instruction page succeeds"
 sys=$(req k631-auto 0 system)
-like "$sys" "Base instructions. Links [no access] and Readable Title 631 and [no access]." \
+contains "$sys" "Base instructions. Links [no access] and Readable Title 631 and [no access]." \
    "instructions: a readable link becomes its title, an ungranted or unknown one the no-access token"
-like "$sys" 'Instruction page "Instr page 631":
+contains "$sys" 'Instruction page "Instr page 631":
 Follow the page rules k631. See Readable Title 631 and [no access].' "the instruction page's body follows, its links rendered the same way"
 is "$(q "SELECT string_agg(kind || ':' || name || ':' || (output->>'resource_id'), ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r AND name = 'instruction_page'")" \
    "read:instruction_page:p631-instr" "the read of the instruction page is a step of the run"
@@ -75,8 +73,8 @@ llm_script "k631-man" '[{"text": "ok"}]'
 r=$(start_run "$a" '{"message": "hello k631-man"}' manual u631)
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "manual run succeeds"
 sys=$(req k631-man 0 system)
-like "$sys" "Base instructions. Links [no access] and [no access] and [no access]." "manual: links checked against the user's ACL"
-like "$sys" "Follow the page rules k631. See [no access] and [no access]." "manual: the page the user may read is read"
+contains "$sys" "Base instructions. Links [no access] and [no access] and [no access]." "manual: links checked against the user's ACL"
+contains "$sys" "Follow the page rules k631. See [no access] and [no access]." "manual: the page the user may read is read"
 
 # an instruction page the run may not read: neither its title nor its body
 b=$(mk_agent "secret631")
@@ -84,7 +82,7 @@ q "UPDATE agent.agents SET instruction_page_id = 'p631-secret', instructions = '
 llm_script "k631-sec" '[{"text": "ok"}]'
 r=$(start_run "$b" '{"prompt": "go k631-sec"}')
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "a run whose instruction page is not granted still runs"
-like "$(req k631-sec 0 system)" "Instruction page: [no access]" "the unreadable instruction page is the no-access token"
+contains "$(req k631-sec 0 system)" "Instruction page: [no access]" "the unreadable instruction page is the no-access token"
 is "$(q "SELECT kind || ':' || status FROM agent.run_steps WHERE run_id = $r AND name = 'instruction_page'")" "denied:denied" \
    "its refusal is a step of the run"
 
@@ -97,12 +95,12 @@ llm_script "k631-sk" '[{"tool": "use_skill", "input": {"skill_id": "s631-a"}},
 r=$(start_run "$c" '{"prompt": "go k631-sk"}')
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "autonomous run with skills succeeds"
 sys=$(req k631-sk 0 system)
-like "$sys" "Skills you may use (load one with use_skill before following it):
+contains "$sys" "Skills you may use (load one with use_skill before following it):
 - s631-a: Summarise 631 - Summarise things briefly." "the granted skill is listed with its one-line description"
-unlike "$sys" "s631-b" "a skill the owner may read but the agent was not granted is not listed"
-like "$(req k631-sk 0 tools)" "use_skill" "use_skill is offered"
+lacks "$sys" "s631-b" "a skill the owner may read but the agent was not granted is not listed"
+contains "$(req k631-sk 0 tools)" "use_skill" "use_skill is offered"
 res=$(req k631-sk -1 results)
-like "$(echo "$res" | sed -n 1p)" "SKILLBODY-A631" "use_skill loads the granted skill's body"
+contains "$(echo "$res" | sed -n 1p)" "SKILLBODY-A631" "use_skill loads the granted skill's body"
 is "$(echo "$res" | sed -n 2p)" '{"error":"access denied"}' "use_skill on an ungranted skill is refused"
 is "$(q "SELECT string_agg(kind || ':' || name || ':' || coalesce(input->>'resource_type', ''), ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $r AND kind IN ('read', 'denied')")" \
    "read:read_resource:skill,denied:read_resource:skill" "loading a skill is a read (gated, recorded) like every read"
@@ -115,17 +113,17 @@ llm_script "k631-skm" '[{"tool": "use_skill", "input": {"skill_id": "s631-b"}},
 r=$(start_run "$c" '{"message": "go k631-skm"}' manual u631)
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "manual run with skills succeeds"
 sys=$(req k631-skm 0 system)
-like "$sys" "- s631-b: Translate 631 - Translate text." "manual: the skill the user may read is listed"
-unlike "$sys" "s631-a" "manual: the granted skill the user may not read is not"
+contains "$sys" "- s631-b: Translate 631 - Translate text." "manual: the skill the user may read is listed"
+lacks "$sys" "s631-a" "manual: the granted skill the user may not read is not"
 res=$(req k631-skm -1 results)
-like "$(echo "$res" | sed -n 1p)" "SKILLBODY-B631" "manual: use_skill loads the user's skill"
+contains "$(echo "$res" | sed -n 1p)" "SKILLBODY-B631" "manual: use_skill loads the user's skill"
 is "$(echo "$res" | sed -n 2p)" '{"error":"access denied"}' "manual: and refuses the other"
 
 # no skill: no section, no tool
 llm_script "k631-nosk" '[{"text": "ok"}]'
 r=$(start_run "$b" '{"prompt": "go k631-nosk"}')
 wait_status "$r" "succeeded|failed" 30 >/dev/null
-unlike "$(req k631-nosk 0 system)" "Skills" "an agent without usable skills gets no skills section"
+lacks "$(req k631-nosk 0 system)" "Skills" "an agent without usable skills gets no skills section"
 is "$(req k631-nosk 0 tools)" "read_resource,search_resources,write_resource" "and no use_skill tool"
 
 # 3. delegation: the list, attachments, the depth line, the limit
@@ -147,24 +145,24 @@ llm_script "k631-child" '[{"tool": "read_resource", "input": {"resource_type": "
 r=$(start_run "$p" '{"prompt": "lead k631-lead-run"}')
 is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "the delegating run succeeds"
 def=$(req k631-lead-run 0 tool:delegate_to_agent)
-like "$def" "You may delegate to:\\n- $w Writer631: Drafts replies.\\n- $w2 Middle631\"" \
+contains "$def" "You may delegate to:\\n- $w Writer631: Drafts replies.\\n- $w2 Middle631\"" \
    "delegate_to_agent lists the delegable agents with their ids, names and one-line descriptions"
-unlike "$def" "Hidden631" "an agent the run's identity cannot see is not listed"
-unlike "$def" "Foreign631" "nor an agent of another workspace"
-like "$def" '"attachments": {"type": "array"' "delegate_to_agent takes attachments"
-unlike "$(req k631-lead-run 0 system)" "delegated run" "a root run gets no depth line"
+lacks "$def" "Hidden631" "an agent the run's identity cannot see is not listed"
+lacks "$def" "Foreign631" "nor an agent of another workspace"
+contains "$def" '"attachments": {"type": "array"' "delegate_to_agent takes attachments"
+lacks "$(req k631-lead-run 0 system)" "delegated run" "a root run gets no depth line"
 child=$(q "SELECT id FROM agent.runs WHERE parent_run_id = $r AND agent_id = $w")
 is "$(q "SELECT input->'attachments' FROM agent.runs WHERE id = ${child:-0}")" \
    '[{"resource_id": "p631-ok", "resource_type": "page"}, {"withheld": "not_granted", "resource_id": "p631-secret", "resource_type": "page"}]' \
    "the child gets the attachment it may read; the other is withheld"
-like "$(req k631-child 0 last)" '"resource_id":"p631-ok"' "the child's prompt carries the attachments"
-like "$(req k631-child 0 system)" "You are a delegated run at depth 1 (the limit is 3): you may not delegate further." \
+contains "$(req k631-child 0 last)" '"resource_id":"p631-ok"' "the child's prompt carries the attachments"
+contains "$(req k631-child 0 system)" "You are a delegated run at depth 1 (the limit is 3): you may not delegate further." \
    "the child is told its depth and that it may not delegate (no list)"
 res=$(req k631-child -1 results)
 is "$(echo "$res" | sed -n 1p)" '{"error":"access denied"}' "the child reading the withheld attachment is refused (its own access)"
-like "$(echo "$res" | sed -n 2p)" "ok body" "and reads the one granted to it"
-like "$(req k631-lead-run -1 results | sed -n 2p)" "is not one you may delegate to" "delegating to the hidden agent anyway is refused"
-like "$(req k631-lead-run -1 results | sed -n 3p)" "delegation refused" "and to the agent of another workspace"
+contains "$(echo "$res" | sed -n 2p)" "ok body" "and reads the one granted to it"
+contains "$(req k631-lead-run -1 results | sed -n 2p)" "is not one you may delegate to" "delegating to the hidden agent anyway is refused"
+contains "$(req k631-lead-run -1 results | sed -n 3p)" "delegation refused" "and to the agent of another workspace"
 is "$(q "SELECT count(*) FROM agent.runs WHERE parent_run_id = $r AND agent_id IN ($h, $x)")" "0" "neither got a run"
 
 # a child with a list, below the limit, then at the limit
@@ -172,23 +170,23 @@ llm_script "k631-mid" '[{"text": "mid done"}]'
 llm_script "k631-lead2" "[{\"tool\": \"delegate_to_agent\", \"input\": {\"agent_id\": $w2, \"task\": \"plan k631-mid\"}}, {\"text\": \"ok\"}]"
 r=$(start_run "$p" '{"prompt": "lead k631-lead2"}')
 is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "delegation to an agent that may delegate further"
-like "$(req k631-mid 0 system)" "depth 1 (the limit is 3): you may delegate further." "below the limit: it may delegate further"
-like "$(req k631-mid 0 tools)" "delegate_to_agent" "and is offered delegate_to_agent"
+contains "$(req k631-mid 0 system)" "depth 1 (the limit is 3): you may delegate further." "below the limit: it may delegate further"
+contains "$(req k631-mid 0 tools)" "delegate_to_agent" "and is offered delegate_to_agent"
 q "ALTER SYSTEM SET pg_agents.max_delegation_depth = 1" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 llm_script "k631-mid3" '[{"text": "mid done"}]'
 llm_script "k631-lead3" "[{\"tool\": \"delegate_to_agent\", \"input\": {\"agent_id\": $w2, \"task\": \"plan k631-mid3\"}}, {\"text\": \"ok\"}]"
 r=$(start_run "$p" '{"prompt": "lead k631-lead3"}')
 is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "delegation with the limit at 1"
-like "$(req k631-mid3 0 system)" "depth 1 (the limit is 1): you may not delegate further." "at the limit: it may not delegate further"
+contains "$(req k631-mid3 0 system)" "depth 1 (the limit is 1): you may not delegate further." "at the limit: it may not delegate further"
 tools=$(req k631-mid3 0 tools)
-unlike "$tools" "delegate_to_agent" "at the limit delegate_to_agent is not offered"
-unlike "$tools" "agent_teams" "nor agent_teams"
+lacks "$tools" "delegate_to_agent" "at the limit delegate_to_agent is not offered"
+lacks "$tools" "agent_teams" "nor agent_teams"
 q "ALTER SYSTEM RESET pg_agents.max_delegation_depth" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
 
 # the unreadable page's title and body reached no request at all
 all=$(llm_requests)
-unlike "$all" "SecretTitle631" "the title of the page the runs may not read is absent from every request"
-unlike "$all" "SecretBody631" "and so is its body"
+lacks "$all" "SecretTitle631" "the title of the page the runs may not read is absent from every request"
+lacks "$all" "SecretBody631" "and so is its body"
 ok "$(python3 -c 'import json,sys; print(0 if len(json.loads(sys.argv[1])) >= 15 else 1)' "$all")" "the requests were recorded"
 done_testing

@@ -16,7 +16,6 @@ for _ in $(seq 1 100); do [ -s "$tmp/py.port" ] && break; sleep 0.05; done
 PY="http://127.0.0.1:$(cat "$tmp/py.port")"
 WS=mcp_ws_710
 OWNER=owner710
-skip() { _tap_n=$((_tap_n+1)); echo "ok $_tap_n # SKIP $1"; }
 q "DELETE FROM agent.mcp_servers WHERE workspace_id = '$WS'" >/dev/null
 steps() { q "SELECT string_agg(kind || ':' || coalesce(name, '') || ':' || coalesce(status, ''), ',' ORDER BY seq) FROM agent.run_steps WHERE run_id = $1"; }
 # the tool messages the model received in request N (0-based) of a key

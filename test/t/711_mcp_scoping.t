@@ -85,13 +85,12 @@ is "$(echo "$out" | grep -c "permission denied")" 2 "a role with no grants reads
 # 5. the catalogue's admin functions name servers inside the session's workspace only (a superuser session bound to B)
 team=$(q "SELECT id FROM agent.mcp_servers WHERE workspace_id = 'w711a' AND name = 'team'")
 inb() { psql -XAtq -c "SET pg_agents.workspace = 'w711b'" -c "$1" 2>&1; }
-like() { _tap_n=$((_tap_n+1)); if [[ "$1" == *"$2"* ]]; then echo "ok $_tap_n - $3"; else echo "not ok $_tap_n - $3"; echo "#   got: '$1'"; _tap_fail=$((_tap_fail+1)); fi; }
-like "$(inb "SELECT agent.mcp_call('team', 'echo', '{\"message\": \"x\"}', workspace_id => 'w711a')")" \
+contains "$(inb "SELECT agent.mcp_call('team', 'echo', '{\"message\": \"x\"}', workspace_id => 'w711a')")" \
      'MCP server "team" does not exist' "from workspace B, A's server by name does not exist"
-like "$(inb "SELECT agent.mcp_call($team, 'echo', '{\"message\": \"x\"}')")" "MCP server $team does not exist" "nor by id"
+contains "$(inb "SELECT agent.mcp_call($team, 'echo', '{\"message\": \"x\"}')")" "MCP server $team does not exist" "nor by id"
 is "$(inb "SELECT agent.mcp_remove_server($team)")" "f" "removing it from B: no such server"
-like "$(inb "SELECT agent.mcp_set_enabled($team, false)")" "does not exist" "disabling it from B: no such server"
-like "$(inb "SELECT agent.mcp_add_server('planted', '$PY', workspace_id => 'w711a')")" "is not the session's workspace" \
+contains "$(inb "SELECT agent.mcp_set_enabled($team, false)")" "does not exist" "disabling it from B: no such server"
+contains "$(inb "SELECT agent.mcp_add_server('planted', '$PY', workspace_id => 'w711a')")" "is not the session's workspace" \
      "adding a server to A from B is refused"
 is "$(inb "SELECT string_agg(name, ',' ORDER BY name) FROM agent.mcp_refresh(workspace_id => NULL)")" "elsewhere" \
    "refreshing every server from B refreshes B's only"

@@ -1,5 +1,5 @@
 -- Parts of the 0.3.0 -> 0.4.0 upgrade script, concatenated in name order by
--- make (then sql/src/990_privileges.sql).  One file per area, numbered like
+-- make (then sql/src/980_labels.sql and sql/src/990_privileges.sql).  One file per area, numbered like
 -- sql/src/: each holds the whole new definition of every object the area
 -- changed since 0.3.0 (CREATE OR REPLACE, new objects, ALTERs), so that
 -- test/t/010_upgrade.t finds an upgraded 0.3.0 identical to a fresh 0.4.0.

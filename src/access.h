@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * access.h
+ *		Resource access: the ids an agent may read (or edit) among the
+ *		resources of a type (access_readable.c), for the allowlist and the
+ *		tools.  agent.can_access and agent.explain_access are SQL only
+ *		(access.c); access_int.h is the module's private header.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_ACCESS_H
+#define PG_AGENTS_ACCESS_H
+
+extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n,
+								  bool *custom_acl);
+extern Oid	PgAgentsAccessRelid(void);
+extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
+
+#endif							/* PG_AGENTS_ACCESS_H */

@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ *
+ * access_decide.c
+ *		The access decision: the rules of agent.can_access (listed in
+ *		access.c) applied to the facts of access_facts.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "access.h"
+#include "access_int.h"
+#include "compat.h"
+#include "guc.h"
+
+/* "read" or "edit", for the details */
+static const char *
+ModeName(int mode)
+{
+	return mode == LEVEL_EDIT ? "edit" : "read";
+}
+
+/*
+ * The autonomous decision for an active agent, given the level of its direct
+ * grant on the resource (LEVEL_NONE if none).  Shared by can_access and the
+ * readable set, so that both follow exactly the same rules.
+ */
+AccessReason
+AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int mode,
+					   int grant, Snapshot snap, bool want_detail, char **detail)
+{
+	if (grant != LEVEL_NONE)
+	{
+		if (mode == LEVEL_EDIT && grant < LEVEL_EDIT)
+		{
+			/* the workspace_shared path may still allow the edit */
+			if (AccessGetWorkspaceGrant(ag, snap) >= LEVEL_EDIT &&
+				AccessWorkspaceShares(ag->workspace, rtype, rid, LEVEL_EDIT, snap) &&
+				AccessUserAllows(ag->workspace, ag->owner, rtype, rid, LEVEL_EDIT, snap))
+			{
+				if (want_detail)
+					*detail = psprintf("agent %lld holds a read grant on %s %s, but an edit workspace_shared grant, the resource is shared with the workspace at edit and owner %s may edit it",
+									   (long long) ag->id, rtype, rid, ag->owner);
+				return AR_GRANTED_WORKSPACE_SHARED;
+			}
+			if (want_detail)
+				*detail = psprintf("agent %lld holds only a read grant on %s %s",
+								   (long long) ag->id, rtype, rid);
+			return AR_GRANT_READ_ONLY;
+		}
+		if (AccessUserAllows(ag->workspace, ag->owner, rtype, rid, mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("agent %lld holds a%s grant on %s %s and owner %s may %s it",
+								   (long long) ag->id,
+								   grant == LEVEL_EDIT ? "n edit" : " read",
+								   rtype, rid, ag->owner, ModeName(mode));
+			return AR_GRANTED;
+		}
+		if (want_detail)
+			*detail = psprintf("agent %lld holds a grant on %s %s but owner %s may not %s it",
+							   (long long) ag->id, rtype, rid, ag->owner,
+							   ModeName(mode));
+		return AR_OWNER_DENIED;
+	}
+
+	grant = AccessGetWorkspaceGrant(ag, snap);
+	if (grant != LEVEL_NONE &&
+		AccessWorkspaceShares(ag->workspace, rtype, rid, LEVEL_READ, snap))
+	{
+		if (mode == LEVEL_EDIT)
+		{
+			if (grant < LEVEL_EDIT)
+			{
+				if (want_detail)
+					*detail = psprintf("%s %s is shared with the workspace but agent %lld holds only a read workspace_shared grant",
+									   rtype, rid, (long long) ag->id);
+				return AR_GRANT_READ_ONLY;
+			}
+			if (!AccessWorkspaceShares(ag->workspace, rtype, rid, LEVEL_EDIT, snap))
+			{
+				if (want_detail)
+					*detail = psprintf("%s %s is shared with the workspace read-only",
+									   rtype, rid);
+				return AR_OWNER_DENIED;
+			}
+		}
+		if (AccessUserAllows(ag->workspace, ag->owner, rtype, rid, mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("%s %s is shared with the workspace at %s and agent %lld holds a workspace_shared grant",
+								   rtype, rid, ModeName(mode), (long long) ag->id);
+			return AR_GRANTED_WORKSPACE_SHARED;
+		}
+		if (want_detail)
+			*detail = psprintf("%s %s is shared with the workspace but owner %s may not %s it",
+							   rtype, rid, ag->owner, ModeName(mode));
+		return AR_OWNER_DENIED;
+	}
+
+	if (want_detail)
+		*detail = psprintf("agent %lld holds no grant on %s %s%s",
+						   (long long) ag->id, rtype, rid,
+						   grant != LEVEL_NONE ? " and it is not shared with the workspace" : "");
+	return AR_NOT_GRANTED;
+}
+
+
+/*
+ * The decision for checked arguments.  detail is filled only when want_detail.
+ */
+AccessReason
+AccessDecide(AccessArgs *a, bool want_detail, char **detail)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+
+	snap = AccessBegin("can_access");
+
+	ag = AccessGetAgent(a->agent_id, snap);
+	if (!ag->found)
+	{
+		if (want_detail)
+			*detail = psprintf("agent %lld does not exist", (long long) a->agent_id);
+		return AR_AGENT_NOT_FOUND;
+	}
+	if (ag->deleted)
+	{
+		if (want_detail)
+			*detail = psprintf("agent %lld was deleted", (long long) a->agent_id);
+		return AR_AGENT_DELETED;
+	}
+
+	if (a->manual)
+	{
+		if (AccessUserAllows(ag->workspace, a->user, a->rtype, a->rid, a->mode, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("manual run: user %s may %s %s %s",
+								   a->user, ModeName(a->mode), a->rtype, a->rid);
+			return AR_GRANTED;
+		}
+		if (want_detail)
+			*detail = psprintf("manual run: user %s may not %s %s %s",
+							   a->user, ModeName(a->mode), a->rtype, a->rid);
+		return AR_USER_DENIED;
+	}
+
+	if (ag->suspended)
+	{
+		if (want_detail)
+			*detail = psprintf("agent %lld is suspended: it runs no autonomous work",
+							   (long long) a->agent_id);
+		return AR_AGENT_SUSPENDED;
+	}
+
+	return AccessDecideAutonomous(ag, a->rtype, a->rid, a->mode,
+								  AccessAgentGrant(ag, a->rtype, a->rid, snap),
+								  snap, want_detail, detail);
+}

@@ -1,0 +1,1048 @@
+/*-------------------------------------------------------------------------
+ *
+ * access_facts.c
+ *		The facts of access decisions: the relations and their OIDs, the
+ *		per-snapshot caches of agents, groups, grants and ACL rows, and the
+ *		index lookups that fill them (the speed notes are in access.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "access.h"
+#include "access_int.h"
+#include "compat.h"
+#include "guc.h"
+
+AccessRels access_rels;
+
+/* The OID of agent.<name>, or an error saying the extension is missing. */
+static Oid
+LookupRel(Oid nsp, const char *name)
+{
+	Oid			relid = get_relname_relid(name, nsp);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"agent.%s\" does not exist", name),
+				 errhint("Is the pg_agents extension installed in this database?")));
+	return relid;
+}
+
+/*
+ * The attribute number of a column the code relies on (an internal error if absent).
+ */
+static AttrNumber
+LookupAtt(Oid relid, const char *name)
+{
+	AttrNumber	att = get_attnum(relid, name);
+
+	if (att == InvalidAttrNumber)
+		elog(ERROR, "pg_agents: column \"%s\" missing from relation %u", name, relid);
+	return att;
+}
+
+/*
+ * Looks the relations, indexes and columns up and locks them, once per transaction.
+ */
+void
+AccessEnsureRels(void)
+{
+	Oid			nsp;
+
+	if (access_rels.valid && access_rels.lxid == PGA_MY_LXID)
+		return;
+	access_rels.valid = false;
+	nsp = get_namespace_oid("agent", true);
+	if (!OidIsValid(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				 errmsg("schema \"agent\" does not exist"),
+				 errhint("Is the pg_agents extension installed in this database?")));
+	access_rels.agents = LookupRel(nsp, "agents");
+	access_rels.agents_pkey = LookupRel(nsp, "agents_pkey");
+	access_rels.access = LookupRel(nsp, "access");
+	access_rels.access_pkey = LookupRel(nsp, "access_pkey");
+	access_rels.acl = LookupRel(nsp, "resource_acl");
+	access_rels.acl_pkey = LookupRel(nsp, "resource_acl_pkey");
+	access_rels.acl_principal_idx = LookupRel(nsp, "resource_acl_principal_idx");
+	access_rels.members = LookupRel(nsp, "group_members");
+	access_rels.members_user_idx = LookupRel(nsp, "group_members_user_idx");
+	access_rels.config = LookupRel(nsp, "access_config");
+	access_rels.ag_workspace = LookupAtt(access_rels.agents, "workspace_id");
+	access_rels.ag_owner = LookupAtt(access_rels.agents, "owner_id");
+	access_rels.ag_status = LookupAtt(access_rels.agents, "status");
+	access_rels.ag_deleted = LookupAtt(access_rels.agents, "deleted_at");
+	access_rels.ac_type = LookupAtt(access_rels.access, "resource_type");
+	access_rels.acl_type = LookupAtt(access_rels.acl, "resource_type");
+	access_rels.acl_id = LookupAtt(access_rels.acl, "resource_id");
+	access_rels.ac_id = LookupAtt(access_rels.access, "resource_id");
+	access_rels.ac_access = LookupAtt(access_rels.access, "access");
+	access_rels.acl_workspace = LookupAtt(access_rels.acl, "workspace_id");
+	access_rels.acl_principal = LookupAtt(access_rels.acl, "principal");
+	access_rels.acl_access = LookupAtt(access_rels.acl, "access");
+	access_rels.gm_workspace = LookupAtt(access_rels.members, "workspace_id");
+	access_rels.gm_group = LookupAtt(access_rels.members, "group_id");
+	access_rels.cf_function = LookupAtt(access_rels.config, "acl_function");
+	/*
+	 * Lock them once for the rest of the transaction (as any query reading
+	 * them would), so that each check opens them without the lock manager.
+	 */
+	LockRelationOid(access_rels.agents, AccessShareLock);
+	LockRelationOid(access_rels.agents_pkey, AccessShareLock);
+	LockRelationOid(access_rels.access, AccessShareLock);
+	LockRelationOid(access_rels.access_pkey, AccessShareLock);
+	LockRelationOid(access_rels.acl, AccessShareLock);
+	LockRelationOid(access_rels.acl_pkey, AccessShareLock);
+	LockRelationOid(access_rels.acl_principal_idx, AccessShareLock);
+	LockRelationOid(access_rels.members, AccessShareLock);
+	LockRelationOid(access_rels.members_user_idx, AccessShareLock);
+	LockRelationOid(access_rels.config, AccessShareLock);
+	access_rels.lxid = PGA_MY_LXID;
+	access_rels.valid = true;
+}
+
+/* ------------------------------------------------------------------------
+ * The per-snapshot cache: agents, group memberships, the ACL setting
+ * ------------------------------------------------------------------------
+ */
+typedef struct CacheKey
+{
+	LocalTransactionId lxid;
+	CommandId	curcid;
+	TransactionId xmin;
+	TransactionId xmax;
+	uint32		xcnt;
+	int32		subxcnt;
+	bool		suboverflowed;
+	bool		valid;
+} CacheKey;
+
+/*
+ * The agent.resource_acl rows of one resource, cached per snapshot (the same
+ * resource is typically checked for several agents or modes).
+ */
+typedef struct AclRow
+{
+	char	   *principal;
+	int			plen;
+	int			level;
+	char	   *workspace;		/* NULL: row of no particular workspace */
+} AclRow;
+
+typedef struct AclEntry
+{
+	uint64		hash;			/* hash key: of (type, id) */
+	char	   *rtype;
+	char	   *rid;
+	int			nrows;
+	AclRow	   *rows;
+	bool		filled;			/* false while (or if an error stopped) filling it */
+} AclEntry;
+
+static HTAB *acl_cache = NULL;
+static long acl_cached_rows = 0;
+
+#define ACL_CACHE_MAX_ROWS	262144
+
+/*
+ * All the grants of one agent, in an open-addressing table, loaded in one
+ * index range scan once the agent has been checked a few times in the same
+ * snapshot (a run, or a WHERE clause, checks many resources for one agent).
+ * Compact, so that a million grants fit in about 40 MB: one allocation per
+ * set holding the slots (12 bytes each), the resource ids and the few
+ * resource types, each stored once.
+ */
+typedef struct GrantItem
+{
+	uint32		hash;
+	uint32		ridoff;			/* offset of the id in the set's strings */
+	uint16		ridlen;
+	uint8		level;			/* LEVEL_NONE marks an empty slot */
+	uint8		tidx;			/* index of its type in typeoff */
+} GrantItem;
+
+#define GRANTSET_MAX_TYPES	255
+#define GRANTSET_MAX_IDLEN	65535
+
+typedef struct GrantSet
+{
+	uint32		mask;
+	int			n;
+	GrantItem  *items;
+	uint32	   *typeoff;		/* offsets of the types in strings */
+	char	   *strings;
+	uint64		last_use;		/* check_clock when it last answered */
+	/* the slots, type offsets and strings follow, in the same allocation */
+} GrantSet;
+
+#define GRANTSET_AFTER_CHECKS	4
+#define GRANTSET_MAX_AGENT		20000
+
+static long grantset_total = 0;
+static uint64 check_clock = 0;	/* grant lookups in this snapshot */
+static uint64 load_blocked_until = 0;
+
+/* a set unused for this many checks may be dropped to make room */
+#define GRANTSET_COLD_CHECKS	Max(1024, pg_agents_access_cache_grants / 4)
+
+typedef struct GroupsEntry
+{
+	uint64		hash;			/* hash key: of (workspace, user) */
+	char	   *workspace;
+	char	   *user;
+	int			ngroups;
+	char	  **groups;
+	bool		filled;			/* false while (or if an error stopped) filling it */
+} GroupsEntry;
+
+#define CACHE_MAX_ENTRIES	65536
+
+static MemoryContext cache_cxt = NULL;
+static HTAB *agent_cache = NULL;
+static HTAB *groups_cache = NULL;
+static CacheKey cache_key;
+static bool acl_fn_loaded = false;
+static Oid	acl_fn_oid = InvalidOid;
+static FmgrInfo acl_fn_info;
+
+/* Empties the per-snapshot caches (their memory context is reset). */
+static void
+CacheReset(void)
+{
+	if (cache_cxt == NULL)
+		cache_cxt = AllocSetContextCreate(TopMemoryContext,
+										  "pg_agents access cache",
+										  ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(cache_cxt);
+	agent_cache = NULL;
+	groups_cache = NULL;
+	acl_cache = NULL;
+	acl_cached_rows = 0;
+	grantset_total = 0;
+	check_clock = 0;
+	load_blocked_until = 0;
+	acl_fn_loaded = false;
+	acl_fn_oid = InvalidOid;
+}
+
+
+/* one of the per-snapshot caches, in cache_cxt */
+static HTAB *
+CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = cache_cxt;
+	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * Makes the caches those of this snapshot: kept while the snapshot is the same
+ * (and they are not too big), else started afresh.
+ */
+void
+AccessEnsureCache(Snapshot snap)
+{
+	CacheKey	k;
+
+	memset(&k, 0, sizeof(k));
+	k.lxid = PGA_MY_LXID;
+	k.curcid = snap->curcid;
+	k.xmin = snap->xmin;
+	k.xmax = snap->xmax;
+	k.xcnt = snap->xcnt;
+	k.subxcnt = snap->subxcnt;
+	k.suboverflowed = snap->suboverflowed;
+	k.valid = true;
+	if (cache_key.valid && memcmp(&k, &cache_key, sizeof(k)) == 0 &&
+		agent_cache != NULL &&
+		hash_get_num_entries(agent_cache) < CACHE_MAX_ENTRIES &&
+		hash_get_num_entries(groups_cache) < CACHE_MAX_ENTRIES)
+		return;
+	CacheReset();
+	agent_cache = CacheCreate("pg_agents agents", sizeof(int64), sizeof(AgentEntry), 256);
+	groups_cache = CacheCreate("pg_agents groups", sizeof(uint64), sizeof(GroupsEntry), 256);
+	acl_cache = CacheCreate("pg_agents acl", sizeof(uint64), sizeof(AclEntry), 1024);
+	cache_key = k;
+}
+
+/* ------------------------------------------------------------------------
+ * Lookups by index scan
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * How many grants each agent had when its set was last loaded, remembered
+ * by the backend across snapshots (a hint only: stale values do no harm).
+ * A set is loaded once an agent has been checked GRANTSET_AFTER_CHECKS
+ * times, and not before 1/GRANTSET_LOAD_RATIO of its known grants: loading
+ * ten thousand grants for the six candidates of a search costs more than
+ * six probes.
+ */
+#define GRANTSET_LOAD_RATIO		64
+#define GRANT_COUNT_MEMO_MAX	65536
+
+typedef struct GrantCountEntry
+{
+	int64		agent_id;		/* hash key */
+	int			n;
+} GrantCountEntry;
+
+static HTAB *grant_count_memo = NULL;
+
+/* The agent's grant count when its set was last loaded, -1 if unknown. */
+static int
+KnownGrantCount(int64 agent_id)
+{
+	GrantCountEntry *e;
+
+	if (grant_count_memo == NULL)
+		return -1;
+	e = (GrantCountEntry *) hash_search(grant_count_memo, &agent_id, HASH_FIND, NULL);
+	return e ? e->n : -1;
+}
+
+/*
+ * Remembers the agent's grant count (the memo is dropped whole when full).
+ */
+static void
+RememberGrantCount(int64 agent_id, int n)
+{
+	GrantCountEntry *e;
+
+	if (grant_count_memo != NULL &&
+		hash_get_num_entries(grant_count_memo) >= GRANT_COUNT_MEMO_MAX)
+	{
+		hash_destroy(grant_count_memo);
+		grant_count_memo = NULL;
+	}
+	if (grant_count_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(GrantCountEntry);
+		ctl.hcxt = TopMemoryContext;
+		grant_count_memo = hash_create("pg_agents grant counts", 1024, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = (GrantCountEntry *) hash_search(grant_count_memo, &agent_id, HASH_ENTER, NULL);
+	e->n = n;
+}
+
+/*
+ * The agent's row (workspace, owner, status), read once per snapshot; found is
+ * false for an unknown agent.
+ */
+AgentEntry *
+AccessGetAgent(int64 agent_id, Snapshot snap)
+{
+	AgentEntry *e;
+	bool		found;
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+
+	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
+	if (found && e->filled)
+		return e;
+	e->filled = false;
+	e->found = false;
+	e->deleted = false;
+	e->suspended = false;
+	e->workspace = NULL;
+	e->owner = NULL;
+	e->ws_grant = -1;
+	e->checks = 0;
+	e->known_grants = KnownGrantCount(agent_id);
+	e->loads = 0;
+	e->set_failed = false;
+	e->set = NULL;
+
+	heap = table_open(access_rels.agents, NoLock);
+	index = index_open(access_rels.agents_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		MemoryContext old = MemoryContextSwitchTo(cache_cxt);
+
+		e->found = true;
+		d = slot_getattr(slot, access_rels.ag_workspace, &isnull);
+		e->workspace = isnull ? pstrdup("") : TextDatumGetCString(d);
+		d = slot_getattr(slot, access_rels.ag_owner, &isnull);
+		e->owner = isnull ? pstrdup("") : TextDatumGetCString(d);
+		d = slot_getattr(slot, access_rels.ag_status, &isnull);
+		e->suspended = !isnull && TextEq(d, "suspended", 9);
+		(void) slot_getattr(slot, access_rels.ag_deleted, &isnull);
+		e->deleted = !isnull;
+		MemoryContextSwitchTo(old);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	e->filled = true;
+	return e;
+}
+
+/* the groups of a user (agent.group_members rows of this workspace or none) */
+static GroupsEntry *
+GetGroups(const char *workspace, const char *user, Snapshot snap)
+{
+	uint64		h;
+	GroupsEntry *e;
+	bool		found;
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	int			cap = 0;
+	int			wslen = strlen(workspace);
+	MemoryContext old;
+
+	h = hash_bytes_extended((const unsigned char *) user, strlen(user), 0);
+	h = hash_bytes_extended((const unsigned char *) workspace, wslen, h);
+	e = (GroupsEntry *) hash_search(groups_cache, &h, HASH_ENTER, &found);
+	if (found && e->filled && strcmp(e->user, user) == 0 && strcmp(e->workspace, workspace) == 0)
+		return e;
+	e->filled = false;
+	/* new entry, or a hash collision: (re)fill it */
+	old = MemoryContextSwitchTo(cache_cxt);
+	e->workspace = pstrdup(workspace);
+	e->user = pstrdup(user);
+	e->ngroups = 0;
+	e->groups = NULL;
+	MemoryContextSwitchTo(old);
+
+	heap = table_open(access_rels.members, NoLock);
+	index = index_open(access_rels.members_user_idx, NoLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&key, index, 1, user);
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+
+		d = slot_getattr(slot, access_rels.gm_workspace, &isnull);
+		if (!isnull && !TextEq(d, workspace, wslen))
+			continue;
+		d = slot_getattr(slot, access_rels.gm_group, &isnull);
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(cache_cxt);
+		if (e->ngroups == cap)
+		{
+			cap = cap == 0 ? 4 : cap * 2;
+			e->groups = e->groups == NULL ? palloc(sizeof(char *) * cap)
+				: repalloc(e->groups, sizeof(char *) * cap);
+		}
+		e->groups[e->ngroups++] = TextDatumGetCString(d);
+		MemoryContextSwitchTo(old);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	e->filled = true;
+	return e;
+}
+
+/* the access level of the agent's grant on (type, id), LEVEL_NONE if none */
+int
+AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[3];
+	TupleTableSlot *slot;
+	int			level = LEVEL_NONE;
+
+	heap = table_open(access_rels.access, NoLock);
+	index = index_open(access_rels.access_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	InitTextKey(&keys[1], index, 2, rtype);
+	InitTextKey(&keys[2], index, 3, rid);
+	scan = index_beginscan(heap, index, snap, 3, 0);
+	index_rescan(scan, keys, 3, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(slot, access_rels.ac_access, &isnull);
+
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return level;
+}
+
+
+/* hash of a (type, id) pair in a grant set */
+static inline uint32
+GrantHash(const char *rtype, const char *rid)
+{
+	return hash_combine(hash_bytes((const unsigned char *) rtype, strlen(rtype)),
+						hash_bytes((const unsigned char *) rid, strlen(rid)));
+}
+
+/* Inserts a grant into the set's open-addressing table (linear probing). */
+static void
+GrantSetInsert(GrantSet *gs, uint32 h, uint32 ridoff, int ridlen, int tidx, int level)
+{
+	uint32		i = h & gs->mask;
+
+	while (gs->items[i].level != LEVEL_NONE)
+		i = (i + 1) & gs->mask;
+	gs->items[i].hash = h;
+	gs->items[i].ridoff = ridoff;
+	gs->items[i].ridlen = (uint16) ridlen;
+	gs->items[i].level = (uint8) level;
+	gs->items[i].tidx = (uint8) tidx;
+}
+
+/*
+ * The level of the grant on (type, id) in a loaded set, LEVEL_NONE if none.
+ */
+int
+AccessGrantSetLookup(GrantSet *gs, const char *rtype, const char *rid)
+{
+	int			ridlen = strlen(rid);
+	uint32		h = hash_combine(hash_bytes((const unsigned char *) rtype, strlen(rtype)),
+								 hash_bytes((const unsigned char *) rid, ridlen));
+	uint32		i = h & gs->mask;
+
+	while (gs->items[i].level != LEVEL_NONE)
+	{
+		GrantItem  *it = &gs->items[i];
+
+		if (it->hash == h && it->ridlen == ridlen &&
+			memcmp(gs->strings + it->ridoff, rid, ridlen) == 0 &&
+			strcmp(gs->strings + gs->typeoff[it->tidx], rtype) == 0)
+			return it->level;
+		i = (i + 1) & gs->mask;
+	}
+	return LEVEL_NONE;
+}
+
+/*
+ * Past the memory limit, drop the sets that have not answered for a while:
+ * with checks grouped by agent (a run, a WHERE clause) those of the agents
+ * already done; with checks scattered over many agents, none, and then no
+ * new set is loaded for a while (each check probes the index).
+ */
+static void
+DropColdGrantSets(void)
+{
+	HASH_SEQ_STATUS status;
+	AgentEntry *e;
+	uint64		cold = GRANTSET_COLD_CHECKS;
+	uint64		threshold = check_clock > cold ? check_clock - cold : 0;
+	int			dropped = 0;
+
+	hash_seq_init(&status, agent_cache);
+	while ((e = (AgentEntry *) hash_seq_search(&status)) != NULL)
+	{
+		if (e->set != NULL && e->set->last_use < threshold)
+		{
+			grantset_total -= e->set->n;
+			pfree(e->set);
+			e->set = NULL;
+			e->checks = 0;
+			dropped++;
+		}
+	}
+	elog(DEBUG2, "pg_agents: dropped %d cold grant sets, %ld grants still held",
+		 dropped, grantset_total);
+}
+
+/* load every grant of the agent; false (and nothing kept) past the limits */
+static bool
+LoadGrantSet(AgentEntry *ag, Snapshot snap)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	int			n = 0;
+	int			cap = 64;
+	int			ntypes = 0;
+	uint32		typeoff[GRANTSET_MAX_TYPES];
+	uint32	   *ridoff;
+	uint16	   *ridlen;
+	uint8	   *tidx;
+	uint8	   *levels;
+	uint32	   *hashes;
+	uint32		typehash[GRANTSET_MAX_TYPES];
+	StringInfoData strings;
+	bool		ok = true;
+	MemoryContext tmp = AllocSetContextCreate(cache_cxt, "pg_agents grant set load",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+
+	ridoff = palloc(sizeof(uint32) * cap);
+	ridlen = palloc(sizeof(uint16) * cap);
+	tidx = palloc(sizeof(uint8) * cap);
+	levels = palloc(sizeof(uint8) * cap);
+	hashes = palloc(sizeof(uint32) * cap);
+	initStringInfo(&strings);
+	heap = table_open(access_rels.access, NoLock);
+	index = index_open(access_rels.access_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(ag->id));
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		text	   *t;
+		int			len;
+		int			level;
+		int			ti;
+
+		d = slot_getattr(slot, access_rels.ac_access, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
+		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
+		{
+			ok = false;
+			break;
+		}
+		if (n == cap)
+		{
+			cap *= 2;
+			ridoff = repalloc(ridoff, sizeof(uint32) * cap);
+			ridlen = repalloc(ridlen, sizeof(uint16) * cap);
+			tidx = repalloc(tidx, sizeof(uint8) * cap);
+			levels = repalloc(levels, sizeof(uint8) * cap);
+			hashes = repalloc(hashes, sizeof(uint32) * cap);
+		}
+		/* its type, stored once */
+		d = slot_getattr(slot, access_rels.ac_type, &isnull);
+		t = isnull ? NULL : DatumGetTextPP(d);
+		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
+		for (ti = 0; ti < ntypes; ti++)
+			if (strlen(strings.data + typeoff[ti]) == (size_t) len &&
+				memcmp(strings.data + typeoff[ti], t ? VARDATA_ANY(t) : "", len) == 0)
+				break;
+		if (ti == ntypes)
+		{
+			if (ntypes == GRANTSET_MAX_TYPES || memchr(t ? VARDATA_ANY(t) : "", '\0', len) != NULL)
+			{
+				ok = false;
+				break;
+			}
+			typeoff[ntypes] = strings.len;
+			appendBinaryStringInfo(&strings, t ? VARDATA_ANY(t) : "", len);
+			appendStringInfoChar(&strings, '\0');
+			typehash[ntypes] = hash_bytes((const unsigned char *) strings.data + typeoff[ntypes], len);
+			ntypes++;
+		}
+		/* its id */
+		d = slot_getattr(slot, access_rels.ac_id, &isnull);
+		t = isnull ? NULL : DatumGetTextPP(d);
+		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
+		if (len > GRANTSET_MAX_IDLEN)
+		{
+			ok = false;
+			break;
+		}
+		ridoff[n] = strings.len;
+		ridlen[n] = (uint16) len;
+		appendBinaryStringInfo(&strings, t ? VARDATA_ANY(t) : "", len);
+		hashes[n] = hash_combine(typehash[ti],
+								 hash_bytes((const unsigned char *) strings.data + ridoff[n], len));
+		tidx[n] = (uint8) ti;
+		levels[n] = (uint8) level;
+		n++;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	MemoryContextSwitchTo(old);
+	RememberGrantCount(ag->id, ok ? n : Max(n, GRANTSET_MAX_AGENT));
+	ag->known_grants = ok ? n : Max(n, GRANTSET_MAX_AGENT);
+	if (ok)
+	{
+		uint32		size = 8;
+		Size		total;
+		GrantSet   *gs;
+		char	   *p;
+		int			i;
+
+		while (size < (uint32) n + (uint32) n / 2)
+			size *= 2;
+		if (grantset_total + n > pg_agents_access_cache_grants)
+			DropColdGrantSets();
+		if (grantset_total + n > pg_agents_access_cache_grants)
+		{
+			/* no room: probe the index, and try again later */
+			MemoryContextDelete(tmp);
+			ag->checks = 0;
+			load_blocked_until = check_clock + GRANTSET_COLD_CHECKS;
+			return false;
+		}
+		total = MAXALIGN(sizeof(GrantSet)) + sizeof(GrantItem) * size +
+			sizeof(uint32) * ntypes + strings.len;
+		p = MemoryContextAllocHuge(cache_cxt, total);
+		gs = (GrantSet *) p;
+		gs->mask = size - 1;
+		gs->n = n;
+		gs->items = (GrantItem *) (p + MAXALIGN(sizeof(GrantSet)));
+		memset(gs->items, 0, sizeof(GrantItem) * size);
+		gs->typeoff = (uint32 *) (gs->items + size);
+		memcpy(gs->typeoff, typeoff, sizeof(uint32) * ntypes);
+		gs->strings = (char *) (gs->typeoff + ntypes);
+		memcpy(gs->strings, strings.data, strings.len);
+		for (i = 0; i < n; i++)
+			GrantSetInsert(gs, hashes[i], ridoff[i], ridlen[i], tidx[i], levels[i]);
+		gs->last_use = check_clock;
+		ag->set = gs;
+		ag->loads++;
+		grantset_total += n;
+	}
+	else
+		ag->set_failed = true;
+	MemoryContextDelete(tmp);
+	return ok;
+}
+
+/* the level of the agent's grant on (type, id): from its set, or one index probe */
+int
+AccessAgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
+{
+	check_clock++;
+	if (ag->set == NULL && !ag->set_failed && check_clock >= load_blocked_until &&
+		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)) &&
+		ag->checks >= ag->known_grants / GRANTSET_LOAD_RATIO)
+		LoadGrantSet(ag, snap);
+	if (ag->set != NULL)
+	{
+		ag->set->last_use = check_clock;
+		return AccessGrantSetLookup(ag->set, rtype, rid);
+	}
+	return AccessGetGrant(ag->id, rtype, rid, snap);
+}
+
+/* the level of the agent's workspace_shared grant, looked up once per snapshot */
+int
+AccessGetWorkspaceGrant(AgentEntry *ag, Snapshot snap)
+{
+	if (ag->ws_grant < 0)
+		ag->ws_grant = AccessAgentGrant(ag, "workspace_shared", "*", snap);
+	return ag->ws_grant;
+}
+
+/* the registered ACL function, InvalidOid for the default tables */
+Oid
+AccessGetAclFunction(Snapshot snap)
+{
+	Relation	heap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (acl_fn_loaded)
+		return acl_fn_oid;
+	acl_fn_oid = InvalidOid;
+	heap = table_open(access_rels.config, NoLock);
+	scan = systable_beginscan(heap, InvalidOid, false, snap, 0, NULL);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, access_rels.cf_function, RelationGetDescr(heap), &isnull);
+
+		if (!isnull)
+			acl_fn_oid = DatumGetObjectId(d);
+	}
+	systable_endscan(scan);
+	table_close(heap, NoLock);
+	if (OidIsValid(acl_fn_oid))
+		fmgr_info_cxt(acl_fn_oid, &acl_fn_info, cache_cxt);
+	acl_fn_loaded = true;
+	return acl_fn_oid;
+}
+
+/* call the registered ACL function; user NULL asks about the workspace share */
+static bool
+CallAclFunction(const char *user, const char *rtype, const char *rid, int mode)
+{
+	LOCAL_FCINFO(fcinfo, 4);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, &acl_fn_info, 4, DEFAULT_COLLATION_OID, NULL, NULL);
+	fcinfo->args[0].value = user ? CStringGetTextDatum(user) : (Datum) 0;
+	fcinfo->args[0].isnull = (user == NULL);
+	fcinfo->args[1].value = CStringGetTextDatum(rtype);
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = CStringGetTextDatum(rid);
+	fcinfo->args[2].isnull = false;
+	fcinfo->args[3].value = CStringGetTextDatum(mode == LEVEL_EDIT ? "edit" : "read");
+	fcinfo->args[3].isnull = false;
+	if (user == NULL && acl_fn_info.fn_strict)
+		return false;
+	result = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		return false;
+	return DatumGetBool(result);
+}
+
+
+/*
+ * While the readable set is computed, one scan of agent.resource_acl serves
+ * every resource (index_rescan), instead of opening the relations and a scan
+ * for each.
+ */
+AccessAclProbe access_acl_probe;
+
+/*
+ * Reads the agent.resource_acl rows of one resource into e (allocated in cxt),
+ * through the open probe of the readable set when there is one.
+ */
+static void
+LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
+			MemoryContext cxt)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[2];
+	TupleTableSlot *slot;
+	int			cap = 0;
+
+	e->nrows = 0;
+	e->rows = NULL;
+	if (access_acl_probe.active)
+	{
+		heap = access_acl_probe.heap;
+		index = access_acl_probe.index;
+		slot = access_acl_probe.slot;
+		scan = access_acl_probe.scan;
+	}
+	else
+	{
+		heap = table_open(access_rels.acl, NoLock);
+		index = index_open(access_rels.acl_pkey, NoLock);
+		slot = table_slot_create(heap, NULL);
+		scan = index_beginscan(heap, index, snap, 2, 0);
+	}
+	InitTextKey(&keys[0], index, 1, rtype);
+	InitTextKey(&keys[1], index, 2, rid);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		AclRow	   *r;
+		MemoryContext old;
+
+		d = slot_getattr(slot, access_rels.acl_principal, &isnull);
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(cxt);
+		if (e->nrows == cap)
+		{
+			cap = cap == 0 ? 4 : cap * 2;
+			e->rows = e->rows == NULL ? palloc(sizeof(AclRow) * cap)
+				: repalloc(e->rows, sizeof(AclRow) * cap);
+		}
+		r = &e->rows[e->nrows++];
+		r->principal = TextDatumGetCString(d);
+		r->plen = strlen(r->principal);
+		d = slot_getattr(slot, access_rels.acl_access, &isnull);
+		r->level = isnull ? LEVEL_NONE : TextLevel(d);
+		d = slot_getattr(slot, access_rels.acl_workspace, &isnull);
+		r->workspace = isnull ? NULL : TextDatumGetCString(d);
+		MemoryContextSwitchTo(old);
+	}
+	pfree(DatumGetPointer(keys[0].sk_argument));
+	pfree(DatumGetPointer(keys[1].sk_argument));
+	if (!access_acl_probe.active)
+	{
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
+	}
+}
+
+/*
+ * The agent.resource_acl rows of one resource, cached per snapshot (when the
+ * cache is full, read again each time into a short-lived entry).
+ */
+static AclEntry *
+GetAclRows(const char *rtype, const char *rid, Snapshot snap)
+{
+	uint64		h;
+	AclEntry   *e;
+	bool		found;
+	MemoryContext old;
+
+	h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
+	h = hash_bytes_extended((const unsigned char *) rid, strlen(rid), h);
+	if (acl_cached_rows >= ACL_CACHE_MAX_ROWS)
+		e = (AclEntry *) hash_search(acl_cache, &h, HASH_FIND, &found);
+	else
+	{
+		e = (AclEntry *) hash_search(acl_cache, &h, HASH_ENTER, &found);
+		if (!found)
+			e->filled = false;
+	}
+	if (found && e->filled && strcmp(e->rtype, rtype) == 0 && strcmp(e->rid, rid) == 0)
+		return e;
+	if (e == NULL || found)
+	{
+		/* cache full, or another resource with the same hash: no caching */
+		e = palloc(sizeof(AclEntry));
+		e->rtype = pstrdup(rtype);
+		e->rid = pstrdup(rid);
+		LoadAclRows(e, rtype, rid, snap, CurrentMemoryContext);
+		return e;
+	}
+	old = MemoryContextSwitchTo(cache_cxt);
+	e->rtype = pstrdup(rtype);
+	e->rid = pstrdup(rid);
+	MemoryContextSwitchTo(old);
+	LoadAclRows(e, rtype, rid, snap, cache_cxt);
+	e->filled = true;
+	acl_cached_rows += e->nrows + 1;
+	return e;
+}
+
+/*
+ * The level a principal holds on a resource, from agent.resource_acl rows of
+ * the workspace (or, for user and group principals, without one).  user
+ * NULL: the workspace share only, from rows that name this workspace.
+ */
+static int
+AclLevel(const char *workspace, const char *user, GroupsEntry *groups,
+		 const char *rtype, const char *rid, Snapshot snap)
+{
+	AclEntry   *e = GetAclRows(rtype, rid, snap);
+	int			best = LEVEL_NONE;
+	int			ulen = user ? strlen(user) : 0;
+	int			i;
+
+	for (i = 0; i < e->nrows && best < LEVEL_EDIT; i++)
+	{
+		AclRow	   *r = &e->rows[i];
+		const char *ps = r->principal;
+		int			plen = r->plen;
+		bool		match = false;
+
+		if (r->level <= best)
+			continue;
+		if (r->workspace != NULL && strcmp(r->workspace, workspace) != 0)
+			continue;
+		if (plen == 9 && memcmp(ps, "workspace", 9) == 0)
+			match = r->workspace != NULL;	/* shared with this workspace, by name */
+		else if (user != NULL && plen == ulen + 5 && memcmp(ps, "user:", 5) == 0)
+			match = memcmp(ps + 5, user, ulen) == 0;
+		else if (user != NULL && groups != NULL && plen > 6 && memcmp(ps, "group:", 6) == 0)
+		{
+			int			g;
+
+			for (g = 0; g < groups->ngroups && !match; g++)
+				match = strcmp(ps + 6, groups->groups[g]) == 0;
+		}
+		if (match)
+			best = r->level;
+	}
+	return best;
+}
+
+/* may the user act on the resource at the mode (the user's own ACL)? */
+bool
+AccessUserAllows(const char *workspace, const char *user, const char *rtype,
+				 const char *rid, int mode, Snapshot snap)
+{
+	if (OidIsValid(AccessGetAclFunction(snap)))
+		return CallAclFunction(user, rtype, rid, mode);
+	return AclLevel(workspace, user, GetGroups(workspace, user, snap),
+					rtype, rid, snap) >= mode;
+}
+
+/* is the resource shared with the whole workspace at the mode? */
+bool
+AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,
+					  int mode, Snapshot snap)
+{
+	if (OidIsValid(AccessGetAclFunction(snap)))
+		return CallAclFunction(NULL, rtype, rid, mode);
+	return AclLevel(workspace, NULL, NULL, rtype, rid, snap) >= mode;
+}
+
+/*
+ * The start of every decision: the relations of this transaction, the active
+ * snapshot (what needs it is named in the error) and its caches.
+ */
+Snapshot
+AccessBegin(const char *what)
+{
+	Snapshot	snap;
+
+	AccessEnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: %s needs an active snapshot", what);
+	snap = GetActiveSnapshot();
+	AccessEnsureCache(snap);
+	return snap;
+}
+
+/* The OID of agent.access in this transaction (an installation's identity). */
+Oid
+PgAgentsAccessRelid(void)
+{
+	AccessEnsureRels();
+	return access_rels.access;
+}

@@ -1,0 +1,279 @@
+/*-------------------------------------------------------------------------
+ *
+ * access_readable.c
+ *		The readable set of the allowlist (src/allowlist.c): the ids of the
+ *		resources of a type that an agent may read (or edit), decided as
+ *		agent.can_access decides them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "access.h"
+#include "access_int.h"
+#include "compat.h"
+#include "guc.h"
+
+/*
+ * Whether one resource is in the agent's readable set, decided as the set
+ * decides it (the autonomous decision of agent.can_access) under the active
+ * snapshot, with a direct probe of the grant: for the few candidates of a
+ * selective search, when the set is not kept (src/allowlist.c).  1 or 0; -1
+ * when a custom ACL function is configured (the set follows other rules).
+ */
+int
+PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+	int			grant;
+
+	snap = AccessBegin("the readable set");
+	if (OidIsValid(AccessGetAclFunction(snap)))
+		return -1;
+	ag = AccessGetAgent(agent_id, snap);
+	if (!ag->found || ag->deleted || ag->suspended)
+		return 0;
+	grant = ag->set != NULL ? AccessGrantSetLookup(ag->set, rtype, rid) :
+		AccessGetGrant(agent_id, rtype, rid, snap);
+	return ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, edit ? LEVEL_EDIT : LEVEL_READ,
+											   grant, snap, false, NULL)) ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The readable set
+ * ------------------------------------------------------------------------
+ */
+
+/* qsort/bsearch comparator of C strings */
+static int
+CompareCStrings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* a growable array of C strings */
+typedef struct IdList
+{
+	char	  **items;
+	int			n;
+	int			cap;
+} IdList;
+
+/* Appends an id to the list (grown by doubling). */
+static void
+IdListAdd(IdList *l, char *s)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap == 0 ? 64 : l->cap * 2;
+		l->items = l->items == NULL ? palloc(sizeof(char *) * l->cap)
+			: repalloc(l->items, sizeof(char *) * l->cap);
+	}
+	l->items[l->n++] = s;
+}
+
+/*
+ * The ids of the resources of one type that an agent may access at a mode in
+ * the autonomous regime, as the decision of agent.can_access gives them:
+ *
+ *	- each direct grant of the type (one index range scan of agent.access),
+ *	  decided with its level, so bounded by the owner's ACL;
+ *	- with a workspace_shared grant, each resource of the type shared with the
+ *	  whole workspace (one index scan of agent.resource_acl on principal
+ *	  'workspace') that holds no direct grant.
+ *
+ * With a custom ACL function the workspace shares cannot be listed (such a
+ * function answers one resource at a time), so only direct grants count.
+ * Nothing for an unknown, deleted or suspended agent.  The ids are returned
+ * sorted (strcmp) and distinct, palloc'd in the current memory context; *n is
+ * their number.  Reads the tables under the active snapshot, sharing the
+ * per-snapshot caches of can_access.
+ */
+static char **
+ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
+{
+	Snapshot	snap;
+	AgentEntry *ag;
+	int			mode = edit ? LEVEL_EDIT : LEVEL_READ;
+	bool		want_shared;
+	IdList		ids = {NULL, 0, 0};
+	IdList		direct = {NULL, 0, 0};
+	int			rtype_len = strlen(rtype);
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData keys[2];
+	TupleTableSlot *slot;
+
+	*n = 0;
+	snap = AccessBegin("the readable set");
+	*custom_acl = OidIsValid(AccessGetAclFunction(snap));
+	ag = AccessGetAgent(agent_id, snap);
+	if (!ag->found || ag->deleted || ag->suspended)
+		return NULL;
+	want_shared = !*custom_acl &&
+		AccessGetWorkspaceGrant(ag, snap) != LEVEL_NONE;
+
+	/* the direct grants of the type, each decided with its level */
+	heap = table_open(access_rels.access, NoLock);
+	index = index_open(access_rels.access_pkey, NoLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	InitTextKey(&keys[1], index, 2, rtype);
+	scan = index_beginscan(heap, index, snap, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		int			level;
+		char	   *rid;
+
+		CHECK_FOR_INTERRUPTS();
+		d = slot_getattr(slot, access_rels.ac_access, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
+		d = slot_getattr(slot, access_rels.ac_id, &isnull);
+		if (isnull)
+			continue;
+		rid = TextDatumGetCString(d);
+		/* a direct grant decides its resource, allowed or not */
+		if (want_shared)
+			IdListAdd(&direct, rid);
+		if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
+			IdListAdd(&ids, rid);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+
+	/* what is shared with the whole workspace and holds no direct grant */
+	if (want_shared)
+	{
+		if (direct.n > 1)
+			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
+		heap = table_open(access_rels.acl, NoLock);
+		index = index_open(access_rels.acl_principal_idx, NoLock);
+		slot = table_slot_create(heap, NULL);
+		InitTextKey(&keys[0], index, 1, "workspace");
+		scan = index_beginscan(heap, index, snap, 1, 0);
+		index_rescan(scan, keys, 1, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		d;
+			char	   *rid;
+
+			CHECK_FOR_INTERRUPTS();
+			d = slot_getattr(slot, access_rels.acl_type, &isnull);
+			if (isnull || !TextEq(d, rtype, rtype_len))
+				continue;
+			/* shared with the agent's own workspace, by name (NULL: none) */
+			d = slot_getattr(slot, access_rels.acl_workspace, &isnull);
+			if (isnull || !TextEq(d, ag->workspace, strlen(ag->workspace)))
+				continue;
+			d = slot_getattr(slot, access_rels.acl_id, &isnull);
+			if (isnull)
+				continue;
+			rid = TextDatumGetCString(d);
+			if ((direct.n > 0 &&
+				 bsearch(&rid, direct.items, direct.n, sizeof(char *), CompareCStrings) != NULL) ||
+				!ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap, false, NULL)))
+			{
+				pfree(rid);
+				continue;
+			}
+			IdListAdd(&ids, rid);
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
+	}
+
+	/* sorted and distinct (a resource may be shared by several ACL rows) */
+	if (ids.n > 1)
+	{
+		int			i,
+					j = 0;
+
+		qsort(ids.items, ids.n, sizeof(char *), CompareCStrings);
+		for (i = 1; i < ids.n; i++)
+		{
+			if (strcmp(ids.items[i], ids.items[j]) != 0)
+				ids.items[++j] = ids.items[i];
+		}
+		ids.n = j + 1;
+	}
+	*n = ids.n;
+	return ids.items;
+}
+
+/*
+ * The ids of the resources of one type that an agent may access at a mode in
+ * the autonomous regime (see ReadableIds), with one open scan of
+ * agent.resource_acl for the owner's ACL of every candidate.  *custom_acl
+ * says whether a custom ACL function answered (its sources are unknown).
+ */
+char	  **
+PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
+{
+	char	  **ids;
+
+	AccessEnsureRels();
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	Assert(!access_acl_probe.active);
+	access_acl_probe.heap = table_open(access_rels.acl, NoLock);
+	access_acl_probe.index = index_open(access_rels.acl_pkey, NoLock);
+	access_acl_probe.slot = table_slot_create(access_acl_probe.heap, NULL);
+	access_acl_probe.scan = index_beginscan(access_acl_probe.heap, access_acl_probe.index,
+									 GetActiveSnapshot(), 2, 0);
+	access_acl_probe.active = true;
+	PG_TRY();
+	{
+		ids = ReadableIds(agent_id, rtype, edit, n, custom_acl);
+	}
+	PG_CATCH();
+	{
+		access_acl_probe.active = false;	/* the transaction's abort releases the rest */
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	access_acl_probe.active = false;
+	index_endscan(access_acl_probe.scan);
+	ExecDropSingleTupleTableSlot(access_acl_probe.slot);
+	index_close(access_acl_probe.index, NoLock);
+	table_close(access_acl_probe.heap, NoLock);
+	return ids;
+}

@@ -1,0 +1,951 @@
+/*-------------------------------------------------------------------------
+ *
+ * audit_trigger.c
+ *		The audit triggers and named events: the C row trigger on audited
+ *		tables, the identity of a row, agent._audit_event and the C entry
+ *		point, the append-only guard and agent._caller().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/detoast.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "catalog/pg_class.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
+#include "access/tupconvert.h"
+#include "executor/execPartition.h"
+#include "nodes/execnodes.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "audit.h"
+#include "audit_int.h"
+#include "compat.h"
+#include "guc.h"
+#include "redact.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_audit_trigger);
+PG_FUNCTION_INFO_V1(pg_agents_caller);
+PG_FUNCTION_INFO_V1(pg_agents_audit_event);
+PG_FUNCTION_INFO_V1(pg_agents_audit_table_event);
+PG_FUNCTION_INFO_V1(pg_agents_audit_guard);
+
+#define SUMMARY_MAX		500
+
+/* per-trigger description of an audited table */
+typedef struct AuditCol
+{
+	char	   *name;
+	Oid			typid;
+	Oid			basetypid;
+	int16		typlen;
+	bool		typbyval;
+	char		kind;			/* b i f n s N j J d o, or 0 for dropped */
+	bool		sensitive;
+	FmgrInfo	out;
+} AuditCol;
+
+typedef struct AuditTrigInfo
+{
+	Oid			tgoid;			/* hash key */
+	Oid			relid;
+	bool		valid;
+	MemoryContext cxt;
+	int			natts;
+	AuditCol   *cols;
+	char	   *qualname;
+	char	   *target_type;
+	AttrNumber	owner_att;
+	AttrNumber	workspace_att;
+	int			npk;
+	AttrNumber	pk[INDEX_MAX_KEYS];
+} AuditTrigInfo;
+
+static HTAB *trig_cache = NULL;
+static MemoryContext audit_cxt = NULL;
+static bool callback_registered = false;
+
+/* an audited table changed: describe it again at its next row */
+static void
+audit_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	AuditTrigInfo *e;
+
+	if (trig_cache == NULL)
+		return;
+	hash_seq_init(&status, trig_cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (relid == InvalidOid || e->relid == relid)
+			e->valid = false;
+}
+
+/*
+ * Creates the audited tables' cache and registers its invalidation, once.
+ */
+static void
+audit_init_cache(void)
+{
+	HASHCTL		ctl;
+
+	if (audit_cxt == NULL)
+		audit_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_agents audit",
+										  ALLOCSET_DEFAULT_SIZES);
+	if (trig_cache == NULL)
+	{
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(AuditTrigInfo);
+		ctl.hcxt = audit_cxt;
+		trig_cache = hash_create("pg_agents audited tables", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(audit_relcache_callback, (Datum) 0);
+		callback_registered = true;
+	}
+}
+
+/* an identity GUC's value, NULL when unset or empty */
+static inline const char *
+guc_or_null(const char *v)
+{
+	return (v == NULL || v[0] == '\0') ? NULL : v;
+}
+
+/*
+ * Fills the identity columns from the session identity GUCs.
+ */
+void
+AuditIdentity(AuditRow *row)
+{
+	const char *a = guc_or_null(pg_agents_actor);
+	const char *r = guc_or_null(pg_agents_run_id);
+
+	if (a == NULL)
+	{
+		row->actor_kind = "human";
+		row->actor_id = NULL;
+	}
+	else if (strncmp(a, "agent:", 6) == 0)
+	{
+		row->actor_kind = "agent";
+		row->actor_id = a + 6;
+	}
+	else if (strcmp(a, "system") == 0)
+	{
+		row->actor_kind = "system";
+		row->actor_id = NULL;
+	}
+	else if (strncmp(a, "user:", 5) == 0)
+	{
+		row->actor_kind = "human";
+		row->actor_id = a + 5;
+	}
+	else
+	{
+		row->actor_kind = "human";
+		row->actor_id = a;
+	}
+	row->on_behalf_of = guc_or_null(pg_agents_on_behalf_of);
+	row->surface = guc_or_null(pg_agents_surface);
+	row->has_run_id = false;
+	if (r != NULL)
+	{
+		char	   *end;
+
+		errno = 0;
+		row->run_id = strtoi64(r, &end, 10);
+		if (errno != 0 || end == r || *end != '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for parameter \"pg_agents.run_id\": \"%s\"", r),
+					 errdetail("A run id is a bigint."),
+					 errhint("Set pg_agents.run_id to the id of the agent run, or reset it.")));
+		row->has_run_id = true;
+	}
+	if (row->workspace_id == NULL)
+		row->workspace_id = guc_or_null(pg_agents_workspace);
+}
+
+/* ------------------------------------------------------------------------
+ * Named events: agent._audit_event and the C entry point
+ * ------------------------------------------------------------------------
+ */
+
+/* a summary is redacted and kept short */
+const char *
+AuditCleanSummary(const char *s)
+{
+	int			len;
+	char	   *red;
+	int			red_len;
+
+	if (s == NULL)
+		return NULL;
+	len = strlen(s);
+	red = PgAgentsRedactText(s, len, &red_len);
+	if (red == NULL)
+	{
+		red = pstrdup(s);
+		red_len = len;
+	}
+	if (red_len > SUMMARY_MAX)
+	{
+		int			keep = pg_mbcliplen(red, red_len, SUMMARY_MAX);
+
+		red[keep] = '\0';
+	}
+	return red;
+}
+
+/*
+ * Writes one audit row for an action of the extension (or of the worker):
+ * the identity comes from the session GUCs, inputs are redacted.  Does
+ * nothing when pg_agents.audit_enabled is off.
+ */
+void
+PgAgentsAuditEvent(const char *action, const char *status,
+				   const char *target_type, const char *target_id,
+				   const char *workspace_id, const char *owner_id,
+				   Jsonb *inputs, const char *summary, const char *error_code)
+{
+	AuditRow	row;
+
+	if (!pg_agents_audit_enabled)
+		return;
+	if (action == NULL || action[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("audit action must not be empty")));
+	if (status == NULL)
+		status = "success";
+	if (strcmp(status, "success") != 0 && strcmp(status, "error") != 0 &&
+		strcmp(status, "denied") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid audit status \"%s\"", status),
+				 errdetail("An audit status is success, error or denied.")));
+
+	memset(&row, 0, sizeof(row));
+	row.workspace_id = workspace_id;
+	AuditIdentity(&row);
+	row.action = action;
+	row.status = status;
+	row.error_code = error_code;
+	row.target_type = target_type;
+	row.target_id = target_id;
+	row.owner_id = owner_id;
+	row.inputs = inputs ? PgAgentsRedactJsonb(inputs) : NULL;
+	row.summary = AuditCleanSummary(summary);
+	AuditInsert(&row);
+	AuditFlush();
+}
+
+/* argument n as a C string, NULL when absent or NULL */
+static inline char *
+text_arg(FunctionCallInfo fcinfo, int n)
+{
+	if (PG_NARGS() <= n || PG_ARGISNULL(n))
+		return NULL;
+	return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+/*
+ * agent._audit_event(p_action, p_status, p_target_type, p_target_id,
+ *                    p_workspace_id, p_owner_id, p_inputs, p_summary,
+ *                    p_error_code)
+ */
+Datum
+pg_agents_audit_event(PG_FUNCTION_ARGS)
+{
+	PgAgentsAuditEvent(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
+					   text_arg(fcinfo, 2), text_arg(fcinfo, 3),
+					   text_arg(fcinfo, 4), text_arg(fcinfo, 5),
+					   PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6),
+					   text_arg(fcinfo, 7), text_arg(fcinfo, 8));
+	PG_RETURN_VOID();
+}
+
+/*
+ * agent._audit_table_event(tbl regclass, action text, target_type text):
+ * records audit.table / audit.untable; only the table's owner may.
+ */
+Datum
+pg_agents_audit_table_event(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *action;
+	char	   *target_type = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *relname;
+	char	   *nspname;
+	char	   *qual;
+	StringInfoData buf;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("table and action must not be null")));
+	relid = PG_GETARG_OID(0);
+	action = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (strcmp(action, "audit.table") != 0 && strcmp(action, "audit.untable") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid audit table action \"%s\"", action)));
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", get_rel_name(relid))));
+	relname = get_rel_name(relid);
+	nspname = get_namespace_name(get_rel_namespace(relid));
+	qual = quote_qualified_identifier(nspname, relname);
+	initStringInfo(&buf);
+	if (strcmp(action, "audit.table") == 0)
+		appendStringInfo(&buf, "audit on %s (target type %s)", qual,
+						 target_type ? target_type : relname);
+	else
+		appendStringInfo(&buf, "audit off %s", qual);
+	PgAgentsAuditEvent(action, "success", "table", qual, NULL, NULL, NULL,
+					   buf.data, NULL);
+	PG_RETURN_VOID();
+}
+
+/* ------------------------------------------------------------------------
+ * The row trigger
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * How a column is converted to JSON (like to_jsonb): a one-letter kind of its
+ * base type.
+ */
+static char
+column_kind(Oid typid)
+{
+	Oid			base = getBaseType(typid);
+
+	switch (base)
+	{
+		case BOOLOID:
+			return 'b';
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return 'i';
+		case FLOAT4OID:
+		case FLOAT8OID:
+			return 'f';
+		case NUMERICOID:
+			return 'n';
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+			return 's';
+		case NAMEOID:
+			return 'N';
+		case JSONBOID:
+			return 'j';
+		case JSONOID:
+			return 'J';
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return 'd';
+		default:
+			return 'o';
+	}
+}
+
+/*
+ * The attribute number of a live column by name, InvalidAttrNumber if none.
+ */
+static AttrNumber
+find_column(TupleDesc desc, const char *name)
+{
+	int			i;
+
+	if (name == NULL || name[0] == '\0')
+		return InvalidAttrNumber;
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	return InvalidAttrNumber;
+}
+
+/*
+ * The description of the trigger's table (columns, kinds, sensitive names,
+ * owner/workspace columns, primary key), built once and kept until the table
+ * changes.
+ */
+static AuditTrigInfo *
+trig_info(TriggerData *td)
+{
+	Trigger    *tg = td->tg_trigger;
+	Relation	rel = td->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	AuditTrigInfo *e;
+	bool		found;
+	MemoryContext old;
+	Oid			pkoid;
+	int			i;
+
+	audit_init_cache();
+	e = hash_search(trig_cache, &tg->tgoid, HASH_ENTER, &found);
+	if (found && e->valid)
+		return e;
+	if (found && e->cxt)
+		MemoryContextDelete(e->cxt);
+	e->valid = false;
+	e->cxt = AllocSetContextCreate(audit_cxt, "pg_agents audited table",
+								   ALLOCSET_SMALL_SIZES);
+	e->relid = RelationGetRelid(rel);
+	old = MemoryContextSwitchTo(e->cxt);
+
+	e->qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+											 RelationGetRelationName(rel));
+	e->target_type = pstrdup((tg->tgnargs > 0 && tg->tgargs[0][0] != '\0')
+							 ? tg->tgargs[0] : RelationGetRelationName(rel));
+	e->owner_att = find_column(desc, tg->tgnargs > 1 ? tg->tgargs[1] : NULL);
+	e->workspace_att = find_column(desc, tg->tgnargs > 2 ? tg->tgargs[2] : NULL);
+	e->natts = desc->natts;
+	e->cols = palloc0(sizeof(AuditCol) * desc->natts);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		AuditCol   *c = &e->cols[i];
+		Oid			outfn;
+		bool		varlena;
+
+		if (att->attisdropped)
+			continue;
+		c->name = pstrdup(NameStr(att->attname));
+		c->typid = att->atttypid;
+		c->basetypid = getBaseType(att->atttypid);
+		c->typlen = att->attlen;
+		c->typbyval = att->attbyval;
+		c->kind = column_kind(att->atttypid);
+		c->sensitive = PgAgentsSensitiveName(c->name, strlen(c->name));
+		getTypeOutputInfo(att->atttypid, &outfn, &varlena);
+		fmgr_info_cxt(outfn, &c->out, e->cxt);
+	}
+
+	e->npk = 0;
+	pkoid = RelationGetPrimaryKeyIndex(rel);
+	if (OidIsValid(pkoid))
+	{
+		HeapTuple	itup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkoid));
+
+		if (HeapTupleIsValid(itup))
+		{
+			Form_pg_index idx = (Form_pg_index) GETSTRUCT(itup);
+
+			for (i = 0; i < idx->indnkeyatts && i < INDEX_MAX_KEYS; i++)
+				if (idx->indkey.values[i] > 0)
+					e->pk[e->npk++] = idx->indkey.values[i];
+			ReleaseSysCache(itup);
+		}
+	}
+	MemoryContextSwitchTo(old);
+	e->valid = true;
+	return e;
+}
+
+/* a column value as text (its output function) */
+static char *
+column_text(AuditCol *c, Datum d)
+{
+	if (c->kind == 's')
+		return TextDatumGetCString(d);
+	return OutputFunctionCall(&c->out, d);
+}
+
+/* pushes one column value, converted like to_jsonb and redacted */
+static void
+push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
+			AuditCol *c, Datum d, bool isnull, int depth)
+{
+	JsonbValue	v;
+
+	if (isnull)
+	{
+		v.type = jbvNull;
+		(void) pushJsonbValue(ps, tok, &v);
+		return;
+	}
+	switch (c->kind)
+	{
+		case 'b':
+			v.type = jbvBool;
+			v.val.boolean = DatumGetBool(d);
+			(void) pushJsonbValue(ps, tok, &v);
+			return;
+		case 'i':
+			{
+				int64		x;
+
+				if (c->typlen == 2)
+					x = DatumGetInt16(d);
+				else if (c->typlen == 4)
+					x = DatumGetInt32(d);
+				else
+					x = DatumGetInt64(d);
+				v.type = jbvNumeric;
+				v.val.numeric = int64_to_numeric(x);
+				(void) pushJsonbValue(ps, tok, &v);
+				return;
+			}
+		case 'f':
+			{
+				double		x = (c->typlen == 4) ? DatumGetFloat4(d) : DatumGetFloat8(d);
+
+				if (isinf(x) || isnan(x))
+					break;
+				v.type = jbvNumeric;
+				v.val.numeric = DatumGetNumeric(DirectFunctionCall1(float8_numeric,
+																	Float8GetDatum(x)));
+				(void) pushJsonbValue(ps, tok, &v);
+				return;
+			}
+		case 'n':
+			{
+				Numeric		n = DatumGetNumeric(d);
+
+				if (numeric_is_nan(n) || numeric_is_inf(n))
+					break;
+				v.type = jbvNumeric;
+				v.val.numeric = n;
+				(void) pushJsonbValue(ps, tok, &v);
+				return;
+			}
+		case 's':
+			{
+				Size		raw = toast_raw_datum_size(d) - VARHDRSZ;
+				text	   *t;
+
+				/* only the scanned window of a long value is detoasted */
+				if (raw > REDACT_MAX_STRING + REDACT_SCAN_MARGIN && VARATT_IS_EXTENDED(DatumGetPointer(d)))
+					t = DatumGetTextPSlice(d, 0, REDACT_MAX_STRING + REDACT_SCAN_MARGIN);
+				else
+					t = DatumGetTextPP(d);
+				PgAgentsRedactPushString(r, ps, tok, VARDATA_ANY(t), (int) raw,
+										 c->sensitive);
+				return;
+			}
+		case 'N':
+			{
+				char	   *s = NameStr(*DatumGetName(d));
+
+				PgAgentsRedactPushString(r, ps, tok, s, strlen(s), c->sensitive);
+				return;
+			}
+		case 'j':
+			(void) PgAgentsRedactPushJsonb(r, ps, tok, DatumGetJsonbP(d), depth,
+										   c->sensitive);
+			return;
+		case 'J':
+			{
+				Datum		jb = DirectFunctionCall1(jsonb_in,
+													 CStringGetDatum(TextDatumGetCString(d)));
+
+				(void) PgAgentsRedactPushJsonb(r, ps, tok, DatumGetJsonbP(jb), depth,
+											   c->sensitive);
+				return;
+			}
+		case 'd':
+			{
+				/* pushed strings are referenced, not copied: no stack buffer */
+				char	   *buf = JsonEncodeDateTime(NULL, d, c->basetypid, NULL);
+
+				PgAgentsRedactPushString(r, ps, tok, buf, strlen(buf), c->sensitive);
+				return;
+			}
+		default:
+			break;
+	}
+	/* everything else: the type's text output */
+	{
+		char	   *s = OutputFunctionCall(&c->out, d);
+
+		PgAgentsRedactPushString(r, ps, tok, s, strlen(s), c->sensitive);
+	}
+}
+
+/* Pushes an object key into the JSONB being built. */
+static void
+push_key(JsonbParseState **ps, const char *k)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) k;
+	v.val.string.len = strlen(k);
+	(void) pushJsonbValue(ps, WJB_KEY, &v);
+}
+
+/*
+ * Whether two values of a column are the same (binary equality, detoasted).
+ */
+static bool
+same_value(AuditCol *c, Datum a, bool an, Datum b, bool bn)
+{
+	if (an || bn)
+		return an && bn;
+	if (datumIsEqual(a, b, c->typbyval, c->typlen))
+		return true;
+	if (c->typlen == -1)
+	{
+		struct varlena *x = PG_DETOAST_DATUM_PACKED(a);
+		struct varlena *y = PG_DETOAST_DATUM_PACKED(b);
+
+		return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
+			memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
+	}
+	return false;
+}
+
+/* the row's primary key as text: one column as is, several as a JSON array */
+static char *
+row_key(AuditTrigInfo *e, HeapTuple tup, TupleDesc desc)
+{
+	StringInfoData buf;
+	int			i;
+
+	if (e->npk == 0)
+		return NULL;
+	if (e->npk == 1)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, e->pk[0], desc, &isnull);
+
+		return isnull ? NULL : column_text(&e->cols[e->pk[0] - 1], d);
+	}
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (i = 0; i < e->npk; i++)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, e->pk[i], desc, &isnull);
+
+		if (i > 0)
+			appendStringInfoChar(&buf, ',');
+		if (isnull)
+			appendStringInfoString(&buf, "null");
+		else
+			escape_json(&buf, column_text(&e->cols[e->pk[i] - 1], d));
+	}
+	appendStringInfoChar(&buf, ']');
+	return buf.data;
+}
+
+/* a column of the row as text, NULL when the column is absent or NULL */
+static char *
+row_column_text(AuditTrigInfo *e, AttrNumber att, HeapTuple tup, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (att == InvalidAttrNumber)
+		return NULL;
+	d = heap_getattr(tup, att, desc, &isnull);
+	return isnull ? NULL : column_text(&e->cols[att - 1], d);
+}
+
+/*
+ * agent._audit_trigger(): the triggers agent.audit_table installs.  A row
+ * trigger buffers one audit row per changed row (its changes, redacted); the
+ * statement triggers record a TRUNCATE and write the statement's buffer.
+ */
+Datum
+pg_agents_audit_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *td;
+	AuditTrigInfo *e;
+	TupleDesc	desc;
+	HeapTuple	tup;
+	HeapTuple	oldtup = NULL;
+	AuditRow	row;
+	PgAgentsRedactor r;
+	JsonbParseState *ps = NULL;
+	JsonbValue *res = NULL;
+	StringInfoData summary;
+	int			i;
+	int			nchanged = 0;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._audit_trigger() must be called as a trigger")));
+	td = (TriggerData *) fcinfo->context;
+	if (!TRIGGER_FIRED_AFTER(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._audit_trigger() must be fired AFTER the change"),
+				 errhint("Attach it with agent.audit_table().")));
+	/*
+	 * History is written only by the triggers agent.audit_table() attached
+	 * (the function is not executable by PUBLIC; this also stops a superuser's
+	 * stray CREATE TRIGGER, and a temporary table, which no one else sees).
+	 */
+	if (strncmp(td->tg_trigger->tgname, "pg_agents_audit", strlen("pg_agents_audit")) != 0 ||
+		td->tg_relation->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("table \"%s\" is not audited by agent.audit_table()",
+						RelationGetRelationName(td->tg_relation)),
+				 errdetail("Trigger \"%s\" calls agent._audit_trigger() directly.",
+						   td->tg_trigger->tgname),
+				 errhint("Attach the audit trigger with agent.audit_table().")));
+	if (!pg_agents_audit_enabled)
+		return PointerGetDatum(NULL);
+
+	e = trig_info(td);
+	desc = RelationGetDescr(td->tg_relation);
+	memset(&row, 0, sizeof(row));
+	row.target_type = e->target_type;
+	row.status = "success";
+	initStringInfo(&summary);
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		row.action = "truncate";
+		appendStringInfo(&summary, "truncate %s", e->qualname);
+		row.summary = summary.data;
+		AuditIdentity(&row);
+		AuditInsert(&row);
+		AuditFlush();
+		return PointerGetDatum(NULL);
+	}
+	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+	{
+		/* the statement's rows are all buffered: write them */
+		AuditFlush();
+		return PointerGetDatum(NULL);
+	}
+
+	PgAgentsRedactorInit(&r);
+	(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+	{
+		oldtup = td->tg_trigtuple;
+		tup = td->tg_newtuple;
+		row.action = "update";
+		for (i = 0; i < e->natts; i++)
+		{
+			AuditCol   *c = &e->cols[i];
+			bool		on,
+						nn;
+			Datum		od,
+						nd;
+
+			if (c->kind == 0)
+				continue;
+			od = heap_getattr(oldtup, i + 1, desc, &on);
+			nd = heap_getattr(tup, i + 1, desc, &nn);
+			if (same_value(c, od, on, nd, nn))
+				continue;
+			nchanged++;
+			push_key(&ps, c->name);
+			(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+			push_key(&ps, "old");
+			push_column(&r, &ps, WJB_VALUE, c, od, on, 3);
+			push_key(&ps, "new");
+			push_column(&r, &ps, WJB_VALUE, c, nd, nn, 3);
+			(void) pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+			if (summary.len < SUMMARY_MAX)
+				appendStringInfo(&summary, "%s%s", nchanged == 1 ? "" : ", ", c->name);
+		}
+		if (nchanged == 0)
+			return PointerGetDatum(NULL);	/* nothing changed: nothing written */
+	}
+	else
+	{
+		tup = td->tg_trigtuple;
+		row.action = TRIGGER_FIRED_BY_INSERT(td->tg_event) ? "insert" : "delete";
+		for (i = 0; i < e->natts; i++)
+		{
+			AuditCol   *c = &e->cols[i];
+			bool		isnull;
+			Datum		d;
+
+			if (c->kind == 0)
+				continue;
+			d = heap_getattr(tup, i + 1, desc, &isnull);
+			push_key(&ps, c->name);
+			push_column(&r, &ps, WJB_VALUE, c, d, isnull, 2);
+		}
+	}
+	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+	row.changes = JsonbValueToJsonb(res);
+
+	row.target_id = row_key(e, tup, desc);
+	row.owner_id = row_column_text(e, e->owner_att, tup, desc);
+	row.workspace_id = row_column_text(e, e->workspace_att, tup, desc);
+	{
+		char	   *cols = pstrdup(summary.data);
+
+		resetStringInfo(&summary);
+		appendStringInfo(&summary, "%s %s", row.action, e->qualname);
+		if (row.target_id)
+			appendStringInfo(&summary, " %s", row.target_id);
+		if (nchanged > 0)
+			appendStringInfo(&summary, ": %s", cols);
+	}
+	row.summary = AuditCleanSummary(summary.data);
+	AuditIdentity(&row);
+	AuditInsert(&row);
+	return PointerGetDatum(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * Append-only guard, purge, backdate
+ * ------------------------------------------------------------------------
+ */
+
+/* The error of any change to existing audit rows. */
+static void
+refuse_change(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("agent.audit_log is append-only"),
+			 errdetail("Audit rows cannot be updated, deleted or truncated, not even by their owner or a superuser."),
+			 errhint("Rows older than pg_agents.audit_retention_days are removed by agent.purge_audit().")));
+}
+
+/*
+ * agent._audit_guard(): the BEFORE UPDATE/DELETE/TRUNCATE trigger of the log
+ * and its partitions; refuses every change but those of the maintenance in
+ * progress (audit_maint.c).
+ */
+Datum
+pg_agents_audit_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *td;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._audit_guard() must be called as a trigger")));
+	td = (TriggerData *) fcinfo->context;
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+		refuse_change();
+
+	if (TRIGGER_FIRED_BY_DELETE(td->tg_event) && (audit_purge_active || audit_move_active || audit_backdate_active))
+	{
+		if (TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+			return PointerGetDatum(NULL);
+		else
+		{
+			bool		isnull;
+			TimestampTz at;
+
+			AuditLogLookup();
+			at = DatumGetTimestampTz(heap_getattr(td->tg_trigtuple, audit_al_attnum[AL_AT],
+												  RelationGetDescr(td->tg_relation), &isnull));
+			/* the retention purge: only rows past the cut-off */
+			if (audit_purge_active && !isnull && at < audit_purge_cutoff)
+				return PointerGetDatum(td->tg_trigtuple);
+			/* maintenance: rows of the new month out of the default partition */
+			if (audit_move_active && !isnull && at >= audit_move_lo && at < audit_move_hi &&
+				strcmp(RelationGetRelationName(td->tg_relation), "audit_log_default") == 0)
+				return PointerGetDatum(td->tg_trigtuple);
+			/* backdating moves a row to an older month's partition: checked as an UPDATE */
+			if (audit_backdate_active)
+				return PointerGetDatum(td->tg_trigtuple);
+		}
+	}
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event) && audit_backdate_active)
+	{
+		if (TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+			return PointerGetDatum(NULL);
+		else
+		{
+			TupleDesc	desc = RelationGetDescr(td->tg_relation);
+			bool		ok = true;
+			int			i;
+
+			AuditLogLookup();
+			/* only "at" may move, and only back in time */
+			for (i = 0; i < desc->natts && ok; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, i);
+				bool		on,
+							nn;
+				Datum		od = heap_getattr(td->tg_trigtuple, i + 1, desc, &on);
+				Datum		nd = heap_getattr(td->tg_newtuple, i + 1, desc, &nn);
+
+				if (att->attisdropped)
+					continue;
+				if (i + 1 == audit_al_attnum[AL_AT])
+					ok = !on && !nn && DatumGetTimestampTz(nd) <= DatumGetTimestampTz(od);
+				else if (on || nn)
+					ok = (on && nn);
+				else
+					ok = datumIsEqual(od, nd, att->attbyval, att->attlen);
+			}
+			if (ok)
+				return PointerGetDatum(td->tg_newtuple);
+		}
+	}
+	refuse_change();
+	return PointerGetDatum(NULL);	/* not reached */
+}
+
+/*
+ * agent._caller() RETURNS regrole: the role the session acts as (its SET
+ * ROLE), whatever SECURITY DEFINER function is running.  The extension's
+ * SECURITY DEFINER functions that act on an object of the caller's (such as
+ * agent.audit_table on a table) check the caller's rights with it.
+ */
+Datum
+pg_agents_caller(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_OID(GetOuterUserId());
+}

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * deltas.h
+ *		Streamed text of a run (deltas.c): NOTIFY agent_run_deltas, inside a
+ *		transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_DELTAS_H
+#define PG_AGENTS_DELTAS_H
+
+#include <stddef.h>
+
+extern size_t DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt,
+						   const char *text, size_t from, size_t upto);
+
+#endif							/* PG_AGENTS_DELTAS_H */

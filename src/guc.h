@@ -1,0 +1,55 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.h
+ *		The settings of pg_agents (guc.c): every pg_agents.* variable, defined
+ *		in one place and read by the modules.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_GUC_H
+#define PG_AGENTS_GUC_H
+
+extern char *pg_agents_actor;
+extern char *pg_agents_workspace;
+extern char *pg_agents_run_id;
+extern char *pg_agents_surface;
+extern char *pg_agents_on_behalf_of;
+extern char *pg_agents_database;
+extern bool pg_agents_audit_enabled;
+extern int	pg_agents_audit_retention_days;
+extern int	pg_agents_run_retention_days;
+extern int	pg_agents_dedup_window;
+extern int	pg_agents_hourly_run_cap;
+extern int	pg_agents_max_delegation_depth;
+extern int	pg_agents_approval_ttl;
+extern int	pg_agents_run_lease;
+extern int	pg_agents_max_attempts;
+extern int	pg_agents_conversation_window;
+extern int	pg_agents_max_runs_per_workspace;
+extern int	pg_agents_max_concurrent_runs;
+extern bool pg_agents_worker_tick;
+extern char *pg_agents_llm_provider;
+extern char *pg_agents_llm_url;
+extern char *pg_agents_llm_model;
+extern char *pg_agents_embedding_model;
+extern char *pg_agents_llm_api_key;
+extern int	pg_agents_request_timeout;
+extern int	pg_agents_mcp_elicitation_wait;
+extern bool pg_agents_llm_stream;
+extern bool pg_agents_llm_prompt_cache;
+extern char *pg_agents_llm_url_allowlist;
+extern int	pg_agents_max_tool_calls_per_turn;
+extern int	pg_agents_max_reply_bytes;
+extern int	pg_agents_approval_max_input;
+extern int	pg_agents_self_retrigger_cap;
+extern int	pg_agents_filter_view_timeout;
+extern int	pg_agents_approval_rule_timeout;
+extern int	pg_agents_access_cache_grants;
+/* operations (docs/operations.md) */
+extern int	pg_agents_log_runs;
+extern int	pg_agents_drain_timeout;
+
+extern void PgAgentsDefineGucs(void);
+extern int	PgAgentsEffectiveDelegationDepth(void);
+
+#endif							/* PG_AGENTS_GUC_H */

@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.c
+ *		The worker's wake-up: its latch in shared memory, set once when a
+ *		transaction that queued runs commits.
+ *
+ * The worker publishes its latch with PgAgentsSetWorkerLatch(MyLatch) when it
+ * starts (and NULL when it exits).  A backend that queues runs calls
+ * PgAgentsRequestWake(); at commit an XactCallback sets the worker's latch,
+ * once per transaction, so the worker claims the new runs without polling.
+ * A rolled-back transaction wakes nobody.  Without preloading (no shared
+ * memory) it is a no-op: runs still reach external executors through NOTIFY
+ * agent_runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+
+#include "wake.h"
+
+PG_FUNCTION_INFO_V1(pg_agents_request_wake);
+PG_FUNCTION_INFO_V1(pg_agents_wake_count);
+
+typedef struct WakeShared
+{
+	slock_t		mutex;
+	Latch	   *worker_latch;	/* NULL when no worker runs */
+	pg_atomic_uint64 wakeups;	/* commits that woke (or tried to wake) it */
+} WakeShared;
+
+static WakeShared *wake_shared = NULL;
+
+static bool wake_requested = false;
+static bool xact_callback_registered = false;
+
+/* Shared memory wanted (shmem.c's request hook). */
+Size
+WakeShmemSize(void)
+{
+	return MAXALIGN(sizeof(WakeShared));
+}
+
+/* Attaches to (or creates) the shared state, under AddinShmemInitLock. */
+void
+WakeShmemInit(void)
+{
+	bool		found;
+
+	wake_shared = ShmemInitStruct("pg_agents wake", sizeof(WakeShared), &found);
+	if (!found)
+	{
+		SpinLockInit(&wake_shared->mutex);
+		wake_shared->worker_latch = NULL;
+		pg_atomic_init_u64(&wake_shared->wakeups, 0);
+	}
+}
+
+/*
+ * The worker publishes its latch (MyLatch) here, or NULL when it stops.
+ * No-op when the library was not preloaded.
+ */
+void
+PgAgentsSetWorkerLatch(Latch *latch)
+{
+	if (wake_shared == NULL)
+		return;
+	SpinLockAcquire(&wake_shared->mutex);
+	wake_shared->worker_latch = latch;
+	SpinLockRelease(&wake_shared->mutex);
+}
+
+/* at commit, sets the worker's latch if this transaction asked for it */
+static void
+WakeXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (wake_requested && wake_shared != NULL)
+			{
+				Latch	   *latch;
+
+				SpinLockAcquire(&wake_shared->mutex);
+				latch = wake_shared->worker_latch;
+				SpinLockRelease(&wake_shared->mutex);
+				pg_atomic_fetch_add_u64(&wake_shared->wakeups, 1);
+				if (latch != NULL)
+					SetLatch(latch);
+			}
+			wake_requested = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* a prepared transaction's runs are found by the worker's poll */
+			wake_requested = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Asks for the worker to be woken when the current transaction commits.
+ * Several calls in one transaction wake it once.
+ */
+void
+PgAgentsRequestWake(void)
+{
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(WakeXactCallback, NULL);
+		xact_callback_registered = true;
+	}
+	wake_requested = true;
+}
+
+/* agent._request_wake() RETURNS void: used by agent._enqueue_run. */
+Datum
+pg_agents_request_wake(PG_FUNCTION_ARGS)
+{
+	PgAgentsRequestWake();
+	PG_RETURN_VOID();
+}
+
+/*
+ * agent._wake_count() RETURNS bigint: commits that woke the worker since the
+ * server started; NULL when the library was not preloaded.
+ */
+Datum
+pg_agents_wake_count(PG_FUNCTION_ARGS)
+{
+	if (wake_shared == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64((int64) pg_atomic_read_u64(&wake_shared->wakeups));
+}

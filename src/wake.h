@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * wake.h
+ *		The worker's wake-up (wake.c): its latch, set when a transaction that
+ *		queued runs commits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_WAKE_H
+#define PG_AGENTS_WAKE_H
+
+#include "storage/latch.h"
+
+extern void PgAgentsSetWorkerLatch(Latch *latch);
+extern void PgAgentsRequestWake(void);
+
+/* shared memory, for shmem.c */
+extern Size WakeShmemSize(void);
+extern void WakeShmemInit(void);
+
+#endif							/* PG_AGENTS_WAKE_H */
