@@ -28,6 +28,8 @@
 #include "postgres.h"
 
 #include "jansson_prelude.h"
+#include "spi_util.h"
+#include "tool_gate.h"
 
 #include <math.h>
 
@@ -239,7 +241,7 @@ HoldLease(int64 run_id)
 
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
+	if (SpiUtilExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
 						 "WHERE id = $1 AND status = 'running'",
 						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
@@ -253,7 +255,7 @@ ForgetState(int64 run_id)
 	Datum		vals[1];
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
+	if (SpiUtilExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
 		!= SPI_OK_DELETE)
 		elog(ERROR, "could not forget the state of run " INT64_FORMAT, run_id);
 }
@@ -282,7 +284,7 @@ FinishRun(int64 run_id, const char *status, json_t *output, const char *error)
 		vals[3] = CStringGetTextDatum(error);
 	else
 		nulls[3] = 'n';
-	if (PgAgentsExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
+	if (SpiUtilExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
 	ForgetState(run_id);
@@ -308,7 +310,7 @@ SaveState(Slot *s)
 	vals[0] = Int64GetDatum(s->run_id);
 	vals[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 	vals[2] = Int32GetDatum(MyProcPid);
-	if (PgAgentsExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
+	if (SpiUtilExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
 							  "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
 							  "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
 							  "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
@@ -335,7 +337,7 @@ FailUnit(Slot *s, void *arg)
 		json_decref(out);
 		return;
 	}
-	ToolsRecordStep(s->run_id, "error", "run", NULL, out, fa->status, 0, 0);
+	ToolGateRecordStep(s->run_id, "error", "run", NULL, out, fa->status, 0, 0);
 	json_decref(out);
 	FinishRun(s->run_id, fa->status, NULL, fa->error);
 }
@@ -407,7 +409,7 @@ ClaimUnit(Slot *unused, void *arg)
 		 * join, the kept plan hashed every agent at each claim, 10k agents
 		 * costing more than the claim itself).
 		 */
-		rc = PgAgentsExecPlan(&eligible_plan,
+		rc = SpiUtilExecPlan(&eligible_plan,
 							  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
 							  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
 							  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
@@ -424,7 +426,7 @@ ClaimUnit(Slot *unused, void *arg)
 
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
-	rc = PgAgentsExecPlan(&claim_plan,
+	rc = SpiUtilExecPlan(&claim_plan,
 		"WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 		"s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 		"      SELECT c.id, c.workspace_id, $2 FROM c "
@@ -559,7 +561,7 @@ ClaimUnit(Slot *unused, void *arg)
 			cr.input = input;
 			cr.trigger_prompt = SPI_getvalue(tup, td, 17);
 			cr.origin = SPI_getvalue(tup, td, 7);
-			s->tools = ToolsDefinitions(false);
+			s->tools = ToolsDefinitions();
 			cr.tools = s->tools;
 			cr.messages = s->messages;
 			err = ContextAssemble(&tr, &cr);
@@ -573,8 +575,7 @@ ClaimUnit(Slot *unused, void *arg)
 			s->can_delegate = cr.can_delegate;
 			if (s->system == NULL)
 				s->system = SlotStrdup(s, cr.system);
-			McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
-			TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
+			ToolsAddRunDefinitions(s->tools, s->agent_id, s->run_id, s->can_delegate);
 		}
 		/* teams: messages that arrived while it was queued or waiting */
 		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)
@@ -648,7 +649,7 @@ ExecuteTools(Slot *s)
 
 	if (s->results == NULL)
 		s->results = json_array();
-	ToolsSetIdentity(&tr);
+	ToolGateSetIdentity(&tr);
 	while (json_array_size(s->results) < json_array_size(s->pending))
 	{
 		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
@@ -680,7 +681,7 @@ ExecuteTools(Slot *s)
 			SaveState(s);
 			s->state = SLOT_CHILD;
 			/* park the run (waiting_children) until its child ends: it is re-queued then */
-			if (PgAgentsFunctionExists("agent.wait_for_children(bigint)"))
+			if (SpiUtilFunctionExists("agent.wait_for_children(bigint)"))
 			{
 				Oid			types[1] = {INT8OID};
 				Datum		vals[1];
@@ -776,7 +777,7 @@ McpResultUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolsSetIdentity(&tr);
+	ToolGateSetIdentity(&tr);
 	oc = McpCallRecord(&tr, s->mcp, &result);
 	McpCallFree(s->mcp);
 	s->mcp = NULL;
@@ -1215,7 +1216,7 @@ ReplyUnit(Slot *s, void *arg)
 		return;
 	}
 	ReplyStepJson(s, r, &in, &out);
-	ToolsRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
+	ToolGateRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
 	json_decref(in);
 	json_decref(out);
 
@@ -1223,7 +1224,7 @@ ReplyUnit(Slot *s, void *arg)
 	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
 	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
 	vals[3] = CStringGetTextDatum(s->model);
-	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
+	if (SpiUtilExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
 	if (r->tokens_cached > 0)
@@ -1232,12 +1233,12 @@ ReplyUnit(Slot *s, void *arg)
 		Oid			ctypes[2] = {INT8OID, INT8OID};
 		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
 
-		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
+		if (SpiUtilExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
 							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
 	}
 	NotifyRest(s);
-	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, r.tokens_total >= coalesce(r.token_budget, a.default_token_budget), "
+	if (SpiUtilExecPlan(&status_plan, "SELECT r.status, r.tokens_total >= coalesce(r.token_budget, a.default_token_budget), "
 							  "coalesce(r.token_budget, a.default_token_budget), r.tokens_total "
 							  "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 							  1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -1342,7 +1343,7 @@ RetryUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolsRecordStep(s->run_id, "error", "llm", NULL, ((RetryArg *) arg)->info, "retry", 0, s->call_started);
+	ToolGateRecordStep(s->run_id, "error", "llm", NULL, ((RetryArg *) arg)->info, "retry", 0, s->call_started);
 }
 
 static bool
@@ -1461,7 +1462,7 @@ BatchUnit(Slot *unused, void *arg)
 	json_decref(arr);
 	vals[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
+	if (SpiUtilExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
 						 2, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "agent._worker_finish_replies failed");
 	tt = SPI_tuptable;

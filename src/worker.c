@@ -28,6 +28,7 @@
 #include "postgres.h"
 
 #include "jansson_prelude.h"
+#include "spi_util.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -193,8 +194,8 @@ PgAgentsWorkerReady(void)
 	else
 		PgAgentsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
 	ready = version != NULL &&
-		PgAgentsFunctionExists("agent.claim_runs(integer)") &&
-		PgAgentsFunctionExists("agent._worker_reclaim(integer)");
+		SpiUtilFunctionExists("agent.claim_runs(integer)") &&
+		SpiUtilFunctionExists("agent._worker_reclaim(integer)");
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	/* the commit left TopMemoryContext current: the loop's context again */
@@ -220,9 +221,9 @@ TickUnit(void)
 		pgstat_report_activity(STATE_RUNNING, "pg_agents: tick");
 		if (!pg_agents_worker_tick)
 			sql = NULL;			/* pg_agents.worker_tick off: someone else ticks */
-		else if (PgAgentsFunctionExists("agent.tick(timestamp with time zone)"))
+		else if (SpiUtilFunctionExists("agent.tick(timestamp with time zone)"))
 			sql = "SELECT agent.tick()";
-		else if (PgAgentsFunctionExists("agent._tick_runs()"))
+		else if (SpiUtilFunctionExists("agent._tick_runs()"))
 			sql = "SELECT agent._tick_runs()";
 		if (sql && SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "%s failed", sql);
@@ -233,7 +234,6 @@ TickUnit(void)
 		if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
 						false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read agent.worker_control");
-		ToolsRefreshCatalog();
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -287,13 +287,13 @@ TickMcpOAuth(void)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (PgAgentsFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
+		if (SpiUtilFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
 		{
 			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
 			if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
 				elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
 		}
-		if (PgAgentsFunctionExists("agent.mcp_refresh_due(interval,integer)"))
+		if (SpiUtilFunctionExists("agent.mcp_refresh_due(interval,integer)"))
 		{
 			pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
 			if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
@@ -410,7 +410,7 @@ pg_agents_worker_main(Datum main_arg)
 	 * Nor does a database's or a role's identity setting (an audit row of
 	 * the worker's bookkeeping attributed to someone else): the worker's own
 	 * statements set none, and each tool call sets the run's identity for
-	 * its transaction (ToolsSetIdentity).
+	 * its transaction (ToolGateSetIdentity).
 	 */
 	{
 		static const char *const identity[] = {
