@@ -46,6 +46,7 @@ fill() {  # earlier traffic: P runs queued, claimed, finished (bulk); VACUUM; th
 SET client_min_messages = warning;
 TRUNCATE agent.runs CASCADE;
 TRUNCATE done;
+DELETE FROM agent.run_queue_marks;
 INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority)
 SELECT 'ws', 1 + i % 4, 'autonomous', 'api', 'queued', 0 FROM generate_series(1, $P) i;
 UPDATE agent.runs SET status = 'running', attempts = 1, started_at = now(), lease_until = now() + interval '5 minutes';
@@ -55,6 +56,10 @@ INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority
 SELECT 'ws', 1 + i % 4, 'autonomous', 'api', 'queued', 0 FROM generate_series(1, $N) i;
 ANALYZE agent.runs;
 SQL
+    # the queue mark where the claims of that traffic would have left it:
+    # a candidate, then (its writers ended) the mark
+    q -c "SELECT agent._queue_advance('ws', '{0}')" >/dev/null
+    q -c "SELECT agent._queue_advance('ws', '{0}')" >/dev/null
     sleep 0.5   # that session's counters are flushed as it exits: then start from zero
     q -c "SELECT pg_stat_reset()" >/dev/null
 }

@@ -6,8 +6,13 @@
 #   agent    a session acting as an agent with 10k grants (1k small), under
 #            the non-bypassing role agents_tool, each run after a commit that
 #            changes no access data (the readable set is kept)
-#   cold     the same, each run after a commit that changes a grant (of
-#            another agent): the readable set is computed afresh
+#   cold     the same, each run after a commit that changes access data:
+#            a grant of another agent (other), one of the agent's own grants
+#            (own), the owner's ACL row of one granted page (acl), or the
+#            owner's membership of a group that reads 10 granted pages
+#            (group); the kept readable set is kept (other) or patched (own,
+#            acl, group) from the change; after a change of the agent's own
+#            row (agent, for reference) it is computed afresh
 # and for four terms (about 10%, 1% and 0.05% of the pages, and none).  Each figure is
 # the median of several runs, in ms; the ratios to before are printed.
 . "$PG_AGENTS_ENV"
@@ -41,6 +46,11 @@ INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
   UNION
   SELECT 'page', g::text, 'user:u1', 'read' FROM generate_series(1, :rows, 10) g
   ON CONFLICT DO NOTHING;
+-- the granted page whose grant and ACL row the 'own' and 'acl' changes touch
+CREATE TABLE bench_one AS SELECT min(id)::text AS rid FROM granted;
+-- a group that reads 10 granted pages (the owner joins and leaves it)
+INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access)
+  SELECT 'page', id::text, 'group:bench', 'read' FROM granted ORDER BY id LIMIT 10;
 VACUUM ANALYZE;
 CREATE FUNCTION bench_ms(query text, reps int) RETURNS numeric LANGUAGE plpgsql AS $$
 DECLARE t timestamptz; ms numeric[] := '{}'; n bigint;
@@ -53,21 +63,38 @@ BEGIN
   END LOOP;
   RETURN (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(ms) x);
 END $$;
--- the same, committing a write before each run: with access = true, a change
--- of another agent's grant, after which readable sets are computed afresh;
--- else a write to an unrelated table
+-- the same, committing a write before each run: with access = 'other', a
+-- change of another agent's grant; 'own', of one of the agent's own grants;
+-- 'acl', of the owner's ACL row of one granted page; 'group', of the owner's
+-- membership of a group that reads 10 granted pages; 'agent', of the agent's
+-- own row (its set is computed afresh); else a write to an unrelated table
 CREATE TABLE bench_tick (n int);
 GRANT INSERT ON bench_tick TO agents_tool;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (2, 'ws1', 'u1', 'other agent');
 INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (2, 'page', '1', 'read');
-CREATE FUNCTION bench_touch_grants() RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog
-AS $$ UPDATE agent.access SET access = access WHERE agent_id = 2 $$;
-CREATE PROCEDURE bench_commit_ms(query text, reps int, access boolean, INOUT ms numeric DEFAULT NULL) LANGUAGE plpgsql AS $$
+CREATE FUNCTION bench_touch_grants(what text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+AS $$
+BEGIN
+  CASE what
+  WHEN 'other' THEN UPDATE agent.access SET access = access WHERE agent_id = 2;
+  WHEN 'own' THEN UPDATE agent.access SET access = access
+                   WHERE agent_id = 1 AND resource_type = 'page'
+                     AND resource_id = (SELECT rid FROM public.bench_one);
+  WHEN 'acl' THEN UPDATE agent.resource_acl SET access = access
+                   WHERE resource_type = 'page' AND principal = 'user:u1'
+                     AND resource_id = (SELECT rid FROM public.bench_one);
+  WHEN 'group' THEN DELETE FROM agent.group_members WHERE group_id = 'bench';
+                    INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'bench', 'u1');
+  WHEN 'agent' THEN UPDATE agent.agents SET status = status WHERE id = 1;
+  ELSE INSERT INTO public.bench_tick VALUES (0);
+  END CASE;
+END $$;
+CREATE PROCEDURE bench_commit_ms(query text, reps int, access text, INOUT ms numeric DEFAULT NULL) LANGUAGE plpgsql AS $$
 DECLARE t timestamptz; a numeric[] := '{}'; n bigint;
 BEGIN
   EXECUTE 'SELECT count(*) FROM (' || query || ') s' INTO n;     -- warm-up
   FOR i IN 1 .. reps LOOP
-    IF access THEN PERFORM bench_touch_grants(); ELSE INSERT INTO bench_tick VALUES (i); END IF;
+    PERFORM bench_touch_grants(access);
     COMMIT;
     t := clock_timestamp();
     EXECUTE 'SELECT count(*) FROM (' || query || ') s' INTO n;
@@ -76,9 +103,9 @@ BEGIN
   ms := (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(a) x);
 END $$;
 -- two queries run alternately, each as its actor after a commit (with access
--- = true, a change of another agent's grant before each run of the second),
+-- other/own/acl/group/agent, that change before each run of the second),
 -- so that the load of the shared machine weighs on both alike
-CREATE PROCEDURE bench_pair_ms(qa text, actor_a text, qb text, actor_b text, reps int, access boolean,
+CREATE PROCEDURE bench_pair_ms(qa text, actor_a text, qb text, actor_b text, reps int, access text,
                                INOUT ms_a numeric DEFAULT NULL, INOUT ms_b numeric DEFAULT NULL) LANGUAGE plpgsql AS $$
 DECLARE t timestamptz; a numeric[] := '{}'; b numeric[] := '{}'; n bigint;
 BEGIN
@@ -94,7 +121,7 @@ BEGIN
     EXECUTE 'SELECT count(*) FROM (' || qa || ') s' INTO n;
     a := a || (extract(epoch FROM clock_timestamp() - t) * 1000)::numeric;
     PERFORM set_config('pg_agents.actor', actor_b, false);
-    IF access THEN PERFORM bench_touch_grants(); ELSE INSERT INTO bench_tick VALUES (i); END IF;
+    PERFORM bench_touch_grants(access);
     COMMIT;
     t := clock_timestamp();
     EXECUTE 'SELECT count(*) FROM (' || qb || ') s' INTO n;
@@ -122,12 +149,12 @@ measure() {  # actor, query
 }
 measure_commit() {  # actor, query, access change (true/false)
     q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" \
-      -c "CALL bench_commit_ms(\$q\$$2\$q\$, $REPS, $3)" | xargs printf '%.2f'
+      -c "CALL bench_commit_ms(\$q\$$2\$q\$, $REPS, '$3')" | xargs printf '%.2f'
 }
 ratio() { echo "scale=2; $1 / $2" | bc | sed 's/^\./0./'; }
 pair() {  # query a, actor a, query b, actor b, access change: "ms_a ms_b"
     q -c "SET ROLE agents_tool" \
-      -c "CALL bench_pair_ms(\$q\$$1\$q\$, '$2', \$q\$$3\$q\$, '$4', $REPS, $5)" |
+      -c "CALL bench_pair_ms(\$q\$$1\$q\$, '$2', \$q\$$3\$q\$, '$4', $REPS, '$5')" |
         awk -F'|' '{ printf "%.2f %.2f\n", $1, $2 }'
 }
 TERMS="a3 b42 c777 zz9"   # about 10%, 1%, 0.05% of the pages, and none
@@ -137,23 +164,37 @@ q -c "SELECT agent.enable_allowlist('pages', 'page', 'id')" >/dev/null
 echo "ranked search over the allowlisted table, as an agent ($GRANTS grants), each beside the unrestricted"
 echo "query run alternately with it (a session that does not act as an agent: the policy folds away):"
 echo "  agent   = the documented shape, WHERE agent.ts_match(tsv, q), readable set kept (unrestricted: unr)"
-echo "  cold    = the same, the set not kept (a grant of another agent changed before each run)"
+echo "  cold    = the same, the first query after an access change committed (the set not kept as it was):"
+echo "            other = a grant of another agent, own = one of the agent's own grants, acl = the owner's"
+echo "            ACL row of one granted page, group = the owner's membership of a group that reads 10"
+echo "            granted pages (target: each <= 1.5x unr); agent = the agent's own row (status): the set"
+echo "            is computed afresh (for reference)"
 echo "  agent@@ = the same query written WHERE tsv @@ q (not leakproof: the policy goes first)"
 echo "  worker  = search_resources' query as the agent (unrestricted: w.unr, without its can_access)"
 echo "  before  = the unrestricted query before enable_allowlist (no policy at all), for reference"
-printf '%-6s %7s %7s | %7s %7s %7s %7s %7s %7s %7s | %7s %7s %7s %8s\n' term matches before \
-    unr agent cold 'agent@@' unr2 w.unr worker agent/u cold/u2 'agent@@/u' worker/wu
+printf '%-6s %7s %7s | %7s %7s %7s %7s %7s | %7s %7s %8s\n' term matches before \
+    unr agent 'agent@@' w.unr worker agent/u 'agent@@/u' worker/wu
 for term in $TERMS; do
     m=$(q -c "SELECT count(*) FROM pages WHERE tsv @@ to_tsquery('simple', '$term')")
-    read -r u a <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 false)"
-    read -r u2 c <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 true)"
-    o=$(measure_commit "agent:1" "$(printf "$QUERY" $term)" false)
-    read -r wu w <<<"$(pair "$(printf "$WORKER_U" $term $term)" user:u1 "$(printf "$WORKER" $term $term)" agent:1 false)"
-    printf '%-6s %7s %7s | %7s %7s %7s %7s %7s %7s %7s | %7s %7s %7s %8s\n' "$term" "$m" "${before[$term]}" \
-        "$u" "$a" "$c" "$o" "$u2" "$wu" "$w" \
-        "$(ratio "$a" "$u")" "$(ratio "$c" "$u2")" "$(ratio "$o" "$u")" "$(ratio "$w" "$wu")"
+    read -r u a <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 none)"
+    o=$(measure_commit "agent:1" "$(printf "$QUERY" $term)" none)
+    read -r wu w <<<"$(pair "$(printf "$WORKER_U" $term $term)" user:u1 "$(printf "$WORKER" $term $term)" agent:1 none)"
+    printf '%-6s %7s %7s | %7s %7s %7s %7s %7s | %7s %7s %8s\n' "$term" "$m" "${before[$term]}" \
+        "$u" "$a" "$o" "$wu" "$w" "$(ratio "$a" "$u")" "$(ratio "$o" "$u")" "$(ratio "$w" "$wu")"
 done
-echo "readable set alone, computed afresh: $(q -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, true)" | xargs printf '%.2f') ms"
+echo "the first query after an access change, each beside the unrestricted query run alternately with it"
+echo "(app = the application's ranked query with agent.ts_match; worker = search_resources' query), ratio (target <= 1.5):"
+printf '%-6s %-7s | %7s %7s %6s | %7s %7s %6s\n' term change unr app app/u w.unr worker w/wu
+for term in $TERMS; do
+    for change in other own acl group agent; do
+        read -r u c <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 $change)"
+        read -r wu w <<<"$(pair "$(printf "$WORKER_U" $term $term)" user:u1 "$(printf "$WORKER" $term $term)" agent:1 $change)"
+        t=""; [ $change = agent ] && t=" (computed afresh; reference)"
+        printf '%-6s %-7s | %7s %7s %6s | %7s %7s %6s%s\n' "$term" "$change" "$u" "$c" "$(ratio "$c" "$u")" \
+            "$wu" "$w" "$(ratio "$w" "$wu")" "$t"
+    done
+done
+echo "readable set alone, computed afresh: $(q -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, 'agent')" | xargs printf '%.2f') ms"
 echo "the same ids probed with no policy (a constant array): $(q -c "SELECT round(bench_ms(format('SELECT id FROM pages WHERE id = ANY (%L::bigint[])', (SELECT array_agg(resource_id::bigint) FROM agent.access WHERE agent_id = 1)), $REPS), 2)") ms"
 for term in a3 c777; do
     echo "agent plan ($term):"

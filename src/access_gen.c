@@ -25,7 +25,11 @@ typedef struct AccessInflight
 {
 	TransactionId xid;			/* InvalidTransactionId: free slot */
 	bool		prepared;		/* its own backend will not clear it */
+	uint64		seq;			/* its record in the change log */
 } AccessInflight;
+
+/* the change log: what each published transaction changed (ring by seq) */
+#define ACCESS_LOG_SIZE 64
 
 typedef struct AccessGenShared
 {
@@ -33,6 +37,8 @@ typedef struct AccessGenShared
 	uint64		gen;
 	int			overflow;		/* writers in flight not in the array */
 	AccessInflight inflight[PG_AGENTS_ACCESS_INFLIGHT];
+	uint64		pubseq;			/* publications so far (the log's last seq) */
+	PgAgentsAccessChange log[ACCESS_LOG_SIZE];
 } AccessGenShared;
 
 static AccessGenShared *access_shared = NULL;
@@ -43,6 +49,8 @@ static bool xact_callback_registered = false;
 static bool access_changed = false;
 static TransactionId access_published = InvalidTransactionId;
 static bool access_published_overflow = false;
+/* what this transaction changed, as far as the row triggers described it */
+static PgAgentsAccessChange access_pending;
 
 static void AccessPublish(bool prepared);
 static void AccessRetire(void);
@@ -67,6 +75,8 @@ AccessGenShmemInit(void)
 		access_shared->gen = 1;
 		access_shared->overflow = 0;
 		memset(access_shared->inflight, 0, sizeof(access_shared->inflight));
+		access_shared->pubseq = 0;
+		memset(access_shared->log, 0, sizeof(access_shared->log));
 	}
 }
 
@@ -90,12 +100,16 @@ AccessGenXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			AccessRetire();
 			access_changed = false;
+			access_pending.all = false;
+			access_pending.nitems = 0;
 			break;
 		case XACT_EVENT_PREPARE:
 			/* the prepared transaction stays published (see AccessSample) */
 			access_published = InvalidTransactionId;
 			access_published_overflow = false;
 			access_changed = false;
+			access_pending.all = false;
+			access_pending.nitems = 0;
 			break;
 		default:
 			break;
@@ -107,7 +121,8 @@ AccessGenXactCallback(XactEvent event, void *arg)
  * ------------------------------------------------------------------------
  *
  * A transaction that changes access data (statement triggers on the access
- * tables call PgAgentsNoteAccessChange) publishes its xid at pre-commit,
+ * tables call PgAgentsNoteAccessChange, row triggers PgAgentsNoteAccessItem)
+ * publishes its xid at pre-commit, with what it changed in the change log,
  * before it becomes visible, and retires it after it became visible (or
  * aborted); each step increments the generation.  A reader samples the
  * generation and the published xids, then takes a fresh snapshot and
@@ -119,16 +134,89 @@ AccessGenXactCallback(XactEvent event, void *arg)
  * the array is full the overflow count makes readers compute every time.
  */
 
-/* The current transaction changes access data (called by the triggers). */
-void
-PgAgentsNoteAccessChange(void)
+static void
+AccessGenRegister(void)
 {
 	if (!xact_callback_registered)
 	{
 		RegisterXactCallback(AccessGenXactCallback, NULL);
 		xact_callback_registered = true;
 	}
+}
+
+/*
+ * The current transaction changes access data in a way not described item by
+ * item (called by the statement triggers): every kept set is to be computed
+ * afresh once it commits.
+ */
+void
+PgAgentsNoteAccessChange(void)
+{
+	AccessGenRegister();
 	access_changed = true;
+	access_pending.all = true;
+}
+
+static bool
+AccessItemEqual(const PgAgentsAccessItem *a, const PgAgentsAccessItem *b)
+{
+	return a->kind == b->kind && a->agent_id == b->agent_id &&
+		strcmp(a->rtype, b->rtype) == 0 && strcmp(a->rid, b->rid) == 0;
+}
+
+/*
+ * The current transaction changes one row of access data, described by item
+ * (called by the row triggers): a kept set that the item does not concern is
+ * still good after the commit, and one it concerns can be patched (the
+ * resource decided again).  Past PG_AGENTS_ACCESS_ITEMS items the grants of
+ * one agent collapse into "that agent", and past that everything counts as
+ * changed.
+ */
+void
+PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
+{
+	PgAgentsAccessChange *p = &access_pending;
+	int			i,
+				j;
+
+	AccessGenRegister();
+	access_changed = true;
+	if (p->all)
+		return;
+	for (i = 0; i < p->nitems; i++)
+	{
+		if (AccessItemEqual(&p->items[i], item))
+			return;
+		/* the agent as a whole already covers its grants */
+		if (p->items[i].kind == PGA_CHANGE_AGENT && item->kind == PGA_CHANGE_GRANT &&
+			p->items[i].agent_id == item->agent_id)
+			return;
+	}
+	if (p->nitems < PG_AGENTS_ACCESS_ITEMS)
+	{
+		p->items[p->nitems++] = *item;
+		return;
+	}
+	if (item->kind == PGA_CHANGE_GRANT || item->kind == PGA_CHANGE_AGENT)
+	{
+		/* collapse the agent's items into one */
+		for (i = 0, j = 0; i < p->nitems; i++)
+		{
+			if ((p->items[i].kind == PGA_CHANGE_GRANT || p->items[i].kind == PGA_CHANGE_AGENT) &&
+				p->items[i].agent_id == item->agent_id)
+				continue;
+			p->items[j++] = p->items[i];
+		}
+		if (j < PG_AGENTS_ACCESS_ITEMS)
+		{
+			memset(&p->items[j], 0, sizeof(PgAgentsAccessItem));
+			p->items[j].kind = PGA_CHANGE_AGENT;
+			p->items[j].agent_id = item->agent_id;
+			p->nitems = j + 1;
+			return;
+		}
+	}
+	p->all = true;
 }
 
 /* Whether the current transaction has changed access data. */
@@ -148,17 +236,28 @@ AccessPublish(bool prepared)
 {
 	TransactionId xid = GetTopTransactionIdIfAny();
 	int			i;
+	uint64		seq;
+	PgAgentsAccessChange *rec;
 
 	if (access_shared == NULL || !TransactionIdIsValid(xid) ||
 		TransactionIdIsValid(access_published) || access_published_overflow)
 		return;
 	SpinLockAcquire(&access_shared->mutex);
+	/* what it changed, in the change log */
+	seq = ++access_shared->pubseq;
+	rec = &access_shared->log[seq % ACCESS_LOG_SIZE];
+	rec->seq = seq;
+	rec->all = access_pending.all;
+	rec->nitems = access_pending.all ? 0 : access_pending.nitems;
+	if (rec->nitems > 0)
+		memcpy(rec->items, access_pending.items, sizeof(PgAgentsAccessItem) * rec->nitems);
 	for (i = 0; i < PG_AGENTS_ACCESS_INFLIGHT; i++)
 	{
 		if (!TransactionIdIsValid(access_shared->inflight[i].xid))
 		{
 			access_shared->inflight[i].xid = xid;
 			access_shared->inflight[i].prepared = prepared;
+			access_shared->inflight[i].seq = seq;
 			break;
 		}
 	}
@@ -214,6 +313,20 @@ AccessRetire(void)
 bool
 PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
 {
+	uint64		pubseq;
+	uint64		seqs[PG_AGENTS_ACCESS_INFLIGHT];
+
+	return PgAgentsAccessSampleSeq(gen, &pubseq, inflight, seqs, n);
+}
+
+/*
+ * The same, with the last seq of the change log (*pubseq) and the seq of
+ * each xid in flight (inflight_seq): what PgAgentsAccessChangeGet reads.
+ */
+bool
+PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
+						uint64 *inflight_seq, int *n)
+{
 	int			i;
 	bool		ok;
 	TransactionId prepared[PG_AGENTS_ACCESS_INFLIGHT];
@@ -229,12 +342,14 @@ PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
 
 		if (!TransactionIdIsValid(f->xid))
 			continue;
+		inflight_seq[*n] = f->seq;
 		inflight[(*n)++] = f->xid;
 		if (f->prepared)
 			prepared[nprepared++] = f->xid;
 	}
 	ok = access_shared->overflow == 0;
 	*gen = access_shared->gen;
+	*pubseq = access_shared->pubseq;
 	SpinLockRelease(&access_shared->mutex);
 
 	/* retire the prepared transactions that have ended (no lock held here) */
@@ -258,5 +373,32 @@ PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
 		SpinLockRelease(&access_shared->mutex);
 		ok = false;				/* the sample is stale: compute, keep nothing */
 	}
+	return ok;
+}
+
+/*
+ * The change log's record seq (what one published transaction changed) into
+ * *out; false when it is not there any more (the log wrapped) or not yet.
+ */
+bool
+PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out)
+{
+	PgAgentsAccessChange *rec;
+	bool		ok;
+
+	if (access_shared == NULL || seq == 0)
+		return false;
+	SpinLockAcquire(&access_shared->mutex);
+	rec = &access_shared->log[seq % ACCESS_LOG_SIZE];
+	ok = rec->seq == seq;
+	if (ok)
+	{
+		out->seq = rec->seq;
+		out->all = rec->all;
+		out->nitems = rec->nitems;
+		if (rec->nitems > 0)
+			memcpy(out->items, rec->items, sizeof(PgAgentsAccessItem) * rec->nitems);
+	}
+	SpinLockRelease(&access_shared->mutex);
 	return ok;
 }

@@ -11,9 +11,35 @@
 
 #define PG_AGENTS_ACCESS_INFLIGHT 64
 
+/* what a transaction changed of the access data, row by row (allowlist.c) */
+#define PG_AGENTS_ACCESS_ITEMS 8
+#define PG_AGENTS_ACCESS_ITEM_LEN 64
+#define PGA_CHANGE_AGENT 1		/* an agent's row, or all its grants */
+#define PGA_CHANGE_GRANT 2		/* one grant of an agent on (rtype, rid) */
+#define PGA_CHANGE_RESOURCE 3	/* the ACL of one resource (rtype, rid) */
+#define PGA_CHANGE_USER 4		/* the groups of one user (rid: the user, rtype: the group) */
+typedef struct PgAgentsAccessItem
+{
+	int			kind;
+	int64		agent_id;
+	char		rtype[PG_AGENTS_ACCESS_ITEM_LEN];
+	char		rid[PG_AGENTS_ACCESS_ITEM_LEN];
+} PgAgentsAccessItem;
+typedef struct PgAgentsAccessChange
+{
+	uint64		seq;
+	bool		all;			/* not described: everything may have changed */
+	int			nitems;
+	PgAgentsAccessItem items[PG_AGENTS_ACCESS_ITEMS];
+} PgAgentsAccessChange;
+
 extern void PgAgentsNoteAccessChange(void);
+extern void PgAgentsNoteAccessItem(const PgAgentsAccessItem *item);
 extern bool PgAgentsAccessChangedInXact(void);
 extern bool PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n);
+extern bool PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
+									uint64 *inflight_seq, int *n);
+extern bool PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out);
 
 /* shared memory, for shmem.c */
 extern Size AccessGenShmemSize(void);

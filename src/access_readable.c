@@ -67,6 +67,74 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 											   grant, snap, false, NULL)) ? 1 : 0;
 }
 
+/*
+ * The owner of an agent under the active snapshot ("" when there is none),
+ * palloc'd: what a kept readable set depends on through the owner's groups
+ * (src/allowlist.c).
+ */
+char *
+PgAgentsAgentOwner(int64 agent_id)
+{
+	Snapshot	snap = AccessBegin("the readable set");
+	AgentEntry *ag = AccessGetAgent(agent_id, snap);
+
+	return pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
+}
+
+/*
+ * The ids of the resources of a type that hold an agent.resource_acl row for
+ * a principal, under the active snapshot, palloc'd into ids (at most max);
+ * their number, or -1 when there are more (or the principal's rows of other
+ * types are too many to look through): what a change of a user's groups may
+ * change in a readable set (src/allowlist.c).
+ */
+int
+PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids)
+{
+	Snapshot	snap = AccessBegin("the readable set");
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	int			n = 0;
+	int			seen = 0;
+	int			rtype_len = strlen(rtype);
+
+	heap = table_open(access_rels.acl, NoLock);
+	index = index_open(access_rels.acl_principal_idx, NoLock);
+	slot = table_slot_create(heap, NULL);
+	InitTextKey(&key, index, 1, principal);
+	scan = index_beginscan(heap, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (n >= 0 && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (++seen > 16 * Max(max, 1))
+		{
+			n = -1;
+			break;
+		}
+		d = slot_getattr(slot, access_rels.acl_type, &isnull);
+		if (isnull || !TextEq(d, rtype, rtype_len))
+			continue;
+		d = slot_getattr(slot, access_rels.acl_id, &isnull);
+		if (isnull)
+			continue;
+		if (n >= max)
+			n = -1;
+		else
+			ids[n++] = TextDatumGetCString(d);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return n;
+}
+
 /* ------------------------------------------------------------------------
  * The readable set
  * ------------------------------------------------------------------------

@@ -39,8 +39,10 @@
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/makefuncs.h"
@@ -281,6 +283,9 @@ typedef struct IdsEntry
 	uint64		gen;			/* shared: the generation sampled */
 	int			ninflight;		/* shared: access writers in flight at the sample */
 	TransactionId *inflight;
+	uint64	   *inflight_seq;	/* shared: their records in the change log */
+	uint64		pubseq;			/* shared: the change log's last seq at the sample */
+	char	   *owner;			/* shared: the agent's owner (its groups count) */
 	IdsSnapKey	key;			/* not shared: the snapshot */
 	MemoryContext cxt;			/* holds all of the entry */
 } IdsEntry;
@@ -289,7 +294,7 @@ typedef struct IdsEntry
 
 static MemoryContext ids_cxt = NULL;
 static IdsEntry ids_cache[IDS_CACHE_ENTRIES];
-static int64 ids_computed = 0;	/* statistics of this backend */
+static int64 ids_computed = 0;	/* statistics of this backend (patched sets count) */
 static int64 ids_reused = 0;
 static int	ids_next = 0;		/* round-robin replacement */
 
@@ -517,6 +522,9 @@ NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemty
 	e->shared = false;
 	e->ninflight = 0;
 	e->inflight = NULL;
+	e->inflight_seq = NULL;
+	e->pubseq = 0;
+	e->owner = NULL;
 	MemoryContextSwitchTo(oldcxt);
 	e->used = true;
 	return e;
@@ -530,6 +538,271 @@ ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool
 	char	  **ids = PgAgentsReadableIds(agent_id, rtype, edit, &n, custom_acl);
 
 	return BuildIdsArray(ids, n, elemtype);
+}
+
+/*
+ * The kept set e brought up to date from the change log, or (Datum) 0 when
+ * it must be computed afresh.  The changes that may be missing from e are
+ * those of the transactions in flight at its sample (e->inflight_seq) and
+ * of every transaction published since (seqs e->pubseq + 1 .. pubseq, the
+ * caller's new sample): each record either does not concern e's agent and
+ * type, or names resources whose membership is decided again here, under a
+ * snapshot taken after the new sample (so that no change visible to this
+ * statement is missing, as when the set is computed).  A record that is gone
+ * from the log, one that describes no rows, a change of the agent itself,
+ * or more than PATCH_MAX_RIDS resources: computed afresh.  (A change of the
+ * owner's groups names the resources that hold an ACL row for the group.)  Built in the
+ * current memory context.
+ */
+#define PATCH_MAX_RIDS 64
+#define PATCH_MAX_RECORDS 32
+
+static bool TextIs(text *t, const char *s);
+
+static bool
+PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids)
+{
+	PgAgentsAccessChange c;
+	int			i;
+
+	if (!PgAgentsAccessChangeGet(seq, &c) || c.all)
+		return false;
+	for (i = 0; i < c.nitems; i++)
+	{
+		PgAgentsAccessItem *it = &c.items[i];
+
+		if (it->kind == PGA_CHANGE_AGENT)
+		{
+			if (it->agent_id == e->agent_id)
+				return false;
+			continue;
+		}
+		if (it->kind == PGA_CHANGE_USER)
+		{
+			char	   *principal;
+			int			n;
+
+			if (e->owner != NULL && strcmp(it->rid, e->owner) != 0)
+				continue;		/* another user's groups */
+			/*
+			 * The owner joined or left group it->rtype: what changes is its
+			 * level on the resources that hold an ACL row for that group.
+			 */
+			if (e->owner == NULL || it->rtype[0] == '\0' || *nrids >= PATCH_MAX_RIDS)
+				return false;
+			principal = psprintf("group:%s", it->rtype);
+			n = PgAgentsAclResourcesOf(principal, e->rtype, PATCH_MAX_RIDS - *nrids,
+									   rids + *nrids);
+			pfree(principal);
+			if (n < 0)
+				return false;
+			*nrids += n;
+			continue;
+		}
+		if (it->kind == PGA_CHANGE_GRANT && it->agent_id != e->agent_id)
+			continue;
+		if (it->kind != PGA_CHANGE_GRANT && it->kind != PGA_CHANGE_RESOURCE)
+			return false;
+		if (strcmp(it->rtype, e->rtype) != 0)
+			continue;
+		if (*nrids >= PATCH_MAX_RIDS)
+			return false;
+		rids[(*nrids)++] = pstrdup(it->rid);
+	}
+	return true;
+}
+
+/* is the array element d the id rid (in its text form)? */
+static bool
+ElemIsId(Datum d, Oid elemtype, const char *rid, int64 rid_int, Datum rid_uuid)
+{
+	if (elemtype == INT8OID)
+		return DatumGetInt64(d) == rid_int;
+	if (elemtype == UUIDOID)
+		return memcmp(DatumGetUUIDP(d), DatumGetUUIDP(rid_uuid), UUID_LEN) == 0;
+	return TextIs(DatumGetTextPP(d), rid);
+}
+
+/*
+ * PatchKeptSet for a sorted bigint set without nulls: bisection, insertion
+ * and removal on the array's own data, the resources decided under the
+ * active snapshot.  (Datum) 0 when a custom ACL function answers.
+ */
+static Datum
+PatchInt8Set(IdsEntry *e, ArrayType *arr, char **rids, int nrids)
+{
+	int			n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+	int64	   *v = palloc(sizeof(int64) * (n + nrids + 1));
+	ArrayType  *res;
+	Size		nbytes;
+	int			i;
+
+	if (n > 0)
+		memcpy(v, ARR_DATA_PTR(arr), sizeof(int64) * n);
+	for (i = 0; i < nrids; i++)
+	{
+		int64		id;
+		int			r;
+		int			lo = 0;
+		int			hi = n;
+
+		if (!IdIsInt8(rids[i], &id))
+			continue;			/* never in a set of this type */
+		r = PgAgentsReadableOne(e->agent_id, e->rtype, rids[i], e->edit);
+		if (r < 0)
+			return (Datum) 0;
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (v[mid] < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && v[lo] == id)
+		{
+			if (r == 0)
+			{
+				memmove(&v[lo], &v[lo + 1], sizeof(int64) * (n - lo - 1));
+				n--;
+			}
+		}
+		else if (r == 1)
+		{
+			memmove(&v[lo + 1], &v[lo], sizeof(int64) * (n - lo));
+			v[lo] = id;
+			n++;
+		}
+	}
+	if (n == 0)
+		return PointerGetDatum(construct_empty_array(INT8OID));
+	nbytes = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * n;
+	res = (ArrayType *) palloc0(nbytes);
+	SET_VARSIZE(res, nbytes);
+	res->ndim = 1;
+	res->dataoffset = 0;
+	res->elemtype = INT8OID;
+	ARR_DIMS(res)[0] = n;
+	ARR_LBOUND(res)[0] = 1;
+	memcpy(ARR_DATA_PTR(res), v, sizeof(int64) * n);
+	pfree(v);
+	return PointerGetDatum(res);
+}
+
+static Datum
+PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged)
+{
+	char	   *rids[PATCH_MAX_RIDS];
+	int			nrids = 0;
+	uint64		seq;
+	int			i;
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			cap;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	bool		ok = true;
+
+	if (pubseq < e->pubseq || pubseq - e->pubseq > PATCH_MAX_RECORDS)
+		return (Datum) 0;
+	/* what the records name is read (and decided) under a fresh snapshot */
+	PushActiveSnapshot(GetLatestSnapshot());
+	for (i = 0; i < e->ninflight && ok; i++)
+		ok = PatchCollect(e, e->inflight_seq[i], rids, &nrids);
+	for (seq = e->pubseq + 1; seq <= pubseq && ok; seq++)
+		ok = PatchCollect(e, seq, rids, &nrids);
+	if (!ok)
+	{
+		PopActiveSnapshot();
+		return (Datum) 0;
+	}
+
+	arr = DatumGetArrayTypePCopy(e->array);
+	*unchanged = nrids == 0;
+	if (nrids == 0)
+	{
+		PopActiveSnapshot();
+		return PointerGetDatum(arr);	/* nothing of this set changed */
+	}
+
+	if (e->elemtype == INT8OID && !ARR_HASNULL(arr))
+	{
+		Datum		res = PatchInt8Set(e, arr, rids, nrids);
+
+		PopActiveSnapshot();
+		return res;
+	}
+	get_typlenbyvalalign(e->elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, e->elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
+	cap = n + nrids;
+	elems = repalloc(elems, sizeof(Datum) * Max(cap, 1));
+	for (i = 0; i < nrids; i++)
+	{
+		int64		rid_int = 0;
+		Datum		rid_uuid = (Datum) 0;
+		int			r;
+		int			j;
+		int			at = -1;
+
+		if (e->elemtype == INT8OID && !IdIsInt8(rids[i], &rid_int))
+			continue;			/* never in a set of this type */
+		if (e->elemtype == UUIDOID)
+		{
+			if (!IdIsUuid(rids[i]))
+				continue;
+			rid_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(rids[i]));
+		}
+		r = PgAgentsReadableOne(e->agent_id, e->rtype, rids[i], e->edit);
+		if (r < 0)
+		{
+			PopActiveSnapshot();
+			return (Datum) 0;	/* a custom ACL function: not kept anyway */
+		}
+		if (e->elemtype == INT8OID)
+		{
+			/* sorted: bisection, and the insertion point */
+			int			lo = 0;
+			int			hi = n;
+
+			while (lo < hi)
+			{
+				int			mid = lo + (hi - lo) / 2;
+
+				if (DatumGetInt64(elems[mid]) < rid_int)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < n && DatumGetInt64(elems[lo]) == rid_int)
+				at = lo;
+			else if (r == 1)
+			{
+				memmove(&elems[lo + 1], &elems[lo], sizeof(Datum) * (n - lo));
+				elems[lo] = Int64GetDatum(rid_int);
+				n++;
+			}
+		}
+		else
+		{
+			for (j = 0; j < n && at < 0; j++)
+				if (ElemIsId(elems[j], e->elemtype, rids[i], rid_int, rid_uuid))
+					at = j;
+			if (r == 1 && at < 0)
+				elems[n++] = e->elemtype == UUIDOID ? rid_uuid : CStringGetTextDatum(rids[i]);
+		}
+		if (r == 0 && at >= 0)
+		{
+			memmove(&elems[at], &elems[at + 1], sizeof(Datum) * (n - at - 1));
+			n--;
+		}
+	}
+	PopActiveSnapshot();
+	return PointerGetDatum(construct_array(elems, n, e->elemtype, typlen, typbyval, typalign));
 }
 
 /* may the set outlive the statement through the access generation? */
@@ -577,9 +850,15 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 	if (CanKeepAcrossStatements())
 	{
 		uint64		gen;
+		uint64		pubseq;
 		TransactionId inflight[PG_AGENTS_ACCESS_INFLIGHT];
+		uint64		inflight_seq[PG_AGENTS_ACCESS_INFLIGHT];
 		int			ninflight;
-		bool		keep = PgAgentsAccessSample(&gen, inflight, &ninflight);
+		bool		keep = PgAgentsAccessSampleSeq(&gen, &pubseq, inflight, inflight_seq,
+											   &ninflight);
+		bool		patched = false;
+		bool		unchanged = false;
+		char	   *owner = NULL;
 
 		if (keep && e != NULL && e->shared && e->gen == gen)
 		{
@@ -601,31 +880,71 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 			}
 		}
-		if (kept_only)
+		/*
+		 * Access data changed since the set was computed: what changed is in
+		 * the change log (the transactions in flight at the last sample, and
+		 * those published since).  A set the changes do not concern is still
+		 * good; one they concern at a few resources is patched (those decided
+		 * again under a snapshot taken after this sample); otherwise it is
+		 * computed afresh.
+		 */
+		if (keep && e != NULL && e->shared)
 		{
-			MemoryContextDelete(scratch);
-			return (Datum) 0;
+			old = MemoryContextSwitchTo(scratch);
+			arr = PatchKeptSet(e, pubseq, &unchanged);
+			/* the owner is the same: a change of the agent is not patched */
+			owner = e->owner ? pstrdup(e->owner) : NULL;
+			MemoryContextSwitchTo(old);
+			patched = arr != (Datum) 0;
 		}
-		/* compute under a snapshot taken after the sample */
-		old = MemoryContextSwitchTo(scratch);
-		PushActiveSnapshot(GetLatestSnapshot());
-		arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
-		PopActiveSnapshot();
-		MemoryContextSwitchTo(old);
+		if (!patched)
+		{
+			if (kept_only)
+			{
+				MemoryContextDelete(scratch);
+				return (Datum) 0;
+			}
+			/* compute under a snapshot taken after the sample */
+			old = MemoryContextSwitchTo(scratch);
+			PushActiveSnapshot(GetLatestSnapshot());
+			arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
+			owner = PgAgentsAgentOwner(agent_id);
+			PopActiveSnapshot();
+			MemoryContextSwitchTo(old);
+		}
 		if (keep && !custom_acl)
 		{
 			e = NewEntry(e, agent_id, rtype, edit, elemtype, access_rel, arr);
 			e->shared = true;
 			e->gen = gen;
+			e->pubseq = pubseq;
+			e->owner = owner ? MemoryContextStrdup(e->cxt, owner) : NULL;
 			e->ninflight = ninflight;
 			if (ninflight > 0)
 			{
 				e->inflight = MemoryContextAlloc(e->cxt, sizeof(TransactionId) * ninflight);
 				memcpy(e->inflight, inflight, sizeof(TransactionId) * ninflight);
+				e->inflight_seq = MemoryContextAlloc(e->cxt, sizeof(uint64) * ninflight);
+				memcpy(e->inflight_seq, inflight_seq, sizeof(uint64) * ninflight);
 			}
 		}
 		else if (e != NULL)
 			DropEntry(e);
+		if (unchanged)
+		{
+			/* still good: a reuse, as if the generation had not moved */
+			if (count == NULL)
+				ids_reused++;
+			if (count)
+			{
+				*count = ArrayCount(arr);
+				arr = (Datum) 0;
+			}
+			else
+				arr = PointerGetDatum(DatumGetArrayTypePCopy(arr));
+			MemoryContextDelete(scratch);
+			return arr;
+		}
 	}
 	else
 	{
@@ -715,14 +1034,196 @@ pg_agents_readable_set_stats(PG_FUNCTION_ARGS)
  * agent._access_changed() RETURNS trigger: statement trigger on the access
  * tables; the transaction changes access data (src/access_gen.c).
  */
+/* a text column of a row into buf (at most PG_AGENTS_ACCESS_ITEM_LEN - 1 bytes) */
+static bool
+RowText(HeapTuple tup, TupleDesc desc, const char *col, char *buf)
+{
+	int			att = SPI_fnumber(desc, col);
+	bool		isnull;
+	Datum		d;
+	text	   *t;
+	int			len;
+
+	if (att <= 0)
+		return false;
+	d = heap_getattr(tup, att, desc, &isnull);
+	if (isnull)
+		return false;
+	t = DatumGetTextPP(d);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len >= PG_AGENTS_ACCESS_ITEM_LEN || memchr(VARDATA_ANY(t), '\0', len) != NULL)
+		return false;
+	memcpy(buf, VARDATA_ANY(t), len);
+	buf[len] = '\0';
+	return true;
+}
+
+static bool
+RowInt8(HeapTuple tup, TupleDesc desc, const char *col, int64 *out)
+{
+	int			att = SPI_fnumber(desc, col);
+	bool		isnull;
+	Datum		d;
+
+	if (att <= 0 || TupleDescAttr(desc, att - 1)->atttypid != INT8OID)
+		return false;
+	d = heap_getattr(tup, att, desc, &isnull);
+	if (isnull)
+		return false;
+	*out = DatumGetInt64(d);
+	return true;
+}
+
+/* describe one changed row of agent.access, agent.resource_acl or agent.agents */
+static void
+NoteAccessRow(Relation rel, HeapTuple tup)
+{
+	const char *name = RelationGetRelationName(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	PgAgentsAccessItem it;
+
+	memset(&it, 0, sizeof(it));
+	if (strcmp(name, "access") == 0)
+	{
+		if (!RowInt8(tup, desc, "agent_id", &it.agent_id))
+		{
+			PgAgentsNoteAccessChange();
+			return;
+		}
+		it.kind = PGA_CHANGE_GRANT;
+		/* a workspace_shared grant, or one that does not fit: the whole agent */
+		if (!RowText(tup, desc, "resource_type", it.rtype) ||
+			!RowText(tup, desc, "resource_id", it.rid) ||
+			strcmp(it.rtype, "workspace_shared") == 0)
+		{
+			it.kind = PGA_CHANGE_AGENT;
+			it.rtype[0] = it.rid[0] = '\0';
+		}
+	}
+	else if (strcmp(name, "resource_acl") == 0)
+	{
+		it.kind = PGA_CHANGE_RESOURCE;
+		if (!RowText(tup, desc, "resource_type", it.rtype) ||
+			!RowText(tup, desc, "resource_id", it.rid))
+		{
+			PgAgentsNoteAccessChange();
+			return;
+		}
+	}
+	else if (strcmp(name, "group_members") == 0)
+	{
+		/* the groups of a user: rid the user, rtype the group ("" unknown) */
+		it.kind = PGA_CHANGE_USER;
+		if (!RowText(tup, desc, "user_id", it.rid))
+		{
+			PgAgentsNoteAccessChange();
+			return;
+		}
+		if (!RowText(tup, desc, "group_id", it.rtype))
+			it.rtype[0] = '\0';
+	}
+	else if (strcmp(name, "agents") == 0)
+	{
+		it.kind = PGA_CHANGE_AGENT;
+		if (!RowInt8(tup, desc, "id", &it.agent_id))
+		{
+			PgAgentsNoteAccessChange();
+			return;
+		}
+	}
+	else
+	{
+		PgAgentsNoteAccessChange();
+		return;
+	}
+	PgAgentsNoteAccessItem(&it);
+}
+
+/*
+ * Does a row trigger calling this same function, enabled as this statement
+ * trigger is, describe the rows of this statement's event?  (Then the
+ * statement has nothing to add; otherwise its change is undescribed.)
+ */
+static bool
+RowTriggerDescribes(TriggerData *td, Oid fn)
+{
+	TriggerDesc *trigdesc = td->tg_relation->trigdesc;
+	Trigger    *self = td->tg_trigger;
+	int16		event;
+	int			i;
+
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		event = TRIGGER_TYPE_INSERT;
+	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		event = TRIGGER_TYPE_DELETE;
+	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		event = TRIGGER_TYPE_UPDATE;
+	else
+		return false;			/* TRUNCATE */
+	if (trigdesc == NULL)
+		return false;
+	for (i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (t->tgfoid != fn || t->tgenabled != self->tgenabled ||
+			!TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW, TRIGGER_TYPE_AFTER, event) ||
+			t->tgqual != NULL)
+			continue;
+		/* an UPDATE OF row trigger must cover this one's columns */
+		if (event == TRIGGER_TYPE_UPDATE && t->tgnattr > 0)
+		{
+			int			a;
+			int			b;
+			bool		covers = self->tgnattr > 0;
+
+			for (a = 0; a < self->tgnattr && covers; a++)
+			{
+				covers = false;
+				for (b = 0; b < t->tgnattr && !covers; b++)
+					covers = t->tgattr[b] == self->tgattr[a];
+			}
+			if (!covers)
+				continue;
+		}
+		return true;
+	}
+	return false;
+}
+
+/*
+ * agent._access_changed() RETURNS trigger: statement and row trigger on the
+ * access tables; the transaction changes access data (src/shmem.c).  As a
+ * row trigger (agent.access, agent.resource_acl, agent.agents,
+ * agent.group_members) it describes what the row changes, so that kept
+ * readable sets it does not concern stay good and those it concerns are
+ * patched; as a statement trigger, a change that no row trigger described
+ * (TRUNCATE, agent.access_config, a row trigger missing or disabled) makes
+ * every kept set be computed afresh.
+ */
 Datum
 pg_agents_access_changed(PG_FUNCTION_ARGS)
 {
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("agent._access_changed() must be called as a trigger")));
-	PgAgentsNoteAccessChange();
+	if (TRIGGER_FIRED_FOR_ROW(td->tg_event))
+	{
+		if (!TRIGGER_FIRED_AFTER(td->tg_event))
+			PgAgentsNoteAccessChange();
+		else
+		{
+			NoteAccessRow(td->tg_relation, td->tg_trigtuple);
+			if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+				NoteAccessRow(td->tg_relation, td->tg_newtuple);
+		}
+		return PointerGetDatum(NULL);
+	}
+	if (!RowTriggerDescribes(td, fcinfo->flinfo->fn_oid))
+		PgAgentsNoteAccessChange();
 	return PointerGetDatum(NULL);
 }
 

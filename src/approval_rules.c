@@ -35,6 +35,8 @@
 #include "approval_rules.h"
 #include "guc.h"
 #include "tools.h"
+#include "spi_util.h"
+#include "user_sql.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -53,18 +55,6 @@
 #include "utils/timeout.h"
 
 #define TOOL_ROLE	"agents_tool"
-
-static TimeoutId rule_timeout_id = MAX_TIMEOUTS;
-static volatile sig_atomic_t rule_timed_out = false;
-
-static void
-RuleTimeoutHandler(void)
-{
-	rule_timed_out = true;
-	QueryCancelPending = true;
-	InterruptPending = true;
-	SetLatch(MyLatch);
-}
 
 /* `*` matches any run of characters; everything else itself */
 static bool
@@ -86,6 +76,10 @@ GlobMatch(const char *pat, const char *s)
 	return *s != '\0' && *pat == *s && GlobMatch(pat + 1, s + 1);
 }
 
+/*
+ * whether an approval rule's tools (a pattern or a list of patterns) cover
+ * the tool
+ */
 static bool
 RuleCovers(json_t *rule, const char *tool)
 {
@@ -101,6 +95,7 @@ RuleCovers(json_t *rule, const char *tool)
 	return false;
 }
 
+/* whether any rule of scope.approval_rules covers the tool */
 bool
 ApprovalRulesCover(json_t *scope, const char *tool)
 {
@@ -154,9 +149,11 @@ typedef struct RuleCall
 	bool		value;
 } RuleCall;
 
+/* the predicate's call, as the tool role (the body of UserSqlRun) */
 static void
-RuleQuery(RuleCall *rc)
+RuleQueryBody(void *arg)
 {
+	RuleCall   *rc = (RuleCall *) arg;
 	Oid			types[3] = {TEXTOID, JSONBOID, INT8OID};
 	Datum		vals[3];
 	char	   *sql;
@@ -183,16 +180,11 @@ static bool
 CallPredicate(const char *signature, const char *tool, const char *input, int64 run_id,
 			  char **why)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	Oid			save_userid;
-	int			save_sec;
 	Oid			role = get_role_oid(TOOL_ROLE, true);
 	Oid			fn;
-	volatile bool armed = false;
-	volatile bool needs = true;
 	RuleCall	rc;
 	char	   *bad;
+	char	   *message;
 
 	*why = NULL;
 	if (!OidIsValid(role))
@@ -200,7 +192,7 @@ CallPredicate(const char *signature, const char *tool, const char *input, int64 
 		*why = psprintf("role \"%s\" does not exist", TOOL_ROLE);
 		return true;
 	}
-	fn = PgAgentsLookupProcedure(signature);
+	fn = SpiUtilLookupProcedure(signature);
 	if (!OidIsValid(fn))
 	{
 		*why = psprintf("function %s does not exist", signature);
@@ -217,75 +209,22 @@ CallPredicate(const char *signature, const char *tool, const char *input, int64 
 	rc.input = input;
 	rc.run_id = run_id;
 
-	if (rule_timeout_id == MAX_TIMEOUTS)
-		rule_timeout_id = RegisterTimeout(USER_TIMEOUT, RuleTimeoutHandler);
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
+	switch (UserSqlRun(role, pg_agents_approval_rule_timeout, RuleQueryBody, &rc, &message))
 	{
-		SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		(void) NewGUCNestLevel();	/* undone with the subtransaction */
-		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		rule_timed_out = false;
-		enable_timeout_after(rule_timeout_id, pg_agents_approval_rule_timeout);
-		armed = true;
-		RuleQuery(&rc);
-		disable_timeout(rule_timeout_id, false);
-		armed = false;
-		if (rule_timed_out)
-		{
-			/* the timer fired just as the query ended */
-			QueryCancelPending = false;
-			rule_timed_out = false;
-		}
-		/* a predicate decides, it changes nothing: always rolled back */
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-		if (rc.isnull)
-		{
+		case USER_SQL_OK:
+			if (!rc.isnull)
+				return rc.value;
 			*why = psprintf("function %s returned NULL", signature);
-			needs = true;
-		}
-		else
-			needs = rc.value;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		bool		ours;
-
-		if (armed)
-			disable_timeout(rule_timeout_id, false);
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-		ours = rule_timed_out;
-		rule_timed_out = false;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && !ours)
-			ReThrowError(edata);	/* a real cancel (shutdown, pause) is the worker's */
-		if (ours)
-			QueryCancelPending = false;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			return true;
+		case USER_SQL_TIMED_OUT:
 			*why = psprintf("function %s took longer than pg_agents.approval_rule_timeout (%d ms)",
 							signature, pg_agents_approval_rule_timeout);
-		else
-			*why = psprintf("function %s failed: %s", signature,
-							edata->message ? edata->message : "unknown error");
-		FreeErrorData(edata);
-		needs = true;
+			return true;
+		case USER_SQL_FAILED:
+			*why = psprintf("function %s failed: %s", signature, message);
+			return true;
 	}
-	PG_END_TRY();
-	return needs;
+	return true;
 }
 
 /*

@@ -35,7 +35,7 @@
  *
  *		Reads of application tables run as the tool role (agents_tool) with
  *		the run's identity set, after agent.can_access under the run's
- *		regime, as the built-in tools do (tools.c).
+ *		regime, as the built-in tools do (tools_builtin.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +46,8 @@
 #include "guc.h"
 #include "llm.h"
 #include "tools.h"
+#include "spi_util.h"
+#include "tool_gate.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -80,7 +82,7 @@ RegisteredTables(const char *rtype)
 	List	   *out = NIL;
 
 	vals[0] = CStringGetTextDatum(rtype);
-	if (PgAgentsExecPlan(&plan,
+	if (SpiUtilExecPlan(&plan,
 						 "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), "
 						 "pg_catalog.quote_ident(r.id_column::pg_catalog.text), "
 						 "pg_catalog.quote_ident(r.title_column::pg_catalog.text), "
@@ -120,7 +122,7 @@ MayRead(const ToolRun *tr, const char *rtype, const char *rid)
 	vals[3] = CStringGetTextDatum(tr->regime);
 	vals[4] = tr->user_id ? CStringGetTextDatum(tr->user_id) : (Datum) 0;
 	nulls[4] = tr->user_id ? ' ' : 'n';
-	if (PgAgentsExecPlan(&plan, "SELECT coalesce(agent.can_access($1, $2, $3, 'read', $4, $5), false)",
+	if (SpiUtilExecPlan(&plan, "SELECT coalesce(agent.can_access($1, $2, $3, 'read', $4, $5), false)",
 						 5, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return false;
 	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -160,7 +162,7 @@ ReadAsRun(const ToolRun *tr, const char *rtype, const char *rid, bool *allowed)
 		bool		failed;
 		json_t	   *r;
 
-		r = ToolsRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
+		r = ToolGateRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
 									"WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
 									t->title_col, t->body_col, t->tbl, t->id_col),
 						   1, types, vals, NULL, SPI_OK_SELECT, RowTitleBody, NULL, &failed);
@@ -280,7 +282,7 @@ UsableSkills(const ToolRun *tr)
 		size_t		i;
 		json_t	   *v;
 
-		rows = ToolsRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text, "
+		rows = ToolGateRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text, "
 									   "pg_catalog.left(pg_catalog.split_part(pg_catalog.btrim(coalesce(t.%s::pg_catalog.text, ''), "
 									   "E' \\n\\r\\t'), E'\\n', 1), 160) "
 									   "FROM %s t WHERE agent.can_access($1, 'skill', t.%s::pg_catalog.text, 'read', $2, $3) "
@@ -315,7 +317,7 @@ Delegation(const ToolRun *tr, ContextRun *cr)
 	char	   *v;
 
 	vals[0] = Int64GetDatum(tr->run_id);
-	if (PgAgentsExecPlan(&plan,
+	if (SpiUtilExecPlan(&plan,
 						 "WITH c AS (SELECT agent.delegation_context($1) AS j), "
 						 "who AS (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS u "
 						 "        FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1) "
@@ -395,31 +397,6 @@ UseSkillTool(void)
 					 "required", "skill_id");
 }
 
-bool
-ContextHandles(const char *name)
-{
-	return strcmp(name, "use_skill") == 0;
-}
-
-/* use_skill is read_resource on a skill: the same gate, step and audit */
-ToolOutcome
-ContextExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-			   int64 *child_run_id)
-{
-	json_t	   *id = json_object_get(input, "skill_id");
-	json_t	   *read;
-	ToolOutcome oc;
-
-	read = json_pack("{s:s,s:O}", "resource_type", "skill", "resource_id",
-					 (json_is_string(id) || json_is_integer(id)) ? id : json_null());
-	if (json_is_integer(id))
-		json_object_set_new(read, "resource_id",
-							json_string(psprintf("%" JSON_INTEGER_FORMAT, json_integer_value(id))));
-	oc = ToolsExecute(tr, "read_resource", read, result, child_run_id);
-	json_decref(read);
-	return oc;
-}
-
 /*
  * Whether the run's identity may see the agent it delegates to (manual: the
  * user; autonomous: the owner): an agent it may not see is not offered, and
@@ -435,7 +412,7 @@ ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id)
 
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int64GetDatum(child_agent_id);
-	if (PgAgentsExecPlan(&plan,
+	if (SpiUtilExecPlan(&plan,
 						 "SELECT agent._user_level(CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END, $2) "
 						 "IS NOT NULL FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 						 2, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -546,7 +523,7 @@ WithholdUnreadablePayload(json_t *input, int64 agent_id, const char *regime, con
 	nulls[4] = (manual && user_id) ? ' ' : 'n';
 	vals[5] = row_id ? CStringGetTextDatum(row_id) : (Datum) 0;
 	nulls[5] = row_id ? ' ' : 'n';
-	if (PgAgentsExecPlan(&payload_plan,
+	if (SpiUtilExecPlan(&payload_plan,
 						 "SELECT coalesce($3 IS NOT NULL AND agent.can_access($1, $2, $3, 'read', $4, $5), false) "
 						 "OR coalesce($6 IS NOT NULL AND agent.can_access($1, $2, $6, 'read', $4, $5), false)",
 						 6, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -588,7 +565,7 @@ AppendHistory(const ToolRun *tr, LlmProvider provider, json_t *messages)
 		return;
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int32GetDatum(pg_agents_conversation_window);
-	if (PgAgentsExecPlan(&plan, "SELECT h.role, h.content FROM agent._conversation_history($1, $2) h",
+	if (SpiUtilExecPlan(&plan, "SELECT h.role, h.content FROM agent._conversation_history($1, $2) h",
 						 2, types, vals, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the conversation's history");
 	tt = SPI_tuptable;
@@ -652,7 +629,7 @@ AssembleBody(void *p)
 
 			saved[k] = cur ? pstrdup(cur) : NULL;
 		}
-		ToolsSetIdentity(tr);
+		ToolGateSetIdentity(tr);
 	}
 
 	/* 1, 2: who it is, its instructions */
@@ -679,7 +656,7 @@ AssembleBody(void *p)
 							 title && title[0] ? "\"" : "",
 							 RenderLinks(tr, json_string_value(json_object_get(page, "body")), cache));
 			if (cr->fresh)
-				ToolsRecordStep(tr->run_id, "read", "instruction_page", ref, ref, "ok", 0, 0);
+				ToolGateRecordStep(tr->run_id, "read", "instruction_page", ref, ref, "ok", 0, 0);
 			json_decref(page);
 		}
 		else
@@ -688,7 +665,7 @@ AssembleBody(void *p)
 
 			appendStringInfo(&sys, "\n\nInstruction page: %s", CONTEXT_NO_ACCESS);
 			if (cr->fresh)
-				ToolsRecordStep(tr->run_id, allowed ? "error" : "denied", "instruction_page", ref, out,
+				ToolGateRecordStep(tr->run_id, allowed ? "error" : "denied", "instruction_page", ref, out,
 								allowed ? "error" : "denied", 0, 0);
 			json_decref(out);
 		}
@@ -765,7 +742,7 @@ ContextAssemble(const ToolRun *tr, ContextRun *cr)
 	a.reads = (cr->page_id && cr->page_id[0]) || (cr->instructions && strstr(cr->instructions, "[[")) ||
 		cr->skills_possible;
 	if (a.reads)
-		err = ToolsInSubxact(AssembleBody, &a);
+		err = ToolGateInSubxact(AssembleBody, &a);
 	else
 		AssembleBody(&a);
 	if (err)

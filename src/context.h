@@ -42,9 +42,6 @@ typedef struct ContextRun
 } ContextRun;
 
 extern char *ContextAssemble(const ToolRun *tr, ContextRun *cr);
-extern bool ContextHandles(const char *name);
-extern ToolOutcome ContextExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-								  int64 *child_run_id);
 extern bool ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id);
 
 #endif							/* PG_AGENTS_CONTEXT_H */

@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "jansson_prelude.h"
+#include "spi_util.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -129,7 +130,7 @@ DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt, const c
 			n /= 2;
 		}
 		vals[0] = PointerGetDatum(cstring_to_text_with_len(buf.data, buf.len));
-		if (PgAgentsExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
+		if (SpiUtilExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
 							 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "pg_notify failed");
 		from = e;

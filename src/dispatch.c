@@ -60,6 +60,8 @@
 #include "compat.h"
 #include "events.h"
 #include "guc.h"
+#include "spi_util.h"
+#include "jsonb_build.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
 PG_FUNCTION_INFO_V1(pg_agents_triggers_changed);
@@ -133,23 +135,6 @@ static SPIPlanPtr plan_filter_error = NULL;
  * --------------------------------------------------------------------------
  */
 
-static SPIPlanPtr
-PreparePlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *types)
-{
-	if (*slot == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-		if (plan == NULL)
-			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "pg_agents: could not keep plan");
-		*slot = plan;
-	}
-	return *slot;
-}
-
 typedef struct Elevation
 {
 	Oid			save_userid;
@@ -181,50 +166,12 @@ Elevate(Elevation *e)
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
+/* undoes Elevate: the search_path and the user of the caller */
 static void
 Restore(Elevation *e)
 {
 	AtEOXact_GUC(true, e->nest);
 	SetUserIdAndSecContext(e->save_userid, e->save_sec);
-}
-
-static void
-PushKey(JsonbParseState **st, const char *key)
-{
-	JsonbValue	k;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-}
-
-static void
-PushText(JsonbParseState **st, const char *key, const char *val)
-{
-	JsonbValue	v;
-
-	PushKey(st, key);
-	if (val == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) val;
-		v.val.string.len = strlen(val);
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-PushInt(JsonbParseState **st, const char *key, int64 val)
-{
-	JsonbValue	v;
-
-	PushKey(st, key);
-	v.type = jbvNumeric;
-	v.val.numeric = int64_to_numeric(val);
-	pushJsonbValue(st, WJB_VALUE, &v);
 }
 
 /* "agent:<id>" -> id, else 0. */
@@ -270,6 +217,10 @@ PayloadAgentId(Jsonb *payload)
  * --------------------------------------------------------------------------
  */
 
+/*
+ * relcache invalidation: a change of agent.triggers (or of any relation, for
+ * InvalidOid) makes the trigger cache stale
+ */
 static void
 TriggersInvalCallback(Datum arg, Oid relid)
 {
@@ -411,70 +362,59 @@ QueryCandidates(const char *workspace, const char *event_name, const char *resou
 				const char *resource_id, int64 mention_agent,
 				MemoryContext cxt, Candidate **out)
 {
+	/* $1 event, $2 resource type, $3 resource id, $4 workspace, $5 the mentioned agent */
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	SPIPlanPtr	plan;
 	int			ret;
 
 	if (mention_agent != 0)
 	{
-		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
-		Datum		args[5];
-		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-
 		/* a mention resolves only agents of the event's workspace */
-		PreparePlan(&plan_mention,
-					CANDIDATE_COLUMNS
-					"WHERE t.agent_id OPERATOR(pg_catalog.=) $4 AND t.enabled "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $5 "
-					"AND (t.kind OPERATOR(pg_catalog.=) 'mention' "
-					"     OR (t.kind OPERATOR(pg_catalog.=) 'event' AND t.event_name OPERATOR(pg_catalog.=) $1)) "
-					"AND (t.resource_type IS NULL OR t.resource_type OPERATOR(pg_catalog.=) $2) "
-					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
-					"ORDER BY t.id",
-					5, types);
-		args[0] = CStringGetTextDatum(event_name);
-		args[1] = CStringGetTextDatum(resource_type);
-		if (resource_id)
-			args[2] = CStringGetTextDatum(resource_id);
-		else
-			nulls[2] = 'n';
-		args[3] = Int64GetDatum(mention_agent);
-		args[4] = CStringGetTextDatum(workspace);
-		ret = SPI_execute_plan(plan_mention, args, nulls, false, 0);
+		plan = SpiUtilKeptPlan(&plan_mention,
+							   CANDIDATE_COLUMNS
+							   "WHERE t.agent_id OPERATOR(pg_catalog.=) $5 AND t.enabled "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 "
+							   "AND (t.kind OPERATOR(pg_catalog.=) 'mention' "
+							   "     OR (t.kind OPERATOR(pg_catalog.=) 'event' AND t.event_name OPERATOR(pg_catalog.=) $1)) "
+							   "AND (t.resource_type IS NULL OR t.resource_type OPERATOR(pg_catalog.=) $2) "
+							   "AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
+							   "ORDER BY t.id",
+							   5, types);
 	}
 	else
 	{
-		Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-		Datum		args[4];
-		char		nulls[4] = {' ', ' ', ' ', ' '};
-
 		/* probes of triggers_event_idx, within the event's workspace: this
 		 * resource, any resource of the type, and (resource_type NULL) any
 		 * resource of any type */
-		PreparePlan(&plan_lookup,
-					CANDIDATE_COLUMNS
-					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
-					"AND t.resource_id OPERATOR(pg_catalog.=) $3 "
-					"UNION ALL "
-					CANDIDATE_COLUMNS
-					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
-					"AND t.resource_id IS NULL "
-					"UNION ALL "
-					CANDIDATE_COLUMNS
-					"WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
-					"AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
-					"AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
-					"ORDER BY 1",
-					4, types);
-		args[0] = CStringGetTextDatum(event_name);
-		args[1] = CStringGetTextDatum(resource_type);
-		if (resource_id)
-			args[2] = CStringGetTextDatum(resource_id);
-		else
-			nulls[2] = 'n';
-		args[3] = CStringGetTextDatum(workspace);
-		ret = SPI_execute_plan(plan_lookup, args, nulls, false, 0);
+		plan = SpiUtilKeptPlan(&plan_lookup,
+							   CANDIDATE_COLUMNS
+							   "WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+							   "AND t.resource_id OPERATOR(pg_catalog.=) $3 "
+							   "UNION ALL "
+							   CANDIDATE_COLUMNS
+							   "WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type OPERATOR(pg_catalog.=) $2 "
+							   "AND t.resource_id IS NULL "
+							   "UNION ALL "
+							   CANDIDATE_COLUMNS
+							   "WHERE t.enabled AND t.kind IN ('event', 'mention') AND t.kind OPERATOR(pg_catalog.=) 'event' "
+							   "AND t.workspace_id OPERATOR(pg_catalog.=) $4 AND t.event_name OPERATOR(pg_catalog.=) $1 AND t.resource_type IS NULL "
+							   "AND (t.resource_id IS NULL OR t.resource_id OPERATOR(pg_catalog.=) $3) "
+							   "ORDER BY 1",
+							   4, types);
 	}
+	args[0] = CStringGetTextDatum(event_name);
+	args[1] = CStringGetTextDatum(resource_type);
+	if (resource_id)
+		args[2] = CStringGetTextDatum(resource_id);
+	else
+		nulls[2] = 'n';
+	args[3] = CStringGetTextDatum(workspace);
+	args[4] = Int64GetDatum(mention_agent);
+	ret = SPI_execute_plan(plan, args, nulls, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: trigger lookup failed: %s", SPI_result_code_string(ret));
 	return CopyCandidates(cxt, out);
@@ -493,6 +433,7 @@ TextEqCString(Datum d, const char *s)
 	return eq;
 }
 
+/* qsort order of candidates: by trigger id */
 static int
 CandidateCmp(const void *a, const void *b)
 {
@@ -502,6 +443,7 @@ CandidateCmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* a scan key: index column attno = value (text) */
 static void
 InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
 {
@@ -510,6 +452,7 @@ InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
 						   CStringGetTextDatum(value));
 }
 
+/* a scan key: index column attno IS NULL */
 static void
 InitNullKey(ScanKey key, AttrNumber attno)
 {
@@ -749,6 +692,21 @@ typedef struct EventCtx
 	char		fingerprint[40];	/* computed on first use */
 } EventCtx;
 
+/* the event's own fields, first in an audit row's details and a run's input */
+static void
+PushEventFields(JsonbParseState **st, const EventCtx *ev)
+{
+	JsonbBuildTextField(st, "event", ev->event_name);
+	JsonbBuildTextField(st, "resource_type", ev->resource_type);
+	JsonbBuildTextField(st, "resource_id", ev->resource_id);
+	JsonbBuildTextField(st, "event_id", ev->event_id);
+	JsonbBuildTextField(st, "actor", ev->actor);
+}
+
+/*
+ * the event's deduplication key: its event_id when given, else an md5 of its
+ * name, resource and canonical payload; computed once
+ */
 static const char *
 Fingerprint(EventCtx *ev)
 {
@@ -788,7 +746,7 @@ AgentIsActive(int64 agent_id)
 	Datum		args[1] = {Int64GetDatum(agent_id)};
 	int			ret;
 
-	PreparePlan(&plan_agent,
+	SpiUtilKeptPlan(&plan_agent,
 				"SELECT 1 FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1 "
 				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
 				1, types);
@@ -822,7 +780,7 @@ SelfChain(int64 agent_id)
 			return 1;
 		run_id = run_id * 10 + (*p - '0');
 	}
-	PreparePlan(&plan_parent,
+	SpiUtilKeptPlan(&plan_parent,
 				"SELECT r.agent_id, COALESCE((r.input OPERATOR(pg_catalog.->>) 'self_chain')::pg_catalog.int4, 0) "
 				"FROM agent.runs r WHERE r.id OPERATOR(pg_catalog.=) $1",
 				1, types);
@@ -853,17 +811,13 @@ ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
 	int			ret;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	PushText(&st, "event", ev->event_name);
-	PushText(&st, "resource_type", ev->resource_type);
-	PushText(&st, "resource_id", ev->resource_id);
-	PushText(&st, "event_id", ev->event_id);
-	PushText(&st, "actor", ev->actor);
-	PushInt(&st, "agent_id", c->agent_id);
-	PushInt(&st, "self_chain", chain);
-	PushInt(&st, "cap", pg_agents_self_retrigger_cap);
+	PushEventFields(&st, ev);
+	JsonbBuildIntField(&st, "agent_id", c->agent_id);
+	JsonbBuildIntField(&st, "self_chain", chain);
+	JsonbBuildIntField(&st, "cap", pg_agents_self_retrigger_cap);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
-	PreparePlan(&plan_audit,
+	SpiUtilKeptPlan(&plan_audit,
 				"SELECT agent._audit_event('event.self_retrigger_capped', 'denied', 'trigger', $1, $2, NULL, $3, $4, 'self_retrigger_cap')",
 				4, types);
 	args[0] = CStringGetTextDatum(psprintf(INT64_FORMAT, c->id));
@@ -898,7 +852,7 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	 * if it rolls back, this one inserts.  An expired fingerprint is
 	 * refreshed in place, and that event counts as new.
 	 */
-	PreparePlan(&plan_dedup,
+	SpiUtilKeptPlan(&plan_dedup,
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
 				"VALUES ($1, $2, $3, pg_catalog.now()) "
 				"ON CONFLICT (workspace_id, trigger_id, fingerprint) DO UPDATE SET seen_at = excluded.seen_at "
@@ -934,7 +888,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 
 	if (pg_agents_dedup_window <= 0)
 		return true;
-	PreparePlan(&plan_launch,
+	SpiUtilKeptPlan(&plan_launch,
 				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
 				"VALUES ($1, $2, pg_catalog.md5(pg_catalog.concat_ws(E'\\x01', $4, $5, "
 				"  COALESCE($6, ''), COALESCE($7 OPERATOR(pg_catalog.->>) 'row_id', ''))), "
@@ -966,7 +920,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	if (SPI_processed > 0)
 		return true;
 	/* the other launcher came first (its row is locked now): count it */
-	PreparePlan(&plan_launch_other,
+	SpiUtilKeptPlan(&plan_launch_other,
 				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
 				8, types);
 	ret = SPI_execute_plan(plan_launch_other, args, nulls, false, 1);
@@ -975,6 +929,10 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull;
 }
 
+/*
+ * the run of one matched trigger (agent._enqueue_run), with the event as its
+ * input; returns the run's id
+ */
 static int64
 Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 {
@@ -989,16 +947,12 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	int64		run_id;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	PushText(&st, "event", ev->event_name);
-	PushText(&st, "resource_type", ev->resource_type);
-	PushText(&st, "resource_id", ev->resource_id);
-	PushText(&st, "event_id", ev->event_id);
-	PushText(&st, "actor", ev->actor);
-	PushText(&st, "prompt", c->prompt);
+	PushEventFields(&st, ev);
+	JsonbBuildTextField(&st, "prompt", c->prompt);
 	if (ev->automation)
-		PushText(&st, "automation", ev->automation);
+		JsonbBuildTextField(&st, "automation", ev->automation);
 	if (self_chain > 0)
-		PushInt(&st, "self_chain", self_chain);
+		JsonbBuildIntField(&st, "self_chain", self_chain);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
 	/*
@@ -1007,7 +961,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	 * (agent._withhold_payload), so that runs.input, claim_runs, the
 	 * activity and run_detail never carry it.
 	 */
-	PreparePlan(&plan_enqueue,
+	SpiUtilKeptPlan(&plan_enqueue,
 				"SELECT agent._enqueue_run($1, 'autonomous', $2, "
 				"$3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
 				"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8)), $4, $5)",
@@ -1042,7 +996,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		Oid			ltypes[1] = {INT8OID};
 		Datum		largs[1] = {Int64GetDatum(c->id)};
 
-		PreparePlan(&plan_last_run,
+		SpiUtilKeptPlan(&plan_last_run,
 					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() WHERE t.id OPERATOR(pg_catalog.=) $1",
 					1, ltypes);
 		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
@@ -1068,7 +1022,7 @@ RecordFilterError(Candidate *c, const char *msg)
 	/* a read-only transaction matches (or not) but records nothing */
 	if (XactReadOnly)
 		return;
-	PreparePlan(&plan_filter_error,
+	SpiUtilKeptPlan(&plan_filter_error,
 				"UPDATE agent.triggers t SET last_status = 'error', last_error = $2 "
 				"WHERE t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
 				"  WHERE x.id OPERATOR(pg_catalog.=) $1 "
@@ -1224,6 +1178,7 @@ PgAgentsDispatch(const char *workspace, const char *event_name, const char *reso
 						 actor, event_id, false, NULL);
 }
 
+/* text argument n as a C string, NULL for SQL NULL */
 static char *
 TextArgOrNull(FunctionCallInfo fcinfo, int n)
 {

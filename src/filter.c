@@ -47,6 +47,8 @@
 #include "compat.h"
 #include "events.h"
 #include "guc.h"
+#include "spi_util.h"
+#include "user_sql.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_validate_filter);
 PG_FUNCTION_INFO_V1(pg_agents_filter_matches);
@@ -82,6 +84,7 @@ static const char *const op_names[] = {
  * --------------------------------------------------------------------------
  */
 
+/* the operator a filter condition names, or OP_UNKNOWN */
 static FilterOp
 LookupOp(const char *s, int len)
 {
@@ -93,6 +96,7 @@ LookupOp(const char *s, int len)
 	return OP_UNKNOWN;
 }
 
+/* whether the operator takes no value */
 static bool
 OpIsUnary(FilterOp op)
 {
@@ -108,6 +112,7 @@ GetKey(JsonbContainer *jc, const char *key, JsonbValue *res)
 	return getKeyJsonValueFromContainer(jc, key, strlen(key), res) != NULL;
 }
 
+/* whether v is a jsonb array (array) or object (!array) */
 static bool
 IsContainer(const JsonbValue *v, bool array)
 {
@@ -130,6 +135,7 @@ Unwrap(JsonbValue *v)
 	}
 }
 
+/* a jsonb string value as a palloc'd C string */
 static char *
 JsonbValueCString(const JsonbValue *v)
 {
@@ -201,6 +207,7 @@ AsNumeric(const JsonbValue *v)
 	return NULL;
 }
 
+/* numeric_cmp of two numerics */
 static int
 NumericCmp(Numeric a, Numeric b)
 {
@@ -208,6 +215,7 @@ NumericCmp(Numeric a, Numeric b)
 											 NumericGetDatum(b)));
 }
 
+/* byte order of two jsonb strings, the shorter first on a tie */
 static int
 StringCmp(const JsonbValue *a, const JsonbValue *b)
 {
@@ -319,6 +327,10 @@ StringContains(const JsonbValue *hay, const JsonbValue *needle)
 	return strstr(h, n) != NULL;
 }
 
+/*
+ * the contains operator: an element of an array, a key of an object, or a
+ * substring of a string (case-insensitive; a number or boolean as its text)
+ */
 static bool
 ValueContains(JsonbValue *pv, JsonbValue *fv)
 {
@@ -364,6 +376,7 @@ ValueContains(JsonbValue *pv, JsonbValue *fv)
 	return false;
 }
 
+/* the is_empty operator: null, a blank string, an empty array or object */
 static bool
 ValueIsEmpty(JsonbValue *v)
 {
@@ -424,6 +437,10 @@ LookupProperty(JsonbContainer *payload, const JsonbValue *prop, JsonbValue *res)
 										prop->val.string.len, res) != NULL;
 }
 
+/*
+ * whether the payload satisfies one filter condition {property, operator,
+ * value}
+ */
 static bool
 EvalCond(JsonbContainer *cond, JsonbContainer *payload)
 {
@@ -511,6 +528,7 @@ EvalCond(JsonbContainer *cond, JsonbContainer *payload)
  * --------------------------------------------------------------------------
  */
 
+/* a byte of a word for keyword matching (non-ASCII bytes count as letters) */
 static inline bool
 IsWordByte(unsigned char c)
 {
@@ -538,6 +556,10 @@ WholeWordIn(const char *hay, const char *needle)
 	return false;
 }
 
+/*
+ * whether one of the filter's keywords occurs as a whole word in the
+ * payload's row (or the payload), case-insensitively
+ */
 static bool
 KeywordsMatch(JsonbContainer *keywords, JsonbContainer *payload)
 {
@@ -614,18 +636,6 @@ typedef struct ViewPlan
 
 static HTAB *view_plans = NULL;
 
-static TimeoutId view_timeout_id = MAX_TIMEOUTS;
-static volatile sig_atomic_t view_timed_out = false;
-
-static void
-ViewTimeoutHandler(void)
-{
-	view_timed_out = true;
-	QueryCancelPending = true;
-	InterruptPending = true;
-	SetLatch(MyLatch);
-}
-
 /* Resolves a view name to its relation, or InvalidOid. */
 static Oid
 ResolveView(const char *name, bool *syntax_ok)
@@ -690,12 +700,7 @@ ViewQuery(Oid relid, Oid role, const char *row_id)
 		char	   *sql = psprintf("SELECT 1 FROM %s.%s v WHERE v.id::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
 								   quote_identifier(get_namespace_name(get_rel_namespace(relid))),
 								   quote_identifier(get_rel_name(relid)));
-		SPIPlanPtr	plan = SPI_prepare(sql, 1, &argtype);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for filter view: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		vp->plan = plan;
+		(void) SpiUtilKeptPlan(&vp->plan, sql, 1, &argtype);
 	}
 	arg = CStringGetTextDatum(row_id);
 	ret = SPI_execute_plan(vp->plan, &arg, NULL, true, 1);
@@ -706,6 +711,27 @@ ViewQuery(Oid relid, Oid role, const char *row_id)
 	return result;
 }
 
+typedef struct ViewCheck
+{
+	Oid			relid;
+	Oid			role;
+	const char *row_id;
+	bool		found;			/* out */
+} ViewCheck;
+
+/* the body of ViewHasRowId, as the filter's role (UserSqlRun) */
+static void
+ViewCheckBody(void *arg)
+{
+	ViewCheck  *vc = (ViewCheck *) arg;
+
+	if (pg_class_aclcheck(vc->relid, vc->role, ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for view \"%s\"", get_rel_name(vc->relid))));
+	vc->found = ViewQuery(vc->relid, vc->role, vc->row_id);
+}
+
 /*
  * Whether row_id is in the view, read as role; on failure (error, time-out)
  * false with *error set.
@@ -713,89 +739,28 @@ ViewQuery(Oid relid, Oid role, const char *row_id)
 static bool
 ViewHasRowId(Oid relid, Oid role, const char *row_id, char **error)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	Oid			save_userid;
-	int			save_sec;
-	volatile bool result = false;
-	volatile bool armed = false;
-	bool		nested;
+	ViewCheck	vc = {relid, role, row_id, false};
+	char	   *message;
 
-	if (view_timeout_id == MAX_TIMEOUTS)
-		view_timeout_id = RegisterTimeout(USER_TIMEOUT, ViewTimeoutHandler);
-	/* a view whose function fires an event: the outer deadline bounds both */
-	nested = get_timeout_active(view_timeout_id);
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
+	switch (UserSqlRun(role, pg_agents_filter_view_timeout, ViewCheckBody, &vc, &message))
 	{
-		SetUserIdAndSecContext(role, save_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		(void) NewGUCNestLevel();	/* undone with the subtransaction */
-		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		if (pg_class_aclcheck(relid, role, ACL_SELECT) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for view \"%s\"", get_rel_name(relid))));
-		if (!nested)
-		{
-			view_timed_out = false;
-			enable_timeout_after(view_timeout_id, pg_agents_filter_view_timeout);
-			armed = true;
-		}
-		result = ViewQuery(relid, role, row_id);
-		if (armed)
-		{
-			disable_timeout(view_timeout_id, false);
-			armed = false;
-			/* the timer may have fired just as the query ended */
-			if (view_timed_out)
-			{
-				QueryCancelPending = false;
-				view_timed_out = false;
-			}
-		}
-		/* read-only by intent: whatever the view's functions did is undone */
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		bool		ours;
-
-		if (armed)
-			disable_timeout(view_timeout_id, false);
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-		ours = view_timed_out;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && (!ours || nested))
-			ReThrowError(edata);	/* a real cancel is the caller's; an outer view's time-out its own */
-		if (ours)
-			QueryCancelPending = false;
-		view_timed_out = false;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		case USER_SQL_OK:
+			return vc.found;
+		case USER_SQL_TIMED_OUT:
 			*error = psprintf("took longer than pg_agents.filter_view_timeout (%d ms)",
 							  pg_agents_filter_view_timeout);
-		else
-			*error = pstrdup(edata->message ? edata->message : "unknown error");
-		FreeErrorData(edata);
-		result = false;
+			return false;
+		case USER_SQL_FAILED:
+			*error = message;
+			return false;
 	}
-	PG_END_TRY();
-	return result;
+	return false;
 }
 
+/*
+ * whether the payload's row_id is in the filter's view, read as the
+ * trigger's saver (ViewHasRowId); a missing view does not match
+ */
 static bool
 ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
 {
@@ -955,6 +920,7 @@ PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev)
 			 errmsg(__VA_ARGS__), \
 			 (hint) ? errhint("%s", (const char *) (hint)) : 0))
 
+/* checks one filter condition when a trigger is saved; errors with a hint */
 static void
 ValidateCond(JsonbValue *c, const char *where)
 {
@@ -1034,6 +1000,10 @@ ValidateCond(JsonbValue *c, const char *where)
 	}
 }
 
+/*
+ * checks a list of filter conditions (all_of / any_of) when a trigger is
+ * saved
+ */
 static void
 ValidateCondList(JsonbValue *list, const char *name)
 {

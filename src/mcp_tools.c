@@ -27,6 +27,9 @@
 #include "postgres.h"
 
 #include "jansson_prelude.h"
+#include "spi_util.h"
+#include "tool_family.h"
+#include "tool_gate.h"
 
 #include <string.h>
 
@@ -120,7 +123,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	 * kept-plan look first, then the listing (agent.mcp_agent_tools is a
 	 * SECURITY DEFINER SQL function, planned again at every call).
 	 */
-	rc = PgAgentsExecPlan(&any_plan,
+	rc = SpiUtilExecPlan(&any_plan,
 						  "SELECT EXISTS (SELECT 1 FROM agent.agents a JOIN agent.mcp_servers s "
 						  "ON s.workspace_id = a.workspace_id WHERE a.id = $1 AND s.enabled)",
 						  1, types, vals, NULL, true, 1);	/* (agent only) */
@@ -131,7 +134,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 		CachePut(run_id, json_pack("{}"));
 		return;
 	}
-	rc = PgAgentsExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text, "
+	rc = SpiUtilExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text, "
 						  "m.server_id, m.tool, m.needs_approval, m.read_only "
 						  "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($2)) m ORDER BY m.exposed_name",
 						  2, types, vals, NULL, true, 0);
@@ -707,7 +710,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 		step = json_pack("{s:s, s:O?, s:O?}", "elicitation", "pending",
 						 "approval_key", json_object_get(call, "approval_key"),
 						 "questions", json_object_get(call, "questions"));
-		ToolsRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
+		ToolGateRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
 		json_decref(step);
 		return TOOL_PAUSE;
 	}
@@ -725,7 +728,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 	free(text);
 	step = json_pack("{s:O?,s:O?,s:O?}", "server", json_object_get(call, "server"),
 					 "tool", json_object_get(call, "tool"), "result", res);
-	ToolsRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
+	ToolGateRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
 	json_decref(step);
 	return TOOL_DONE;
 }
@@ -763,7 +766,7 @@ McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 	vals[5] = CStringGetTextDatum(mc->tool);
 	vals[6] = JsonbArg(mc->answer);
 	vals[7] = BoolGetDatum(mc->list_changed);
-	if (PgAgentsExecPlan(&plan, "SELECT agent._mcp_worker_finish($1, $2, $3, $4, $5, $6, $7, $8)::pg_catalog.text",
+	if (SpiUtilExecPlan(&plan, "SELECT agent._mcp_worker_finish($1, $2, $3, $4, $5, $6, $7, $8)::pg_catalog.text",
 						 8, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "agent._mcp_worker_finish returned no row");
 	call = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
@@ -805,7 +808,7 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 		vals[3] = Int64GetDatum(mc->server_id);
 		vals[4] = JsonbArg(mc->elicit);
 		vals[5] = Int32GetDatum(pg_agents_mcp_elicitation_wait);
-		if (PgAgentsExecPlan(&new_plan, "SELECT agent._mcp_worker_elicit($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+		if (SpiUtilExecPlan(&new_plan, "SELECT agent._mcp_worker_elicit($1, $2, $3, $4, $5, $6)::pg_catalog.text",
 							 6, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent._mcp_worker_elicit returned no row");
 		got = JsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
@@ -815,7 +818,7 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 		step = json_pack("{s:s, s:O?, s:O?, s:b}", "elicitation", "pending",
 						 "approval_key", json_object_get(got, "approval_key"),
 						 "questions", json_object_get(got, "questions"), "stream", 1);
-		ToolsRecordStep(tr->run_id, "approval", mc->exposed, mc->input, step, "pending", 0, now);
+		ToolGateRecordStep(tr->run_id, "approval", mc->exposed, mc->input, step, "pending", 0, now);
 		json_decref(step);
 		json_decref(got);
 		mc->elicit_state = ELICIT_WAITING;
@@ -832,7 +835,7 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 
 		vals[0] = Int64GetDatum(mc->elicit_id);
 		vals[1] = BoolGetDatum(now >= mc->elicit_until);
-		if (PgAgentsExecPlan(&poll_plan, "SELECT agent._mcp_worker_elicit_poll($1, $2)::pg_catalog.text",
+		if (SpiUtilExecPlan(&poll_plan, "SELECT agent._mcp_worker_elicit_poll($1, $2)::pg_catalog.text",
 							 2, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent._mcp_worker_elicit_poll returned no row");
 		text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -905,7 +908,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		if (SPI_processed != 1)
 		{
 			*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-			ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+			ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
 			return TOOL_DONE;
 		}
 		needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -914,9 +917,9 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
 		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
 	}
-	if (needs || ToolsNeedsApproval(tr, name, !read_only))
+	if (needs || ToolGateNeedsApproval(tr, name, !read_only))
 	{
-		ToolOutcome gate = ToolsApprovalGate(tr, name, input, result, started);
+		ToolOutcome gate = ToolGateApproval(tr, name, input, result, started);
 
 		if (gate != TOOL_DONE || *result != NULL)
 			return gate;
@@ -933,7 +936,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		pvals[3] = Int64GetDatum(server_id);
 		pvals[4] = CStringGetTextDatum(tool ? tool : "");
 		pvals[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum(schema ? schema : "{}"));
-		if (PgAgentsExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
+		if (SpiUtilExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
 							 6, ptypes, pvals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent._mcp_worker_prepare returned no row");
 	}
@@ -1080,13 +1083,13 @@ pg_agents_mcp_refresh_main(Datum arg)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (PgAgentsFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
+	if (SpiUtilFunctionExists("agent.mcp_oauth_refresh_due(interval)"))
 	{
 		pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP OAuth refresh");
 		if (SPI_execute("SELECT agent.mcp_oauth_refresh_due()", false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "agent.mcp_oauth_refresh_due() failed");
 	}
-	if (PgAgentsFunctionExists("agent.mcp_refresh_due(interval,integer)"))
+	if (SpiUtilFunctionExists("agent.mcp_refresh_due(interval,integer)"))
 	{
 		pgstat_report_activity(STATE_RUNNING, "pg_agents: MCP tool lists refresh");
 		if (SPI_execute("SELECT agent.mcp_refresh_due()", false, 0) != SPI_OK_SELECT)
@@ -1099,3 +1102,32 @@ pg_agents_mcp_refresh_main(Datum arg)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }
+
+/* ---------------------------------------------------------------------
+ * The MCP tool family of the registry (tool_family.h): mcp__<server>__<tool>
+ * ---------------------------------------------------------------------
+ */
+
+/* the run's MCP tools (ToolFamilyDefinitions) */
+static void
+McpFamilyDefinitions(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
+{
+	McpAppendToolDefinitions(tools, agent_id, run_id);
+}
+
+/* one mcp__* call (ToolFamilyExecute); an MCP tool never delegates */
+static ToolOutcome
+McpFamilyExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+				 int64 *child_run_id, TimestampTz started)
+{
+	return McpToolExecute(tr, name, input, result, started);
+}
+
+const ToolFamily McpToolFamily = {
+	.family = "mcp",
+	.prefix = "mcp__",
+	.handles = NULL,
+	.base_definitions = NULL,
+	.run_definitions = McpFamilyDefinitions,
+	.execute = McpFamilyExecute,
+};

@@ -62,6 +62,7 @@ static const char *const sensitive_fragments[] = {
 	NULL
 };
 
+/* whether w is one of the NULL-terminated list */
 static bool
 in_list(const char *w, const char *const *list)
 {
@@ -184,6 +185,7 @@ is_b64url(unsigned char c)
 	return is_alnum(c) || c == '-' || c == '_';
 }
 
+/* how many bytes from s[from] satisfy ok */
 static int
 span(const char *s, int from, int len, bool (*ok) (unsigned char))
 {
@@ -496,8 +498,147 @@ pair_value(const char *s, int i, int len, int *skip)
 }
 
 /*
+ * The rules of PgAgentsRedactText.  Each looks at the token that starts at
+ * s[i] and, when it applies, redacts what it matched and returns where the
+ * scan goes on; -1 when it does not apply.
+ */
+
+/* after "://": scheme://user:password@host hides the password */
+static int
+rule_url_password(Scan *sc, int i)
+{
+	const char *s = sc->s;
+	int			len = sc->len;
+	int			j = i + 3;
+	int			colon = -1;
+
+	while (j < len && !strchr("/@ \t\r\n\"'?#", s[j]))
+	{
+		if (s[j] == ':' && colon < 0)
+			colon = j;
+		j++;
+	}
+	if (j < len && s[j] == '@' && colon >= 0 && j > colon + 1)
+	{
+		scan_replace(sc, colon + 1, j);
+		return j;
+	}
+	return i + 3;
+}
+
+/* a PEM block (-----BEGIN ... PRIVATE KEY----- ...) */
+static int
+rule_pem(Scan *sc, int i)
+{
+	int			n = pem_block(sc->s, i, sc->len);
+
+	if (n <= 0)
+		return -1;
+	scan_replace(sc, i, i + n);
+	return i + n;
+}
+
+/* Bearer <token>, Basic <base64>; a plain lowercase word is prose */
+static int
+rule_auth_scheme(Scan *sc, int i)
+{
+	const char *s = sc->s;
+	int			len = sc->len;
+	unsigned char c = (unsigned char) s[i];
+	bool		basic;
+	int			j;
+	int			t;
+
+	if (!((c == 'b' || c == 'B') &&
+		  (starts_with_ci(s, i, len, "bearer ") || starts_with_ci(s, i, len, "basic "))))
+		return -1;
+	basic = (ascii_lower(c) == 'b' && ascii_lower(s[i + 1]) == 'a');
+	j = i + (basic ? 6 : 7);
+	while (j < len && s[j] == ' ')
+		j++;
+	t = span(s, j, len, ok_token);
+	if (t < 8)
+		return -1;
+	for (int k = j; k < j + t; k++)
+		if (!(s[k] >= 'a' && s[k] <= 'z'))
+		{
+			scan_replace(sc, j, j + t);
+			return j + t;
+		}
+	return -1;
+}
+
+/* a credential of a known shape (known_secret) */
+static int
+rule_known_secret(Scan *sc, int i)
+{
+	int			n = known_secret(sc->s, i, sc->len);
+
+	if (n <= 0)
+		return -1;
+	scan_replace(sc, i, i + n);
+	return i + n;
+}
+
+/* name=value, name: value, "name": "value" with a sensitive name */
+static int
+rule_name_value(Scan *sc, int i)
+{
+	const char *s = sc->s;
+	int			len = sc->len;
+	int			w;
+	int			j;
+	int			skip;
+	int			v;
+
+	if (!is_alpha((unsigned char) s[i]))
+		return -1;
+	w = span(s, i, len, ok_b64url);
+	j = i + w;
+	if (j < len && (s[j] == '"' || s[j] == '\''))
+		j++;
+	while (j < len && s[j] == ' ')
+		j++;
+	/* the separator first: the name test is the costly part */
+	if (!(j < len && (s[j] == '=' || s[j] == ':') &&
+		  !(s[j] == ':' && starts_with(s, j, len, "://")) &&
+		  PgAgentsSensitiveName(s + i, w)))
+		return -1;
+	j++;
+	while (j < len && s[j] == ' ')
+		j++;
+	v = pair_value(s, j, len, &skip);
+	if (v <= 0)
+		return -1;
+	scan_replace(sc, j + skip, j + skip + v);
+	return j + skip + v;
+}
+
+/*
+ * A long opaque high-entropy token at the start of a token; any other
+ * token is skipped whole, since no rule starts inside it.
+ */
+static int
+rule_opaque_token(Scan *sc, int i)
+{
+	const char *s = sc->s;
+	int			n;
+
+	if (i > 0 && is_token_char((unsigned char) s[i - 1]))
+		return -1;
+	n = span(s, i, sc->len, ok_token);
+	if (opaque_token(s + i, n))
+	{
+		scan_replace(sc, i, i + n);
+		return i + n;
+	}
+	return n > 0 ? i + n : -1;
+}
+
+/*
  * Redacts credential-shaped values inside s[0..len).  Returns NULL when
- * nothing was found, else a palloc'd string (its length in *outlen).
+ * nothing was found, else a palloc'd string (its length in *outlen).  The
+ * rules are tried in order at the start of each token.
  */
 char *
 PgAgentsRedactText(const char *s, int len, int *outlen)
@@ -513,142 +654,22 @@ PgAgentsRedactText(const char *s, int len, int *outlen)
 	while (i < len)
 	{
 		unsigned char c = (unsigned char) s[i];
-		bool		word_start = (i == 0 || !is_alnum((unsigned char) s[i - 1]));
-		int			n;
+		int			next;
 
 		if (!is_token_char(c) && c != ':')
-		{
-			i++;
-			continue;
-		}
-
-		/* URL password: scheme://user:password@host */
-		if (c == ':' && starts_with(s, i, len, "://"))
-		{
-			int			j = i + 3;
-			int			colon = -1;
-
-			while (j < len && !strchr("/@ \t\r\n\"'?#", s[j]))
-			{
-				if (s[j] == ':' && colon < 0)
-					colon = j;
-				j++;
-			}
-			if (j < len && s[j] == '@' && colon >= 0 && j > colon + 1)
-			{
-				scan_replace(&sc, colon + 1, j);
-				i = j;
-				continue;
-			}
-			i += 3;
-			continue;
-		}
-		if (c == ':')
-		{
-			i++;
-			continue;
-		}
-
-		if (c == '-' && (n = pem_block(s, i, len)) > 0)
-		{
-			scan_replace(&sc, i, i + n);
-			i += n;
-			continue;
-		}
-
-		if (!word_start)
-		{
-			i++;
-			continue;
-		}
-
-		/* Bearer <token>, Basic <base64> */
-		if ((c == 'b' || c == 'B') &&
-			(starts_with_ci(s, i, len, "bearer ") || starts_with_ci(s, i, len, "basic ")))
-		{
-			bool		basic = (ascii_lower(c) == 'b' && ascii_lower(s[i + 1]) == 'a');
-			int			j = i + (basic ? 6 : 7);
-			int			t;
-
-			while (j < len && s[j] == ' ')
-				j++;
-			t = span(s, j, len, ok_token);
-			if (t >= 8)
-			{
-				bool		plain = true;
-				int			k;
-
-				/* a plain lowercase word is prose, not a credential */
-				for (k = j; k < j + t; k++)
-					if (!(s[k] >= 'a' && s[k] <= 'z'))
-						plain = false;
-				if (!plain)
-				{
-					scan_replace(&sc, j, j + t);
-					i = j + t;
-					continue;
-				}
-			}
-		}
-
-		if ((n = known_secret(s, i, len)) > 0)
-		{
-			scan_replace(&sc, i, i + n);
-			i += n;
-			continue;
-		}
-
-		/* name=value, name: value, "name": "value" */
-		if (is_alpha(c))
-		{
-			int			w = span(s, i, len, ok_b64url);
-			int			j = i + w;
-
-			if (j < len && (s[j] == '"' || s[j] == '\''))
-				j++;
-			while (j < len && s[j] == ' ')
-				j++;
-			/* the separator first: the name test is the costly part */
-			if (j < len && (s[j] == '=' || s[j] == ':') &&
-				!(s[j] == ':' && starts_with(s, j, len, "://")) &&
-				PgAgentsSensitiveName(s + i, w))
-			{
-				{
-					int			skip;
-					int			v;
-
-					j++;
-					while (j < len && s[j] == ' ')
-						j++;
-					v = pair_value(s, j, len, &skip);
-					if (v > 0)
-					{
-						scan_replace(&sc, j + skip, j + skip + v);
-						i = j + skip + v;
-						continue;
-					}
-				}
-			}
-		}
-
-		/* long opaque high-entropy token */
-		if (i == 0 || !is_token_char((unsigned char) s[i - 1]))
-		{
-			n = span(s, i, len, ok_token);
-			if (opaque_token(s + i, n))
-			{
-				scan_replace(&sc, i, i + n);
-				i += n;
-				continue;
-			}
-			/* skip the rest of this token: no rule starts inside it */
-			if (n > 0)
-			{
-				i += n;
-				continue;
-			}
-		}
-		i++;
+			next = i + 1;
+		else if (c == ':')
+			next = starts_with(s, i, len, "://") ? rule_url_password(&sc, i) : i + 1;
+		else if (c == '-' && (next = rule_pem(&sc, i)) >= 0)
+			;
+		else if (i > 0 && is_alnum((unsigned char) s[i - 1]))
+			next = i + 1;		/* not at the start of a word */
+		else if ((next = rule_auth_scheme(&sc, i)) < 0 &&
+				 (next = rule_known_secret(&sc, i)) < 0 &&
+				 (next = rule_name_value(&sc, i)) < 0 &&
+				 (next = rule_opaque_token(&sc, i)) < 0)
+			next = i + 1;
+		i = next;
 	}
 
 	if (!sc.changed)
@@ -663,12 +684,14 @@ PgAgentsRedactText(const char *s, int len, int *outlen)
  * ------------------------------------------------------------------------
  */
 
+/* a redactor with the payload budget of one document */
 void
 PgAgentsRedactorInit(PgAgentsRedactor *r)
 {
 	r->budget = REDACT_MAX_PAYLOAD;
 }
 
+/* pushes s[0..len) as a jsonb string with token tok */
 static void
 push_cstring(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int len)
 {
@@ -680,6 +703,7 @@ push_cstring(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int le
 	(void) pushJsonbValue(ps, tok, &v);
 }
 
+/* pushes the marker string (a redaction marker) with token tok */
 void
 PgAgentsRedactPushMarker(JsonbParseState **ps, JsonbIteratorToken tok, const char *marker)
 {
@@ -899,6 +923,7 @@ PgAgentsRedactJsonb(Jsonb *in)
 	return JsonbValueToJsonb(res);
 }
 
+/* agent.redact(jsonb): the document with its credential-shaped values redacted */
 Datum
 pg_agents_redact(PG_FUNCTION_ARGS)
 {

@@ -286,7 +286,7 @@ ReplyUnit(Slot *s, void *arg)
 		return;
 	}
 	RunPromptStepJson(s, r, &in, &out);
-	ToolsRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
+	ToolGateRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
 	json_decref(in);
 	json_decref(out);
 	NotifyRest(s);

@@ -27,7 +27,9 @@
 #include "providers.h"
 #include "ratelimit.h"
 #include "runs.h"
+#include "spi_util.h"
 #include "teams.h"
+#include "tool_gate.h"
 #include "tools.h"
 #include "worker.h"
 

@@ -51,7 +51,7 @@ RunPromptAssemble(Slot *s, const ClaimedRun *row)
 	cr.input = input;
 	cr.trigger_prompt = row->trigger_prompt;
 	cr.origin = row->origin;
-	s->tools = ToolsDefinitions(false);
+	s->tools = ToolsDefinitions();
 	cr.tools = s->tools;
 	cr.messages = s->messages;
 	err = ContextAssemble(&tr, &cr);
@@ -61,8 +61,7 @@ RunPromptAssemble(Slot *s, const ClaimedRun *row)
 	s->can_delegate = cr.can_delegate;
 	if (s->system == NULL)
 		s->system = cr.system ? MemoryContextStrdup(s->cxt, cr.system) : NULL;
-	McpAppendToolDefinitions(s->tools, s->agent_id, s->run_id);
-	TeamsAddTools(s->tools, s->run_id, s->can_delegate);	/* teams */
+	ToolsAddRunDefinitions(s->tools, s->agent_id, s->run_id, s->can_delegate);
 	return NULL;
 }
 

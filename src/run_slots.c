@@ -483,7 +483,7 @@ RunSlotExecuteTools(Slot *s)
 
 	if (s->results == NULL)
 		s->results = json_array();
-	ToolsSetIdentity(&tr);
+	ToolGateSetIdentity(&tr);
 	while (json_array_size(s->results) < json_array_size(s->pending))
 	{
 		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
@@ -584,7 +584,7 @@ McpResultUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolsSetIdentity(&tr);
+	ToolGateSetIdentity(&tr);
 	oc = McpCallRecord(&tr, s->mcp, &result);
 	McpCallFree(s->mcp);
 	s->mcp = NULL;
@@ -666,7 +666,7 @@ McpBatchUnit(Slot *unused, void *arg)
 
 	for (int i = 0; i < b->n; i++)
 	{
-		char	   *err = ToolsInSubxact(McpResultBody, b->slots[i]);
+		char	   *err = ToolGateInSubxact(McpResultBody, b->slots[i]);
 
 		b->failed[i] = err ? MemoryContextStrdup(TopMemoryContext, err) : NULL;
 		if (err)

@@ -54,7 +54,7 @@ RunSqlHoldLease(int64 run_id)
 
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
+	if (SpiUtilExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
 						 "WHERE id = $1 AND status = 'running'",
 						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
@@ -69,7 +69,7 @@ ForgetState(int64 run_id)
 	Datum		vals[1];
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
+	if (SpiUtilExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
 		!= SPI_OK_DELETE)
 		elog(ERROR, "could not forget the state of run " INT64_FORMAT, run_id);
 }
@@ -92,7 +92,7 @@ RunSqlFinish(int64 run_id, const char *status, json_t *output, const char *error
 		vals[3] = CStringGetTextDatum(error);
 	else
 		nulls[3] = 'n';
-	if (PgAgentsExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
+	if (SpiUtilExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
 	ForgetState(run_id);
@@ -120,7 +120,7 @@ RunSqlSaveState(Slot *s)
 	vals[1] = JsonbDatum(st, 0);
 	vals[2] = Int32GetDatum(MyProcPid);
 	json_decref(st);
-	if (PgAgentsExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
+	if (SpiUtilExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
 						 "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
 						 "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
 						 "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
@@ -151,7 +151,7 @@ RunSqlAnyClaimable(void)
 	 * kept plan hashed every agent at each claim, 10k agents costing more
 	 * than the claim itself).
 	 */
-	rc = PgAgentsExecPlan(&eligible_plan,
+	rc = SpiUtilExecPlan(&eligible_plan,
 						  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
 						  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
 						  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
@@ -226,7 +226,7 @@ RunSqlClaim(int n, ClaimedRun **runs)
 
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
-	rc = PgAgentsExecPlan(&claim_plan,
+	rc = SpiUtilExecPlan(&claim_plan,
 						  "WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 						  "s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 						  "      SELECT c.id, c.workspace_id, $2 FROM c "
@@ -317,7 +317,7 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
 	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
 	vals[3] = CStringGetTextDatum(s->model);
-	if (PgAgentsExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
+	if (SpiUtilExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.add_usage failed");
 	if (r->tokens_cached > 0)
@@ -326,11 +326,11 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 		Oid			ctypes[2] = {INT8OID, INT8OID};
 		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
 
-		if (PgAgentsExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
+		if (SpiUtilExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
 							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
 	}
-	if (PgAgentsExecPlan(&status_plan, "SELECT r.status, coalesce(r.token_budget, a.default_token_budget) AS budget, "
+	if (SpiUtilExecPlan(&status_plan, "SELECT r.status, coalesce(r.token_budget, a.default_token_budget) AS budget, "
 						 "r.tokens_total AS used "
 						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 						 1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -365,7 +365,7 @@ RunSqlFinishReplies(const char *replies, int64 *ids, char *outcomes, int n)
 
 	vals[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(replies));
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
-	if (PgAgentsExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
+	if (SpiUtilExecPlan(&plan, "SELECT f.run_id, f.outcome FROM agent._worker_finish_replies($1, $2) f",
 						 2, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "agent._worker_finish_replies failed");
 	tt = SPI_tuptable;
@@ -396,7 +396,7 @@ RunSqlRecordFailure(Slot *s, const char *status, const char *error)
 	if (!RunSqlHoldLease(s->run_id))
 		return;
 	out = json_pack("{s:s}", "error", error);
-	ToolsRecordStep(s->run_id, "error", "run", NULL, out, status, 0, 0);
+	ToolGateRecordStep(s->run_id, "error", "run", NULL, out, status, 0, 0);
 	json_decref(out);
 	RunSqlFinish(s->run_id, status, NULL, error);
 }
@@ -410,7 +410,7 @@ RunSqlRecordRetry(Slot *s, json_t *info)
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolsRecordStep(s->run_id, "error", "llm", NULL, info, "retry", 0, s->call_started);
+	ToolGateRecordStep(s->run_id, "error", "llm", NULL, info, "retry", 0, s->call_started);
 }
 
 /*

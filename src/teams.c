@@ -17,6 +17,9 @@
 #include "postgres.h"
 
 #include "jansson_prelude.h"
+#include "spi_util.h"
+#include "tool_family.h"
+#include "tool_gate.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -31,21 +34,6 @@
 #include "teams.h"
 #include "tools.h"
 
-static json_t *
-TeamsError(const char *fmt,...) pg_attribute_printf(1, 2);
-
-static json_t *
-TeamsError(const char *fmt,...)
-{
-	char		buf[1024];
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return json_pack("{s:s}", "error", buf);
-}
-
 /* an integer argument given as a number or a numeric string; 0 when absent */
 static int64
 InputId(json_t *input, const char *key)
@@ -59,6 +47,7 @@ InputId(json_t *input, const char *key)
 	return 0;
 }
 
+/* a string argument of a call, or NULL */
 static const char *
 InputStr(json_t *input, const char *key)
 {
@@ -81,6 +70,7 @@ typedef struct TeamsQueryArgs
 	json_t	   *result;
 } TeamsQueryArgs;
 
+/* the body of TeamsQuery, in a subtransaction */
 static void
 TeamsQueryBody(void *p)
 {
@@ -97,18 +87,22 @@ TeamsQueryBody(void *p)
 		a->result = json_string(v);
 }
 
+/*
+ * runs one teams statement in a subtransaction: its first value as JSON, or
+ * {"error": ...} with *failed
+ */
 static json_t *
 TeamsQuery(const char *sql, int nargs, Oid *types, Datum *vals, bool *failed)
 {
 	TeamsQueryArgs a = {sql, nargs, types, vals, NULL};
-	char	   *message = ToolsInSubxact(TeamsQueryBody, &a);
+	char	   *message = ToolGateInSubxact(TeamsQueryBody, &a);
 
 	*failed = (message != NULL);
 	if (message == NULL)
 		return a.result;
 	if (a.result)
 		json_decref(a.result);
-	return TeamsError("%s", message);
+	return ToolGateError("%s", message);
 }
 
 /* ---------------------------------------------------------------------
@@ -117,8 +111,8 @@ TeamsQuery(const char *sql, int nargs, Oid *types, Datum *vals, bool *failed)
  */
 
 /* adds ask_parent (child runs) and agent_teams (delegating agents) */
-void
-TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
+static void
+TeamsAddTools(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
@@ -127,7 +121,7 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 	bool		jobs = false;
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
+	if (SpiUtilExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
 						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
 						 1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
@@ -180,8 +174,9 @@ TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate)
 			"required", "action"));
 }
 
-bool
-TeamsHandles(const char *name)
+/* ask_parent, agent_teams and manage_jobs are the family's */
+static bool
+TeamsHandles(const ToolRun *tr, const char *name)
 {
 	return strcmp(name, "ask_parent") == 0 || strcmp(name, "agent_teams") == 0 ||
 		strcmp(name, "manage_jobs") == 0;
@@ -192,6 +187,7 @@ TeamsHandles(const char *name)
  * ---------------------------------------------------------------------
  */
 
+/* the text a run's model reads for a delivered message, by sender and kind */
 static char *
 FormatMessage(const char *sender, const char *kind, const char *body)
 {
@@ -222,7 +218,7 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	if (!TeamsPending(run_id))
 		return 0;
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
+	if (SpiUtilExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
 						 "FROM agent._teams_take_messages($1) m ORDER BY m.seq",
 						 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not take the messages of run " INT64_FORMAT, run_id);
@@ -244,7 +240,7 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	{
 		json_t	   *out = json_pack("{s:o}", "delivered", seqs);
 
-		ToolsRecordStep(run_id, "message", "delivered", NULL, out, "ok", 0, 0);
+		ToolGateRecordStep(run_id, "message", "delivered", NULL, out, "ok", 0, 0);
 		json_decref(out);
 	}
 	return (int) n;
@@ -259,7 +255,7 @@ TeamsPending(int64 run_id)
 	static SPIPlanPtr plan = NULL;	/* kept: once per final answer */
 
 	vals[0] = Int64GetDatum(run_id);
-	if (PgAgentsExecPlan(&plan, "SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
+	if (SpiUtilExecPlan(&plan, "SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
 						 1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
 		return false;
 	return SPI_processed > 0;
@@ -295,6 +291,10 @@ TeamsChildQuestion(int64 parent_run_id, int64 child_run_id)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * ask_parent: a child run's question to its parent run; the child waits for
+ * the answer
+ */
 static ToolOutcome
 AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -305,11 +305,8 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	json_t	   *r;
 
 	if (q == NULL || q[0] == '\0')
-	{
-		*result = TeamsError("ask_parent needs a non-empty string question");
-		ToolsRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "ask_parent", input, result, started,
+								"ask_parent needs a non-empty string question");
 	/* resumed after an answer: take it (once) */
 	vals[0] = Int64GetDatum(tr->run_id);
 	if (SPI_execute_with_args("SELECT m.sender, m.body FROM agent._teams_take_messages($1, 'answer', 1) m",
@@ -320,7 +317,7 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		*result = json_pack("{s:s,s:s}",
 							"answer", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2),
 							"from", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		ToolsRecordStep(tr->run_id, "message", "ask_parent", input, *result, "answered", 0, started);
+		ToolGateRecordStep(tr->run_id, "message", "ask_parent", input, *result, "answered", 0, started);
 		return TOOL_DONE;
 	}
 	vals[1] = CStringGetTextDatum(q);
@@ -328,13 +325,13 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	if (failed)
 	{
 		*result = r;
-		ToolsRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
+		ToolGateRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
 	{
 		json_t	   *out = json_pack("{s:o}", "message_id", r);
 
-		ToolsRecordStep(tr->run_id, "message", "ask_parent", input, out, "waiting_input", 0, started);
+		ToolGateRecordStep(tr->run_id, "message", "ask_parent", input, out, "waiting_input", 0, started);
 		json_decref(out);
 	}
 	return TOOL_PAUSE;
@@ -345,9 +342,14 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
  * ---------------------------------------------------------------------
  */
 
+/*
+ * agent_teams: spawn, status, read_result, send and wait on the run's child
+ * runs
+ */
 static ToolOutcome
 AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, TimestampTz started)
 {
+	ToolOutcome gate;
 	const char *action = InputStr(input, "action");
 	int64		run = InputId(input, "run_id");
 	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
@@ -358,30 +360,25 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int64GetDatum(run);
 	if (action == NULL)
-		r = TeamsError("agent_teams needs an action: spawn, status, read_result, send, list or wait"), failed = true;
+		r = ToolGateError("agent_teams needs an action: spawn, status, read_result, send, list or wait"), failed = true;
 	else if (strcmp(action, "spawn") == 0)
 	{
 		const char *task = InputStr(input, "task");
 		int64		agent = InputId(input, "agent_id");
 
 		if (agent <= 0 || task == NULL)
-			r = TeamsError("spawn needs an integer agent_id and a string task"), failed = true;
+			r = ToolGateError("spawn needs an integer agent_id and a string task"), failed = true;
 		else
 		{
-			if (ToolsNeedsApproval(tr, "agent_teams", false))
-			{
-				ToolOutcome gate = ToolsApprovalGate(tr, "agent_teams", input, result, started);
-
-				if (gate != TOOL_DONE || *result != NULL)
-					return gate;
-			}
+			if (ToolGateHolds(tr, "agent_teams", false, input, result, started, &gate))
+				return gate;
 			vals[1] = Int64GetDatum(agent);
 			vals[2] = CStringGetTextDatum(task);
 			r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('child_run_id', agent.delegate($1, $2, $3), 'status', 'queued')",
 						   3, types, vals, &failed);
 			if (failed)
 			{
-				json_t	   *e = TeamsError("delegation refused: %s", json_string_value(json_object_get(r, "error")));
+				json_t	   *e = ToolGateError("delegation refused: %s", json_string_value(json_object_get(r, "error")));
 
 				json_decref(r);
 				r = e;
@@ -397,7 +394,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 					   1, types, vals, &failed);
 	else if (run <= 0 && (strcmp(action, "status") == 0 || strcmp(action, "read_result") == 0 ||
 						  strcmp(action, "send") == 0 || strcmp(action, "wait") == 0))
-		r = TeamsError("%s needs the integer run_id of one of your child runs", action), failed = true;
+		r = ToolGateError("%s needs the integer run_id of one of your child runs", action), failed = true;
 	else if (strcmp(action, "status") == 0)
 		r = TeamsQuery("SELECT pg_catalog.jsonb_build_object('run_id', c.id, 'status', c.status, 'current_step', c.current_step, "
 					   "'preview', c.preview, 'tokens_total', c.tokens_total) "
@@ -415,7 +412,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		const char *msg = InputStr(input, "message");
 
 		if (msg == NULL)
-			r = TeamsError("send needs a string message"), failed = true;
+			r = ToolGateError("send needs a string message"), failed = true;
 		else
 		{
 			vals[2] = CStringGetTextDatum(msg);
@@ -433,26 +430,26 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 			json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) run);
 
 			json_decref(r);
-			ToolsRecordStep(tr->run_id, "tool", "agent_teams", input, out, "waiting", 0, started);
+			ToolGateRecordStep(tr->run_id, "tool", "agent_teams", input, out, "waiting", 0, started);
 			json_decref(out);
 			*child = run;
 			return TOOL_WAIT_CHILD;
 		}
 	}
 	else
-		r = TeamsError("unknown agent_teams action \"%s\"", action), failed = true;
+		r = ToolGateError("unknown agent_teams action \"%s\"", action), failed = true;
 
 	if (!failed && json_is_null(r))
 	{
 		json_decref(r);
-		r = TeamsError("run " INT64_FORMAT " is not one of your child runs", run);
+		r = ToolGateError("run " INT64_FORMAT " is not one of your child runs", run);
 		failed = true;
 	}
 	if (!json_is_object(r))
 		r = json_pack("{s:o}", "children", r);
 	*result = r;
 	/* (agent.delegate records the delegate step of a spawn itself) */
-	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 
@@ -461,6 +458,10 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
  * ---------------------------------------------------------------------
  */
 
+/*
+ * manage_jobs: list, create, update and delete the agent's scheduled jobs
+ * (scope.manage_jobs); a deletion always goes through the approval gate
+ */
 static ToolOutcome
 ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 {
@@ -472,16 +473,13 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	char	   *in;
 
 	if (action == NULL)
-	{
-		*result = TeamsError("manage_jobs needs an action: create, list, update or delete");
-		ToolsRecordStep(tr->run_id, "error", "manage_jobs", input, *result, "error", 0, started);
-		return TOOL_DONE;
-	}
+		return ToolGateFail(tr, "manage_jobs", input, result, started,
+								"manage_jobs needs an action: create, list, update or delete");
 	/* a deletion always goes through the approval gate; otherwise the policy */
 	if (strcmp(action, "delete") == 0 ||
-		(strcmp(action, "list") != 0 && ToolsNeedsApproval(tr, "manage_jobs", true)))
+		(strcmp(action, "list") != 0 && ToolGateNeedsApproval(tr, "manage_jobs", true)))
 	{
-		ToolOutcome gate = ToolsApprovalGate(tr, "manage_jobs", input, result, started);
+		ToolOutcome gate = ToolGateApproval(tr, "manage_jobs", input, result, started);
 
 		if (gate != TOOL_DONE || *result != NULL)
 			return gate;
@@ -493,11 +491,12 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	free(in);
 	r = TeamsQuery("SELECT agent._teams_manage_jobs($1, $2, $3)", 3, types, vals, &failed);
 	*result = r;
-	ToolsRecordStep(tr->run_id, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 
-ToolOutcome
+/* one call of a teams tool (ToolFamilyExecute) */
+static ToolOutcome
 TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			 int64 *child_run_id, TimestampTz started)
 {
@@ -507,7 +506,15 @@ TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result
 		return AgentTeams(tr, input, result, child_run_id, started);
 	if (strcmp(name, "manage_jobs") == 0 && json_is_true(json_object_get(tr->scope, "manage_jobs")))
 		return ManageJobs(tr, input, result, started);
-	*result = TeamsError("unknown tool \"%s\"", name);
-	ToolsRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
-	return TOOL_DONE;
+	return ToolGateFail(tr, name, input, result, started,
+							"unknown tool \"%s\"", name);
 }
+
+const ToolFamily TeamsToolFamily = {
+	.family = "teams",
+	.prefix = NULL,
+	.handles = TeamsHandles,
+	.base_definitions = NULL,
+	.run_definitions = TeamsAddTools,
+	.execute = TeamsExecute,
+};

@@ -15,10 +15,6 @@
 #include "llm.h"
 #include "tools.h"
 
-extern void TeamsAddTools(json_t *tools, int64 run_id, bool can_delegate);
-extern bool TeamsHandles(const char *name);
-extern ToolOutcome TeamsExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
-								int64 *child_run_id, TimestampTz started);
 extern int	TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages);
 extern bool TeamsPending(int64 run_id);
 extern json_t *TeamsChildQuestion(int64 parent_run_id, int64 child_run_id);

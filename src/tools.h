@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * tools.h
- *		Built-in tools of the worker (tools.c), run inside the run slots'
- *		transactions, with the approval gate, step recording and the SPI
- *		helpers the other worker files share.
+ *		The tool dispatcher of the worker (tools.c): a call's family found
+ *		through the registry (tool_family.h), run inside the run slots'
+ *		transactions; the types every tool family shares.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,7 +13,6 @@
 #include "jansson_prelude.h"
 
 #include "datatype/timestamp.h"
-#include "executor/spi.h"
 
 typedef struct ToolRun
 {
@@ -35,29 +34,16 @@ typedef enum ToolOutcome
 	TOOL_MCP_ASYNC				/* an MCP call is prepared (McpTakePrepared) */
 } ToolOutcome;
 
-extern json_t *ToolsDefinitions(bool can_delegate);
-extern void ToolsSetIdentity(const ToolRun *tr);
+extern json_t *ToolsDefinitions(void);
+extern void ToolsAddRunDefinitions(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate);
 extern ToolOutcome ToolsExecute(const ToolRun *tr, const char *name, json_t *input,
 								json_t **result, int64 *child_run_id);
-extern char *ToolsInSubxact(void (*body) (void *arg), void *arg);
-extern void ToolsRecordStep(int64 run_id, const char *kind, const char *name,
-							json_t *input, json_t *output, const char *status,
-							int64 tokens, TimestampTz started);
-extern bool ToolsRecordStepText(int64 run_id, const char *kind, const char *name,
-								const char *input_json, const char *output_json,
-								const char *status, int64 tokens, TimestampTz started);
-extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);
-extern bool PgAgentsFunctionExists(const char *signature);
-extern Oid	PgAgentsLookupProcedure(const char *signature);
-extern void ToolsRefreshCatalog(void);
-extern json_t *ToolsRunAsTool(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
-							  int expect, json_t *(*convert) (void *arg), void *arg, bool *failed);
-extern int	PgAgentsExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
-							 Datum *vals, const char *nulls, bool read_only, long count);
+extern json_t *ToolsChildResult(int64 child_run_id, bool *finished);	/* tools_builtin.c */
 
-/* approval policy and gate, shared with mcp_tools.c */
-extern bool ToolsNeedsApproval(const ToolRun *tr, const char *tool, bool is_write);
-extern ToolOutcome ToolsApprovalGate(const ToolRun *tr, const char *tool, json_t *input,
-									 json_t **result, TimestampTz started);
+/*
+ * The gate every tool family goes through (identity, steps, access,
+ * approval, subtransactions) is tool_gate.h; the registry of families
+ * tool_family.h; the SPI helpers spi_util.h.
+ */
 
 #endif							/* PG_AGENTS_TOOLS_H */

@@ -45,6 +45,7 @@
 #include "utils/rel.h"
 
 #include "events.h"
+#include "jsonb_build.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_watch_row);
 
@@ -81,6 +82,10 @@ typedef struct WatchCacheEntry
 static HTAB *watch_cache = NULL;
 static MemoryContext watch_cxt = NULL;
 
+/*
+ * relcache invalidation: forgets the watch state of the relation (every
+ * state for InvalidOid)
+ */
 static void
 WatchInvalCallback(Datum arg, Oid relid)
 {
@@ -100,6 +105,10 @@ WatchInvalCallback(Datum arg, Oid relid)
 	}
 }
 
+/*
+ * the watch state of the trigger's table (its columns, functions and
+ * settings), kept per trigger until a relcache invalidation of its table
+ */
 static WatchState *
 GetState(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -204,6 +213,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	return st;
 }
 
+/* a row as jsonb (to_jsonb of the row type) */
 static Jsonb *
 RowToJsonb(WatchState *st, HeapTuple tup, TupleDesc desc)
 {
@@ -263,6 +273,7 @@ MentionIds(const char *s, List *ids)
 	return ids;
 }
 
+/* how many tokens the list counts for agent id (0 when absent) */
 static int
 MentionCountOf(List *ids, int64 id)
 {
@@ -274,6 +285,10 @@ MentionCountOf(List *ids, int64 id)
 	return 0;
 }
 
+/*
+ * the agents [[...]] mention column i of the row names, with their counts
+ * (NIL for no row)
+ */
 static List *
 ColumnMentions(WatchState *st, int i, HeapTuple tup, TupleDesc desc)
 {
@@ -292,107 +307,260 @@ ColumnMentions(WatchState *st, int i, HeapTuple tup, TupleDesc desc)
 	return MentionIds(s, NIL);
 }
 
-static void
-PushKey(JsonbParseState **ps, const char *key)
+/* one write of a watched row, and what the trigger makes of it */
+typedef struct WatchedChange
 {
-	JsonbValue	k;
+	HeapTuple	newtup;			/* NULL for a delete */
+	HeapTuple	oldtup;			/* NULL for an insert */
+	const char *event;			/* collection.*, or NULL: nothing changed */
+	bool		is_update;
+	List	   *changed;		/* names of the changed columns (update) */
+	List	   *mentioned;		/* int64 * of the agents mentioned anew */
+	List	   *mention_cols;	/* the mention columns that name them */
+	/* the payload's parts (BuildPayloadParts) */
+	char	   *row_id;
+	Jsonb	   *row;
+	Jsonb	   *oldrow;
+	char	   *event_id;
+} WatchedChange;
 
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(ps, WJB_KEY, &k);
-}
-
-static void
-PushString(JsonbParseState **ps, const char *val)
-{
-	JsonbValue	v;
-
-	if (val == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) val;
-		v.val.string.len = strlen(val);
-	}
-	pushJsonbValue(ps, WJB_VALUE, &v);
-}
-
-static void
-PushJsonbVal(JsonbParseState **ps, Jsonb *j)
-{
-	JsonbValue	v;
-
-	v.type = jbvBinary;
-	v.val.binary.data = &j->root;
-	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
-	pushJsonbValue(ps, WJB_VALUE, &v);
-}
-
-static void
-PushStringArray(JsonbParseState **ps, List *names)
+/* whether a List of int64 * holds id */
+static bool
+MentionListed(List *ids, int64 id)
 {
 	ListCell   *lc;
-	JsonbValue	v;
 
-	pushJsonbValue(ps, WJB_BEGIN_ARRAY, NULL);
-	foreach(lc, names)
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) lfirst(lc);
-		v.val.string.len = strlen(v.val.string.val);
-		pushJsonbValue(ps, WJB_ELEM, &v);
-	}
-	pushJsonbValue(ps, WJB_END_ARRAY, NULL);
+	foreach(lc, ids)
+		if (*(int64 *) lfirst(lc) == id)
+			return true;
+	return false;
 }
 
 /* Starts a payload object with table, row_id, row, old and changed. */
 static void
-PushBase(JsonbParseState **ps, WatchState *st, const char *row_id, Jsonb *row,
-		 Jsonb *oldrow, List *changed, bool is_update)
+PushBase(JsonbParseState **ps, WatchState *st, const WatchedChange *wc)
 {
 	pushJsonbValue(ps, WJB_BEGIN_OBJECT, NULL);
-	PushKey(ps, "table");
-	PushString(ps, st->table);
-	PushKey(ps, "row_id");
-	PushString(ps, row_id);
-	PushKey(ps, "row");
-	PushJsonbVal(ps, row);
-	if (oldrow)
+	JsonbBuildTextField(ps, "table", st->table);
+	JsonbBuildTextField(ps, "row_id", wc->row_id);
+	JsonbBuildKey(ps, "row");
+	JsonbBuildJsonb(ps, wc->row);
+	if (wc->oldrow)
 	{
-		PushKey(ps, "old");
-		PushJsonbVal(ps, oldrow);
+		JsonbBuildKey(ps, "old");
+		JsonbBuildJsonb(ps, wc->oldrow);
 	}
-	if (is_update)
+	if (wc->is_update)
 	{
-		PushKey(ps, "changed");
-		PushStringArray(ps, changed);
+		JsonbBuildKey(ps, "changed");
+		JsonbBuildStringArray(ps, wc->changed);
 	}
 }
 
+/* the names of the columns whose value an update changed */
+static List *
+ChangedColumns(TupleDesc desc, HeapTuple oldtup, HeapTuple newtup)
+{
+	List	   *changed = NIL;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		n1,
+					n2;
+		Datum		v1,
+					v2;
+
+		if (att->attisdropped)
+			continue;
+		v1 = heap_getattr(oldtup, i + 1, desc, &n1);
+		v2 = heap_getattr(newtup, i + 1, desc, &n2);
+		if (n1 != n2 || (!n1 && !datum_image_eq(v1, v2, att->attbyval, att->attlen)))
+			changed = lappend(changed, pstrdup(NameStr(att->attname)));
+	}
+	return changed;
+}
+
+/*
+ * The rows of the write and the event it is (NULL for an update that
+ * changed nothing); false for a write that is none of insert, update and
+ * delete.
+ */
+static bool
+ClassifyChange(TriggerData *td, TupleDesc desc, WatchedChange *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		wc->newtup = td->tg_trigtuple;
+		wc->event = "collection.row_added";
+	}
+	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+	{
+		wc->oldtup = td->tg_trigtuple;
+		wc->newtup = td->tg_newtuple;
+		wc->is_update = true;
+		wc->changed = ChangedColumns(desc, wc->oldtup, wc->newtup);
+		if (wc->changed != NIL)
+			wc->event = "collection.property_updated";
+	}
+	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+	{
+		wc->oldtup = td->tg_trigtuple;
+		wc->event = "collection.row_removed";
+	}
+	else
+		return false;
+	return true;
+}
+
+/*
+ * The event's workspace: the row's column, else the session's; NULL (with
+ * *why saying why) when there is none.
+ */
+static const char *
+ChangeWorkspace(WatchState *st, TupleDesc desc, const WatchedChange *wc, const char **why)
+{
+	const char *workspace;
+	bool		isnull;
+	Datum		d;
+
+	if (st->ws_attno > 0)
+	{
+		d = heap_getattr(wc->newtup ? wc->newtup : wc->oldtup, st->ws_attno, desc, &isnull);
+		workspace = isnull ? NULL : OidOutputFunctionCall(st->ws_outfunc, d);
+		if (workspace != NULL && workspace[0] == '\0')
+			workspace = NULL;
+		*why = "The row's workspace column is NULL.";
+	}
+	else
+	{
+		workspace = PgAgentsSessionWorkspace();
+		*why = "The table has no workspace column and the session sets no pg_agents.workspace.";
+	}
+	return workspace;
+}
+
+/* appends s to a List of strings unless it is already there */
+static List *
+AppendUniqueString(List *list, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (strcmp((char *) lfirst(lc), s) == 0)
+			return list;
+	return lappend(list, pstrdup(s));
+}
+
+/*
+ * The agents this write mentions anew (more [[...]] tokens for the agent
+ * than the old row had) into wc->mentioned, and the mention columns that
+ * hold them into wc->mention_cols.
+ */
+static void
+AddedMentions(WatchState *st, TupleDesc desc, WatchedChange *wc)
+{
+	if (wc->newtup == NULL || st->nmention == 0 || (wc->is_update && wc->changed == NIL))
+		return;
+	for (int i = 0; i < st->nmention; i++)
+	{
+		List	   *now_ids = ColumnMentions(st, i, wc->newtup, desc);
+		List	   *before;
+		ListCell   *lc;
+
+		if (now_ids == NIL)
+			continue;
+		before = ColumnMentions(st, i, wc->oldtup, desc);
+		foreach(lc, now_ids)
+		{
+			MentionCount *m = (MentionCount *) lfirst(lc);
+
+			if (m->count <= MentionCountOf(before, m->id))
+				continue;
+			if (!MentionListed(wc->mentioned, m->id))
+			{
+				int64	   *v = palloc(sizeof(int64));
+
+				*v = m->id;
+				wc->mentioned = lappend(wc->mentioned, v);
+			}
+			wc->mention_cols = AppendUniqueString(wc->mention_cols,
+												  NameStr(TupleDescAttr(desc, st->mention_attnos[i] - 1)->attname));
+		}
+	}
+}
+
+/* the row's id, its jsonb forms and the event id of the write */
+static void
+BuildPayloadParts(WatchState *st, TupleDesc desc, WatchedChange *wc)
+{
+	HeapTuple	idtup = wc->newtup ? wc->newtup : wc->oldtup;
+	bool		isnull;
+	Datum		d;
+
+	d = heap_getattr(idtup, st->id_attno, desc, &isnull);
+	if (!isnull)
+		wc->row_id = OidOutputFunctionCall(st->id_outfunc, d);
+	if (wc->oldtup)
+		wc->oldrow = RowToJsonb(st, wc->oldtup, desc);
+	/* for a removed row, "row" is the row as it was */
+	wc->row = wc->newtup ? RowToJsonb(st, wc->newtup, desc) : wc->oldrow;
+	wc->event_id = psprintf(UINT64_FORMAT ":%s:%s:" UINT64_FORMAT,
+							U64FromFullTransactionId(GetTopFullTransactionId()),
+							st->table, wc->row_id ? wc->row_id : "", ++watch_seq);
+}
+
+/* the collection.* event of the write */
+static void
+DispatchChange(WatchState *st, const char *workspace, const WatchedChange *wc)
+{
+	JsonbParseState *ps = NULL;
+	JsonbValue *res;
+
+	PushBase(&ps, st, wc);
+	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+	(void) PgAgentsDispatch(workspace, wc->event, st->resource_type, st->table,
+							JsonbValueToJsonb(res), NULL, wc->event_id);
+}
+
+/* one agent.mentioned event per agent the write mentions anew */
+static void
+DispatchMentions(WatchState *st, const char *workspace, const WatchedChange *wc)
+{
+	ListCell   *lc;
+
+	foreach(lc, wc->mentioned)
+	{
+		int64		id = *(int64 *) lfirst(lc);
+		JsonbParseState *ps = NULL;
+		JsonbValue *res;
+
+		PushBase(&ps, st, wc);
+		JsonbBuildIntField(&ps, "agent_id", id);
+		JsonbBuildKey(&ps, "columns");
+		JsonbBuildStringArray(&ps, wc->mention_cols);
+		res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+		(void) PgAgentsDispatch(workspace, "agent.mentioned", st->resource_type, st->table,
+								JsonbValueToJsonb(res), NULL,
+								psprintf("%s:mention:" INT64_FORMAT, wc->event_id, id));
+	}
+}
+
+/*
+ * agent._watch_row(): the AFTER ... FOR EACH ROW trigger of a watched
+ * table.  Classifies the write, finds its workspace and the agents it
+ * mentions, and dispatches its collection.* event (when a trigger could
+ * match) and its agent.mentioned events.
+ */
 Datum
 pg_agents_watch_row(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
 	WatchState *st;
 	TupleDesc	desc;
-	HeapTuple	newtup = NULL,
-				oldtup = NULL,
-				idtup;
-	const char *event = NULL;
-	List	   *changed = NIL;
-	List	   *mentioned = NIL;
-	List	   *mention_cols = NIL;
-	bool		is_update = false;
+	WatchedChange wc;
 	bool		has_event;
-	Jsonb	   *row,
-			   *oldrow = NULL;
-	char	   *row_id = NULL;
-	char	   *event_id;
-	bool		isnull;
-	Datum		d;
-	int			i;
 	const char *workspace;
 	const char *why;
 
@@ -407,166 +575,29 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 
 	st = GetState(fcinfo, td);
 	desc = RelationGetDescr(td->tg_relation);
-
-	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-	{
-		newtup = td->tg_trigtuple;
-		event = "collection.row_added";
-	}
-	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-	{
-		oldtup = td->tg_trigtuple;
-		newtup = td->tg_newtuple;
-		is_update = true;
-		for (i = 0; i < desc->natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, i);
-			bool		n1,
-						n2;
-			Datum		v1,
-						v2;
-
-			if (att->attisdropped)
-				continue;
-			v1 = heap_getattr(oldtup, i + 1, desc, &n1);
-			v2 = heap_getattr(newtup, i + 1, desc, &n2);
-			if (n1 != n2 || (!n1 && !datum_image_eq(v1, v2, att->attbyval, att->attlen)))
-				changed = lappend(changed, pstrdup(NameStr(att->attname)));
-		}
-		if (changed != NIL)
-			event = "collection.property_updated";
-	}
-	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-	{
-		oldtup = td->tg_trigtuple;
-		event = "collection.row_removed";
-	}
-	else
+	if (!ClassifyChange(td, desc, &wc))
 		return PointerGetDatum(NULL);
 
-	/* the event's workspace: the row's column, else the session's */
-	if (st->ws_attno > 0)
-	{
-		HeapTuple	wstup = newtup ? newtup : oldtup;
-
-		d = heap_getattr(wstup, st->ws_attno, desc, &isnull);
-		workspace = isnull ? NULL : OidOutputFunctionCall(st->ws_outfunc, d);
-		if (workspace != NULL && workspace[0] == '\0')
-			workspace = NULL;
-		why = "The row's workspace column is NULL.";
-	}
-	else
-	{
-		workspace = PgAgentsSessionWorkspace();
-		why = "The table has no workspace column and the session sets no pg_agents.workspace.";
-	}
-
-	has_event = event != NULL && workspace != NULL &&
-		PgAgentsEventHasCandidates(workspace, event, st->resource_type, st->table);
-
-	/* mentions added by this write (not already in the old row) */
-	if (newtup != NULL && st->nmention > 0 && (!is_update || changed != NIL))
-	{
-		for (i = 0; i < st->nmention; i++)
-		{
-			List	   *now_ids = ColumnMentions(st, i, newtup, desc);
-			List	   *before;
-			ListCell   *lc;
-
-			if (now_ids == NIL)
-				continue;
-			before = ColumnMentions(st, i, oldtup, desc);
-			foreach(lc, now_ids)
-			{
-				MentionCount *m = (MentionCount *) lfirst(lc);
-				ListCell   *lc2;
-				bool		dup = false;
-
-				/* added = more tokens for this agent than the old row had */
-				if (m->count <= MentionCountOf(before, m->id))
-					continue;
-				foreach(lc2, mentioned)
-					if (*(int64 *) lfirst(lc2) == m->id)
-						dup = true;
-				if (!dup)
-				{
-					int64	   *v = palloc(sizeof(int64));
-
-					*v = m->id;
-					mentioned = lappend(mentioned, v);
-				}
-				{
-					char	   *col = NameStr(TupleDescAttr(desc, st->mention_attnos[i] - 1)->attname);
-					bool		have = false;
-
-					foreach(lc2, mention_cols)
-						if (strcmp((char *) lfirst(lc2), col) == 0)
-							have = true;
-					if (!have)
-						mention_cols = lappend(mention_cols, pstrdup(col));
-				}
-			}
-		}
-	}
+	workspace = ChangeWorkspace(st, desc, &wc, &why);
+	has_event = wc.event != NULL && workspace != NULL &&
+		PgAgentsEventHasCandidates(workspace, wc.event, st->resource_type, st->table);
+	AddedMentions(st, desc, &wc);
 
 	if (workspace == NULL)
 	{
 		/* wakes nobody, but is counted (and warned about) */
-		if (event != NULL)
-			PgAgentsCountUnknownWorkspace(event, st->resource_type, st->table, why);
-		if (mentioned != NIL)
+		if (wc.event != NULL)
+			PgAgentsCountUnknownWorkspace(wc.event, st->resource_type, st->table, why);
+		if (wc.mentioned != NIL)
 			PgAgentsCountUnknownWorkspace("agent.mentioned", st->resource_type, st->table, why);
 		return PointerGetDatum(NULL);
 	}
-	if (!has_event && mentioned == NIL)
+	if (!has_event && wc.mentioned == NIL)
 		return PointerGetDatum(NULL);
 
-	/* build the payload */
-	idtup = newtup ? newtup : oldtup;
-	d = heap_getattr(idtup, st->id_attno, desc, &isnull);
-	if (!isnull)
-		row_id = OidOutputFunctionCall(st->id_outfunc, d);
-	if (oldtup)
-		oldrow = RowToJsonb(st, oldtup, desc);
-	/* for a removed row, "row" is the row as it was */
-	row = newtup ? RowToJsonb(st, newtup, desc) : oldrow;
-	event_id = psprintf(UINT64_FORMAT ":%s:%s:" UINT64_FORMAT,
-						U64FromFullTransactionId(GetTopFullTransactionId()),
-						st->table, row_id ? row_id : "", ++watch_seq);
-
+	BuildPayloadParts(st, desc, &wc);
 	if (has_event)
-	{
-		JsonbParseState *ps = NULL;
-		JsonbValue *res;
-
-		PushBase(&ps, st, row_id, row, oldrow, changed, is_update);
-		res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-		(void) PgAgentsDispatch(workspace, event, st->resource_type, st->table,
-								JsonbValueToJsonb(res), NULL, event_id);
-	}
-	if (mentioned != NIL)
-	{
-		ListCell   *lc;
-
-		foreach(lc, mentioned)
-		{
-			int64		id = *(int64 *) lfirst(lc);
-			JsonbParseState *ps = NULL;
-			JsonbValue *res;
-			JsonbValue	v;
-
-			PushBase(&ps, st, row_id, row, oldrow, changed, is_update);
-			PushKey(&ps, "agent_id");
-			v.type = jbvNumeric;
-			v.val.numeric = int64_to_numeric(id);
-			pushJsonbValue(&ps, WJB_VALUE, &v);
-			PushKey(&ps, "columns");
-			PushStringArray(&ps, mention_cols);
-			res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-			(void) PgAgentsDispatch(workspace, "agent.mentioned", st->resource_type, st->table,
-									JsonbValueToJsonb(res), NULL,
-									psprintf("%s:mention:" INT64_FORMAT, event_id, id));
-		}
-	}
+		DispatchChange(st, workspace, &wc);
+	DispatchMentions(st, workspace, &wc);
 	return PointerGetDatum(NULL);
 }

@@ -28,6 +28,7 @@
 #include "postgres.h"
 
 #include "jansson_prelude.h"
+#include "spi_util.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -279,7 +280,7 @@ WorkerColumnsByName(TupleDesc td, const char *const *names, int *att, int n)
 /*
  * The tick's statements: agent.tick() (schedules, expiries, leases;
  * unless pg_agents.worker_tick is off), the cleanup of saved states, the
- * pause state of agent.worker_control, the tool catalog.
+ * pause state of agent.worker_control.
  */
 static void
 TickBody(void *arg)
@@ -294,7 +295,6 @@ TickBody(void *arg)
 	if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
 					false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read agent.worker_control");
-	ToolsRefreshCatalog();
 }
 
 /* the tick in its own unit; its time published for agent.worker_status */
@@ -432,7 +432,7 @@ WorkerSessionSetup(void)
 	 * Nor does a database's or a role's identity setting (an audit row of
 	 * the worker's bookkeeping attributed to someone else): the worker's own
 	 * statements set none, and each tool call sets the run's identity for
-	 * its transaction (ToolsSetIdentity).
+	 * its transaction (ToolGateSetIdentity).
 	 */
 	{
 		static const char *const identity[] = {

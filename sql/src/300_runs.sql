@@ -319,6 +319,168 @@ $$;
 COMMENT ON FUNCTION agent.start_run(bigint, text, jsonb, text, text) IS
   'Queues a run of an agent: manual runs (chat, api, draft) require the chat level of requested_by; autonomous runs (api, schedule, event, mention) are refused for a suspended agent. Returns the run id.';
 
+-- Queue marks (docs/runs.md, "The queue and long transactions").  Runs are
+-- queued in id order, so the index entries of claimed runs pile up at the
+-- low end of each workspace's queue of one priority; while a snapshot held
+-- open elsewhere keeps them, a claim that reads the queue from its head
+-- walks them all.  agent.run_queue_marks keeps, per workspace and
+-- priority, an id below which that queue has no queued run: a claim starts
+-- its scan there (one B-tree descent), past the dead prefix.
+--
+-- Raising a mark must never pass a run that is or may become queued:
+--   - a run queued again below its mark or candidate (lease recovery,
+--     resume, requeue, retry, an UPDATE by hand) is noted in
+--     agent.run_queue_returns in the same transaction (trigger
+--     runs_queue_mark, agent._queue_mark_lower): a claim reads its queue
+--     from the lowest of the mark and the runs noted there, and a step
+--     folds them into the mark (an INSERT: the trigger never waits for a
+--     claimer);
+--   - a mark is raised in two steps (agent._queue_advance): first a
+--     candidate is taken (the first queued run in view, or the next run id
+--     when none is), with the transactions that hold agent.runs or its id
+--     sequence open for writing at that moment (pg_locks: a transaction
+--     that took a run id, or claimed runs that may come back if it rolls
+--     back, holds RowExclusiveLock on one of them until it ends); the mark
+--     becomes the candidate (or the first queued run then in view, if
+--     lower) only once all of those have ended, so that what they queued
+--     is in view by then.
+-- A claim takes a step when it has walked about 256 ids past the mark or
+-- its candidate, so the marks are written once per 256 runs or so (each
+-- write a row version that a held snapshot keeps too).
+CREATE TABLE agent.run_queue_marks (
+    workspace_id text NOT NULL,
+    priority     smallint NOT NULL,
+    low_id       bigint NOT NULL,
+    next_id      bigint,
+    next_wait    text[],
+    PRIMARY KEY (workspace_id, priority)
+);
+COMMENT ON TABLE agent.run_queue_marks IS
+  'Internal (agent.claim_runs): per workspace and priority, an id below which no run of that queue is queued, so that a claim starts its scan past the entries of claimed runs that a held snapshot keeps. Raised in two steps by agent._queue_advance, lowered by the trigger runs_queue_mark when a run is queued again.';
+COMMENT ON COLUMN agent.run_queue_marks.workspace_id IS 'Workspace of the queue.';
+COMMENT ON COLUMN agent.run_queue_marks.priority IS 'Priority of the queue.';
+COMMENT ON COLUMN agent.run_queue_marks.low_id IS 'No run of this workspace and priority with a smaller id is queued.';
+COMMENT ON COLUMN agent.run_queue_marks.next_id IS 'Candidate for low_id, taken when the transactions of next_wait were open.';
+COMMENT ON COLUMN agent.run_queue_marks.next_wait IS 'Virtual transaction ids (pg_locks.virtualtransaction) that held agent.runs or its id sequence for writing when next_id was taken; next_id becomes low_id once they have all ended.';
+
+CREATE TABLE agent.run_queue_returns (
+    workspace_id text NOT NULL,
+    priority     smallint NOT NULL,
+    run_id       bigint NOT NULL
+);
+CREATE INDEX run_queue_returns_idx ON agent.run_queue_returns (workspace_id, priority, run_id);
+COMMENT ON TABLE agent.run_queue_returns IS
+  'Internal (agent.claim_runs): runs queued again below the mark (or candidate) of their queue in agent.run_queue_marks; a claim reads the queue from the lowest of the mark and these, and agent._queue_advance folds them into the mark.';
+COMMENT ON COLUMN agent.run_queue_returns.workspace_id IS 'Workspace of the queue.';
+COMMENT ON COLUMN agent.run_queue_returns.priority IS 'Priority of the queue.';
+COMMENT ON COLUMN agent.run_queue_returns.run_id IS 'The run queued again.';
+
+-- A run queued again below its queue's mark or candidate: noted for the
+-- claims (an INSERT, which waits for no one).  A step that takes a new
+-- candidate while this transaction is open waits for it (it holds
+-- agent.runs for writing); one already taken at or below this run's id, or
+-- a mark raised to at most that candidate, never passes the run.
+CREATE FUNCTION agent._queue_mark_lower() RETURNS trigger
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM agent.run_queue_marks m
+              WHERE m.workspace_id = NEW.workspace_id AND m.priority = NEW.priority
+                AND (m.low_id > NEW.id OR m.next_id > NEW.id)) THEN
+    INSERT INTO agent.run_queue_returns (workspace_id, priority, run_id) VALUES (NEW.workspace_id, NEW.priority, NEW.id);
+  END IF;
+  RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._queue_mark_lower() FROM PUBLIC;
+COMMENT ON FUNCTION agent._queue_mark_lower() IS
+  'Internal (trigger runs_queue_mark on agent.runs): a run that becomes queued again (or changes queue) below the mark or candidate of its workspace and priority is noted in agent.run_queue_returns, where the claims find it.';
+CREATE TRIGGER runs_queue_mark AFTER UPDATE OF status, priority, workspace_id ON agent.runs
+  FOR EACH ROW WHEN (NEW.status = 'queued' AND (OLD.status <> 'queued' OR OLD.priority <> NEW.priority
+                                                OR OLD.workspace_id <> NEW.workspace_id))
+  EXECUTE FUNCTION agent._queue_mark_lower();
+
+-- One step of the marks of a workspace (see above); p_prios: priorities of
+-- runs just claimed, whose marks are made if missing.  A mark locked by
+-- another transaction is left alone.
+CREATE FUNCTION agent._queue_advance(p_ws text, p_prios smallint[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET enable_bitmapscan = off
+SET jit = off
+AS $$
+DECLARE
+  m      record;
+  v_seq  regclass := pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass;
+  v_low  bigint;
+  v_next bigint;
+  v_last bigint;
+  v_wait text[];
+  v_ret  bigint;
+  v_seen tid[];
+BEGIN
+  -- (only those not in view: an INSERT that meets a mark another step is
+  -- updating would wait for that step's transaction)
+  INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
+  SELECT p_ws, p, '-9223372036854775808'::bigint FROM pg_catalog.unnest(p_prios) p
+   WHERE NOT EXISTS (SELECT 1 FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws AND k.priority = p)
+  ON CONFLICT DO NOTHING;
+  FOR m IN SELECT * FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws
+            ORDER BY k.priority FOR UPDATE SKIP LOCKED
+  LOOP
+    v_low := m.low_id;
+    IF m.next_id IS NOT NULL THEN
+      -- the candidate stands once the writers open when it was taken ended
+      CONTINUE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.virtualtransaction = ANY (m.next_wait));
+      -- the runs noted as queued again, read before the queue below
+      v_seen := ARRAY(SELECT r.ctid FROM agent.run_queue_returns r
+                       WHERE r.workspace_id = p_ws AND r.priority = m.priority);
+      v_ret := least(m.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                 WHERE r.ctid = ANY (v_seen)));
+      v_low := m.next_id;
+      SELECT q.id INTO v_next FROM agent.runs q
+       WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= v_ret
+       ORDER BY q.workspace_id, q.priority DESC, q.id LIMIT 1;
+      IF v_next < v_low THEN
+        v_low := v_next;
+      END IF;
+      -- those read above are in the new mark (queued: at or above it; or
+      -- claimed since), as are any noted since at or above it; the others
+      -- noted since stay for the claims
+      DELETE FROM agent.run_queue_returns r
+       WHERE r.workspace_id = p_ws AND r.priority = m.priority AND (r.ctid = ANY (v_seen) OR r.run_id >= v_low);
+    END IF;
+    -- a new candidate: the first queued run in view, or the next id
+    SELECT q.id INTO v_next FROM agent.runs q
+     WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= v_low
+     ORDER BY q.workspace_id, q.priority DESC, q.id LIMIT 1;
+    v_last := pg_catalog.pg_sequence_last_value(v_seq);
+    v_next := least(coalesce(v_next, v_last + 1), v_last + 1);
+    v_wait := NULL;
+    IF v_next > v_low THEN
+      -- after the reads above: whoever took a run id up to v_last, or
+      -- claimed runs, and has not ended yet, holds one of these locks
+      v_wait := ARRAY(SELECT DISTINCT l.virtualtransaction FROM pg_catalog.pg_locks l
+                       WHERE l.locktype = 'relation' AND l.relation IN ('agent.runs'::regclass, v_seq)
+                         AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                            WHERE d.datname = pg_catalog.current_database())
+                         AND l.mode IN ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock',
+                                        'AccessExclusiveLock'));
+    ELSE
+      v_next := NULL;
+    END IF;
+    IF (v_low, v_next) IS DISTINCT FROM (m.low_id, m.next_id) THEN
+      UPDATE agent.run_queue_marks k SET low_id = v_low, next_id = v_next, next_wait = v_wait
+       WHERE k.workspace_id = m.workspace_id AND k.priority = m.priority;
+    END IF;
+  END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION agent._queue_advance(text, smallint[]) FROM PUBLIC;
+COMMENT ON FUNCTION agent._queue_advance(text, smallint[]) IS
+  'Internal (agent.claim_runs): one step of the queue marks of a workspace: a candidate whose writers have all ended becomes the mark (or the first queued run in view, if lower); then a new candidate (the first queued run in view, or the next run id) is taken with the virtual transactions holding agent.runs or its id sequence for writing. Makes the marks of p_prios if missing; skips marks locked by others.';
+
 -- Fair claiming (docs/runs.md, "Fair claiming").  Each workspace has its
 -- own queue, interactive runs first (priority), then oldest (id); a claim
 -- serves the workspaces in turn:
@@ -383,6 +545,16 @@ DECLARE
   v_want  integer;
   v_one   text;
   v_room  integer;
+  -- the queue marks of a one-workspace claim: priorities, marks and
+  -- candidates (highest priority first), and the scan's segments
+  v_mp    smallint[];
+  v_ml    bigint[];
+  v_mn    bigint[];
+  v_mk    bigint[];
+  v_plo   integer[] := '{}';
+  v_phi   integer[] := '{}';
+  v_low   bigint[] := '{}';
+  v_top   integer := 32767;
 BEGIN
   IF n IS NULL OR n < 1 THEN
     RAISE EXCEPTION 'number of runs to claim must be positive'
@@ -431,16 +603,43 @@ BEGIN
         RETURN;
       END IF;
     END IF;
+    -- The queue in segments, highest priority first: each priority with a
+    -- mark from its mark on (past the entries of its claimed runs), the
+    -- priorities between them from their start.
+    -- (a mark's scan starts at the lowest of the mark and its runs queued again)
+    SELECT pg_catalog.array_agg(m.priority ORDER BY m.priority DESC), pg_catalog.array_agg(m.low ORDER BY m.priority DESC),
+           pg_catalog.array_agg(m.next ORDER BY m.priority DESC), pg_catalog.array_agg(m.low_id ORDER BY m.priority DESC)
+      INTO v_mp, v_ml, v_mn, v_mk
+      FROM (SELECT k.priority, k.low_id, coalesce(k.next_id, k.low_id) AS next,
+                   least(k.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                     WHERE r.workspace_id = k.workspace_id AND r.priority = k.priority)) AS low
+              FROM agent.run_queue_marks k WHERE k.workspace_id = v_one) m;
+    FOR i IN 1 .. coalesce(pg_catalog.cardinality(v_mp), 0) LOOP
+      IF v_mp[i] < v_top THEN
+        v_plo := v_plo || (v_mp[i] + 1); v_phi := v_phi || v_top; v_low := v_low || '-9223372036854775808'::bigint;
+      END IF;
+      v_plo := v_plo || v_mp[i]::integer; v_phi := v_phi || v_mp[i]::integer; v_low := v_low || v_ml[i];
+      v_top := v_mp[i] - 1;
+    END LOOP;
+    IF v_top >= -32768 THEN
+      v_plo := v_plo || -32768; v_phi := v_phi || v_top; v_low := v_low || '-9223372036854775808'::bigint;
+    END IF;
     WITH c AS (
-        SELECT q.id FROM agent.runs q
-         WHERE q.status = 'queued' AND q.workspace_id = v_one
-           AND (SELECT a.deleted_at FROM agent.agents a WHERE a.id = q.agent_id) IS NULL
-         -- workspace_id first (constant here): the order of runs_queue_ws_idx,
-         -- so that the plan never reads runs_queue_idx through the other
-         -- workspaces' runs
-         ORDER BY q.workspace_id, q.priority DESC, q.id
+        -- the segments in order (a nested loop: each segment's runs until
+        -- enough are locked, no further)
+        SELECT l.id FROM ROWS FROM (pg_catalog.unnest(v_plo), pg_catalog.unnest(v_phi), pg_catalog.unnest(v_low)) WITH ORDINALITY s(plo, phi, low, ord)
+         CROSS JOIN LATERAL (
+               SELECT q.id FROM agent.runs q
+                WHERE q.status = 'queued' AND q.workspace_id = v_one
+                  AND q.priority BETWEEN s.plo AND s.phi AND q.id >= s.low
+                  AND (SELECT a.deleted_at FROM agent.agents a WHERE a.id = q.agent_id) IS NULL
+                -- workspace_id first (constant here): the order of runs_queue_ws_idx,
+                -- so that the plan never reads runs_queue_idx through the other
+                -- workspaces' runs
+                ORDER BY q.workspace_id, q.priority DESC, q.id
+                LIMIT least(n, v_room)
+                FOR UPDATE OF q SKIP LOCKED) l
          LIMIT least(n, v_room)
-         FOR UPDATE OF q SKIP LOCKED
       ), u AS (
         UPDATE agent.runs x
            SET status = 'running', attempts = x.attempts + 1,
@@ -451,6 +650,19 @@ BEGIN
       )
     SELECT pg_catalog.array_agg(u.run ORDER BY (u.run).priority DESC, (u.run).id) INTO v_pass FROM u;
     v_rows := coalesce(v_pass, '{}');
+    -- a step of the marks when this claim went 256 ids past a mark (or its
+    -- candidate), or came back short with 256 ids taken since the lowest,
+    -- or read a queue from below its mark (runs noted as queued again: the
+    -- step folds them in once it can)
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_rows) r
+                 LEFT JOIN ROWS FROM (pg_catalog.unnest(v_mp), pg_catalog.unnest(v_mn)) m(p, low) ON m.p = r.priority
+                WHERE m.p IS NULL OR r.id - m.low >= 256)
+       OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_ml), pg_catalog.unnest(v_mk)) x(l, k) WHERE x.l < x.k)
+       OR (pg_catalog.cardinality(v_rows) < least(n, v_room) AND v_mp IS NOT NULL
+           AND pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass)
+               - (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x) >= 256) THEN
+      PERFORM agent._queue_advance(v_one, ARRAY(SELECT DISTINCT r.priority FROM pg_catalog.unnest(v_rows) r));
+    END IF;
   END IF;
 
   -- Several workspaces (and a session bound to none): passes as described
@@ -535,7 +747,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.claim_runs(int) IS
-  'Claims up to n queued runs of agents not deleted, serving workspaces in turn: interactive runs first, then the run whose workspace has the fewest runs running counting those ahead of it in its queue, then the oldest; at most n - W + 1 runs of one workspace when W workspaces have queued runs; workspaces with pg_agents.max_runs_per_workspace runs running are skipped (0: no cap); a session bound to a workspace (pg_agents.workspace) claims only its runs. FOR UPDATE SKIP LOCKED, never the same run twice: running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease. Returns the runs in claim order.';
+  'Claims up to n queued runs of agents not deleted, serving workspaces in turn: interactive runs first, then the run whose workspace has the fewest runs running counting those ahead of it in its queue, then the oldest; at most n - W + 1 runs of one workspace when W workspaces have queued runs; workspaces with pg_agents.max_runs_per_workspace runs running are skipped (0: no cap); a session bound to a workspace (pg_agents.workspace) claims only its runs. A one-workspace claim reads each priority''s queue from its mark (agent.run_queue_marks), past the claimed runs a held snapshot keeps. FOR UPDATE SKIP LOCKED, never the same run twice: running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease. Returns the runs in claim order.';
 
 CREATE FUNCTION agent.renew_lease(run_id bigint) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

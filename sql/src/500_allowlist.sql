@@ -402,7 +402,7 @@ CREATE FUNCTION agent._access_changed() RETURNS trigger
 LANGUAGE C
 AS 'MODULE_PATHNAME', 'pg_agents_access_changed';
 COMMENT ON FUNCTION agent._access_changed() IS
-  'Internal statement trigger on the tables agent.can_access reads: marks the transaction as changing access data, which invalidates the readable sets kept by backends when it commits.';
+  'Internal statement and row trigger on the tables agent.can_access reads: marks the transaction as changing access data, and (as a row trigger) what it changes, so that when it commits the readable sets kept by backends are kept, patched or computed afresh.';
 CREATE TRIGGER access_changed AFTER INSERT OR DELETE OR TRUNCATE
                              OR UPDATE OF workspace_id, owner_id, status, deleted_at ON agent.agents
   FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed();
@@ -419,6 +419,24 @@ ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed;
 ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed;
 ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed;
 ALTER TABLE agent.access_config ENABLE ALWAYS TRIGGER access_changed;
+-- Row triggers describe what changed (the agent, the grant, the resource's
+-- ACL, the user's groups),
+-- so that kept sets a commit does not concern stay good and those it concerns
+-- are patched; the statement triggers above then add nothing for these
+-- tables (they do for TRUNCATE, and if a row trigger is missing or disabled).
+CREATE TRIGGER access_changed_row AFTER INSERT OR DELETE
+                                 OR UPDATE OF workspace_id, owner_id, status, deleted_at ON agent.agents
+  FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.access
+  FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.resource_acl
+  FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
+CREATE TRIGGER access_changed_row AFTER INSERT OR UPDATE OR DELETE ON agent.group_members
+  FOR EACH ROW EXECUTE FUNCTION agent._access_changed();
+ALTER TABLE agent.agents ENABLE ALWAYS TRIGGER access_changed_row;
+ALTER TABLE agent.access ENABLE ALWAYS TRIGGER access_changed_row;
+ALTER TABLE agent.resource_acl ENABLE ALWAYS TRIGGER access_changed_row;
+ALTER TABLE agent.group_members ENABLE ALWAYS TRIGGER access_changed_row;
 
 CREATE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
 RETURNS SETOF text

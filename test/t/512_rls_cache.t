@@ -85,6 +85,26 @@ SELECT (computed - :c0) || ' computed, ' || CASE WHEN reused > :r0 THEN 'reused'
 \! $other "UPDATE agent.access SET access = access WHERE agent_id = 7 AND resource_id = '5'"
 EXECUTE visible;
 SELECT (computed - :c0) || ' computed, ' || CASE WHEN reused > :r0 THEN 'reused' ELSE 'not reused' END FROM agent.readable_set_stats();
+SELECT computed AS c1, reused AS r1 FROM agent.readable_set_stats() \gset
+\! $other "INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (8, 'ws1', 'u1', 'other agent'); INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (8, 'page', '1', 'read'), (8, 'page', '17', 'read'); INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'g1', 'u3')"
+EXECUTE visible;
+SELECT (computed - :c1) || ' computed, ' || CASE WHEN reused > :r1 THEN 'reused' ELSE 'not reused' END FROM agent.readable_set_stats();
+\! $other "DELETE FROM agent.access WHERE agent_id = 7 AND resource_id = '5'; INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'page', '17', 'read'), (7, 'page', 'p1', 'read')"
+EXECUTE visible;
+\! $other "UPDATE agent.resource_acl SET access = 'read' WHERE resource_id = '6' AND principal = 'user:u1'; DELETE FROM agent.resource_acl WHERE resource_id = '7' AND principal = 'user:u1'; INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES ('page', '41', 'user:u1', 'read')"
+EXECUTE visible;
+\! $other "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES (7, 'page', '41', 'read')"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET owner_id = 'u2' WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET owner_id = 'u1' WHERE id = 7"
+EXECUTE visible;
+\! $other "DELETE FROM agent.group_members WHERE group_id = 'g1' AND user_id = 'u1'"
+EXECUTE visible;
+\! $other "INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws2', 'g1', 'u1')"
+EXECUTE visible;
+\! $other "UPDATE agent.group_members SET workspace_id = NULL WHERE group_id = 'g1' AND user_id = 'u1'"
+EXECUTE visible;
 SQL
 sed -i '/^\\echo t1/d' "$work/agent.sql"
 mapfile -t out < <(psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 -f "$work/agent.sql" 2>"$work/err")
@@ -112,7 +132,17 @@ expect=(
   "5,6,7,8,9,10,11,12,13,14,15,16,30,40|a commit elsewhere that changes no access data: the same"
   "0 computed, reused|... and the kept set served both statements (one use or two each: the id probe, the membership filter)"
   "5,6,7,8,9,10,11,12,13,14,15,16,30,40|an update of agent.access elsewhere (even one that changes nothing)"
-  "1 computed, reused|... makes the next statement compute the set afresh"
+  "1 computed, reused|... makes the next statement bring the set up to date (patched: one grant changed)"
+  "5,6,7,8,9,10,11,12,13,14,15,16,30,40|another agent created and granted elsewhere, another user joins the owner's group"
+  "0 computed, reused|... leaves this agent's kept set as it was"
+  "6,7,8,9,10,11,12,13,14,15,16,17,30,40|one grant revoked and one added (and a stray id) in one commit: the patched set shows both"
+  "6,8,9,10,11,12,13,14,15,16,17,30,40|the owner's ACL changed on three pages: the patched set follows (7 hidden; 41 is not granted)"
+  "6,8,9,10,11,12,13,14,15,16,17,30,40,41|then granted: shows"
+  "40|the agent's owner changed: computed afresh (u2 may read only what is shared with the workspace)"
+  "6,8,9,10,11,12,13,14,15,16,17,30,40,41|and back"
+  "6,8,9,10,30,40,41|the owner leaves the group: its pages hidden (patched from the group's ACL rows)"
+  "6,8,9,10,30,40,41|joins it in another workspace: still hidden"
+  "6,8,9,10,11,12,13,14,15,16,17,30,40,41|the membership moved to no workspace (every workspace): shown"
 )
 plan ${#expect[@]}
 for i in "${!expect[@]}"; do

@@ -1,0 +1,134 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi_util.c
+ *		SPI utilities shared by the in-database code and the worker: the
+ *		one helper that prepares a statement once per backend and keeps its
+ *		plan (SPI_keepplan; the plan cache re-plans it when the objects it
+ *		uses change), and catalog look-ups by name that answer InvalidOid
+ *		instead of raising.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "spi_util.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+/*
+ * The plan of sql, prepared on first use and kept in *cache for the life
+ * of the backend.  Errors when the statement cannot be prepared or kept.
+ */
+SPIPlanPtr
+SpiUtilKeptPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types)
+{
+	if (*cache == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+		if (plan == NULL)
+			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_agents: could not keep the plan of \"%s\"", sql);
+		*cache = plan;
+	}
+	return *cache;
+}
+
+/*
+ * Executes sql through its kept plan (SpiUtilKeptPlan); returns
+ * SPI_execute_plan's result code.
+ */
+int
+SpiUtilExecPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types,
+				Datum *vals, const char *nulls, bool read_only, long count)
+{
+	return SPI_execute_plan(SpiUtilKeptPlan(cache, sql, nargs, types),
+							vals, nulls, read_only, count);
+}
+
+/*
+ * Executes a prepared plan and errors unless SPI answers expected; what
+ * names the statement in the message.
+ */
+void
+SpiUtilExecExpect(SPIPlanPtr plan, Datum *vals, const char *nulls, bool read_only,
+				  int expected, const char *what)
+{
+	int			rc = SPI_execute_plan(plan, vals, nulls, read_only, 0);
+
+	if (rc != expected)
+		elog(ERROR, "pg_agents: %s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/* calls a to_reg* function: InvalidOid when the object is missing */
+static Oid
+ToReg(PGFunction fn, const char *name)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		d;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(name);
+	fcinfo->args[0].isnull = false;
+	d = fn(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+/* the function of a signature such as "agent.redact(jsonb)", or InvalidOid */
+Oid
+SpiUtilLookupProcedure(const char *signature)
+{
+	return ToReg(to_regprocedure, signature);
+}
+
+/* whether a function of that signature exists */
+bool
+SpiUtilFunctionExists(const char *signature)
+{
+	return OidIsValid(ToReg(to_regprocedure, signature));
+}
+
+/*
+ * Runs body(arg) in an internal subtransaction, committed when it returns
+ * (or rolled back anyway when !keep).  Returns NULL when it succeeded; when
+ * it raised, rolls the subtransaction back and returns the error, copied
+ * into the caller's memory context, for the caller to report or re-throw.
+ */
+ErrorData *
+SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		body(arg);
+		if (keep)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return edata;
+}

@@ -1,0 +1,791 @@
+/*-------------------------------------------------------------------------
+ *
+ * tools_builtin.c
+ *		The built-in tool family of the worker: read_resource,
+ *		search_resources, write_resource and delegate_to_agent (whose
+ *		definition context.c offers, with the agents it may reach).
+ *
+ * Every tool runs inside the executor's transaction, with the run's
+ * identity GUCs set (ToolGateSetIdentity).  The gate (tool_gate.c: access,
+ * approval, steps) runs as the worker; the data SQL itself runs in a
+ * subtransaction as the NOLOGIN role agents_tool (ToolGateRunAsTool), so
+ * that row-level security and audit triggers see the agent.  A failing
+ * tool rolls back its subtransaction only and becomes an error result for
+ * the model.
+ *
+ * Application tables are found through the resource registry filled by
+ * agent.register_resource_table (RESOURCE_REGISTRY below).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "tool_family.h"
+#include "tool_gate.h"
+#include "spi_util.h"
+#include "context.h"
+#include "embed.h"
+#include "guc.h"
+#include "llm.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+
+#define RESOURCE_REGISTRY	"agent.resource_tables"
+#define SEARCH_DEFAULT_LIMIT 5
+#define SEARCH_MAX_LIMIT	50
+#define SNIPPET_CHARS		200
+
+/* one registered table of a resource type (agent.resource_tables) */
+typedef struct ResourceTable
+{
+	char	   *resource_type;
+	char	   *tbl;			/* already quoted, schema-qualified */
+	char	   *id_col;			/* quoted */
+	char	   *title_col;		/* quoted */
+	char	   *body_col;		/* quoted */
+	char	   *tsv_col;		/* quoted, or NULL */
+	char	   *config;			/* search configuration, as a literal */
+	char	   *emb_col;		/* quoted embedding column, or NULL */
+	char	   *vec_ns;			/* quoted schema of pgvector, or NULL without it */
+} ResourceTable;
+
+/* json_t from a jsonb/text column of the current SPI row (new ref, or NULL) */
+static json_t *
+SpiJson(int row, int col)
+{
+	bool		isnull;
+	char	   *s;
+
+	SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+	if (isnull)
+		return NULL;
+	s = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+	return json_loads(s, JSON_DECODE_ANY, NULL);
+}
+
+/* column col of row row of the last SPI result, as text (NULL for NULL) */
+static char *
+SpiText(int row, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+/* a string argument of a call, or NULL when absent or not a string */
+static pg_noinline const char *
+InputString(json_t *input, const char *key)
+{
+	json_t	   *v = json_object_get(input, key);
+
+	if (json_is_string(v))
+		return json_string_value(v);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Tool definitions offered to the model
+ * ---------------------------------------------------------------------
+ */
+
+/* read_resource, search_resources and write_resource, as the model sees them */
+static json_t *
+BuildDefinitions(void)
+{
+	json_t	   *t = json_array();
+
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}}",
+		"name", "read_resource",
+		"description", "Read one resource (its title and body) by type and id.",
+		"parameters", "type", "object", "properties",
+		"resource_type", "type", "string", "description", "Resource type, e.g. page.",
+		"resource_id", "type", "string", "description", "Resource id.",
+		"required", "resource_type", "resource_id"));
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s]}}",
+		"name", "search_resources",
+		"description", "Search the resources you may read (full text, or by meaning where embeddings are set up); returns ids, titles and snippets, best first.",
+		"parameters", "type", "object", "properties",
+		"query", "type", "string", "description", "Words to look for.",
+		"resource_type", "type", "string", "description", "Optional: only this resource type.",
+		"limit", "type", "integer", "description", "Maximum results (default 5, at most 50).",
+		"required", "query"));
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s,s,s]}}",
+		"name", "write_resource",
+		"description", "Replace the body (and optionally the title) of one resource.",
+		"parameters", "type", "object", "properties",
+		"resource_type", "type", "string", "description", "Resource type, e.g. page.",
+		"resource_id", "type", "string", "description", "Resource id.",
+		"body", "type", "string", "description", "New body.",
+		"title", "type", "string", "description", "Optional new title.",
+		"required", "resource_type", "resource_id", "body"));
+	return t;
+}
+
+/*
+ * The definitions never change: built once per worker, then appended to
+ * each claimed run's own list (sharing the read-only definitions).
+ */
+static void
+BuiltinAddDefinitions(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
+{
+	static json_t *built = NULL;
+	size_t		i;
+	json_t	   *v;
+
+	if (built == NULL)
+		built = BuildDefinitions();
+	json_array_foreach(built, i, v)
+		json_array_append(tools, v);
+}
+
+/*
+ * the registered tables of a resource type (every type for NULL), from
+ * agent.resource_tables; false when the registry cannot be read
+ */
+static bool
+LookupResourceTables(const char *rtype, List **out)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	char		nulls[1] = " ";
+	int			rc;
+
+	*out = NIL;
+	vals[0] = rtype ? CStringGetTextDatum(rtype) : (Datum) 0;
+	nulls[0] = rtype ? ' ' : 'n';
+	/*
+	 * The table by its schema and name as registered (never through the
+	 * search path), the column names quoted; every function qualified.
+	 */
+	rc = SPI_execute_with_args("SELECT r.resource_type::pg_catalog.text, "
+							   "pg_catalog.format('%I.%I', n.nspname, c.relname), "
+							   "pg_catalog.quote_ident(r.id_column::pg_catalog.text), "
+							   "pg_catalog.quote_ident(r.title_column::pg_catalog.text), "
+							   "pg_catalog.quote_ident(r.body_column::pg_catalog.text), "
+							   "pg_catalog.quote_ident(r.tsv_column::pg_catalog.text), "
+							   "pg_catalog.quote_literal(r.search_config::pg_catalog.text), "
+							   "pg_catalog.quote_ident(r.embedding_column::pg_catalog.text), "
+							   "(SELECT pg_catalog.quote_ident(vn.nspname::pg_catalog.text) FROM pg_catalog.pg_extension x "
+							   " JOIN pg_catalog.pg_namespace vn ON vn.oid OPERATOR(pg_catalog.=) x.extnamespace "
+							   " WHERE x.extname OPERATOR(pg_catalog.=) 'vector') "
+							   "FROM " RESOURCE_REGISTRY " r "
+							   "JOIN pg_catalog.pg_class c ON c.oid = r.tbl::pg_catalog.oid "
+							   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+							   "WHERE $1 IS NULL OR r.resource_type = $1 "
+							   "ORDER BY 1, 2", 1, types, vals, nulls, true, 0);
+	if (rc != SPI_OK_SELECT)
+		return false;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		ResourceTable *t = palloc(sizeof(ResourceTable));
+
+		t->resource_type = SpiText(i, 1);
+		t->tbl = SpiText(i, 2);
+		t->id_col = SpiText(i, 3);
+		t->title_col = SpiText(i, 4);
+		t->body_col = SpiText(i, 5);
+		t->tsv_col = SpiText(i, 6);
+		t->config = SpiText(i, 7);
+		t->emb_col = SpiText(i, 8);
+		t->vec_ns = SpiText(i, 9);
+		*out = lappend(*out, t);
+	}
+	return true;
+}
+
+/*
+ * read_resource's result from its SELECT (NULL when no row); arg is {type,
+ * id}
+ */
+static json_t *
+ReadRow(void *arg)
+{
+	const char **id = (const char **) arg;
+
+	if (SPI_processed == 0)
+		return NULL;
+	return json_pack("{s:s,s:s,s:s?,s:s?}", "resource_type", id[0], "resource_id", id[1],
+					 "title", SpiText(0, 1), "body", SpiText(0, 2));
+}
+
+/* search_resources' result: {"results": [...]} from its SELECT */
+static json_t *
+SearchRows(void *arg)
+{
+	json_t	   *list = json_array();
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+		json_array_append_new(list, json_pack("{s:s?,s:s?,s:s?,s:s?}",
+											  "resource_type", SpiText(i, 1),
+											  "resource_id", SpiText(i, 2),
+											  "title", SpiText(i, 3),
+											  "snippet", SpiText(i, 4)));
+	return json_pack("{s:o}", "results", list);
+}
+
+/* write_resource's result: how many rows its UPDATE changed */
+static json_t *
+WriteRows(void *arg)
+{
+	return json_pack("{s:I}", "updated", (json_int_t) SPI_processed);
+}
+
+/* ---------------------------------------------------------------------
+ * The tools
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * What read_resource and write_resource check before their SQL: access in
+ * mode, the approval gate, and the registered tables of the type.  true: go
+ * ahead with *tables; false: the call ends with *outcome (and *result).
+ */
+static bool
+ResourceGate(const ToolRun *tr, const char *tool, const char *mode, bool is_write,
+			 const char *rtype, const char *rid, json_t *input, json_t **result,
+			 TimestampTz started, List **tables, ToolOutcome *outcome)
+{
+	char	   *reason;
+
+	*outcome = TOOL_DONE;
+	if (!ToolGateAllowed(tr, rtype, rid, mode, &reason))
+	{
+		*result = ToolGateDeny(tr, tool, input, rtype, rid, reason, started);
+		return false;
+	}
+	if (ToolGateHolds(tr, tool, is_write, input, result, started, outcome))
+		return false;
+	if (!LookupResourceTables(rtype, tables) || *tables == NIL)
+	{
+		*outcome = ToolGateFail(tr, tool, input, result, started,
+								"no table is registered for resource type \"%s\"", rtype);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * read_resource: access, approval, then the row as the tool role, in the
+ * first registered table that has it
+ */
+static ToolOutcome
+ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	ToolOutcome gate;
+	const char *rtype = InputString(input, "resource_type");
+	const char *rid = InputString(input, "resource_id");
+	ResourceTable *t;
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	const char *ids[2];
+	bool		failed;
+	json_t	   *r;
+	List	   *tables;
+	ListCell   *lc;
+
+	if (rtype == NULL || rid == NULL)
+		return ToolGateFail(tr, "read_resource", input, result, started,
+								"read_resource needs string arguments resource_type and resource_id");
+	if (!ResourceGate(tr, "read_resource", "read", false, rtype, rid, input, result, started,
+					  &tables, &gate))
+		return gate;
+	vals[0] = CStringGetTextDatum(rid);
+	ids[0] = rtype;
+	ids[1] = rid;
+	r = NULL;
+	failed = false;
+	/* a resource type may be spread over several registered tables */
+	foreach(lc, tables)
+	{
+		t = (ResourceTable *) lfirst(lc);
+		r = ToolGateRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
+							   "WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
+							   t->title_col, t->body_col, t->tbl, t->id_col),
+					  1, types, vals, NULL, SPI_OK_SELECT, ReadRow, ids, &failed);
+		if (r != NULL)
+			break;
+	}
+	if (r == NULL)
+	{
+		r = ToolGateError("resource %s %s not found", rtype, rid);
+		failed = true;
+	}
+	*result = r;
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "read", "read_resource", input,
+					failed ? r : json_pack("{s:s,s:s}", "resource_type", rtype, "resource_id", rid),
+					failed ? "error" : "ok", 0, started);
+	return TOOL_DONE;
+}
+
+/* lets pgvector's index scans go on past filtered rows (0.8 and later) */
+static void
+SetIterativeScans(void *arg)
+{
+	const char *ns = (const char *) arg;
+
+	/* loads pgvector's library, so that its settings are defined */
+	if (SPI_execute(psprintf("SELECT '[0]'::%s.vector", ns), true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not load pgvector");
+	if (SPI_execute("SELECT pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true), "
+					"pg_catalog.set_config('hnsw.ef_search', '200', true), "
+					"pg_catalog.set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+					false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not set pgvector's iterative scans");
+}
+
+/*
+ * The query's embedding for semantic search, or NULL: when no table of the
+ * search has an embedding column (or pgvector is gone), when no embedding
+ * model is set, or when embedding failed (*error then says why).
+ */
+static char *
+SearchEmbedding(const ToolRun *tr, List *tables, const char *query, char **error)
+{
+	const char *model = json_string_value(json_object_get(tr->scope, "embedding_model"));
+	const char *url = json_string_value(json_object_get(tr->scope, "llm_url"));
+	const char *ns = NULL;
+	ListCell   *lc;
+	char	   *vec;
+	char	   *message;
+
+	*error = NULL;
+	foreach(lc, tables)
+	{
+		ResourceTable *t = (ResourceTable *) lfirst(lc);
+
+		if (t->emb_col && t->vec_ns)
+			ns = t->vec_ns;
+	}
+	if (ns == NULL)
+		return NULL;
+	if (model == NULL || model[0] == '\0')
+		model = pg_agents_embedding_model;
+	if (model == NULL || model[0] == '\0')
+		return NULL;
+	if (url == NULL)
+		url = pg_agents_llm_url;
+	if (url != pg_agents_llm_url && !LlmUrlAllowed(url))
+	{
+		*error = pstrdup("the agent's LLM endpoint is not in pg_agents.llm_url_allowlist");
+		return NULL;
+	}
+	vec = EmbedQuery(url, model, query, error);
+	if (vec == NULL)
+		return NULL;
+	message = ToolGateInSubxact(SetIterativeScans, (void *) ns);
+	if (message)
+		elog(LOG, "pg_agents: search_resources without iterative index scans (pgvector 0.8 or later needed): %s",
+			 message);
+	return vec;
+}
+
+/*
+ * search_resources: the readable rows of every registered table of the type,
+ * ranked (full text, or semantic with an embedding model); its approval is
+ * asked by BuiltinExecute
+ */
+static ToolOutcome
+ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *query = InputString(input, "query");
+	const char *rtype = InputString(input, "resource_type");
+	json_t	   *jl = json_object_get(input, "limit");
+	int			limit = json_is_integer(jl) ? (int) json_integer_value(jl) : SEARCH_DEFAULT_LIMIT;
+	List	   *tables;
+	ListCell   *lc;
+	StringInfoData sql;
+	Oid			types[6] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT4OID, TEXTOID};
+	Datum		vals[6];
+	char		nulls[6] = "      ";
+	bool		failed;
+	json_t	   *r;
+	json_t	   *summary;
+	char	   *qvec;
+	char	   *emb_error;
+
+	if (query == NULL)
+		return ToolGateFail(tr, "search_resources", input, result, started,
+								"search_resources needs a string argument query");
+	if (limit < 1)
+		limit = 1;
+	if (limit > SEARCH_MAX_LIMIT)
+		limit = SEARCH_MAX_LIMIT;
+	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
+	{
+		*result = json_pack("{s:[]}", "results");
+		ToolGateRecordStep(tr->run_id, "tool", "search_resources", input, *result, "ok", 0, started);
+		return TOOL_DONE;
+	}
+	qvec = SearchEmbedding(tr, tables, query, &emb_error);
+
+	/*
+	 * Filtered before ranking: agent.can_access under the run's regime is
+	 * in the WHERE clause of every branch, so ranking and the limit only
+	 * ever see rows the run may read (and RLS applies on top, as the tool
+	 * role).  The match is the leakproof agent.ts_match, so that under the
+	 * allowlist a selective search starts from the text index and filters
+	 * its candidates with the policy (docs/allowlist.md).
+	 *
+	 * Full text only (no query embedding): every matching row of every
+	 * table, ranked by ts_rank.  Semantic search (a query embedding): a
+	 * table with an embedding column gives its nearest readable rows by
+	 * cosine distance (ORDER BY ... LIMIT, which an HNSW or IVFFlat index
+	 * serves, with iterative scans so that filtered rows never shorten the
+	 * list), a table without one its best full-text matches; the tables'
+	 * lists are merged by reciprocal rank (by position in each list).
+	 */
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT s.rt, s.id, s.title, s.snippet FROM (");
+	foreach(lc, tables)
+	{
+		ResourceTable *t = (ResourceTable *) lfirst(lc);
+		char	   *tsv;
+
+		if (lc != list_head(tables))
+			appendStringInfoString(&sql, " UNION ALL ");
+		if (qvec && t->emb_col && t->vec_ns)
+		{
+			char	   *dist = psprintf("t.%s::%s.vector OPERATOR(%s.<=>) $6::%s.vector",
+										t->emb_col, t->vec_ns, t->vec_ns, t->vec_ns);
+
+			appendStringInfo(&sql,
+							 "SELECT v.rt, v.id, v.title, v.snippet, "
+							 "pg_catalog.row_number() OVER (ORDER BY v.dist, v.id) AS rank FROM ("
+							 "SELECT %s::pg_catalog.text AS rt, t.%s::pg_catalog.text AS id, t.%s::pg_catalog.text AS title, "
+							 "pg_catalog.left(t.%s::pg_catalog.text, %d) AS snippet, %s AS dist "
+							 "FROM %s t WHERE agent.can_access($2, %s, t.%s::pg_catalog.text, 'read', $3, $4) "
+							 "AND t.%s IS NOT NULL ORDER BY %s LIMIT $5) v",
+							 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
+							 t->body_col, SNIPPET_CHARS, dist,
+							 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
+							 t->emb_col, dist);
+			continue;
+		}
+		if (t->tsv_col)
+			tsv = psprintf("t.%s", t->tsv_col);
+		else
+			tsv = psprintf("pg_catalog.to_tsvector(%s::pg_catalog.regconfig, coalesce(t.%s::pg_catalog.text, '') "
+						   "OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) coalesce(t.%s::pg_catalog.text, ''))",
+						   t->config, t->title_col, t->body_col);
+		if (qvec)
+			appendStringInfoString(&sql, "SELECT f.rt, f.id, f.title, f.snippet, "
+								   "pg_catalog.row_number() OVER (ORDER BY f.rank DESC, f.id) AS rank FROM (");
+		appendStringInfo(&sql,
+						 "SELECT %s::pg_catalog.text AS rt, t.%s::pg_catalog.text AS id, t.%s::pg_catalog.text AS title, "
+						 "pg_catalog.left(t.%s::pg_catalog.text, %d) AS snippet, "
+						 "pg_catalog.ts_rank(%s, pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1)) AS rank "
+						 "FROM %s t WHERE agent.can_access($2, %s, t.%s::pg_catalog.text, 'read', $3, $4) "
+						 "AND agent.ts_match(%s, pg_catalog.plainto_tsquery(%s::pg_catalog.regconfig, $1))",
+						 quote_literal_cstr(t->resource_type), t->id_col, t->title_col,
+						 t->body_col, SNIPPET_CHARS, tsv, t->config,
+						 t->tbl, quote_literal_cstr(t->resource_type), t->id_col,
+						 tsv, t->config);
+		if (qvec)
+			appendStringInfoString(&sql, " ORDER BY 5 DESC, 2 LIMIT $5) f");
+	}
+	if (qvec)
+		appendStringInfoString(&sql, ") s ORDER BY s.rank, s.rt, s.id LIMIT $5");
+	else
+		appendStringInfoString(&sql, ") s ORDER BY s.rank DESC, s.rt, s.id LIMIT $5");
+
+	vals[0] = CStringGetTextDatum(query);
+	vals[1] = Int64GetDatum(tr->agent_id);
+	vals[2] = CStringGetTextDatum(tr->regime);
+	vals[3] = tr->user_id ? CStringGetTextDatum(tr->user_id) : (Datum) 0;
+	nulls[3] = tr->user_id ? ' ' : 'n';
+	vals[4] = Int32GetDatum(limit);
+	vals[5] = qvec ? CStringGetTextDatum(qvec) : (Datum) 0;
+	nulls[5] = qvec ? ' ' : 'n';
+	r = ToolGateRunAsTool(sql.data, qvec ? 6 : 5, types, vals, nulls, SPI_OK_SELECT, SearchRows, NULL, &failed);
+	if (!failed && qvec)
+		json_object_set_new(r, "ranking", json_string("semantic"));
+	else if (!failed && emb_error)
+		json_object_set_new(r, "semantic_search_unavailable", json_string(emb_error));
+	*result = r;
+	/* the step keeps ids, not titles or snippets */
+	summary = json_object();
+	if (!failed)
+	{
+		json_t	   *ids = json_array();
+		size_t		i;
+		json_t	   *v;
+
+		json_array_foreach(json_object_get(r, "results"), i, v)
+			json_array_append_new(ids, json_pack("{s:O,s:O}", "resource_type", json_object_get(v, "resource_type"),
+												 "resource_id", json_object_get(v, "resource_id")));
+		json_object_set_new(summary, "results", ids);
+		if (qvec)
+			json_object_set_new(summary, "ranking", json_string("semantic"));
+		else if (emb_error)
+			json_object_set_new(summary, "semantic_search_unavailable", json_string(emb_error));
+	}
+	else
+		json_object_set(summary, "error", json_object_get(r, "error"));
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "search_resources", input, summary,
+					failed ? "error" : "ok", 0, started);
+	json_decref(summary);
+	return TOOL_DONE;
+}
+
+/*
+ * write_resource: access (edit), approval, then the UPDATE as the tool role
+ * in the first registered table that has the row
+ */
+static ToolOutcome
+ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *rtype = InputString(input, "resource_type");
+	const char *rid = InputString(input, "resource_id");
+	const char *body = InputString(input, "body");
+	const char *title = InputString(input, "title");
+	ResourceTable *t;
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[3];
+	bool		failed;
+	json_t	   *r;
+	ToolOutcome gate;
+	List	   *tables;
+	ListCell   *lc;
+
+	if (rtype == NULL || rid == NULL || body == NULL)
+		return ToolGateFail(tr, "write_resource", input, result, started,
+								"write_resource needs string arguments resource_type, resource_id and body");
+	if (!ResourceGate(tr, "write_resource", "edit", true, rtype, rid, input, result, started,
+					  &tables, &gate))
+		return gate;
+	vals[0] = CStringGetTextDatum(rid);
+	vals[1] = CStringGetTextDatum(body);
+	vals[2] = title ? CStringGetTextDatum(title) : (Datum) 0;
+	r = NULL;
+	failed = false;
+	foreach(lc, tables)
+	{
+		t = (ResourceTable *) lfirst(lc);
+		if (r)
+			json_decref(r);
+		if (title)
+			r = ToolGateRunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1",
+								   t->tbl, t->body_col, t->title_col, t->id_col),
+						  3, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+		else
+			r = ToolGateRunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1",
+								   t->tbl, t->body_col, t->id_col),
+						  2, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
+		if (failed || json_integer_value(json_object_get(r, "updated")) > 0)
+			break;
+	}
+	if (!failed && json_integer_value(json_object_get(r, "updated")) == 0)
+	{
+		json_decref(r);
+		r = ToolGateError("resource %s %s not found", rtype, rid);
+		failed = true;
+	}
+	*result = r;
+	ToolGateRecordStep(tr->run_id, failed ? "error" : "write", "write_resource", input, r,
+					failed ? "error" : "ok", 0, started);
+	return TOOL_DONE;
+}
+
+typedef struct DelegateArgs
+{
+	int64		run_id;
+	int64		child_agent;
+	const char *task;
+	json_t	   *attachments;	/* the call's attachments, or NULL */
+	int64		child_run;		/* out */
+	char	   *refusal;		/* out: agent.try_delegate's refusal */
+} DelegateArgs;
+
+/*
+ * agent.try_delegate returns a refusal instead of raising it, and itself
+ * records the delegate (or denied) step on the parent and the audit row.
+ */
+static void
+DelegateBody(void *p)
+{
+	DelegateArgs *a = (DelegateArgs *) p;
+	Oid			types[4] = {INT8OID, INT8OID, TEXTOID, JSONBOID};
+	Datum		vals[4];
+	json_t	   *res;
+
+	vals[0] = Int64GetDatum(a->run_id);
+	vals[1] = Int64GetDatum(a->child_agent);
+	vals[2] = CStringGetTextDatum(a->task);
+	vals[3] = json_is_array(a->attachments) ? ToolGateJsonb(a->attachments)
+		: DirectFunctionCall1(jsonb_in, CStringGetDatum("[]"));
+	if (SPI_execute_with_args("SELECT agent.try_delegate($1, $2, $3, $4)::pg_catalog.text", 4, types, vals, NULL, false, 1)
+		!= SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "agent.try_delegate returned no row");
+	res = SpiJson(0, 1);
+	if (json_is_true(json_object_get(res, "ok")))
+		a->child_run = (int64) json_integer_value(json_object_get(res, "child_run_id"));
+	else
+	{
+		const char *e = json_string_value(json_object_get(res, "error"));
+
+		a->refusal = pstrdup(e ? e : "refused");
+	}
+	if (res)
+		json_decref(res);
+}
+
+/*
+ * delegate_to_agent: a child run of another agent, through
+ * agent.try_delegate; the run then waits for the child (TOOL_WAIT_CHILD).
+ */
+static ToolOutcome
+ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
+			 TimestampTz started)
+{
+	ToolOutcome gate;
+	json_t	   *jid = json_object_get(input, "agent_id");
+	const char *task = InputString(input, "task");
+	int64		child_agent;
+	DelegateArgs a = {0};
+	char	   *errmsg_copy;
+
+	if (json_is_string(jid))
+		child_agent = strtoll(json_string_value(jid), NULL, 10);
+	else
+		child_agent = json_is_integer(jid) ? (int64) json_integer_value(jid) : 0;
+	if (child_agent <= 0 || task == NULL ||
+		(json_object_get(input, "attachments") && !json_is_array(json_object_get(input, "attachments"))))
+		return ToolGateFail(tr, "delegate_to_agent", input, result, started,
+								"delegate_to_agent needs an integer agent_id, a string task and optional attachments (an array)");
+	/* context.c: only to an agent the run's identity may see */
+	if (!ContextMayDelegateTo(tr, child_agent))
+	{
+		*result = ToolGateError("delegation refused: agent " INT64_FORMAT " is not one you may delegate to", child_agent);
+		ToolGateRecordStep(tr->run_id, "denied", "delegate_to_agent", input, *result, "denied", 0, started);
+		return TOOL_DONE;
+	}
+	if (ToolGateHolds(tr, "delegate_to_agent", false, input, result, started, &gate))
+		return gate;
+
+	a.run_id = tr->run_id;
+	a.child_agent = child_agent;
+	a.task = task;
+	a.attachments = json_object_get(input, "attachments");
+	errmsg_copy = ToolGateInSubxact(DelegateBody, &a);
+	if (errmsg_copy == NULL)
+		errmsg_copy = a.refusal;
+
+	if (errmsg_copy)
+	{
+		*result = ToolGateError("delegation refused: %s", errmsg_copy);
+		return TOOL_DONE;
+	}
+	*child = a.child_run;
+	return TOOL_WAIT_CHILD;
+}
+
+/*
+ * The result of a child run, once terminal (*finished); a failure is a
+ * motivated error result.
+ */
+json_t *
+ToolsChildResult(int64 child_run_id, bool *finished)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		vals[1];
+	char	   *status;
+	json_t	   *output;
+	char	   *error;
+
+	*finished = false;
+	vals[0] = Int64GetDatum(child_run_id);
+	if (SPI_execute_with_args("SELECT r.status, r.output, r.error FROM agent.runs r WHERE r.id = $1",
+							  1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+		return NULL;
+	if (SPI_processed == 0)
+	{
+		*finished = true;
+		return ToolGateError("delegated run " INT64_FORMAT " no longer exists", child_run_id);
+	}
+	status = SpiText(0, 1);
+	if (strcmp(status, "succeeded") != 0 && strcmp(status, "failed") != 0 &&
+		strcmp(status, "budget_exceeded") != 0 && strcmp(status, "cancelled") != 0 &&
+		strcmp(status, "expired") != 0)
+		return NULL;
+	*finished = true;
+	output = SpiJson(0, 2);
+	error = SpiText(0, 3);
+	if (strcmp(status, "succeeded") == 0)
+		return json_pack("{s:I,s:s,s:o}", "child_run_id", (json_int_t) child_run_id,
+						 "status", status, "output", output ? output : json_null());
+	if (output)
+		json_decref(output);
+	return json_pack("{s:I,s:s,s:s}", "child_run_id", (json_int_t) child_run_id, "status", status,
+					 "error", psprintf("the delegated run %s: %s", status,
+									   error ? error : "no reason given"));
+}
+
+/*
+ * use_skill (offered by context assembly, context.c) is read_resource on a
+ * skill: the same gate, step and audit.
+ */
+static ToolOutcome
+ToolUseSkill(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	json_t	   *id = json_object_get(input, "skill_id");
+	json_t	   *read;
+	ToolOutcome oc;
+
+	read = json_pack("{s:s,s:O}", "resource_type", "skill", "resource_id",
+					 (json_is_string(id) || json_is_integer(id)) ? id : json_null());
+	if (json_is_integer(id))
+		json_object_set_new(read, "resource_id",
+							json_string(psprintf("%" JSON_INTEGER_FORMAT, json_integer_value(id))));
+	oc = ToolRead(tr, read, result, started);
+	json_decref(read);
+	return oc;
+}
+
+/* the names of the family; delegate_to_agent only for a run that may delegate */
+static bool
+BuiltinHandles(const ToolRun *tr, const char *name)
+{
+	return strcmp(name, "read_resource") == 0 ||
+		strcmp(name, "search_resources") == 0 ||
+		strcmp(name, "write_resource") == 0 ||
+		(strcmp(name, "delegate_to_agent") == 0 && tr->can_delegate) ||
+		strcmp(name, "use_skill") == 0;
+}
+
+/* one call of a built-in tool (ToolFamilyExecute) */
+static ToolOutcome
+BuiltinExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
+			   int64 *child_run_id, TimestampTz started)
+{
+	ToolOutcome gate;
+
+	if (strcmp(name, "read_resource") == 0)
+		return ToolRead(tr, input, result, started);
+	if (strcmp(name, "search_resources") == 0)
+	{
+		if (ToolGateHolds(tr, name, false, input, result, started, &gate))
+			return gate;
+		return ToolSearch(tr, input, result, started);
+	}
+	if (strcmp(name, "write_resource") == 0)
+		return ToolWrite(tr, input, result, started);
+	if (strcmp(name, "use_skill") == 0)
+		return ToolUseSkill(tr, input, result, started);
+	return ToolDelegate(tr, input, result, child_run_id, started);
+}
+
+const ToolFamily ToolsBuiltinFamily = {
+	.family = "built-in",
+	.prefix = NULL,
+	.handles = BuiltinHandles,
+	.base_definitions = BuiltinAddDefinitions,
+	.run_definitions = NULL,
+	.execute = BuiltinExecute,
+};
