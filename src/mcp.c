@@ -1272,37 +1272,27 @@ perform_post(McpClient *c, long deadline)
 	return result;
 }
 
+/* Points the handle's body and header callbacks at x. */
+static void
+set_xfer_callbacks(McpClient *c, Xfer *x)
+{
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, x);
+}
+
 /*
- * Sends one JSON-RPC message and, for a request, waits for its response,
- * resuming a closed SSE stream with GET + Last-Event-ID.  On MCP_OK,
- * *response is the response object (for a request).  Returns
- * MCP_SESSION_LOST when the server no longer knows our session.
+ * rpc_send's first step: encodes msg and POSTs it with the session, version
+ * and routing headers, the answer read into x.  Returns MCP_OK when the POST
+ * ran (*rc and *status then say how), else an error already set.
  */
 static int
-rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
-		 json_t **response, char **session_out)
+rpc_post(McpClient *c, Xfer *x, json_t *msg, const char *what, int is_init,
+		 long deadline, CURLcode *rc, long *status)
 {
-	Xfer		x;
 	char	   *payload;
 	struct curl_slist *h = NULL;
-	CURLcode	rc;
-	long		status = 0;
-	long		deadline = now_ms() + c->timeout_ms;
-	int			resumes = 0;
-	int			result = MCP_ERROR;
-	int			is_init = (session_out != NULL);
-
-	if (response)
-		*response = NULL;
-	if (c->curl == NULL)
-	{
-		set_error(c, "could not initialize libcurl");
-		return MCP_ERROR;
-	}
-	memset(&x, 0, sizeof(x));
-	x.c = c;
-	x.want_id = id;
-	x.retry_ms = -1;
 
 	payload = json_dumps(msg, JSON_COMPACT);
 	if (payload == NULL)
@@ -1325,54 +1315,63 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long) strlen(payload));
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &x);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &x);
+	set_xfer_callbacks(c, x);
 
-	rc = perform_post(c, deadline);
+	*rc = perform_post(c, deadline);
 	curl_slist_free_all(h);
-	h = NULL;
 	free(payload);
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	c->last_http_status = status;
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+	c->last_http_status = *status;
+	return MCP_OK;
+}
 
-	if (x.too_big)
+/*
+ * rpc_send's second step: judges the POST's transport result and HTTP
+ * status.  Returns 1 with *result set when the exchange ends here (a failure,
+ * a lost session, refused credentials, or an unsupported-version JSON-RPC
+ * error handed to the caller in *response); 0 when the body is to be read.
+ */
+static int
+rpc_check_status(McpClient *c, Xfer *x, CURLcode rc, long status, const char *what,
+				 int is_init, json_t **response, int *result)
+{
+	*result = MCP_ERROR;
+	if (x->too_big)
 	{
 		set_error(c, "%s: the response is larger than %d bytes", what, MCP_MAX_BODY);
-		goto done;
+		return 1;
 	}
-	if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x.response))
+	if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->response))
 	{
-		result = curl_failure(c, rc, what);
-		goto done;
+		*result = curl_failure(c, rc, what);
+		return 1;
 	}
 	if (status == 404 && c->session_id && !is_init)
 	{
-		result = MCP_SESSION_LOST;
-		goto done;
+		*result = MCP_SESSION_LOST;
+		return 1;
 	}
 	if (status == 401 ||
-		(status == 403 && x.www_auth_hdr && contains_ci(x.www_auth_hdr, "insufficient_scope")))
+		(status == 403 && x->www_auth_hdr && contains_ci(x->www_auth_hdr, "insufficient_scope")))
 	{
 		json_t	   *hold;
-		const char *m = body_rpc_message(&x, &hold);
+		const char *m = body_rpc_message(x, &hold);
 
 		c->auth_status = status;
 		free(c->www_auth);
-		c->www_auth = x.www_auth_hdr;
-		x.www_auth_hdr = NULL;
+		c->www_auth = x->www_auth_hdr;
+		x->www_auth_hdr = NULL;
 		set_error(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
 				  m ? ": " : "", m ? m : "");
 		if (hold)
 			json_decref(hold);
-		result = MCP_UNAUTHORIZED;
-		goto done;
+		*result = MCP_UNAUTHORIZED;
+		return 1;
 	}
 	if (status < 200 || status >= 300)
 	{
 		json_t	   *hold;
-		const char *m = body_rpc_message(&x, &hold);
+		const char *m = body_rpc_message(x, &hold);
 		json_t	   *err = hold ? json_object_get(hold, "error") : NULL;
 
 		/* 2026-07-28: an unsupported version is a JSON-RPC error for the caller */
@@ -1380,8 +1379,8 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 			json_integer_value(json_object_get(err, "code")) == -32022 && response)
 		{
 			*response = hold;
-			result = MCP_OK;
-			goto done;
+			*result = MCP_OK;
+			return 1;
 		}
 
 		/*
@@ -1390,7 +1389,7 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 		 * session: treated as a lost session as well.
 		 */
 		if (status == 400 && c->session_id && !is_init && m && contains_ci(m, "session"))
-			result = MCP_SESSION_LOST;
+			*result = MCP_SESSION_LOST;
 		else if (status == 401 || status == 403)
 			set_error(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
 					  m ? ": " : "", m ? m : "");
@@ -1399,8 +1398,156 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 					  m ? ": " : "", m ? m : "");
 		if (hold)
 			json_decref(hold);
-		goto done;
+		return 1;
 	}
+	return 0;
+}
+
+/*
+ * rpc_send's plain-JSON step: a body that is not an SSE stream is one
+ * JSON-RPC message, handled like a stream's event.  Returns 0 on failure
+ * (error set).
+ */
+static int
+rpc_read_json_body(McpClient *c, Xfer *x, long status, const char *what)
+{
+	json_error_t jerr;
+	json_t	   *j;
+
+	if (x->body.len == 0)
+	{
+		set_error(c, "%s: the server sent an empty answer (HTTP %ld)", what, status);
+		return 0;
+	}
+	j = json_loadb(x->body.data, x->body.len, 0, &jerr);
+	if (j == NULL)
+	{
+		set_error(c, "%s: the server did not answer JSON-RPC (invalid JSON at line %d: %s)",
+				  what, jerr.line, jerr.text);
+		return 0;
+	}
+	handle_message(x, j);
+	json_decref(j);
+	return 1;
+}
+
+/*
+ * Waits the stream's retry delay before a resumption, watching the abort
+ * callback.  Returns MCP_OK, or an error (set) when the deadline would pass
+ * or the caller aborted.
+ */
+static int
+rpc_resume_wait(McpClient *c, Xfer *x, const char *what, long deadline)
+{
+	long		wait = x->retry_ms >= 0 ? x->retry_ms : MCP_DEFAULT_RETRY;
+	long		t0;
+
+	if (now_ms() + wait >= deadline)
+	{
+		set_error(c, "%s timed out after %ld ms", what, c->timeout_ms);
+		return MCP_ERROR;
+	}
+	t0 = now_ms();
+	while (now_ms() - t0 < wait)
+	{
+		if (c->abort_cb && c->abort_cb(c->abort_arg))
+		{
+			set_error(c, "%s interrupted", what);
+			return MCP_ABORTED;
+		}
+		sleep_ms(wait - (now_ms() - t0) < 20 ? wait - (now_ms() - t0) : 20);
+	}
+	return MCP_OK;
+}
+
+/*
+ * rpc_send's resumption step: while an SSE stream closed before our
+ * response, waits and re-opens it with GET + Last-Event-ID (at most
+ * MCP_MAX_RESUMES times).  Returns MCP_OK when the loop ended without a
+ * failure (x->response may still be NULL), else the failure (set).
+ */
+static int
+rpc_resume(McpClient *c, Xfer *x, const char *what, long deadline)
+{
+	int			resumes = 0;
+
+	while (x->response == NULL && x->is_sse && x->last_event_id && resumes < MCP_MAX_RESUMES)
+	{
+		char		line[1024];
+		struct curl_slist *h;
+		CURLcode	rc;
+		long		status = 0;
+		int			r = rpc_resume_wait(c, x, what, deadline);
+
+		if (r != MCP_OK)
+			return r;
+		resumes++;
+		setup_handle(c, c->curl, deadline);
+		h = curl_slist_append(NULL, "Accept: text/event-stream");
+		h = base_headers(c, h, 1);
+		snprintf(line, sizeof(line), "Last-Event-ID: %s", x->last_event_id);
+		h = curl_slist_append(h, line);
+		curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+		set_xfer_callbacks(c, x);
+		x->have_type = 0;
+		x->skip_lf = 0;
+		sb_reset(&x->line);
+		sb_reset(&x->data);
+		x->event[0] = '\0';
+		rc = curl_easy_perform(c->curl);
+		curl_slist_free_all(h);
+		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+		if (x->response)
+			break;
+		if (rc != CURLE_OK)
+			return curl_failure(c, rc, what);
+		if (status < 200 || status >= 300)
+		{
+			set_error(c, "%s: the stream closed before the response and resuming it failed (HTTP %ld)",
+					  what, status);
+			return MCP_ERROR;
+		}
+		if (!x->is_sse)
+			break;
+	}
+	return MCP_OK;
+}
+
+/*
+ * Sends one JSON-RPC message and, for a request, waits for its response,
+ * resuming a closed SSE stream with GET + Last-Event-ID.  On MCP_OK,
+ * *response is the response object (for a request).  Returns
+ * MCP_SESSION_LOST when the server no longer knows our session.
+ */
+static int
+rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
+		 json_t **response, char **session_out)
+{
+	Xfer		x;
+	CURLcode	rc = CURLE_OK;
+	long		status = 0;
+	long		deadline = now_ms() + c->timeout_ms;
+	int			result = MCP_ERROR;
+	int			is_init = (session_out != NULL);
+
+	if (response)
+		*response = NULL;
+	if (c->curl == NULL)
+	{
+		set_error(c, "could not initialize libcurl");
+		return MCP_ERROR;
+	}
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.want_id = id;
+	x.retry_ms = -1;
+
+	if (rpc_post(c, &x, msg, what, is_init, deadline, &rc, &status) != MCP_OK)
+		return MCP_ERROR;
+	if (rpc_check_status(c, &x, rc, status, what, is_init, response, &result))
+		goto done;
+	result = MCP_ERROR;
 	if (session_out && x.session_hdr)
 	{
 		*session_out = x.session_hdr;
@@ -1412,87 +1559,12 @@ rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 		result = MCP_OK;
 		goto done;
 	}
-	if (!x.is_sse)
-	{
-		json_error_t jerr;
-		json_t	   *j;
-
-		if (x.body.len == 0)
-		{
-			set_error(c, "%s: the server sent an empty answer (HTTP %ld)", what, status);
-			goto done;
-		}
-		j = json_loadb(x.body.data, x.body.len, 0, &jerr);
-		if (j == NULL)
-		{
-			set_error(c, "%s: the server did not answer JSON-RPC (invalid JSON at line %d: %s)",
-					  what, jerr.line, jerr.text);
-			goto done;
-		}
-		handle_message(&x, j);
-		json_decref(j);
-	}
-
-	/* an SSE stream closed before our response: resume it */
-	while (x.response == NULL && x.is_sse && x.last_event_id && resumes < MCP_MAX_RESUMES)
-	{
-		long		wait = x.retry_ms >= 0 ? x.retry_ms : MCP_DEFAULT_RETRY;
-		long		t0;
-		char		line[1024];
-
-		if (now_ms() + wait >= deadline)
-		{
-			set_error(c, "%s timed out after %ld ms", what, c->timeout_ms);
-			goto done;
-		}
-		t0 = now_ms();
-		while (now_ms() - t0 < wait)
-		{
-			if (c->abort_cb && c->abort_cb(c->abort_arg))
-			{
-				set_error(c, "%s interrupted", what);
-				result = MCP_ABORTED;
-				goto done;
-			}
-			sleep_ms(wait - (now_ms() - t0) < 20 ? wait - (now_ms() - t0) : 20);
-		}
-		resumes++;
-		setup_handle(c, c->curl, deadline);
-		h = curl_slist_append(NULL, "Accept: text/event-stream");
-		h = base_headers(c, h, 1);
-		snprintf(line, sizeof(line), "Last-Event-ID: %s", x.last_event_id);
-		h = curl_slist_append(h, line);
-		curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-		curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, write_cb);
-		curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &x);
-		curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
-		curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &x);
-		x.have_type = 0;
-		x.skip_lf = 0;
-		sb_reset(&x.line);
-		sb_reset(&x.data);
-		x.event[0] = '\0';
-		rc = curl_easy_perform(c->curl);
-		curl_slist_free_all(h);
-		h = NULL;
-		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-		if (x.response)
-			break;
-		if (rc != CURLE_OK)
-		{
-			result = curl_failure(c, rc, what);
-			goto done;
-		}
-		if (status < 200 || status >= 300)
-		{
-			set_error(c, "%s: the stream closed before the response and resuming it failed (HTTP %ld)",
-					  what, status);
-			goto done;
-		}
-		if (!x.is_sse)
-			break;
-	}
+	if (!x.is_sse && !rpc_read_json_body(c, &x, status, what))
+		goto done;
+	result = rpc_resume(c, &x, what, deadline);
+	if (result != MCP_OK)
+		goto done;
+	result = MCP_ERROR;
 	if (x.response == NULL)
 	{
 		set_error(c, "%s: the server sent no JSON-RPC response with id %lld",
