@@ -506,6 +506,30 @@ progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
+/*
+ * The value of one response header line of n bytes whose name (with its
+ * colon) is name_len bytes long: a malloc'd copy, blanks before and blanks
+ * and line ends after trimmed.  NULL when out of memory.
+ */
+char *
+mcp_header_value(const char *buf, size_t n, size_t name_len)
+{
+	const char *v = buf + name_len;
+	size_t		vl = n - name_len;
+	char	   *out;
+
+	while (vl > 0 && (*v == ' ' || *v == '\t'))
+		v++, vl--;
+	while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+		vl--;
+	out = malloc(vl + 1);
+	if (out == NULL)
+		return NULL;
+	memcpy(out, v, vl);
+	out[vl] = '\0';
+	return out;
+}
+
 static size_t
 header_cb(char *buf, size_t size, size_t nitems, void *arg)
 {
@@ -514,35 +538,17 @@ header_cb(char *buf, size_t size, size_t nitems, void *arg)
 
 	if (n > 15 && ascii_prefix_ci(buf, "mcp-session-id:"))
 	{
-		const char *v = buf + 15;
-		size_t		vl = n - 15;
-
-		while (vl > 0 && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-			vl--;
 		free(x->session_hdr);
-		x->session_hdr = malloc(vl + 1);
+		x->session_hdr = mcp_header_value(buf, n, 15);
 		if (x->session_hdr == NULL)
 			abort();
-		memcpy(x->session_hdr, v, vl);
-		x->session_hdr[vl] = '\0';
 	}
 	else if (n > 17 && ascii_prefix_ci(buf, "www-authenticate:"))
 	{
-		const char *v = buf + 17;
-		size_t		vl = n - 17;
-
-		while (vl > 0 && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-			vl--;
 		free(x->www_auth_hdr);
-		x->www_auth_hdr = malloc(vl + 1);
+		x->www_auth_hdr = mcp_header_value(buf, n, 17);
 		if (x->www_auth_hdr == NULL)
 			abort();
-		memcpy(x->www_auth_hdr, v, vl);
-		x->www_auth_hdr[vl] = '\0';
 	}
 	return n;
 }

@@ -72,6 +72,7 @@ typedef int (*McpAbortCallback) (void *arg);
  * static sentence saying why not.
  */
 extern const char *mcp_url_problem(const char *url);
+extern char *mcp_header_value(const char *buf, size_t n, size_t name_len);
 
 /*
  * New client for one server.  headers is a JSON object of extra HTTP headers

@@ -158,15 +158,8 @@ hdr_write(char *buf, size_t size, size_t nitems, void *arg)
 
 	if (n > 9 && strncasecmp(buf, "location:", 9) == 0)
 	{
-		const char *v = buf + 9;
-		size_t		vl = n - 9;
-
-		while (vl > 0 && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-			vl--;
 		free(h->location);
-		h->location = strndup(v, vl);
+		h->location = mcp_header_value(buf, n, 9);
 	}
 	return n;
 }
