@@ -27,6 +27,7 @@
 #include "lib/stringinfo.h"
 
 #include "embed.h"
+#include "http_easy.h"
 #include "guc.h"
 #include "llm.h"
 
@@ -127,14 +128,7 @@ EmbedQuery(const char *base_url, const char *model, const char *text, char **err
 	/* the key only ever goes to pg_agents.llm_url */
 	headers = LlmHeaders(LLM_OPENAI, LlmKeyFor(base_url));
 	b.max = (size_t) pg_agents_max_reply_bytes;
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+	http_easy_defaults(h, url);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) pg_agents_request_timeout);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, EmbedWrite);

@@ -20,6 +20,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "http_easy.h"
 #include "mcp.h"
 
 #define MCP_MAX_BODY		(16 * 1024 * 1024)	/* biggest response kept */
@@ -1080,14 +1081,7 @@ setup_handle(McpClient *c, CURL *h, long deadline)
 	long		left = deadline - now_ms();
 
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, c->url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+	http_easy_defaults(h, c->url);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left > 1 ? left : 1L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, MCP_CLIENT_NAME "/" MCP_CLIENT_VERSION);

@@ -25,6 +25,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
+#include "http_easy.h"
 #include "mcp.h"
 #include "mcp_oauth.h"
 
@@ -200,14 +201,7 @@ http_call(McpOAuthConfig *o, const char *url, const char *form, const char *json
 		oauth_error(o, "could not initialize libcurl");
 		return 0;
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+	http_easy_defaults(h, url);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, MCP_CLIENT_NAME "/" MCP_CLIENT_VERSION);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
