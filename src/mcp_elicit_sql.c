@@ -27,19 +27,10 @@
 
 #include "guc.h"
 #include "mcp.h"
+#include "mcp_sql.h"
 #include "providers.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_call_input);
-
-static json_t *
-ElicitJsonb(Jsonb *jb)
-{
-	char	   *text = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
-	json_t	   *j = json_loads(text, JSON_DECODE_ANY, NULL);
-
-	pfree(text);
-	return j;
-}
 
 static int
 ElicitInterrupted(void *arg)
@@ -66,8 +57,6 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 	McpClient  *c;
 	json_t	   *result = NULL;
 	json_t	   *out;
-	char	   *s;
-	char	   *p;
 	int			rc;
 	const char *problem;
 	char	   *serr = NULL;
@@ -81,11 +70,11 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 		out = json_pack("{s:b, s:s}", "ok", 0, "error", problem);
 		goto finish;
 	}
-	headers = ElicitJsonb(PG_GETARG_JSONB_P(2));
+	headers = McpJsonbToJansson(PG_GETARG_JSONB_P(2), false);
 	tool = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	args = ElicitJsonb(PG_GETARG_JSONB_P(4));
+	args = McpJsonbToJansson(PG_GETARG_JSONB_P(4), false);
 	if (!PG_ARGISNULL(5))
-		responses = ElicitJsonb(PG_GETARG_JSONB_P(5));
+		responses = McpJsonbToJansson(PG_GETARG_JSONB_P(5), false);
 	if (!PG_ARGISNULL(6))
 		state = text_to_cstring(PG_GETARG_TEXT_PP(6));
 
@@ -133,13 +122,5 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 		json_decref(responses);
 
 finish:
-	s = json_dumps(out, JSON_COMPACT);
-	json_decref(out);
-	if (s == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not encode an MCP answer as JSON")));
-	p = pstrdup(s);
-	free(s);
-	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(p)));
+	PG_RETURN_DATUM(McpJanssonToJsonb(out, "an MCP answer", false));
 }

@@ -26,41 +26,17 @@
 #include "guc.h"
 #include "mcp.h"
 #include "mcp_oauth.h"
+#include "mcp_sql.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_oauth_begin);
 PG_FUNCTION_INFO_V1(pg_agents_mcp_oauth_complete);
 PG_FUNCTION_INFO_V1(pg_agents_mcp_oauth_refresh);
 
-static json_t *
-OAuthJsonb(Jsonb *jb)
-{
-	char	   *text = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
-	json_t	   *j = json_loads(text, JSON_DECODE_ANY, NULL);
+/* jsonb to jansson, the text wiped (it may hold tokens). */
+#define OAuthJsonb(jb) McpJsonbToJansson((jb), true)
 
-	memset(text, 0, strlen(text));
-	pfree(text);
-	return j;
-}
-
-/* Takes ownership of j. */
-static Datum
-OAuthToJsonb(json_t *j)
-{
-	char	   *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-	char	   *p;
-	Datum		d;
-
-	json_decref(j);
-	if (s == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not encode an OAuth state as JSON")));
-	p = pstrdup(s);
-	memset(s, 0, strlen(s));
-	free(s);
-	d = DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
-	return d;
-}
+/* Takes ownership of j; the dumped text is wiped. */
+#define OAuthToJsonb(j) McpJanssonToJsonb((j), "an OAuth state", true)
 
 /* A configuration from its jsonb settings (strings only; unknown keys ignored). */
 static McpOAuthConfig *

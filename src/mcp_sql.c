@@ -27,6 +27,7 @@
 
 #include "guc.h"
 #include "mcp.h"
+#include "mcp_sql.h"
 #include "providers.h"
 #include "ratelimit.h"
 
@@ -136,20 +137,22 @@ McpRegisterExit(void)
 	}
 }
 
-/* jsonb argument to a new jansson value (NULL when it cannot be read). */
-static json_t *
-JsonbToJansson(Jsonb *jb)
+/* See mcp_sql.h. */
+json_t *
+McpJsonbToJansson(Jsonb *jb, bool wipe)
 {
 	char	   *text = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
 	json_t	   *j = json_loads(text, JSON_DECODE_ANY, NULL);
 
+	if (wipe)
+		memset(text, 0, strlen(text));
 	pfree(text);
 	return j;
 }
 
-/* Takes ownership of j: dumped, released, then turned into a jsonb Datum. */
-static Datum
-JanssonToJsonb(json_t *j)
+/* See mcp_sql.h. */
+Datum
+McpJanssonToJsonb(json_t *j, const char *what, bool wipe)
 {
 	char	   *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
 	char	   *p;
@@ -158,11 +161,16 @@ JanssonToJsonb(json_t *j)
 	if (s == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not encode an MCP answer as JSON")));
+				 errmsg("could not encode %s as JSON", what)));
 	p = pstrdup(s);
+	if (wipe)
+		memset(s, 0, strlen(s));
 	free(s);
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 }
+
+/* An MCP answer (see McpJanssonToJsonb). */
+#define JanssonToJsonb(j) McpJanssonToJsonb((j), "an MCP answer", false)
 
 static json_t *
 FailureJson(const char *error)
@@ -259,7 +267,7 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 
 	if (problem)
 		return JanssonToJsonb(FailureJson(problem));
-	args = JsonbToJansson(ajb);
+	args = McpJsonbToJansson(ajb, false);
 	if (!json_is_object(args))
 	{
 		if (args)
