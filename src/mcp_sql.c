@@ -178,6 +178,37 @@ FailureJson(const char *error)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", error);
 }
 
+/*
+ * The kept client of server_id for url and the jsonb headers hjb, their
+ * ${secret:NAME} values resolved now (rotation: a new session), keyed by the
+ * headers' text and the configuration generation.  NULL with *error set to a
+ * sentence when a secret cannot be resolved or memory ran out.
+ */
+static McpClient *
+ClientForArgs(int64 server_id, const char *url, Jsonb *hjb, const char **error)
+{
+	char	   *htext = JsonbToCString(NULL, &hjb->root, VARSIZE(hjb));
+	json_t	   *headers;
+	char	   *serr = NULL;
+	McpClient  *c;
+
+	McpRegisterExit();
+	headers = json_loads(htext, 0, NULL);
+	if (!SecretsExpandJsonHeaders(headers, &serr))
+	{
+		json_decref(headers);
+		*error = serr;
+		return NULL;
+	}
+	htext = psprintf("%s\n%llu", htext, (unsigned long long) PgAgentsConfigGeneration());
+	c = McpClientFor(server_id, url, htext, headers);
+	if (headers)
+		json_decref(headers);
+	if (c == NULL)
+		*error = "out of memory";
+	return c;
+}
+
 Datum
 pg_agents_mcp_url_problem(PG_FUNCTION_ARGS)
 {
@@ -195,31 +226,17 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 	int64		server_id = PG_GETARG_INT64(0);
 	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	Jsonb	   *hjb = PG_GETARG_JSONB_P(2);
-	char	   *htext = JsonbToCString(NULL, &hjb->root, VARSIZE(hjb));
-	json_t	   *headers;
 	json_t	   *out;
 	json_t	   *tools = NULL;
 	McpClient  *c;
 	int			rc;
-	char	   *serr = NULL;
 	const char *problem = mcp_url_problem(url);
 
 	if (problem)
 		return JanssonToJsonb(FailureJson(problem));
-	McpRegisterExit();
-	headers = json_loads(htext, 0, NULL);
-	/* providers: ${secret:NAME} values, resolved now (rotation: a new session) */
-	if (!SecretsExpandJsonHeaders(headers, &serr))
-	{
-		json_decref(headers);
-		return JanssonToJsonb(FailureJson(serr));
-	}
-	htext = psprintf("%s\n%llu", htext, (unsigned long long) PgAgentsConfigGeneration());
-	c = McpClientFor(server_id, url, htext, headers);
-	if (headers)
-		json_decref(headers);
+	c = ClientForArgs(server_id, url, hjb, &problem);
 	if (c == NULL)
-		return JanssonToJsonb(FailureJson("out of memory"));
+		return JanssonToJsonb(FailureJson(problem));
 
 	rc = mcp_list_tools(c, &tools);
 	if (rc == MCP_OK)
@@ -255,14 +272,11 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 	Jsonb	   *hjb = PG_GETARG_JSONB_P(2);
 	char	   *tool = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	Jsonb	   *ajb = PG_GETARG_JSONB_P(4);
-	char	   *htext = JsonbToCString(NULL, &hjb->root, VARSIZE(hjb));
-	json_t	   *headers;
 	json_t	   *args;
 	json_t	   *result = NULL;
 	json_t	   *out;
 	McpClient  *c;
 	int			rc;
-	char	   *serr = NULL;
 	const char *problem = mcp_url_problem(url);
 
 	if (problem)
@@ -274,23 +288,11 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 			json_decref(args);
 		return JanssonToJsonb(FailureJson("the arguments must be a JSON object"));
 	}
-	McpRegisterExit();
-	headers = json_loads(htext, 0, NULL);
-	/* providers: ${secret:NAME} values, resolved now (rotation: a new session) */
-	if (!SecretsExpandJsonHeaders(headers, &serr))
-	{
-		json_decref(headers);
-		json_decref(args);
-		return JanssonToJsonb(FailureJson(serr));
-	}
-	htext = psprintf("%s\n%llu", htext, (unsigned long long) PgAgentsConfigGeneration());
-	c = McpClientFor(server_id, url, htext, headers);
-	if (headers)
-		json_decref(headers);
+	c = ClientForArgs(server_id, url, hjb, &problem);
 	if (c == NULL)
 	{
 		json_decref(args);
-		return JanssonToJsonb(FailureJson("out of memory"));
+		return JanssonToJsonb(FailureJson(problem));
 	}
 
 	rc = mcp_call_tool(c, tool, args, &result);
