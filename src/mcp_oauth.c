@@ -1174,7 +1174,10 @@ client_auth(McpOAuthConfig *o, char **form, char **basic)
 	return 0;
 }
 
-/* POSTs a token request and keeps the tokens. */
+/*
+ * POSTs a token request (form, with the resource indicator added last when
+ * one is set) and keeps the tokens.
+ */
 static int
 token_request(McpOAuthConfig *o, char *form, const char *what)
 {
@@ -1182,6 +1185,8 @@ token_request(McpOAuthConfig *o, char *form, const char *what)
 	json_t	   *resp = NULL;
 	long		st;
 
+	if (o->resource)
+		form_add(&form, "resource", o->resource);
 	if (o->token_endpoint == NULL)
 	{
 		oauth_error(o, "%s: no token endpoint", what);
@@ -1308,8 +1313,6 @@ mcp_oauth_complete(McpOAuthConfig *o, const char *code, const char *state, const
 	form_add(&form, "code", code);
 	form_add(&form, "redirect_uri", o->redirect_uri);
 	form_add(&form, "code_verifier", o->verifier);
-	if (o->resource)
-		form_add(&form, "resource", o->resource);
 	rc = token_request(o, form, "authorization code");
 	set_str(&o->state, NULL);
 	set_str(&o->verifier, NULL);
@@ -1328,8 +1331,6 @@ mcp_oauth_refresh(McpOAuthConfig *o)
 	}
 	form_add(&form, "grant_type", "refresh_token");
 	form_add(&form, "refresh_token", o->refresh_token);
-	if (o->resource)
-		form_add(&form, "resource", o->resource);
 	if (token_request(o, form, "refresh") != 0)
 	{
 		wipe(&o->refresh_token);
@@ -1351,8 +1352,6 @@ mcp_oauth_client_credentials(McpOAuthConfig *o)
 	form_add(&form, "grant_type", "client_credentials");
 	if (o->requested_scope)
 		form_add(&form, "scope", o->requested_scope);
-	if (o->resource)
-		form_add(&form, "resource", o->resource);
 	return token_request(o, form, "client credentials");
 }
 
