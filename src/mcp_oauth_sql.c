@@ -102,6 +102,22 @@ OAuthInterrupted(void *arg)
 }
 
 /*
+ * The end of every agent._mcp_oauth_* call: the result of rc (with the
+ * authorization URL when there is one) as jsonb; o, config and state are
+ * released.
+ */
+static Datum
+OAuthFinish(McpOAuthConfig *o, int rc, const char *auth_url, json_t *config, json_t *state)
+{
+	json_t	   *out = OAuthResult(o, rc, auth_url);
+
+	mcp_oauth_config_free(o);
+	json_decref(config);
+	json_decref(state);
+	return OAuthToJsonb(out);
+}
+
+/*
  * agent._mcp_oauth_begin(url, config, state): asks the server once without
  * credentials for its WWW-Authenticate, discovers and registers, then
  * returns the authorization URL (authorization code) or the tokens (client
@@ -117,7 +133,7 @@ pg_agents_mcp_oauth_begin(PG_FUNCTION_ARGS)
 	McpClient  *c;
 	Challenge	ch = {0};
 	json_t	   *tools = NULL;
-	json_t	   *out;
+	Datum		d;
 	const char *grant;
 	int			rc;
 	char	   *auth_url = NULL;
@@ -150,12 +166,9 @@ pg_agents_mcp_oauth_begin(PG_FUNCTION_ARGS)
 		if (auth_url == NULL)
 			rc = -1;
 	}
-	out = OAuthResult(o, rc, auth_url);
+	d = OAuthFinish(o, rc, auth_url, config, state);
 	free(auth_url);
-	mcp_oauth_config_free(o);
-	json_decref(config);
-	json_decref(state);
-	PG_RETURN_DATUM(OAuthToJsonb(out));
+	PG_RETURN_DATUM(d);
 }
 
 /* agent._mcp_oauth_complete(config, state, code, oauth_state, iss) */
@@ -169,13 +182,9 @@ pg_agents_mcp_oauth_complete(PG_FUNCTION_ARGS)
 	char	   *iss = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	McpOAuthConfig *o = OAuthConfig(config, state);
 	int			rc = mcp_oauth_complete(o, code, oauth_state, iss);
-	json_t	   *out = OAuthResult(o, rc, NULL);
 
 	memset(code, 0, strlen(code));
-	mcp_oauth_config_free(o);
-	json_decref(config);
-	json_decref(state);
-	PG_RETURN_DATUM(OAuthToJsonb(out));
+	PG_RETURN_DATUM(OAuthFinish(o, rc, NULL, config, state));
 }
 
 /* agent._mcp_oauth_refresh(config, state): refresh token, else client credentials again. */
@@ -187,15 +196,10 @@ pg_agents_mcp_oauth_refresh(PG_FUNCTION_ARGS)
 	const char *grant = json_string_value(json_object_get(config, "grant"));
 	McpOAuthConfig *o = OAuthConfig(config, state);
 	int			rc;
-	json_t	   *out;
 
 	if (grant && strcmp(grant, "client_credentials") == 0)
 		rc = mcp_oauth_client_credentials(o);
 	else
 		rc = mcp_oauth_refresh(o);
-	out = OAuthResult(o, rc, NULL);
-	mcp_oauth_config_free(o);
-	json_decref(config);
-	json_decref(state);
-	PG_RETURN_DATUM(OAuthToJsonb(out));
+	PG_RETURN_DATUM(OAuthFinish(o, rc, NULL, config, state));
 }
