@@ -178,6 +178,33 @@ FailureJson(const char *error)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", error);
 }
 
+/* A failed exchange's answer: the client's error; the kept client is dropped. */
+static json_t *
+FailureAndForget(McpClient *c, int64 server_id)
+{
+	json_t	   *out = FailureJson(mcp_client_error(c));
+
+	McpForget(server_id);
+	return out;
+}
+
+/*
+ * Takes ownership of out, the answer of an exchange that ended with rc: as
+ * jsonb, or, when the caller was interrupted, after CHECK_FOR_INTERRUPTS
+ * (which raises), {"ok": false, "error": "interrupted"}.
+ */
+static Datum
+AnswerJsonb(json_t *out, int rc)
+{
+	if (rc == MCP_ABORTED)
+	{
+		json_decref(out);
+		CHECK_FOR_INTERRUPTS();
+		out = FailureJson("interrupted");
+	}
+	return JanssonToJsonb(out);
+}
+
 /*
  * The kept client of server_id for url and the jsonb headers hjb, their
  * ${secret:NAME} values resolved now (rotation: a new session), keyed by the
@@ -251,17 +278,8 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 			json_object_set_new(out, "ttlMs", json_integer(mcp_client_tools_ttl_ms(c)));
 	}
 	else
-	{
-		out = FailureJson(mcp_client_error(c));
-		McpForget(server_id);
-	}
-	if (rc == MCP_ABORTED)
-	{
-		json_decref(out);
-		CHECK_FOR_INTERRUPTS();
-		out = FailureJson("interrupted");
-	}
-	return JanssonToJsonb(out);
+		out = FailureAndForget(c, server_id);
+	return AnswerJsonb(out, rc);
 }
 
 Datum
@@ -306,14 +324,7 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 	{
 		if (result)
 			json_decref(result);
-		out = FailureJson(mcp_client_error(c));
-		McpForget(server_id);
+		out = FailureAndForget(c, server_id);
 	}
-	if (rc == MCP_ABORTED)
-	{
-		json_decref(out);
-		CHECK_FOR_INTERRUPTS();
-		out = FailureJson("interrupted");
-	}
-	return JanssonToJsonb(out);
+	return AnswerJsonb(out, rc);
 }
