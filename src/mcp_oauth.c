@@ -1319,17 +1319,31 @@ mcp_oauth_complete(McpOAuthConfig *o, const char *code, const char *state, const
 	return rc;
 }
 
-int
-mcp_oauth_refresh(McpOAuthConfig *o)
+/*
+ * The form of a grant that needs a value the configuration may lack: begun
+ * with its grant_type, or NULL (missing set as the error) when need is NULL.
+ */
+static char *
+grant_form(McpOAuthConfig *o, const char *grant_type, const char *need, const char *missing)
 {
 	char	   *form = NULL;
 
-	if (o->refresh_token == NULL)
+	if (need == NULL)
 	{
-		oauth_error(o, "no refresh token");
-		return -1;
+		oauth_error(o, "%s", missing);
+		return NULL;
 	}
-	form_add(&form, "grant_type", "refresh_token");
+	form_add(&form, "grant_type", grant_type);
+	return form;
+}
+
+int
+mcp_oauth_refresh(McpOAuthConfig *o)
+{
+	char	   *form = grant_form(o, "refresh_token", o->refresh_token, "no refresh token");
+
+	if (form == NULL)
+		return -1;
 	form_add(&form, "refresh_token", o->refresh_token);
 	if (token_request(o, form, "refresh") != 0)
 	{
@@ -1342,14 +1356,11 @@ mcp_oauth_refresh(McpOAuthConfig *o)
 int
 mcp_oauth_client_credentials(McpOAuthConfig *o)
 {
-	char	   *form = NULL;
+	char	   *form = grant_form(o, "client_credentials", o->client_id,
+								  "the client credentials grant needs a client_id");
 
-	if (o->client_id == NULL)
-	{
-		oauth_error(o, "the client credentials grant needs a client_id");
+	if (form == NULL)
 		return -1;
-	}
-	form_add(&form, "grant_type", "client_credentials");
 	if (o->requested_scope)
 		form_add(&form, "scope", o->requested_scope);
 	return token_request(o, form, "client credentials");
