@@ -108,7 +108,7 @@ all: $(DATA_built)
 
 # The MCP probe: the extension's own client (src/mcp.c) on the command line.
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h pg_agents.control
+bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h src/http_easy.h pg_agents.control
 	@mkdir -p bin
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
