@@ -70,7 +70,6 @@
 
 #include "access.h"
 #include "access_gen.h"
-#include "allowlist.h"
 #include "compat.h"
 #include "guc.h"
 #include "shmem.h"
@@ -89,48 +88,6 @@ PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
 PG_FUNCTION_INFO_V1(pg_agents_like);
 PG_FUNCTION_INFO_V1(pg_agents_ilike);
 PG_FUNCTION_INFO_V1(pg_agents_like_support);
-
-/* whether the last value assigned to pg_agents.actor named an agent */
-static bool actor_is_agent = false;
-
-/*
- * True when an actor string is "agent:<1 to 18 digits>", the same rule as
- * agent.current_agent_id().
- */
-bool
-PgAgentsActorIsAgent(const char *actor)
-{
-	const char *p;
-	int			n = 0;
-
-	if (actor == NULL || strncmp(actor, "agent:", 6) != 0)
-		return false;
-	for (p = actor + 6; *p; p++)
-	{
-		if (!isdigit((unsigned char) *p))
-			return false;
-		n++;
-	}
-	return n >= 1 && n <= 18;
-}
-
-/*
- * Assign hook of pg_agents.actor: a change between "acts as an agent" and
- * "does not" invalidates the backend's cached plans, which may hold a folded
- * allowlist policy.  Assign hooks must not fail; ResetPlanCache only marks
- * plans invalid.
- */
-void
-PgAgentsActorAssign(const char *newval, void *extra)
-{
-	bool		is_agent = PgAgentsActorIsAgent(newval);
-
-	if (is_agent != actor_is_agent)
-	{
-		actor_is_agent = is_agent;
-		ResetPlanCache();
-	}
-}
 
 /*
  * agent._allowlist_active() RETURNS boolean IMMUTABLE: whether the session

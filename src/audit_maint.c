@@ -65,14 +65,6 @@ PG_FUNCTION_INFO_V1(pg_agents_purge_audit);
 PG_FUNCTION_INFO_V1(pg_agents_audit_backdate);
 PG_FUNCTION_INFO_V1(pg_agents_audit_default_move);
 
-/* set only by purge_audit / _audit_backdate / _audit_default_move, never from SQL */
-bool		audit_purge_active = false;
-TimestampTz audit_purge_cutoff = 0;
-bool		audit_backdate_active = false;
-bool		audit_move_active = false;
-TimestampTz audit_move_lo = 0;
-TimestampTz audit_move_hi = 0;
-
 /*
  * agent.purge_audit(): runs agent.maintain_audit(), then removes rows older
  * than pg_agents.audit_retention_days (0 keeps everything): the monthly

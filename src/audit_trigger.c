@@ -848,6 +848,19 @@ refuse_change(void)
 }
 
 /*
+ * The maintenance in progress that the guard lets through: set only by
+ * purge_audit / _audit_backdate / _audit_default_move (audit_maint.c), never
+ * from SQL.  Defined here, beside the guard that reads them, so that the
+ * maintenance depends on the trigger and not the other way round.
+ */
+bool		audit_purge_active = false;
+TimestampTz audit_purge_cutoff = 0;
+bool		audit_backdate_active = false;
+bool		audit_move_active = false;
+TimestampTz audit_move_lo = 0;
+TimestampTz audit_move_hi = 0;
+
+/*
  * agent._audit_guard(): the BEFORE UPDATE/DELETE/TRUNCATE trigger of the log
  * and its partitions; refuses every change but those of the maintenance in
  * progress (audit_maint.c).

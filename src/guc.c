@@ -15,8 +15,8 @@
 #include <limits.h>
 
 #include "utils/guc.h"
+#include "utils/plancache.h"
 
-#include "allowlist.h"
 #include "guc.h"
 #include "secrets.h"
 
@@ -124,13 +124,55 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 							   NULL, NULL, NULL);
 }
 
+/* whether the last value assigned to pg_agents.actor named an agent */
+static bool actor_is_agent = false;
+
+/*
+ * True when an actor string is "agent:<1 to 18 digits>", the same rule as
+ * agent.current_agent_id().
+ */
+bool
+PgAgentsActorIsAgent(const char *actor)
+{
+	const char *p;
+	int			n = 0;
+
+	if (actor == NULL || strncmp(actor, "agent:", 6) != 0)
+		return false;
+	for (p = actor + 6; *p; p++)
+	{
+		if (!isdigit((unsigned char) *p))
+			return false;
+		n++;
+	}
+	return n >= 1 && n <= 18;
+}
+
+/*
+ * Assign hook of pg_agents.actor: a change between "acts as an agent" and
+ * "does not" invalidates the backend's cached plans, which may hold a folded
+ * allowlist policy.  Assign hooks must not fail; ResetPlanCache only marks
+ * plans invalid.
+ */
+void
+PgAgentsActorAssign(const char *newval, void *extra)
+{
+	bool		is_agent = PgAgentsActorIsAgent(newval);
+
+	if (is_agent != actor_is_agent)
+	{
+		actor_is_agent = is_agent;
+		ResetPlanCache();
+	}
+}
+
 /*
  * Defines every pg_agents.* setting and reserves the prefix (from _PG_init).
  */
 void
 PgAgentsDefineGucs(void)
 {
-	/* allowlist.c: switching to or from an agent invalidates cached plans */
+	/* switching to or from an agent invalidates cached plans (allowlist policies) */
 	DefineCustomStringVariable("pg_agents.actor",
 							   "Who acts in this session: user:<id>, agent:<id> or system.",
 							   NULL, &pg_agents_actor, "",

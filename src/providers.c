@@ -38,9 +38,9 @@
 #include "guc.h"
 #include "llm.h"
 #include "providers.h"
-#include "worker.h"
 #include "ratelimit.h"
 #include "secrets.h"
+#include "spi_util.h"
 
 typedef struct ProviderEntry
 {
@@ -254,7 +254,7 @@ ProvidersLoad(void)
 					 "FROM agent.providers p ORDER BY p.id", true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read agent.providers");
-	WorkerColumnsByName(SPI_tuptable->tupdesc, provider_columns, att, PC_COUNT);
+	SpiUtilColumnsByName(SPI_tuptable->tupdesc, provider_columns, att, PC_COUNT);
 	old = MemoryContextSwitchTo(prov_cxt);
 	nentries = (int) SPI_processed;
 	entries = palloc0(sizeof(ProviderEntry) * Max(nentries, 1));

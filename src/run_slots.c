@@ -16,7 +16,7 @@
  *		CHILD    waiting for a delegated child run to end
  *
  * Database work happens in short transactions (RunSlotUnit, over
- * WorkerUnit of worker.c), one per unit of work, and never while a
+ * SpiUtilUnit of spi_util.c), one per unit of work, and never while a
  * transaction would span an HTTP call: requests are only started and
  * collected between transactions.  The conversation (the provider's
  * message array, the pending tool calls and their results) is saved in
@@ -56,7 +56,7 @@ static uint32 claim_gen = 0;
  * ---------------------------------------------------------------------
  */
 
-/* a slot's unit: its function, the slot and the argument (WorkerUnit takes one) */
+/* a slot's unit: its function, the slot and the argument (SpiUtilUnit takes one) */
 typedef struct SlotUnitCall
 {
 	UnitFn		fn;
@@ -64,7 +64,7 @@ typedef struct SlotUnitCall
 	void	   *arg;
 } SlotUnitCall;
 
-/* the body WorkerUnit runs for a slot's unit */
+/* the body SpiUtilUnit runs for a slot's unit */
 static void
 SlotUnitBody(void *arg)
 {
@@ -74,7 +74,7 @@ SlotUnitBody(void *arg)
 }
 
 /*
- * One short transaction (WorkerUnit, worker.c).  An error is logged and
+ * One short transaction (SpiUtilUnit, spi_util.c).  An error is logged and
  * noted for agent.worker_status, its message kept in RunSlotUnitError.
  */
 bool
@@ -82,7 +82,7 @@ RunSlotUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 {
 	SlotUnitCall c = {fn, s, arg};
 
-	if (WorkerUnit(activity, SlotUnitBody, &c, RunSlotUnitError, sizeof(RunSlotUnitError)))
+	if (SpiUtilUnit(activity, SlotUnitBody, &c, RunSlotUnitError, sizeof(RunSlotUnitError)))
 		return true;
 	ereport(LOG,
 			(errmsg("pg_agents worker: %s failed: %s", activity, RunSlotUnitError)));

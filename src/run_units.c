@@ -3,13 +3,13 @@
  * run_units.c
  *		The SQL of the runs in flight: every statement the slots of
  *		run_slots.c and run_calls.c run inside their units (one short
- *		transaction each, WorkerUnit): the lease, the end of a run, the
+ *		transaction each, SpiUtilUnit): the lease, the end of a run, the
  *		saved conversation, the claim, the usage of a reply, the batch of
  *		final answers, the wait for children, the reclaim and the requeue of
  *		a drain.
  *
  * Plans are prepared once and kept (PgAgentsExecPlan).  Results are read by
- * column name (WorkerColumnsByName), never by position.
+ * column name (SpiUtilColumnsByName), never by position.
  *
  *-------------------------------------------------------------------------
  */
@@ -254,7 +254,7 @@ RunSqlClaim(int n, ClaimedRun **runs)
 		elog(ERROR, "could not claim runs: %s", SPI_result_code_string(rc));
 	nrows = SPI_processed;
 	tt = SPI_tuptable;
-	WorkerColumnsByName(tt->tupdesc, claim_columns, att, CC_COUNT);
+	SpiUtilColumnsByName(tt->tupdesc, claim_columns, att, CC_COUNT);
 	out = palloc0(sizeof(ClaimedRun) * Max(nrows, 1));
 	for (uint64 i = 0; i < nrows; i++)
 	{
@@ -337,7 +337,7 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
 	tup = SPI_tuptable->vals[0];
 	td = SPI_tuptable->tupdesc;
-	WorkerColumnsByName(td, columns, att, lengthof(columns));
+	SpiUtilColumnsByName(td, columns, att, lengthof(columns));
 	status = SPI_getvalue(tup, td, att[0]);
 	if (status == NULL || strcmp(status, "running") != 0)
 		return false;
@@ -370,7 +370,7 @@ RunSqlFinishReplies(const char *replies, int64 *ids, char *outcomes, int n)
 		elog(ERROR, "agent._worker_finish_replies failed");
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
-	WorkerColumnsByName(tt->tupdesc, columns, att, lengthof(columns));
+	SpiUtilColumnsByName(tt->tupdesc, columns, att, lengthof(columns));
 	for (uint64 k = 0; k < nrows; k++)
 	{
 		int64		id = ColInt64(tt->vals[k], tt->tupdesc, att[0]);

@@ -4,8 +4,10 @@
  *		SPI utilities shared by the in-database code and the worker: the
  *		one helper that prepares a statement once per backend and keeps its
  *		plan (SPI_keepplan; the plan cache re-plans it when the objects it
- *		uses change), and catalog look-ups by name that answer InvalidOid
- *		instead of raising.
+ *		uses change), catalog look-ups by name that answer InvalidOid
+ *		instead of raising, the one unit-of-work runner (a short transaction
+ *		around a function, for the worker's loop) and the by-name column
+ *		lookup that units read their results with.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,10 +17,12 @@
 
 #include "access/xact.h"
 #include "fmgr.h"
+#include "pgstat.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 
 /*
  * The plan of sql, prepared on first use and kept in *cache for the life
@@ -131,4 +135,62 @@ SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep)
 	}
 	PG_END_TRY();
 	return edata;
+}
+
+/*
+ * One unit of work: a short transaction (worker_spi's order:
+ * statement timestamp, transaction, SPI, snapshot, activity) around fn.
+ * An error is caught and the transaction aborted; false then, with the
+ * error's message in errbuf.  Every transaction of the loop but the
+ * readiness probe goes through here (the slots' units of run_slots.c, the
+ * tick, the MCP refresh in worker.c).
+ */
+bool
+SpiUtilUnit(const char *activity, SpiUtilUnitFn fn, void *arg, char *errbuf, size_t errlen)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, activity);
+		fn(arg);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		strlcpy(errbuf, edata->message ? edata->message : "unknown error", errlen);
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return ok;
+}
+
+/*
+ * The column numbers of names in a query's result (SPI_fnumber), so that
+ * the worker reads its rows by name, never by position.
+ */
+void
+SpiUtilColumnsByName(TupleDesc td, const char *const *names, int *att, int n)
+{
+	for (int i = 0; i < n; i++)
+		if ((att[i] = SPI_fnumber(td, names[i])) <= 0)
+			elog(ERROR, "column \"%s\" is missing from the result of a worker query", names[i]);
 }

@@ -2,7 +2,8 @@
  *
  * spi_util.h
  *		SPI utilities of the whole extension: the one kept-plan helper,
- *		catalog look-ups by name and the subtransaction runner (spi_util.c).
+ *		catalog look-ups by name, the subtransaction runner, the unit-of-work
+ *		runner and the by-name column lookup (spi_util.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,5 +22,9 @@ extern void SpiUtilExecExpect(SPIPlanPtr plan, Datum *vals, const char *nulls,
 extern Oid	SpiUtilLookupProcedure(const char *signature);
 extern bool SpiUtilFunctionExists(const char *signature);
 extern ErrorData *SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep);
+
+typedef void (*SpiUtilUnitFn) (void *arg);
+extern bool SpiUtilUnit(const char *activity, SpiUtilUnitFn fn, void *arg, char *errbuf, size_t errlen);
+extern void SpiUtilColumnsByName(TupleDesc td, const char *const *names, int *att, int n);
 
 #endif							/* PG_AGENTS_SPI_UTIL_H */

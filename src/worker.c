@@ -220,64 +220,6 @@ PgAgentsWorkerReady(void)
 }
 
 /*
- * One unit of work of the worker: a short transaction (worker_spi's order:
- * statement timestamp, transaction, SPI, snapshot, activity) around fn.
- * An error is caught and the transaction aborted; false then, with the
- * error's message in errbuf.  Every transaction of the loop but the
- * readiness probe goes through here (the slots' units of run_slots.c, the
- * tick, the MCP refresh).
- */
-bool
-WorkerUnit(const char *activity, WorkerUnitFn fn, void *arg, char *errbuf, size_t errlen)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile bool ok = true;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, activity);
-		fn(arg);
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		strlcpy(errbuf, edata->message ? edata->message : "unknown error", errlen);
-		FreeErrorData(edata);
-		ok = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-	return ok;
-}
-
-/*
- * The column numbers of names in a query's result (SPI_fnumber), so that
- * the worker reads its rows by name, never by position.
- */
-void
-WorkerColumnsByName(TupleDesc td, const char *const *names, int *att, int n)
-{
-	for (int i = 0; i < n; i++)
-		if ((att[i] = SPI_fnumber(td, names[i])) <= 0)
-			elog(ERROR, "column \"%s\" is missing from the result of a worker query", names[i]);
-}
-
-/*
  * The tick's statements: agent.tick() (schedules, expiries, leases;
  * unless pg_agents.worker_tick is off), the cleanup of saved states, the
  * pause state of agent.worker_control.
@@ -303,7 +245,7 @@ TickUnit(void)
 {
 	char		err[1024];
 
-	if (!WorkerUnit("pg_agents: tick", TickBody, NULL, err, sizeof(err)))
+	if (!SpiUtilUnit("pg_agents: tick", TickBody, NULL, err, sizeof(err)))
 	{
 		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", err)));
 		PgAgentsWorkerNoteError(psprintf("tick failed: %s", err));	/* operations */
@@ -347,7 +289,7 @@ TickMcpOAuth(void)
 	last = now;
 	if (McpRefreshLaunch())		/* mcp_tools.c: in a process of its own */
 		return;
-	if (!WorkerUnit("pg_agents: MCP refresh", TickMcpOAuthBody, NULL, err, sizeof(err)))
+	if (!SpiUtilUnit("pg_agents: MCP refresh", TickMcpOAuthBody, NULL, err, sizeof(err)))
 		ereport(LOG, (errmsg("pg_agents worker: MCP OAuth refresh failed: %s", err)));
 }
 

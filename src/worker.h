@@ -1,10 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *		The background worker (worker.c): its registration at load, whether
- *		it is ready to run units, and the one unit-of-work runner (a short
- *		transaction around a function) with the by-name column lookup its
- *		units read their results with.
+ *		The background worker (worker.c): its registration at load and
+ *		whether it is ready to run units (the units themselves run through
+ *		spi_util.h's SpiUtilUnit).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,9 +14,5 @@
 
 extern void PgAgentsRegisterWorker(void);
 extern bool PgAgentsWorkerReady(void);
-
-typedef void (*WorkerUnitFn) (void *arg);
-extern bool WorkerUnit(const char *activity, WorkerUnitFn fn, void *arg, char *errbuf, size_t errlen);
-extern void WorkerColumnsByName(TupleDesc td, const char *const *names, int *att, int n);
 
 #endif							/* PG_AGENTS_WORKER_H */
