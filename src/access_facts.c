@@ -395,11 +395,9 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 	e->set_failed = false;
 	e->set = NULL;
 
-	heap = table_open(access_rels.agents, NoLock);
-	index = index_open(access_rels.agents_pkey, NoLock);
-	slot = table_slot_create(heap, NULL);
+	scan = AccessScanBegin(access_rels.agents, access_rels.agents_pkey, snap, 1,
+						   &heap, &index, &slot);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
-	scan = index_beginscan(heap, index, snap, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -418,10 +416,7 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 		e->deleted = !isnull;
 		MemoryContextSwitchTo(old);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	AccessScanEnd(scan, slot, index, heap);
 	e->filled = true;
 	return e;
 }
@@ -456,11 +451,9 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	e->groups = NULL;
 	MemoryContextSwitchTo(old);
 
-	heap = table_open(access_rels.members, NoLock);
-	index = index_open(access_rels.members_user_idx, NoLock);
-	slot = table_slot_create(heap, NULL);
+	scan = AccessScanBegin(access_rels.members, access_rels.members_user_idx, snap, 1,
+						   &heap, &index, &slot);
 	InitTextKey(&key, index, 1, user);
-	scan = index_beginscan(heap, index, snap, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -483,10 +476,7 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 		e->groups[e->ngroups++] = TextDatumGetCString(d);
 		MemoryContextSwitchTo(old);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	AccessScanEnd(scan, slot, index, heap);
 	e->filled = true;
 	return e;
 }
@@ -502,13 +492,11 @@ AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap
 	TupleTableSlot *slot;
 	int			level = LEVEL_NONE;
 
-	heap = table_open(access_rels.access, NoLock);
-	index = index_open(access_rels.access_pkey, NoLock);
-	slot = table_slot_create(heap, NULL);
+	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 3,
+						   &heap, &index, &slot);
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
 	InitTextKey(&keys[1], index, 2, rtype);
 	InitTextKey(&keys[2], index, 3, rid);
-	scan = index_beginscan(heap, index, snap, 3, 0);
 	index_rescan(scan, keys, 3, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -517,10 +505,7 @@ AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap
 
 		level = isnull ? LEVEL_NONE : TextLevel(d);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	AccessScanEnd(scan, slot, index, heap);
 	return level;
 }
 
@@ -634,11 +619,9 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	levels = palloc(sizeof(uint8) * cap);
 	hashes = palloc(sizeof(uint32) * cap);
 	initStringInfo(&strings);
-	heap = table_open(access_rels.access, NoLock);
-	index = index_open(access_rels.access_pkey, NoLock);
-	slot = table_slot_create(heap, NULL);
+	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 1,
+						   &heap, &index, &slot);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(ag->id));
-	scan = index_beginscan(heap, index, snap, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -706,10 +689,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		levels[n] = (uint8) level;
 		n++;
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	AccessScanEnd(scan, slot, index, heap);
 	MemoryContextSwitchTo(old);
 	RememberGrantCount(ag->id, ok ? n : Max(n, GRANTSET_MAX_AGENT));
 	ag->known_grants = ok ? n : Max(n, GRANTSET_MAX_AGENT);
@@ -870,12 +850,8 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 		scan = access_acl_probe.scan;
 	}
 	else
-	{
-		heap = table_open(access_rels.acl, NoLock);
-		index = index_open(access_rels.acl_pkey, NoLock);
-		slot = table_slot_create(heap, NULL);
-		scan = index_beginscan(heap, index, snap, 2, 0);
-	}
+		scan = AccessScanBegin(access_rels.acl, access_rels.acl_pkey, snap, 2,
+							   &heap, &index, &slot);
 	InitTextKey(&keys[0], index, 1, rtype);
 	InitTextKey(&keys[1], index, 2, rid);
 	index_rescan(scan, keys, 2, NULL, 0);
@@ -908,12 +884,7 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 	pfree(DatumGetPointer(keys[0].sk_argument));
 	pfree(DatumGetPointer(keys[1].sk_argument));
 	if (!access_acl_probe.active)
-	{
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		index_close(index, NoLock);
-		table_close(heap, NoLock);
-	}
+		AccessScanEnd(scan, slot, index, heap);
 }
 
 /*

@@ -10,14 +10,19 @@
 #ifndef PG_AGENTS_ACCESS_INT_H
 #define PG_AGENTS_ACCESS_INT_H
 
+#include "access/genam.h"
 #include "access/relscan.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapshot.h"
+
+#include "compat.h"
 
 /* the reason codes, stable and documented */
 typedef enum AccessReason
@@ -147,6 +152,31 @@ InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
 	ScanKeyEntryInitialize(key, 0, attno, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[attno - 1], F_TEXTEQ,
 						   CStringGetTextDatum(value));
+}
+
+/*
+ * Opens heap and index (locked by AccessEnsureRels) and a slot, and begins
+ * an index scan of nkeys keys; the caller builds its keys on *index and
+ * calls index_rescan.
+ */
+static inline IndexScanDesc
+AccessScanBegin(Oid heapid, Oid indexid, Snapshot snap, int nkeys,
+				Relation *heap, Relation *index, TupleTableSlot **slot)
+{
+	*heap = table_open(heapid, NoLock);
+	*index = index_open(indexid, NoLock);
+	*slot = table_slot_create(*heap, NULL);
+	return index_beginscan(*heap, *index, snap, nkeys, 0);
+}
+
+/* ends what AccessScanBegin began */
+static inline void
+AccessScanEnd(IndexScanDesc scan, TupleTableSlot *slot, Relation index, Relation heap)
+{
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 }
 
 /* ------------------------------------------------------------------------

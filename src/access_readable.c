@@ -101,11 +101,9 @@ PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char *
 	int			seen = 0;
 	int			rtype_len = strlen(rtype);
 
-	heap = table_open(access_rels.acl, NoLock);
-	index = index_open(access_rels.acl_principal_idx, NoLock);
-	slot = table_slot_create(heap, NULL);
+	scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
+						   &heap, &index, &slot);
 	InitTextKey(&key, index, 1, principal);
-	scan = index_beginscan(heap, index, snap, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (n >= 0 && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -128,10 +126,7 @@ PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char *
 		else
 			ids[n++] = TextDatumGetCString(d);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	AccessScanEnd(scan, slot, index, heap);
 	return n;
 }
 
@@ -211,12 +206,10 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		AccessGetWorkspaceGrant(ag, snap) != LEVEL_NONE;
 
 	/* the direct grants of the type, each decided with its level */
-	heap = table_open(access_rels.access, NoLock);
-	index = index_open(access_rels.access_pkey, NoLock);
-	slot = table_slot_create(heap, NULL);
+	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 2,
+						   &heap, &index, &slot);
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
 	InitTextKey(&keys[1], index, 2, rtype);
-	scan = index_beginscan(heap, index, snap, 2, 0);
 	index_rescan(scan, keys, 2, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -240,21 +233,16 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
 			IdListAdd(&ids, rid);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	AccessScanEnd(scan, slot, index, heap);
 
 	/* what is shared with the whole workspace and holds no direct grant */
 	if (want_shared)
 	{
 		if (direct.n > 1)
 			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
-		heap = table_open(access_rels.acl, NoLock);
-		index = index_open(access_rels.acl_principal_idx, NoLock);
-		slot = table_slot_create(heap, NULL);
+		scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
+							   &heap, &index, &slot);
 		InitTextKey(&keys[0], index, 1, "workspace");
-		scan = index_beginscan(heap, index, snap, 1, 0);
 		index_rescan(scan, keys, 1, NULL, 0);
 		while (index_getnext_slot(scan, ForwardScanDirection, slot))
 		{
@@ -283,10 +271,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 			}
 			IdListAdd(&ids, rid);
 		}
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		index_close(index, NoLock);
-		table_close(heap, NoLock);
+		AccessScanEnd(scan, slot, index, heap);
 	}
 
 	/* sorted and distinct (a resource may be shared by several ACL rows) */
@@ -322,11 +307,11 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
 	Assert(!access_acl_probe.active);
-	access_acl_probe.heap = table_open(access_rels.acl, NoLock);
-	access_acl_probe.index = index_open(access_rels.acl_pkey, NoLock);
-	access_acl_probe.slot = table_slot_create(access_acl_probe.heap, NULL);
-	access_acl_probe.scan = index_beginscan(access_acl_probe.heap, access_acl_probe.index,
-									 GetActiveSnapshot(), 2, 0);
+	access_acl_probe.scan = AccessScanBegin(access_rels.acl, access_rels.acl_pkey,
+											GetActiveSnapshot(), 2,
+											&access_acl_probe.heap,
+											&access_acl_probe.index,
+											&access_acl_probe.slot);
 	access_acl_probe.active = true;
 	PG_TRY();
 	{
@@ -339,9 +324,7 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *
 	}
 	PG_END_TRY();
 	access_acl_probe.active = false;
-	index_endscan(access_acl_probe.scan);
-	ExecDropSingleTupleTableSlot(access_acl_probe.slot);
-	index_close(access_acl_probe.index, NoLock);
-	table_close(access_acl_probe.heap, NoLock);
+	AccessScanEnd(access_acl_probe.scan, access_acl_probe.slot,
+				  access_acl_probe.index, access_acl_probe.heap);
 	return ids;
 }

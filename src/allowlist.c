@@ -1904,26 +1904,31 @@ LikePatternBad(text *pat)
 	return false;
 }
 
-Datum
-pg_agents_like(PG_FUNCTION_ARGS)
+/*
+ * agent.like / agent.ilike: false for a pattern LikePatternBad refuses,
+ * otherwise the matcher's (textlike or texticlike) answer
+ */
+static Datum
+like_call(FunctionCallInfo fcinfo, PGFunction matcher)
 {
 	text	   *pat = PG_GETARG_TEXT_PP(1);
 
 	if (LikePatternBad(pat))
 		PG_RETURN_BOOL(false);
-	return DirectFunctionCall2Coll(textlike, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
+	return DirectFunctionCall2Coll(matcher, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
 								   PointerGetDatum(pat));
+}
+
+Datum
+pg_agents_like(PG_FUNCTION_ARGS)
+{
+	return like_call(fcinfo, textlike);
 }
 
 Datum
 pg_agents_ilike(PG_FUNCTION_ARGS)
 {
-	text	   *pat = PG_GETARG_TEXT_PP(1);
-
-	if (LikePatternBad(pat))
-		PG_RETURN_BOOL(false);
-	return DirectFunctionCall2Coll(texticlike, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
-								   PointerGetDatum(pat));
+	return like_call(fcinfo, texticlike);
 }
 
 /*

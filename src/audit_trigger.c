@@ -58,6 +58,7 @@
 #include "audit_int.h"
 #include "compat.h"
 #include "guc.h"
+#include "jsonb_build.h"
 #include "redact.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_audit_trigger);
@@ -615,18 +616,6 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 	}
 }
 
-/* Pushes an object key into the JSONB being built. */
-static void
-push_key(JsonbParseState **ps, const char *k)
-{
-	JsonbValue	v;
-
-	v.type = jbvString;
-	v.val.string.val = (char *) k;
-	v.val.string.len = strlen(k);
-	(void) pushJsonbValue(ps, WJB_KEY, &v);
-}
-
 /*
  * Whether two values of a column are the same (binary equality, detoasted).
  */
@@ -790,11 +779,11 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 			if (same_value(c, od, on, nd, nn))
 				continue;
 			nchanged++;
-			push_key(&ps, c->name);
+			JsonbBuildKey(&ps, c->name);
 			(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-			push_key(&ps, "old");
+			JsonbBuildKey(&ps, "old");
 			push_column(&r, &ps, WJB_VALUE, c, od, on, 3);
-			push_key(&ps, "new");
+			JsonbBuildKey(&ps, "new");
 			push_column(&r, &ps, WJB_VALUE, c, nd, nn, 3);
 			(void) pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
 			if (summary.len < SUMMARY_MAX)
@@ -816,7 +805,7 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 			if (c->kind == 0)
 				continue;
 			d = heap_getattr(tup, i + 1, desc, &isnull);
-			push_key(&ps, c->name);
+			JsonbBuildKey(&ps, c->name);
 			push_column(&r, &ps, WJB_VALUE, c, d, isnull, 2);
 		}
 	}

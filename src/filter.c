@@ -135,6 +135,16 @@ Unwrap(JsonbValue *v)
 	}
 }
 
+/* copies of a property value and a filter value, each unwrapped */
+static void
+UnwrapPair(const JsonbValue *a, const JsonbValue *b, JsonbValue *x, JsonbValue *y)
+{
+	*x = *a;
+	*y = *b;
+	Unwrap(x);
+	Unwrap(y);
+}
+
 /* a jsonb string value as a palloc'd C string */
 static char *
 JsonbValueCString(const JsonbValue *v)
@@ -235,11 +245,10 @@ StringCmp(const JsonbValue *a, const JsonbValue *b)
 static bool
 ValuesEqual(JsonbValue *a, JsonbValue *b)
 {
-	JsonbValue	x = *a,
-				y = *b;
+	JsonbValue	x,
+				y;
 
-	Unwrap(&x);
-	Unwrap(&y);
+	UnwrapPair(a, b, &x, &y);
 	if (x.type == jbvBinary || y.type == jbvBinary)
 	{
 		if (x.type != jbvBinary || y.type != jbvBinary)
@@ -287,13 +296,12 @@ ValuesEqual(JsonbValue *a, JsonbValue *b)
 static bool
 ValuesCompare(JsonbValue *a, JsonbValue *b, int *cmp)
 {
-	JsonbValue	x = *a,
-				y = *b;
+	JsonbValue	x,
+				y;
 	Numeric		nx,
 				ny;
 
-	Unwrap(&x);
-	Unwrap(&y);
+	UnwrapPair(a, b, &x, &y);
 	nx = AsNumeric(&x);
 	ny = AsNumeric(&y);
 	if (nx && ny && (x.type == jbvNumeric || y.type == jbvNumeric ||
@@ -334,11 +342,10 @@ StringContains(const JsonbValue *hay, const JsonbValue *needle)
 static bool
 ValueContains(JsonbValue *pv, JsonbValue *fv)
 {
-	JsonbValue	x = *pv,
-				y = *fv;
+	JsonbValue	x,
+				y;
 
-	Unwrap(&x);
-	Unwrap(&y);
+	UnwrapPair(pv, fv, &x, &y);
 	if (IsContainer(&x, true))
 	{
 		JsonbIterator *it = JsonbIteratorInit(x.val.binary.data);

@@ -30,6 +30,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "context.h"
 #include "llm.h"
 #include "teams.h"
 #include "tools.h"
@@ -368,6 +369,9 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 
 		if (agent <= 0 || task == NULL)
 			r = ToolGateError("spawn needs an integer agent_id and a string task"), failed = true;
+		/* as delegate_to_agent: only to an agent the run's identity may see */
+		else if (!ContextMayDelegateTo(tr, agent))
+			r = ToolGateError("delegation refused: agent " INT64_FORMAT " is not one you may delegate to", agent), failed = true;
 		else
 		{
 			if (ToolGateHolds(tr, "agent_teams", false, input, result, started, &gate))

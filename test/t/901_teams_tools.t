@@ -96,4 +96,19 @@ ok "$(echo "$res" | sed -n 1p | grep '"status":"waiting_input"' | grep -q 'Metri
 ok "$(echo "$res" | sed -n 3p | grep -q '12 feet' && echo 0 || echo 1)" "after the answer the parent waits again and gets the result"
 is "$(q "SELECT count(*) FROM agent.run_messages WHERE run_id = $r2 AND kind = 'question' AND delivered_at IS NOT NULL")" "1" \
    "the question was delivered once, through the wait"
+# 3. spawn keeps to the agents the run's identity may see, as delegate_to_agent
+#    does: a user's manual run of a lead whose list names an agent hidden from
+#    that user cannot start it through agent_teams (the attack: a user with
+#    interact on the lead runs an agent of the owner's it was never shared)
+h=$(mk_agent "hidden901")
+p3=$(mk_agent "lead901b" '{}' none "[$c, $h]")
+q "INSERT INTO agent.shares (agent_id, user_id, level) VALUES ($p3, 'u901', 'interact'), ($c, 'u901', 'interact')" >/dev/null
+llm_script "[[t901-spawn-hidden]]" "[{\"tool\": \"agent_teams\", \"input\": {\"action\": \"spawn\", \"agent_id\": $h, \"task\": \"do it [[t901h]]\"}},
+                                     {\"text\": \"spawn tried\"}]"
+llm_script "[[t901h]]" '[{"text": "hidden agent ran"}]'
+r3=$(start_run "$p3" '{"prompt": "spawn the hidden one [[t901-spawn-hidden]]"}' manual u901)
+is "$(wait_status "$r3" "succeeded|failed" 60)" "succeeded" "the user's lead run ends"
+is "$(q "SELECT count(*) FROM agent.runs WHERE parent_run_id = $r3 OR agent_id = $h")" "0" \
+   "no run of the hidden agent was started by the spawn"
+contains "$(results_of "[[t901-spawn-hidden]]" | sed -n 1p)" "is not one you may delegate to" "the spawn is refused with the reason"
 done_testing
