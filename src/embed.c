@@ -43,6 +43,11 @@ typedef struct EmbedBuf
 	bool		too_big;
 } EmbedBuf;
 
+/*
+ * libcurl write callback: appends the reply to an EmbedBuf (malloc'd).
+ * Returns 0, which aborts the transfer, past b->max (too_big set) or when out
+ * of memory.
+ */
 static size_t
 EmbedWrite(char *ptr, size_t size, size_t nmemb, void *userdata)
 {

@@ -45,6 +45,10 @@ static TimestampTz last_perform = 0;
  */
 #define STREAM_COALESCE_MS	5
 
+/*
+ * on_proc_exit callback: cleans up the multi handle and libcurl's global
+ * state.
+ */
 static void
 HttpOnExit(int code, Datum arg)
 {
@@ -54,6 +58,11 @@ HttpOnExit(int code, Datum arg)
 	curl_global_cleanup();
 }
 
+/*
+ * Initializes libcurl and the worker's multi handle, once per process (later
+ * calls do nothing), with their cleanup at exit.  ereports ERROR when libcurl
+ * cannot be set up.
+ */
 void
 HttpInit(void)
 {
@@ -71,6 +80,13 @@ HttpInit(void)
 	on_proc_exit(HttpOnExit, (Datum) 0);
 }
 
+/*
+ * libcurl write callback of a request.  A 200 text/event-stream reply of a
+ * streamed request is fed to its LlmStream as it arrives and only counted;
+ * any other reply is buffered (malloc'd) in req->resp.  Returns less than it
+ * was given, which aborts the transfer, past req->max_bytes (resp_too_big
+ * set), when out of memory or when the stream refuses the data.
+ */
 static size_t
 WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -130,6 +146,13 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/*
+ * libcurl header callback of a request: keeps the request id (x-request-id or
+ * request-id), passes the rate-limit headers to RateHeaderParse, aborts the
+ * transfer (resp_too_big set) when Content-Length announces more than
+ * req->max_bytes, and turns Retry-After (seconds or an HTTP date) into
+ * req->retry_after_ms.
+ */
 static size_t
 HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
 {
@@ -423,6 +446,11 @@ HttpNextDone(void)
 	return NULL;
 }
 
+/*
+ * Frees a request: removes it from the multi handle if still in flight,
+ * cleans up its easy handle unless it was attached (HttpAttach), and frees
+ * its headers, body and response.  NULL is accepted.
+ */
 void
 HttpFree(HttpRequest *req)
 {
@@ -468,6 +496,7 @@ HttpPerform(void)
 		curl_multi_perform(multi, &running);
 }
 
+/* The number of transfers in the multi handle (LLM and MCP ones alike). */
 int
 HttpInFlight(void)
 {

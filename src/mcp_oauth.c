@@ -75,6 +75,7 @@ struct McpOAuthConfig
 /* helpers																  */
 /* ---------------------------------------------------------------------- */
 
+/* strdup() that passes NULL through; aborts when out of memory. */
 static char *
 dup_or_null(const char *s)
 {
@@ -100,6 +101,7 @@ wipe(char **p)
 	}
 }
 
+/* Replaces *field by a copy of value (NULL clears it), wiping the old one. */
 static void
 set_str(char **field, const char *value)
 {
@@ -109,6 +111,7 @@ set_str(char **field, const char *value)
 
 static void oauth_error(McpOAuthConfig *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
+/* Sets the error message that mcp_oauth_error() returns (truncated to fit). */
 static void
 oauth_error(McpOAuthConfig *o, const char *fmt,...)
 {
@@ -126,6 +129,11 @@ typedef struct Buf
 	int			too_big;
 } Buf;
 
+/*
+ * libcurl write callback: appends the body to a Buf.  A body past
+ * OAUTH_MAX_BODY sets too_big and returns 0, which makes libcurl abort the
+ * transfer.
+ */
 static size_t
 buf_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
@@ -151,6 +159,10 @@ typedef struct Hdrs
 	char	   *location;
 } Hdrs;
 
+/*
+ * libcurl header callback: keeps the Location header's value in a Hdrs (the
+ * last one wins).
+ */
 static size_t
 hdr_write(char *buf, size_t size, size_t nitems, void *arg)
 {
@@ -258,6 +270,7 @@ jstr(json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
+/* Whether a JSON array holds the string value (0 for a non-array). */
 static int
 array_has(json_t *arr, const char *value)
 {
@@ -383,12 +396,17 @@ form_add(char **form, const char *k, const char *v)
 	curl_free(ev);
 }
 
+/* Frees a form built by form_add(), wiping it since it may hold secrets. */
 static void
 form_free(char **form)
 {
 	wipe(form);
 }
 
+/*
+ * A base64url string of bytes (at most 64) random bytes, malloc'd; for the
+ * state and the PKCE verifier.  Aborts when OpenSSL has no randomness.
+ */
 static char *
 random_token(int bytes)
 {
@@ -401,6 +419,7 @@ random_token(int bytes)
 	return mcp_base64(buf, bytes, 1);
 }
 
+/* The PKCE S256 code challenge of a verifier: base64url(SHA-256), malloc'd. */
 static char *
 s256(const char *verifier)
 {
@@ -415,6 +434,10 @@ s256(const char *verifier)
 /* configuration														  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A new, empty configuration (malloc'd; aborts when out of memory), with the
+ * default redirect URI http://localhost:3000/callback and a 30 s timeout.
+ */
 McpOAuthConfig *
 mcp_oauth_config_new(void)
 {
@@ -427,6 +450,10 @@ mcp_oauth_config_new(void)
 	return o;
 }
 
+/*
+ * Forgets what discovery learnt: the resource, issuer, endpoints and
+ * authorization server metadata.
+ */
 static void
 clear_discovery(McpOAuthConfig *o)
 {
@@ -440,6 +467,10 @@ clear_discovery(McpOAuthConfig *o)
 	o->as_meta = NULL;
 }
 
+/*
+ * Frees a configuration, wiping every string (settings, registration, tokens,
+ * pending state).  NULL is accepted.
+ */
 void
 mcp_oauth_config_free(McpOAuthConfig *o)
 {
@@ -469,6 +500,11 @@ mcp_oauth_config_free(McpOAuthConfig *o)
 	free(o);
 }
 
+/*
+ * Sets one setting (the keys are listed in mcp_oauth.h).  private_key_file is
+ * read at once, up to 16 kB, into private_key_pem.  Returns 0, or -1 for an
+ * unknown key or an unreadable key file.
+ */
 int
 mcp_oauth_config_set(McpOAuthConfig *o, const char *key, const char *value)
 {
@@ -513,12 +549,14 @@ mcp_oauth_config_set(McpOAuthConfig *o, const char *key, const char *value)
 	return 0;
 }
 
+/* The message of the last failure ("" when none since the last prepare). */
 const char *
 mcp_oauth_error(McpOAuthConfig *o)
 {
 	return o->error;
 }
 
+/* The current access token, or NULL; owned by the configuration. */
 const char *
 mcp_oauth_access_token(McpOAuthConfig *o)
 {
@@ -531,6 +569,7 @@ mcp_oauth_expires_at(McpOAuthConfig *o)
 	return o->expires_at;
 }
 
+/* The state of the pending authorization request, or NULL when none. */
 const char *
 mcp_oauth_state(McpOAuthConfig *o)
 {
@@ -722,6 +761,10 @@ scope_union(const char *a, const char *b)
 	return out;
 }
 
+/*
+ * Whether the space-separated scope list already holds scope (false for a
+ * NULL list).
+ */
 static int
 has_scope(const char *list, const char *scope)
 {
@@ -734,6 +777,17 @@ has_scope(const char *list, const char *scope)
 	return r && list != NULL;
 }
 
+/*
+ * Discovery after a 401 or 403 from server_url: the protected resource
+ * metadata (else the 2025-03-26 fallback of the server's origin as the
+ * authorization server, with default endpoints when it has no metadata), the
+ * authorization server metadata, and the scope to request (configured, else
+ * the challenge's or everything the resource supports, widened on a 403
+ * step-up, plus offline_access when offered).  Refuses a resource mismatch,
+ * an issuer mismatch and configured credentials that belong to another
+ * authorization server; drops a registration made with another one.  Returns
+ * 0, or -1 with the error set.
+ */
 int
 mcp_oauth_prepare(McpOAuthConfig *o, const char *server_url, long status, const char *www)
 {
@@ -904,18 +958,27 @@ mcp_oauth_prepare(McpOAuthConfig *o, const char *server_url, long status, const 
 /* client registration and authentication								  */
 /* ---------------------------------------------------------------------- */
 
+/* The configured client_id, else the one obtained by registration. */
 static const char *
 current_client_id(McpOAuthConfig *o)
 {
 	return o->client_id ? o->client_id : o->reg_client_id;
 }
 
+/* The secret that goes with current_client_id(). */
 static const char *
 current_client_secret(McpOAuthConfig *o)
 {
 	return o->client_id ? o->client_secret : o->reg_client_secret;
 }
 
+/*
+ * Makes sure there is a client ID: nothing to do when one is configured or
+ * registered; else a client ID metadata document URL when the server takes
+ * them, else dynamic client registration (RFC 7591) with the best token
+ * endpoint auth method offered.  Records the registration with its issuer.
+ * Returns 0, or -1 with the error set.
+ */
 static int
 register_client(McpOAuthConfig *o)
 {
@@ -1228,6 +1291,12 @@ token_request(McpOAuthConfig *o, char *form, const char *what)
 /* grants																  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The URL to send the user to for consent (malloc'd): registers the client if
+ * needed, requires PKCE S256 when metadata is known, and stores a new state
+ * and verifier in the configuration.  Returns NULL with the error set on
+ * failure.
+ */
 char *
 mcp_oauth_authorization_url(McpOAuthConfig *o)
 {
@@ -1274,6 +1343,12 @@ mcp_oauth_authorization_url(McpOAuthConfig *o)
 	return url;
 }
 
+/*
+ * Completes a pending authorization with the redirect's code, state and iss:
+ * checks the state and (RFC 9207) the issuer, then exchanges the code at the
+ * token endpoint.  The pending state and verifier are cleared once the
+ * exchange has been tried.  Returns 0, or -1 with the error set.
+ */
 int
 mcp_oauth_complete(McpOAuthConfig *o, const char *code, const char *state, const char *iss)
 {
@@ -1337,6 +1412,10 @@ grant_form(McpOAuthConfig *o, const char *grant_type, const char *need, const ch
 	return form;
 }
 
+/*
+ * Obtains a new access token with the refresh token.  A refused refresh token
+ * is dropped.  Returns 0, or -1 with the error set.
+ */
 int
 mcp_oauth_refresh(McpOAuthConfig *o)
 {
@@ -1353,6 +1432,11 @@ mcp_oauth_refresh(McpOAuthConfig *o)
 	return 0;
 }
 
+/*
+ * Obtains an access token with the client credentials grant (needs a
+ * configured client_id) and the requested scope.  Returns 0, or -1 with the
+ * error set.
+ */
 int
 mcp_oauth_client_credentials(McpOAuthConfig *o)
 {
@@ -1448,6 +1532,13 @@ authorize_without_browser(McpOAuthConfig *o)
 	return rc;
 }
 
+/*
+ * McpClient auth callback, called on a 401 or 403: tries the refresh token
+ * first on a 401, else prepares and obtains a token by the configured grant
+ * (client credentials, or the authorization code without a browser when
+ * authorize is auto).  Without a way to get consent it fails.  Sets the
+ * bearer on c and returns 0, or sets c's error and returns -1.
+ */
 static int
 oauth_callback(void *arg, McpClient *c, long status, const char *www)
 {
@@ -1500,6 +1591,7 @@ mcp_oauth_attach(McpClient *c, McpOAuthConfig *o)
 /* persistence															  */
 /* ---------------------------------------------------------------------- */
 
+/* Sets j[k] to the string v, unless v is NULL. */
 static void
 put(json_t *j, const char *k, const char *v)
 {
@@ -1507,6 +1599,10 @@ put(json_t *j, const char *k, const char *v)
 		json_object_set_new(j, k, json_string(v));
 }
 
+/*
+ * Everything learnt and obtained as a new JSON object (see mcp_oauth.h); it
+ * holds secrets.
+ */
 json_t *
 mcp_oauth_export(McpOAuthConfig *o)
 {
@@ -1534,6 +1630,10 @@ mcp_oauth_export(McpOAuthConfig *o)
 	return j;
 }
 
+/*
+ * Loads what mcp_oauth_export() produced, replacing every such field (absent
+ * ones become NULL or 0); ignores anything that is not an object.
+ */
 void
 mcp_oauth_import(McpOAuthConfig *o, json_t *j)
 {

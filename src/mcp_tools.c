@@ -77,6 +77,11 @@ static struct
 }			tool_cache[TOOL_CACHE];
 static int	tool_cache_next = 0;
 
+/*
+ * Stores the tools known to a run (exposed name -> server_id, tool, needs,
+ * read_only, schema), taking over the reference to known: replaces the run's
+ * entry, else evicts the oldest one in the ring.
+ */
 static void
 CachePut(int64 run_id, json_t *known)
 {
@@ -96,6 +101,10 @@ CachePut(int64 run_id, json_t *known)
 	tool_cache[i].tools = known;
 }
 
+/*
+ * The cached definition of the run's tool name (a borrowed reference), or
+ * NULL when the run is not cached (evicted) or has no such tool.
+ */
 static json_t *
 CacheGet(int64 run_id, const char *name)
 {
@@ -105,6 +114,12 @@ CacheGet(int64 run_id, const char *name)
 	return NULL;
 }
 
+/*
+ * Appends the run's MCP tools ({name, description, parameters}, the
+ * description prefixed with the server's name) to tools, and caches them for
+ * the run's calls (CachePut).  A workspace with no enabled MCP server costs a
+ * single kept-plan query.  Needs SPI; ereports ERROR when a query fails.
+ */
 void
 McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 {
@@ -250,6 +265,10 @@ struct McpCall
 
 static McpCall *prepared = NULL;
 
+/*
+ * strdup() for the malloc'd state of this file: NULL becomes "", and out of
+ * memory is FATAL.
+ */
 static char *
 xdup(const char *s)
 {
@@ -260,6 +279,11 @@ xdup(const char *s)
 	return r;
 }
 
+/*
+ * Unlinks a client entry and closes its client (with the session's DELETE,
+ * unless the entry is broken), then frees it.  The caller makes sure no call
+ * refers to it.
+ */
 static void
 EntryClose(McpEntry *e)
 {
@@ -283,6 +307,7 @@ EntryClose(McpEntry *e)
 	free(e);
 }
 
+/* on_proc_exit callback: closes every client left, ending their sessions. */
 static void
 McpWorkerOnExit(int code, Datum arg)
 {
@@ -306,6 +331,13 @@ McpWorkerHousekeeping(void)
 	}
 }
 
+/*
+ * The client entry for a call's server and configuration key, with a
+ * reference taken (refs++).  Entries of the same server with another key are
+ * marked stale; a new entry gets a new client, set up for the call's protocol
+ * (a stateless one defers elicitations to people, an older one holds them up
+ * to pg_agents.mcp_elicitation_wait).  Registers the exit hook on first use.
+ */
 static McpEntry *
 EntryFor(McpCall *mc)
 {
@@ -352,6 +384,9 @@ EntryFor(McpCall *mc)
 	return e;
 }
 
+/*
+ * Sets the call's answer, taking over the reference and dropping the old one.
+ */
 static void
 SetAnswer(McpCall *mc, json_t *answer)
 {
@@ -360,18 +395,31 @@ SetAnswer(McpCall *mc, json_t *answer)
 	mc->answer = answer;
 }
 
+/*
+ * A failed answer {"ok": false, "error": ...}, with a generic message for an
+ * empty error.
+ */
 static json_t *
 Failure(const char *error)
 {
 	return json_pack("{s:b, s:s}", "ok", 0, "error", error && error[0] ? error : "the MCP call failed");
 }
 
+/*
+ * Parses a text of any JSON value (new reference); NULL for NULL or invalid
+ * text.
+ */
 static json_t *
 JsonFromText(const char *text)
 {
 	return text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
 }
 
+/*
+ * Frees a call: removes its transfer from the multi handle, frees its async
+ * state, releases its client entry (and its claim on the session's
+ * initialization) and its JSON.  NULL is accepted.
+ */
 void
 McpCallFree(McpCall *mc)
 {
@@ -414,6 +462,10 @@ McpCallFree(McpCall *mc)
 	free(mc);
 }
 
+/*
+ * The call that the last McpToolExecute() left prepared (TOOL_MCP_ASYNC), now
+ * owned by the caller, or NULL; clears it.
+ */
 McpCall *
 McpTakePrepared(void)
 {
@@ -440,18 +492,27 @@ McpCallDue(McpCall *mc, TimestampTz now)
 	return mc->req == NULL && mc->answer == NULL && mc->next_at <= now && !WaitsForSession(mc);
 }
 
+/* Whether the call has a transfer in the multi handle. */
 bool
 McpCallInFlight(McpCall *mc)
 {
 	return mc->req != NULL;
 }
 
+/*
+ * Whether the call has its answer (success or failure), ready for
+ * McpCallRecord().
+ */
 bool
 McpCallAnswered(McpCall *mc)
 {
 	return mc->answer != NULL;
 }
 
+/*
+ * When the call is next due: its own retry time, or one second from now while
+ * it waits for another call to initialize the session.
+ */
 TimestampTz
 McpCallNextAt(McpCall *mc)
 {
@@ -461,6 +522,7 @@ McpCallNextAt(McpCall *mc)
 	return mc->next_at;
 }
 
+/* The number of MCP transfers in the worker's multi handle. */
 int
 McpTransfersInFlight(void)
 {
@@ -733,6 +795,10 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 	return TOOL_DONE;
 }
 
+/*
+ * A jsonb Datum of a JSON value (JSON null for NULL), for an SPI argument;
+ * palloc'd in the current memory context.
+ */
 static Datum
 JsonbArg(json_t *j)
 {
@@ -1031,6 +1097,12 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
  */
 static BackgroundWorkerHandle *refresh_handle = NULL;
 
+/*
+ * Starts the background process of the OAuth and tool list refresh
+ * (pg_agents_mcp_refresh_main) for this database, unless the last one is
+ * still running.  Returns true when one is running or started, false when
+ * none could be registered.
+ */
 bool
 McpRefreshLaunch(void)
 {
@@ -1072,6 +1144,12 @@ McpRefreshLaunch(void)
 
 PGDLLEXPORT void pg_agents_mcp_refresh_main(Datum arg);
 
+/*
+ * Background worker entry point of McpRefreshLaunch(): connects to the
+ * database given in arg and, in one transaction, runs
+ * agent.mcp_oauth_refresh_due() and agent.mcp_refresh_due() when they exist,
+ * then exits.
+ */
 void
 pg_agents_mcp_refresh_main(Datum arg)
 {
