@@ -56,12 +56,6 @@
 #include "tools.h"
 
 /*
- * Appends the MCP tools of the agent, in this run, to a neutral tool list:
- * the workspace's servers and the personal ones of the run's user
- * (agent._mcp_run_user: the requester of a manual run, the owner of an
- * autonomous one), never another user's.
- */
-/*
  * The MCP tools offered to a run at its claim (server, tool, approval flags,
  * schema), so that its calls need not list them again: builtin tools use
  * the scope as claimed too.  A ring of the last runs claimed (bounded
@@ -116,7 +110,10 @@ CacheGet(int64 run_id, const char *name)
 
 /*
  * Appends the run's MCP tools ({name, description, parameters}, the
- * description prefixed with the server's name) to tools, and caches them for
+ * description prefixed with the server's name) to tools: those of the
+ * workspace's servers and of the personal ones of the run's user
+ * (agent._mcp_run_user: the requester of a manual run, the owner of an
+ * autonomous one), never another user's.  Caches them for
  * the run's calls (CachePut).  A workspace with no enabled MCP server costs a
  * single kept-plan query.  Needs SPI; ereports ERROR when a query fails.
  */
