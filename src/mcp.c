@@ -106,6 +106,10 @@ static int	curl_ready = 0;
 /* small helpers														  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * Appends n bytes of s to b, keeping it NUL-terminated; grows the buffer
+ * (doubling from 256 bytes) and aborts when out of memory.
+ */
 static void
 sb_append(StrBuf *b, const char *s, size_t n)
 {
@@ -125,6 +129,7 @@ sb_append(StrBuf *b, const char *s, size_t n)
 	b->data[b->len] = '\0';
 }
 
+/* Empties b, keeping its memory for reuse. */
 static void
 sb_reset(StrBuf *b)
 {
@@ -133,6 +138,7 @@ sb_reset(StrBuf *b)
 		b->data[0] = '\0';
 }
 
+/* Releases b's memory and leaves it empty. */
 static void
 sb_free(StrBuf *b)
 {
@@ -141,6 +147,7 @@ sb_free(StrBuf *b)
 	b->len = b->cap = 0;
 }
 
+/* strdup that aborts when out of memory; NULL is copied as "". */
 static char *
 xstrdup(const char *s)
 {
@@ -182,6 +189,7 @@ mask_secret(char *text, const char *secret)
 	}
 }
 
+/* See the prototype above: the bearer token and header values are masked. */
 static void
 set_error(McpClient *c, const char *fmt,...)
 {
@@ -224,6 +232,7 @@ set_error(McpClient *c, const char *fmt,...)
 	}
 }
 
+/* Milliseconds on the monotonic clock (deadlines, not dates). */
 static long
 now_ms(void)
 {
@@ -233,6 +242,7 @@ now_ms(void)
 	return (long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Sleeps ms milliseconds (nothing when ms <= 0), resuming after signals. */
 static void
 sleep_ms(long ms)
 {
@@ -246,12 +256,14 @@ sleep_ms(long ms)
 		;
 }
 
+/* Whether s starts with prefix, ignoring ASCII case. */
 static int
 ascii_prefix_ci(const char *s, const char *prefix)
 {
 	return strncasecmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* Whether word occurs anywhere in s, ignoring ASCII case. */
 static int
 contains_ci(const char *s, const char *word)
 {
@@ -265,6 +277,11 @@ contains_ci(const char *s, const char *word)
 /* URL policy															  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * Whether host (as libcurl gives it) is loopback: localhost, ::1, or
+ * 127.0.0.0/8 written as a dotted quad of four decimal parts (shortened
+ * forms such as 127.1 are refused).
+ */
 static int
 is_loopback_host(const char *host)
 {
@@ -305,6 +322,10 @@ is_loopback_host(const char *host)
 	return 0;
 }
 
+/*
+ * See mcp.h.  Parses url with libcurl's URL API (initializing libcurl on
+ * first use); the answer is a static sentence, or NULL when url is fine.
+ */
 const char *
 mcp_url_problem(const char *url)
 {
@@ -346,6 +367,11 @@ mcp_url_problem(const char *url)
 /* client lifecycle														  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * See mcp.h.  Allocates the client (aborts when out of memory), copies
+ * headers, and defaults the timeout to 60 s when timeout_ms <= 0.  No
+ * network traffic until the first request.
+ */
 McpClient *
 mcp_client_new(const char *url, json_t *headers, long timeout_ms)
 {
@@ -368,6 +394,10 @@ mcp_client_new(const char *url, json_t *headers, long timeout_ms)
 	return c;
 }
 
+/*
+ * Sets the callback polled during transfers; non-zero from it aborts the
+ * transfer under way (MCP_ABORTED).
+ */
 void
 mcp_client_set_abort(McpClient *c, McpAbortCallback cb, void *arg)
 {
@@ -375,6 +405,7 @@ mcp_client_set_abort(McpClient *c, McpAbortCallback cb, void *arg)
 	c->abort_arg = arg;
 }
 
+/* Sets the bound of later calls; a value <= 0 leaves it unchanged. */
 void
 mcp_client_set_timeout(McpClient *c, long timeout_ms)
 {
@@ -382,36 +413,45 @@ mcp_client_set_timeout(McpClient *c, long timeout_ms)
 		c->timeout_ms = timeout_ms;
 }
 
+/* The last error, in the client's own buffer (see mcp.h). */
 const char *
 mcp_client_error(McpClient *c)
 {
 	return c->error;
 }
 
+/* The negotiated protocol version, or NULL before initialization. */
 const char *
 mcp_client_protocol_version(McpClient *c)
 {
 	return c->initialized ? c->protocol_version : NULL;
 }
 
+/* The Mcp-Session-Id the server gave, or NULL (borrowed). */
 const char *
 mcp_client_session_id(McpClient *c)
 {
 	return c->session_id;
 }
 
+/* The server's serverInfo (borrowed), or NULL when none was sent. */
 json_t *
 mcp_client_server_info(McpClient *c)
 {
 	return c->server_info;
 }
 
+/* How many times the client (re-)initialized a session. */
 int
 mcp_client_initializations(McpClient *c)
 {
 	return c->initializations;
 }
 
+/*
+ * Sets the client error from outside (e.g. an auth callback), masked like
+ * every error (see set_error); truncated to 1 kB.
+ */
 void
 mcp_client_set_error(McpClient *c, const char *fmt,...)
 {
@@ -424,18 +464,24 @@ mcp_client_set_error(McpClient *c, const char *fmt,...)
 	set_error(c, "%s", buf);
 }
 
+/* The server URL (borrowed). */
 const char *
 mcp_client_url(McpClient *c)
 {
 	return c->url;
 }
 
+/* The bound of every call, in milliseconds. */
 long
 mcp_client_timeout(McpClient *c)
 {
 	return c->timeout_ms;
 }
 
+/*
+ * See mcp.h.  NULL, "" and "auto" mean discover; the version is only
+ * checked against the supported list when the first request is made.
+ */
 void
 mcp_client_set_protocol(McpClient *c, const char *version)
 {
@@ -443,6 +489,10 @@ mcp_client_set_protocol(McpClient *c, const char *version)
 	c->want_version = (version && *version && strcmp(version, "auto") != 0) ? xstrdup(version) : NULL;
 }
 
+/*
+ * Sets the elicitation callback (see mcp.h); a non-NULL cb also declares the
+ * elicitation capability.
+ */
 void
 mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
 {
@@ -450,18 +500,24 @@ mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
 	c->elicit_arg = arg;
 }
 
+/*
+ * Holds in-stream elicitations for people for up to hold_ms (see mcp.h);
+ * negative values count as 0 (not declared).
+ */
 void
 mcp_client_hold_elicitation(McpClient *c, long hold_ms)
 {
 	c->elicit_hold_ms = hold_ms > 0 ? hold_ms : 0;
 }
 
+/* Declares deferred elicitation to 2026-07-28 servers (see mcp.h). */
 void
 mcp_client_defer_elicitation(McpClient *c)
 {
 	c->elicit_deferred = 1;
 }
 
+/* Sets the callback called on 401/403 answers (see mcp.h). */
 void
 mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg)
 {
@@ -469,6 +525,10 @@ mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg)
 	c->auth_arg = arg;
 }
 
+/*
+ * See mcp.h.  The previous token is wiped before being freed; NULL or ""
+ * removes the Authorization header.
+ */
 void
 mcp_client_set_bearer(McpClient *c, const char *token)
 {
@@ -480,12 +540,14 @@ mcp_client_set_bearer(McpClient *c, const char *token)
 	c->bearer = (token && *token) ? xstrdup(token) : NULL;
 }
 
+/* ttlMs of the last tools/list, or -1 (see mcp.h). */
 long
 mcp_client_tools_ttl_ms(McpClient *c)
 {
 	return c->tools_ttl_ms;
 }
 
+/* Tools left out by the last tools/list (borrowed, or NULL before one). */
 json_t *
 mcp_client_rejected_tools(McpClient *c)
 {
@@ -496,6 +558,10 @@ mcp_client_rejected_tools(McpClient *c)
 /* libcurl plumbing														  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * libcurl progress callback: returns 1 (abort the transfer) when the
+ * client's abort callback asks to stop, 0 to go on.
+ */
 static int
 progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 			curl_off_t ultotal, curl_off_t ulnow)
@@ -531,6 +597,11 @@ mcp_header_value(const char *buf, size_t n, size_t name_len)
 	return out;
 }
 
+/*
+ * libcurl header callback: keeps the Mcp-Session-Id and WWW-Authenticate
+ * values of the response in the transfer (the last one of each wins).
+ * Aborts when out of memory.
+ */
 static size_t
 header_cb(char *buf, size_t size, size_t nitems, void *arg)
 {
@@ -614,6 +685,10 @@ base_headers(McpClient *c, struct curl_slist *h, int with_version)
 /* 2026-07-28 routing headers											  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * See mcp.h.  Standard alphabet with '=' padding, or (urlsafe) the URL
+ * alphabet without padding; malloc'd, aborts when out of memory.
+ */
 char *
 mcp_base64(const void *data, size_t len, int urlsafe)
 {
@@ -934,6 +1009,12 @@ sse_dispatch(Xfer *x)
 	x->event[0] = '\0';
 }
 
+/*
+ * One line of an SSE stream, without its line end: an empty line dispatches
+ * the event gathered so far; data, event, id and retry fields are kept;
+ * comments (":...") and unknown fields are ignored.  An id containing a NUL
+ * and a retry that is not all digits are ignored, as the SSE spec says.
+ */
 static void
 sse_line(Xfer *x, const char *line, size_t n)
 {
@@ -1005,6 +1086,11 @@ sse_line(Xfer *x, const char *line, size_t n)
 	}
 }
 
+/*
+ * Splits n bytes of an SSE stream into lines (CR, LF or CRLF) for sse_line.
+ * Stops once the response has arrived; sets too_big when a line exceeds
+ * MCP_MAX_BODY.
+ */
 static void
 sse_feed(Xfer *x, const char *p, size_t n)
 {
@@ -1039,6 +1125,12 @@ sse_feed(Xfer *x, const char *p, size_t n)
 	}
 }
 
+/*
+ * libcurl write callback: on the first chunk the Content-Type decides
+ * between an SSE stream (fed to sse_feed) and a plain JSON body (gathered).
+ * Returns 0, which ends the transfer, once the response arrived in a
+ * stream or the answer exceeds MCP_MAX_BODY (too_big set).
+ */
 static size_t
 write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 {
@@ -1139,6 +1231,7 @@ body_rpc_message(Xfer *x, json_t **hold)
 
 #define MCP_SESSION_LOST	(-10)
 
+/* Releases everything a transfer holds and zeroes it for reuse. */
 static void
 xfer_free(Xfer *x)
 {
@@ -1662,6 +1755,7 @@ reply_to_server_request(McpClient *c, json_t *msg)
 /* the protocol															  */
 /* ---------------------------------------------------------------------- */
 
+/* Whether v is a protocol version this client speaks. */
 static int
 supported_version(const char *v)
 {
@@ -1671,6 +1765,7 @@ supported_version(const char *v)
 				 strcmp(v, "2025-03-26") == 0);
 }
 
+/* Whether v is the stateless (2026-07-28) protocol version. */
 static int
 stateless_version(const char *v)
 {
@@ -1787,6 +1882,13 @@ session_forget(McpClient *c)
 	c->initializations++;
 }
 
+/*
+ * initialize asking for version want, then notifications/initialized, on a
+ * fresh session (the old one is forgotten).  The answered version must be a
+ * supported stateful one; the session id and serverInfo are kept.  MCP_OK,
+ * or an error code with the client error set (a JSON-RPC error answer is
+ * MCP_ERROR here); a failed notification leaves the client uninitialized.
+ */
 static int
 initialize_version(McpClient *c, const char *want)
 {
@@ -1857,6 +1959,11 @@ initialize_version(McpClient *c, const char *want)
 	return MCP_OK;
 }
 
+/*
+ * See mcp.h.  Asks for the configured version, or, in auto mode or when
+ * the stateless version was configured, the version negotiated before (else
+ * the newest stateful one).
+ */
 int
 mcp_initialize(McpClient *c)
 {
@@ -1867,6 +1974,10 @@ mcp_initialize(McpClient *c)
 	return initialize_version(c, v);
 }
 
+/*
+ * Marks the client as speaking the stateless protocol version: ready at
+ * once, with no initialize and no session.
+ */
 static void
 go_stateless(McpClient *c, const char *version)
 {
@@ -1930,6 +2041,12 @@ discover(McpClient *c)
 	return initialize_version(c, v ? v : MCP_PROTOCOL_VERSION);
 }
 
+/*
+ * Makes the client ready for a request: nothing when it is; otherwise the
+ * protocol generation known from before, the configured version, or
+ * discovery in auto mode.  MCP_OK, or an error code with the client error
+ * set (also for an unsupported configured version).
+ */
 static int
 ensure_ready(McpClient *c)
 {
@@ -2043,12 +2160,19 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 	return MCP_ERROR;
 }
 
+/* Any JSON-RPC request under the transport rules (see mcp.h and request). */
 int
 mcp_request(McpClient *c, const char *method, json_t *params, json_t **result)
 {
 	return request(c, method, params, result);
 }
 
+/*
+ * See mcp.h.  Follows nextCursor for at most MCP_MAX_PAGES pages (the same
+ * cursor twice is an error); a JSON-RPC error answer is MCP_ERROR here.  On
+ * MCP_OK the kept tool cache, rejected list, ttl and listing time are
+ * replaced; on failure they are left as they were and *tools is NULL.
+ */
 int
 mcp_list_tools(McpClient *c, json_t **tools)
 {
@@ -2157,6 +2281,11 @@ mcp_list_tools(McpClient *c, json_t **tools)
 	return MCP_OK;
 }
 
+/*
+ * See mcp.h.  Only an "accept" answer is changed: each property of the
+ * requested schema that has a default and is absent from content gets it
+ * (content is created when missing).
+ */
 void
 mcp_elicitation_apply_defaults(json_t *params, json_t *answer)
 {
@@ -2198,6 +2327,14 @@ rejected_reason(McpClient *c, const char *name)
 
 #define MCP_MAX_INPUT_ROUNDS 8
 
+/*
+ * See mcp.h.  For a stateless server, first lists the tools when the tool is
+ * unknown or the list is stale (its Mcp-Param-* headers); a tool rejected by
+ * the list is refused with MCP_ERROR.  input_required results are answered
+ * through the elicitation callback for up to MCP_MAX_INPUT_ROUNDS rounds;
+ * when it cannot answer (or the server asks for something else than
+ * elicitation) the result is returned as MCP_INPUT_REQUIRED.
+ */
 int
 mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
 						 json_t *input_responses, const char *request_state, json_t **result)
@@ -2300,12 +2437,18 @@ mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
 	return MCP_ERROR;
 }
 
+/* tools/call without input responses (see mcp_call_tool_with_input). */
 int
 mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result)
 {
 	return mcp_call_tool_with_input(c, name, arguments, NULL, NULL, result);
 }
 
+/*
+ * See mcp.h.  The DELETE is bounded by MCP_CLOSE_TIMEOUT and sent even
+ * when the caller is being cancelled (the abort callback is suspended); its
+ * answer is ignored.  The bearer token is wiped.  NULL is accepted.
+ */
 void
 mcp_client_close(McpClient *c)
 {
@@ -2346,6 +2489,11 @@ mcp_client_close(McpClient *c)
 	free(c);
 }
 
+/*
+ * See mcp.h.  Falls back to structuredContent as compact JSON when there is
+ * no content; never NULL ("" when there is nothing; aborts when out of
+ * memory).
+ */
 char *
 mcp_result_text(json_t *result)
 {
@@ -2420,12 +2568,20 @@ struct McpAsync
 	char		curl_error[CURL_ERROR_SIZE];
 };
 
+/*
+ * Gets the client ready (initialize or discover, synchronously) before
+ * asynchronous calls; MCP_OK or an error code (see ensure_ready).
+ */
 int
 mcp_client_ready(McpClient *c)
 {
 	return ensure_ready(c);
 }
 
+/*
+ * Drops the session (after MCP_SESSION_GONE) without a DELETE, so that the
+ * next mcp_client_ready initializes again.
+ */
 void
 mcp_client_forget_session(McpClient *c)
 {
@@ -2434,12 +2590,14 @@ mcp_client_forget_session(McpClient *c)
 	c->session_id = NULL;
 }
 
+/* Whether the client speaks the stateless (2026-07-28) protocol. */
 int
 mcp_client_stateless(McpClient *c)
 {
 	return c->stateless;
 }
 
+/* Whether the client is initialized (or stateless and ready). */
 int
 mcp_client_is_ready(McpClient *c)
 {
@@ -2465,6 +2623,11 @@ async_setup(McpAsync *a)
 	a->x.event[0] = '\0';
 }
 
+/*
+ * A new asynchronous request of kind on its own easy handle, its deadline
+ * the client's timeout from now.  NULL, with the client error set, when
+ * libcurl cannot make a handle; aborts when out of memory.
+ */
 static McpAsync *
 async_new(McpClient *c, int kind)
 {
@@ -2515,6 +2678,11 @@ async_post(McpAsync *a, json_t *msg, int is_init)
 	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDSIZE, (long) strlen(a->payload));
 }
 
+/*
+ * Whether the client needs a session initialized and knows which version to
+ * ask for (negotiated before, or configured as a stateful version), so that
+ * mcp_async_initialize can do it.
+ */
 int
 mcp_client_wants_session(McpClient *c)
 {
@@ -2526,6 +2694,11 @@ mcp_client_wants_session(McpClient *c)
 		!stateless_version(c->want_version);
 }
 
+/*
+ * See mcp.h.  Prepares the POST of initialize on a fresh session (the old
+ * one is forgotten); NULL when the client needs no session or its version
+ * is not known (auto mode), or no handle could be made.
+ */
 McpAsync *
 mcp_async_initialize(McpClient *c)
 {
@@ -2553,6 +2726,13 @@ mcp_async_initialize(McpClient *c)
 	return a;
 }
 
+/*
+ * See mcp.h.  Prepares the POST of tools/call; with a stateless server,
+ * tool_def is stored in the client's tool cache for the routing headers.
+ * When elicitations are held for people, the transfer's deadline is
+ * extended by the hold time while the soft deadline keeps the timeout.
+ * NULL, with the client error set, when no handle could be made.
+ */
 McpAsync *
 mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
 			   json_t *input_responses, const char *request_state)
@@ -2594,18 +2774,24 @@ mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_d
 	return a;
 }
 
+/* The easy handle of the request, for the caller's multi handle. */
 CURL *
 mcp_async_handle(McpAsync *a)
 {
 	return a->easy;
 }
 
+/*
+ * After MCP_AGAIN, how long to wait before adding the handle again; -1
+ * otherwise.
+ */
 long
 mcp_async_delay_ms(McpAsync *a)
 {
 	return a->delay_ms;
 }
 
+/* Whether notifications/tools/list_changed came in the stream. */
 int
 mcp_async_list_changed(McpAsync *a)
 {
@@ -2684,6 +2870,15 @@ async_initialized(McpAsync *a)
 	return MCP_AGAIN;
 }
 
+/*
+ * See mcp.h: the outcome of the finished transfer, given its CURLcode.
+ * Handles the notifications/initialized step of an asynchronous initialize,
+ * a lost session (404, or 400 whose message mentions the session) as
+ * MCP_SESSION_GONE, 401/403 as MCP_UNAUTHORIZED, and a stream closed before
+ * the response as MCP_AGAIN (resumed, up to MCP_MAX_RESUMES times within
+ * the deadline).  On MCP_OK, MCP_RPC_ERROR and MCP_INPUT_REQUIRED *result is
+ * a new reference, else NULL; the client error says why on failure.
+ */
 int
 mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 {
@@ -2812,6 +3007,11 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 	return MCP_OK;
 }
 
+/*
+ * See mcp.h.  Takes the oldest queued answer to a server request, as a
+ * JSON body and the headers to POST it with; 0 when none is queued (or it
+ * could not be encoded, then it is dropped).
+ */
 int
 mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body)
 {
@@ -2830,6 +3030,10 @@ mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body)
 	return 1;
 }
 
+/*
+ * See mcp.h.  Takes the oldest held elicitation/create request off the
+ * queue; NULL when none is held.
+ */
 json_t *
 mcp_async_take_elicitation(McpAsync *a)
 {
@@ -2842,6 +3046,11 @@ mcp_async_take_elicitation(McpAsync *a)
 	return m;
 }
 
+/*
+ * Queues the answer to a held elicitation request for mcp_async_next_reply:
+ * a copy of answer (or "cancel" when it is not an object) with the
+ * requested schema's defaults applied.
+ */
 void
 mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer)
 {
@@ -2861,24 +3070,31 @@ mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer)
 												 "id", json_object_get(request, "id"), "result", res));
 }
 
+/* The call's deadline outside a person's wait (mcp_now_ms clock). */
 long
 mcp_async_soft_deadline(McpAsync *a)
 {
 	return a->soft_deadline;
 }
 
+/* Moves the soft deadline ms later (the time a person took to answer). */
 void
 mcp_async_extend(McpAsync *a, long ms)
 {
 	a->soft_deadline += ms;
 }
 
+/* The monotonic clock of the client's deadlines, in milliseconds. */
 long
 mcp_now_ms(void)
 {
 	return now_ms();
 }
 
+/*
+ * Frees the request, its handle and transfer state; NULL is accepted.  The
+ * caller removes the handle from its multi handle first.
+ */
 void
 mcp_async_free(McpAsync *a)
 {

@@ -32,6 +32,10 @@
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_call_input);
 
+/*
+ * Abort callback of the client: non-zero when a query cancel or backend
+ * termination is pending.
+ */
 static int
 ElicitInterrupted(void *arg)
 {

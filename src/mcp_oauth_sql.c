@@ -58,6 +58,11 @@ OAuthConfig(json_t *config, json_t *state)
 	return o;
 }
 
+/*
+ * The answer of an OAuth step that ended with rc: {"ok": false, "error"},
+ * or {"ok": true, "state"} with "authorization_url", "oauth_state",
+ * "authorized" and "expires_at" when there are such.  A new reference.
+ */
 static json_t *
 OAuthResult(McpOAuthConfig *o, int rc, const char *url)
 {
@@ -84,6 +89,11 @@ typedef struct Challenge
 	char	   *www;
 } Challenge;
 
+/*
+ * Auth callback of the probing tools/list: records the status and
+ * WWW-Authenticate header (a malloc'd copy in the Challenge) and returns
+ * non-zero, so that the client gives up instead of retrying.
+ */
 static int
 OAuthCapture(void *arg, McpClient *c, long status, const char *www)
 {
@@ -95,6 +105,10 @@ OAuthCapture(void *arg, McpClient *c, long status, const char *www)
 	return -1;
 }
 
+/*
+ * Abort callback of the client: non-zero when a query cancel or backend
+ * termination is pending.
+ */
 static int
 OAuthInterrupted(void *arg)
 {

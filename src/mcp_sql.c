@@ -48,6 +48,10 @@ static McpCached mcp_cache[MCP_CACHE_SIZE];
 static int	mcp_cached = 0;
 static bool mcp_exit_hook = false;
 
+/*
+ * Closes the kept client at slot i (DELETE of its session) and closes the
+ * gap in the cache.
+ */
 static void
 McpCloseAt(int i)
 {
@@ -57,6 +61,7 @@ McpCloseAt(int i)
 	mcp_cached--;
 }
 
+/* on_proc_exit callback: closes every kept client, ending their sessions. */
 static void
 McpOnExit(int code, Datum arg)
 {
@@ -64,6 +69,10 @@ McpOnExit(int code, Datum arg)
 		McpCloseAt(mcp_cached - 1);
 }
 
+/*
+ * Abort callback of the kept clients: non-zero when a query cancel or
+ * backend termination is pending, so that transfers stop promptly.
+ */
 static int
 McpInterrupted(void *arg)
 {
@@ -127,6 +136,7 @@ McpForget(int64 server_id)
 	}
 }
 
+/* Registers McpOnExit once per backend. */
 static void
 McpRegisterExit(void)
 {
@@ -172,6 +182,7 @@ McpJanssonToJsonb(json_t *j, const char *what, bool wipe)
 /* An MCP answer (see McpJanssonToJsonb). */
 #define JanssonToJsonb(j) McpJanssonToJsonb((j), "an MCP answer", false)
 
+/* {"ok": false, "error": error} (a new reference). */
 static json_t *
 FailureJson(const char *error)
 {
@@ -236,6 +247,10 @@ ClientForArgs(int64 server_id, const char *url, Jsonb *hjb, const char **error)
 	return c;
 }
 
+/*
+ * agent._mcp_url_problem(url) RETURNS text: why url is not acceptable (see
+ * mcp_url_problem), or NULL when it is.
+ */
 Datum
 pg_agents_mcp_url_problem(PG_FUNCTION_ARGS)
 {
@@ -247,6 +262,13 @@ pg_agents_mcp_url_problem(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(problem));
 }
 
+/*
+ * agent._mcp_list(server_id, url, headers) RETURNS jsonb: tools/list with
+ * the server's kept client, as {"ok": true, "protocolVersion",
+ * "serverInfo", "tools", "ttlMs"?} or {"ok": false, "error"}.  A remote
+ * failure never raises (the kept client is dropped); an interrupted call
+ * raises the pending cancel.
+ */
 Datum
 pg_agents_mcp_list(PG_FUNCTION_ARGS)
 {
@@ -282,6 +304,14 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 	return AnswerJsonb(out, rc);
 }
 
+/*
+ * agent._mcp_call(server_id, url, headers, tool, arguments) RETURNS jsonb:
+ * tools/call with the server's kept client, as {"ok": true, "result"},
+ * {"ok": false, "error", "rpc_error"} for a JSON-RPC error answer, or
+ * {"ok": false, "error"} (the kept client then dropped).  Arguments that
+ * are not a JSON object are refused; a remote failure never raises, an
+ * interrupted call raises the pending cancel.
+ */
 Datum
 pg_agents_mcp_call(PG_FUNCTION_ARGS)
 {
