@@ -619,7 +619,7 @@ HeaderCopy(char *dst, size_t size, const char *v, size_t len)
 	dst[len] = '\0';
 }
 
-/* Clears rh before a request: the remaining counts are -1 (not said). */
+/* Resets rh to "no header seen": the remaining counts are -1 (not said). */
 void
 RateHeadersInit(RateHeaders *rh)
 {
