@@ -157,6 +157,7 @@ PgAgentsNoteAccessChange(void)
 	access_pending.all = true;
 }
 
+/* Whether two access items name the same row change (kind, agent, resource). */
 static bool
 AccessItemEqual(const PgAgentsAccessItem *a, const PgAgentsAccessItem *b)
 {

@@ -113,6 +113,10 @@ static bool custom_acl_value = false;
 static bool custom_acl_callback = false;
 static Oid	custom_acl_rel = InvalidOid;
 
+/*
+ * Relcache callback: forgets the kept answer of agent._allowlist_custom_acl()
+ * on an invalidation of agent.access_config or of every relation.
+ */
 static void
 CustomAclInvalidate(Datum arg, Oid relid)
 {
@@ -120,6 +124,12 @@ CustomAclInvalidate(Datum arg, Oid relid)
 		custom_acl_valid = false;
 }
 
+/*
+ * agent._allowlist_custom_acl() (see above): true when a row of
+ * agent.access_config has a non-null acl_function, false when none has, or
+ * when the table does not exist (an answer that is not kept).  Scans the
+ * table directly under the latest snapshot, without SPI.
+ */
 Datum
 pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 {
@@ -280,6 +290,10 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 	}
 }
 
+/*
+ * A mode argument: true for "edit", false for "read"; ERROR 22023 for
+ * anything else.
+ */
 static bool
 ParseMode(text *mode)
 {
@@ -362,6 +376,7 @@ IdIsUuid(const char *s)
 	return true;
 }
 
+/* qsort comparator of int64 values, ascending. */
 static int
 CompareInt64(const void *a, const void *b)
 {
@@ -435,6 +450,7 @@ FindEntry(int64 agent_id, const char *rtype, bool edit, Oid elemtype, Oid access
 	return NULL;
 }
 
+/* Empties a cache entry, freeing its memory context when it was in use. */
 static void
 DropEntry(IdsEntry *e)
 {
@@ -516,6 +532,13 @@ ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool
 
 static bool TextIs(text *t, const char *s);
 
+/*
+ * Adds to rids the ids of e's resource type that change record seq concerns
+ * (a grant of e's agent, a resource, or the resources holding an ACL row for
+ * a group the owner joined or left).  false when the set cannot be patched:
+ * the record is gone or concerns everything, it changes e's agent itself,
+ * the owner is unknown, or more than PATCH_MAX_RIDS ids would be needed.
+ */
 static bool
 PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids)
 {
@@ -647,6 +670,15 @@ PatchInt8Set(IdsEntry *e, ArrayType *arr, char **rids, int nrids)
 	return PointerGetDatum(res);
 }
 
+/*
+ * The kept set of e brought up to the published change sequence pubseq: the
+ * resources named by the records in flight when it was computed and by those
+ * published since are decided again under a fresh snapshot, and added to or
+ * removed from a copy of the set.  *unchanged is set when no record concerns
+ * the set.  (Datum) 0 when it cannot be patched (too many records, see
+ * PatchCollect, or a custom ACL function answers): the caller computes it
+ * afresh.
+ */
 static Datum
 PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged)
 {
@@ -943,6 +975,7 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 	return arr;
 }
 
+/* The readable set of these arguments, kept, patched or computed. */
 static Datum
 ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
@@ -1015,6 +1048,10 @@ RowText(HeapTuple tup, TupleDesc desc, const char *col, char *buf)
 	return true;
 }
 
+/*
+ * The bigint column col of tup in *out; false when it is missing, not bigint
+ * or null.
+ */
 static bool
 RowInt8(HeapTuple tup, TupleDesc desc, const char *col, int64 *out)
 {
@@ -1279,12 +1316,17 @@ typedef struct HasSet
 	text	  **texts;
 } HasSet;
 
+/* qsort and bsearch comparator of uuids, bytewise. */
 static int
 CompareUuid(const void *a, const void *b)
 {
 	return memcmp(a, b, UUID_LEN);
 }
 
+/*
+ * qsort and bsearch comparator of text pointers: shorter first, then bytewise
+ * (an order for searching, not a collation).
+ */
 static int
 CompareTextP(const void *a, const void *b)
 {
@@ -1298,6 +1340,10 @@ CompareTextP(const void *a, const void *b)
 	return memcmp(VARDATA_ANY(x), VARDATA_ANY(y), lx);
 }
 
+/*
+ * The element type of the readable set compared with an id of type argtype:
+ * bigint for the integer types, uuid for uuid, text for anything else.
+ */
 static Oid
 HasElemType(Oid argtype)
 {
@@ -1314,6 +1360,7 @@ HasElemType(Oid argtype)
 	}
 }
 
+/* Whether t holds exactly the bytes of the C string s. */
 static bool
 TextIs(text *t, const char *s)
 {
@@ -1525,6 +1572,13 @@ static struct
 	int			n;
 }			size_memo;
 
+/*
+ * The planner's estimate of the readable set's size for the rtype and mode
+ * arguments of agent._allowlist_has: when both are constants and the session
+ * acts as an agent, the size of the last set computed for them (else the set
+ * is computed now, and kept), memoized per command; HAS_DEFAULT_SET_SIZE
+ * otherwise.
+ */
 static double
 ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
 {
@@ -1738,6 +1792,11 @@ pg_agents_allowlist_support(PG_FUNCTION_ARGS)
  */
 #define TS_MATCH_MAX_DEPTH 256
 
+/*
+ * Whether the query nests deeper than TS_MATCH_MAX_DEPTH levels (or is
+ * malformed), walked with an explicit stack so that the check itself cannot
+ * run out of stack.
+ */
 static bool
 TsQueryTooDeep(TSQuery q)
 {
@@ -1782,6 +1841,10 @@ TsQueryTooDeep(TSQuery q)
 	return deep;
 }
 
+/*
+ * agent.ts_match(tsvector, tsquery) RETURNS boolean (see above): tsvector @@
+ * tsquery, but false for a query TsQueryTooDeep refuses.
+ */
 Datum
 pg_agents_ts_match(PG_FUNCTION_ARGS)
 {
@@ -1875,6 +1938,10 @@ pg_agents_ts_match_support(PG_FUNCTION_ARGS)
  */
 #define LIKE_MAX_WILDCARDS 256
 
+/*
+ * The test described above LIKE_MAX_WILDCARDS; bytes that are not valid text
+ * in the database encoding are refused too.
+ */
 static bool
 LikePatternBad(text *pat)
 {
@@ -1919,12 +1986,14 @@ like_call(FunctionCallInfo fcinfo, PGFunction matcher)
 								   PointerGetDatum(pat));
 }
 
+/* agent.like(text, text) RETURNS boolean: LIKE, through like_call. */
 Datum
 pg_agents_like(PG_FUNCTION_ARGS)
 {
 	return like_call(fcinfo, textlike);
 }
 
+/* agent.ilike(text, text) RETURNS boolean: ILIKE, through like_call. */
 Datum
 pg_agents_ilike(PG_FUNCTION_ARGS)
 {

@@ -46,6 +46,7 @@ typedef struct CanonicalPair
 
 static void CanonicalContainer(StringInfo out, JsonbContainer *jc);
 
+/* Appends the len bytes at s to out as a JSON string literal. */
 static void
 CanonicalString(StringInfo out, const char *s, int len)
 {
@@ -55,6 +56,11 @@ CanonicalString(StringInfo out, const char *s, int len)
 	pfree(z);
 }
 
+/*
+ * Appends one value in canonical form: null, booleans and strings as JSON,
+ * numbers normalized (numeric_normalize, so 1.0 and 1 agree), and a binary
+ * value (a nested container) written recursively by CanonicalContainer.
+ */
 static void
 CanonicalScalar(StringInfo out, JsonbValue *v)
 {
@@ -85,6 +91,10 @@ CanonicalScalar(StringInfo out, JsonbValue *v)
 	}
 }
 
+/*
+ * qsort comparator of object pairs: by key bytes, a shorter key that is a
+ * prefix of a longer one first.
+ */
 static int
 ComparePairs(const void *a, const void *b)
 {

@@ -47,6 +47,10 @@ static HTAB *memo = NULL;
 static List *undo = NIL;		/* newest last */
 static bool callbacks_registered = false;
 
+/*
+ * Forgets every count and undo record (the memory context is reset, the hash
+ * table is made again on next use).
+ */
 static void
 MemoForget(void)
 {
@@ -56,6 +60,10 @@ MemoForget(void)
 		MemoryContextReset(memo_cxt);
 }
 
+/*
+ * Transaction callback: the memo lives for one top transaction only, so it is
+ * forgotten when that commits, aborts or is prepared.
+ */
 static void
 MemoXactCallback(XactEvent event, void *arg)
 {
@@ -73,6 +81,12 @@ MemoXactCallback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * Subtransaction callback.  On rollback, replays (newest first) the undo
+ * records made at this nest level or deeper, restoring the earlier counts or
+ * removing counts that did not exist before.  On commit, hands those undo
+ * records to the parent level, which may still roll back.
+ */
 static void
 MemoSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					SubTransactionId parentSubid, void *arg)
@@ -116,6 +130,10 @@ MemoSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/*
+ * Registers the transaction callbacks (once per process) and makes the memory
+ * context and the hash table of counts if they do not exist yet.
+ */
 static void
 MemoInit(void)
 {

@@ -73,6 +73,12 @@ typedef struct RegTable
 	char	   *body_col;
 } RegTable;
 
+/*
+ * The tables registered in agent.resource_tables for resource type rtype, as a
+ * list of RegTable (qualified table name and quoted id, title and body
+ * columns), ordered by table name.  NIL when there are none or the query
+ * fails.  Uses SPI: the caller is connected.
+ */
 static List *
 RegisteredTables(const char *rtype)
 {
@@ -129,6 +135,10 @@ MayRead(const ToolRun *tr, const char *rtype, const char *rid)
 	return v && v[0] == 't';
 }
 
+/*
+ * SPI result callback of ReadAsRun: {title, body} of the first row, or NULL
+ * when the query found no row.
+ */
 static json_t *
 RowTitleBody(void *arg)
 {
@@ -386,6 +396,10 @@ DelegateTool(ContextRun *cr)
 					 "required", "agent_id", "task");
 }
 
+/*
+ * The definition (name, description, JSON schema of the parameters) of the
+ * use_skill tool offered to a run that has skills.
+ */
 static json_t *
 UseSkillTool(void)
 {
@@ -607,6 +621,14 @@ typedef struct AssembleArg
 	bool		reads;			/* something to read as the run */
 } AssembleArg;
 
+/*
+ * The work of ContextAssemble, run inside a subtransaction (or directly when
+ * nothing is read as the run): builds cr->system from the agent's
+ * instructions, instruction page, skills and delegation, and for a new run
+ * appends the history and the prompt to cr->messages.  Reading the page and
+ * skills is done under the run's identity settings, which are set back to
+ * their previous values at the end.  Errors propagate to the caller.
+ */
 static void
 AssembleBody(void *p)
 {

@@ -47,6 +47,10 @@ ParseOrError(const char *expr, CronSpec *spec)
 	}
 }
 
+/*
+ * Zone callback of the cron evaluator: the UTC offset (seconds east) of zone
+ * arg at Unix time t, 0 when pg_localtime cannot convert it.
+ */
 static long
 PgZoneOffset(void *arg, int64_t t)
 {
@@ -56,6 +60,11 @@ PgZoneOffset(void *arg, int64_t t)
 	return tm ? tm->tm_gmtoff : 0;
 }
 
+/*
+ * Zone callback of the cron evaluator: the next DST or offset transition of
+ * zone arg after Unix time t, as *boundary and the offset in force after it
+ * (*after_offset).  false when the zone has no later transition.
+ */
 static bool
 PgZoneNextTransition(void *arg, int64_t t, int64_t *boundary, long *after_offset)
 {

@@ -64,6 +64,7 @@ static const struct
 
 static void set_err(char *err, const char *fmt,...) CRON_PRINTF(2, 3);
 
+/* Writes the printf-style message into err (CRON_ERR_LEN bytes, truncated). */
 static void
 set_err(char *err, const char *fmt,...)
 {
@@ -243,6 +244,12 @@ parse_element(int f, const char *e, size_t n, uint64_t *bits, char *err)
 	return true;
 }
 
+/*
+ * Parses field f (s[0..n), a comma-separated list of elements) into
+ * spec->bits[f], and notes in spec->star[f] whether it starts with "*" (which
+ * decides how the two day fields combine, see day_matches).  false with the
+ * message in err on an empty list element or a bad element.
+ */
 static bool
 parse_field(int f, const char *s, size_t n, CronSpec *spec, char *err)
 {
@@ -268,6 +275,13 @@ parse_field(int f, const char *s, size_t n, CronSpec *spec, char *err)
 	return true;
 }
 
+/*
+ * Parses a NUL-terminated cron expression into spec: five fields separated by
+ * white space, or one macro (@daily and the like, case-insensitive, standing
+ * alone) parsed as its expansion.  On failure returns false with the reason
+ * in err (CRON_ERR_LEN bytes), naming the field; spec is then zeroed or
+ * partly filled.  Expressions longer than CRON_MAX_EXPR_LEN are refused.
+ */
 bool
 cron_parse(const char *expr, CronSpec *spec, char *err)
 {
@@ -347,6 +361,7 @@ cron_parse(const char *expr, CronSpec *spec, char *err)
  * Calendar
  * --------------------------------------------------------------------- */
 
+/* a / b rounded toward minus infinity (C division truncates toward zero). */
 static int64_t
 floordiv(int64_t a, int64_t b)
 {
@@ -374,6 +389,10 @@ cron_days_from_civil(int64_t y, int m, int d)
 	return era * 146097 + doe - 719468;
 }
 
+/*
+ * The proleptic Gregorian date (*y, *m 1-12, *d 1-31) of day z, counted from
+ * 1970-01-01; the inverse of cron_days_from_civil.
+ */
 void
 cron_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
@@ -394,12 +413,14 @@ cron_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 	*y = yoe + era * 400 + (*m <= 2);
 }
 
+/* Day of the week of day days since 1970-01-01, 0 for Sunday to 6 for Saturday. */
 static int
 weekday_of_days(int64_t days)
 {
 	return (int) (days - floordiv(days + 4, 7) * 7 + 4);	/* 1970-01-01: Thu */
 }
 
+/* Number of days in month m (1-12) of year y, leap years counted. */
 static int
 days_in_month(int64_t y, int m)
 {
@@ -412,6 +433,11 @@ days_in_month(int64_t y, int m)
 
 #define HAS(spec, f, v) (((spec)->bits[f] >> (v)) & 1)
 
+/*
+ * Whether a day of the month and day of the week match, with Vixie cron's
+ * rule: when either day field starts with "*" both must match, otherwise
+ * matching either is enough.
+ */
 static bool
 day_matches(const CronSpec *spec, int day, int wday)
 {
@@ -423,6 +449,7 @@ day_matches(const CronSpec *spec, int day, int wday)
 	return dom || dow;
 }
 
+/* Whether a local (civil) date and time matches every field of spec. */
 bool
 cron_matches_civil(const CronSpec *spec, int year, int month, int day,
 				   int hour, int minute)
@@ -556,6 +583,16 @@ earlier_occurrence(const CronZone *zone, int64_t c, int64_t x)
 	}
 }
 
+/*
+ * The first firing instant (Unix seconds) strictly after after and at most
+ * horizon seconds later, in *result; false when there is none.  Walks the
+ * zone's offset segments: within each, looks for the first matching local
+ * minute.  A local time repeated by a fall-back fires only at its first
+ * occurrence, and one skipped by a spring-forward fires once at the
+ * transition, both for fixed-time jobs only; jobs whose minute or hour field
+ * starts with "*" follow the local clock as it is (both occurrences of a
+ * repeated time, nothing for a skipped one).
+ */
 bool
 cron_next_instant(const CronSpec *spec, const CronZone *zone, int64_t after,
 				  int64_t horizon, int64_t *result)
@@ -618,6 +655,7 @@ typedef struct Buf
 
 static void put(Buf *b, const char *fmt,...) CRON_PRINTF(2, 3);
 
+/* Appends printf-style text to b, silently truncated at CRON_DESC_LEN - 1. */
 static void
 put(Buf *b, const char *fmt,...)
 {
@@ -635,6 +673,7 @@ put(Buf *b, const char *fmt,...)
 		b->len = CRON_DESC_LEN - 1;
 }
 
+/* The English ordinal suffix of n: "st", "nd", "rd" or "th" (11th to 13th). */
 static const char *
 ordinal_suffix(int n)
 {
@@ -673,12 +712,17 @@ field_values(const CronSpec *spec, int f, int *vals)
 	return n;
 }
 
+/* Number of possible values of field f. */
 static int
 field_size(int f)
 {
 	return (f == CRON_DOW) ? 7 : field_hi[f] - field_lo[f] + 1;
 }
 
+/*
+ * Appends value v of field f: month and weekday by full name (7 being
+ * Sunday), other fields as a number.
+ */
 static void
 put_value(Buf *b, int f, int v)
 {
@@ -785,6 +829,7 @@ put_values(Buf *b, const CronSpec *spec, int f, const char *unit)
 	}
 }
 
+/* Number of set bits of x. */
 static int
 popcount64(uint64_t x)
 {
@@ -798,6 +843,7 @@ popcount64(uint64_t x)
 	return n;
 }
 
+/* Whether field f allows every one of its values. */
 static bool
 is_all(const CronSpec *spec, int f)
 {
@@ -817,6 +863,12 @@ full_step(const CronSpec *spec, int f)
 	return 0;
 }
 
+/*
+ * Writes into out (CRON_DESC_LEN bytes) a plain English description of spec,
+ * e.g. "every 15 minutes": the time of day, then the
+ * days of the month and of the week that restrict it (combined as
+ * day_matches does), then the months.  Long descriptions are truncated.
+ */
 void
 cron_describe_spec(const CronSpec *spec, char *out)
 {

@@ -63,6 +63,7 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool warned_in_xact = false;
 static bool callback_registered = false;
 
+/* shmem_request_hook: asks for the shared event counters' space. */
 static void
 EvStatShmemRequest(void)
 {
@@ -71,6 +72,10 @@ EvStatShmemRequest(void)
 	RequestAddinShmemSpace(MAXALIGN(sizeof(EvStatShared)));
 }
 
+/*
+ * shmem_startup_hook: attaches to the shared event counters, zeroing them and
+ * initializing their spinlock when this is the first process to create them.
+ */
 static void
 EvStatShmemStartup(void)
 {
@@ -100,6 +105,10 @@ PgAgentsInitEventStats(void)
 	shmem_startup_hook = EvStatShmemStartup;
 }
 
+/*
+ * Transaction callback: rearms the once-per-transaction warning about events
+ * of unknown workspace when the transaction ends.
+ */
 static void
 EvStatXactCallback(XactEvent event, void *arg)
 {
@@ -109,6 +118,11 @@ EvStatXactCallback(XactEvent event, void *arg)
 		warned_in_xact = false;
 }
 
+/*
+ * Counts one event in slot s and records it as the slot's last event (time,
+ * event name, resource type and id, each truncated to EVSTAT_NAMELEN; NULL
+ * stored as empty).  The caller holds the spinlock when s is shared.
+ */
 static void
 FillSlot(EvStatSlot *s, const char *event_name, const char *resource_type,
 		 const char *resource_id)

@@ -111,6 +111,10 @@ PgAgentsWorkerNoteMcp(bool starting)
 	SpinLockRelease(&w->mutex);
 }
 
+/*
+ * Whether the worker is paused (agent.worker_control, as last published in
+ * shared memory); false when there is no shared memory.
+ */
 bool
 PgAgentsWorkerPaused(void)
 {
@@ -126,6 +130,10 @@ PgAgentsWorkerClaimsStopped(void)
 	return worker_draining || PgAgentsWorkerPaused();
 }
 
+/*
+ * Called by the worker when it starts draining (shutting down): from then on
+ * it claims no more runs (PgAgentsWorkerClaimsStopped).  Process-local.
+ */
 void
 PgAgentsWorkerDraining(bool on)
 {
@@ -137,6 +145,7 @@ PgAgentsWorkerDraining(bool on)
  * ------------------------------------------------------------------------
  */
 
+/* The state as shown by agent._worker_status(). */
 static const char *
 StateName(PgAgentsWorkerState s)
 {
@@ -219,6 +228,10 @@ pg_agents_worker_status(PG_FUNCTION_ARGS)
 static int	pause_pending = -1;		/* -1 nothing, 0 resume, 1 pause */
 static bool pause_callback = false;
 
+/*
+ * Transaction callback of the pause and resume calls: at commit, publishes the
+ * pending pause state in shared memory and bumps pause_seq; an abort drops it.
+ */
 static void
 PauseXactCallback(XactEvent event, void *arg)
 {
@@ -402,6 +415,11 @@ typedef struct RunLogNote
 static List *run_log_notes = NIL;	/* in TopTransactionContext */
 static bool run_log_callbacks = false;
 
+/*
+ * Transaction callback of the run log: at commit (or prepare), writes the
+ * noted lines to the server log (LOG, without statement or context); at abort
+ * they are dropped.
+ */
 static void
 RunLogXactCallback(XactEvent event, void *arg)
 {
@@ -431,6 +449,10 @@ RunLogXactCallback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * Subtransaction callback of the run log: a committed subtransaction's notes
+ * pass to its parent, a rolled-back one's are dropped.
+ */
 static void
 RunLogSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
@@ -498,6 +520,10 @@ AppendLogValue(StringInfo b, const char *v)
 	appendStringInfoChar(b, '"');
 }
 
+/*
+ * The value of column name of tup in *d; false when the column does not exist
+ * or is null.
+ */
 static bool
 GetAttr(HeapTuple tup, TupleDesc td, const char *name, Datum *d)
 {
@@ -510,6 +536,10 @@ GetAttr(HeapTuple tup, TupleDesc td, const char *name, Datum *d)
 	return !isnull;
 }
 
+/*
+ * Appends " name=value" for a bigint column of tup, "-" as value when the
+ * column is null or missing.
+ */
 static void
 AppendInt8Attr(StringInfo b, HeapTuple tup, TupleDesc td, const char *name)
 {
@@ -522,6 +552,10 @@ AppendInt8Attr(StringInfo b, HeapTuple tup, TupleDesc td, const char *name)
 		appendStringInfoChar(b, '-');
 }
 
+/*
+ * Appends " label=milliseconds" from from to to, "-" as value unless both are
+ * known.
+ */
 static void
 AppendMillis(StringInfo b, const char *label, bool have_from, TimestampTz from,
 			 bool have_to, TimestampTz to)

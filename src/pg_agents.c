@@ -20,6 +20,11 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+/*
+ * Module load: defines the settings, then sets up the shared memory (general
+ * state, provider rate limits, event counters) and registers the worker.
+ * Does nothing under pg_upgrade (binary upgrade mode).
+ */
 void
 _PG_init(void)
 {

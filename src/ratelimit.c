@@ -89,6 +89,10 @@ RateShmemRequest(void)
 	RequestAddinShmemSpace(MAXALIGN(sizeof(RateShared)));
 }
 
+/*
+ * shmem_startup_hook: attaches to the shared provider state, zeroing it (and
+ * starting the configuration generation at 1) when this process creates it.
+ */
 static void
 RateShmemStartup(void)
 {
@@ -124,6 +128,11 @@ PgAgentsInitRateLimitShmem(void)
 static bool config_changed = false;
 static bool config_cb_registered = false;
 
+/*
+ * Transaction callback: a transaction that changed providers or secrets bumps
+ * the shared configuration generation when it commits, so that every process
+ * checking it reloads them; aborted or prepared, the change is forgotten.
+ */
 static void
 ConfigXactCallback(XactEvent event, void *arg)
 {
@@ -201,18 +210,24 @@ typedef struct RateBucket
 
 static RateBucket buckets[RATELIMIT_MAX];
 
+/* Burst size of the request bucket: half a second of rpm, at least 1. */
 static double
 ReqCapacity(RateBucket *b)
 {
 	return Max(1.0, b->rpm / 120.0);
 }
 
+/* Burst size of the token bucket: ten seconds of tpm, at least 1. */
 static double
 TokCapacity(RateBucket *b)
 {
 	return Max(1.0, b->tpm / 6.0);
 }
 
+/*
+ * Adds to the request and token buckets of b what their rates give for the
+ * time since the last refill, capped at their capacities.
+ */
 static void
 Refill(RateBucket *b, TimestampTz now)
 {
@@ -227,6 +242,11 @@ Refill(RateBucket *b, TimestampTz now)
 	b->refilled_at = now;
 }
 
+/*
+ * Copies bucket h (limits, levels, counters, last error) to shared memory,
+ * where agent._provider_headroom() reads it.  A level is -1 when that limit is
+ * off.  No-op without shared memory.
+ */
 static void
 Publish(int h)
 {
@@ -441,6 +461,7 @@ ResetMs(const char *v)
 	return -1;
 }
 
+/* Records msg (truncated) as the bucket's last error, stamped now. */
 static void
 NoteError(RateBucket *b, const char *msg)
 {
@@ -570,6 +591,10 @@ HeaderIs(const char *line, size_t n, const char *name, const char **val, size_t 
 	return true;
 }
 
+/*
+ * A header value (len bytes at v) as a non-negative integer, -1 when it is
+ * empty, too long or not a plain number.
+ */
 static long
 HeaderLong(const char *v, size_t len)
 {
@@ -585,6 +610,7 @@ HeaderLong(const char *v, size_t len)
 	return (end != buf && *end == '\0' && x >= 0) ? x : -1;
 }
 
+/* Copies the len bytes at v into dst (size bytes), truncated and terminated. */
 static void
 HeaderCopy(char *dst, size_t size, const char *v, size_t len)
 {
@@ -593,6 +619,7 @@ HeaderCopy(char *dst, size_t size, const char *v, size_t len)
 	dst[len] = '\0';
 }
 
+/* Resets rh to "no header seen": the remaining counts are -1 (not said). */
 void
 RateHeadersInit(RateHeaders *rh)
 {

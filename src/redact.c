@@ -96,6 +96,7 @@ is_upper(unsigned char c)
 	return c >= 'A' && c <= 'Z';
 }
 
+/* c lowered when it is an ASCII capital, unchanged otherwise (no locale). */
 static inline char
 ascii_lower(unsigned char c)
 {
@@ -196,6 +197,7 @@ span(const char *s, int from, int len, bool (*ok) (unsigned char))
 	return i - from;
 }
 
+/* Character predicates given to span(), one per character class below. */
 static bool
 ok_alnum(unsigned char c)
 {
@@ -232,6 +234,7 @@ ok_upper_digit(unsigned char c)
 	return is_upper(c) || is_digit(c);
 }
 
+/* Whether s[i..len) begins with the bytes of p. */
 static bool
 starts_with(const char *s, int i, int len, const char *p)
 {
@@ -240,6 +243,7 @@ starts_with(const char *s, int i, int len, const char *p)
 	return len - i >= n && memcmp(s + i, p, n) == 0;
 }
 
+/* Whether s[i..len) begins with p, ignoring ASCII case. */
 static bool
 starts_with_ci(const char *s, int i, int len, const char *p)
 {

@@ -70,6 +70,7 @@ KeyPath(void)
 	return psprintf("%s/%s", DataDir, f);
 }
 
+/* Value of one hexadecimal digit, or -1 when c is not one. */
 static int
 HexVal(char c)
 {
@@ -268,6 +269,10 @@ Decrypt(const char *name, const unsigned char *p, int len, char **error)
 	return out;
 }
 
+/*
+ * Whether s (len bytes) is a valid secret name: 1 to 100 characters among
+ * letters, digits, underscore, dot and hyphen.
+ */
 static bool
 ValidName(const char *s, int len)
 {
