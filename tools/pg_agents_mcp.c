@@ -45,6 +45,10 @@
 
 static json_t *elicit_answer = NULL;
 
+/*
+ * Elicitation callback, set only with -e: a copy of the configured
+ * ElicitResult for every request, whatever it asks.
+ */
 static json_t *
 probe_elicit(void *arg, json_t *params)
 {
@@ -80,6 +84,12 @@ print_result(json_t *result, int quiet)
 	return 0;
 }
 
+/*
+ * Runs the -C script's steps in order on client c, printing one line of
+ * JSON per step (or the text of tool results with quiet).  Returns 0, or 1
+ * when a step is malformed (which stops the script), fails, or a tool
+ * reports an error; stops after an unauthorized or aborted request.
+ */
 static int
 run_script(McpClient *c, json_t *script, int quiet)
 {
@@ -144,6 +154,7 @@ run_script(McpClient *c, json_t *script, int quiet)
 	return status;
 }
 
+/* Prints the usage line on stderr and exits with status 1. */
 static void
 usage(void)
 {
@@ -153,6 +164,11 @@ usage(void)
 	exit(1);
 }
 
+/*
+ * Parses the options and arguments, then runs the script, lists the tools,
+ * or calls the tool COUNT times on one client.  Exit status 0 on success,
+ * 1 on any failure (see the header).
+ */
 int
 main(int argc, char **argv)
 {

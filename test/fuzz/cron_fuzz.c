@@ -33,6 +33,7 @@ typedef struct FuzzZone
 				period;
 } FuzzZone;
 
+/* Integer division rounding towards minus infinity. */
 static int64_t
 fdiv(int64_t a, int64_t b)
 {
@@ -43,6 +44,10 @@ fdiv(int64_t a, int64_t b)
 	return q;
 }
 
+/*
+ * CronZone offset_at callback: the UTC offset of zone arg (a FuzzZone) at
+ * t; an alternating zone has o1 in even periods from t0, o2 in odd ones.
+ */
 static long
 fz_offset(void *arg, int64_t t)
 {
@@ -55,6 +60,11 @@ fz_offset(void *arg, int64_t t)
 	return (fdiv(t - z->t0, z->period) & 1) ? z->o2 : z->o1;
 }
 
+/*
+ * CronZone next_transition callback: the first period boundary after t
+ * and the offset that starts there; false for UTC and fixed zones, which
+ * have no transitions.
+ */
 static bool
 fz_next(void *arg, int64_t t, int64_t *boundary, long *after_offset)
 {
@@ -69,6 +79,7 @@ fz_next(void *arg, int64_t t, int64_t *boundary, long *after_offset)
 	return true;
 }
 
+/* The local date and time of instant t in zone z, to the second. */
 static void
 local_of(FuzzZone *z, int64_t t, int64_t *y, int *mo, int *d, int *h, int *mi, int *sec)
 {
@@ -82,6 +93,7 @@ local_of(FuzzZone *z, int64_t t, int64_t *y, int *mo, int *d, int *h, int *mi, i
 	*sec = sod % 60;
 }
 
+/* Whether instant t is on a local minute that the spec matches. */
 static bool
 matches_at(const CronSpec *spec, FuzzZone *z, int64_t t)
 {
@@ -159,6 +171,7 @@ brute_next(const CronSpec *spec, FuzzZone *z, int64_t after, int64_t horizon, in
 	return false;
 }
 
+/* Big-endian unsigned value of n configuration bytes starting at cfg[i]. */
 static uint64_t
 rd(const uint8_t *cfg, int i, int n)
 {
@@ -172,6 +185,11 @@ rd(const uint8_t *cfg, int i, int n)
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/*
+ * libFuzzer entry point: parses the input as described in the header and
+ * checks the invariants listed there, calling abort() on any violation.
+ * Always returns 0.
+ */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
