@@ -134,6 +134,7 @@ AccessGenXactCallback(XactEvent event, void *arg)
  * the array is full the overflow count makes readers compute every time.
  */
 
+/* Registers AccessGenXactCallback once per process. */
 static void
 AccessGenRegister(void)
 {

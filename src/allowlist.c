@@ -265,6 +265,12 @@ static int64 ids_computed = 0;	/* statistics of this backend (patched sets count
 static int64 ids_reused = 0;
 static int	ids_next = 0;		/* round-robin replacement */
 
+/*
+ * Fills k with what identifies the visible transaction set of snap (see
+ * the comment above IdsSnapKey); the transaction and command too when the
+ * transaction has written, the snapshot has no completion count, or it was
+ * taken during recovery.
+ */
 static void
 IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 {

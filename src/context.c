@@ -254,6 +254,10 @@ RenderLinks(const ToolRun *tr, const char *text, json_t *cache)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * SPI result callback of UsableSkills: the rows (id, name, description) as
+ * a JSON array of objects, NULL columns left out.
+ */
 static json_t *
 SkillRows(void *arg)
 {
@@ -364,6 +368,11 @@ DepthLimit(void)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * The definition of the delegate_to_agent tool offered to a run that may
+ * delegate: its description lists the agents of cr->delegates (id, name,
+ * description), its parameters are agent_id, task and attachments.
+ */
 static json_t *
 DelegateTool(ContextRun *cr)
 {
@@ -440,6 +449,14 @@ ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * The user message of a run from its input (palloc'd): the input's prompt
+ * (else the trigger's), a delegated task with its attachments, a message or
+ * text, and an event with its resource and payload, each on its own lines.
+ * When none of these is there, the whole input as JSON, or a bare "proceed
+ * with your instructions" when it is empty.  origin (the run's origin) is
+ * quoted in the event and fallback lines.
+ */
 static char *
 BuildPrompt(json_t *input, const char *trigger_prompt, const char *origin)
 {

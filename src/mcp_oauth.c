@@ -1579,6 +1579,10 @@ fail:
 	return -1;
 }
 
+/*
+ * Installs oauth_callback as c's 401/403 handler, and the current access
+ * token, if any, as its bearer.
+ */
 void
 mcp_oauth_attach(McpClient *c, McpOAuthConfig *o)
 {

@@ -60,6 +60,10 @@ static uint32 sync_seq = 0;
  * ------------------------------------------------------------------------
  */
 
+/*
+ * Publishes the worker's state in shared memory (under its spinlock), for
+ * the status functions; no-op without shared memory.
+ */
 void
 PgAgentsWorkerSetState(PgAgentsWorkerState state)
 {

@@ -81,6 +81,7 @@ static shmem_startup_hook_type prev_startup_hook = NULL;
 
 /* ---- shared memory ---- */
 
+/* shmem_request_hook: asks for the shared provider state's space. */
 static void
 RateShmemRequest(void)
 {
@@ -575,6 +576,11 @@ pg_agents_provider_headroom(PG_FUNCTION_ARGS)
 
 /* ---- response headers (from http.c's header callback) ---- */
 
+/*
+ * Whether the header line (n bytes) is header name (ASCII case ignored);
+ * if so *val and *vlen give its value, without the surrounding blanks and
+ * the line end.
+ */
 static bool
 HeaderIs(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
 {
