@@ -809,11 +809,7 @@ CanKeepAcrossStatements(void)
 		!PgAgentsAccessChangedInXact();
 }
 
-/*
- * The readable set of an agent for a type and mode as an array of elemtype,
- * kept while it cannot have changed (see above).  Returns a copy in the
- * caller's memory context.
- */
+/* the number of elements of an array datum */
 static int
 ArrayCount(Datum arr)
 {
@@ -823,8 +819,10 @@ ArrayCount(Datum arr)
 }
 
 /*
- * With count != NULL, only the number of ids is returned there (and the
- * result is (Datum) 0): no copy is made.
+ * The readable set of an agent for a type and mode as an array of elemtype,
+ * kept while it cannot have changed (see above).  Returns a copy in the
+ * caller's memory context.  With count != NULL, only the number of ids is
+ * returned there (and the result is (Datum) 0): no copy is made.
  */
 static Datum
 ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count,
@@ -1026,10 +1024,6 @@ pg_agents_readable_set_stats(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/*
- * agent._access_changed() RETURNS trigger: statement trigger on the access
- * tables; the transaction changes access data (src/access_gen.c).
- */
 /* a text column of a row into buf (at most PG_AGENTS_ACCESS_ITEM_LEN - 1 bytes) */
 static bool
 RowText(HeapTuple tup, TupleDesc desc, const char *col, char *buf)
@@ -1193,7 +1187,7 @@ RowTriggerDescribes(TriggerData *td, Oid fn)
 
 /*
  * agent._access_changed() RETURNS trigger: statement and row trigger on the
- * access tables; the transaction changes access data (src/shmem.c).  As a
+ * access tables; the transaction changes access data (src/access_gen.c).  As a
  * row trigger (agent.access, agent.resource_acl, agent.agents,
  * agent.group_members) it describes what the row changes, so that kept
  * readable sets it does not concern stay good and those it concerns are
