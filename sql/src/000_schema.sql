@@ -120,7 +120,11 @@ COMMENT ON COLUMN agent.agents.updated_at IS 'Last settings change.';
 COMMENT ON COLUMN agent.agents.deleted_at IS 'Soft-deletion time; a deleted agent has no access and no runs.';
 
 -- Fills workspace_id of a row that belongs to an agent (or a run) when a
--- direct INSERT omits it.
+-- direct INSERT omits it: a single-node convenience.  On Citus every INSERT
+-- names workspace_id (a distributed table routes the row before any trigger
+-- runs), and the session's workspace is left alone: a reference table's
+-- trigger runs on every node, where the session's settings are not set, and
+-- would store a different row on each (docs/scaling.md).
 CREATE FUNCTION agent._fill_workspace() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -131,7 +135,7 @@ BEGIN
       SELECT a.workspace_id INTO NEW.workspace_id FROM agent.agents a WHERE a.id = NEW.agent_id;
     ELSIF TG_ARGV[0] = 'run' THEN
       SELECT r.workspace_id INTO NEW.workspace_id FROM agent.runs r WHERE r.id = NEW.run_id;
-    ELSE
+    ELSIF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
       NEW.workspace_id := nullif(current_setting('pg_agents.workspace', true), '');
     END IF;
   END IF;
