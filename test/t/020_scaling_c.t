@@ -3,9 +3,10 @@
 # test/pgtap/scaling_schema.sql): every INSERT INTO agent.<table> ... ON
 # CONFLICT (target) in src/*.c names a target that PostgreSQL infers to
 # exactly one unique index of that table (EXPLAIN on the test database), and
-# none on a distributed table (agent.distribution_plan()) has now() or a like
-# function in a WHERE of its conflict clause (Citus refuses it; the value is
-# passed as a parameter).  Shown to catch both on a file written as the old
+# none on a distributed table (agent.distribution_plan()) has now(), a like
+# function or interval arithmetic (timestamptz - interval is STABLE) in a
+# WHERE of its conflict clause (Citus refuses it; the value is passed as a
+# parameter).  Shown to catch both on a file written as the old
 # code was.
 . "$PG_AGENTS_ENV"
 set -u
@@ -20,6 +21,8 @@ sites() {
     python3 - "$@" <<'PY'
 import re, sys, os
 FN = r'\b(now|clock_timestamp|statement_timestamp|transaction_timestamp|timeofday|random|current_timestamp|localtimestamp|current_date|current_time)\b'
+# in a conflict WHERE, interval arithmetic too (timestamptz - interval is STABLE)
+FN_WHERE = r'\b(now|clock_timestamp|statement_timestamp|transaction_timestamp|timeofday|random|current_timestamp|localtimestamp|current_date|current_time|make_interval|interval)\b'
 for path in sys.argv[1:]:
     src = open(path).read()
     # comments out, lines kept
@@ -49,22 +52,24 @@ for path in sys.argv[1:]:
                 target, rest = target + pred.group(1), rest[pred.end() - 3:]
         clause = target + ' ' + rest
         parts = re.split(r'\b(WHERE|DO|SET|RETURNING)\b', clause, flags=re.I)
-        called = '-'
+        called, in_set = '-', '-'
         for k in range(1, len(parts) - 1, 2):
-            if parts[k].upper() == 'WHERE':
-                f = re.search(FN, parts[k + 1], re.I)
-                if f:
-                    called = f.group(1).lower()
+            f = re.search(FN, parts[k + 1], re.I)
+            w = re.search(FN_WHERE, parts[k + 1], re.I)
+            if w and parts[k].upper() == 'WHERE':
+                called = w.group(1).lower()
+            elif f and parts[k].upper() == 'SET':
+                in_set = f.group(1).lower()
         target = ' '.join(target.split())
-        print('%s:%d\t%s\t%s\t%s' % (os.path.basename(path), line, table, target or '-', called))
+        print('%s:%d\t%s\t%s\t%s\t%s' % (os.path.basename(path), line, table, target or '-', called, in_set))
 PY
 }
 
 # the offenders among the sites: a target PostgreSQL infers to no unique
 # index (or to more than one), a now() in a conflict WHERE of a distributed table
 violations() {
-    local where tbl target called arbiter kind
-    while IFS=$'\t' read -r where tbl target called; do
+    local where tbl target called in_set arbiter kind
+    while IFS=$'\t' read -r where tbl target called in_set; do
         kind=$(psql -XAtq -c "SELECT kind FROM agent.distribution_plan() WHERE table_name = to_regclass('agent.$tbl')")
         if [ "$target" != - ]; then
             arbiter=$(psql -XAtq -v ON_ERROR_STOP=1 2>&1 -c "EXPLAIN (COSTS OFF) INSERT INTO agent.$tbl SELECT * FROM agent.$tbl WHERE false ON CONFLICT $target DO NOTHING" \
@@ -82,8 +87,12 @@ violations() {
 sites "$PG_AGENTS_SRC"/src/*.c > "$work/sites"
 n=$(wc -l < "$work/sites")
 [ "$n" -ge 5 ]; ok $? "the ON CONFLICT statements of src/*.c are found ($n: $(cut -f1 "$work/sites" | tr '\n' ' '))"
-grep -q $'^run_units.c:[0-9]*\trun_state\t(run_id, workspace_id)\t-$' "$work/sites"
+grep -q $'^run_units.c:[0-9]*\trun_state\t(run_id, workspace_id)\t-\t' "$work/sites"
 ok $? "run_units.c's run_state upsert is read with its whole target"
+# not yet a failure (FINDINGS F13: routeb, secrets.c): a now() in DO UPDATE SET
+while IFS=$'\t' read -r where tbl target called in_set; do
+    [ "$in_set" = - ] || diag "TODO F13: $where: ON CONFLICT ... DO UPDATE SET calls $in_set on agent.$tbl"
+done < "$work/sites"
 v=$(violations < "$work/sites")
 is "$v" "" "every ON CONFLICT target in src/*.c matches exactly one unique index, and none calls now() in a conflict WHERE of a distributed table"
 
