@@ -11,7 +11,7 @@
 -- its offenders, and is shown to catch one.  (The C code's SPI strings:
 -- test/t/020_scaling_c.t.)
 BEGIN;
-SELECT plan(38);
+SELECT plan(40);
 
 -- The plan under test: the real one, doctored below to prove the checks.
 CREATE TEMP TABLE plan ON COMMIT DROP AS
@@ -239,6 +239,23 @@ CREATE FUNCTION pg_temp.v_conflict_set_now() RETURNS SETOF text LANGUAGE sql AS 
   ORDER BY 1
 $$;
 
+-- every INSERT of the SQL functions into a distributed table names
+-- workspace_id (Citus routes the row by it before any trigger could fill it)
+CREATE FUNCTION pg_temp.v_inserts() RETURNS SETOF text LANGUAGE sql AS $$
+  WITH s AS (
+    SELECT p.oid::regprocedure AS fn, stmt
+      FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang AND l.lanname IN ('sql', 'plpgsql'),
+           regexp_split_to_table(regexp_replace(p.prosrc, '--[^\n]*', '', 'g'), ';') stmt
+     WHERE p.pronamespace = 'agent'::regnamespace),
+  i AS (
+    SELECT s.fn, m[1] AS tbl, m[2] AS cols
+      FROM s, regexp_matches(s.stmt, '\mINSERT\s+INTO\s+agent\.(\w+)(?:\s+AS\s+\w+)?\s*(\([^)]*\))?', 'gi') m)
+  SELECT DISTINCT 'INSERT without workspace_id into agent.' || i.tbl || ' in ' || i.fn
+    FROM i JOIN pg_temp.plan p ON p.rel = to_regclass('agent.' || i.tbl) AND p.kind = 'distributed'
+   WHERE i.cols IS NULL OR i.cols !~ '\mworkspace_id\M'
+  ORDER BY 1
+$$;
+
 -- ---- the schema as installed -------------------------------------------
 SELECT is((SELECT array_agg(v) FROM pg_temp.v_plan() v), NULL,
           'every table of schema agent is in agent.distribution_plan() exactly once, with a kind and a reason');
@@ -258,6 +275,8 @@ SELECT is((SELECT array_agg(v) FROM pg_temp.v_targets() v), NULL,
           'every ON CONFLICT target of the SQL functions matches exactly one unique index of its table');
 SELECT is((SELECT array_agg(v) FROM pg_temp.v_conflict_now() v), NULL,
           'no ON CONFLICT ... WHERE on a distributed table calls now() or a like function');
+SELECT is((SELECT array_agg(v) FROM pg_temp.v_inserts() v), NULL,
+          'every INSERT of the SQL functions into a distributed table names workspace_id');
 -- (TODO until the statements are rewritten: FINDINGS F13, routea/routeb)
 SELECT todo('F13: DO UPDATE SET ... now() in agent.grant, share, _apply_settings, _launch_first, mcp_set_oauth (routea/routeb)', 1);
 SELECT is((SELECT array_agg(v) FROM pg_temp.v_conflict_set_now() v), NULL,
@@ -376,6 +395,14 @@ SELECT is((SELECT array_agg(v) FROM pg_temp.v_conflict_now() v),
 SELECT ok((SELECT array_agg(v) FROM pg_temp.v_conflict_set_now() v)
           @> ARRAY['ON CONFLICT ... DO UPDATE SET calls now on agent.shares in agent.zz_upserts(text,bigint,bigint)'],
           'the DO UPDATE SET check names a now() in the SET');
+CREATE FUNCTION agent.zz_insert(p_run bigint) RETURNS void LANGUAGE sql AS $f$
+  INSERT INTO agent.approvals (run_id, approval_key, tool, expires_at) VALUES (p_run, 'k', 't', now());
+  INSERT INTO agent.approvals AS a (workspace_id, run_id, approval_key, tool, expires_at)
+  SELECT r.workspace_id, r.id, 'k', 't', now() FROM agent.runs r WHERE r.id = p_run;
+$f$;
+SELECT is((SELECT array_agg(v) FROM pg_temp.v_inserts() v),
+          ARRAY['INSERT without workspace_id into agent.approvals in agent.zz_insert(bigint)'],
+          'the INSERT check names an INSERT that leaves workspace_id to the trigger');
 ROLLBACK TO SAVEPOINT offenders;
 
 -- ---- ids: a node's range --------------------------------------------------
