@@ -72,6 +72,7 @@
 #include "access_gen.h"
 #include "compat.h"
 #include "guc.h"
+#include "relcheck.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
@@ -157,6 +158,12 @@ pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 	{
 		custom_acl_valid = false;
 		PG_RETURN_BOOL(false);
+	}
+	if (PgaCitusManaged(relid))
+	{
+		/* read through SPI, and not kept: its statement trigger fires on the nodes */
+		custom_acl_valid = false;
+		PG_RETURN_BOOL(PgaSpiCustomAcl());
 	}
 	att = get_attnum(relid, "acl_function");
 	rel = table_open(relid, AccessShareLock);
