@@ -1306,3 +1306,17 @@ PgAgentsAccessRelid(void)
 	AccessEnsureRels();
 	return access_rels.access;
 }
+
+/*
+ * Does Citus manage one of the access relations?  Then their row triggers
+ * fire on the nodes holding the shards, and the access generation of this
+ * node's shared memory does not see their changes: nothing decided from
+ * them may be kept across statements (src/allowlist.c).
+ */
+bool
+PgAgentsAccessOnCitus(void)
+{
+	AccessEnsureRels();
+	return access_rels.agents_citus || access_rels.access_citus || access_rels.acl_citus ||
+		access_rels.members_citus || access_rels.config_citus;
+}

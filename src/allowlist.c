@@ -813,7 +813,7 @@ CanKeepAcrossStatements(void)
 {
 	return PgAgentsShmemAvailable() && !IsolationUsesXactSnapshot() &&
 		!RecoveryInProgress() && !IsInParallelMode() &&
-		!PgAgentsAccessChangedInXact();
+		!PgAgentsAccessChangedInXact() && !PgAgentsAccessOnCitus();
 }
 
 /* the number of elements of an array datum */
