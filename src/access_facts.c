@@ -136,7 +136,7 @@ AccessEnsureRels(void)
 
 	if (!rels_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(AccessRelsInvalCallback, (Datum) 0);
+		PgaRegisterRelcacheCallback(AccessRelsInvalCallback, (Datum) 0);
 		rels_callback_registered = true;
 	}
 	if (access_rels.valid && access_rels.lxid == PGA_MY_LXID)

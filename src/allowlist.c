@@ -147,7 +147,7 @@ pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(custom_acl_value);
 	if (!custom_acl_callback)
 	{
-		CacheRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
+		PgaRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
 		custom_acl_callback = true;
 	}
 	custom_acl_valid = true;	/* an invalidation from here on clears it */

@@ -157,7 +157,7 @@ AuditLogLookup(void)
 
 	if (!log_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
+		PgaRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
 		log_callback_registered = true;
 	}
 	if (OidIsValid(audit_al_relid))

@@ -273,7 +273,7 @@ RefreshCache(void)
 
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(TriggersInvalCallback, (Datum) 0);
+		PgaRegisterRelcacheCallback(TriggersInvalCallback, (Datum) 0);
 		callback_registered = true;
 	}
 	/* see trigger changes committed by other sessions */

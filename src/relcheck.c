@@ -73,14 +73,59 @@ RelcheckInvalCallback(Datum arg, Oid relid)
 			managed_rels[i].relid = InvalidOid;
 }
 
+/*
+ * The extension's relcache callbacks, called by one callback of PostgreSQL:
+ * a backend has room for only MAX_RELCACHE_CALLBACKS (10) of them, which
+ * Citus and pg_agents together would otherwise exceed (FATAL: out of
+ * relcache_callback_list slots).
+ */
+#define RELCHECK_MAX_LISTENERS	16
+
+typedef struct RelcacheListener
+{
+	RelcacheCallbackFunction fn;
+	Datum		arg;
+} RelcacheListener;
+
+static RelcacheListener listeners[RELCHECK_MAX_LISTENERS];
+static int	nlisteners = 0;
+
+static void
+RelcacheMux(Datum arg, Oid relid)
+{
+	int			i;
+
+	RelcheckInvalCallback(arg, relid);
+	for (i = 0; i < nlisteners; i++)
+		listeners[i].fn(listeners[i].arg, relid);
+}
+
 static void
 EnsureCallback(void)
 {
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(RelcheckInvalCallback, (Datum) 0);
+		CacheRegisterRelcacheCallback(RelcacheMux, (Datum) 0);
 		callback_registered = true;
 	}
+}
+
+/*
+ * Registers a relcache callback of the extension (as
+ * CacheRegisterRelcacheCallback does, without using one of PostgreSQL's
+ * slots); once per backend, like it.
+ */
+void
+PgaRegisterRelcacheCallback(RelcacheCallbackFunction fn, Datum arg)
+{
+	EnsureCallback();
+	if (nlisteners >= RELCHECK_MAX_LISTENERS)
+		ereport(FATAL,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of pg_agents relcache callback slots")));
+	listeners[nlisteners].fn = fn;
+	listeners[nlisteners].arg = arg;
+	nlisteners++;
 }
 
 /* "(id bigint, workspace_id text)": the leading columns a spec expects */
