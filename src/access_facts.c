@@ -75,21 +75,21 @@ LookupAtt(Oid relid, const char *name)
 
 /* the indexes scanned and the leading columns the scans need (relcheck.c) */
 static const PgaIndexSpec agents_pkey_spec = {
-	"agents_pkey", "agents", 1, {{"id", INT8OID}}, false
+	"agents_pkey", "agents", 1, {{"id", INT8OID}}, NULL
 };
 static const PgaIndexSpec access_pkey_spec = {
 	"access_pkey", "access", 3,
-	{{"agent_id", INT8OID}, {"resource_type", TEXTOID}, {"resource_id", TEXTOID}}, false
+	{{"agent_id", INT8OID}, {"resource_type", TEXTOID}, {"resource_id", TEXTOID}}, NULL
 };
 static const PgaIndexSpec acl_pkey_spec = {
 	"resource_acl_pkey", "resource_acl", 2,
-	{{"resource_type", TEXTOID}, {"resource_id", TEXTOID}}, false
+	{{"resource_type", TEXTOID}, {"resource_id", TEXTOID}}, NULL
 };
 static const PgaIndexSpec acl_principal_spec = {
-	"resource_acl_principal_idx", "resource_acl", 1, {{"principal", TEXTOID}}, false
+	"resource_acl_principal_idx", "resource_acl", 1, {{"principal", TEXTOID}}, NULL
 };
 static const PgaIndexSpec members_user_spec = {
-	"group_members_user_idx", "group_members", 1, {{"user_id", TEXTOID}}, false
+	"group_members_user_idx", "group_members", 1, {{"user_id", TEXTOID}}, NULL
 };
 
 static bool rels_callback_registered = false;

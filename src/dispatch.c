@@ -39,6 +39,9 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "storage/lmgr.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "nodes/makefuncs.h"
 #include "commands/trigger.h"
 #include "common/md5.h"
 #include "executor/spi.h"
@@ -234,16 +237,38 @@ TriggersInvalCallback(Datum arg, Oid relid)
 }
 
 /*
+ * What every trigger the direct lookup returns satisfies: enabled AND kind =
+ * 'event' (the index's predicate, enabled AND kind IN ('event', 'mention'),
+ * must follow from it, or the index could leave out a candidate).
+ */
+static List *
+EventRestriction(Oid relid)
+{
+	AttrNumber	enabled = get_attnum(relid, "enabled");
+	AttrNumber	kind = get_attnum(relid, "kind");
+
+	if (enabled == InvalidAttrNumber || kind == InvalidAttrNumber)
+		return NIL;
+	return list_make2(makeVar(1, enabled, BOOLOID, -1, InvalidOid, 0),
+					  make_opclause(TextEqualOperator, BOOLOID, false,
+									(Expr *) makeVar(1, kind, TEXTOID, -1, DEFAULT_COLLATION_OID, 0),
+									(Expr *) makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+													   CStringGetTextDatum("event"), false, false),
+									InvalidOid, DEFAULT_COLLATION_OID));
+}
+
+/*
  * triggers_event_idx as the direct lookup reads it: a B-tree on agent.triggers
  * whose leading columns are (workspace_id, event_name, resource_type,
- * resource_id), all text (checked by relcheck.c when first scanned, and
- * again after a change of the index or the table: an error otherwise).
+ * resource_id), all text, holding every enabled event trigger (checked by
+ * relcheck.c when first scanned, and again after a change of the index or
+ * the table: an error otherwise).
  */
 static const PgaIndexSpec triggers_event_spec = {
 	"triggers_event_idx", "triggers", 4,
 	{{"workspace_id", TEXTOID}, {"event_name", TEXTOID},
 	 {"resource_type", TEXTOID}, {"resource_id", TEXTOID}},
-	true
+	EventRestriction
 };
 
 /* finds the columns of agent.triggers the direct lookup reads; false if one is missing */

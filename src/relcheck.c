@@ -26,6 +26,8 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "utils/relcache.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -218,10 +220,26 @@ CheckIndex(const PgaIndexSpec *spec, PgaIndexInfo *info)
 		ReleaseSysCache(tup);
 		IndexError(spec, false, psprintf("it has %d key columns", iform->indnkeyatts));
 	}
-	if (!spec->partial_ok && !heap_attisnull(tup, Anum_pg_index_indpred, NULL))
+	if (!heap_attisnull(tup, Anum_pg_index_indpred, NULL))
 	{
-		ReleaseSysCache(tup);
-		IndexError(spec, false, "it is a partial index");
+		Relation	irel;
+		List	   *pred;
+		bool		implied;
+
+		if (spec->restriction == NULL)
+		{
+			ReleaseSysCache(tup);
+			IndexError(spec, false, "it is a partial index");
+		}
+		irel = index_open(indexid, AccessShareLock);
+		pred = RelationGetIndexPredicate(irel);
+		implied = predicate_implied_by(pred, spec->restriction(heapid), false);
+		index_close(irel, AccessShareLock);
+		if (!implied)
+		{
+			ReleaseSysCache(tup);
+			IndexError(spec, false, "its predicate may leave out rows the scan reads");
+		}
 	}
 	d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &isnull);
 	Assert(!isnull);

@@ -34,14 +34,19 @@ typedef struct PgaIndexInfo
 	Oid			collation[PGA_INDEX_MAX_COLS];
 } PgaIndexInfo;
 
-/* how an index is expected: agent.<index> on agent.<heap>, leading columns */
+/*
+ * How an index is expected: agent.<index> on agent.<heap>, leading columns;
+ * restriction (NULL: the index may not be partial) gives the conditions
+ * every row the scan reads satisfies (implicit AND, Vars of varno 1), which
+ * must imply the index's predicate, if any.
+ */
 typedef struct PgaIndexSpec
 {
 	const char *index;
 	const char *heap;
 	int			ncols;
 	PgaIndexColumn cols[PGA_INDEX_MAX_COLS];
-	bool		partial_ok;		/* the extension defines it with a predicate */
+	struct List *(*restriction) (Oid heapid);
 } PgaIndexSpec;
 
 extern const PgaIndexInfo *PgaCheckIndex(const PgaIndexSpec *spec);

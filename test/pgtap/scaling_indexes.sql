@@ -10,7 +10,7 @@
 -- Two workspaces; the application role (membership of agents_app), a role
 -- with no grants, and an agent session (agents_tool).
 BEGIN;
-SELECT plan(41);
+SELECT plan(44);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.workspace = '';
@@ -180,6 +180,31 @@ SAVEPOINT s;
 DROP INDEX agent.triggers_event_idx;
 SELECT throws_ok($$SELECT pg_temp.fire('ws-ix-a')$$, '55000',
                  'index "agent.triggers_event_idx" does not exist', 'triggers_event_idx dropped');
+ROLLBACK TO SAVEPOINT s;
+
+SAVEPOINT s;
+DROP INDEX agent.triggers_event_idx;
+CREATE INDEX triggers_event_idx ON agent.triggers (workspace_id, event_name, resource_type, resource_id)
+  WHERE enabled AND kind = 'mention';
+SELECT throws_ok($$SELECT pg_temp.fire('ws-ix-a')$$, '55000',
+                 'index "agent.triggers_event_idx" does not have the columns pg_agents needs',
+                 'triggers_event_idx with a predicate that leaves out event triggers: the error, not a silent miss');
+ROLLBACK TO SAVEPOINT s;
+
+SAVEPOINT s;
+DROP INDEX agent.triggers_event_idx;
+CREATE INDEX triggers_event_idx ON agent.triggers (workspace_id, event_name, resource_type, resource_id, id)
+  WHERE kind IN ('event', 'mention', 'api') AND enabled;
+SELECT is(pg_temp.fire('ws-ix-a'), 1::bigint,
+          'triggers_event_idx with a wider predicate and a trailing column: still read directly, the watcher found');
+ROLLBACK TO SAVEPOINT s;
+
+SAVEPOINT s;
+ALTER TABLE agent.agents DROP CONSTRAINT agents_pkey CASCADE;
+CREATE UNIQUE INDEX agents_pkey ON agent.agents (id, workspace_id) WHERE deleted_at IS NULL;
+SELECT throws_ok($$SELECT agent.can_access(4241001, 'page', 'ix-p1')$$, '55000',
+                 'index "agent.agents_pkey" does not have the columns pg_agents needs',
+                 'a partial agents_pkey (it would hide deleted agents): the error');
 ROLLBACK TO SAVEPOINT s;
 
 -- restored (rolled back): the answers again, in the same transaction
