@@ -242,6 +242,7 @@ typedef struct IdsSnapKey
 	bool		recovery;
 	LocalTransactionId lxid;	/* 0 unless the transaction has written */
 	CommandId	curcid;			/* likewise */
+	TimestampTz stmt;			/* 0 unless Citus manages the access tables */
 } IdsSnapKey;
 
 typedef struct IdsEntry
@@ -300,6 +301,16 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 	{
 		k->lxid = PGA_MY_LXID;
 		k->curcid = snap->curcid;
+	}
+	/*
+	 * With Citus, a change committed on another node leaves this node's
+	 * snapshots alike: the set is then good for this statement only.
+	 */
+	if (PgAgentsAccessOnCitus())
+	{
+		k->lxid = PGA_MY_LXID;
+		k->curcid = snap->curcid;
+		k->stmt = GetCurrentStatementStartTimestamp();
 	}
 }
 
