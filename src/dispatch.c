@@ -856,7 +856,8 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	 * if it rolls back, this one inserts.  An expired fingerprint is
 	 * refreshed in place, and that event counts as new.  The time (now())
 	 * and the window's cutoff are parameters: Citus refuses a stable
-	 * function in the conflict clause of a distributed table.
+	 * function or operator (timestamptz - interval) in the conflict clause
+	 * of a distributed table.
 	 */
 	SpiUtilKeptPlan(&plan_dedup,
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
@@ -887,7 +888,7 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 static bool
 LaunchFirst(EventCtx *ev, Candidate *c)
 {
-	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, FLOAT8OID};
+	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
@@ -903,7 +904,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 				"ON CONFLICT (workspace_id, trigger_id, launch_key) DO UPDATE "
 				"SET seen_at = excluded.seen_at, source = excluded.source "
 				"WHERE x.source OPERATOR(pg_catalog.=) excluded.source "
-				"   OR x.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $9)) "
+				"   OR x.seen_at OPERATOR(pg_catalog.<=) $9 "
 				"RETURNING 1",
 				9, types);
 	args[0] = CStringGetTextDatum(c->workspace_id);
@@ -920,7 +921,9 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 		args[7] = CStringGetTextDatum(ev->automation);
 	else
 		nulls[7] = 'n';
-	args[8] = Float8GetDatum((double) pg_agents_dedup_window);
+	/* the window's cutoff (timestamptz - interval is STABLE: Citus refuses it there) */
+	args[8] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp() -
+								  (TimestampTz) pg_agents_dedup_window * USECS_PER_SEC);
 	ret = SPI_execute_plan(plan_launch, args, nulls, false, 0);
 	if (ret != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));

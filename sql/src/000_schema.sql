@@ -1,9 +1,13 @@
 -- pg_agents: schema and data model.
 --
 -- Every table carries workspace_id and no foreign key crosses workspaces:
--- foreign keys to agents are composite (workspace_id, agent_id), so that a
--- deployment can distribute every table by workspace_id with Citus,
--- co-located (docs/scaling.md).
+-- foreign keys between agent tables are composite (workspace_id, agent_id),
+-- every primary key and unique index holds workspace_id (id-keyed tables:
+-- PRIMARY KEY (id, workspace_id), so that a look-up by id keeps its index),
+-- and no key holding it has a SET NULL action, so that a deployment can
+-- distribute every table by workspace_id with Citus, co-located
+-- (agent.distribution_plan(), docs/scaling.md; test/pgtap/scaling_schema.sql
+-- checks it).
 
 -- The schema "agent" is created by CREATE EXTENSION (control file: schema).
 REVOKE ALL ON SCHEMA agent FROM PUBLIC;

@@ -71,6 +71,7 @@ DECLARE
   v_lo   bigint;
   v_hi   bigint;
   v_last bigint;
+  v_ddl  text;
   s      record;
 BEGIN
   IF v_node IS NULL THEN
@@ -79,6 +80,12 @@ BEGIN
       EXECUTE 'SELECT groupid FROM pg_catalog.pg_dist_local_group' INTO v_node;
     END IF;
     v_node := coalesce(v_node, 0);
+  END IF;
+  -- on Citus, this node's own sequences only: Citus refuses (and would
+  -- propagate) an ALTER SEQUENCE of a distributed table's sequence
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
+    v_ddl := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
+    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
   END IF;
   IF v_node < 0 OR v_node > 32767 THEN
     RAISE EXCEPTION 'invalid node number %', v_node
@@ -118,6 +125,9 @@ BEGIN
     sequence_name := s.seq; min_value := v_lo; max_value := v_hi;
     RETURN NEXT;
   END LOOP;
+  IF v_ddl IS NOT NULL THEN
+    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', v_ddl, true);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.set_id_range(integer) IS
