@@ -387,6 +387,7 @@ SpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types
 {
 	int			rc;
 
+	PgaCitusCheckNotParallel();
 	PgaElevate(e);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");

@@ -53,6 +53,7 @@ ReadableSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs,
 {
 	int			rc;
 
+	PgaCitusCheckNotParallel();
 	PgaElevate(e);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/parallel.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -538,4 +539,21 @@ PgaSpiCustomAcl(void)
 	SPI_finish();
 	PgaRestore(&elev);
 	return found;
+}
+
+/*
+ * Errors out in a parallel worker, before a query of a table Citus manages:
+ * Citus runs no distributed query there (it fails on its own with "cannot
+ * use 2PC in transactions involving multiple servers"); the decision
+ * functions are PARALLEL SAFE for the single-node case.
+ */
+void
+PgaCitusCheckNotParallel(void)
+{
+	if (IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pg_agents cannot read a table managed by Citus in a parallel worker"),
+				 errdetail("Access decisions read agent.agents, agent.access, agent.resource_acl, agent.group_members and agent.access_config through queries when Citus manages them, and Citus runs no query from a parallel worker."),
+				 errhint("Set max_parallel_workers_per_gather to 0 where queries call agent.can_access on Citus (see docs/scaling.md).")));
 }

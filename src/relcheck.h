@@ -54,6 +54,7 @@ extern void PgaIndexKey(ScanKey key, const PgaIndexInfo *ix, int col, Datum valu
 extern void PgaIndexNullKey(ScanKey key, int col);
 
 extern bool PgaCitusManaged(Oid relid);
+extern void PgaCitusCheckNotParallel(void);
 extern void PgaRegisterRelcacheCallback(void (*fn) (Datum arg, Oid relid), Datum arg);
 extern void PgaSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples);
 extern bool PgaSpiCustomAcl(void);

@@ -10,7 +10,7 @@
 -- Two workspaces; the application role (membership of agents_app), a role
 -- with no grants, and an agent session (agents_tool).
 BEGIN;
-SELECT plan(44);
+SELECT plan(45);
 
 SET LOCAL pg_agents.actor = '';
 SET LOCAL pg_agents.workspace = '';
@@ -282,6 +282,17 @@ RESET ROLE;
 SELECT is((SELECT count(*)::int FROM public.tap_ix_logged), 3, 'its audit rows went in through an INSERT (the row trigger saw them)');
 SELECT is((SELECT count(*)::int FROM agent.audit_log WHERE target_type = 'ix_item' AND workspace_id = 'ws-ix-a'
              AND target_id IN ('10', '11', '12')), 3, 'and they are in the log, with their workspace');
+-- in a parallel worker Citus runs no query: a clear error instead of Citus's own
+SAVEPOINT par;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'on', true);
+SET LOCAL parallel_setup_cost = 0;
+SET LOCAL parallel_tuple_cost = 0;
+SET LOCAL pg_agents.workspace = 'ws-ix-a';
+SELECT throws_ok($$SELECT count(*) FROM (VALUES ('ix-p1'), ('ix-p2')) v (id) WHERE agent.can_access(4241001, 'page', v.id)$$,
+                 '0A000', 'pg_agents cannot read a table managed by Citus in a parallel worker',
+                 'managed by Citus, in a parallel worker: the clear error');
+ROLLBACK TO SAVEPOINT par;
 SET LOCAL ROLE tap_ix_nobody;
 SELECT throws_ok($$INSERT INTO agent.audit_log (actor_kind, action) VALUES ('human', 'forged')$$, '42501', NULL,
                  'a role with no grants still cannot write the log itself');
