@@ -59,6 +59,7 @@
 #include "citus_shard.h"
 #include "compat.h"
 #include "guc.h"
+#include "relcheck.h"
 #include "jsonb_build.h"
 #include "redact.h"
 
@@ -140,7 +141,7 @@ audit_init_cache(void)
 	}
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(audit_relcache_callback, (Datum) 0);
+		PgaRegisterRelcacheCallback(audit_relcache_callback, (Datum) 0);
 		callback_registered = true;
 	}
 }

@@ -59,6 +59,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "redact.h"
+#include "relcheck.h"
 
 /* ------------------------------------------------------------------------
  * The audit_log relation
@@ -156,7 +157,7 @@ AuditLogLookup(void)
 
 	if (!log_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
+		PgaRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
 		log_callback_registered = true;
 	}
 	if (OidIsValid(audit_al_relid))
@@ -499,6 +500,38 @@ audit_flush_leaf(SubTransactionId cur)
 }
 
 /*
+ * The rows of the current subtransaction written through SPI (relcheck.c:
+ * multi-row INSERTs naming each row's workspace_id), for a log Citus
+ * manages: its rows belong on the nodes of its shards.
+ */
+static void
+audit_flush_spi(SubTransactionId cur)
+{
+	HeapTuple  *tuples = palloc(sizeof(HeapTuple) * npend);
+	int			n = 0,
+				keep = 0,
+				i;
+
+	for (i = 0; i < npend; i++)
+	{
+		if (pend[i].subid == cur)
+			tuples[n++] = pend[i].tup;
+		else
+			pend[keep++] = pend[i];
+	}
+	PgaSpiInsertTuples(audit_al_relid, tuples, n);
+	pfree(tuples);
+	npend = keep;
+	if (npend == 0)
+	{
+		MemoryContextReset(audit_pend_cxt);
+		pend = NULL;
+		maxpend = 0;
+		pend_bytes = 0;
+	}
+}
+
+/*
  * Writes the buffered rows of the current subtransaction (those of an
  * enclosing one wait for it).
  */
@@ -520,6 +553,14 @@ AuditFlush(void)
 			break;
 	if (i == npend)
 		return;
+
+	/* a log Citus manages is written through SPI, never directly */
+	AuditLogLookup();
+	if (PgaCitusManaged(audit_al_relid))
+	{
+		audit_flush_spi(cur);
+		return;
+	}
 
 	old = MemoryContextSwitchTo(audit_pend_cxt);
 	if (audit_flush_leaf(cur))
