@@ -785,7 +785,11 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 			push_column(&r, &ps, WJB_VALUE, c, values[i], nulls[i], 3);
 			(void) pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
 			if (summary.len < SUMMARY_MAX)
-				appendStringInfo(&summary, "%s%s", nchanged == 1 ? "" : ", ", c->name);
+			{
+				if (nchanged > 1)
+					appendBinaryStringInfo(&summary, ", ", 2);
+				appendStringInfoString(&summary, c->name);
+			}
 		}
 		if (nchanged == 0)
 			return PointerGetDatum(NULL);	/* nothing changed: nothing written */
@@ -812,16 +816,25 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 	row.owner_id = row_column_text(e, e->owner_att, values, nulls);
 	row.workspace_id = row_column_text(e, e->workspace_att, values, nulls);
 	{
-		char	   *cols = pstrdup(summary.data);
+		/* "<action> <table>[ <key>][: <changed columns>]" */
+		StringInfoData line;
 
-		resetStringInfo(&summary);
-		appendStringInfo(&summary, "%s %s", row.action, e->qualname);
+		initStringInfo(&line);
+		appendStringInfoString(&line, row.action);
+		appendStringInfoChar(&line, ' ');
+		appendStringInfoString(&line, e->qualname);
 		if (row.target_id)
-			appendStringInfo(&summary, " %s", row.target_id);
+		{
+			appendStringInfoChar(&line, ' ');
+			appendStringInfoString(&line, row.target_id);
+		}
 		if (nchanged > 0)
-			appendStringInfo(&summary, ": %s", cols);
+		{
+			appendBinaryStringInfo(&line, ": ", 2);
+			appendBinaryStringInfo(&line, summary.data, summary.len);
+		}
+		row.summary = AuditCleanSummary(line.data);
 	}
-	row.summary = AuditCleanSummary(summary.data);
 	AuditIdentity(&row);
 	AuditInsert(&row);
 	return PointerGetDatum(NULL);
