@@ -96,6 +96,8 @@ typedef struct AuditTrigInfo
 	AttrNumber	workspace_att;
 	int			npk;
 	AttrNumber	pk[INDEX_MAX_KEYS];
+	int			nkeyorder;
+	int		   *keyorder;		/* live columns in jsonb key order */
 } AuditTrigInfo;
 
 static HTAB *trig_cache = NULL;
@@ -418,6 +420,18 @@ find_column(TupleDesc desc, const char *name)
 	return InvalidAttrNumber;
 }
 
+/* whether column a's name comes before column b's among jsonb keys */
+static bool
+key_before(AuditCol *a, AuditCol *b)
+{
+	size_t		la = strlen(a->name);
+	size_t		lb = strlen(b->name);
+
+	if (la != lb)
+		return la < lb;
+	return memcmp(a->name, b->name, la) < 0;
+}
+
 /*
  * The description of the trigger's table (columns, kinds, sensitive names,
  * owner/workspace columns, primary key), built once and kept until the table
@@ -473,6 +487,25 @@ trig_info(TriggerData *td)
 		c->sensitive = PgAgentsSensitiveName(c->name, strlen(c->name));
 		getTypeOutputInfo(att->atttypid, &outfn, &varlena);
 		fmgr_info_cxt(outfn, &c->out, e->cxt);
+	}
+
+	/*
+	 * The live columns in the order jsonb keeps an object's keys (shorter
+	 * first, then bytewise): a row pushed in that order is already sorted
+	 * when the object ends, which saves the sort of its keys.
+	 */
+	e->keyorder = palloc(sizeof(int) * Max(desc->natts, 1));
+	e->nkeyorder = 0;
+	for (i = 0; i < desc->natts; i++)
+	{
+		int			j;
+
+		if (e->cols[i].kind == 0)
+			continue;
+		for (j = e->nkeyorder; j > 0 && key_before(&e->cols[i], &e->cols[e->keyorder[j - 1]]); j--)
+			e->keyorder[j] = e->keyorder[j - 1];
+		e->keyorder[j] = i;
+		e->nkeyorder++;
 	}
 
 	e->npk = 0;
@@ -698,7 +731,8 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 	JsonbParseState *ps = NULL;
 	JsonbValue *res = NULL;
 	StringInfoData summary;
-	int			i;
+	int			i,
+				k;
 	int			nchanged = 0;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -799,14 +833,35 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		tup = td->tg_trigtuple;
 		heap_deform_tuple(tup, desc, values, nulls);
 		row.action = TRIGGER_FIRED_BY_INSERT(td->tg_event) ? "insert" : "delete";
-		for (i = 0; i < e->natts; i++)
+		for (k = 0; k < e->nkeyorder; k++)
 		{
-			AuditCol   *c = &e->cols[i];
+			AuditCol   *c;
 
-			if (c->kind == 0)
-				continue;
+			i = e->keyorder[k];
+			c = &e->cols[i];
 			JsonbBuildKey(&ps, c->name);
 			push_column(&r, &ps, WJB_VALUE, c, values[i], nulls[i], 2);
+		}
+		/*
+		 * Pushed in key order, the row is the one pushed in column order as
+		 * long as the payload budget was never used up (what each value
+		 * takes does not depend on the order until then); otherwise the
+		 * columns past the budget are those after it in column order.
+		 */
+		if (r.budget <= 0)
+		{
+			ps = NULL;
+			PgAgentsRedactorInit(&r);
+			(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+			for (i = 0; i < e->natts; i++)
+			{
+				AuditCol   *c = &e->cols[i];
+
+				if (c->kind == 0)
+					continue;
+				JsonbBuildKey(&ps, c->name);
+				push_column(&r, &ps, WJB_VALUE, c, values[i], nulls[i], 2);
+			}
 		}
 	}
 	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
