@@ -506,29 +506,49 @@ leaf_indexes_describe(Relation rel)
 /*
  * Opens the indexes of partition rel (locked) into rri as ExecOpenIndices
  * would, from the description kept across flushes; the locks are kept to
- * the end of the transaction, as the partition's.  Returns false (nothing
- * opened) when they cannot be described.
+ * the end of the transaction, as the partition's.  A partial index that
+ * none of the n rows in slots goes into is not opened (rows without a run
+ * skip the run index).  Returns false (nothing opened) when the indexes
+ * cannot be described.
  */
 static bool
-leaf_indexes_open(ResultRelInfo *rri, Relation rel)
+leaf_indexes_open(ResultRelInfo *rri, Relation rel, EState *estate,
+				  TupleTableSlot **slots, int n)
 {
-	int			i;
+	int			i,
+				j,
+				nopen = 0;
 
 	if (leaf_ix_relid != RelationGetRelid(rel) && !leaf_indexes_describe(rel))
 		return false;
-	rri->ri_NumIndices = leaf_ix_n;
 	rri->ri_IndexRelationDescs = palloc(sizeof(Relation) * Max(leaf_ix_n, 1));
 	rri->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * Max(leaf_ix_n, 1));
 	for (i = 0; i < leaf_ix_n; i++)
 	{
 		IndexInfo  *ii = leaf_ix_info[i];
 
-		rri->ri_IndexRelationDescs[i] = index_open(leaf_ix_oids[i], RowExclusiveLock);
+		if (ii->ii_PredicateState != NULL)
+		{
+			ExprContext *econtext = GetPerTupleExprContext(estate);
+			bool		any = false;
+
+			for (j = 0; j < n && !any; j++)
+			{
+				econtext->ecxt_scantuple = slots[j];
+				any = ExecQual(ii->ii_PredicateState, econtext);
+				ResetExprContext(econtext);
+			}
+			if (!any)
+				continue;
+		}
+		rri->ri_IndexRelationDescs[nopen] = index_open(leaf_ix_oids[i], RowExclusiveLock);
 		/* what an index AM caches during the flush goes with the flush */
 		ii->ii_AmCache = NULL;
 		ii->ii_Context = CurrentMemoryContext;
-		rri->ri_IndexRelationInfo[i] = ii;
+		rri->ri_IndexRelationInfo[nopen] = ii;
+		nopen++;
 	}
+	rri->ri_NumIndices = nopen;
 	return true;
 }
 
@@ -607,8 +627,6 @@ audit_flush_leaf(SubTransactionId cur)
 	st.estate->es_output_cid = st.cid;
 	st.rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(st.rri, rel, 1, NULL, 0);
-	if (!(cached = leaf_indexes_open(st.rri, rel)))
-		ExecOpenIndices(st.rri, false);
 	st.slots = palloc(sizeof(TupleTableSlot *) * n);
 	n = 0;
 	for (i = 0; i < npend; i++)
@@ -622,6 +640,8 @@ audit_flush_leaf(SubTransactionId cur)
 		ExecStoreHeapTuple(pend[i].tup, st.slots[n], false);
 		n++;
 	}
+	if (!(cached = leaf_indexes_open(st.rri, rel, st.estate, st.slots, n)))
+		ExecOpenIndices(st.rri, false);
 	write_group(&st, st.rri, n);
 	for (i = 0; i < n; i++)
 		ExecDropSingleTupleTableSlot(st.slots[i]);
