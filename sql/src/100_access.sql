@@ -117,25 +117,36 @@ COMMENT ON FUNCTION agent._action_level(text) IS
   'Internal: the lowest level an action needs (§7.4), NULL for an unknown action.';
 
 CREATE FUNCTION agent._user_level(p_user_id text, p_agent_id bigint) RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT CASE max(r) WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END
+DECLARE
+  -- an agent of another workspace than the session's is nobody's: every
+  -- statement names the session's workspace (Citus routes by it); a session
+  -- bound to none takes the agent's own
+  v_ws text := agent._session_workspace();
+  v_r  integer;
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = p_agent_id;
+  END IF;
+  SELECT max(l.r) INTO v_r
   FROM (
     SELECT 3 AS r FROM agent.agents a
-     WHERE a.id = p_agent_id AND a.deleted_at IS NULL AND a.owner_id = p_user_id
-    UNION ALL
-    SELECT agent._level_rank(s.level) FROM agent.shares s JOIN agent.agents a ON a.id = s.agent_id
-     WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL AND s.user_id = p_user_id
+     WHERE a.workspace_id = v_ws AND a.id = p_agent_id AND a.deleted_at IS NULL AND a.owner_id = p_user_id
     UNION ALL
     SELECT agent._level_rank(s.level) FROM agent.shares s
-      JOIN agent.agents a ON a.id = s.agent_id
+      JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
+     WHERE s.workspace_id = v_ws AND s.agent_id = p_agent_id AND a.deleted_at IS NULL AND s.user_id = p_user_id
+    UNION ALL
+    SELECT agent._level_rank(s.level) FROM agent.shares s
+      JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
       JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = p_user_id
                                 AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
-     WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL
-  ) l
-  -- an agent of another workspace than the session's is nobody's
-  WHERE agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = p_agent_id))
+     WHERE s.workspace_id = v_ws AND s.agent_id = p_agent_id AND a.deleted_at IS NULL
+  ) l;
+  RETURN CASE v_r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END;
+END
 $$;
 COMMENT ON FUNCTION agent._user_level(text, bigint) IS
   'Internal: the best level the user holds on the agent (owner: full; direct and group shares), NULL when none, the agent is deleted, or it belongs to another workspace than the session''s.';
@@ -174,28 +185,57 @@ COMMENT ON FUNCTION agent.activity_scope(text, bigint) IS
 
 CREATE FUNCTION agent.visible_agents(user_id text)
 RETURNS TABLE(agent_id bigint, name text, level text)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+DECLARE
+  v_ws text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    -- a session bound to no workspace (superuser): every workspace
+    RETURN QUERY
+    WITH l AS (
+      SELECT a.workspace_id AS ws, a.id, 3 AS r FROM agent.agents a
+       WHERE a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
+      UNION ALL
+      SELECT s.workspace_id, s.agent_id, agent._level_rank(s.level) FROM agent.shares s
+       WHERE s.user_id = visible_agents.user_id
+      UNION ALL
+      SELECT s.workspace_id, s.agent_id, agent._level_rank(s.level) FROM agent.shares s
+        JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
+        JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = visible_agents.user_id
+                                  AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
+    ), best AS (
+      SELECT l.ws, l.id, max(l.r) AS r FROM l GROUP BY l.ws, l.id
+    )
+    SELECT a.id, a.name, CASE b.r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' ELSE 'interact' END
+    FROM best b JOIN agent.agents a ON a.workspace_id = b.ws AND a.id = b.id
+    WHERE a.deleted_at IS NULL AND b.r > 0
+    ORDER BY b.r DESC, a.name, a.id;
+    RETURN;
+  END IF;
+  RETURN QUERY
   WITH l AS (
     SELECT a.id, 3 AS r FROM agent.agents a
-     WHERE a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
+     WHERE a.workspace_id = v_ws AND a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
     UNION ALL
     SELECT s.agent_id, agent._level_rank(s.level) FROM agent.shares s
-     WHERE s.user_id = visible_agents.user_id
+     WHERE s.workspace_id = v_ws AND s.user_id = visible_agents.user_id
     UNION ALL
     SELECT s.agent_id, agent._level_rank(s.level) FROM agent.shares s
-      JOIN agent.agents a ON a.id = s.agent_id
+      JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
       JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = visible_agents.user_id
                                 AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
+     WHERE s.workspace_id = v_ws
   ), best AS (
     SELECT l.id, max(l.r) AS r FROM l GROUP BY l.id
   )
   SELECT a.id, a.name, CASE b.r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' ELSE 'interact' END
-  FROM best b JOIN agent.agents a ON a.id = b.id
+  FROM best b JOIN agent.agents a ON a.workspace_id = v_ws AND a.id = b.id
   WHERE a.deleted_at IS NULL AND b.r > 0
-    AND ((SELECT agent._session_workspace()) IS NULL OR a.workspace_id = (SELECT agent._session_workspace()))
-  ORDER BY b.r DESC, a.name, a.id
+  ORDER BY b.r DESC, a.name, a.id;
+END
 $$;
 COMMENT ON FUNCTION agent.visible_agents(text) IS
   'The agents of the session''s workspace a user can see (owned, shared with them or with one of their groups), best level first; an agent they have no access to is not listed.';
@@ -213,12 +253,19 @@ DECLARE
   a       agent.agents%ROWTYPE;
   v_level text;
   v_need  text := agent._action_level(p_action);
+  v_ws    text;
 BEGIN
   IF p_agent_id IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id FOR UPDATE;
-  IF NOT FOUND OR NOT agent._workspace_ok(a.workspace_id) THEN
+  -- locked by its whole key (workspace, id): the session's workspace, or
+  -- the agent's own for a session bound to none
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id FOR UPDATE;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
   END IF;
   IF a.deleted_at IS NOT NULL THEN
@@ -264,15 +311,9 @@ RETURNS agent.agents
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-  v_ws text;
 BEGIN
-  IF p_agent_id IS NOT NULL THEN
-    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = p_agent_id;
-    IF NOT agent._workspace_ok(v_ws) THEN
-      RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
-    END IF;
-  END IF;
+  -- agent._agent_for reads the agent in the session's workspace only, so
+  -- one of another workspace is "does not exist" before any level check
   RETURN agent._agent_for(p_agent_id, p_by_user, p_action, p_allow_system);
 END
 $$;
@@ -339,9 +380,9 @@ BEGIN
   END IF;
   a := agent._agent_for(unshare.agent_id, by_user, 'share');
   IF principal LIKE 'user:%' THEN
-    DELETE FROM agent.shares s WHERE s.agent_id = a.id AND s.user_id = substr(principal, 6);
+    DELETE FROM agent.shares s WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.id AND s.user_id = substr(principal, 6);
   ELSE
-    DELETE FROM agent.shares s WHERE s.agent_id = a.id AND s.group_id = substr(principal, 7);
+    DELETE FROM agent.shares s WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.id AND s.group_id = substr(principal, 7);
   END IF;
   GET DIAGNOSTICS n = ROW_COUNT;
   PERFORM agent._audit_event('agent.unshare', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
@@ -431,7 +472,7 @@ DECLARE
 BEGIN
   a := agent._agent_named(revoke.agent_id, by_user, 'edit_settings', true);
   DELETE FROM agent.access g
-   WHERE g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
+   WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
   GET DIAGNOSTICS n = ROW_COUNT;
   IF n > 0 THEN
     PERFORM agent._write_version(a.id, by_user, format('revoked %s %s', resource_type, resource_id));
@@ -550,10 +591,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_bad text;
+  v_ws  text := agent._session_workspace();
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
   SELECT e #>> '{}' INTO v_bad
     FROM agent.agents a, jsonb_array_elements(p_delegation) e
-   WHERE a.id = p_agent_id
+   WHERE a.workspace_id = v_ws AND a.id = p_agent_id
      AND NOT EXISTS (SELECT 1 FROM agent.agents d
                       WHERE d.id = CASE WHEN (e #>> '{}') ~ '^[0-9]{1,18}$' THEN (e #>> '{}')::bigint END
                         AND d.workspace_id = a.workspace_id
@@ -579,8 +624,12 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  s jsonb := p_settings;
+  s    jsonb := p_settings;
+  v_ws text := agent._session_workspace();
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
   IF s ? 'delegation' THEN
     PERFORM agent._check_delegation(p_agent_id, s -> 'delegation');
   END IF;
@@ -603,18 +652,18 @@ BEGIN
     credit_limit_monthly = CASE WHEN s ? 'credit_limit_monthly' THEN (s ->> 'credit_limit_monthly')::integer ELSE a.credit_limit_monthly END,
     default_token_budget = CASE WHEN s ? 'default_token_budget' THEN (s ->> 'default_token_budget')::bigint ELSE a.default_token_budget END,
     updated_at           = now()
-  WHERE a.id = p_agent_id;
+  WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
   IF s ? 'access' THEN
     DELETE FROM agent.access g
-     WHERE g.agent_id = p_agent_id
+     WHERE g.workspace_id = v_ws AND g.agent_id = p_agent_id
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(s -> 'access') e
                         WHERE e ->> 'resource_type' = g.resource_type AND e ->> 'resource_id' = g.resource_id);
     INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
     SELECT DISTINCT ON (e ->> 'resource_type', e ->> 'resource_id')
-           a.workspace_id, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
+           v_ws, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
            coalesce(e ->> 'access', 'read'), p_by_user
-      FROM agent.agents a, jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
-     WHERE a.id = p_agent_id
+      FROM jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
+     WHERE v_ws IS NOT NULL
      ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
     ON CONFLICT (agent_id, resource_type, resource_id) DO UPDATE
       SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
@@ -642,9 +691,16 @@ COMMENT ON FUNCTION agent._trigger_json(agent.triggers) IS
   'Internal: the settings of a trigger (id, kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as), as snapshots and audit rows hold them.';
 
 CREATE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_ws   text := agent._session_workspace();
+  v_snap jsonb;
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
   SELECT jsonb_build_object(
     'name', a.name,
     'instructions', a.instructions,
@@ -662,10 +718,13 @@ AS $$
                                                             'resource_id', g.resource_id,
                                                             'access', g.access)
                                          ORDER BY g.resource_type, g.resource_id)
-                          FROM agent.access g WHERE g.agent_id = a.id), '[]'),
+                          FROM agent.access g WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id), '[]'),
     'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(t) ORDER BY t.id)
-                            FROM agent.triggers t WHERE t.agent_id = a.id), '[]'))
-  FROM agent.agents a WHERE a.id = p_agent_id
+                            FROM agent.triggers t WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id), '[]'))
+    INTO v_snap
+    FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
+  RETURN v_snap;
+END
 $$;
 COMMENT ON FUNCTION agent._snapshot(bigint) IS
   'Internal: the agent''s settings as a version snapshot: instructions, instruction_page_id, model, approval_mode, scope, web_access, delegation, limits, access list and triggers.';
@@ -705,7 +764,12 @@ DECLARE
   v_changed text;
   v_note    text;
   v_id      bigint;
+  v_ws      text := agent._session_workspace();
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+
   IF p_prev IS NULL THEN
     v_note := p_note;
   ELSE
@@ -717,9 +781,10 @@ BEGIN
   END IF;
   INSERT INTO agent.versions (workspace_id, agent_id, version, snapshot, created_by, note)
   SELECT a.workspace_id, a.id,
-         coalesce((SELECT max(v.version) FROM agent.versions v WHERE v.agent_id = a.id), 0) + 1,
+         coalesce((SELECT max(v.version) FROM agent.versions v
+                    WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id), 0) + 1,
          v_snap, p_by_user, v_note
-    FROM agent.agents a WHERE a.id = p_agent_id
+    FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id
   RETURNING id INTO v_id;
   RETURN v_id;
 END
@@ -876,20 +941,31 @@ COMMENT ON FUNCTION agent.restore_version(bigint, text) IS
 -- May the user read the resource, on their own ACL (in the agent's workspace)?
 CREATE FUNCTION agent._user_reads(p_agent_id bigint, p_user text, p_type text, p_id text, p_mode text DEFAULT 'read')
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT CASE
-    WHEN p_type = 'workspace_shared' THEN true
-    WHEN p_type = 'agent' THEN
-      CASE WHEN p_id !~ '^[0-9]{1,18}$' THEN false
-           -- an agent of another workspace is no agent the user can reach here
-           WHEN NOT EXISTS (SELECT 1 FROM agent.agents t JOIN agent.agents s ON s.id = p_agent_id
-                             WHERE t.id = p_id::bigint AND t.workspace_id = s.workspace_id) THEN false
-           ELSE agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END
-      END
-    ELSE agent.can_access(p_agent_id, p_type, p_id, p_mode, 'manual', p_user)
-  END
+DECLARE
+  v_ws text;
+BEGIN
+  IF p_type = 'workspace_shared' THEN
+    RETURN true;
+  ELSIF p_type = 'agent' THEN
+    IF p_id !~ '^[0-9]{1,18}$' THEN
+      RETURN false;
+    END IF;
+    -- an agent of another workspace is no agent the user can reach here
+    v_ws := agent._session_workspace();
+    IF v_ws IS NULL THEN
+      SELECT s.workspace_id INTO v_ws FROM agent.agents s WHERE s.id = p_agent_id;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM agent.agents t JOIN agent.agents s ON s.workspace_id = t.workspace_id
+                    WHERE t.workspace_id = v_ws AND t.id = p_id::bigint AND s.id = p_agent_id) THEN
+      RETURN false;
+    END IF;
+    RETURN agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END;
+  END IF;
+  RETURN agent.can_access(p_agent_id, p_type, p_id, p_mode, 'manual', p_user);
+END
 $$;
 COMMENT ON FUNCTION agent._user_reads(bigint, text, text, text, text) IS
   'Internal: does the user''s own access reach the resource (agents: their share level, on agents of the same workspace only; other resources: their ACL)?';
@@ -926,11 +1002,16 @@ DECLARE
   v_have    integer;
   v_own     integer;
   v_page    text;
+  v_ws      text;
 BEGIN
   IF p_by_user IS NULL OR s IS NULL THEN
     RETURN jsonb_build_object('settings', s, 'dropped', v_dropped, 'downgraded', v_down);
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = p_agent_id;
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
 
   IF jsonb_typeof(s -> 'access') = 'array' AND p_by_user IS DISTINCT FROM a.owner_id THEN
     v_list := '[]';
@@ -938,7 +1019,7 @@ BEGIN
       v_want := CASE coalesce(e ->> 'access', 'read') WHEN 'edit' THEN 2 ELSE 1 END;
       SELECT CASE g.access WHEN 'edit' THEN 2 ELSE 1 END INTO v_have
         FROM agent.access g
-       WHERE g.agent_id = p_agent_id AND g.resource_type = e ->> 'resource_type'
+       WHERE g.workspace_id = a.workspace_id AND g.agent_id = p_agent_id AND g.resource_type = e ->> 'resource_type'
          AND g.resource_id = e ->> 'resource_id';
       v_have := coalesce(v_have, 0);
       IF v_want > v_have THEN
@@ -997,8 +1078,8 @@ BEGIN
       IF coalesce(a.delegation, '[]') @> jsonb_build_array(e)
          OR jsonb_typeof(e) <> 'number'
          OR NOT EXISTS (SELECT 1 FROM agent.agents x
-                         WHERE x.id = (e #>> '{}')::numeric AND x.deleted_at IS NULL
-                           AND x.workspace_id = a.workspace_id AND agent._workspace_ok(x.workspace_id))
+                         WHERE x.workspace_id = a.workspace_id AND x.id = (e #>> '{}')::numeric
+                           AND x.deleted_at IS NULL AND agent._workspace_ok(x.workspace_id))
          OR agent._level_rank(agent._user_level(p_by_user, (e #>> '{}')::bigint)) >= 1 THEN
         v_list := v_list || e;
       ELSIF p_refuse THEN

@@ -197,7 +197,8 @@ BEGIN
   -- the other launcher came first: one run, this launch counted
   v_auto := coalesce(p_automation, substr(d.source, 12));
   SELECT r.id INTO v_run FROM agent.runs r
-   WHERE r.trigger_id = p_trigger_id AND r.created_at = d.seen_at ORDER BY r.id DESC LIMIT 1;
+   WHERE r.workspace_id = p_workspace AND r.trigger_id = p_trigger_id AND r.created_at = d.seen_at
+   ORDER BY r.id DESC LIMIT 1;
   INSERT INTO agent.event_overlaps AS o (workspace_id, trigger_id, agent_id, automation, deduplicated,
                                          last_event, last_resource_type, last_resource_id, last_run_id)
   VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id, v_run)
@@ -208,7 +209,10 @@ BEGIN
   UPDATE agent.runs r
      SET input = r.input || jsonb_build_object('also_started_by',
                    coalesce(r.input -> 'also_started_by', '[]') || to_jsonb(v_src))
-   WHERE r.id = (SELECT q.id FROM agent.runs q WHERE q.id = v_run AND q.status = 'queued' FOR UPDATE SKIP LOCKED);
+   WHERE r.workspace_id = p_workspace
+     AND r.id = (SELECT q.id FROM agent.runs q
+                  WHERE q.workspace_id = p_workspace AND q.id = v_run AND q.status = 'queued'
+                  FOR UPDATE SKIP LOCKED);
   RAISE NOTICE 'run % of agent % was already started for this event', coalesce(v_run::text, '?'), p_agent_id
     USING DETAIL = format('Trigger %s and automation "%s" both launched it on event %s within pg_agents.dedup_window; one run was made.',
                           p_trigger_id, v_auto, p_event);
