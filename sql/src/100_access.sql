@@ -852,7 +852,7 @@ BEGIN
                                                 'version_id', v_ver, 'note', note),
                              (SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id,
                                             v.version, v.note)
-                                FROM agent.versions v WHERE v.id = v_ver));
+                                FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.id = v_ver));
   RETURN v_ver;
 END
 $$;
@@ -876,9 +876,14 @@ DECLARE
   v_left  jsonb;
   v_note  text;
   v_parts text[] := '{}';
+  v_ws    text := agent._session_workspace();
 BEGIN
-  SELECT * INTO v FROM agent.versions x WHERE x.id = version_id;
-  IF NOT FOUND OR NOT agent._workspace_ok(v.workspace_id) THEN
+  -- the session's workspace only (a session bound to none: the version's own)
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.versions x WHERE x.id = version_id;
+  END IF;
+  SELECT * INTO v FROM agent.versions x WHERE x.workspace_id = v_ws AND x.id = version_id;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'version % does not exist', coalesce(version_id::text, 'NULL') USING ERRCODE = 'undefined_object';
   END IF;
   a := agent._agent_named(v.agent_id, by_user, 'edit_settings');
@@ -1138,7 +1143,7 @@ DECLARE
   v_report   jsonb;
 BEGIN
   a := agent._agent_named(p_agent_id, by_user, 'duplicate');
-  SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.agent_id = a.id;
+  SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id;
 
   -- the instruction page is kept only when by_user can read it
   v_page := a.instruction_page_id;
@@ -1166,7 +1171,8 @@ BEGIN
   RETURNING id INTO v_new;
 
   -- grants: copied where by_user can read the resource; edit kept only where they can edit
-  FOR g IN SELECT * FROM agent.access x WHERE x.agent_id = a.id ORDER BY x.resource_type, x.resource_id LOOP
+  FOR g IN SELECT * FROM agent.access x WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id
+            ORDER BY x.resource_type, x.resource_id LOOP
     IF NOT agent._user_reads(a.id, by_user, g.resource_type, g.resource_id) THEN
       v_dropped := v_dropped || jsonb_build_object('kind', 'access', 'resource_type', g.resource_type,
                                                    'resource_id', g.resource_id, 'access', g.access,
@@ -1190,7 +1196,7 @@ BEGIN
   END LOOP;
 
   -- triggers: copied (disabled) when they watch nothing in particular or a resource by_user can read
-  FOR t IN SELECT * FROM agent.triggers x WHERE x.agent_id = a.id ORDER BY x.id LOOP
+  FOR t IN SELECT * FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id ORDER BY x.id LOOP
     IF t.resource_type IS NOT NULL AND t.resource_id IS NOT NULL
        AND NOT agent._user_reads(a.id, by_user, t.resource_type, t.resource_id) THEN
       v_dropped := v_dropped || jsonb_build_object('kind', 'trigger', 'trigger_id', t.id,
@@ -1371,7 +1377,7 @@ BEGIN
   IF NOT agent._workspace_ok(a.workspace_id) THEN
     RAISE EXCEPTION 'agent % does not exist', a.id USING ERRCODE = 'undefined_object';
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM agent.versions v WHERE v.agent_id = a.id) THEN
+  IF NOT EXISTS (SELECT 1 FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id) THEN
     RETURN;   -- being created: its first version records the trigger
   END IF;
   PERFORM agent._trigger_history(a, p_op, p_trigger_id, p_old, p_new, NULL, true);
@@ -1436,7 +1442,7 @@ BEGIN
   a := agent._agent_named($1, by_user, 'edit_settings', true);
   IF p ? 'id' AND jsonb_typeof(p -> 'id') <> 'null' THEN
     v_id := (p ->> 'id')::bigint;
-    SELECT * INTO t FROM agent.triggers x WHERE x.id = v_id FOR UPDATE;
+    SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.id = v_id FOR UPDATE;
     IF NOT FOUND OR t.agent_id <> a.id THEN
       RAISE EXCEPTION 'trigger % does not exist', v_id
         USING ERRCODE = 'undefined_object', DETAIL = format('Agent %s has no trigger %s.', a.id, v_id);
@@ -1499,7 +1505,7 @@ BEGIN
            timezone = m ->> 'timezone', prompt = m ->> 'prompt', enabled = (m ->> 'enabled')::boolean,
            allow_self_retrigger = (m ->> 'allow_self_retrigger')::boolean,
            show_typing = (m ->> 'show_typing')::boolean, run_as = m ->> 'run_as', updated_at = now()
-     WHERE x.id = v_id
+     WHERE x.workspace_id = a.workspace_id AND x.id = v_id
     RETURNING * INTO t;
   END IF;
   PERFORM agent._history_hold(a.id, false);
@@ -1517,23 +1523,28 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  t agent.triggers%ROWTYPE;
-  a agent.agents%ROWTYPE;
+  t    agent.triggers%ROWTYPE;
+  a    agent.agents%ROWTYPE;
+  v_ws text := agent._session_workspace();
 BEGIN
   IF $1 IS NULL THEN
     RAISE EXCEPTION 'trigger_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO t FROM agent.triggers x WHERE x.id = $1;
-  IF NOT FOUND OR NOT agent._workspace_ok(t.workspace_id) THEN
+  -- the session's workspace only (a session bound to none: the trigger's own)
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.triggers x WHERE x.id = $1;
+  END IF;
+  SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = $1;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'trigger % does not exist', $1 USING ERRCODE = 'undefined_object';
   END IF;
   a := agent._agent_named(t.agent_id, by_user, 'edit_settings', true);
-  SELECT * INTO t FROM agent.triggers x WHERE x.id = $1 FOR UPDATE;
+  SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.id = $1 FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'trigger % does not exist', $1 USING ERRCODE = 'undefined_object';
   END IF;
   PERFORM agent._history_hold(a.id, true);
-  DELETE FROM agent.triggers x WHERE x.id = t.id;
+  DELETE FROM agent.triggers x WHERE x.workspace_id = t.workspace_id AND x.id = t.id;
   PERFORM agent._history_hold(a.id, false);
   PERFORM agent._trigger_history(a, 'delete', t.id, agent._trigger_json(t), NULL, by_user, false);
 END
@@ -1569,13 +1580,20 @@ DECLARE
   v_upd      jsonb := '[]';
   v_dis      jsonb;
   v_dropped  jsonb := '[]';
+  v_ws       text;
 BEGIN
-  SELECT * INTO a FROM agent.agents x WHERE x.id = p_agent_id;
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
   FOR s IN SELECT x FROM jsonb_array_elements(p_triggers) x ORDER BY (x ->> 'id')::bigint LOOP
     v_sid := (s ->> 'id')::bigint;
-    SELECT * INTO cur FROM agent.triggers x WHERE x.id = v_sid FOR UPDATE;
-    v_free := NOT FOUND;
+    -- a trigger id of another workspace is taken, not free (ids are unique
+    -- across workspaces): only the agent's workspace's row is locked
+    SELECT * INTO cur FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.id = v_sid FOR UPDATE;
     v_mine := FOUND AND cur.agent_id = p_agent_id;
+    v_free := NOT FOUND AND NOT EXISTS (SELECT 1 FROM agent.triggers x WHERE x.id = v_sid);
     IF p_by_user IS NOT NULL AND s ->> 'resource_type' IN ('page', 'collection', 'skill', 'agent')
        AND s ->> 'resource_id' IS NOT NULL
        AND NOT (v_mine AND cur.resource_type IS NOT DISTINCT FROM s ->> 'resource_type'
@@ -1599,7 +1617,7 @@ BEGIN
                  allow_self_retrigger = coalesce((s ->> 'allow_self_retrigger')::boolean, false),
                  show_typing = coalesce((s ->> 'show_typing')::boolean, true),
                  run_as = coalesce(s ->> 'run_as', 'creator'), updated_at = now()
-           WHERE x.id = v_sid;
+           WHERE x.workspace_id = a.workspace_id AND x.id = v_sid;
           v_upd := v_upd || to_jsonb(v_sid);
         END IF;
         v_id := v_sid;
@@ -1626,12 +1644,12 @@ BEGIN
 
   WITH d AS (
     UPDATE agent.triggers x SET enabled = false, updated_at = now()
-     WHERE x.agent_id = p_agent_id AND x.enabled AND NOT (x.id = ANY (v_keep))
+     WHERE x.workspace_id = a.workspace_id AND x.agent_id = p_agent_id AND x.enabled AND NOT (x.id = ANY (v_keep))
     RETURNING x.id)
   SELECT coalesce(jsonb_agg(d.id ORDER BY d.id), '[]') INTO v_dis FROM d;
 
   UPDATE agent.triggers x SET next_run_at = agent.cron_next(x.schedule, now(), x.timezone)
-   WHERE x.id = ANY (v_keep) AND x.kind = 'schedule' AND x.enabled AND x.next_run_at IS NULL;
+   WHERE x.workspace_id = a.workspace_id AND x.id = ANY (v_keep) AND x.kind = 'schedule' AND x.enabled AND x.next_run_at IS NULL;
 
   RETURN jsonb_build_object('recreated', v_recr, 'updated', v_upd, 'disabled', v_dis, 'dropped', v_dropped);
 END
@@ -1653,7 +1671,8 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A status is active or suspended.';
   END IF;
   a := agent._agent_for(set_status.agent_id, by_user, 'suspend');
-  UPDATE agent.agents x SET status = set_status.status, updated_at = now() WHERE x.id = a.id;
+  UPDATE agent.agents x SET status = set_status.status, updated_at = now()
+   WHERE x.workspace_id = a.workspace_id AND x.id = a.id;
   PERFORM agent._audit_event('agent.set_status', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('from', a.status, 'to', status, 'by_user', by_user),
                              format('%s set agent %s %s', by_user, a.id, status));
@@ -1673,7 +1692,8 @@ DECLARE
   a agent.agents%ROWTYPE;
 BEGIN
   a := agent._agent_for(delete_agent.agent_id, by_user, 'delete');
-  UPDATE agent.agents x SET deleted_at = now(), updated_at = now() WHERE x.id = a.id;
+  UPDATE agent.agents x SET deleted_at = now(), updated_at = now()
+   WHERE x.workspace_id = a.workspace_id AND x.id = a.id;
   PERFORM agent._audit_event('agent.delete', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('by_user', by_user),
                              format('%s deleted agent %s "%s"', by_user, a.id, a.name));

@@ -38,6 +38,8 @@ BEGIN
       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = 'workspace_id' AND a.attnotnull
      WHERE n.nspname = 'agent' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+       -- role bindings are cluster configuration (a reference table)
+       AND c.relname <> 'reader_workspaces'
     UNION
     SELECT 'audit_log';
   END IF;
