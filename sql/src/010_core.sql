@@ -110,14 +110,16 @@ DECLARE
   v_status text := 'queued';
   v_error  text;
   v_id     bigint;
-  v_ws     text := agent._session_workspace();
+  v_ws     text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
-  -- every statement names the workspace: the session's, or (a session bound
-  -- to none, such as agent.tick's) the agent's own
-  IF v_ws IS NULL THEN
-    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
-  END IF;
+  -- every statement names the workspace: the session's, or the agent's own
+  -- (a session bound to none, such as agent.tick's, or an event of a row of
+  -- another workspace than the session's: the callers check the boundary)
   SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
+  IF NOT FOUND THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+    SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
+  END IF;
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
   END IF;

@@ -591,7 +591,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_bad text;
-  v_ws  text := agent._session_workspace();
+  v_ws  text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
@@ -625,7 +625,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s    jsonb := p_settings;
-  v_ws text := agent._session_workspace();
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
@@ -695,7 +695,7 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  v_ws   text := agent._session_workspace();
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
   v_snap jsonb;
 BEGIN
   IF v_ws IS NULL THEN
@@ -764,7 +764,7 @@ DECLARE
   v_changed text;
   v_note    text;
   v_id      bigint;
-  v_ws      text := agent._session_workspace();
+  v_ws      text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
@@ -959,7 +959,7 @@ BEGIN
       RETURN false;
     END IF;
     -- an agent of another workspace is no agent the user can reach here
-    v_ws := agent._session_workspace();
+    v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
     IF v_ws IS NULL THEN
       SELECT s.workspace_id INTO v_ws FROM agent.agents s WHERE s.id = p_agent_id;
     END IF;
@@ -1012,7 +1012,7 @@ BEGIN
   IF p_by_user IS NULL OR s IS NULL THEN
     RETURN jsonb_build_object('settings', s, 'dropped', v_dropped, 'downgraded', v_down);
   END IF;
-  v_ws := agent._session_workspace();
+  v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
   END IF;
@@ -1582,7 +1582,7 @@ DECLARE
   v_dropped  jsonb := '[]';
   v_ws       text;
 BEGIN
-  v_ws := agent._session_workspace();
+  v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
   END IF;

@@ -235,10 +235,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-  a agent.agents%ROWTYPE;
+  a    agent.agents%ROWTYPE;
+  v_ws text := agent._session_workspace();
 BEGIN
-  SELECT * INTO a FROM agent.agents x WHERE x.id = trigger_overlaps.agent_id AND x.deleted_at IS NULL;
-  IF NOT FOUND OR NOT agent._workspace_ok(a.workspace_id) THEN
+  -- the session's workspace only (a session bound to none: the agent's own)
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = trigger_overlaps.agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x
+   WHERE x.workspace_id = v_ws AND x.id = trigger_overlaps.agent_id AND x.deleted_at IS NULL;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'agent % does not exist', trigger_overlaps.agent_id USING ERRCODE = 'undefined_object';
   END IF;
   IF by_user IS NOT NULL AND NOT coalesce(agent.user_can(by_user, a.id, 'view_settings'), false) THEN
@@ -248,8 +254,9 @@ BEGIN
   RETURN QUERY
     SELECT t.id, u.id, NULL::text, CASE t.kind WHEN 'mention' THEN 'agent.mentioned' ELSE t.event_name END,
            NULL::bigint, agent._trigger_overlap(t, u)
-      FROM agent.triggers t JOIN agent.triggers u ON u.agent_id = t.agent_id AND u.id <> t.id
-     WHERE t.agent_id = a.id AND agent._trigger_overlap(t, u) IS NOT NULL
+      FROM agent.triggers t
+      JOIN agent.triggers u ON u.workspace_id = t.workspace_id AND u.agent_id = t.agent_id AND u.id <> t.id
+     WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id AND agent._trigger_overlap(t, u) IS NOT NULL
     UNION ALL
     SELECT o.trigger_id, NULL::bigint, o.automation, o.last_event, o.deduplicated,
            format('automation "%s" and trigger %s both launched the agent on event %s (last for %s %s); %s launch(es) made no second run',
@@ -280,7 +287,7 @@ BEGIN
   -- compared, and at most three are named: a bulk insert of many triggers of
   -- one agent on one event stays linear and its output readable
   FOR u IN SELECT * FROM agent.triggers x
-            WHERE x.agent_id = NEW.agent_id AND x.id <> NEW.id AND x.enabled
+            WHERE x.workspace_id = NEW.workspace_id AND x.agent_id = NEW.agent_id AND x.id <> NEW.id AND x.enabled
               AND x.kind IN ('event', 'mention')
               AND CASE x.kind WHEN 'mention' THEN 'agent.mentioned' ELSE x.event_name END
                   IS NOT DISTINCT FROM CASE NEW.kind WHEN 'mention' THEN 'agent.mentioned' ELSE NEW.event_name END

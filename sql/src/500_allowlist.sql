@@ -703,18 +703,23 @@ BEGIN
   EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
     v_run := NULL;
   END;
+  -- the session's workspace (one bound to none: the agent's own)
+  v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  END IF;
   IF v_run IS NOT NULL THEN
-    SELECT r.workspace_id INTO v_ws FROM agent.runs r
-     WHERE r.id = v_run AND r.agent_id = v_agent AND r.status = 'running' FOR UPDATE;
+    PERFORM 1 FROM agent.runs r
+     WHERE r.workspace_id = v_ws AND r.id = v_run AND r.agent_id = v_agent AND r.status = 'running' FOR UPDATE;
     IF FOUND THEN
-      SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.run_id = v_run;
+      SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = v_run;
       INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
       VALUES (v_ws, v_run, v_seq, 'denied', 'follow_relation', v_det,
               pg_catalog.jsonb_build_object('resource_type', v_type, 'reason', v_reason), 'denied',
               pg_catalog.clock_timestamp());
     END IF;
   END IF;
-  SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent;
   IF NOT FOUND THEN
     RETURN;
   END IF;

@@ -16,7 +16,7 @@
 -- tenant behaviour: two workspaces, the application role, a role with no
 -- grants, an agent session.
 BEGIN;
-SELECT plan(21);
+SELECT plan(22);
 
 CREATE ROLE sf_app NOLOGIN IN ROLE agents_app;   -- the application
 CREATE ROLE sf_nobody NOLOGIN;                   -- no grants at all
@@ -45,8 +45,25 @@ BEGIN
   END IF;
 END
 $$;
+-- views of schema agent over a distributed table are read like one
+DO $$
+BEGIN
+  FOR i IN 1..3 LOOP   -- views over views
+    INSERT INTO sf_distributed
+    SELECT DISTINCT v.relname
+      FROM pg_catalog.pg_rewrite rw
+      JOIN pg_catalog.pg_class v ON v.oid = rw.ev_class AND v.relkind = 'v'
+      JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = rw.oid
+      JOIN pg_catalog.pg_class t ON t.oid = d.refobjid AND t.oid <> v.oid
+     WHERE v.relnamespace = 'agent'::regnamespace AND t.relnamespace = 'agent'::regnamespace
+       AND t.relname IN (SELECT x.t FROM sf_distributed x)
+    ON CONFLICT DO NOTHING;
+  END LOOP;
+END
+$$;
 SELECT ok((SELECT count(*) FROM sf_distributed WHERE t IN ('agents', 'access', 'shares', 'triggers', 'runs', 'event_dedup')) = 6,
           'the distributed tables include agents, access, shares, triggers, runs and event_dedup');
+SELECT ok(EXISTS (SELECT 1 FROM sf_distributed WHERE t = 'run_metrics'), 'a view over runs (run_metrics) is checked like a distributed table');
 
 -- ---------------------------------------------------------------- the checks
 -- SQL-language functions of schema agent whose body names a distributed table
