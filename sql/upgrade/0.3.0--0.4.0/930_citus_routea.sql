@@ -464,6 +464,7 @@ DECLARE
   v_note    text;
   v_id      bigint;
   v_ws      text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_next    integer;
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
@@ -478,12 +479,15 @@ BEGIN
       v_note := p_note || ' (' || v_note || ')';
     END IF;
   END IF;
+  -- computed first and inserted as values (one routed statement each; no
+  -- INSERT ... SELECT for Citus to plan)
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id) THEN
+    RETURN NULL;
+  END IF;
+  SELECT coalesce(max(v.version), 0) + 1 INTO v_next
+    FROM agent.versions v WHERE v.workspace_id = v_ws AND v.agent_id = p_agent_id;
   INSERT INTO agent.versions (workspace_id, agent_id, version, snapshot, created_by, note)
-  SELECT a.workspace_id, a.id,
-         coalesce((SELECT max(v.version) FROM agent.versions v
-                    WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id), 0) + 1,
-         v_snap, p_by_user, v_note
-    FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id
+  VALUES (v_ws, p_agent_id, v_next, v_snap, p_by_user, v_note)
   RETURNING id INTO v_id;
   RETURN v_id;
 END
