@@ -343,16 +343,17 @@ BEGIN
   a := agent._agent_for(share.agent_id, by_user, 'share');
   IF principal LIKE 'user:%' THEN
     v_u := substr(principal, 6);
-    INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by)
-    VALUES (a.workspace_id, a.id, v_u, share.level, by_user)
+    -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
+    INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by, created_at)
+    VALUES (a.workspace_id, a.id, v_u, share.level, by_user, now())
     ON CONFLICT (agent_id, user_id, workspace_id) WHERE user_id IS NOT NULL
-    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = EXCLUDED.created_at;
   ELSE
     v_g := substr(principal, 7);
-    INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by)
-    VALUES (a.workspace_id, a.id, v_g, share.level, by_user)
+    INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by, created_at)
+    VALUES (a.workspace_id, a.id, v_g, share.level, by_user, now())
     ON CONFLICT (agent_id, group_id, workspace_id) WHERE group_id IS NOT NULL
-    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = EXCLUDED.created_at;
   END IF;
   PERFORM agent._audit_event('agent.share', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('principal', principal, 'level', level, 'by_user', by_user),
@@ -444,10 +445,11 @@ BEGIN
             jsonb_build_object('access', jsonb_build_array(jsonb_build_object(
               'resource_type', "grant".resource_type, 'resource_id', "grant".resource_id,
               'access', "grant".access))), true);
-  INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
-  VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user)
+  -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
+  INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by, granted_at)
+  VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user, now())
   ON CONFLICT ON CONSTRAINT access_pkey
-  DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
+  DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
   PERFORM agent._write_version(a.id, by_user, format('granted %s on %s %s', access, resource_type, resource_id));
   PERFORM agent._audit_event('agent.grant', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
@@ -624,8 +626,11 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  s    jsonb := p_settings;
-  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  s      jsonb := p_settings;
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- computed first: Citus refuses a non-immutable function (jsonb_build_object)
+  -- inside CASE or COALESCE of an UPDATE of a distributed table
+  v_prov jsonb := jsonb_build_object('provider', p_settings -> 'provider');
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
@@ -641,7 +646,7 @@ BEGIN
     approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
     scope                = CASE WHEN s ? 'provider' AND jsonb_typeof(s -> 'provider') = 'string'
                                   THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}')
-                                       || jsonb_build_object('provider', s -> 'provider')
+                                       || v_prov
                                   WHEN s ? 'provider'
                                   THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}') - 'provider'
                                   WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
@@ -658,15 +663,15 @@ BEGIN
      WHERE g.workspace_id = v_ws AND g.agent_id = p_agent_id
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(s -> 'access') e
                         WHERE e ->> 'resource_type' = g.resource_type AND e ->> 'resource_id' = g.resource_id);
-    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by, granted_at)
     SELECT DISTINCT ON (e ->> 'resource_type', e ->> 'resource_id')
            v_ws, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
-           coalesce(e ->> 'access', 'read'), p_by_user
+           coalesce(e ->> 'access', 'read'), p_by_user, now()
       FROM jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
      WHERE v_ws IS NOT NULL
      ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
     ON CONFLICT (agent_id, resource_type, resource_id, workspace_id) DO UPDATE
-      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
+      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at
       WHERE g.access IS DISTINCT FROM EXCLUDED.access;
   END IF;
 END
@@ -719,7 +724,8 @@ BEGIN
                                                             'access', g.access)
                                          ORDER BY g.resource_type, g.resource_id)
                           FROM agent.access g WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id), '[]'),
-    'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(t) ORDER BY t.id)
+    -- ROW(t.*)::agent.triggers, not t: on a Citus shard t has the shard's row type
+    'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(ROW(t.*)::agent.triggers) ORDER BY t.id)
                             FROM agent.triggers t WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id), '[]'))
     INTO v_snap
     FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
@@ -1279,10 +1285,14 @@ CREATE FUNCTION agent._history_hold(p_agent_id bigint, p_hold boolean) RETURNS v
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF p_hold THEN
     INSERT INTO agent._history_holds (xact, agent_id, workspace_id)
-    SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a WHERE a.id = p_agent_id
+    SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a
+     WHERE a.workspace_id = coalesce(v_ws, (SELECT x.workspace_id FROM agent.agents x WHERE x.id = p_agent_id))
+       AND a.id = p_agent_id
     ON CONFLICT DO NOTHING;
   ELSE
     DELETE FROM agent._history_holds h WHERE h.xact = txid_current() AND h.agent_id = p_agent_id;
@@ -1394,18 +1404,29 @@ CREATE FUNCTION agent._triggers_history() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  -- NEW and OLD as agent.triggers rows (on a Citus shard they have the
+  -- shard's row type, which agent._trigger_json does not take)
+  n agent.triggers;
+  o agent.triggers;
 BEGIN
+  IF TG_OP <> 'DELETE' THEN
+    n := NEW;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    o := OLD;
+  END IF;
   IF TG_OP = 'INSERT' THEN
-    PERFORM agent._trigger_direct_write(NEW.agent_id, 'create', NEW.id, NULL, agent._trigger_json(NEW));
+    PERFORM agent._trigger_direct_write(n.agent_id, 'create', n.id, NULL, agent._trigger_json(n));
   ELSIF TG_OP = 'DELETE' THEN
-    PERFORM agent._trigger_direct_write(OLD.agent_id, 'delete', OLD.id, agent._trigger_json(OLD), NULL);
-  ELSIF OLD.agent_id <> NEW.agent_id THEN
+    PERFORM agent._trigger_direct_write(o.agent_id, 'delete', o.id, agent._trigger_json(o), NULL);
+  ELSIF o.agent_id <> n.agent_id THEN
     -- moved to another agent: it leaves the one and joins the other
-    PERFORM agent._trigger_direct_write(OLD.agent_id, 'delete', OLD.id, agent._trigger_json(OLD), NULL);
-    PERFORM agent._trigger_direct_write(NEW.agent_id, 'create', NEW.id, NULL, agent._trigger_json(NEW));
-  ELSIF agent._trigger_json(OLD) IS DISTINCT FROM agent._trigger_json(NEW) THEN
-    PERFORM agent._trigger_direct_write(NEW.agent_id, 'update', NEW.id, agent._trigger_json(OLD),
-                                        agent._trigger_json(NEW));
+    PERFORM agent._trigger_direct_write(o.agent_id, 'delete', o.id, agent._trigger_json(o), NULL);
+    PERFORM agent._trigger_direct_write(n.agent_id, 'create', n.id, NULL, agent._trigger_json(n));
+  ELSIF agent._trigger_json(o) IS DISTINCT FROM agent._trigger_json(n) THEN
+    PERFORM agent._trigger_direct_write(n.agent_id, 'update', n.id, agent._trigger_json(o),
+                                        agent._trigger_json(n));
   END IF;
   RETURN NULL;
 END

@@ -199,11 +199,13 @@ BEGIN
   SELECT r.id INTO v_run FROM agent.runs r
    WHERE r.workspace_id = p_workspace AND r.trigger_id = p_trigger_id AND r.created_at = d.seen_at
    ORDER BY r.id DESC LIMIT 1;
+  -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
   INSERT INTO agent.event_overlaps AS o (workspace_id, trigger_id, agent_id, automation, deduplicated,
-                                         last_event, last_resource_type, last_resource_id, last_run_id)
-  VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id, v_run)
+                                         last_event, last_resource_type, last_resource_id, last_run_id, last_at)
+  VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id,
+          v_run, now())
   ON CONFLICT (workspace_id, trigger_id, automation) DO UPDATE
-    SET deduplicated = o.deduplicated + 1, last_at = now(), last_event = excluded.last_event,
+    SET deduplicated = o.deduplicated + 1, last_at = excluded.last_at, last_event = excluded.last_event,
         last_resource_type = excluded.last_resource_type, last_resource_id = excluded.last_resource_id,
         last_run_id = excluded.last_run_id;
   UPDATE agent.runs r
@@ -253,10 +255,12 @@ BEGIN
   END IF;
   RETURN QUERY
     SELECT t.id, u.id, NULL::text, CASE t.kind WHEN 'mention' THEN 'agent.mentioned' ELSE t.event_name END,
-           NULL::bigint, agent._trigger_overlap(t, u)
+           NULL::bigint, agent._trigger_overlap(ROW(t.*)::agent.triggers, ROW(u.*)::agent.triggers)
       FROM agent.triggers t
       JOIN agent.triggers u ON u.workspace_id = t.workspace_id AND u.agent_id = t.agent_id AND u.id <> t.id
-     WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id AND agent._trigger_overlap(t, u) IS NOT NULL
+     WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id
+       -- ROW(x.*)::agent.triggers, not x: on a Citus shard x has the shard's row type
+       AND agent._trigger_overlap(ROW(t.*)::agent.triggers, ROW(u.*)::agent.triggers) IS NOT NULL
     UNION ALL
     SELECT o.trigger_id, NULL::bigint, o.automation, o.last_event, o.deduplicated,
            format('automation "%s" and trigger %s both launched the agent on event %s (last for %s %s); %s launch(es) made no second run',
@@ -278,7 +282,9 @@ AS $$
 DECLARE
   u agent.triggers%ROWTYPE;
   v text;
-  n int := 0;
+  k int := 0;
+  -- NEW as an agent.triggers row (on a Citus shard it has the shard's row type)
+  n agent.triggers := NEW;
 BEGIN
   IF NOT NEW.enabled OR NEW.kind NOT IN ('event', 'mention') THEN
     RETURN NULL;
@@ -293,10 +299,10 @@ BEGIN
                   IS NOT DISTINCT FROM CASE NEW.kind WHEN 'mention' THEN 'agent.mentioned' ELSE NEW.event_name END
               AND (x.resource_id IS NULL OR NEW.resource_id IS NULL OR x.resource_id = NEW.resource_id)
             ORDER BY x.id LOOP
-    v := agent._trigger_overlap(NEW, u);
+    v := agent._trigger_overlap(n, u);
     IF v IS NOT NULL THEN
-      n := n + 1;
-      IF n > 3 THEN
+      k := k + 1;
+      IF k > 3 THEN
         RAISE WARNING 'trigger % overlaps more triggers of agent %', NEW.id, NEW.agent_id
           USING HINT = 'agent.trigger_overlaps lists every overlap.';
         EXIT;

@@ -259,6 +259,51 @@ COMMENT ON FUNCTION agent._agent_named(bigint, text, text, boolean) IS
   'Internal: agent._agent_for behind the tenant boundary (an agent of another workspace than the session''s is 42704, like a missing one).';
 
 -- 100_access.sql
+CREATE OR REPLACE FUNCTION agent.share(agent_id bigint, principal text, level text, by_user text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  a   agent.agents%ROWTYPE;
+  v_u text;
+  v_g text;
+BEGIN
+  IF principal IS NULL OR principal !~ '^(user|group):.+$' THEN
+    RAISE EXCEPTION 'invalid principal "%"', coalesce(principal, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An agent is shared with user:<id> or group:<id>.';
+  END IF;
+  IF level IS NULL OR level NOT IN ('full', 'edit', 'interact') THEN
+    RAISE EXCEPTION 'invalid share level "%"', coalesce(level, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A level is full, edit or interact.';
+  END IF;
+  a := agent._agent_for(share.agent_id, by_user, 'share');
+  IF principal LIKE 'user:%' THEN
+    v_u := substr(principal, 6);
+    -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
+    INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by, created_at)
+    VALUES (a.workspace_id, a.id, v_u, share.level, by_user, now())
+    ON CONFLICT (agent_id, user_id, workspace_id) WHERE user_id IS NOT NULL
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = EXCLUDED.created_at;
+  ELSE
+    v_g := substr(principal, 7);
+    INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by, created_at)
+    VALUES (a.workspace_id, a.id, v_g, share.level, by_user, now())
+    ON CONFLICT (agent_id, group_id, workspace_id) WHERE group_id IS NOT NULL
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = EXCLUDED.created_at;
+  END IF;
+  PERFORM agent._audit_event('agent.share', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('principal', principal, 'level', level, 'by_user', by_user),
+                             format('%s shared agent %s with %s at %s', by_user, a.id, principal, level));
+END
+$$;
+REVOKE ALL ON FUNCTION agent.share(bigint, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.share(bigint, text, text, text) IS
+  'Shares the agent with user:<id> or group:<id> at full, edit or interact (replacing a previous level); by_user needs full.';
+
+-- 100_access.sql
 CREATE OR REPLACE FUNCTION agent.unshare(agent_id bigint, principal text, by_user text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -290,6 +335,40 @@ $$;
 REVOKE ALL ON FUNCTION agent.unshare(bigint, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.unshare(bigint, text, text) IS
   'Removes the share of the agent with user:<id> or group:<id>; true when there was one. by_user needs full.';
+
+-- 100_access.sql
+CREATE OR REPLACE FUNCTION agent.grant(agent_id bigint, resource_type text, resource_id text,
+                            access text DEFAULT 'read', by_user text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  a agent.agents%ROWTYPE;
+BEGIN
+  PERFORM agent._check_grant(resource_type, resource_id, access);
+  a := agent._agent_named("grant".agent_id, by_user, 'edit_settings', true);
+  -- the deputy rule: by_user grants only what they may read (edit) themselves
+  PERFORM agent._deputy_filter(a.id, by_user,
+            jsonb_build_object('access', jsonb_build_array(jsonb_build_object(
+              'resource_type', "grant".resource_type, 'resource_id', "grant".resource_id,
+              'access', "grant".access))), true);
+  -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
+  INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by, granted_at)
+  VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user, now())
+  ON CONFLICT ON CONSTRAINT access_pkey
+  DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
+  PERFORM agent._write_version(a.id, by_user, format('granted %s on %s %s', access, resource_type, resource_id));
+  PERFORM agent._audit_event('agent.grant', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
+                                                'access', access, 'by_user', by_user),
+                             format('agent %s granted %s on %s %s', a.id, access, resource_type, resource_id));
+END
+$$;
+REVOKE ALL ON FUNCTION agent.grant(bigint, text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.grant(bigint, text, text, text, text) IS
+  'Grants the agent read or edit on a resource (replacing a previous grant) and writes a version; by_user needs edit on the agent and, unless they own it, must read (for edit: edit) the resource themselves, 42501 otherwise (NULL: an application call, unchecked). An agent of another workspace is 42704.';
 
 -- 100_access.sql
 CREATE OR REPLACE FUNCTION agent.revoke(agent_id bigint, resource_type text, resource_id text,
@@ -361,8 +440,11 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  s    jsonb := p_settings;
-  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  s      jsonb := p_settings;
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- computed first: Citus refuses a non-immutable function (jsonb_build_object)
+  -- inside CASE or COALESCE of an UPDATE of a distributed table
+  v_prov jsonb := jsonb_build_object('provider', p_settings -> 'provider');
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
@@ -378,7 +460,7 @@ BEGIN
     approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
     scope                = CASE WHEN s ? 'provider' AND jsonb_typeof(s -> 'provider') = 'string'
                                   THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}')
-                                       || jsonb_build_object('provider', s -> 'provider')
+                                       || v_prov
                                   WHEN s ? 'provider'
                                   THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}') - 'provider'
                                   WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
@@ -395,15 +477,15 @@ BEGIN
      WHERE g.workspace_id = v_ws AND g.agent_id = p_agent_id
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(s -> 'access') e
                         WHERE e ->> 'resource_type' = g.resource_type AND e ->> 'resource_id' = g.resource_id);
-    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by, granted_at)
     SELECT DISTINCT ON (e ->> 'resource_type', e ->> 'resource_id')
            v_ws, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
-           coalesce(e ->> 'access', 'read'), p_by_user
+           coalesce(e ->> 'access', 'read'), p_by_user, now()
       FROM jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
      WHERE v_ws IS NOT NULL
      ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
-    ON CONFLICT (agent_id, resource_type, resource_id) DO UPDATE
-      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
+    ON CONFLICT (agent_id, resource_type, resource_id, workspace_id) DO UPDATE
+      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at
       WHERE g.access IS DISTINCT FROM EXCLUDED.access;
   END IF;
 END
@@ -441,7 +523,8 @@ BEGIN
                                                             'access', g.access)
                                          ORDER BY g.resource_type, g.resource_id)
                           FROM agent.access g WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id), '[]'),
-    'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(t) ORDER BY t.id)
+    -- ROW(t.*)::agent.triggers, not t: on a Citus shard t has the shard's row type
+    'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(ROW(t.*)::agent.triggers) ORDER BY t.id)
                             FROM agent.triggers t WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id), '[]'))
     INTO v_snap
     FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
@@ -874,6 +957,28 @@ COMMENT ON FUNCTION agent._duplicate(bigint, text) IS
   'Internal: the body of agent.duplicate.';
 
 -- 100_access.sql
+CREATE OR REPLACE FUNCTION agent._history_hold(p_agent_id bigint, p_hold boolean) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF p_hold THEN
+    INSERT INTO agent._history_holds (xact, agent_id, workspace_id)
+    SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a
+     WHERE a.workspace_id = coalesce(v_ws, (SELECT x.workspace_id FROM agent.agents x WHERE x.id = p_agent_id))
+       AND a.id = p_agent_id
+    ON CONFLICT DO NOTHING;
+  ELSE
+    DELETE FROM agent._history_holds h WHERE h.xact = txid_current() AND h.agent_id = p_agent_id;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._history_hold(bigint, boolean) IS
+  'Internal: holds (true) or releases (false) the agent''s trigger writes of this transaction from the history triggers; the caller versions and audits them itself.';
+
+-- 100_access.sql
 CREATE OR REPLACE FUNCTION agent._trigger_direct_write(p_agent_id bigint, p_op text, p_trigger_id bigint,
                                             p_old jsonb, p_new jsonb)
 RETURNS void
@@ -901,6 +1006,41 @@ END
 $$;
 COMMENT ON FUNCTION agent._trigger_direct_write(bigint, text, bigint, jsonb, jsonb) IS
   'Internal (agent._triggers_history): versions and audits one direct trigger write, unless the agent is held, being deleted or being created; an agent outside the session''s workspace is 42704.';
+
+-- 100_access.sql
+CREATE OR REPLACE FUNCTION agent._triggers_history() RETURNS trigger
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- NEW and OLD as agent.triggers rows (on a Citus shard they have the
+  -- shard's row type, which agent._trigger_json does not take)
+  n agent.triggers;
+  o agent.triggers;
+BEGIN
+  IF TG_OP <> 'DELETE' THEN
+    n := NEW;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    o := OLD;
+  END IF;
+  IF TG_OP = 'INSERT' THEN
+    PERFORM agent._trigger_direct_write(n.agent_id, 'create', n.id, NULL, agent._trigger_json(n));
+  ELSIF TG_OP = 'DELETE' THEN
+    PERFORM agent._trigger_direct_write(o.agent_id, 'delete', o.id, agent._trigger_json(o), NULL);
+  ELSIF o.agent_id <> n.agent_id THEN
+    -- moved to another agent: it leaves the one and joins the other
+    PERFORM agent._trigger_direct_write(o.agent_id, 'delete', o.id, agent._trigger_json(o), NULL);
+    PERFORM agent._trigger_direct_write(n.agent_id, 'create', n.id, NULL, agent._trigger_json(n));
+  ELSIF agent._trigger_json(o) IS DISTINCT FROM agent._trigger_json(n) THEN
+    PERFORM agent._trigger_direct_write(n.agent_id, 'update', n.id, agent._trigger_json(o),
+                                        agent._trigger_json(n));
+  END IF;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION agent._triggers_history() IS
+  'Trigger: versions and audits a direct write to agent.triggers (one version and one agent.trigger.* audit row per trigger changed); writes the extension versions itself are held out, bookkeeping columns (last_*, next_run_at, updated_at) are not settings.';
 
 -- 100_access.sql
 CREATE OR REPLACE FUNCTION agent.set_trigger(agent_id bigint, "trigger" jsonb, by_user text)
@@ -1224,6 +1364,22 @@ $$;
 COMMENT ON FUNCTION agent.audit_events(text, text, text, text, bigint, text, timestamptz, integer) IS
   'Audit rows of the caller''s workspace (pg_agents.workspace), newest first, filtered; without a workspace identity nothing matches.';
 
+-- 210_reads.sql
+CREATE OR REPLACE FUNCTION agent._may_read_workspace(p_workspace_id text) RETURNS boolean
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RETURN p_workspace_id IS NOT NULL
+     AND (pg_catalog.pg_has_role('agents_app', 'USAGE')
+          OR EXISTS (SELECT 1 FROM agent.reader_workspaces b
+                      WHERE b.workspace_id = p_workspace_id
+                        AND coalesce(pg_catalog.pg_has_role(b.role_id, 'USAGE'), false)));
+END
+$$;
+COMMENT ON FUNCTION agent._may_read_workspace(text) IS
+  'Internal to the read policies: whether the current role may read the rows of a workspace (the application may read any; an analytics role those bound to it; superusers all).';
+
 -- 410_overlaps.sql
 CREATE OR REPLACE FUNCTION agent._launch_first(p_workspace text, p_trigger_id bigint, p_agent_id bigint,
                                     p_event text, p_resource_type text, p_resource_id text,
@@ -1262,11 +1418,13 @@ BEGIN
   SELECT r.id INTO v_run FROM agent.runs r
    WHERE r.workspace_id = p_workspace AND r.trigger_id = p_trigger_id AND r.created_at = d.seen_at
    ORDER BY r.id DESC LIMIT 1;
+  -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
   INSERT INTO agent.event_overlaps AS o (workspace_id, trigger_id, agent_id, automation, deduplicated,
-                                         last_event, last_resource_type, last_resource_id, last_run_id)
-  VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id, v_run)
+                                         last_event, last_resource_type, last_resource_id, last_run_id, last_at)
+  VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id,
+          v_run, now())
   ON CONFLICT (workspace_id, trigger_id, automation) DO UPDATE
-    SET deduplicated = o.deduplicated + 1, last_at = now(), last_event = excluded.last_event,
+    SET deduplicated = o.deduplicated + 1, last_at = excluded.last_at, last_event = excluded.last_event,
         last_resource_type = excluded.last_resource_type, last_resource_id = excluded.last_resource_id,
         last_run_id = excluded.last_run_id;
   UPDATE agent.runs r
@@ -1313,10 +1471,12 @@ BEGIN
   END IF;
   RETURN QUERY
     SELECT t.id, u.id, NULL::text, CASE t.kind WHEN 'mention' THEN 'agent.mentioned' ELSE t.event_name END,
-           NULL::bigint, agent._trigger_overlap(t, u)
+           NULL::bigint, agent._trigger_overlap(ROW(t.*)::agent.triggers, ROW(u.*)::agent.triggers)
       FROM agent.triggers t
       JOIN agent.triggers u ON u.workspace_id = t.workspace_id AND u.agent_id = t.agent_id AND u.id <> t.id
-     WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id AND agent._trigger_overlap(t, u) IS NOT NULL
+     WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id
+       -- ROW(x.*)::agent.triggers, not x: on a Citus shard x has the shard's row type
+       AND agent._trigger_overlap(ROW(t.*)::agent.triggers, ROW(u.*)::agent.triggers) IS NOT NULL
     UNION ALL
     SELECT o.trigger_id, NULL::bigint, o.automation, o.last_event, o.deduplicated,
            format('automation "%s" and trigger %s both launched the agent on event %s (last for %s %s); %s launch(es) made no second run',
@@ -1339,7 +1499,9 @@ AS $$
 DECLARE
   u agent.triggers%ROWTYPE;
   v text;
-  n int := 0;
+  k int := 0;
+  -- NEW as an agent.triggers row (on a Citus shard it has the shard's row type)
+  n agent.triggers := NEW;
 BEGIN
   IF NOT NEW.enabled OR NEW.kind NOT IN ('event', 'mention') THEN
     RETURN NULL;
@@ -1354,10 +1516,10 @@ BEGIN
                   IS NOT DISTINCT FROM CASE NEW.kind WHEN 'mention' THEN 'agent.mentioned' ELSE NEW.event_name END
               AND (x.resource_id IS NULL OR NEW.resource_id IS NULL OR x.resource_id = NEW.resource_id)
             ORDER BY x.id LOOP
-    v := agent._trigger_overlap(NEW, u);
+    v := agent._trigger_overlap(n, u);
     IF v IS NOT NULL THEN
-      n := n + 1;
-      IF n > 3 THEN
+      k := k + 1;
+      IF k > 3 THEN
         RAISE WARNING 'trigger % overlaps more triggers of agent %', NEW.id, NEW.agent_id
           USING HINT = 'agent.trigger_overlaps lists every overlap.';
         EXIT;
