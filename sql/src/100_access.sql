@@ -848,6 +848,7 @@ DECLARE
   a      agent.agents%ROWTYPE;
   v_prev jsonb;
   v_ver  bigint;
+  v_sum  text;
 BEGIN
   a := agent._agent_named(save_settings.agent_id, by_user, 'edit_settings');
   PERFORM agent._check_settings(settings);
@@ -857,12 +858,14 @@ BEGIN
   v_prev := agent._snapshot(a.id);
   PERFORM agent._apply_settings(a.id, settings, by_user);
   v_ver := agent._write_version(a.id, by_user, note, v_prev);
+  -- the summary first, then the audit call with values only: inside a query
+  -- routed to a shard, Citus would run agent._audit_event on the shard's node
+  SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id, v.version, v.note) INTO v_sum
+    FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.id = v_ver;
   PERFORM agent._audit_event('agent.save_settings', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('settings', settings, 'by_user', by_user,
                                                 'version_id', v_ver, 'note', note),
-                             (SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id,
-                                            v.version, v.note)
-                                FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.id = v_ver));
+                             v_sum);
   RETURN v_ver;
 END
 $$;
@@ -1018,6 +1021,7 @@ DECLARE
   v_own     integer;
   v_page    text;
   v_ws      text;
+  v_live    boolean;
 BEGIN
   IF p_by_user IS NULL OR s IS NULL THEN
     RETURN jsonb_build_object('settings', s, 'dropped', v_dropped, 'downgraded', v_down);
@@ -1090,11 +1094,14 @@ BEGIN
     FOR e IN SELECT x FROM jsonb_array_elements(s -> 'delegation') x LOOP
       -- an unknown, deleted or other workspace's agent is kept here, so that
       -- agent._check_delegation refuses it as not existing (42704)
+      -- the lookup apart from the level check: a function that queries
+      -- inside a routed query would run on the shard's node under Citus
+      v_live := jsonb_typeof(e) = 'number'
+                AND EXISTS (SELECT 1 FROM agent.agents x
+                             WHERE x.workspace_id = a.workspace_id AND x.id = (e #>> '{}')::numeric
+                               AND x.deleted_at IS NULL);
       IF coalesce(a.delegation, '[]') @> jsonb_build_array(e)
-         OR jsonb_typeof(e) <> 'number'
-         OR NOT EXISTS (SELECT 1 FROM agent.agents x
-                         WHERE x.workspace_id = a.workspace_id AND x.id = (e #>> '{}')::numeric
-                           AND x.deleted_at IS NULL AND agent._workspace_ok(x.workspace_id))
+         OR NOT v_live
          OR agent._level_rank(agent._user_level(p_by_user, (e #>> '{}')::bigint)) >= 1 THEN
         v_list := v_list || e;
       ELSIF p_refuse THEN
@@ -1151,6 +1158,7 @@ DECLARE
   v_tid      bigint;
   v_srcver   integer;
   v_report   jsonb;
+  v_live     boolean;
 BEGIN
   a := agent._agent_named(p_agent_id, by_user, 'duplicate');
   SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id;
@@ -1164,9 +1172,11 @@ BEGIN
   END IF;
   -- delegable agents: only those of the same workspace by_user can see
   FOR d IN SELECT x FROM jsonb_array_elements(a.delegation) x LOOP
-    IF (d #>> '{}') ~ '^[0-9]{1,18}$'
-       AND EXISTS (SELECT 1 FROM agent.agents x WHERE x.id = (d #>> '{}')::bigint AND x.workspace_id = a.workspace_id)
-       AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
+    -- the lookup apart from the level check (see agent._deputy_filter)
+    v_live := (d #>> '{}') ~ '^[0-9]{1,18}$'
+              AND EXISTS (SELECT 1 FROM agent.agents x
+                           WHERE x.workspace_id = a.workspace_id AND x.id = (d #>> '{}')::bigint);
+    IF v_live AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
       v_deleg := v_deleg || d;
     ELSE
       v_dropped := v_dropped || jsonb_build_object('kind', 'delegation', 'agent_id', d,
@@ -1289,10 +1299,12 @@ DECLARE
   v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF p_hold THEN
+    IF v_ws IS NULL THEN
+      SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+    END IF;
     INSERT INTO agent._history_holds (xact, agent_id, workspace_id)
     SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a
-     WHERE a.workspace_id = coalesce(v_ws, (SELECT x.workspace_id FROM agent.agents x WHERE x.id = p_agent_id))
-       AND a.id = p_agent_id
+     WHERE a.workspace_id = v_ws AND a.id = p_agent_id
     ON CONFLICT DO NOTHING;
   ELSE
     DELETE FROM agent._history_holds h WHERE h.xact = txid_current() AND h.agent_id = p_agent_id;

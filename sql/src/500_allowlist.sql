@@ -445,6 +445,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_self   bigint := agent.current_agent_id();
+  v_ws     text;
 BEGIN
   IF mode IS NULL OR mode NOT IN ('read', 'edit') THEN
     RAISE EXCEPTION 'invalid mode "%"', coalesce(mode, '(null)')
@@ -459,7 +460,12 @@ BEGIN
     RETURN;
   END IF;
   -- an agent of another workspace than the session's is unknown: nothing
-  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = readable_resources.agent_id)) THEN
+  -- (the session's workspace named; a session bound to none: the agent's own)
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = readable_resources.agent_id;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = readable_resources.agent_id) THEN
     RETURN;
   END IF;
   -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and

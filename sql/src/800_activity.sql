@@ -158,9 +158,21 @@ BEGIN
   IF v_scope IS NULL THEN
     RETURN;
   END IF;
+  -- the trigger label as agent._trigger_label writes it, from a colocated
+  -- join: a function that queries, inside this query routed to the
+  -- workspace's shard, would run on the shard's node under Citus
   RETURN QUERY
   SELECT r.id, r.created_at,
-         agent._trigger_label(r.origin, r.input, r.trigger_id, r.parent_run_id),
+         CASE r.origin
+           WHEN 'schedule' THEN 'schedule: ' || coalesce(
+                  agent.cron_describe(tg.schedule)
+                  || CASE WHEN tg.timezone <> 'UTC' THEN ' (' || tg.timezone || ')' ELSE '' END,
+                  '(trigger deleted)')
+           WHEN 'event' THEN 'event: ' || coalesce(r.input ->> 'event', tg.event_name, '?')
+                             || ' on ' || coalesce(r.input ->> 'resource_id',
+                                                   'any ' || coalesce(r.input ->> 'resource_type', 'resource'))
+           ELSE agent._trigger_label(r.origin, r.input, NULL, r.parent_run_id)
+         END,
          r.origin, r.regime, r.requested_by, r.status, r.started_at, r.finished_at,
          r.finished_at - r.started_at, r.model, r.tokens_in, r.tokens_out, r.tokens_total,
          st.skills, st.tools, st.reads, st.writes, st.denied,
@@ -189,8 +201,11 @@ BEGIN
              (count(*) FILTER (WHERE s.kind = 'denied'))::integer AS denied,
              (array_agg(coalesce(s.output ->> 'error', s.output::text) ORDER BY s.seq DESC)
                 FILTER (WHERE s.kind = 'error' AND coalesce(s.status, 'error') <> 'retry'))[1] AS last_error
-        FROM agent.run_steps s WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id
+        -- v_ws, not r.workspace_id: a constant Citus routes the lateral join by
+        FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id
     ) st ON true
+    LEFT JOIN agent.triggers tg ON tg.workspace_id = v_ws AND tg.id = r.trigger_id
+                               AND r.origin IN ('schedule', 'event')
    ORDER BY r.created_at DESC, r.id DESC;
 END
 $$;
@@ -343,8 +358,11 @@ BEGIN
   IF v_ws IS NULL THEN
     SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
   END IF;
-  v_level := CASE WHEN EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent)
-                  THEN agent._user_level(v_user, v_agent) END;
+  -- two statements: a function that queries inside a routed query would be
+  -- run on the shard's node (Citus: no nested distributed query)
+  IF EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent) THEN
+    v_level := agent._user_level(v_user, v_agent);
+  END IF;
   IF v_level IS DISTINCT FROM 'full' THEN
     -- the same answer for no access and for an unknown agent
     RAISE EXCEPTION 'user "%" cannot view the insights of agent %', v_user, v_agent
@@ -691,6 +709,8 @@ BEGIN
   END IF;
 
   -- what the run's searches (as the user) really found, still readable by the user now
+  -- (read first, then checked: agent.can_access inside the routed query
+  -- would run on the shard's node under Citus)
   SELECT coalesce(jsonb_agg(DISTINCT jsonb_build_object('resource_type', f.rt, 'resource_id', f.rid)), '[]')
     INTO v_found
     FROM (SELECT x ->> 'resource_type' AS rt, x ->> 'resource_id' AS rid
@@ -699,8 +719,10 @@ BEGIN
                                            THEN s.output -> 'results' ELSE '[]' END) x
            WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id AND s.kind = 'tool'
              AND s.name = 'search_resources' AND coalesce(s.status, 'ok') = 'ok') f
-   WHERE f.rt IS NOT NULL AND f.rid IS NOT NULL
-     AND agent.can_access(r.agent_id, f.rt, f.rid, 'read', 'manual', v_user);
+   WHERE f.rt IS NOT NULL AND f.rid IS NOT NULL;
+  SELECT coalesce(jsonb_agg(c ORDER BY c), '[]') INTO v_found
+    FROM jsonb_array_elements(v_found) c
+   WHERE agent.can_access(r.agent_id, c ->> 'resource_type', c ->> 'resource_id', 'read', 'manual', v_user);
 
   -- proposed access: only what a search found and the user can read
   i := 0;

@@ -191,14 +191,14 @@ CREATE VIEW agent.run_metrics WITH (security_barrier) AS
          agent.run_error_code(r.error) AS error_code,
          coalesce(s.llm_calls, 0) AS llm_calls, s.llm_ms, coalesce(s.retries, 0) AS retries
     FROM agent.runs r
-    JOIN agent.agents a ON a.id = r.agent_id
+    JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id
     LEFT JOIN LATERAL (
       SELECT count(*) FILTER (WHERE st.kind = 'llm') AS llm_calls,
              pg_catalog.array_agg(pg_catalog.date_part('epoch', st.finished_at - st.started_at) * 1000 ORDER BY st.seq)
                FILTER (WHERE st.kind = 'llm' AND st.finished_at IS NOT NULL) AS llm_ms,
              count(*) FILTER (WHERE st.kind = 'error' AND st.status = 'retry') AS retries
         FROM agent.run_steps st
-       WHERE st.run_id = r.id AND st.kind IN ('llm', 'error')) s ON true
+       WHERE st.workspace_id = r.workspace_id AND st.run_id = r.id AND st.kind IN ('llm', 'error')) s ON true
    WHERE (SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
       OR (r.workspace_id = agent.current_workspace()
           AND (SELECT agent._may_read_workspace(agent.current_workspace())));
@@ -410,9 +410,11 @@ BEGIN
   END IF;
   IF agent_id IS NOT NULL THEN
     -- the session's workspace (a superuser session bound to none: the agent's own)
-    SELECT * INTO a FROM agent.agents x
-     WHERE x.workspace_id = coalesce(v_ws, (SELECT y.workspace_id FROM agent.agents y WHERE y.id = agent_id))
-       AND x.id = agent_id;
+    k := v_ws;
+    IF k IS NULL THEN
+      SELECT y.workspace_id INTO k FROM agent.agents y WHERE y.id = agent_id;
+    END IF;
+    SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = k AND x.id = agent_id;
     IF NOT FOUND
        OR (workspace_id IS NOT NULL AND a.workspace_id IS DISTINCT FROM workspace_id) THEN
       RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';

@@ -589,6 +589,7 @@ DECLARE
   a      agent.agents%ROWTYPE;
   v_prev jsonb;
   v_ver  bigint;
+  v_sum  text;
 BEGIN
   a := agent._agent_named(save_settings.agent_id, by_user, 'edit_settings');
   PERFORM agent._check_settings(settings);
@@ -598,12 +599,14 @@ BEGIN
   v_prev := agent._snapshot(a.id);
   PERFORM agent._apply_settings(a.id, settings, by_user);
   v_ver := agent._write_version(a.id, by_user, note, v_prev);
+  -- the summary first, then the audit call with values only: inside a query
+  -- routed to a shard, Citus would run agent._audit_event on the shard's node
+  SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id, v.version, v.note) INTO v_sum
+    FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.id = v_ver;
   PERFORM agent._audit_event('agent.save_settings', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('settings', settings, 'by_user', by_user,
                                                 'version_id', v_ver, 'note', note),
-                             (SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id,
-                                            v.version, v.note)
-                                FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.id = v_ver));
+                             v_sum);
   RETURN v_ver;
 END
 $$;
@@ -745,6 +748,7 @@ DECLARE
   v_own     integer;
   v_page    text;
   v_ws      text;
+  v_live    boolean;
 BEGIN
   IF p_by_user IS NULL OR s IS NULL THEN
     RETURN jsonb_build_object('settings', s, 'dropped', v_dropped, 'downgraded', v_down);
@@ -817,11 +821,14 @@ BEGIN
     FOR e IN SELECT x FROM jsonb_array_elements(s -> 'delegation') x LOOP
       -- an unknown, deleted or other workspace's agent is kept here, so that
       -- agent._check_delegation refuses it as not existing (42704)
+      -- the lookup apart from the level check: a function that queries
+      -- inside a routed query would run on the shard's node under Citus
+      v_live := jsonb_typeof(e) = 'number'
+                AND EXISTS (SELECT 1 FROM agent.agents x
+                             WHERE x.workspace_id = a.workspace_id AND x.id = (e #>> '{}')::numeric
+                               AND x.deleted_at IS NULL);
       IF coalesce(a.delegation, '[]') @> jsonb_build_array(e)
-         OR jsonb_typeof(e) <> 'number'
-         OR NOT EXISTS (SELECT 1 FROM agent.agents x
-                         WHERE x.workspace_id = a.workspace_id AND x.id = (e #>> '{}')::numeric
-                           AND x.deleted_at IS NULL AND agent._workspace_ok(x.workspace_id))
+         OR NOT v_live
          OR agent._level_rank(agent._user_level(p_by_user, (e #>> '{}')::bigint)) >= 1 THEN
         v_list := v_list || e;
       ELSIF p_refuse THEN
@@ -861,6 +868,7 @@ DECLARE
   v_tid      bigint;
   v_srcver   integer;
   v_report   jsonb;
+  v_live     boolean;
 BEGIN
   a := agent._agent_named(p_agent_id, by_user, 'duplicate');
   SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id;
@@ -874,9 +882,11 @@ BEGIN
   END IF;
   -- delegable agents: only those of the same workspace by_user can see
   FOR d IN SELECT x FROM jsonb_array_elements(a.delegation) x LOOP
-    IF (d #>> '{}') ~ '^[0-9]{1,18}$'
-       AND EXISTS (SELECT 1 FROM agent.agents x WHERE x.id = (d #>> '{}')::bigint AND x.workspace_id = a.workspace_id)
-       AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
+    -- the lookup apart from the level check (see agent._deputy_filter)
+    v_live := (d #>> '{}') ~ '^[0-9]{1,18}$'
+              AND EXISTS (SELECT 1 FROM agent.agents x
+                           WHERE x.workspace_id = a.workspace_id AND x.id = (d #>> '{}')::bigint);
+    IF v_live AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
       v_deleg := v_deleg || d;
     ELSE
       v_dropped := v_dropped || jsonb_build_object('kind', 'delegation', 'agent_id', d,
@@ -965,10 +975,12 @@ DECLARE
   v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF p_hold THEN
+    IF v_ws IS NULL THEN
+      SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+    END IF;
     INSERT INTO agent._history_holds (xact, agent_id, workspace_id)
     SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a
-     WHERE a.workspace_id = coalesce(v_ws, (SELECT x.workspace_id FROM agent.agents x WHERE x.id = p_agent_id))
-       AND a.id = p_agent_id
+     WHERE a.workspace_id = v_ws AND a.id = p_agent_id
     ON CONFLICT DO NOTHING;
   ELSE
     DELETE FROM agent._history_holds h WHERE h.xact = txid_current() AND h.agent_id = p_agent_id;
@@ -1580,6 +1592,48 @@ COMMENT ON FUNCTION agent._tick_due(timestamptz) IS
   'The due enabled schedule triggers at a time, locked FOR NO KEY UPDATE SKIP LOCKED, in (next_run_at, id) order (agent.tick).';
 
 -- 500_allowlist.sql
+CREATE OR REPLACE FUNCTION agent.readable_resources(agent_id bigint, resource_type text, mode text DEFAULT 'read')
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_self   bigint := agent.current_agent_id();
+  v_ws     text;
+BEGIN
+  IF mode IS NULL OR mode NOT IN ('read', 'edit') THEN
+    RAISE EXCEPTION 'invalid mode "%"', coalesce(mode, '(null)')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A mode is read or edit.';
+  END IF;
+  IF v_self IS NOT NULL AND agent_id IS DISTINCT FROM v_self THEN
+    RAISE EXCEPTION 'an agent session can only list its own resources'
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = format('The session acts as agent %s.', v_self);
+  END IF;
+  IF agent_id IS NULL OR resource_type IS NULL THEN
+    RETURN;
+  END IF;
+  -- an agent of another workspace than the session's is unknown: nothing
+  -- (the session's workspace named; a session bound to none: the agent's own)
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = readable_resources.agent_id;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = readable_resources.agent_id) THEN
+    RETURN;
+  END IF;
+  -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
+  --     group rows, and what is shared with the whole workspace);
+  -- (b) with a workspace_shared grant: what is shared with the whole
+  --     workspace now, bounded by the owner's ACL;
+  -- each candidate decided by the code of agent.can_access (src/access.c).
+  RETURN QUERY SELECT unnest(agent._readable_ids(agent_id, resource_type, mode));
+END
+$$;
+COMMENT ON FUNCTION agent.readable_resources(bigint, text, text) IS
+  'Ids of the resources of a type an agent may read (or edit) in the autonomous regime, exactly those agent.can_access allows: direct grants bounded by the owner''s ACL, plus what is shared with the workspace when the agent holds workspace_shared. Empty for an unknown, deleted or suspended agent. With a custom ACL function (agent.set_acl_function): the direct grants that function allows, without the workspace shares, which such a function cannot list. An agent session may only ask for itself.';
+
+-- 500_allowlist.sql
 CREATE OR REPLACE FUNCTION agent._allowlist_denied(p_to_type text, p_reason text, p_target_id text, p_detail jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1728,9 +1782,21 @@ BEGIN
   IF v_scope IS NULL THEN
     RETURN;
   END IF;
+  -- the trigger label as agent._trigger_label writes it, from a colocated
+  -- join: a function that queries, inside this query routed to the
+  -- workspace's shard, would run on the shard's node under Citus
   RETURN QUERY
   SELECT r.id, r.created_at,
-         agent._trigger_label(r.origin, r.input, r.trigger_id, r.parent_run_id),
+         CASE r.origin
+           WHEN 'schedule' THEN 'schedule: ' || coalesce(
+                  agent.cron_describe(tg.schedule)
+                  || CASE WHEN tg.timezone <> 'UTC' THEN ' (' || tg.timezone || ')' ELSE '' END,
+                  '(trigger deleted)')
+           WHEN 'event' THEN 'event: ' || coalesce(r.input ->> 'event', tg.event_name, '?')
+                             || ' on ' || coalesce(r.input ->> 'resource_id',
+                                                   'any ' || coalesce(r.input ->> 'resource_type', 'resource'))
+           ELSE agent._trigger_label(r.origin, r.input, NULL, r.parent_run_id)
+         END,
          r.origin, r.regime, r.requested_by, r.status, r.started_at, r.finished_at,
          r.finished_at - r.started_at, r.model, r.tokens_in, r.tokens_out, r.tokens_total,
          st.skills, st.tools, st.reads, st.writes, st.denied,
@@ -1759,8 +1825,11 @@ BEGIN
              (count(*) FILTER (WHERE s.kind = 'denied'))::integer AS denied,
              (array_agg(coalesce(s.output ->> 'error', s.output::text) ORDER BY s.seq DESC)
                 FILTER (WHERE s.kind = 'error' AND coalesce(s.status, 'error') <> 'retry'))[1] AS last_error
-        FROM agent.run_steps s WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id
+        -- v_ws, not r.workspace_id: a constant Citus routes the lateral join by
+        FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id
     ) st ON true
+    LEFT JOIN agent.triggers tg ON tg.workspace_id = v_ws AND tg.id = r.trigger_id
+                               AND r.origin IN ('schedule', 'event')
    ORDER BY r.created_at DESC, r.id DESC;
 END
 $$;
@@ -1899,8 +1968,11 @@ BEGIN
   IF v_ws IS NULL THEN
     SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
   END IF;
-  v_level := CASE WHEN EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent)
-                  THEN agent._user_level(v_user, v_agent) END;
+  -- two statements: a function that queries inside a routed query would be
+  -- run on the shard's node (Citus: no nested distributed query)
+  IF EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent) THEN
+    v_level := agent._user_level(v_user, v_agent);
+  END IF;
   IF v_level IS DISTINCT FROM 'full' THEN
     -- the same answer for no access and for an unknown agent
     RAISE EXCEPTION 'user "%" cannot view the insights of agent %', v_user, v_agent
@@ -2065,6 +2137,8 @@ BEGIN
   END IF;
 
   -- what the run's searches (as the user) really found, still readable by the user now
+  -- (read first, then checked: agent.can_access inside the routed query
+  -- would run on the shard's node under Citus)
   SELECT coalesce(jsonb_agg(DISTINCT jsonb_build_object('resource_type', f.rt, 'resource_id', f.rid)), '[]')
     INTO v_found
     FROM (SELECT x ->> 'resource_type' AS rt, x ->> 'resource_id' AS rid
@@ -2073,8 +2147,10 @@ BEGIN
                                            THEN s.output -> 'results' ELSE '[]' END) x
            WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id AND s.kind = 'tool'
              AND s.name = 'search_resources' AND coalesce(s.status, 'ok') = 'ok') f
-   WHERE f.rt IS NOT NULL AND f.rid IS NOT NULL
-     AND agent.can_access(r.agent_id, f.rt, f.rid, 'read', 'manual', v_user);
+   WHERE f.rt IS NOT NULL AND f.rid IS NOT NULL;
+  SELECT coalesce(jsonb_agg(c ORDER BY c), '[]') INTO v_found
+    FROM jsonb_array_elements(v_found) c
+   WHERE agent.can_access(r.agent_id, c ->> 'resource_type', c ->> 'resource_id', 'read', 'manual', v_user);
 
   -- proposed access: only what a search found and the user can read
   i := 0;
@@ -2146,6 +2222,35 @@ $$;
 REVOKE ALL ON FUNCTION agent.draft(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.draft(bigint, text) IS
   'The draft of a draft run: {run_id, status, ready, draft {name, instructions, triggers (disabled), access, workspace_id}, found, dropped, downgraded}. Proposed access keeps only resources that a search_resources step of that run found and the requesting user can still read (edit downgraded to read without the user''s edit right); anything else the model proposed is dropped and reported, never guessed. Invalid triggers are dropped with the reason. user_id, when given, must be the requesting user (otherwise 42704, like an unknown draft); a draft run of another workspace than the session''s is unknown too.';
+
+-- 950_operations.sql
+CREATE OR REPLACE VIEW agent.run_metrics WITH (security_barrier) AS
+  SELECT r.id AS run_id, r.workspace_id, r.agent_id, a.name AS agent_name, r.origin, r.trigger_id,
+         r.parent_run_id, r.status,
+         coalesce(a.scope ->> 'llm_provider', nullif(pg_catalog.current_setting('pg_agents.llm_provider', true), ''),
+                  'openai') AS provider,
+         pg_catalog.substring(coalesce(a.scope ->> 'llm_url', pg_catalog.current_setting('pg_agents.llm_url', true)),
+                              '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?(\[[^]/]*\]|[^/:?#]*)') AS endpoint_host,
+         r.model, r.created_at, r.started_at, r.finished_at,
+         pg_catalog.date_part('epoch', r.started_at - r.created_at) * 1000 AS queue_ms,
+         pg_catalog.date_part('epoch', r.finished_at - r.started_at) * 1000 AS duration_ms,
+         r.tokens_in, r.tokens_out, r.tokens_cached, r.tokens_total, r.attempts,
+         agent.run_error_code(r.error) AS error_code,
+         coalesce(s.llm_calls, 0) AS llm_calls, s.llm_ms, coalesce(s.retries, 0) AS retries
+    FROM agent.runs r
+    JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id
+    LEFT JOIN LATERAL (
+      SELECT count(*) FILTER (WHERE st.kind = 'llm') AS llm_calls,
+             pg_catalog.array_agg(pg_catalog.date_part('epoch', st.finished_at - st.started_at) * 1000 ORDER BY st.seq)
+               FILTER (WHERE st.kind = 'llm' AND st.finished_at IS NOT NULL) AS llm_ms,
+             count(*) FILTER (WHERE st.kind = 'error' AND st.status = 'retry') AS retries
+        FROM agent.run_steps st
+       WHERE st.workspace_id = r.workspace_id AND st.run_id = r.id AND st.kind IN ('llm', 'error')) s ON true
+   WHERE (SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
+      OR (r.workspace_id = agent.current_workspace()
+          AND (SELECT agent._may_read_workspace(agent.current_workspace())));
+COMMENT ON VIEW agent.run_metrics IS
+  'One row per run, without its content: ids, status, provider kind and endpoint host (the agent''s scope, else the settings, as they are now), model, times, queue wait and duration (ms), tokens, attempts, error code, LLM calls with their latencies (ms) and retries. Rows of the workspaces the querying role may read; every workspace for pg_monitor and superusers.';
 
 -- 950_operations.sql
 CREATE OR REPLACE FUNCTION agent.run_stats(since timestamptz DEFAULT now() - interval '1 day')
@@ -2277,9 +2382,11 @@ BEGIN
   END IF;
   IF agent_id IS NOT NULL THEN
     -- the session's workspace (a superuser session bound to none: the agent's own)
-    SELECT * INTO a FROM agent.agents x
-     WHERE x.workspace_id = coalesce(v_ws, (SELECT y.workspace_id FROM agent.agents y WHERE y.id = agent_id))
-       AND x.id = agent_id;
+    k := v_ws;
+    IF k IS NULL THEN
+      SELECT y.workspace_id INTO k FROM agent.agents y WHERE y.id = agent_id;
+    END IF;
+    SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = k AND x.id = agent_id;
     IF NOT FOUND
        OR (workspace_id IS NOT NULL AND a.workspace_id IS DISTINCT FROM workspace_id) THEN
       RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';
