@@ -34,11 +34,17 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-  RETURN p_workspace_id IS NOT NULL
-     AND (pg_catalog.pg_has_role('agents_app', 'USAGE')
-          OR EXISTS (SELECT 1 FROM agent.reader_workspaces b
-                      WHERE b.workspace_id = p_workspace_id
-                        AND coalesce(pg_catalog.pg_has_role(b.role_id, 'USAGE'), false)));
+  IF p_workspace_id IS NULL THEN
+    RETURN false;
+  END IF;
+  -- the application first, without reading a table (under Citus a policy
+  -- runs inside the shard query, where no Citus table may be read)
+  IF pg_catalog.pg_has_role('agents_app', 'USAGE') THEN
+    RETURN true;
+  END IF;
+  RETURN EXISTS (SELECT 1 FROM agent.reader_workspaces b
+                  WHERE b.workspace_id = p_workspace_id
+                    AND coalesce(pg_catalog.pg_has_role(b.role_id, 'USAGE'), false));
 END
 $$;
 COMMENT ON FUNCTION agent._may_read_workspace(text) IS

@@ -37,7 +37,10 @@ BEGIN
     -- a run of another workspace's row) the trigger's own
     v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
     SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = p_trigger_id;
-    IF NOT FOUND THEN
+    -- by id alone only without Citus: called by a trigger on a Citus shard
+    -- (agent._conversation_run_ended), a statement that does not name the
+    -- workspace is refused there; the label then says what the input says
+    IF NOT FOUND AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
       SELECT x.workspace_id INTO v_ws FROM agent.triggers x WHERE x.id = p_trigger_id;
       SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = p_trigger_id;
     END IF;

@@ -1382,11 +1382,17 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-  RETURN p_workspace_id IS NOT NULL
-     AND (pg_catalog.pg_has_role('agents_app', 'USAGE')
-          OR EXISTS (SELECT 1 FROM agent.reader_workspaces b
-                      WHERE b.workspace_id = p_workspace_id
-                        AND coalesce(pg_catalog.pg_has_role(b.role_id, 'USAGE'), false)));
+  IF p_workspace_id IS NULL THEN
+    RETURN false;
+  END IF;
+  -- the application first, without reading a table (under Citus a policy
+  -- runs inside the shard query, where no Citus table may be read)
+  IF pg_catalog.pg_has_role('agents_app', 'USAGE') THEN
+    RETURN true;
+  END IF;
+  RETURN EXISTS (SELECT 1 FROM agent.reader_workspaces b
+                  WHERE b.workspace_id = p_workspace_id
+                    AND coalesce(pg_catalog.pg_has_role(b.role_id, 'USAGE'), false));
 END
 $$;
 COMMENT ON FUNCTION agent._may_read_workspace(text) IS
@@ -1704,7 +1710,10 @@ BEGIN
     -- a run of another workspace's row) the trigger's own
     v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
     SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = p_trigger_id;
-    IF NOT FOUND THEN
+    -- by id alone only without Citus: called by a trigger on a Citus shard
+    -- (agent._conversation_run_ended), a statement that does not name the
+    -- workspace is refused there; the label then says what the input says
+    IF NOT FOUND AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
       SELECT x.workspace_id INTO v_ws FROM agent.triggers x WHERE x.id = p_trigger_id;
       SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = p_trigger_id;
     END IF;
