@@ -204,6 +204,9 @@ AuditIdentity(AuditRow *row)
 	}
 	if (row->workspace_id == NULL)
 		row->workspace_id = guc_or_null(pg_agents_workspace);
+	/* '' is no workspace: the distribution column is never NULL (Citus) */
+	if (row->workspace_id == NULL)
+		row->workspace_id = "";
 }
 
 /* ------------------------------------------------------------------------

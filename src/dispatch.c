@@ -858,7 +858,8 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	 * if it rolls back, this one inserts.  An expired fingerprint is
 	 * refreshed in place, and that event counts as new.  The time (now())
 	 * and the window's cutoff are parameters: Citus refuses a stable
-	 * function in the conflict clause of a distributed table.
+	 * function or operator (timestamptz - interval) in the conflict clause
+	 * of a distributed table.
 	 */
 	SpiUtilKeptPlan(&plan_dedup,
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
@@ -922,10 +923,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 		args[7] = CStringGetTextDatum(ev->automation);
 	else
 		nulls[7] = 'n';
-	/*
-	 * The cutoff (now() minus the window) is computed here and passed as a
-	 * value: Citus refuses a non-immutable expression in ON CONFLICT ... WHERE
-	 */
+	/* the window's cutoff (timestamptz - interval is STABLE: Citus refuses it there) */
 	args[8] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp() -
 								  (TimestampTz) pg_agents_dedup_window * USECS_PER_SEC);
 	ret = SPI_execute_plan(plan_launch, args, nulls, false, 0);

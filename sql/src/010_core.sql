@@ -24,7 +24,7 @@ CREATE TABLE agent.audit_log (
     target_type  text,
     target_id    text,
     owner_id     text,
-    workspace_id text,
+    workspace_id text NOT NULL,
     inputs       jsonb,
     changes      jsonb,
     summary      text,
@@ -51,7 +51,7 @@ COMMENT ON COLUMN agent.audit_log.error_code IS 'Reason code or SQLSTATE of a re
 COMMENT ON COLUMN agent.audit_log.target_type IS 'Kind of the changed object.';
 COMMENT ON COLUMN agent.audit_log.target_id IS 'Id (primary key) of the changed object.';
 COMMENT ON COLUMN agent.audit_log.owner_id IS 'Owner of the changed object, when known.';
-COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row; reads are scoped by it.';
+COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row, '''' for an action of no workspace; reads are scoped by it (the distribution column on Citus, never NULL).';
 COMMENT ON COLUMN agent.audit_log.inputs IS 'Inputs of a named action (redacted).';
 COMMENT ON COLUMN agent.audit_log.changes IS 'Row data: new row, changed columns {col: {old, new}}, or old row (redacted).';
 COMMENT ON COLUMN agent.audit_log.summary IS 'One line in clear.';
