@@ -66,6 +66,12 @@ SELECT ok((SELECT count(*) FROM sf_distributed WHERE t IN ('agents', 'access', '
 SELECT ok(EXISTS (SELECT 1 FROM sf_distributed WHERE t = 'run_metrics'), 'a view over runs (run_metrics) is checked like a distributed table');
 
 -- ---------------------------------------------------------------- the checks
+-- a function body without its comments and the contents of its string
+-- literals ('agent.runs'::regclass names a table, it does not read it)
+CREATE FUNCTION pg_temp.sf_code(src text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT pg_catalog.regexp_replace(pg_catalog.regexp_replace(src, '--[^\n]*', '', 'g'), '''[^'']*''', '''''', 'g')
+$$;
 -- SQL-language functions of schema agent whose body names a distributed table
 CREATE FUNCTION pg_temp.sf_sql_offenders() RETURNS TABLE (fn text, tbl text)
 LANGUAGE sql STABLE AS $$
@@ -74,7 +80,7 @@ LANGUAGE sql STABLE AS $$
     JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
     JOIN pg_catalog.pg_language l ON l.oid = p.prolang
     JOIN sf_distributed d
-      ON pg_catalog.regexp_replace(p.prosrc, '--[^\n]*', '', 'g') ~* ('\magent\.' || d.t || '\M')
+      ON pg_temp.sf_code(p.prosrc) ~* ('\magent\.' || d.t || '\M')
    WHERE n.nspname = 'agent' AND l.lanname = 'sql'
    ORDER BY 1, 2
 $$;
@@ -87,7 +93,7 @@ LANGUAGE sql STABLE AS $$
     FROM pg_catalog.pg_proc p
     JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
     JOIN pg_catalog.pg_language l ON l.oid = p.prolang,
-         pg_catalog.regexp_split_to_table(pg_catalog.regexp_replace(p.prosrc, '--[^\n]*', '', 'g'), ';') AS s(stmt)
+         pg_catalog.regexp_split_to_table(pg_temp.sf_code(p.prosrc), ';') AS s(stmt)
    WHERE n.nspname = 'agent' AND l.lanname IN ('sql', 'plpgsql')
      AND s.stmt ~* '\mFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\M'
      AND s.stmt !~* '\mworkspace_id\M'
@@ -143,6 +149,9 @@ $$;
 -- lock naming workspace_id, a lock of a table that is not distributed
 CREATE FUNCTION agent.sf_fine_sql(p integer) RETURNS integer
 LANGUAGE sql IMMUTABLE AS $$ SELECT p + 1 $$;
+CREATE FUNCTION agent.sf_fine_sql_literal() RETURNS regclass
+LANGUAGE sql STABLE AS $$ SELECT 'agent.runs'::regclass -- agent.runs in a comment
+$$;
 SET LOCAL check_function_bodies = off;
 CREATE FUNCTION agent.sf_fine_sql_prefix(p bigint) RETURNS bigint
 LANGUAGE sql STABLE AS $$ SELECT p FROM agent.runs_of_nothing WHERE false $$;
@@ -158,7 +167,7 @@ $$;
 SELECT is((SELECT pg_catalog.array_agg(o.fn || ' ' || o.tbl ORDER BY o.fn, o.tbl)
              FROM pg_temp.sf_sql_offenders() o WHERE o.fn LIKE 'agent.sf\_%'),
           ARRAY['agent.sf_planted_sql(bigint) runs', 'agent.sf_planted_sql_write(bigint) triggers'],
-          'the SQL-function check names the planted reader and writer (any case), not the look-alikes');
+          'the SQL-function check names the planted reader and writer (any case), not the look-alikes (a regclass literal, a comment, a longer name)');
 SELECT is((SELECT pg_catalog.array_agg(o.fn ORDER BY o.fn)
              FROM pg_temp.sf_lock_offenders() o WHERE o.fn LIKE 'agent.sf\_%'),
           ARRAY['agent.sf_planted_lock(bigint)', 'agent.sf_planted_share(bigint)'],
@@ -174,6 +183,7 @@ SELECT is((SELECT pg_catalog.array_agg(e.fn ORDER BY e.fn) FROM sf_sql_exception
 DELETE FROM sf_sql_exceptions WHERE why = 'planted';
 DROP FUNCTION agent.sf_planted_sql(bigint), agent.sf_planted_sql_write(bigint), agent.sf_planted_lock(bigint),
               agent.sf_planted_share(bigint), agent.sf_fine_sql(integer), agent.sf_fine_sql_prefix(bigint),
+              agent.sf_fine_sql_literal(),
               agent.sf_fine_lock(text, bigint);
 
 -- ---------------------------------------------------------------- behaviour kept
