@@ -16,7 +16,7 @@
 -- tenant behaviour: two workspaces, the application role, a role with no
 -- grants, an agent session.
 BEGIN;
-SELECT plan(22);
+SELECT plan(23);
 
 CREATE ROLE sf_app NOLOGIN IN ROLE agents_app;   -- the application
 CREATE ROLE sf_nobody NOLOGIN;                   -- no grants at all
@@ -207,6 +207,13 @@ INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (8240012, 'sf-b', 'u-other', 'sf b2');
 INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by) VALUES
   ('sf-b', 8240012, 'u-sf', 'edit', 'u-other');
+
+-- agent._snapshot builds agent._trigger_json's object inline
+INSERT INTO agent.triggers (workspace_id, agent_id, kind, event_name, prompt, filter)
+VALUES ('sf-b', 8240011, 'event', 'sf.thing', 'p', '{"all": [{"property": "priority", "op": "eq", "value": "high"}]}');
+SELECT is(agent._snapshot(8240011) -> 'triggers',
+          (SELECT jsonb_agg(agent._trigger_json(t)) FROM agent.triggers t WHERE t.agent_id = 8240011),
+          'a snapshot holds each trigger as agent._trigger_json writes it');
 
 SET LOCAL ROLE sf_app;
 SET LOCAL pg_agents.workspace = 'sf-a';

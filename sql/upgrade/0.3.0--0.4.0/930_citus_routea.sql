@@ -523,8 +523,15 @@ BEGIN
                                                             'access', g.access)
                                          ORDER BY g.resource_type, g.resource_id)
                           FROM agent.access g WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id), '[]'),
-    -- ROW(t.*)::agent.triggers, not t: on a Citus shard t has the shard's row type
-    'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(ROW(t.*)::agent.triggers) ORDER BY t.id)
+    -- agent._trigger_json's object, built here: no whole-row t (on a Citus
+    -- shard t has the shard's row type) and no function call per trigger
+    'triggers', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                   'id', t.id, 'kind', t.kind, 'event_name', t.event_name,
+                                   'resource_type', t.resource_type, 'resource_id', t.resource_id,
+                                   'filter', t.filter, 'schedule', t.schedule, 'timezone', t.timezone,
+                                   'prompt', t.prompt, 'enabled', t.enabled,
+                                   'allow_self_retrigger', t.allow_self_retrigger,
+                                   'show_typing', t.show_typing, 'run_as', t.run_as) ORDER BY t.id)
                             FROM agent.triggers t WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id), '[]'))
     INTO v_snap
     FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
