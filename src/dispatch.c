@@ -741,18 +741,19 @@ Fingerprint(EventCtx *ev)
 	return ev->fingerprint;
 }
 
-/* Whether the agent exists, is not deleted and is active. */
+/* Whether the agent (of the trigger's workspace) exists, is not deleted and is active. */
 static bool
-AgentIsActive(int64 agent_id)
+AgentIsActive(int64 agent_id, const char *workspace_id)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		args[1] = {Int64GetDatum(agent_id)};
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2] = {Int64GetDatum(agent_id), CStringGetTextDatum(workspace_id)};
 	int			ret;
 
 	SpiUtilKeptPlan(&plan_agent,
-				"SELECT 1 FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1 "
+				"SELECT 1 FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+				"AND a.id OPERATOR(pg_catalog.=) $1 "
 				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
-				1, types);
+				2, types);
 	ret = SPI_execute_plan(plan_agent, args, NULL, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
@@ -765,13 +766,13 @@ AgentIsActive(int64 agent_id)
  * the same agent.
  */
 static int
-SelfChain(int64 agent_id)
+SelfChain(int64 agent_id, const char *workspace_id)
 {
 	const char *rid = pg_agents_run_id;
 	int64		run_id = 0;
 	const char *p;
-	Oid			types[1] = {INT8OID};
-	Datum		args[1];
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2];
 	int			ret;
 	int			chain = 0;
 
@@ -785,9 +786,12 @@ SelfChain(int64 agent_id)
 	}
 	SpiUtilKeptPlan(&plan_parent,
 				"SELECT r.agent_id, COALESCE((r.input OPERATOR(pg_catalog.->>) 'self_chain')::pg_catalog.int4, 0) "
-				"FROM agent.runs r WHERE r.id OPERATOR(pg_catalog.=) $1",
-				1, types);
+				"FROM agent.runs r WHERE r.workspace_id OPERATOR(pg_catalog.=) $2 "
+				"AND r.id OPERATOR(pg_catalog.=) $1",
+				2, types);
 	args[0] = Int64GetDatum(run_id);
+	/* a run of the same agent is a run of the trigger's workspace */
+	args[1] = CStringGetTextDatum(workspace_id);
 	ret = SPI_execute_plan(plan_parent, args, NULL, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: run lookup failed: %s", SPI_result_code_string(ret));
@@ -1003,12 +1007,13 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 
 	/* the trigger remembers when it last queued a run */
 	{
-		Oid			ltypes[1] = {INT8OID};
-		Datum		largs[1] = {Int64GetDatum(c->id)};
+		Oid			ltypes[2] = {INT8OID, TEXTOID};
+		Datum		largs[2] = {Int64GetDatum(c->id), CStringGetTextDatum(c->workspace_id)};
 
 		SpiUtilKeptPlan(&plan_last_run,
-					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() WHERE t.id OPERATOR(pg_catalog.=) $1",
-					1, ltypes);
+					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() "
+					"WHERE t.workspace_id OPERATOR(pg_catalog.=) $2 AND t.id OPERATOR(pg_catalog.=) $1",
+					2, ltypes);
 		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
 		if (ret != SPI_OK_UPDATE)
 			elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
@@ -1025,8 +1030,8 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 static void
 RecordFilterError(Candidate *c, const char *msg)
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		args[2];
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		args[3];
 	int			ret;
 
 	/* a read-only transaction matches (or not) but records nothing */
@@ -1034,14 +1039,16 @@ RecordFilterError(Candidate *c, const char *msg)
 		return;
 	SpiUtilKeptPlan(&plan_filter_error,
 				"UPDATE agent.triggers t SET last_status = 'error', last_error = $2 "
-				"WHERE t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
-				"  WHERE x.id OPERATOR(pg_catalog.=) $1 "
+				"WHERE t.workspace_id OPERATOR(pg_catalog.=) $3 "
+				"AND t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
+				"  WHERE x.workspace_id OPERATOR(pg_catalog.=) $3 AND x.id OPERATOR(pg_catalog.=) $1 "
 				"    AND (x.last_error IS NULL OR x.last_error OPERATOR(pg_catalog.<>) $2 "
 				"         OR x.last_status IS NULL OR x.last_status OPERATOR(pg_catalog.<>) 'error') "
 				"  FOR UPDATE SKIP LOCKED)",
-				2, types);
+				3, types);
 	args[0] = Int64GetDatum(c->id);
 	args[1] = CStringGetTextDatum(msg);
+	args[2] = CStringGetTextDatum(c->workspace_id);
 	ret = SPI_execute_plan(plan_filter_error, args, NULL, false, 0);
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
@@ -1083,11 +1090,11 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 				continue;
 		}
 		/* suspended or deleted agents: silent */
-		if (!AgentIsActive(c->agent_id))
+		if (!AgentIsActive(c->agent_id, c->workspace_id))
 			continue;
 		if (actor_agent != 0 && actor_agent == c->agent_id)
 		{
-			self_chain = SelfChain(c->agent_id);
+			self_chain = SelfChain(c->agent_id, c->workspace_id);
 			if (self_chain > pg_agents_self_retrigger_cap)
 			{
 				ReportLoopStopped(ev, c, self_chain);
