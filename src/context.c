@@ -695,7 +695,7 @@ AssembleBody(void *p)
 							 title && title[0] ? "\"" : "",
 							 RenderLinks(tr, json_string_value(json_object_get(page, "body")), cache));
 			if (cr->fresh)
-				ToolGateRecordStep(tr->run_id, "read", "instruction_page", ref, ref, "ok", 0, 0);
+				ToolGateRecordStep(tr->run_id, tr->workspace, "read", "instruction_page", ref, ref, "ok", 0, 0);
 			json_decref(page);
 		}
 		else
@@ -704,7 +704,7 @@ AssembleBody(void *p)
 
 			appendStringInfo(&sys, "\n\nInstruction page: %s", CONTEXT_NO_ACCESS);
 			if (cr->fresh)
-				ToolGateRecordStep(tr->run_id, allowed ? "error" : "denied", "instruction_page", ref, out,
+				ToolGateRecordStep(tr->run_id, tr->workspace, allowed ? "error" : "denied", "instruction_page", ref, out,
 								allowed ? "error" : "denied", 0, 0);
 			json_decref(out);
 		}

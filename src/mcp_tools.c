@@ -769,7 +769,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 		step = json_pack("{s:s, s:O?, s:O?}", "elicitation", "pending",
 						 "approval_key", json_object_get(call, "approval_key"),
 						 "questions", json_object_get(call, "questions"));
-		ToolGateRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "approval", name, input, step, "pending", 0, started);
 		json_decref(step);
 		return TOOL_PAUSE;
 	}
@@ -787,7 +787,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 	free(text);
 	step = json_pack("{s:O?,s:O?,s:O?}", "server", json_object_get(call, "server"),
 					 "tool", json_object_get(call, "tool"), "result", res);
-	ToolGateRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, "tool", name, input, step, ok ? "ok" : "error", 0, started);
 	json_decref(step);
 	return TOOL_DONE;
 }
@@ -881,7 +881,7 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 		step = json_pack("{s:s, s:O?, s:O?, s:b}", "elicitation", "pending",
 						 "approval_key", json_object_get(got, "approval_key"),
 						 "questions", json_object_get(got, "questions"), "stream", 1);
-		ToolGateRecordStep(tr->run_id, "approval", mc->exposed, mc->input, step, "pending", 0, now);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "approval", mc->exposed, mc->input, step, "pending", 0, now);
 		json_decref(step);
 		json_decref(got);
 		mc->elicit_state = ELICIT_WAITING;
@@ -971,7 +971,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		if (SPI_processed != 1)
 		{
 			*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-			ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+			ToolGateRecordStep(tr->run_id, tr->workspace, "error", name, input, *result, "error", 0, started);
 			return TOOL_DONE;
 		}
 		needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
