@@ -1,0 +1,1108 @@
+-- pg_agents 0.3.0 -> 0.4.0, Citus routing of runs, worker, MCP, conversations and teams (routeb, issue 24):
+-- the whole new definition of each function changed (every statement names its workspace).
+
+CREATE OR REPLACE FUNCTION agent._lock_tree(p_root_run_id bigint, p_skip_locked boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the workspace of the tree (Citus routes by it): the session's, or, for a
+  -- session bound to none (the worker, maintenance) or one working on
+  -- another workspace's run (agent.tick), the root run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_root_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_root_run_id;
+  END IF;
+  IF p_skip_locked THEN
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_root_run_id FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+  END IF;
+  PERFORM 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_root_run_id FOR UPDATE;
+  RETURN true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._lock_run(p_run_id bigint) RETURNS agent.runs
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws   text := agent._session_workspace();
+  v_root bigint;
+  r      agent.runs%ROWTYPE;
+BEGIN
+  IF p_run_id IS NULL THEN
+    RAISE EXCEPTION 'run id must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace (the worker): the run's own
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  -- every statement names the workspace (Citus routes by it; the tree is in one)
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = x.root_run_id), x.id)
+    INTO v_root
+    FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  -- the tree lock (agent._lock_tree), then the run
+  PERFORM 1 FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = v_root FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id FOR UPDATE;
+  RETURN r;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._runs_add_step(p_run_id bigint, p_kind text, p_name text, p_input jsonb,
+                                     p_output jsonb DEFAULT NULL, p_status text DEFAULT NULL,
+                                     p_finished boolean DEFAULT false)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_id bigint;
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
+  SELECT r.workspace_id, r.id,
+         coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id), 0) + 1,
+         p_kind, p_name, p_input, p_output, p_status,
+         CASE WHEN p_finished THEN clock_timestamp() END
+    FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = p_run_id
+  RETURNING id INTO v_id;
+  RETURN v_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._audit_run(p_action text, p_run agent.runs, p_status text DEFAULT 'success',
+                                 p_inputs jsonb DEFAULT NULL, p_summary text DEFAULT NULL,
+                                 p_error_code text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_owner text;
+BEGIN
+  IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
+    RETURN;
+  END IF;
+  SELECT a.owner_id INTO v_owner FROM agent.agents a
+   WHERE a.workspace_id = p_run.workspace_id AND a.id = p_run.agent_id;
+  PERFORM agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id, v_owner,
+                             jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
+                             p_summary, p_error_code);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._finish_runs_effects(p_rows agent.runs[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_ws     text;
+  v_rows   agent.runs[];
+  v_aids   bigint[];
+  v_owners text[];
+BEGIN
+  -- workspace by workspace (every statement names its workspace: Citus
+  -- routes by it); a batch of the worker is mostly of one
+  FOR v_ws IN SELECT DISTINCT u.workspace_id FROM unnest(p_rows) u ORDER BY 1 LOOP
+    v_rows := CASE WHEN pg_catalog.cardinality(p_rows) = 1 THEN p_rows
+                   ELSE ARRAY(SELECT u FROM unnest(p_rows) u WHERE u.workspace_id = v_ws ORDER BY u.id) END;
+
+    -- pending approvals of an ended run can no longer be decided
+    UPDATE agent.approvals SET status = 'expired', decided_at = now()
+     WHERE workspace_id = v_ws AND run_id IN (SELECT u.id FROM unnest(v_rows) u) AND status = 'pending';
+
+    -- the trigger keeps the last run's status and the first run's start (as one by one in id order)
+    IF EXISTS (SELECT 1 FROM unnest(v_rows) u WHERE u.trigger_id IS NOT NULL) THEN
+      UPDATE agent.triggers t
+         SET last_status = l.status, last_error = l.error, last_run_at = coalesce(t.last_run_at, l.first_created)
+        FROM (SELECT DISTINCT ON (u.trigger_id) u.trigger_id, u.status, u.error,
+                     (SELECT u2.created_at FROM unnest(v_rows) u2
+                       WHERE u2.trigger_id = u.trigger_id ORDER BY u2.id LIMIT 1) AS first_created
+                FROM unnest(v_rows) u
+               WHERE u.trigger_id IS NOT NULL
+               ORDER BY u.trigger_id, u.id DESC) l
+       WHERE t.workspace_id = v_ws AND t.id = l.trigger_id;
+    END IF;
+
+    -- one audit row (agent._audit_run) and one notification (agent._runs_notify
+    -- of an ended run) per run, in id order; the owners read first, so that
+    -- the statement that audits reads no distributed table (it runs here)
+    SELECT array_agg(a.id), array_agg(a.owner_id) INTO v_aids, v_owners
+      FROM agent.agents a
+     WHERE a.workspace_id = v_ws AND a.id IN (SELECT u.agent_id FROM unnest(v_rows) u);
+    PERFORM agent._audit_event('run.finish',
+                               CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
+                               'run', u.id::text, u.workspace_id,
+                               v_owners[array_position(v_aids, u.agent_id)],
+                               jsonb_build_object('agent_id', u.agent_id, 'status', u.status, 'error', u.error,
+                                                  'tokens_total', u.tokens_total),
+                               format('run %s %s', u.id, u.status),
+                               CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
+            pg_notify('agent_runs', json_build_object('run_id', u.id, 'agent_id', u.agent_id, 'status', u.status)::text)
+       FROM unnest(v_rows) u;
+  END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._finish_run(p_run_id bigint, p_status text, p_output jsonb, p_error text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r        agent.runs%ROWTYPE;
+  p        agent.runs%ROWTYPE;
+  v_budget bigint;
+  v_child  bigint;
+  v_unused bigint;
+  -- the workspace of the tree, named by every statement (Citus routes by
+  -- it): the session's, else (a session bound to none, or agent.tick on
+  -- another workspace's run) the run's own
+  v_ws     text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  -- the caller holds the tree lock
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id FOR UPDATE;
+  IF NOT FOUND OR NOT agent._run_is_active(r.status) THEN
+    RETURN false;
+  END IF;
+  UPDATE agent.runs x
+     SET status = p_status, output = coalesce(p_output, x.output), error = p_error,
+         finished_at = now(), lease_until = NULL
+   WHERE x.workspace_id = v_ws AND x.id = p_run_id
+  RETURNING * INTO r;
+
+  -- children still at work are cancelled (deepest first, through recursion)
+  FOR v_child IN SELECT c.id FROM agent.runs c
+                  WHERE c.workspace_id = v_ws AND c.parent_run_id = p_run_id AND agent._run_is_active(c.status)
+                  ORDER BY c.id
+  LOOP
+    PERFORM agent._finish_run(v_child, 'cancelled', NULL,
+                              format('cancelled: parent run %s ended %s', p_run_id, p_status));
+  END LOOP;
+
+  IF r.parent_run_id IS NOT NULL THEN
+    SELECT coalesce(r.token_budget, a.default_token_budget) INTO v_budget
+      FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = r.agent_id;
+    -- the unused part of the reservation goes back to the parent's envelope
+    v_unused := greatest(0, v_budget - r.tokens_total);
+    UPDATE agent.runs x SET tokens_reserved = greatest(0, x.tokens_reserved - v_unused)
+     WHERE x.workspace_id = v_ws AND x.id = r.parent_run_id
+    RETURNING * INTO p;
+    -- the parent sees the child's end as the result of its delegate step
+    UPDATE agent.run_steps s
+       SET output = jsonb_build_object('child_run_id', r.id, 'agent_id', r.agent_id,
+                                       'status', r.status, 'output', r.output, 'error', r.error,
+                                       'tokens_total', r.tokens_total),
+           status = CASE WHEN r.status = 'succeeded' THEN 'ok' ELSE 'error' END,
+           finished_at = clock_timestamp()
+     WHERE s.workspace_id = v_ws AND s.run_id = r.parent_run_id AND s.kind = 'delegate'
+       AND s.input ->> 'child_run_id' = r.id::text;
+    -- a parent waiting for its children goes back to the queue when the last one ends
+    IF p.status = 'waiting_children'
+       AND NOT EXISTS (SELECT 1 FROM agent.runs c
+                        WHERE c.workspace_id = v_ws AND c.parent_run_id = p.id AND agent._run_is_active(c.status)) THEN
+      UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = v_ws AND x.id = p.id RETURNING * INTO p;
+      PERFORM agent._audit_run('run.resume', p, 'success', jsonb_build_object('status', 'queued'),
+                               format('run %s re-queued: its child runs have ended', p.id));
+      PERFORM agent._runs_notify(p.id, p.agent_id, 'queued');
+    END IF;
+  END IF;
+
+  -- approvals, trigger, audit row, notification
+  PERFORM agent._finish_runs_effects(ARRAY[r]);
+  RETURN true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.start_run(agent_id bigint, requested_by text, input jsonb DEFAULT '{}',
+                                regime text DEFAULT 'manual', origin text DEFAULT 'chat')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  a    agent.agents%ROWTYPE;
+  v_id bigint;
+  r    agent.runs%ROWTYPE;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws text := agent._session_workspace();
+BEGIN
+  IF regime IS NULL OR regime NOT IN ('manual', 'autonomous') THEN
+    RAISE EXCEPTION 'invalid regime "%"', regime
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A regime is manual or autonomous.';
+  END IF;
+  IF origin IN ('delegation', 'rerun') THEN
+    RAISE EXCEPTION 'origin "%" cannot be given to agent.start_run', origin
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = CASE origin WHEN 'delegation' THEN 'Use agent.delegate().' ELSE 'Use agent.rerun().' END;
+  END IF;
+  IF origin IS NULL
+     OR (regime = 'manual' AND origin NOT IN ('chat', 'api', 'draft'))
+     OR (regime = 'autonomous' AND origin NOT IN ('api', 'schedule', 'event', 'mention')) THEN
+    RAISE EXCEPTION 'invalid origin "%" for the % regime', origin, regime
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A manual run comes from chat, api or draft; an autonomous run from api, schedule, event or mention.';
+  END IF;
+  IF input IS NOT NULL AND jsonb_typeof(input) <> 'object' THEN
+    RAISE EXCEPTION 'run input must be a json object'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: the agent's own
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = agent_id;
+  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF regime = 'manual' THEN
+    IF requested_by IS NULL OR requested_by = '' THEN
+      RAISE EXCEPTION 'a manual run needs the requesting user'
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = 'A manual run acts as the user who asked for it (requested_by).';
+    END IF;
+    IF NOT coalesce(agent.user_can(requested_by, agent_id, 'chat'), false) THEN
+      RAISE EXCEPTION 'user "%" may not chat with agent %', requested_by, agent_id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'A manual run requires the interact level or higher on the agent.';
+    END IF;
+  ELSIF a.status = 'suspended' THEN
+    RAISE EXCEPTION 'agent % is suspended', agent_id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = 'A suspended agent starts no autonomous run; chat still works.';
+  END IF;
+  v_id := agent._enqueue_run(agent_id, regime, origin, coalesce(input, '{}'), NULL, requested_by);
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = a.workspace_id AND x.id = v_id;
+  PERFORM agent._audit_run('run.start', r, 'success',
+                           jsonb_build_object('regime', regime, 'origin', origin, 'status', r.status),
+                           format('run %s queued (%s, %s)', v_id, regime, origin));
+  RETURN v_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._queue_advance(p_ws text, p_prios smallint[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET enable_bitmapscan = off
+SET jit = off
+AS $$
+DECLARE
+  m      record;
+  v_seq  regclass := pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass;
+  v_low  bigint;
+  v_next bigint;
+  v_last bigint;
+  v_wait text[];
+  v_ret  bigint;
+  v_seen tid[];
+BEGIN
+  -- (only those not in view: an INSERT that meets a mark another step is
+  -- updating would wait for that step's transaction)
+  INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
+  SELECT p_ws, p, '-9223372036854775808'::bigint FROM pg_catalog.unnest(p_prios) p
+   WHERE NOT EXISTS (SELECT 1 FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws AND k.priority = p)
+  ON CONFLICT DO NOTHING;
+  FOR m IN SELECT * FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws
+            ORDER BY k.priority FOR UPDATE SKIP LOCKED
+  LOOP
+    v_low := m.low_id;
+    IF m.next_id IS NOT NULL THEN
+      -- the candidate stands once the writers open when it was taken ended
+      CONTINUE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.virtualtransaction = ANY (m.next_wait));
+      -- the runs noted as queued again, read before the queue below
+      v_seen := ARRAY(SELECT r.ctid FROM agent.run_queue_returns r
+                       WHERE r.workspace_id = p_ws AND r.priority = m.priority);
+      v_ret := least(m.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                 WHERE r.workspace_id = p_ws AND r.priority = m.priority AND r.ctid = ANY (v_seen)));
+      v_low := m.next_id;
+      SELECT q.id INTO v_next FROM agent.runs q
+       WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= v_ret
+       ORDER BY q.workspace_id, q.priority DESC, q.id LIMIT 1;
+      IF v_next < v_low THEN
+        v_low := v_next;
+      END IF;
+      -- those read above are in the new mark (queued: at or above it; or
+      -- claimed since), as are any noted since at or above it; the others
+      -- noted since stay for the claims
+      DELETE FROM agent.run_queue_returns r
+       WHERE r.workspace_id = p_ws AND r.priority = m.priority AND (r.ctid = ANY (v_seen) OR r.run_id >= v_low);
+    END IF;
+    -- a new candidate: the first queued run in view, or the next id
+    SELECT q.id INTO v_next FROM agent.runs q
+     WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= v_low
+     ORDER BY q.workspace_id, q.priority DESC, q.id LIMIT 1;
+    v_last := pg_catalog.pg_sequence_last_value(v_seq);
+    v_next := least(coalesce(v_next, v_last + 1), v_last + 1);
+    v_wait := NULL;
+    IF v_next > v_low THEN
+      -- after the reads above: whoever took a run id up to v_last, or
+      -- claimed runs, and has not ended yet, holds one of these locks
+      v_wait := ARRAY(SELECT DISTINCT l.virtualtransaction FROM pg_catalog.pg_locks l
+                       WHERE l.locktype = 'relation' AND l.relation IN ('agent.runs'::regclass, v_seq)
+                         AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                            WHERE d.datname = pg_catalog.current_database())
+                         AND l.mode IN ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock',
+                                        'AccessExclusiveLock'));
+    ELSE
+      v_next := NULL;
+    END IF;
+    IF (v_low, v_next) IS DISTINCT FROM (m.low_id, m.next_id) THEN
+      UPDATE agent.run_queue_marks k SET low_id = v_low, next_id = v_next, next_wait = v_wait
+       WHERE k.workspace_id = m.workspace_id AND k.priority = m.priority;
+    END IF;
+  END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.claim_runs(n int) RETURNS SETOF agent.runs
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+ROWS 16   -- a claim returns a few runs: the worker's join on it stays a nested loop
+SET search_path = pg_catalog, pg_temp
+-- the first runs of a workspace are read in index order and no further: a
+-- bitmap scan (chosen while the LIMIT is unknown to the plan) read all of
+-- a workspace's queued runs at each claim
+SET enable_bitmapscan = off
+-- and the cost estimates of the plan, inflated by that unknown LIMIT, must
+-- not make it JIT-compiled at every claim (40 ms for a claim of 1 ms)
+SET jit = off
+AS $$
+DECLARE
+  v_lease interval := pg_catalog.current_setting('pg_agents.run_lease')::interval;
+  v_cap   integer := coalesce(nullif(pg_catalog.current_setting('pg_agents.max_runs_per_workspace', true), '')::integer, 0);
+  -- the tenant boundary: a session bound to a workspace claims only its
+  -- runs (42501 for a non-superuser session bound to none); a superuser
+  -- session that sets none, such as the worker's, claims for all
+  v_ws    text := agent._session_workspace();
+  v_skip  bigint[] := '{}';
+  v_rows  agent.runs[] := '{}';
+  v_pass  agent.runs[];
+  v_cand  bigint[];
+  v_more  boolean;
+  v_want  integer;
+  v_one   text;
+  v_room  integer;
+  -- the queue marks of a one-workspace claim: priorities, marks and
+  -- candidates (highest priority first), and the scan's segments
+  v_mp    smallint[];
+  v_ml    bigint[];
+  v_mn    bigint[];
+  v_mk    bigint[];
+  v_plo   integer[] := '{}';
+  v_phi   integer[] := '{}';
+  v_low   bigint[] := '{}';
+  v_top   integer := 32767;
+  -- a claim of several workspaces: the workspaces with queued runs (and
+  -- with room), their runs running, the candidates (workspace, id,
+  -- priority, turn) and the ones tried this pass, in the fair order
+  v_dist  boolean;
+  v_wss   text[];
+  v_wrun  integer[];
+  v_wroom integer[];
+  v_k     integer;
+  v_x     text;
+  v_r     integer;
+  v_cw    text[];
+  v_cid   bigint[];
+  v_cpri  smallint[];
+  v_cturn bigint[];
+  v_try   bigint[];
+  v_tw    text[];
+  v_got   agent.runs[];
+  v_aids  bigint[];
+  v_owners text[];
+BEGIN
+  IF n IS NULL OR n < 1 THEN
+    RAISE EXCEPTION 'number of runs to claim must be positive'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_cap > 0 THEN
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_agents.claim'), 0);
+  END IF;
+
+  -- One workspace with queued runs (or a session bound to one): its own
+  -- queue order is the fair order, claimed as the first-come queue was, in
+  -- one statement (the whole machinery below costs about 0.3 ms a claim).
+  v_one := v_ws;
+  IF v_one IS NULL THEN
+    -- The workspaces of the agents (a small table, rarely updated) hold
+    -- those of the queued runs: a database of one workspace claims with no
+    -- probe of the queue.  (A probe of the queue walks the index entries of
+    -- the runs claimed since VACUUM last ran, dead ones that a snapshot held
+    -- open elsewhere keeps; the claim below walks them once more.)
+    SELECT a.workspace_id INTO v_one FROM agent.agents a ORDER BY a.workspace_id LIMIT 1;
+    IF v_one IS NULL THEN
+      RETURN;
+    END IF;
+    IF (SELECT a.workspace_id FROM agent.agents a
+         WHERE a.workspace_id > v_one ORDER BY a.workspace_id LIMIT 1) IS NOT NULL THEN
+      SELECT q.workspace_id INTO v_one FROM agent.runs q
+       WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1;
+      IF v_one IS NULL THEN
+        RETURN;
+      END IF;
+      -- (ORDER BY ... LIMIT 1, as the skip scan below: as an EXISTS, the
+      -- generic plan scanned the whole table)
+      IF (SELECT q.workspace_id FROM agent.runs q
+           WHERE q.status = 'queued' AND q.workspace_id > v_one ORDER BY q.workspace_id LIMIT 1) IS NOT NULL THEN
+        v_one := NULL;
+      END IF;
+    END IF;
+  END IF;
+  IF v_one IS NOT NULL THEN
+    v_room := n;
+    IF v_cap > 0 THEN
+      -- a statement after the lock: the runs of the claimer before are seen running
+      SELECT v_cap - pg_catalog.count(*)::integer INTO v_room FROM agent.runs r
+       WHERE r.status = 'running' AND r.workspace_id = v_one;
+      IF v_room <= 0 THEN
+        RETURN;
+      END IF;
+    END IF;
+    -- The queue in segments, highest priority first: each priority with a
+    -- mark from its mark on (past the entries of its claimed runs), the
+    -- priorities between them from their start.
+    -- (a mark's scan starts at the lowest of the mark and its runs queued again)
+    SELECT pg_catalog.array_agg(m.priority ORDER BY m.priority DESC), pg_catalog.array_agg(m.low ORDER BY m.priority DESC),
+           pg_catalog.array_agg(m.next ORDER BY m.priority DESC), pg_catalog.array_agg(m.low_id ORDER BY m.priority DESC)
+      INTO v_mp, v_ml, v_mn, v_mk
+      FROM (SELECT k.priority, k.low_id, coalesce(k.next_id, k.low_id) AS next,
+                   least(k.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                     WHERE r.workspace_id = v_one AND r.priority = k.priority)) AS low
+              FROM agent.run_queue_marks k WHERE k.workspace_id = v_one) m;
+    FOR i IN 1 .. coalesce(pg_catalog.cardinality(v_mp), 0) LOOP
+      IF v_mp[i] < v_top THEN
+        v_plo := v_plo || (v_mp[i] + 1); v_phi := v_phi || v_top; v_low := v_low || '-9223372036854775808'::bigint;
+      END IF;
+      v_plo := v_plo || v_mp[i]::integer; v_phi := v_phi || v_mp[i]::integer; v_low := v_low || v_ml[i];
+      v_top := v_mp[i] - 1;
+    END LOOP;
+    IF v_top >= -32768 THEN
+      v_plo := v_plo || -32768; v_phi := v_phi || v_top; v_low := v_low || '-9223372036854775808'::bigint;
+    END IF;
+    WITH c AS (
+        -- the segments in order (a nested loop: each segment's runs until
+        -- enough are locked, no further)
+        SELECT l.id FROM ROWS FROM (pg_catalog.unnest(v_plo), pg_catalog.unnest(v_phi), pg_catalog.unnest(v_low)) WITH ORDINALITY s(plo, phi, low, ord)
+         CROSS JOIN LATERAL (
+               SELECT q.id FROM agent.runs q
+                WHERE q.status = 'queued' AND q.workspace_id = v_one
+                  AND q.priority BETWEEN s.plo AND s.phi AND q.id >= s.low
+                  AND (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = v_one AND a.id = q.agent_id) IS NULL
+                -- workspace_id first (constant here): the order of runs_queue_ws_idx,
+                -- so that the plan never reads runs_queue_idx through the other
+                -- workspaces' runs
+                ORDER BY q.workspace_id, q.priority DESC, q.id
+                LIMIT least(n, v_room)
+                FOR UPDATE OF q SKIP LOCKED) l
+         LIMIT least(n, v_room)
+      ), u AS (
+        UPDATE agent.runs x
+           SET status = 'running', attempts = x.attempts + 1,
+               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+          FROM c
+         WHERE x.workspace_id = v_one AND x.id = c.id   -- by primary key (see below)
+        RETURNING x AS run
+      )
+    SELECT pg_catalog.array_agg(u.run ORDER BY (u.run).priority DESC, (u.run).id) INTO v_pass FROM u;
+    v_rows := coalesce(v_pass, '{}');
+    -- a step of the marks when this claim went 256 ids past a mark (or its
+    -- candidate), or came back short with 256 ids taken since the lowest,
+    -- or read a queue from below its mark (runs noted as queued again: the
+    -- step folds them in once it can)
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_rows) r
+                 LEFT JOIN ROWS FROM (pg_catalog.unnest(v_mp), pg_catalog.unnest(v_mn)) m(p, low) ON m.p = r.priority
+                WHERE m.p IS NULL OR r.id - m.low >= 256)
+       OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_ml), pg_catalog.unnest(v_mk)) x(l, k) WHERE x.l < x.k)
+       OR (pg_catalog.cardinality(v_rows) < least(n, v_room) AND v_mp IS NOT NULL
+           AND pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass)
+               - (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x) >= 256) THEN
+      PERFORM agent._queue_advance(v_one, ARRAY(SELECT DISTINCT r.priority FROM pg_catalog.unnest(v_rows) r));
+    END IF;
+  END IF;
+
+  -- Several workspaces (and a session bound to none): passes as described
+  -- above, each statement on one workspace (Citus routes by it) but the
+  -- workspaces' list and their running runs.
+  WHILE v_one IS NULL LOOP
+    v_want := n - pg_catalog.cardinality(v_rows);
+    -- 1. the workspaces with queued runs: a skip scan of runs_queue_ws_idx
+    -- (one index descent per workspace, however many runs each has queued);
+    -- on Citus, where a recursive query of a distributed table is refused,
+    -- each shard's own
+    IF v_dist IS NULL THEN
+      v_dist := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
+      IF v_dist THEN
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p
+                                 WHERE p.logicalrelid = ''agent.runs''::pg_catalog.regclass)' INTO v_dist;
+      END IF;
+    END IF;
+    IF v_dist THEN
+      v_wss := ARRAY(SELECT DISTINCT q.workspace_id FROM agent.runs q WHERE q.status = 'queued' ORDER BY 1);
+    ELSE
+      v_wss := ARRAY(
+        WITH RECURSIVE ws(w) AS (
+            SELECT (SELECT q.workspace_id FROM agent.runs q
+                     WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1)
+          UNION ALL
+            SELECT (SELECT q.workspace_id FROM agent.runs q
+                     WHERE q.status = 'queued' AND q.workspace_id > ws.w ORDER BY q.workspace_id LIMIT 1)
+              FROM ws WHERE ws.w IS NOT NULL)
+        SELECT ws.w FROM ws WHERE ws.w IS NOT NULL);
+    END IF;
+    EXIT WHEN pg_catalog.cardinality(v_wss) = 0;
+    -- and how many runs each has running (runs_lease_idx; runs claimed by
+    -- an earlier pass of this claim count too); those with room
+    SELECT pg_catalog.array_agg(x.w ORDER BY x.w), pg_catalog.array_agg(x.running ORDER BY x.w),
+           pg_catalog.array_agg(CASE WHEN v_cap > 0 THEN v_cap - x.running ELSE v_want END ORDER BY x.w)
+      INTO v_wss, v_wrun, v_wroom
+      FROM (SELECT w.w, coalesce(b.running, 0) AS running
+              FROM pg_catalog.unnest(v_wss) w(w)
+              LEFT JOIN (SELECT r.workspace_id, pg_catalog.count(*)::integer AS running FROM agent.runs r
+                          WHERE r.status = 'running' AND r.workspace_id = ANY (v_wss)
+                          GROUP BY r.workspace_id) b ON b.workspace_id = w.w) x
+     WHERE v_cap = 0 OR x.running < v_cap;
+    EXIT WHEN v_wss IS NULL;
+    -- 2. the first k queued runs of each workspace with room, k = n - W + 1
+    v_k := greatest(1, v_want - pg_catalog.cardinality(v_wss) + 1);
+    v_cw := '{}'; v_cid := '{}'; v_cpri := '{}'; v_cturn := '{}'; v_more := false;
+    FOR i IN 1 .. pg_catalog.cardinality(v_wss) LOOP
+      v_x := v_wss[i];
+      SELECT v_cw || pg_catalog.array_agg(v_x), v_cid || pg_catalog.array_agg(l.id ORDER BY l.priority DESC, l.id),
+             v_cpri || pg_catalog.array_agg(l.priority ORDER BY l.priority DESC, l.id),
+             v_cturn || pg_catalog.array_agg(l.turn ORDER BY l.priority DESC, l.id), pg_catalog.count(*)::integer
+        INTO v_cw, v_cid, v_cpri, v_cturn, v_r
+        FROM (SELECT q.id, q.priority,
+                     v_wrun[i] + pg_catalog.row_number() OVER (PARTITION BY q.priority ORDER BY q.id) AS turn
+                FROM (SELECT q.id, q.priority FROM agent.runs q
+                       WHERE q.status = 'queued' AND q.workspace_id = v_x AND q.id <> ALL (v_skip)
+                         AND (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = v_x AND a.id = q.agent_id) IS NULL
+                       ORDER BY q.workspace_id, q.priority DESC, q.id   -- runs_queue_ws_idx (as above)
+                       LIMIT least(v_k, v_wroom[i])) q) l;
+      -- a workspace cut at k candidates (W also counts workspaces whose
+      -- queued runs all belong to deleted agents: then k was too small)
+      v_more := v_more OR (v_k < v_wroom[i] AND v_r >= v_k);
+    END LOOP;
+    EXIT WHEN pg_catalog.cardinality(v_cid) = 0;
+    -- 3. the candidates in the fair order, the first v_want of them tried
+    SELECT pg_catalog.array_agg(c.id ORDER BY c.ord), pg_catalog.array_agg(c.w ORDER BY c.ord)
+      INTO v_try, v_tw
+      FROM (SELECT c.id, c.w, pg_catalog.row_number() OVER (ORDER BY c.pri DESC, c.turn, c.id) AS ord
+              FROM ROWS FROM (pg_catalog.unnest(v_cid), pg_catalog.unnest(v_cw), pg_catalog.unnest(v_cpri),
+                              pg_catalog.unnest(v_cturn)) c(id, w, pri, turn)) c
+     WHERE c.ord <= v_want;
+    -- each workspace's tried candidates locked by primary key with SKIP
+    -- LOCKED and claimed (texteq rather than =, so that the partial queue
+    -- indexes, whose estimates lag behind bursts, never drive it; the
+    -- status is re-checked on the newest version of a run that a concurrent
+    -- claimer updated)
+    v_pass := '{}';
+    FOR v_x IN SELECT DISTINCT t.w FROM pg_catalog.unnest(v_tw) t(w) LOOP
+      WITH c AS (
+          SELECT q.id FROM agent.runs q
+           WHERE q.workspace_id = v_x
+             AND q.id = ANY (ARRAY(SELECT t.id FROM ROWS FROM (pg_catalog.unnest(v_try), pg_catalog.unnest(v_tw)) t(id, w)
+                                    WHERE t.w = v_x))
+             AND pg_catalog.texteq(q.status, 'queued')
+           FOR UPDATE OF q SKIP LOCKED
+        ), u AS (
+        UPDATE agent.runs x
+           SET status = 'running', attempts = x.attempts + 1,
+               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+          FROM c
+         -- by primary key: c locked these rows while they were queued, so no
+         -- status test here (with one, a stale estimate of the small partial
+         -- queue index made the planner scan every queued run per claim)
+         WHERE x.workspace_id = v_x AND x.id = c.id
+        RETURNING x AS run
+      )
+      SELECT pg_catalog.array_agg(u.run) INTO v_got FROM u;
+      v_pass := v_pass || coalesce(v_got, '{}');
+    END LOOP;
+    -- in the fair order
+    v_pass := ARRAY(SELECT p FROM pg_catalog.unnest(v_pass) p ORDER BY pg_catalog.array_position(v_try, p.id));
+    v_rows := v_rows || v_pass;
+    -- done: n claimed, or every candidate claimed and none of the
+    -- workspaces cut at k candidates
+    EXIT WHEN pg_catalog.cardinality(v_rows) >= n
+           OR (pg_catalog.cardinality(v_cid) = pg_catalog.cardinality(v_pass) AND NOT v_more);
+    -- some candidates were taken by concurrent claimers: look past them
+    v_skip := v_skip || ARRAY(SELECT x FROM pg_catalog.unnest(v_try) x
+                               WHERE x <> ALL (ARRAY(SELECT p.id FROM pg_catalog.unnest(v_pass) p)));
+  END LOOP;
+  IF pg_catalog.cardinality(v_rows) = 0 THEN
+    RETURN;
+  END IF;
+  -- one audit row per claimed run (agent._audit_run), in claim order; the
+  -- owners read first, so that the statement that audits reads no
+  -- distributed table (it runs here)
+  SELECT pg_catalog.array_agg(a.id), pg_catalog.array_agg(a.owner_id) INTO v_aids, v_owners
+    FROM agent.agents a
+   WHERE a.workspace_id = ANY (ARRAY(SELECT DISTINCT r.workspace_id FROM pg_catalog.unnest(v_rows) r))
+     AND a.id = ANY (ARRAY(SELECT r.agent_id FROM pg_catalog.unnest(v_rows) r));
+  PERFORM agent._audit_event('run.claim', 'success', 'run', r.id::text, r.workspace_id,
+                             v_owners[pg_catalog.array_position(v_aids, r.agent_id)],
+                             pg_catalog.jsonb_build_object('agent_id', r.agent_id, 'status', 'running', 'attempts', r.attempts),
+                             pg_catalog.format('run %s claimed (attempt %s)', r.id, r.attempts), NULL)
+     FROM pg_catalog.unnest(v_rows) r;
+  RETURN QUERY SELECT * FROM pg_catalog.unnest(v_rows);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.renew_lease(run_id bigint) RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_until timestamptz;
+  v_status text;
+  -- the session's workspace, or the run's own for a session bound to none
+  v_ws text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT r.workspace_id INTO v_ws FROM agent.runs r WHERE r.id = renew_lease.run_id;
+  END IF;
+  UPDATE agent.runs r
+     SET lease_until = now() + current_setting('pg_agents.run_lease')::interval
+   WHERE r.workspace_id = v_ws AND r.id = renew_lease.run_id AND r.status = 'running'
+  RETURNING r.lease_until INTO v_until;
+  IF NOT FOUND THEN
+    SELECT r.status INTO v_status FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = renew_lease.run_id;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'run % does not exist', renew_lease.run_id USING ERRCODE = 'undefined_object';
+    END IF;
+    RAISE EXCEPTION 'run % is not running', renew_lease.run_id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run is %s; only a running run holds a lease.', v_status);
+  END IF;
+  RETURN v_until;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.wait_for_children(run_id bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r agent.runs%ROWTYPE;
+BEGIN
+  r := agent._lock_run(wait_for_children.run_id);
+  IF r.status <> 'running' THEN
+    RAISE EXCEPTION 'run % is not running', r.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run is %s; only a running run may wait for its children.', r.status);
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.runs c
+                  WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id AND agent._run_is_active(c.status)) THEN
+    RETURN false;
+  END IF;
+  UPDATE agent.runs x SET status = 'waiting_children', lease_until = NULL
+   WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
+  PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_children'),
+                           format('run %s waits for its child runs', r.id));
+  PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_children');
+  RETURN true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.add_usage(run_id bigint, tokens_in int, tokens_out int, model text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  r         agent.runs%ROWTYPE;
+  v_t       bigint;
+  v_left    bigint;
+  v_cur     bigint;
+  v_n       integer := 0;
+  v_release bigint := 0;
+  v_parent  bigint;
+  v_active  boolean;
+  v_total   bigint;
+  v_reserved bigint;
+  v_budget  bigint;
+BEGIN
+  IF add_usage.tokens_in IS NULL OR add_usage.tokens_out IS NULL
+     OR add_usage.tokens_in < 0 OR add_usage.tokens_out < 0 THEN
+    RAISE EXCEPTION 'token counts must be non-negative'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  r := agent._lock_run(add_usage.run_id);
+  v_t := add_usage.tokens_in::bigint + add_usage.tokens_out;
+  -- walk up the chain (the tree is locked), one indexed UPDATE per run: every
+  -- run on it adds the tokens to tokens_total; a parent's reservation for its
+  -- active child on the chain shrinks by what the child used of its budget
+  -- (at most 16 ancestors)
+  v_cur := r.id;
+  LOOP
+    UPDATE agent.runs x
+       SET tokens_total = x.tokens_total + v_t,
+           tokens_reserved = greatest(0, x.tokens_reserved - v_release),
+           tokens_in = x.tokens_in + CASE WHEN v_n = 0 THEN add_usage.tokens_in ELSE 0 END,
+           tokens_out = x.tokens_out + CASE WHEN v_n = 0 THEN add_usage.tokens_out ELSE 0 END,
+           model = CASE WHEN v_n = 0 THEN coalesce(add_usage.model, x.model) ELSE x.model END
+      FROM agent.agents a
+     WHERE x.workspace_id = r.workspace_id AND x.id = v_cur AND a.workspace_id = r.workspace_id AND a.id = x.agent_id
+    RETURNING x.parent_run_id, agent._run_is_active(x.status), x.tokens_total, x.tokens_reserved,
+              coalesce(x.token_budget, a.default_token_budget)
+      INTO v_parent, v_active, v_total, v_reserved, v_budget;
+    EXIT WHEN NOT FOUND;
+    IF v_n = 0 THEN
+      v_left := v_budget - v_total - v_reserved;
+    END IF;
+    EXIT WHEN v_parent IS NULL OR v_n >= 16;
+    v_release := CASE WHEN v_active THEN least(v_t, greatest(0, v_budget - (v_total - v_t))) ELSE 0 END;
+    v_cur := v_parent;
+    v_n := v_n + 1;
+  END LOOP;
+  RETURN v_left;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.rerun(run_id bigint, by_user text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  o    agent.runs%ROWTYPE;
+  a    agent.agents%ROWTYPE;
+  v_id bigint;
+  n    agent.runs%ROWTYPE;
+  v_ws text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = rerun.run_id;
+  END IF;
+  SELECT * INTO o FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = rerun.run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'run % does not exist', rerun.run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = o.agent_id;
+  IF a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', o.agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF o.regime = 'manual' THEN
+    IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'chat'), false)
+       OR (o.requested_by IS DISTINCT FROM by_user
+           AND agent.activity_scope(by_user, o.agent_id) IS DISTINCT FROM 'all') THEN
+      RAISE EXCEPTION 'user "%" may not re-run run %', by_user, o.id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'Re-running a manual run requires the chat level and seeing the run (one''s own run, or the full level).';
+    END IF;
+  ELSE
+    IF NOT coalesce(agent.user_can(by_user, o.agent_id, 'edit_settings'), false) THEN
+      RAISE EXCEPTION 'user "%" may not re-run run %', by_user, o.id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'Re-running an autonomous run requires the edit level on the agent.';
+    END IF;
+    IF a.status = 'suspended' THEN
+      RAISE EXCEPTION 'agent % is suspended', a.id
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              DETAIL = 'A suspended agent starts no autonomous run; chat still works.';
+    END IF;
+  END IF;
+  v_id := agent._enqueue_run(o.agent_id, o.regime, 'rerun',
+                             o.input || jsonb_build_object('rerun_of', o.id), NULL,
+                             CASE WHEN o.regime = 'manual' THEN by_user ELSE coalesce(by_user, o.requested_by) END);
+  SELECT * INTO n FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = v_id;
+  PERFORM agent._audit_run('run.rerun', n, 'success',
+                           jsonb_build_object('rerun_of', o.id, 'by_user', by_user, 'status', n.status),
+                           format('run %s re-runs run %s', v_id, o.id));
+  RETURN v_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.cancel_run(run_id bigint, by_user text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r      agent.runs%ROWTYPE;
+  v_need text;
+  v_n    integer;
+BEGIN
+  r := agent._lock_run(cancel_run.run_id);
+  v_need := CASE WHEN r.regime = 'manual' AND r.requested_by = by_user THEN 'chat' ELSE 'edit_settings' END;
+  IF NOT coalesce(agent.user_can(by_user, r.agent_id, v_need), false) THEN
+    RAISE EXCEPTION 'user "%" may not cancel run %', by_user, r.id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Cancelling one''s own manual run requires the chat level; any other run the edit level.';
+  END IF;
+  IF NOT agent._run_is_active(r.status) THEN
+    RETURN 0;
+  END IF;
+  SELECT count(*) INTO v_n
+    FROM agent.runs d
+   WHERE d.workspace_id = r.workspace_id AND d.root_run_id = r.root_run_id AND agent._run_is_active(d.status)
+     AND (d.id = r.id OR d.id IN (WITH RECURSIVE t(id) AS (
+                                    SELECT c.id FROM agent.runs c
+                                     WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id
+                                    UNION ALL
+                                    SELECT c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id
+                                     WHERE c.workspace_id = r.workspace_id)
+                                  SELECT t.id FROM t));
+  PERFORM agent._finish_run(r.id, 'cancelled', NULL, format('cancelled by %s', by_user));
+  RETURN v_n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._tick_runs(p_now timestamptz DEFAULT now()) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_max       int := current_setting('pg_agents.max_attempts')::int;
+  c           record;
+  r           agent.runs%ROWTYPE;
+  ap          agent.approvals%ROWTYPE;
+  v_reclaimed int := 0;
+  v_abandoned int := 0;
+  v_expired   int := 0;
+  v_cancelled int := 0;
+  v_owner     text;
+BEGIN
+  -- runs whose executor's lease has passed
+  -- (each run's workspace named in every statement after the first: Citus
+  -- routes by it; the tree lock as agent._lock_tree's)
+  FOR c IN SELECT x.workspace_id, x.id, coalesce(rt.id, x.id) AS root
+             FROM agent.runs x LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
+            WHERE x.status = 'running' AND x.lease_until < p_now ORDER BY x.id
+  LOOP
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.root FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.id FOR UPDATE;
+    CONTINUE WHEN r.status <> 'running' OR NOT r.lease_until < p_now;
+    IF r.attempts >= v_max THEN
+      PERFORM agent._finish_run(r.id, 'failed', NULL, format('run abandoned after %s attempts', r.attempts));
+      v_abandoned := v_abandoned + 1;
+    ELSE
+      UPDATE agent.runs x SET status = 'queued', lease_until = NULL
+       WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
+      PERFORM agent._audit_run('run.reclaim', r, 'success',
+                               jsonb_build_object('status', 'queued', 'attempts', r.attempts),
+                               format('run %s re-queued: its lease expired (attempt %s of %s)', r.id, r.attempts, v_max));
+      PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
+      v_reclaimed := v_reclaimed + 1;
+    END IF;
+  END LOOP;
+
+  -- runs of deleted agents never start (agent.claim_runs skips them); from
+  -- the few deleted agents (agents_deleted_idx) to their runs (runs_agent_idx),
+  -- never through every active run (the tick's own queued runs included)
+  FOR c IN SELECT x.workspace_id, x.id, coalesce(rt.id, x.id) AS root, x.agent_id
+             FROM agent.agents a
+             CROSS JOIN LATERAL (
+                   SELECT y.workspace_id, y.id, y.root_run_id, y.agent_id FROM agent.runs y
+                    WHERE y.workspace_id = a.workspace_id AND y.agent_id = a.id
+                      AND y.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')) x
+             LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
+            WHERE a.deleted_at IS NOT NULL
+            ORDER BY x.id
+  LOOP
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.root FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    IF agent._finish_run(c.id, 'cancelled', NULL, format('agent %s was deleted', c.agent_id)) THEN
+      v_cancelled := v_cancelled + 1;
+    END IF;
+  END LOOP;
+
+  -- pending approvals past their time-to-live
+  FOR c IN SELECT p.workspace_id, p.id, coalesce(rt.id, x.id) AS root FROM agent.approvals p
+             JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+             LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
+            WHERE p.status = 'pending' AND p.expires_at <= p_now ORDER BY p.id
+  LOOP
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.root FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    SELECT * INTO ap FROM agent.approvals p WHERE p.workspace_id = c.workspace_id AND p.id = c.id FOR UPDATE;
+    CONTINUE WHEN ap.status <> 'pending';
+    UPDATE agent.approvals p SET status = 'expired', decided_at = p_now
+     WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
+    SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
+    SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
+    PERFORM agent._audit_event('approval.expire', 'success', 'approval', ap.id::text, ap.workspace_id,
+                               v_owner,
+                               jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
+                               format('approval of %s on run %s expired', ap.tool, ap.run_id));
+    v_expired := v_expired + 1;
+    IF r.status = 'waiting_approval' THEN
+      PERFORM agent._finish_run(r.id, 'expired', NULL,
+                                format('approval of tool "%s" expired at %s', ap.tool, ap.expires_at));
+    END IF;
+  END LOOP;
+
+  RETURN jsonb_build_object('reclaimed', v_reclaimed, 'abandoned', v_abandoned,
+                            'approvals_expired', v_expired, 'cancelled_deleted', v_cancelled);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._worker_reclaim(p_worker_pid integer) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  c        record;
+  n        integer := 0;
+  v_max    integer := coalesce(nullif(current_setting('pg_agents.max_attempts', true), '')::integer, 3);
+  v_tries  integer;
+BEGIN
+  -- the runs first (a colocated join), then each locked in its workspace
+  -- (Citus routes by it and refuses FOR UPDATE across workspaces)
+  FOR c IN
+    SELECT ru.workspace_id, ru.id
+      FROM agent.runs ru JOIN agent.run_state s ON s.workspace_id = ru.workspace_id AND s.run_id = ru.id
+     WHERE ru.status = 'running' AND s.worker_pid IS DISTINCT FROM p_worker_pid
+     ORDER BY ru.id
+  LOOP
+    SELECT ru.attempts INTO v_tries FROM agent.runs ru
+     WHERE ru.workspace_id = c.workspace_id AND ru.id = c.id AND ru.status = 'running'
+       FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    IF v_tries >= v_max THEN
+      PERFORM agent.finish_run(c.id, 'failed', NULL,
+        format('the worker stopped during this run %s times (pg_agents.max_attempts = %s)', v_tries, v_max));
+    ELSE
+      UPDATE agent.runs SET status = 'queued', lease_until = NULL WHERE workspace_id = c.workspace_id AND id = c.id;
+      UPDATE agent.run_state SET worker_pid = NULL WHERE workspace_id = c.workspace_id AND run_id = c.id;
+    END IF;
+    n := n + 1;
+  END LOOP;
+  RETURN n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._worker_cleanup() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  n integer;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table;
+  -- a colocated join, on the workspace too)
+  DELETE FROM agent.run_state s USING agent.runs r
+   WHERE r.workspace_id = s.workspace_id AND r.id = s.run_id
+     AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children');
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._worker_finish_replies(p_replies jsonb, p_lease_secs integer)
+RETURNS TABLE(run_id bigint, outcome text)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_rows agent.runs[];
+  v_out  text[];
+  v_ids  bigint[];
+  v_all  bigint[];
+  v_ws   text;
+  v_wids bigint[];
+  v_wids_all bigint[] := '{}';
+BEGIN
+  IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
+              WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
+                 OR x.tokens_cached < 0) THEN
+    RAISE EXCEPTION 'token counts must be non-negative' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+
+  -- One statement per workspace.  The update finds the runs among the running ones
+  -- (status = 'running': the small partial index runs_lease_idx, whatever
+  -- the size of agent.runs), locks them (a root run's row is its tree
+  -- lock), adds the usage (agent.add_usage of a root run: no
+  -- ancestor) and ends them as agent._finish_run does, unless messages wait
+  -- (then the lease is renewed); the steps are written as src/tools.c
+  -- ToolsRecordStep does; the state of ended runs is forgotten.
+  v_all := ARRAY(SELECT (e ->> 'run_id')::bigint FROM jsonb_array_elements(p_replies) e);
+  -- workspace by workspace (Citus routes each statement by it): those of the
+  -- runs still running (runs_lease_idx); a batch is mostly of one
+  FOR v_ws, v_wids IN SELECT r.workspace_id, array_agg(r.id) FROM agent.runs r
+                       WHERE r.id = ANY (v_all) AND r.status = 'running' GROUP BY r.workspace_id ORDER BY 1
+  LOOP
+    v_wids_all := v_wids_all || v_wids;
+    WITH x AS MATERIALIZED (
+      SELECT x.*, agent.redact(x.input) AS step_input, agent.redact(x.output) AS step_output,
+             EXISTS (SELECT 1 FROM agent.run_messages m
+                      WHERE m.workspace_id = v_ws AND m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
+        FROM jsonb_to_recordset(p_replies)
+          AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer,
+               tokens_in integer, tokens_out integer, tokens_cached integer, started_us bigint, text text)
+       WHERE x.run_id = ANY (v_wids)),
+    u AS (
+      UPDATE agent.runs r
+         SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
+             tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
+             tokens_cached = r.tokens_cached + coalesce(x.tokens_cached, 0),
+             model = coalesce(x.model, r.model),
+             -- the live progress of the step (agent._teams_steps_inserted then finds it done)
+             current_step = 'llm' || coalesce(':' || x.model, ''),
+             preview = agent._teams_step_preview('llm', x.step_output),
+             status = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN 'budget_exceeded'
+                           WHEN x.waits THEN r.status ELSE 'succeeded' END,
+             output = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN r.output
+                           WHEN x.waits THEN r.output ELSE jsonb_build_object('text', coalesce(x.text, '')) END,
+             error = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget)
+                            THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
+                                        r.tokens_total + x.tokens_in + x.tokens_out)
+                          WHEN x.waits THEN r.error END,
+             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN now()
+                                WHEN x.waits THEN r.finished_at ELSE now() END,
+             lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
+                                WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
+        FROM x, agent.agents a
+       WHERE r.workspace_id = v_ws AND r.id = ANY (v_wids) AND r.id = x.run_id
+         AND a.workspace_id = v_ws AND a.id = r.agent_id
+         AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
+         AND NOT EXISTS (SELECT 1 FROM agent.runs c
+                          WHERE c.workspace_id = v_ws AND c.parent_run_id = r.id AND agent._run_is_active(c.status))
+      RETURNING r AS run, r.status <> 'running' AS ended),
+    s AS (
+      INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, tokens,
+                                   started_at, finished_at)
+      SELECT (u.run).workspace_id, x.run_id,
+             coalesce((SELECT max(st.seq) FROM agent.run_steps st WHERE st.workspace_id = v_ws AND st.run_id = x.run_id), 0) + 1,
+             'llm', x.model, x.step_input, x.step_output, 'ok', x.tokens,
+             timestamptz 'epoch' + x.started_us * interval '1 microsecond', clock_timestamp()
+        FROM u JOIN x ON x.run_id = (u.run).id
+       ORDER BY x.run_id),
+    d AS (
+      DELETE FROM agent.run_state st USING u WHERE st.workspace_id = v_ws AND st.run_id = (u.run).id AND u.ended)
+    SELECT v_rows || array_agg(u.run ORDER BY (u.run).id) FILTER (WHERE u.ended),
+           v_out || array_agg(CASE WHEN u.ended THEN 'finished' ELSE 'continue' END ORDER BY (u.run).id),
+           v_ids || array_agg((u.run).id ORDER BY (u.run).id)
+      INTO v_rows, v_out, v_ids
+      FROM u;
+  END LOOP;
+
+  IF v_rows IS NOT NULL THEN
+    PERFORM agent._finish_runs_effects(v_rows);
+  END IF;
+
+  -- the others: no longer running (gone), or left to the one-reply path (single)
+  RETURN QUERY
+  SELECT x.run_id,
+         coalesce(v_out[array_position(v_ids, x.run_id)],
+                  CASE WHEN x.run_id = ANY (v_wids_all) THEN 'single' ELSE 'gone' END)
+    FROM jsonb_to_recordset(p_replies) AS x(run_id bigint);
+END
+$$;
