@@ -1262,24 +1262,31 @@ DECLARE
   v_max   int := agent.delegation_depth_limit();
   v_chain bigint[];
   v_to    jsonb;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
 BEGIN
-  SELECT * INTO r FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  END IF;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = delegation_context.run_id;
   -- a run of another workspace is an unknown run
-  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
+  IF r.id IS NULL THEN
     RAISE EXCEPTION 'run % does not exist', delegation_context.run_id USING ERRCODE = 'undefined_object';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = r.agent_id;
   WITH RECURSIVE c(id, parent, agent_id, n) AS (
-    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.id = r.id
+    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = r.id
     UNION ALL
-    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent WHERE c.n < 16)
+    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent
+     WHERE x.workspace_id = v_ws AND c.n < 16)
   SELECT array_agg(c.agent_id ORDER BY c.n DESC) INTO v_chain FROM c;
   SELECT coalesce(jsonb_agg(jsonb_build_object('agent_id', d.id, 'name', d.name) ORDER BY d.id), '[]')
     INTO v_to
     FROM agent.agents d
-   WHERE d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
+   WHERE d.workspace_id = v_ws
+     AND d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
                    WHERE (e #>> '{}') ~ '^[0-9]{1,18}$')
-     AND d.workspace_id = a.workspace_id AND d.deleted_at IS NULL AND d.status = 'active'
+     AND d.deleted_at IS NULL AND d.status = 'active'
      AND d.id <> ALL (v_chain);
   RETURN jsonb_build_object(
     'depth', r.depth, 'max_depth', v_max, 'chain', to_jsonb(v_chain),
@@ -1323,6 +1330,7 @@ DECLARE
   v_id  bigint;
   v_len bigint;
   v_max bigint;
+  v_owner text;
 BEGIN
   IF tool IS NULL THEN
     RAISE EXCEPTION 'tool name must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -1350,20 +1358,21 @@ BEGIN
             DETAIL = format('The run is %s; only a running run asks for an approval.', r.status);
   END IF;
   SELECT p.id INTO v_id FROM agent.approvals p
-   WHERE p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
+   WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
   IF NOT FOUND THEN
     INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
     VALUES (r.workspace_id, r.id, v_key, tool, v_in, 'pending',
             now() + current_setting('pg_agents.approval_ttl')::interval)
     RETURNING id INTO v_id;
-    PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id,
-                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+    SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
+    PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id, v_owner,
                                jsonb_build_object('run_id', r.id, 'tool', tool, 'approval_key', v_key,
                                                   'input', agent.redact(v_in)),
                                format('run %s asks approval for %s', r.id, tool));
   END IF;
   IF r.status <> 'waiting_approval' THEN
-    UPDATE agent.runs x SET status = 'waiting_approval', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+    UPDATE agent.runs x SET status = 'waiting_approval', lease_until = NULL
+     WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
     PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_approval'),
                              format('run %s waits for approval of %s', r.id, tool));
     PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_approval');
@@ -1386,20 +1395,39 @@ DECLARE
   v_state text;
   ap      agent.approvals%ROWTYPE;
   v_root  bigint;
+  v_agents bigint[];
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+  v_now   timestamptz := now();
 BEGIN
   IF p_key IS NULL OR p_by_user IS NULL OR p_by_user = '' THEN
     RAISE EXCEPTION 'approval key and deciding user are required'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT array_agg(p.id ORDER BY p.id) FILTER (WHERE coalesce(agent.user_can(p_by_user, x.agent_id, 'edit_settings'), false)),
-         count(*) > 0
-    INTO v_ids, v_any
-    FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
-   WHERE p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > now()
-     AND (p_run_id IS NULL OR p.run_id = p_run_id) AND agent._workspace_ok(x.workspace_id);
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: that of the key's latest
+    -- approval (a pending one first)
+    SELECT p.workspace_id INTO v_ws FROM agent.approvals p
+     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
+     ORDER BY p.status = 'pending' DESC, p.id DESC LIMIT 1;
+  END IF;
+  -- every statement names the workspace (Citus routes by it); the levels
+  -- are checked after the read (agent.user_can reads distributed tables)
+  SELECT array_agg(p.id ORDER BY p.id), array_agg(x.agent_id ORDER BY p.id), count(*) > 0
+    INTO v_ids, v_agents, v_any
+    FROM agent.approvals p JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+   WHERE p.workspace_id = v_ws AND p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > v_now
+     AND (p_run_id IS NULL OR p.run_id = p_run_id);
+  IF v_any THEN
+    v_ids := ARRAY(SELECT u.id FROM unnest(v_ids, v_agents) u(id, agent_id)
+                    WHERE coalesce(agent.user_can(p_by_user, u.agent_id, 'edit_settings'), false) ORDER BY u.id);
+    IF cardinality(v_ids) = 0 THEN
+      v_ids := NULL;
+    END IF;
+  END IF;
   IF NOT v_any THEN
-    SELECT p.status INTO v_state FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
-     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id) AND agent._workspace_ok(x.workspace_id)
+    SELECT p.status INTO v_state FROM agent.approvals p
+     WHERE p.workspace_id = v_ws AND p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
      ORDER BY p.id DESC LIMIT 1;
     IF v_state IS NULL THEN
       RAISE EXCEPTION 'no pending approval with key "%"', p_key
@@ -1420,10 +1448,13 @@ BEGIN
             DETAIL = 'The same tool call waits for approval in several runs; a decision applies to one.',
             HINT = 'Pass the run id as the third argument.';
   END IF;
-  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root
-    FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id WHERE p.id = v_ids[1];
-  PERFORM agent._lock_tree(v_root);
-  SELECT * INTO ap FROM agent.approvals p WHERE p.id = v_ids[1] FOR UPDATE;
+  SELECT coalesce(rt.id, x.id) INTO v_root
+    FROM agent.approvals p JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+    LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
+   WHERE p.workspace_id = v_ws AND p.id = v_ids[1];
+  -- the tree lock (agent._lock_tree), then the approval
+  PERFORM 1 FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = v_root FOR UPDATE;
+  SELECT * INTO ap FROM agent.approvals p WHERE p.workspace_id = v_ws AND p.id = v_ids[1] FOR UPDATE;
   IF ap.status <> 'pending' THEN
     RAISE EXCEPTION 'approval "%" is no longer pending', p_key
       USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1440,13 +1471,17 @@ CREATE FUNCTION agent._record_decision(ap agent.approvals, p_by_user text, p_dec
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_owner text;
 BEGIN
-  UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now() WHERE p.id = ap.id;
+  UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now()
+   WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
+  SELECT a.owner_id INTO v_owner
+    FROM agent.agents a JOIN agent.runs x ON x.workspace_id = a.workspace_id AND x.agent_id = a.id
+   WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
   PERFORM agent._audit_event(CASE p_decision WHEN 'approved' THEN 'approval.approve' ELSE 'approval.deny' END,
                              CASE p_decision WHEN 'approved' THEN 'success' ELSE 'denied' END,
-                             'approval', ap.id::text, ap.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id
-                               WHERE x.id = ap.run_id),
+                             'approval', ap.id::text, ap.workspace_id, v_owner,
                              jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
                                                 'approval_key', ap.approval_key, 'by_user', p_by_user)
                                || CASE WHEN ap.reason IS NOT NULL THEN jsonb_build_object('reason', ap.reason)
@@ -1469,10 +1504,11 @@ DECLARE
 BEGIN
   ap := agent._approval_to_decide(approve.approval_key, by_user, approve.run_id);
   PERFORM agent._record_decision(ap, by_user, 'approved');
-  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
   IF r.status = 'waiting_approval'
-     AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
-    UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p
+                      WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
     PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
                              format('run %s re-queued: approved by %s', r.id, by_user));
     PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
@@ -1494,6 +1530,7 @@ DECLARE
   ap     agent.approvals%ROWTYPE;
   r      agent.runs%ROWTYPE;
   v_why  text := nullif(pg_catalog.btrim(deny.reason), '');
+  v_ends boolean;
 BEGIN
   IF pg_catalog.char_length(v_why) > 1000 THEN
     RAISE EXCEPTION 'reason of a denial is too long'
@@ -1501,20 +1538,23 @@ BEGIN
             DETAIL = pg_catalog.format('A reason has at most 1000 characters; this one has %s.', pg_catalog.char_length(v_why));
   END IF;
   ap := agent._approval_to_decide(deny.approval_key, by_user, deny.run_id);
-  UPDATE agent.approvals p SET reason = v_why WHERE p.id = ap.id;
+  UPDATE agent.approvals p SET reason = v_why WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
   ap.reason := v_why;
   PERFORM agent._record_decision(ap, by_user, 'denied');
-  IF coalesce((SELECT a.scope -> 'deny_ends_run' = 'true'::jsonb
-                 FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id WHERE x.id = ap.run_id), false) THEN
+  SELECT a.scope -> 'deny_ends_run' = 'true'::jsonb INTO v_ends
+    FROM agent.agents a JOIN agent.runs x ON x.workspace_id = a.workspace_id AND x.agent_id = a.id
+   WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
+  IF coalesce(v_ends, false) THEN
     PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
     RETURN ap.run_id;
   END IF;
   -- the run resumes: the worker hands the model a refusal for this call
   -- (agent.consume_refusal) and goes on from there
-  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
   IF r.status = 'waiting_approval'
-     AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
-    UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p
+                      WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
     PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
                              format('run %s re-queued: %s declined %s', r.id, by_user, ap.tool));
     PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
@@ -1555,12 +1595,17 @@ AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
   ap    agent.approvals%ROWTYPE;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_approval.run_id;
+  END IF;
   UPDATE agent.approvals p SET consumed_at = clock_timestamp()
-   WHERE p.id = (SELECT q.id FROM agent.approvals q
-                  WHERE q.run_id = consume_approval.run_id AND q.approval_key = v_key
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_approval.run_id AND q.approval_key = v_key
                     AND q.status = 'approved' AND q.consumed_at IS NULL
-                    AND agent._workspace_ok(q.workspace_id)
                   ORDER BY q.id LIMIT 1
                   FOR UPDATE SKIP LOCKED)
      AND p.consumed_at IS NULL
@@ -1584,12 +1629,17 @@ AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_refusal.input, '{}'));
   ap    agent.approvals%ROWTYPE;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_refusal.run_id;
+  END IF;
   UPDATE agent.approvals p SET consumed_at = clock_timestamp()
-   WHERE p.id = (SELECT q.id FROM agent.approvals q
-                  WHERE q.run_id = consume_refusal.run_id AND q.approval_key = v_key
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_refusal.run_id AND q.approval_key = v_key
                     AND q.status IN ('denied', 'expired') AND q.consumed_at IS NULL
-                    AND agent._workspace_ok(q.workspace_id)
                   ORDER BY q.id LIMIT 1
                   FOR UPDATE SKIP LOCKED)
      AND p.consumed_at IS NULL
@@ -1623,15 +1673,20 @@ AS $$
 DECLARE
   c agent.runs%ROWTYPE;
   p agent.runs%ROWTYPE;
+  -- the parent's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
-  SELECT * INTO c FROM agent.runs WHERE id = p_child_run_id;
-  SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_parent_run_id;
+  END IF;
+  SELECT * INTO c FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_child_run_id;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id;
   -- the delegate step on the parent (agent.try_delegate); its output is the
   -- child's result, set when the child ends (at once if the child could not
   -- be queued)
   IF p_record_step THEN
     PERFORM agent._runs_add_step(
-      p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.id = p_child_agent_id),
+      p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_child_agent_id),
       jsonb_build_object('child_run_id', c.id, 'child_agent_id', p_child_agent_id, 'task', p_task,
                          'attachments', p_attachments, 'token_budget', p_token_budget, 'depth', c.depth),
       CASE WHEN NOT agent._run_is_active(c.status) THEN
@@ -1712,8 +1767,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   p agent.runs%ROWTYPE;
+  -- the parent's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
-  SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_parent_run_id;
+  END IF;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id;
   PERFORM agent._runs_add_step(
     p_parent_run_id, 'denied', 'delegate_to_agent',
     jsonb_build_object('child_agent_id', p_child_agent_id, 'task', p_task),
@@ -1766,6 +1826,10 @@ DECLARE
   v_roots  bigint[];
   v_runs   bigint := 0;
   v_msgs   bigint := 0;
+  v_ws     text;
+  v_cand   bigint[];
+  v_locked bigint[];
+  v_n      bigint;
 BEGIN
   IF batch_size IS NULL OR batch_size < 1 THEN
     RAISE EXCEPTION 'batch_size must be positive' USING ERRCODE = 'invalid_parameter_value';
@@ -1780,28 +1844,35 @@ BEGIN
   -- it.  A tree with a run still active (or one that ended since) is kept
   -- whole, so that its roll-ups (tokens_total, reservations) stay those of
   -- its rows.  The roots are locked (the tree mutex, agent._lock_tree), a
-  -- tree someone holds is left for the next call.
-  SELECT pg_catalog.array_agg(c.id) INTO v_roots
-    FROM (SELECT r.id FROM agent.runs r
-           WHERE r.parent_run_id IS NULL
-             AND r.finished_at < v_cutoff
-             AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
-             AND NOT EXISTS (SELECT 1 FROM agent.runs d
-                              WHERE d.root_run_id = r.id AND d.id <> r.id
-                                AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
-                                     OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
-           LIMIT batch_size
-             FOR UPDATE OF r SKIP LOCKED) c;
-
-  IF v_roots IS NOT NULL THEN
+  -- tree someone holds is left for the next call: read first (a colocated
+  -- read), then locked and deleted workspace by workspace (Citus routes
+  -- each statement by it; a tree that ended stays ended).
+  FOR v_ws, v_cand IN
+    SELECT c.workspace_id, pg_catalog.array_agg(c.id)
+      FROM (SELECT r.workspace_id, r.id FROM agent.runs r
+             WHERE r.parent_run_id IS NULL
+               AND r.finished_at < v_cutoff
+               AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+               AND NOT EXISTS (SELECT 1 FROM agent.runs d
+                                WHERE d.workspace_id = r.workspace_id AND d.root_run_id = r.id AND d.id <> r.id
+                                  AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+                                       OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
+             LIMIT batch_size) c
+     GROUP BY c.workspace_id ORDER BY c.workspace_id
+  LOOP
+    v_locked := ARRAY(SELECT r.id FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = ANY (v_cand)
+                         FOR UPDATE OF r SKIP LOCKED);
+    CONTINUE WHEN pg_catalog.cardinality(v_locked) = 0;
     -- the trees (runs_root_idx); steps, approvals, messages, state and
     -- elicitations of these runs go with them (ON DELETE CASCADE)
     WITH d AS (
       DELETE FROM agent.runs x
-       WHERE x.root_run_id = ANY (v_roots) OR x.id = ANY (v_roots)
+       WHERE x.workspace_id = v_ws AND (x.root_run_id = ANY (v_locked) OR x.id = ANY (v_locked))
       RETURNING 1)
-    SELECT pg_catalog.count(*) INTO v_runs FROM d;
-  END IF;
+    SELECT pg_catalog.count(*) INTO v_n FROM d;
+    v_runs := v_runs + v_n;
+    v_roots := coalesce(v_roots, '{}') || v_locked;
+  END LOOP;
 
   -- conversation messages, where a module keeps them: its own purge, same
   -- cutoff and batch size (agent._purge_messages(cutoff, batch_size) returns
