@@ -1106,3 +1106,739 @@ BEGIN
     FROM jsonb_to_recordset(p_replies) AS x(run_id bigint);
 END
 $$;
+
+CREATE OR REPLACE FUNCTION agent.delegation_context(run_id bigint) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r       agent.runs%ROWTYPE;
+  a       agent.agents%ROWTYPE;
+  v_max   int := agent.delegation_depth_limit();
+  v_chain bigint[];
+  v_to    jsonb;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  END IF;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = delegation_context.run_id;
+  -- a run of another workspace is an unknown run
+  IF r.id IS NULL THEN
+    RAISE EXCEPTION 'run % does not exist', delegation_context.run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = r.agent_id;
+  WITH RECURSIVE c(id, parent, agent_id, n) AS (
+    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = r.id
+    UNION ALL
+    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent
+     WHERE x.workspace_id = v_ws AND c.n < 16)
+  SELECT array_agg(c.agent_id ORDER BY c.n DESC) INTO v_chain FROM c;
+  SELECT coalesce(jsonb_agg(jsonb_build_object('agent_id', d.id, 'name', d.name) ORDER BY d.id), '[]')
+    INTO v_to
+    FROM agent.agents d
+   WHERE d.workspace_id = v_ws
+     AND d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
+                   WHERE (e #>> '{}') ~ '^[0-9]{1,18}$')
+     AND d.deleted_at IS NULL AND d.status = 'active'
+     AND d.id <> ALL (v_chain);
+  RETURN jsonb_build_object(
+    'depth', r.depth, 'max_depth', v_max, 'chain', to_jsonb(v_chain),
+    'can_delegate', r.depth < v_max AND jsonb_array_length(v_to) > 0,
+    'delegates', CASE WHEN r.depth < v_max THEN v_to ELSE '[]'::jsonb END,
+    'remaining_budget', coalesce(r.token_budget, a.default_token_budget) - r.tokens_total - r.tokens_reserved);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.request_approval(run_id bigint, tool text, input jsonb) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r     agent.runs%ROWTYPE;
+  v_in  jsonb := coalesce(request_approval.input, '{}');
+  v_key text;
+  v_id  bigint;
+  v_len bigint;
+  v_max bigint;
+  v_owner text;
+BEGIN
+  IF tool IS NULL THEN
+    RAISE EXCEPTION 'tool name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- the approver sees exactly what will run: the whole input, or no approval
+  v_len := pg_catalog.octet_length(v_in::text);
+  v_max := pg_catalog.pg_size_bytes(pg_catalog.current_setting('pg_agents.approval_max_input'));
+  IF v_len > v_max THEN
+    RAISE EXCEPTION 'tool input of % bytes is too large to be approved', v_len
+      USING ERRCODE = 'program_limit_exceeded',
+            DETAIL = pg_catalog.format('An approval shows the whole input of the call it authorises, up to pg_agents.approval_max_input (%s bytes).', v_max),
+            HINT = 'Make the change in smaller calls, or ask a superuser to raise pg_agents.approval_max_input.';
+  END IF;
+  IF agent._has_credential(v_in) THEN
+    RAISE EXCEPTION 'tool input holds a credential-shaped value'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'An approval stores the input exactly as it will run, and a credential is never stored: the call is refused.',
+            HINT = 'Refer to the secret (e.g. by the name of a configured connection) instead of passing it.';
+  END IF;
+  v_key := agent.approval_key(tool, v_in);
+  r := agent._lock_run(request_approval.run_id);
+  IF r.status NOT IN ('running', 'waiting_approval') THEN
+    RAISE EXCEPTION 'run % is not running', r.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run is %s; only a running run asks for an approval.', r.status);
+  END IF;
+  SELECT p.id INTO v_id FROM agent.approvals p
+   WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
+  IF NOT FOUND THEN
+    INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
+    VALUES (r.workspace_id, r.id, v_key, tool, v_in, 'pending',
+            now() + current_setting('pg_agents.approval_ttl')::interval)
+    RETURNING id INTO v_id;
+    SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
+    PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id, v_owner,
+                               jsonb_build_object('run_id', r.id, 'tool', tool, 'approval_key', v_key,
+                                                  'input', agent.redact(v_in)),
+                               format('run %s asks approval for %s', r.id, tool));
+  END IF;
+  IF r.status <> 'waiting_approval' THEN
+    UPDATE agent.runs x SET status = 'waiting_approval', lease_until = NULL
+     WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
+    PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_approval'),
+                             format('run %s waits for approval of %s', r.id, tool));
+    PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_approval');
+  END IF;
+  RETURN v_key;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._approval_to_decide(p_key text, p_by_user text, p_run_id bigint)
+RETURNS agent.approvals
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_ids   bigint[];
+  v_any   boolean;
+  v_state text;
+  ap      agent.approvals%ROWTYPE;
+  v_root  bigint;
+  v_agents bigint[];
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+  v_now   timestamptz := now();
+BEGIN
+  IF p_key IS NULL OR p_by_user IS NULL OR p_by_user = '' THEN
+    RAISE EXCEPTION 'approval key and deciding user are required'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: that of the key's latest
+    -- approval (a pending one first)
+    SELECT p.workspace_id INTO v_ws FROM agent.approvals p
+     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
+     ORDER BY p.status = 'pending' DESC, p.id DESC LIMIT 1;
+  END IF;
+  -- every statement names the workspace (Citus routes by it); the levels
+  -- are checked after the read (agent.user_can reads distributed tables)
+  SELECT array_agg(p.id ORDER BY p.id), array_agg(x.agent_id ORDER BY p.id), count(*) > 0
+    INTO v_ids, v_agents, v_any
+    FROM agent.approvals p JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+   WHERE p.workspace_id = v_ws AND p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > v_now
+     AND (p_run_id IS NULL OR p.run_id = p_run_id);
+  IF v_any THEN
+    v_ids := ARRAY(SELECT u.id FROM unnest(v_ids, v_agents) u(id, agent_id)
+                    WHERE coalesce(agent.user_can(p_by_user, u.agent_id, 'edit_settings'), false) ORDER BY u.id);
+    IF cardinality(v_ids) = 0 THEN
+      v_ids := NULL;
+    END IF;
+  END IF;
+  IF NOT v_any THEN
+    SELECT p.status INTO v_state FROM agent.approvals p
+     WHERE p.workspace_id = v_ws AND p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
+     ORDER BY p.id DESC LIMIT 1;
+    IF v_state IS NULL THEN
+      RAISE EXCEPTION 'no pending approval with key "%"', p_key
+        USING ERRCODE = 'undefined_object';
+    END IF;
+    RAISE EXCEPTION 'approval "%" is no longer pending', p_key
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('It is %s.', CASE WHEN v_state = 'pending' THEN 'past its expiry time' ELSE v_state END);
+  END IF;
+  IF v_ids IS NULL THEN
+    RAISE EXCEPTION 'user "%" may not decide approval "%"', p_by_user, p_key
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Deciding an approval requires the edit level on the agent.';
+  END IF;
+  IF cardinality(v_ids) > 1 THEN
+    RAISE EXCEPTION 'approval key "%" is pending on % runs', p_key, cardinality(v_ids)
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'The same tool call waits for approval in several runs; a decision applies to one.',
+            HINT = 'Pass the run id as the third argument.';
+  END IF;
+  SELECT coalesce(rt.id, x.id) INTO v_root
+    FROM agent.approvals p JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+    LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
+   WHERE p.workspace_id = v_ws AND p.id = v_ids[1];
+  -- the tree lock (agent._lock_tree), then the approval
+  PERFORM 1 FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = v_root FOR UPDATE;
+  SELECT * INTO ap FROM agent.approvals p WHERE p.workspace_id = v_ws AND p.id = v_ids[1] FOR UPDATE;
+  IF ap.status <> 'pending' THEN
+    RAISE EXCEPTION 'approval "%" is no longer pending', p_key
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('It is %s.', ap.status);
+  END IF;
+  RETURN ap;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._record_decision(ap agent.approvals, p_by_user text, p_decision text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_owner text;
+BEGIN
+  UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now()
+   WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
+  SELECT a.owner_id INTO v_owner
+    FROM agent.agents a JOIN agent.runs x ON x.workspace_id = a.workspace_id AND x.agent_id = a.id
+   WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
+  PERFORM agent._audit_event(CASE p_decision WHEN 'approved' THEN 'approval.approve' ELSE 'approval.deny' END,
+                             CASE p_decision WHEN 'approved' THEN 'success' ELSE 'denied' END,
+                             'approval', ap.id::text, ap.workspace_id, v_owner,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
+                                                'approval_key', ap.approval_key, 'by_user', p_by_user)
+                               || CASE WHEN ap.reason IS NOT NULL THEN jsonb_build_object('reason', ap.reason)
+                                       ELSE '{}'::jsonb END,
+                             format('%s %s %s on run %s', p_by_user, p_decision, ap.tool, ap.run_id),
+                             CASE p_decision WHEN 'denied' THEN 'denied' END);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  ap agent.approvals%ROWTYPE;
+  r  agent.runs%ROWTYPE;
+BEGIN
+  ap := agent._approval_to_decide(approve.approval_key, by_user, approve.run_id);
+  PERFORM agent._record_decision(ap, by_user, 'approved');
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
+  IF r.status = 'waiting_approval'
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p
+                      WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
+    PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: approved by %s', r.id, by_user));
+    PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
+  END IF;
+  RETURN ap.run_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
+  ap    agent.approvals%ROWTYPE;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_approval.run_id;
+  END IF;
+  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_approval.run_id AND q.approval_key = v_key
+                    AND q.status = 'approved' AND q.consumed_at IS NULL
+                  ORDER BY q.id LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+     AND p.consumed_at IS NULL
+  RETURNING * INTO ap;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM agent._audit_event('approval.consume', 'success', 'approval', ap.id::text, ap.workspace_id, NULL,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
+                             format('run %s executes the approved call of %s', ap.run_id, ap.tool));
+  RETURN true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.consume_refusal(run_id bigint, tool text, input jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_key text := agent.approval_key(tool, coalesce(consume_refusal.input, '{}'));
+  ap    agent.approvals%ROWTYPE;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_refusal.run_id;
+  END IF;
+  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_refusal.run_id AND q.approval_key = v_key
+                    AND q.status IN ('denied', 'expired') AND q.consumed_at IS NULL
+                  ORDER BY q.id LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+     AND p.consumed_at IS NULL
+  RETURNING * INTO ap;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  PERFORM agent._audit_event('approval.refuse', 'denied', 'approval', ap.id::text, ap.workspace_id, NULL,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key,
+                                                'status', ap.status),
+                             format('run %s is told that the call of %s was %s', ap.run_id, ap.tool, ap.status),
+                             ap.status);
+  RETURN jsonb_build_object('status', ap.status, 'decided_by', ap.decided_by, 'reason', ap.reason);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._delegation_granted(p_parent_run_id bigint, p_child_run_id bigint,
+                                          p_child_agent_id bigint, p_task text,
+                                          p_attachments jsonb, p_token_budget bigint,
+                                          p_record_step boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  c agent.runs%ROWTYPE;
+  p agent.runs%ROWTYPE;
+  -- the parent's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_parent_run_id;
+  END IF;
+  SELECT * INTO c FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_child_run_id;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id;
+  -- the delegate step on the parent (agent.try_delegate); its output is the
+  -- child's result, set when the child ends (at once if the child could not
+  -- be queued)
+  IF p_record_step THEN
+    PERFORM agent._runs_add_step(
+      p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_child_agent_id),
+      jsonb_build_object('child_run_id', c.id, 'child_agent_id', p_child_agent_id, 'task', p_task,
+                         'attachments', p_attachments, 'token_budget', p_token_budget, 'depth', c.depth),
+      CASE WHEN NOT agent._run_is_active(c.status) THEN
+        jsonb_build_object('child_run_id', c.id, 'agent_id', c.agent_id, 'status', c.status,
+                           'output', c.output, 'error', c.error, 'tokens_total', c.tokens_total) END,
+      CASE WHEN NOT agent._run_is_active(c.status) THEN 'error' END,
+      NOT agent._run_is_active(c.status));
+  END IF;
+  PERFORM agent._audit_run('run.delegate', c, 'success',
+                           jsonb_build_object('parent_run_id', p_parent_run_id, 'parent_agent_id', p.agent_id,
+                                              'child_agent_id', p_child_agent_id, 'token_budget', p_token_budget,
+                                              'depth', c.depth, 'root_run_id', c.root_run_id, 'status', c.status),
+                           format('run %s (agent %s) delegated to agent %s: run %s, budget %s tokens',
+                                  p_parent_run_id, p.agent_id, p_child_agent_id, c.id, p_token_budget));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._delegation_refused(p_parent_run_id bigint, p_child_agent_id bigint, p_task text,
+                                          p_reason text, p_message text, p_detail text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  p agent.runs%ROWTYPE;
+  -- the parent's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_parent_run_id;
+  END IF;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id;
+  PERFORM agent._runs_add_step(
+    p_parent_run_id, 'denied', 'delegate_to_agent',
+    jsonb_build_object('child_agent_id', p_child_agent_id, 'task', p_task),
+    jsonb_build_object('reason', p_reason, 'error', p_message, 'detail', p_detail),
+    'denied', true);
+  PERFORM agent._audit_run('run.delegate', p, 'denied',
+                           jsonb_build_object('parent_run_id', p.id, 'child_agent_id', p_child_agent_id,
+                                              'depth', p.depth, 'reason', p_reason, 'error', p_message),
+                           format('delegation from run %s to agent %s refused: %s', p.id, p_child_agent_id, p_message),
+                           p_reason);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.purge_runs(batch_size integer DEFAULT 1000) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_days   integer := pg_catalog.current_setting('pg_agents.run_retention_days')::integer;
+  v_cutoff timestamptz;
+  v_roots  bigint[];
+  v_runs   bigint := 0;
+  v_msgs   bigint := 0;
+  v_ws     text;
+  v_cand   bigint[];
+  v_locked bigint[];
+  v_n      bigint;
+BEGIN
+  IF batch_size IS NULL OR batch_size < 1 THEN
+    RAISE EXCEPTION 'batch_size must be positive' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_days <= 0 THEN
+    RETURN 0;
+  END IF;
+  v_cutoff := pg_catalog.transaction_timestamp() - pg_catalog.make_interval(days => v_days);
+
+  -- Up to batch_size roots whose whole tree ended before the cutoff: the
+  -- root and every descendant in a terminal status with finished_at before
+  -- it.  A tree with a run still active (or one that ended since) is kept
+  -- whole, so that its roll-ups (tokens_total, reservations) stay those of
+  -- its rows.  The roots are locked (the tree mutex, agent._lock_tree), a
+  -- tree someone holds is left for the next call: read first (a colocated
+  -- read), then locked and deleted workspace by workspace (Citus routes
+  -- each statement by it; a tree that ended stays ended).
+  FOR v_ws, v_cand IN
+    SELECT c.workspace_id, pg_catalog.array_agg(c.id)
+      FROM (SELECT r.workspace_id, r.id FROM agent.runs r
+             WHERE r.parent_run_id IS NULL
+               AND r.finished_at < v_cutoff
+               AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+               AND NOT EXISTS (SELECT 1 FROM agent.runs d
+                                WHERE d.workspace_id = r.workspace_id AND d.root_run_id = r.id AND d.id <> r.id
+                                  AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+                                       OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
+             LIMIT batch_size) c
+     GROUP BY c.workspace_id ORDER BY c.workspace_id
+  LOOP
+    v_locked := ARRAY(SELECT r.id FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = ANY (v_cand)
+                         FOR UPDATE OF r SKIP LOCKED);
+    CONTINUE WHEN pg_catalog.cardinality(v_locked) = 0;
+    -- the trees (runs_root_idx); steps, approvals, messages, state and
+    -- elicitations of these runs go with them (ON DELETE CASCADE)
+    WITH d AS (
+      DELETE FROM agent.runs x
+       WHERE x.workspace_id = v_ws AND (x.root_run_id = ANY (v_locked) OR x.id = ANY (v_locked))
+      RETURNING 1)
+    SELECT pg_catalog.count(*) INTO v_n FROM d;
+    v_runs := v_runs + v_n;
+    v_roots := coalesce(v_roots, '{}') || v_locked;
+  END LOOP;
+
+  -- conversation messages, where a module keeps them: its own purge, same
+  -- cutoff and batch size (agent._purge_messages(cutoff, batch_size) returns
+  -- how many it removed)
+  IF pg_catalog.to_regprocedure('agent._purge_messages(timestamptz, integer)') IS NOT NULL THEN
+    EXECUTE 'SELECT agent._purge_messages($1, $2)' INTO v_msgs USING v_cutoff, batch_size;
+  END IF;
+
+  IF v_runs > 0 OR coalesce(v_msgs, 0) > 0 THEN
+    PERFORM agent._audit_event('run.purge', 'success', 'runs', NULL, NULL, NULL,
+                               pg_catalog.jsonb_build_object('retention_days', v_days, 'roots', coalesce(pg_catalog.cardinality(v_roots), 0),
+                                                             'runs', v_runs, 'messages', coalesce(v_msgs, 0)),
+                               pg_catalog.format('purged %s runs (%s delegation trees) ended more than %s days ago',
+                                                 v_runs, coalesce(pg_catalog.cardinality(v_roots), 0), v_days));
+  END IF;
+  RETURN v_runs;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_post(p_run agent.runs, p_sender text, p_body text, p_kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_kind text := coalesce(p_kind, CASE WHEN p_run.status = 'waiting_input' THEN 'answer' ELSE 'followup' END);
+  v_seq  integer;
+  v_id   bigint;
+BEGIN
+  IF p_body IS NULL OR btrim(p_body) = '' THEN
+    RAISE EXCEPTION 'message must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF NOT agent._run_is_active(p_run.status) THEN
+    RAISE EXCEPTION 'run % has already ended', p_run.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = format('The run ended %s; messages go only to queued, running or waiting runs.', p_run.status),
+            HINT = 'Start a new run (agent.start_run or agent.rerun) instead.';
+  END IF;
+  SELECT coalesce(max(m.seq), 0) + 1 INTO v_seq FROM agent.run_messages m
+   WHERE m.workspace_id = p_run.workspace_id AND m.run_id = p_run.id;
+  INSERT INTO agent.run_messages (workspace_id, run_id, seq, sender, kind, body)
+  VALUES (p_run.workspace_id, p_run.id, v_seq, p_sender, v_kind, p_body)
+  RETURNING id INTO v_id;
+  IF p_run.status = 'waiting_input' AND v_kind = 'answer' THEN
+    UPDATE agent.runs x SET status = 'queued', input_expires_at = NULL
+     WHERE x.workspace_id = p_run.workspace_id AND x.id = p_run.id;
+    PERFORM agent._audit_run('run.resume', p_run, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: answered by %s', p_run.id, p_sender));
+    PERFORM agent._runs_notify(p_run.id, p_run.agent_id, 'queued');
+  END IF;
+  PERFORM agent._request_wake();
+  RETURN v_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.send_to_run(run_id bigint, message text, by_user text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r       agent.runs%ROWTYPE;
+  v_id    bigint;
+  v_owner text;
+BEGIN
+  IF by_user IS NULL OR by_user = '' THEN
+    RAISE EXCEPTION 'by_user must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- a run of another workspace is an unknown run (agent._lock_run checks
+  -- before any lock)
+  r := agent._lock_run(send_to_run.run_id);
+  IF NOT agent.user_can(by_user, r.agent_id, 'chat') THEN
+    RAISE EXCEPTION 'user "%" may not send messages to run %', by_user, r.id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Sending to a run requires the chat level on its agent.';
+  END IF;
+  v_id := agent._teams_post(r, 'user:' || by_user, message);
+  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
+  PERFORM agent._audit_event('run.message', 'success', 'run', r.id::text, r.workspace_id, v_owner,
+                             jsonb_build_object('message_id', v_id, 'by_user', by_user),
+                             format('%s sent a message to run %s', by_user, r.id));
+  RETURN v_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_send(p_from_run bigint, p_to_run bigint, p_message text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r agent.runs%ROWTYPE;
+BEGIN
+  -- runs of another workspace (than the session's, or the sender's) are
+  -- unknown (agent._lock_run checks before any lock)
+  r := agent._lock_run(p_to_run);
+  IF r.parent_run_id IS DISTINCT FROM p_from_run
+     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.id = p_from_run) THEN
+    RAISE EXCEPTION 'run % is not a child of run %', p_to_run, p_from_run
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A run sends messages only to the runs it delegated to.';
+  END IF;
+  RETURN agent._teams_post(r, 'run:' || p_from_run, p_message);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_ask_parent(p_run_id bigint, p_question text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r    agent.runs%ROWTYPE;
+  p    agent.runs%ROWTYPE;
+  v_id bigint;
+BEGIN
+  -- a run of another workspace is unknown (agent._lock_run checks before any lock)
+  r := agent._lock_run(p_run_id);
+  -- a parent of another workspace is no parent
+  IF r.parent_run_id IS NULL
+     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.id = r.parent_run_id) THEN
+    RAISE EXCEPTION 'run % has no parent run', r.id USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF r.status <> 'running' THEN
+    RAISE EXCEPTION 'run % is not running', r.id
+      USING ERRCODE = 'object_not_in_prerequisite_state', DETAIL = format('It is %s.', r.status);
+  END IF;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.id = r.parent_run_id FOR UPDATE;
+  v_id := agent._teams_post(p, 'run:' || r.id, p_question, 'question');
+  -- a parent parked until its children end is woken up to see the question
+  IF p.status = 'waiting_children' THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = p.workspace_id AND x.id = p.id RETURNING * INTO p;
+    PERFORM agent._audit_run('run.resume', p, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: its child run %s asks a question', p.id, r.id));
+    PERFORM agent._runs_notify(p.id, p.agent_id, 'queued');
+  END IF;
+  UPDATE agent.runs x SET status = 'waiting_input', lease_until = NULL,
+         input_expires_at = now() + current_setting('pg_agents.approval_ttl')::interval
+   WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
+  PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_input', 'message_id', v_id),
+                           format('run %s asks its parent run %s', r.id, p.id));
+  PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_input');
+  RETURN v_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_take_messages(p_run_id bigint, p_kind text DEFAULT NULL, p_limit integer DEFAULT NULL)
+RETURNS SETOF agent.run_messages
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  RETURN QUERY
+  WITH m AS (
+    SELECT y.id FROM agent.run_messages y
+     WHERE y.workspace_id = v_ws AND y.run_id = p_run_id AND y.delivered_at IS NULL
+       AND (p_kind IS NULL OR y.kind = p_kind)
+     ORDER BY y.seq LIMIT p_limit FOR UPDATE),
+  u AS (
+    UPDATE agent.run_messages x SET delivered_at = clock_timestamp()
+      FROM m WHERE x.workspace_id = v_ws AND x.id = m.id
+    RETURNING x.*)
+  SELECT * FROM u;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_step_changed() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_label   text := NEW.kind || coalesce(':' || NEW.name, '');
+  v_root    bigint;
+BEGIN
+  UPDATE agent.runs x SET current_step = v_label, preview = agent._teams_step_preview(NEW.kind, NEW.output)
+   WHERE x.workspace_id = NEW.workspace_id AND x.id = NEW.run_id RETURNING coalesce(x.root_run_id, x.id) INTO v_root;
+  PERFORM pg_notify('agent_run_steps',
+                    json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
+                                      'step', v_label, 'status', NEW.status)::text);
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_steps_inserted() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_ids      bigint[];
+  v_wss      text[];
+  v_labels   text[];
+  v_previews text[];
+  v_roots    bigint[];
+BEGIN
+  -- each run shows its latest new step (as the row trigger would leave it)
+  SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.workspace_id ORDER BY l.run_id),
+         array_agg(l.label ORDER BY l.run_id), array_agg(l.preview ORDER BY l.run_id)
+    INTO v_ids, v_wss, v_labels, v_previews
+    FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.workspace_id, s.kind || coalesce(':' || s.name, '') AS label,
+                 agent._teams_step_preview(s.kind, s.output) AS preview
+            FROM new_steps s ORDER BY s.run_id, s.seq DESC) l;
+  IF v_ids IS NULL THEN
+    RETURN NULL;
+  END IF;
+  -- a run that shows it already (the worker's batch writes it with its own
+  -- update) is left alone
+  -- (each run by its workspace and id: Citus routes by the workspace)
+  UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+    FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
+   WHERE x.workspace_id = u.ws AND x.id = u.run_id
+     AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview);
+  -- the roots read first, so that the statement that notifies reads no
+  -- distributed table; one notification per step, in insertion order
+  v_roots := ARRAY(SELECT coalesce(x.root_run_id, x.id)
+                     FROM unnest(v_ids, v_wss) WITH ORDINALITY AS u(run_id, ws, ord)
+                     LEFT JOIN agent.runs x ON x.workspace_id = u.ws AND x.id = u.run_id
+                    ORDER BY u.ord);
+  PERFORM pg_notify('agent_run_steps',
+                    json_build_object('run_id', n.run_id,
+                                      'root_run_id', v_roots[array_position(v_ids, n.run_id)],
+                                      'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
+                                      'status', n.status)::text)
+     FROM new_steps n;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.run_tree(root_run_id bigint)
+RETURNS TABLE(run_id bigint, parent_run_id bigint, depth integer, agent_id bigint, agent_name text,
+              status text, origin text, tokens_in bigint, tokens_out bigint, tokens_total bigint,
+              current_step text, preview text, pending_messages bigint,
+              created_at timestamptz, finished_at timestamptz)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws text := agent._session_workspace();
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL THEN
+    SELECT r.workspace_id INTO v_ws FROM agent.runs r WHERE r.id = run_tree.root_run_id;
+  END IF;
+  -- a run of another workspace than the session's is unknown (no rows), and
+  -- a tree never crosses into another workspace
+  RETURN QUERY
+  WITH RECURSIVE t AS (
+    SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r
+     WHERE r.workspace_id = v_ws AND r.id = run_tree.root_run_id
+    UNION ALL
+    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id AND c.workspace_id = t.workspace_id
+     WHERE c.workspace_id = v_ws)
+  SELECT t.id, t.parent_run_id,
+         t.depth - (SELECT r0.depth FROM agent.runs r0 WHERE r0.workspace_id = v_ws AND r0.id = run_tree.root_run_id),
+         t.agent_id, a.name, t.status, t.origin, t.tokens_in, t.tokens_out, t.tokens_total,
+         t.current_step, t.preview,
+         (SELECT count(*) FROM agent.run_messages m
+           WHERE m.workspace_id = v_ws AND m.run_id = t.id AND m.delivered_at IS NULL),
+         t.created_at, t.finished_at
+    FROM t JOIN agent.agents a ON a.workspace_id = v_ws AND a.id = t.agent_id
+   ORDER BY t.path;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint, reason text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  ap     agent.approvals%ROWTYPE;
+  r      agent.runs%ROWTYPE;
+  v_why  text := nullif(pg_catalog.btrim(deny.reason), '');
+  v_ends boolean;
+BEGIN
+  IF pg_catalog.char_length(v_why) > 1000 THEN
+    RAISE EXCEPTION 'reason of a denial is too long'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('A reason has at most 1000 characters; this one has %s.', pg_catalog.char_length(v_why));
+  END IF;
+  ap := agent._approval_to_decide(deny.approval_key, by_user, deny.run_id);
+  UPDATE agent.approvals p SET reason = v_why WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
+  ap.reason := v_why;
+  PERFORM agent._record_decision(ap, by_user, 'denied');
+  SELECT a.scope -> 'deny_ends_run' = 'true'::jsonb INTO v_ends
+    FROM agent.agents a JOIN agent.runs x ON x.workspace_id = a.workspace_id AND x.agent_id = a.id
+   WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
+  IF coalesce(v_ends, false) THEN
+    PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
+    RETURN ap.run_id;
+  END IF;
+  -- the run resumes: the worker hands the model a refusal for this call
+  -- (agent.consume_refusal) and goes on from there
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
+  IF r.status = 'waiting_approval'
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p
+                      WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
+    PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
+                             format('run %s re-queued: %s declined %s', r.id, by_user, ap.tool));
+    PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
+  END IF;
+  RETURN ap.run_id;
+END
+$$;
