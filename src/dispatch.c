@@ -56,6 +56,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "events.h"
@@ -840,8 +841,9 @@ ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
 static bool
 DedupFirstSeen(EventCtx *ev, Candidate *c)
 {
-	Oid			types[4] = {TEXTOID, INT8OID, TEXTOID, FLOAT8OID};
-	Datum		args[4];
+	Oid			types[5] = {TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[5];
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ret;
 
 	if (pg_agents_dedup_window <= 0)
@@ -850,19 +852,22 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	 * A concurrent insert of the same key waits for the first transaction:
 	 * if it commits, the row is within the window and nothing is returned;
 	 * if it rolls back, this one inserts.  An expired fingerprint is
-	 * refreshed in place, and that event counts as new.
+	 * refreshed in place, and that event counts as new.  The time (now())
+	 * and the window's cutoff are parameters: Citus refuses a stable
+	 * function in the conflict clause of a distributed table.
 	 */
 	SpiUtilKeptPlan(&plan_dedup,
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
-				"VALUES ($1, $2, $3, pg_catalog.now()) "
+				"VALUES ($1, $2, $3, $4) "
 				"ON CONFLICT (workspace_id, trigger_id, fingerprint) DO UPDATE SET seen_at = excluded.seen_at "
-				"WHERE d.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $4)) "
+				"WHERE d.seen_at OPERATOR(pg_catalog.<=) $5 "
 				"RETURNING 1",
-				4, types);
+				5, types);
 	args[0] = CStringGetTextDatum(c->workspace_id);
 	args[1] = Int64GetDatum(c->id);
 	args[2] = CStringGetTextDatum(Fingerprint(ev));
-	args[3] = Float8GetDatum((double) pg_agents_dedup_window);
+	args[3] = TimestampTzGetDatum(now);
+	args[4] = TimestampTzGetDatum(now - (TimestampTz) pg_agents_dedup_window * USECS_PER_SEC);
 	ret = SPI_execute_plan(plan_dedup, args, NULL, false, 0);
 	if (ret != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "pg_agents: dedup failed: %s", SPI_result_code_string(ret));

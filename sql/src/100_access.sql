@@ -304,13 +304,13 @@ BEGIN
     v_u := substr(principal, 6);
     INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by)
     VALUES (a.workspace_id, a.id, v_u, share.level, by_user)
-    ON CONFLICT (agent_id, user_id) WHERE user_id IS NOT NULL
+    ON CONFLICT (agent_id, user_id, workspace_id) WHERE user_id IS NOT NULL
     DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
   ELSE
     v_g := substr(principal, 7);
     INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by)
     VALUES (a.workspace_id, a.id, v_g, share.level, by_user)
-    ON CONFLICT (agent_id, group_id) WHERE group_id IS NOT NULL
+    ON CONFLICT (agent_id, group_id, workspace_id) WHERE group_id IS NOT NULL
     DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
   END IF;
   PERFORM agent._audit_event('agent.share', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
@@ -616,7 +616,7 @@ BEGIN
       FROM agent.agents a, jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
      WHERE a.id = p_agent_id
      ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
-    ON CONFLICT (agent_id, resource_type, resource_id) DO UPDATE
+    ON CONFLICT (agent_id, resource_type, resource_id, workspace_id) DO UPDATE
       SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
       WHERE g.access IS DISTINCT FROM EXCLUDED.access;
   END IF;

@@ -400,8 +400,9 @@ COMMENT ON FUNCTION agent.insights(bigint, text, timestamptz, timestamptz) IS
 
 CREATE TABLE agent.assistants (
     workspace_id text PRIMARY KEY,
-    agent_id     bigint NOT NULL UNIQUE,
+    agent_id     bigint NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT assistants_agent_id_key UNIQUE (agent_id, workspace_id),
     FOREIGN KEY (workspace_id, agent_id) REFERENCES agent.agents (workspace_id, id) ON DELETE CASCADE
 );
 COMMENT ON TABLE agent.assistants IS
