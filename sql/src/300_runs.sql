@@ -118,6 +118,7 @@ DECLARE
   v_id bigint;
   -- the run's workspace (Citus routes by it): the session's, else the run's own
   v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_at timestamptz := clock_timestamp();
 BEGIN
   IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
     SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
@@ -126,7 +127,8 @@ BEGIN
   SELECT r.workspace_id, r.id,
          coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id), 0) + 1,
          p_kind, p_name, p_input, p_output, p_status,
-         CASE WHEN p_finished THEN clock_timestamp() END
+         -- (a value, not a call: Citus refuses volatile functions in CASE)
+         CASE WHEN p_finished THEN v_at END
     FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = p_run_id
   RETURNING id INTO v_id;
   RETURN v_id;
@@ -589,6 +591,8 @@ SET jit = off
 AS $$
 DECLARE
   v_lease interval := pg_catalog.current_setting('pg_agents.run_lease')::interval;
+  -- now() as a value (Citus refuses volatile functions in COALESCE or CASE)
+  v_now   timestamptz := pg_catalog.now();
   v_cap   integer := coalesce(nullif(pg_catalog.current_setting('pg_agents.max_runs_per_workspace', true), '')::integer, 0);
   -- the tenant boundary: a session bound to a workspace claims only its
   -- runs (42501 for a non-superuser session bound to none); a superuser
@@ -719,7 +723,7 @@ BEGIN
       ), u AS (
         UPDATE agent.runs x
            SET status = 'running', attempts = x.attempts + 1,
-               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+               started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
           FROM c
          WHERE x.workspace_id = v_one AND x.id = c.id   -- by primary key (see below)
         RETURNING x AS run
@@ -828,7 +832,7 @@ BEGIN
         ), u AS (
         UPDATE agent.runs x
            SET status = 'running', attempts = x.attempts + 1,
-               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+               started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
           FROM c
          -- by primary key: c locked these rows while they were queued, so no
          -- status test here (with one, a stale estimate of the small partial

@@ -136,6 +136,8 @@ DECLARE
   v_ws   text;
   v_wids bigint[];
   v_wids_all bigint[] := '{}';
+  -- now() as a value (Citus refuses volatile functions in CASE)
+  v_now  timestamptz := now();
 BEGIN
   IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
               WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
@@ -182,10 +184,10 @@ BEGIN
                             THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
                                         r.tokens_total + x.tokens_in + x.tokens_out)
                           WHEN x.waits THEN r.error END,
-             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN now()
-                                WHEN x.waits THEN r.finished_at ELSE now() END,
+             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN v_now
+                                WHEN x.waits THEN r.finished_at ELSE v_now END,
              lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
-                                WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
+                                WHEN x.waits THEN v_now + make_interval(secs => p_lease_secs) END
         FROM x, agent.agents a
        WHERE r.workspace_id = v_ws AND r.id = ANY (v_wids) AND r.id = x.run_id
          AND a.workspace_id = v_ws AND a.id = r.agent_id

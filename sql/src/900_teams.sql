@@ -286,6 +286,9 @@ DECLARE
   v_labels   text[];
   v_previews text[];
   v_roots    bigint[];
+  v_rootv    bigint[] := '{}';
+  v_ws       text;
+  v_n        bigint;
 BEGIN
   -- each run shows its latest new step (as the row trigger would leave it)
   SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.workspace_id ORDER BY l.run_id),
@@ -299,20 +302,26 @@ BEGIN
   END IF;
   -- a run that shows it already (the worker's batch writes it with its own
   -- update) is left alone
-  -- (each run by its workspace and id: Citus routes by the workspace)
-  UPDATE agent.runs x SET current_step = u.label, preview = u.preview
-    FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
-   WHERE x.workspace_id = u.ws AND x.id = u.run_id
-     AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview);
-  -- the roots read first, so that the statement that notifies reads no
-  -- distributed table; one notification per step, in insertion order
-  v_roots := ARRAY(SELECT coalesce(x.root_run_id, x.id)
-                     FROM unnest(v_ids, v_wss) WITH ORDINALITY AS u(run_id, ws, ord)
-                     LEFT JOIN agent.runs x ON x.workspace_id = u.ws AND x.id = u.run_id
-                    ORDER BY u.ord);
+  -- (workspace by workspace, each statement naming it: on Citus this
+  -- trigger runs on the shard, where only co-located statements may run)
+  v_roots := '{}';
+  FOR v_ws IN SELECT DISTINCT w FROM unnest(v_wss) w LOOP
+    WITH u AS (
+      UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+        FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
+       WHERE x.workspace_id = v_ws AND u.ws = v_ws AND x.id = u.run_id
+         AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview)
+      RETURNING 1)
+    SELECT count(*) INTO v_n FROM u;
+    -- the roots read first, so that the statement that notifies reads no
+    -- distributed table
+    SELECT v_roots || array_agg(x.id), v_rootv || array_agg(coalesce(x.root_run_id, x.id))
+      INTO v_roots, v_rootv
+      FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = ANY (v_ids);
+  END LOOP;
   PERFORM pg_notify('agent_run_steps',
                     json_build_object('run_id', n.run_id,
-                                      'root_run_id', v_roots[array_position(v_ids, n.run_id)],
+                                      'root_run_id', v_rootv[array_position(v_roots, n.run_id)],
                                       'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
                                       'status', n.status)::text)
      FROM new_steps n;

@@ -66,6 +66,7 @@ DECLARE
   v_id bigint;
   -- the run's workspace (Citus routes by it): the session's, else the run's own
   v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_at timestamptz := clock_timestamp();
 BEGIN
   IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
     SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
@@ -74,7 +75,8 @@ BEGIN
   SELECT r.workspace_id, r.id,
          coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id), 0) + 1,
          p_kind, p_name, p_input, p_output, p_status,
-         CASE WHEN p_finished THEN clock_timestamp() END
+         -- (a value, not a call: Citus refuses volatile functions in CASE)
+         CASE WHEN p_finished THEN v_at END
     FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = p_run_id
   RETURNING id INTO v_id;
   RETURN v_id;
@@ -384,6 +386,8 @@ SET jit = off
 AS $$
 DECLARE
   v_lease interval := pg_catalog.current_setting('pg_agents.run_lease')::interval;
+  -- now() as a value (Citus refuses volatile functions in COALESCE or CASE)
+  v_now   timestamptz := pg_catalog.now();
   v_cap   integer := coalesce(nullif(pg_catalog.current_setting('pg_agents.max_runs_per_workspace', true), '')::integer, 0);
   -- the tenant boundary: a session bound to a workspace claims only its
   -- runs (42501 for a non-superuser session bound to none); a superuser
@@ -514,7 +518,7 @@ BEGIN
       ), u AS (
         UPDATE agent.runs x
            SET status = 'running', attempts = x.attempts + 1,
-               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+               started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
           FROM c
          WHERE x.workspace_id = v_one AND x.id = c.id   -- by primary key (see below)
         RETURNING x AS run
@@ -623,7 +627,7 @@ BEGIN
         ), u AS (
         UPDATE agent.runs x
            SET status = 'running', attempts = x.attempts + 1,
-               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+               started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
           FROM c
          -- by primary key: c locked these rows while they were queued, so no
          -- status test here (with one, a stale estimate of the small partial
@@ -1019,6 +1023,8 @@ DECLARE
   v_ws   text;
   v_wids bigint[];
   v_wids_all bigint[] := '{}';
+  -- now() as a value (Citus refuses volatile functions in CASE)
+  v_now  timestamptz := now();
 BEGIN
   IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
               WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
@@ -1065,10 +1071,10 @@ BEGIN
                             THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
                                         r.tokens_total + x.tokens_in + x.tokens_out)
                           WHEN x.waits THEN r.error END,
-             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN now()
-                                WHEN x.waits THEN r.finished_at ELSE now() END,
+             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN v_now
+                                WHEN x.waits THEN r.finished_at ELSE v_now END,
              lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
-                                WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
+                                WHEN x.waits THEN v_now + make_interval(secs => p_lease_secs) END
         FROM x, agent.agents a
        WHERE r.workspace_id = v_ws AND r.id = ANY (v_wids) AND r.id = x.run_id
          AND a.workspace_id = v_ws AND a.id = r.agent_id
@@ -1730,6 +1736,9 @@ DECLARE
   v_labels   text[];
   v_previews text[];
   v_roots    bigint[];
+  v_rootv    bigint[] := '{}';
+  v_ws       text;
+  v_n        bigint;
 BEGIN
   -- each run shows its latest new step (as the row trigger would leave it)
   SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.workspace_id ORDER BY l.run_id),
@@ -1743,20 +1752,26 @@ BEGIN
   END IF;
   -- a run that shows it already (the worker's batch writes it with its own
   -- update) is left alone
-  -- (each run by its workspace and id: Citus routes by the workspace)
-  UPDATE agent.runs x SET current_step = u.label, preview = u.preview
-    FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
-   WHERE x.workspace_id = u.ws AND x.id = u.run_id
-     AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview);
-  -- the roots read first, so that the statement that notifies reads no
-  -- distributed table; one notification per step, in insertion order
-  v_roots := ARRAY(SELECT coalesce(x.root_run_id, x.id)
-                     FROM unnest(v_ids, v_wss) WITH ORDINALITY AS u(run_id, ws, ord)
-                     LEFT JOIN agent.runs x ON x.workspace_id = u.ws AND x.id = u.run_id
-                    ORDER BY u.ord);
+  -- (workspace by workspace, each statement naming it: on Citus this
+  -- trigger runs on the shard, where only co-located statements may run)
+  v_roots := '{}';
+  FOR v_ws IN SELECT DISTINCT w FROM unnest(v_wss) w LOOP
+    WITH u AS (
+      UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+        FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
+       WHERE x.workspace_id = v_ws AND u.ws = v_ws AND x.id = u.run_id
+         AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview)
+      RETURNING 1)
+    SELECT count(*) INTO v_n FROM u;
+    -- the roots read first, so that the statement that notifies reads no
+    -- distributed table
+    SELECT v_roots || array_agg(x.id), v_rootv || array_agg(coalesce(x.root_run_id, x.id))
+      INTO v_roots, v_rootv
+      FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = ANY (v_ids);
+  END LOOP;
   PERFORM pg_notify('agent_run_steps',
                     json_build_object('run_id', n.run_id,
-                                      'root_run_id', v_roots[array_position(v_ids, n.run_id)],
+                                      'root_run_id', v_rootv[array_position(v_roots, n.run_id)],
                                       'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
                                       'status', n.status)::text)
      FROM new_steps n;
@@ -1840,5 +1855,264 @@ BEGIN
     PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
   END IF;
   RETURN ap.run_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.send_message(agent_id bigint, user_id text, text text,
+                                   INOUT conversation_id bigint DEFAULT NULL, OUT run_id bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  v_agent bigint := agent_id;
+  v_user  text := user_id;
+  v_text  text := text;
+  v_conv  bigint := conversation_id;
+  a       agent.agents%ROWTYPE;
+  v_run   bigint;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+BEGIN
+  IF v_agent IS NULL THEN
+    RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  PERFORM agent._check_user(v_user);
+  IF v_text IS NULL OR pg_catalog.btrim(v_text) = '' THEN
+    RAISE EXCEPTION 'message text must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: the agent's own
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = v_agent;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = v_agent;
+  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', v_agent USING ERRCODE = 'undefined_object';
+  END IF;
+  IF v_conv IS NOT NULL THEN
+    -- only the user's own chat with this agent can be continued; anything
+    -- else (another user's, the autonomous log, another workspace's) does
+    -- not exist
+    PERFORM 1 FROM agent.conversations c
+     WHERE c.workspace_id = a.workspace_id AND c.id = v_conv AND c.agent_id = a.id
+       AND c.kind = 'chat' AND c.user_id = v_user
+       FOR UPDATE;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'conversation % does not exist', v_conv USING ERRCODE = 'undefined_object';
+    END IF;
+  END IF;
+  IF v_conv IS NULL THEN
+    INSERT INTO agent.conversations AS c (workspace_id, agent_id, kind, user_id)
+    VALUES (a.workspace_id, a.id, 'chat', v_user)
+    RETURNING c.id INTO v_conv;
+  END IF;
+  -- the chat level is checked here (42501 without it; everything rolls back)
+  v_run := agent.start_run(a.id, v_user,
+                           pg_catalog.jsonb_build_object('message', v_text, 'conversation_id', v_conv),
+                           'manual', 'chat');
+  INSERT INTO agent.messages (workspace_id, conversation_id, role, content, run_id, tokens)
+  VALUES (a.workspace_id, v_conv, 'user', v_text, v_run, agent._message_tokens(v_text));
+  send_message.conversation_id := v_conv;
+  send_message.run_id := v_run;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.conversation_messages(conversation_id bigint, user_id text)
+RETURNS TABLE(message_id bigint, role text, content text, run_id bigint, tokens integer, created_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  v_conv  bigint := conversation_id;
+  v_user  text := user_id;
+  c       agent.conversations%ROWTYPE;
+  v_level text;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+BEGIN
+  IF v_conv IS NULL THEN
+    RAISE EXCEPTION 'conversation_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  PERFORM agent._check_user(v_user);
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.conversations x WHERE x.id = v_conv;
+  END IF;
+  SELECT * INTO c FROM agent.conversations x WHERE x.workspace_id = v_ws AND x.id = v_conv;
+  -- unknown, of another workspace, or not visible: nothing, indistinguishably
+  IF c.id IS NULL THEN
+    RETURN;
+  END IF;
+  v_level := agent._user_level(v_user, c.agent_id);
+  IF v_level IS NULL
+     OR (c.kind = 'chat' AND c.user_id <> v_user AND v_level <> 'full')
+     OR (c.kind = 'autonomous' AND v_level NOT IN ('full', 'edit')) THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  SELECT m.id, m.role, m.content, m.run_id, m.tokens, m.created_at
+    FROM agent.messages m
+   WHERE m.workspace_id = c.workspace_id AND m.conversation_id = c.id
+   ORDER BY m.id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.conversations_of(agent_id bigint, user_id text)
+RETURNS TABLE(conversation_id bigint, kind text, conversation_user text, trigger_id bigint,
+              messages bigint, created_at timestamptz, last_message_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  v_agent bigint := agent_id;
+  v_user  text := user_id;
+  v_level text;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+BEGIN
+  IF v_agent IS NULL THEN
+    RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  PERFORM agent._check_user(v_user);
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent) THEN
+    RETURN;
+  END IF;
+  v_level := agent._user_level(v_user, v_agent);
+  IF v_level IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  SELECT x.id, x.kind, x.user_id, x.trigger_id, x.n, x.created_at, x.last_at
+    FROM (SELECT c.id, c.kind, c.user_id, c.trigger_id, c.created_at,
+                 (SELECT pg_catalog.count(*) FROM agent.messages m
+                   WHERE m.workspace_id = v_ws AND m.conversation_id = c.id) AS n,
+                 coalesce((SELECT m.created_at FROM agent.messages m
+                            WHERE m.workspace_id = v_ws AND m.conversation_id = c.id
+                            ORDER BY m.id DESC LIMIT 1), c.created_at) AS last_at
+            FROM agent.conversations c
+           WHERE c.workspace_id = v_ws AND c.agent_id = v_agent
+             AND ((c.kind = 'chat' AND (c.user_id = v_user OR v_level = 'full'))
+                  OR (c.kind = 'autonomous' AND v_level IN ('full', 'edit')))) x
+   ORDER BY x.last_at DESC, x.id DESC;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._conversation_history(p_run_id bigint, p_window integer)
+RETURNS TABLE(role text, content text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_own  bigint;
+  v_conv bigint;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  SELECT m.id, m.conversation_id INTO v_own, v_conv
+    FROM agent.runs r
+    JOIN agent.conversations c ON c.workspace_id = r.workspace_id
+                              AND c.id = (CASE WHEN (r.input ->> 'conversation_id') ~ '^[0-9]{1,18}$'
+                                               THEN (r.input ->> 'conversation_id')::bigint END)
+                              AND c.agent_id = r.agent_id
+                              AND c.kind = 'chat' AND c.user_id = r.requested_by
+    JOIN agent.messages m ON m.workspace_id = c.workspace_id AND m.conversation_id = c.id AND m.run_id = r.id
+                         AND m.role = 'user'
+   WHERE r.workspace_id = v_ws AND r.id = p_run_id AND r.regime = 'manual'
+   ORDER BY m.id LIMIT 1;
+  IF v_own IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH earlier AS (
+    SELECT m.id, m.role, m.content,
+           pg_catalog.sum(m.tokens) OVER (ORDER BY m.id DESC) AS used
+      FROM agent.messages m
+     WHERE m.workspace_id = v_ws AND m.conversation_id = v_conv AND m.id < v_own
+       AND m.role IN ('user', 'assistant')
+  ), kept AS (
+    SELECT e.* FROM earlier e WHERE e.used <= greatest(p_window, 0)
+  )
+  SELECT k.role, k.content FROM kept k
+   WHERE k.id >= (SELECT pg_catalog.min(u.id) FROM kept u WHERE u.role = 'user')
+   ORDER BY k.id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._conversation_run_ended() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_conv    bigint;
+  v_text    text;
+  v_role    text;
+  v_trig    bigint;
+  v_tprompt text;
+  v_start   text;
+BEGIN
+  IF NEW.status = 'succeeded' THEN
+    v_role := 'assistant';
+    v_text := coalesce(NEW.output ->> 'text', NEW.output #>> '{}', NEW.output::text, '');
+  ELSE
+    v_role := 'notice';
+    v_text := pg_catalog.format('run %s ended %s%s', NEW.id, NEW.status,
+                                coalesce(': ' || NEW.error, ''));
+  END IF;
+  IF NEW.regime = 'manual' THEN
+    -- only a run made by agent.send_message: its user message is there
+    SELECT m.conversation_id INTO v_conv
+      FROM agent.messages m
+     WHERE m.run_id = NEW.id AND m.role = 'user' AND m.workspace_id = NEW.workspace_id
+       AND m.conversation_id = (CASE WHEN (NEW.input ->> 'conversation_id') ~ '^[0-9]{1,18}$'
+                                     THEN (NEW.input ->> 'conversation_id')::bigint END)
+     LIMIT 1;
+    IF v_conv IS NULL THEN
+      RETURN NULL;
+    END IF;
+    INSERT INTO agent.messages (workspace_id, conversation_id, role, content, run_id, tokens)
+    VALUES (NEW.workspace_id, v_conv, v_role, v_text, NEW.id, (pg_catalog.length(v_text) + 3) / 4);
+    RETURN NULL;
+  END IF;
+  IF NEW.trigger_id IS NOT NULL THEN
+    SELECT CASE WHEN t.conversation = 'trigger' THEN t.id END, t.prompt INTO v_trig, v_tprompt
+      FROM agent.triggers t WHERE t.workspace_id = NEW.workspace_id AND t.id = NEW.trigger_id AND t.agent_id = NEW.agent_id;
+  END IF;
+  -- found, else made once (a concurrent first run waits on the unique index);
+  -- every statement names the run's workspace (on Citus this trigger runs
+  -- on the shard, where only co-located statements may run)
+  SELECT c.id INTO v_conv FROM agent.conversations c
+   WHERE c.workspace_id = NEW.workspace_id AND c.agent_id = NEW.agent_id AND c.kind = 'autonomous'
+     AND coalesce(c.trigger_id, 0) = coalesce(v_trig, 0);
+  IF v_conv IS NULL THEN
+    INSERT INTO agent.conversations AS c (workspace_id, agent_id, kind, trigger_id)
+    VALUES (NEW.workspace_id, NEW.agent_id, 'autonomous', v_trig)
+    ON CONFLICT (agent_id, (coalesce(trigger_id, 0)), workspace_id) WHERE kind = 'autonomous' DO NOTHING
+    RETURNING c.id INTO v_conv;
+    IF v_conv IS NULL THEN
+      SELECT c.id INTO v_conv FROM agent.conversations c
+       WHERE c.workspace_id = NEW.workspace_id AND c.agent_id = NEW.agent_id AND c.kind = 'autonomous'
+         AND coalesce(c.trigger_id, 0) = coalesce(v_trig, 0);
+    END IF;
+  END IF;
+  -- what started it: the trigger label, and the prompt or the task (never
+  -- the event payload, which may hold rows the reader may not see)
+  v_start := agent._trigger_label(NEW.origin, NEW.input, NEW.trigger_id, NEW.parent_run_id)
+             || coalesce(E'\n' || coalesce(NEW.input ->> 'prompt', v_tprompt, NEW.input ->> 'task'), '');
+  -- both rows in one statement; no update of the conversation row, so that
+  -- runs of one agent ending at once never wait on each other
+  INSERT INTO agent.messages (workspace_id, conversation_id, role, content, run_id, tokens)
+  SELECT NEW.workspace_id, v_conv, v.role, v.content, NEW.id, (pg_catalog.length(v.content) + 3) / 4
+    FROM (VALUES (1, 'trigger', v_start), (2, v_role, v_text)) AS v(n, role, content)
+   ORDER BY v.n;
+  RETURN NULL;
 END
 $$;
