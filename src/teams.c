@@ -272,16 +272,17 @@ TeamsPending(int64 run_id, const char *workspace)
 json_t *
 TeamsChildQuestion(int64 parent_run_id, const char *workspace, int64 child_run_id)
 {
-	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
-	Datum		vals[3];
+	Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		vals[4];
 
 	vals[0] = Int64GetDatum(parent_run_id);
 	vals[1] = CStringGetTextDatum(psprintf("run:" INT64_FORMAT, child_run_id));
 	vals[2] = CStringGetTextDatum(workspace);
-	if (SPI_execute_with_args("UPDATE agent.run_messages m SET delivered_at = pg_catalog.clock_timestamp() "
+	vals[3] = TimestampTzGetDatum(GetCurrentTimestamp());	/* a value: Citus takes no volatile call in an UPDATE */
+	if (SPI_execute_with_args("UPDATE agent.run_messages m SET delivered_at = $4 "
 							  "WHERE m.workspace_id = $3 AND m.run_id = $1 AND m.sender = $2 AND m.kind = 'question' "
 							  "AND m.delivered_at IS NULL RETURNING m.body",
-							  3, types, vals, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed == 0)
+							  4, types, vals, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed == 0)
 		return NULL;
 	return json_pack("{s:I,s:s,s:s,s:s}", "child_run_id", (json_int_t) child_run_id,
 					 "status", "waiting_input",

@@ -119,17 +119,20 @@ DECLARE
   -- the run's workspace (Citus routes by it): the session's, else the run's own
   v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
   v_at timestamptz := clock_timestamp();
+  v_seq integer;
 BEGIN
   IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
     SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
   END IF;
+  -- the next seq read first, then the row as values (Citus plans no
+  -- INSERT ... SELECT with a correlated subquery; the time is a value, as
+  -- Citus refuses volatile functions in CASE)
+  IF NOT EXISTS (SELECT 1 FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = p_run_id) THEN
+    RETURN NULL;
+  END IF;
+  SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = p_run_id;
   INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
-  SELECT r.workspace_id, r.id,
-         coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id), 0) + 1,
-         p_kind, p_name, p_input, p_output, p_status,
-         -- (a value, not a call: Citus refuses volatile functions in CASE)
-         CASE WHEN p_finished THEN v_at END
-    FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = p_run_id
+  VALUES (v_ws, p_run_id, v_seq, p_kind, p_name, p_input, p_output, p_status, CASE WHEN p_finished THEN v_at END)
   RETURNING id INTO v_id;
   RETURN v_id;
 END
@@ -237,6 +240,7 @@ DECLARE
   v_budget bigint;
   v_child  bigint;
   v_unused bigint;
+  v_at     timestamptz;
   -- the workspace of the tree, named by every statement (Citus routes by
   -- it): the session's, else (a session bound to none, or agent.tick on
   -- another workspace's run) the run's own
@@ -274,12 +278,14 @@ BEGIN
      WHERE x.workspace_id = v_ws AND x.id = r.parent_run_id
     RETURNING * INTO p;
     -- the parent sees the child's end as the result of its delegate step
+    -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+    v_at := clock_timestamp();
     UPDATE agent.run_steps s
        SET output = jsonb_build_object('child_run_id', r.id, 'agent_id', r.agent_id,
                                        'status', r.status, 'output', r.output, 'error', r.error,
                                        'tokens_total', r.tokens_total),
            status = CASE WHEN r.status = 'succeeded' THEN 'ok' ELSE 'error' END,
-           finished_at = clock_timestamp()
+           finished_at = v_at
      WHERE s.workspace_id = v_ws AND s.run_id = r.parent_run_id AND s.kind = 'delegate'
        AND s.input ->> 'child_run_id' = r.id::text;
     -- a parent waiting for its children goes back to the queue when the last one ends
@@ -1599,13 +1605,16 @@ AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
   ap    agent.approvals%ROWTYPE;
+  v_at  timestamptz;
   -- the session's workspace (42501 for a non-superuser session bound to none)
   v_ws  text := agent._session_workspace();
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_approval.run_id;
   END IF;
-  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+  -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+  v_at := clock_timestamp();
+  UPDATE agent.approvals p SET consumed_at = v_at
    WHERE p.workspace_id = v_ws
      AND p.id = (SELECT q.id FROM agent.approvals q
                   WHERE q.workspace_id = v_ws AND q.run_id = consume_approval.run_id AND q.approval_key = v_key
@@ -1633,13 +1642,16 @@ AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_refusal.input, '{}'));
   ap    agent.approvals%ROWTYPE;
+  v_at  timestamptz;
   -- the session's workspace (42501 for a non-superuser session bound to none)
   v_ws  text := agent._session_workspace();
 BEGIN
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_refusal.run_id;
   END IF;
-  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
+  -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+  v_at := clock_timestamp();
+  UPDATE agent.approvals p SET consumed_at = v_at
    WHERE p.workspace_id = v_ws
      AND p.id = (SELECT q.id FROM agent.approvals q
                   WHERE q.workspace_id = v_ws AND q.run_id = consume_refusal.run_id AND q.approval_key = v_key

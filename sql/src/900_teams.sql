@@ -204,6 +204,8 @@ AS $$
 DECLARE
   -- the run's workspace (Citus routes by it): the session's, else the run's own
   v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- the time as a value (Citus refuses volatile functions in an UPDATE)
+  v_at timestamptz := clock_timestamp();
 BEGIN
   -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
   IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
@@ -216,7 +218,7 @@ BEGIN
        AND (p_kind IS NULL OR y.kind = p_kind)
      ORDER BY y.seq LIMIT p_limit FOR UPDATE),
   u AS (
-    UPDATE agent.run_messages x SET delivered_at = clock_timestamp()
+    UPDATE agent.run_messages x SET delivered_at = v_at
       FROM m WHERE x.workspace_id = v_ws AND x.id = m.id
     RETURNING x.*)
   SELECT * FROM u;
