@@ -136,8 +136,10 @@ DECLARE
   v_ws   text;
   v_wids bigint[];
   v_wids_all bigint[] := '{}';
-  -- now() as a value (Citus refuses volatile functions in CASE)
+  -- now() and the lease's end as values (Citus takes no volatile or stable
+  -- call in the UPDATE's CASE)
   v_now  timestamptz := now();
+  v_until timestamptz := v_now + make_interval(secs => p_lease_secs);
 BEGIN
   IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
               WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
@@ -160,7 +162,9 @@ BEGIN
   LOOP
     v_wids_all := v_wids_all || v_wids;
     WITH x AS MATERIALIZED (
+      -- (the answer built here: Citus takes no stable call in the UPDATE's CASE)
       SELECT x.*, agent.redact(x.input) AS step_input, agent.redact(x.output) AS step_output,
+             jsonb_build_object('text', coalesce(x.text, '')) AS answer,
              EXISTS (SELECT 1 FROM agent.run_messages m
                       WHERE m.workspace_id = v_ws AND m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
         FROM jsonb_to_recordset(p_replies)
@@ -179,15 +183,15 @@ BEGIN
              status = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN 'budget_exceeded'
                            WHEN x.waits THEN r.status ELSE 'succeeded' END,
              output = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN r.output
-                           WHEN x.waits THEN r.output ELSE jsonb_build_object('text', coalesce(x.text, '')) END,
+                           WHEN x.waits THEN r.output ELSE x.answer END,
              error = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget)
-                            THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
-                                        r.tokens_total + x.tokens_in + x.tokens_out)
+                            THEN 'token budget of ' || coalesce(r.token_budget, a.default_token_budget)::text
+                                 || ' exhausted (' || (r.tokens_total + x.tokens_in + x.tokens_out)::text || ' used)'
                           WHEN x.waits THEN r.error END,
              finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN v_now
                                 WHEN x.waits THEN r.finished_at ELSE v_now END,
              lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
-                                WHEN x.waits THEN v_now + make_interval(secs => p_lease_secs) END
+                                WHEN x.waits THEN v_until END
         FROM x, agent.agents a
        WHERE r.workspace_id = v_ws AND r.id = ANY (v_wids) AND r.id = x.run_id
          AND a.workspace_id = v_ws AND a.id = r.agent_id
