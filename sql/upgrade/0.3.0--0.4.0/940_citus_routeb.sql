@@ -2134,3 +2134,151 @@ BEGIN
   RETURN NULL;
 END
 $$;
+
+CREATE OR REPLACE FUNCTION agent._mcp_run_user(p_run_id bigint) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  RETURN (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END
+            FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id
+           WHERE r.workspace_id = v_ws AND r.id = p_run_id);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
+RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
+              input_schema jsonb, needs_approval boolean, read_only boolean)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_sp text[];
+  v_tp text[];
+  v_ap text[];
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_tools.agent_id;
+  END IF;
+  -- the agent's patterns once
+  SELECT agent._mcp_like_patterns(x.scope->'mcp_servers'), agent._mcp_like_patterns(x.scope->'mcp_tools'),
+         agent._mcp_like_patterns(x.scope->'needs_approval')
+    INTO v_sp, v_tp, v_ap
+    FROM agent.agents x
+   WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id AND x.deleted_at IS NULL;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  SELECT t.exposed_name, s.id, s.name, t.name, t.description, t.input_schema,
+         t.needs_approval OR t.exposed_name LIKE ANY (v_ap),
+         coalesce((t.annotations->>'readOnlyHint')::boolean, false)
+    FROM agent.mcp_servers s
+    JOIN agent.mcp_tools t ON t.workspace_id = s.workspace_id AND t.server_id = s.id
+   WHERE s.workspace_id = v_ws
+     AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = mcp_agent_tools.user_id))
+     AND s.enabled
+     AND (s.name LIKE ANY (v_sp) OR t.exposed_name LIKE ANY (v_tp))
+   ORDER BY t.exposed_name;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_agent_tools(agent_id bigint)
+RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
+              input_schema jsonb, needs_approval boolean, read_only boolean)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
+  v_ws    text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_owner text;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_tools.agent_id;
+  END IF;
+  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = mcp_agent_tools.agent_id;
+  RETURN QUERY SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id, v_owner);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_status(workspace_id text DEFAULT agent.current_workspace(),
+                                 owner_id text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
+  v_srv jsonb;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NOT NULL AND v_ws IS DISTINCT FROM mcp_status.workspace_id THEN
+    v_ws := NULL;  -- another workspace than the session's: nothing
+  ELSE
+    v_ws := mcp_status.workspace_id;
+  END IF;
+  -- the servers first, then their tools (each statement names the workspace)
+  SELECT coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'name', m.name, 'enabled', m.enabled,
+                                               'connected', m.enabled AND m.last_error IS NULL AND m.tools_refreshed_at IS NOT NULL,
+                                               'last_error', m.last_error)), '[]')
+    INTO v_srv
+    FROM agent.mcp_servers m
+   WHERE m.workspace_id = v_ws
+     AND (m.scope = 'workspace' OR m.owner_id = mcp_status.owner_id);
+  RETURN (
+    WITH s AS (
+      SELECT (e ->> 'id')::bigint AS id, e ->> 'name' AS name, (e ->> 'enabled')::boolean AS enabled,
+             (e ->> 'connected')::boolean AS connected, e ->> 'last_error' AS last_error
+        FROM jsonb_array_elements(v_srv) e
+    ), t AS (
+      SELECT s.name AS source, t.exposed_name, t.description
+        FROM agent.mcp_tools t JOIN s ON s.id = t.server_id
+       WHERE t.workspace_id = v_ws AND t.server_id = ANY (ARRAY(SELECT s.id FROM s WHERE s.connected))
+    )
+    SELECT jsonb_build_object(
+      'configuredServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.enabled),
+      'connectedServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.connected),
+      'totalTools', (SELECT count(*) FROM t),
+      'tools', (SELECT coalesce(jsonb_agg(jsonb_build_object('source', t.source, 'name', t.exposed_name,
+                                                             'description', t.description)
+                                          ORDER BY t.exposed_name), '[]') FROM t),
+      'errors', (SELECT coalesce(jsonb_object_agg(s.name, s.last_error), '{}')
+                   FROM s WHERE s.enabled AND s.last_error IS NOT NULL)));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._mcp_oauth_apply(p_server_id bigint, p_token text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the server's workspace (Citus routes by it): the session's, else the server's own
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- the header built first (Citus takes no stable call in the UPDATE's CASE)
+  v_auth jsonb := CASE WHEN p_token IS NOT NULL
+                       THEN pg_catalog.jsonb_build_object('Authorization', 'Bearer ' || p_token) END;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.mcp_servers x WHERE x.workspace_id = v_ws AND x.id = p_server_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.mcp_servers x WHERE x.id = p_server_id;
+  END IF;
+  UPDATE agent.mcp_servers m
+     SET headers = CASE WHEN v_auth IS NULL THEN m.headers - 'Authorization' ELSE m.headers || v_auth END
+   WHERE m.workspace_id = v_ws AND m.id = p_server_id;
+END
+$$;
