@@ -136,8 +136,9 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	 * SECURITY DEFINER SQL function, planned again at every call).
 	 */
 	rc = SpiUtilExecPlan(&any_plan,
-						  "SELECT EXISTS (SELECT 1 FROM agent.agents a JOIN agent.mcp_servers s "
-						  "ON s.workspace_id = a.workspace_id WHERE a.id = $1 AND s.enabled)",
+						  "SELECT EXISTS (SELECT 1 FROM agent.mcp_servers s "
+						  "WHERE s.workspace_id = (SELECT a.workspace_id FROM agent.agents a WHERE a.id = $1) "
+						  "AND s.enabled)",	/* the agent's workspace first: no join (Citus) */
 						  1, types, vals, NULL, true, 1);	/* (agent only) */
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);

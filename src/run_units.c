@@ -171,19 +171,6 @@ RunSqlAnyClaimable(void)
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-/*
- * The claim's statement: a kept plan on a single node; on Citus planned
- * with its parameters at each claim (Citus plans no generic plan of it:
- * "could not create distributed plan").
- */
-static int
-RunSqlClaimExec(bool on_citus, const char *sql, Oid *types, Datum *vals)
-{
-	if (on_citus)
-		return SPI_execute_with_args(sql, 2, types, vals, NULL, false, 0);
-	return SpiUtilExecPlan(&claim_plan, sql, 2, types, vals, NULL, false, 0);
-}
-
 /* the claim's columns, read by name */
 enum
 {
@@ -231,34 +218,6 @@ ColInt64(HeapTuple tup, TupleDesc td, int att)
 }
 
 /*
- * Whether Citus manages agent.runs (pg_dist_partition names it), looked up
- * once per worker process (the procedure of docs/scaling.md distributes the
- * tables before the worker runs there).
- */
-static bool
-RunsOnCitus(void)
-{
-	static int	on_citus = -1;
-	bool		isnull;
-
-	if (on_citus < 0)
-	{
-		if (SPI_execute("SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL", true, 1)
-			!= SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not look for Citus");
-		on_citus = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) ? 1 : 0;
-		if (on_citus &&
-			(SPI_execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p "
-						 "WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'agent.runs'::pg_catalog.regclass)", true, 1)
-			 != SPI_OK_SELECT || SPI_processed != 1))
-			elog(ERROR, "could not look for Citus");
-		if (on_citus)
-			on_citus = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) ? 1 : 0;
-	}
-	return on_citus == 1;
-}
-
-/*
  * Claims up to n runs (agent.claim_runs, in its fair order) and marks them
  * ours in agent.run_state (the saved conversation of a run that resumes
  * comes back with it).  *runs: the rows, valid until the unit ends.
@@ -276,7 +235,7 @@ RunSqlClaim(int n, ClaimedRun **runs)
 
 	vals[0] = Int32GetDatum(n);
 	vals[1] = Int32GetDatum(MyProcPid);
-	rc = RunSqlClaimExec(RunsOnCitus(),
+	rc = SpiUtilExecPlan(&claim_plan,
 						  "WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 						  "s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 						  "      SELECT c.id, c.workspace_id, $2 FROM c "
@@ -301,7 +260,7 @@ RunSqlClaim(int n, ClaimedRun **runs)
 						  "JOIN agent.agents a ON a.workspace_id = c.workspace_id AND a.id = c.agent_id "
 						  "LEFT JOIN agent.triggers t ON t.workspace_id = a.workspace_id AND t.id = c.trigger_id "
 						  "ORDER BY c.ordinality",	/* started in claim order (fair order) */
-						  types, vals);
+						  2, types, vals, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not claim runs: %s", SPI_result_code_string(rc));
 	nrows = SPI_processed;
