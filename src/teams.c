@@ -123,7 +123,8 @@ TeamsAddTools(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
 
 	vals[0] = Int64GetDatum(run_id);
 	if (SpiUtilExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
-						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
+						 "FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "WHERE r.id = $1",	/* a co-located join (Citus) */
 						 1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -397,7 +398,8 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		r = TeamsQuery("SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('run_id', c.id, 'agent_id', c.agent_id, "
 					   "'agent', a.name, 'status', c.status, 'current_step', c.current_step, 'preview', c.preview, "
 					   "'tokens_total', c.tokens_total) ORDER BY c.id), '[]') "
-					   "FROM agent.runs c JOIN agent.agents a ON a.id = c.agent_id WHERE c.parent_run_id = $1 "
+					   "FROM agent.runs c JOIN agent.agents a ON a.workspace_id = c.workspace_id AND a.id = c.agent_id "
+					   "WHERE c.parent_run_id = $1 "
 					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   1, types, vals, &failed);
 	else if (run <= 0 && (strcmp(action, "status") == 0 || strcmp(action, "read_result") == 0 ||
