@@ -1737,9 +1737,13 @@ DECLARE
 BEGIN
   UPDATE agent.runs x SET current_step = v_label, preview = agent._teams_step_preview(NEW.kind, NEW.output)
    WHERE x.workspace_id = NEW.workspace_id AND x.id = NEW.run_id RETURNING coalesce(x.root_run_id, x.id) INTO v_root;
-  PERFORM pg_notify('agent_run_steps',
-                    json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
-                                      'step', v_label, 'status', NEW.status)::text);
+  -- (not from a Citus shard, whose node is not where the listeners are and
+  -- whose NOTIFY makes the two-phase commit fail: docs/scaling.md)
+  IF TG_TABLE_NAME = 'run_steps' THEN
+    PERFORM pg_notify('agent_run_steps',
+                      json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
+                                        'step', v_label, 'status', NEW.status)::text);
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -1787,12 +1791,16 @@ BEGIN
       INTO v_roots, v_rootv
       FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = ANY (v_ids);
   END LOOP;
-  PERFORM pg_notify('agent_run_steps',
-                    json_build_object('run_id', n.run_id,
-                                      'root_run_id', v_rootv[array_position(v_roots, n.run_id)],
-                                      'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
-                                      'status', n.status)::text)
-     FROM new_steps n;
+  -- (not from a Citus shard, whose node is not where the listeners are and
+  -- whose NOTIFY makes the two-phase commit fail: docs/scaling.md)
+  IF TG_TABLE_NAME = 'run_steps' THEN
+    PERFORM pg_notify('agent_run_steps',
+                      json_build_object('run_id', n.run_id,
+                                        'root_run_id', v_rootv[array_position(v_roots, n.run_id)],
+                                        'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
+                                        'status', n.status)::text)
+       FROM new_steps n;
+  END IF;
   RETURN NULL;
 END
 $$;
