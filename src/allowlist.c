@@ -257,6 +257,7 @@ typedef struct IdsEntry
 	char	   *workspace;		/* shared: the agent's workspace */
 	bool		live;			/* shared: the agent was live (else array is empty) */
 	Datum		base;			/* shared, not live: the set as if it were live, or 0 */
+	int			stale_decisions;	/* rows decided one by one since it went stale */
 	IdsSnapKey	key;			/* not shared: the snapshot */
 	MemoryContext cxt;			/* holds all of the entry */
 } IdsEntry;
@@ -511,6 +512,7 @@ NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemty
 	e->workspace = NULL;
 	e->live = false;
 	e->base = (Datum) 0;
+	e->stale_decisions = 0;
 	MemoryContextSwitchTo(oldcxt);
 	e->used = true;
 	return e;
@@ -1422,7 +1424,11 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
  * Rows decided one by one before the readable set is computed: a decision
  * costs about half of what the set costs per id it holds, so at most twice
  * the size of the last set computed (at least HAS_PERROW_MIN): a search
- * never pays more than twice the cheaper of the two ways.
+ * never pays more than twice the cheaper of the two ways.  The count runs
+ * across the statements that find the set not kept (the entry's
+ * stale_decisions), so that selective searches after a change that makes
+ * the set computed afresh do not decide row by row for ever: once they
+ * have decided as many rows, the next one computes the set, kept again.
  */
 #define HAS_PERROW_MIN 1000
 
@@ -1434,6 +1440,8 @@ typedef struct HasSet
 	bool		perrow;			/* deciding row by row, no set yet */
 	int			decisions;		/* rows decided so */
 	int			perrow_max;		/* rows to decide so before computing the set */
+	IdsEntry   *stale;			/* the entry not kept, whose stale_decisions count */
+	MemoryContext stale_cxt;	/* its memory context then (still the same entry?) */
 	int64		agent_id;
 	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
 	char	   *rtype;
@@ -1569,9 +1577,17 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	else
 	{
 		int			n = ReadableIdsEstimate(agent_id, rtype, s->edit, elemtype);
+		IdsEntry   *e = FindEntry(agent_id, rtype, s->edit, elemtype, PgAgentsAccessRelid());
 
 		s->perrow = true;
 		s->perrow_max = n > HAS_PERROW_MIN / 2 ? 2 * n : HAS_PERROW_MIN;
+		if (e != NULL)
+		{
+			/* what earlier statements decided one by one since it went stale */
+			s->perrow_max = Max(s->perrow_max - e->stale_decisions, 0);
+			s->stale = e;
+			s->stale_cxt = e->cxt;
+		}
 	}
 	return s;
 }
@@ -1642,6 +1658,8 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 			if (r >= 0)
 			{
 				s->decisions++;
+				if (s->stale != NULL && s->stale->used && s->stale->cxt == s->stale_cxt)
+					s->stale->stale_decisions++;
 				PG_RETURN_BOOL(r == 1);
 			}
 		}
