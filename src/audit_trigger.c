@@ -56,6 +56,7 @@
 
 #include "audit.h"
 #include "audit_int.h"
+#include "citus_shard.h"
 #include "compat.h"
 #include "guc.h"
 #include "jsonb_build.h"
@@ -434,6 +435,7 @@ trig_info(TriggerData *td)
 	MemoryContext old;
 	Oid			pkoid;
 	int			i;
+	char	   *shard_of;
 
 	audit_init_cache();
 	e = hash_search(trig_cache, &tg->tgoid, HASH_ENTER, &found);
@@ -447,10 +449,12 @@ trig_info(TriggerData *td)
 	e->relid = RelationGetRelid(rel);
 	old = MemoryContextSwitchTo(e->cxt);
 
+	/* on a Citus shard, the distributed table's name (src/citus_shard.c) */
+	shard_of = CitusShardTableName(rel);
 	e->qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-											 RelationGetRelationName(rel));
+											 shard_of ? shard_of : RelationGetRelationName(rel));
 	e->target_type = pstrdup((tg->tgnargs > 0 && tg->tgargs[0][0] != '\0')
-							 ? tg->tgargs[0] : RelationGetRelationName(rel));
+							 ? tg->tgargs[0] : (shard_of ? shard_of : RelationGetRelationName(rel)));
 	e->owner_att = find_column(desc, tg->tgnargs > 1 ? tg->tgargs[1] : NULL);
 	e->workspace_att = find_column(desc, tg->tgnargs > 2 ? tg->tgargs[2] : NULL);
 	e->natts = desc->natts;
