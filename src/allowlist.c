@@ -73,6 +73,7 @@
 #include "access_gen.h"
 #include "compat.h"
 #include "guc.h"
+#include "relcheck.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
@@ -147,7 +148,7 @@ pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(custom_acl_value);
 	if (!custom_acl_callback)
 	{
-		CacheRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
+		PgaRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
 		custom_acl_callback = true;
 	}
 	custom_acl_valid = true;	/* an invalidation from here on clears it */
@@ -158,6 +159,12 @@ pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 	{
 		custom_acl_valid = false;
 		PG_RETURN_BOOL(false);
+	}
+	if (PgaCitusManaged(relid))
+	{
+		/* read through SPI, and not kept: its statement trigger fires on the nodes */
+		custom_acl_valid = false;
+		PG_RETURN_BOOL(PgaSpiCustomAcl());
 	}
 	att = get_attnum(relid, "acl_function");
 	rel = table_open(relid, AccessShareLock);
@@ -236,6 +243,7 @@ typedef struct IdsSnapKey
 	bool		recovery;
 	LocalTransactionId lxid;	/* 0 unless the transaction has written */
 	CommandId	curcid;			/* likewise */
+	TimestampTz stmt;			/* 0 unless Citus manages the access tables */
 } IdsSnapKey;
 
 typedef struct IdsEntry
@@ -298,6 +306,16 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 	{
 		k->lxid = PGA_MY_LXID;
 		k->curcid = snap->curcid;
+	}
+	/*
+	 * With Citus, a change committed on another node leaves this node's
+	 * snapshots alike: the set is then good for this statement only.
+	 */
+	if (PgAgentsAccessOnCitus())
+	{
+		k->lxid = PGA_MY_LXID;
+		k->curcid = snap->curcid;
+		k->stmt = GetCurrentStatementStartTimestamp();
 	}
 }
 
@@ -863,7 +881,7 @@ CanKeepAcrossStatements(void)
 {
 	return PgAgentsShmemAvailable() && !IsolationUsesXactSnapshot() &&
 		!RecoveryInProgress() && !IsInParallelMode() &&
-		!PgAgentsAccessChangedInXact();
+		!PgAgentsAccessChangedInXact() && !PgAgentsAccessOnCitus();
 }
 
 /* the number of elements of an array datum */

@@ -122,7 +122,7 @@ RunSqlSaveState(Slot *s)
 	json_decref(st);
 	if (SpiUtilExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
 						 "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
-						 "ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
+						 "ON CONFLICT (run_id, workspace_id) DO UPDATE SET state = excluded.state, "
 						 "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
 						 3, types, vals, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not save the state of run " INT64_FORMAT, s->run_id);
@@ -230,7 +230,7 @@ RunSqlClaim(int n, ClaimedRun **runs)
 						  "WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 						  "s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 						  "      SELECT c.id, c.workspace_id, $2 FROM c "
-						  "      ON CONFLICT (run_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = pg_catalog.clock_timestamp() "
+						  "      ON CONFLICT (run_id, workspace_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = pg_catalog.clock_timestamp() "
 						  "      RETURNING st.run_id, st.state) "
 						  "SELECT c.id, c.agent_id, c.workspace_id, c.regime, c.requested_by, "
 						  "       c.input::pg_catalog.text AS input, c.origin, "

@@ -48,6 +48,7 @@
 #include "citus_shard.h"
 #include "events.h"
 #include "jsonb_build.h"
+#include "relcheck.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_watch_row);
 
@@ -140,7 +141,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 		ctl.hcxt = watch_cxt;
 		watch_cache = hash_create("pg_agents watch states", 16, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		CacheRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
+		PgaRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
 	}
 	entry = hash_search(watch_cache, &tg->tgoid, HASH_FIND, NULL);
 	if (entry != NULL && entry->st != NULL && entry->st->relid == RelationGetRelid(rel))

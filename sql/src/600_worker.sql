@@ -28,12 +28,13 @@ COMMENT ON COLUMN agent.runs.tokens_cached IS 'Prompt tokens of this run read fr
 -- Run state
 -- ---------------------------------------------------------------------------
 CREATE TABLE agent.run_state (
-    run_id       bigint PRIMARY KEY,
+    run_id       bigint NOT NULL,
     workspace_id text NOT NULL,
     worker_pid   integer,
     claimed_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
     state        jsonb,
+    CONSTRAINT run_state_pkey PRIMARY KEY (run_id, workspace_id),
     FOREIGN KEY (workspace_id, run_id) REFERENCES agent.runs (workspace_id, id) ON DELETE CASCADE
 );
 REVOKE ALL ON agent.run_state FROM PUBLIC;

@@ -37,13 +37,13 @@ COMMENT ON FUNCTION agent._mcp_oauth_refresh(jsonb, jsonb) IS
   'Internal: new tokens from the refresh token (or the client credentials again).';
 
 CREATE TABLE agent.mcp_oauth (
-    server_id       bigint PRIMARY KEY,
+    server_id       bigint NOT NULL,
     workspace_id    text NOT NULL,
     config          jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(config) = 'object'),
     state           jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(state) = 'object'),
     status          text NOT NULL DEFAULT 'unauthorized'
                     CHECK (status IN ('unauthorized', 'pending', 'authorized', 'lapsed')),
-    pending_state   text UNIQUE,
+    pending_state   text,
     pending_by_user text,
     pending_at      timestamptz,
     authorized_by   text,
@@ -51,6 +51,8 @@ CREATE TABLE agent.mcp_oauth (
     expires_at      timestamptz,
     last_error      text,
     updated_at      timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT mcp_oauth_pkey PRIMARY KEY (server_id, workspace_id),
+    CONSTRAINT mcp_oauth_pending_state_key UNIQUE (pending_state, workspace_id),
     FOREIGN KEY (workspace_id, server_id) REFERENCES agent.mcp_servers (workspace_id, id) ON DELETE CASCADE
 );
 REVOKE ALL ON agent.mcp_oauth FROM PUBLIC;

@@ -20,9 +20,9 @@ COMMENT ON FUNCTION agent._mcp_call_input(bigint, text, jsonb, text, jsonb, json
   'Internal: one tools/call that may come back input_required: {"ok": true, "result"}, {"ok": false, "input_required": true, "input_requests", "request_state"} or {"ok": false, "error", "rpc_error"?}; never raises for a remote failure.';
 
 CREATE TABLE agent.mcp_elicitations (
-    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id             bigint GENERATED ALWAYS AS IDENTITY,
     workspace_id   text NOT NULL,
-    run_id         bigint NOT NULL REFERENCES agent.runs (id) ON DELETE CASCADE,
+    run_id         bigint NOT NULL,
     approval_key   text NOT NULL,
     server_id      bigint,
     exposed_name   text NOT NULL,
@@ -34,7 +34,9 @@ CREATE TABLE agent.mcp_elicitations (
     created_at     timestamptz NOT NULL DEFAULT now(),
     expires_at     timestamptz NOT NULL,
     answered_at    timestamptz,
-    live           boolean NOT NULL DEFAULT false
+    live           boolean NOT NULL DEFAULT false,
+    CONSTRAINT mcp_elicitations_pkey PRIMARY KEY (id, workspace_id),
+    FOREIGN KEY (workspace_id, run_id) REFERENCES agent.runs (workspace_id, id) ON DELETE CASCADE
 );
 CREATE INDEX mcp_elicitations_run_idx ON agent.mcp_elicitations (run_id, approval_key);
 REVOKE ALL ON agent.mcp_elicitations FROM PUBLIC;

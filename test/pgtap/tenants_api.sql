@@ -33,9 +33,13 @@ INSERT INTO agent.runs (id, workspace_id, agent_id, regime, origin, requested_by
   (81500001, 'ten-a', 8150001, 'manual', 'chat', 'u-t', 'running', 81500001, 0),
   (81500011, 'ten-b', 8150011, 'manual', 'chat', 'u-t', 'running', 81500011, 0),
   (81500021, 'ten-c', 8150021, 'manual', 'chat', 'u-c', 'running', 81500021, 0);
--- a forged child in ten-b of ten-a's run (runs.parent_run_id is not composite)
+-- a forged child in ten-b of ten-a's run: the composite parent key refuses
+-- it (test/pgtap/scaling_schema.sql), written here with the keys off, as a
+-- hand-edited database could hold it
+SET LOCAL session_replication_role = replica;
 INSERT INTO agent.runs (id, workspace_id, agent_id, parent_run_id, regime, origin, requested_by, status, root_run_id, depth) VALUES
   (81500012, 'ten-b', 8150012, 81500001, 'autonomous', 'delegation', 'agent:8150001', 'running', 81500001, 1);
+RESET session_replication_role;
 INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status) VALUES
   (81500001, 1, 'llm', 'm', '{}', '{"text": "a"}', 'ok'),
   (81500011, 1, 'llm', 'm', '{}', '{"text": "b"}', 'ok');
