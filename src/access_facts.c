@@ -18,6 +18,7 @@
 #include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -37,6 +38,8 @@
 #include "utils/syscache.h"
 
 #include "access.h"
+#include "events.h"
+#include "spi_util.h"
 #include "access_int.h"
 #include "compat.h"
 #include "guc.h"
@@ -70,14 +73,72 @@ LookupAtt(Oid relid, const char *name)
 	return att;
 }
 
+/* the indexes scanned and the leading columns the scans need (relcheck.c) */
+static const PgaIndexSpec agents_pkey_spec = {
+	"agents_pkey", "agents", 1, {{"id", INT8OID}}, NULL
+};
+static const PgaIndexSpec access_pkey_spec = {
+	"access_pkey", "access", 3,
+	{{"agent_id", INT8OID}, {"resource_type", TEXTOID}, {"resource_id", TEXTOID}}, NULL
+};
+static const PgaIndexSpec acl_pkey_spec = {
+	"resource_acl_pkey", "resource_acl", 2,
+	{{"resource_type", TEXTOID}, {"resource_id", TEXTOID}}, NULL
+};
+static const PgaIndexSpec acl_principal_spec = {
+	"resource_acl_principal_idx", "resource_acl", 1, {{"principal", TEXTOID}}, NULL
+};
+static const PgaIndexSpec members_user_spec = {
+	"group_members_user_idx", "group_members", 1, {{"user_id", TEXTOID}}, NULL
+};
+
+static bool rels_callback_registered = false;
+
+/* a relation changed (an index recreated, Citus took a table): look them up again */
+static void
+AccessRelsInvalCallback(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) ||
+		relid == access_rels.agents || relid == access_rels.agents_pkey ||
+		relid == access_rels.access || relid == access_rels.access_pkey ||
+		relid == access_rels.acl || relid == access_rels.acl_pkey ||
+		relid == access_rels.acl_principal_idx ||
+		relid == access_rels.members || relid == access_rels.members_user_idx ||
+		relid == access_rels.config)
+		access_rels.valid = false;
+}
+
 /*
- * Looks the relations, indexes and columns up and locks them, once per transaction.
+ * The index of spec, checked, locked for the rest of the transaction;
+ * nothing when Citus manages its table (no direct scan then).
+ */
+static Oid
+CheckedIndex(const PgaIndexSpec *spec, bool managed, PgaIndexInfo *ix)
+{
+	memset(ix, 0, sizeof(*ix));
+	if (managed)
+		return InvalidOid;
+	*ix = *PgaCheckIndex(spec);
+	LockRelationOid(ix->indexid, AccessShareLock);
+	return ix->indexid;
+}
+
+/*
+ * Looks the relations, indexes and columns up and locks them, once per
+ * transaction (again after a relcache invalidation): the indexes scanned
+ * are checked column by column (an error names one that is not what the
+ * scans need), and a table Citus manages is marked to be read through SPI.
  */
 void
 AccessEnsureRels(void)
 {
 	Oid			nsp;
 
+	if (!rels_callback_registered)
+	{
+		PgaRegisterRelcacheCallback(AccessRelsInvalCallback, (Datum) 0);
+		rels_callback_registered = true;
+	}
 	if (access_rels.valid && access_rels.lxid == PGA_MY_LXID)
 		return;
 	access_rels.valid = false;
@@ -88,15 +149,34 @@ AccessEnsureRels(void)
 				 errmsg("schema \"agent\" does not exist"),
 				 errhint("Is the pg_agents extension installed in this database?")));
 	access_rels.agents = LookupRel(nsp, "agents");
-	access_rels.agents_pkey = LookupRel(nsp, "agents_pkey");
 	access_rels.access = LookupRel(nsp, "access");
-	access_rels.access_pkey = LookupRel(nsp, "access_pkey");
 	access_rels.acl = LookupRel(nsp, "resource_acl");
-	access_rels.acl_pkey = LookupRel(nsp, "resource_acl_pkey");
-	access_rels.acl_principal_idx = LookupRel(nsp, "resource_acl_principal_idx");
 	access_rels.members = LookupRel(nsp, "group_members");
-	access_rels.members_user_idx = LookupRel(nsp, "group_members_user_idx");
 	access_rels.config = LookupRel(nsp, "access_config");
+	/*
+	 * Lock them once for the rest of the transaction (as any query reading
+	 * them would), so that each check opens them without the lock manager.
+	 */
+	LockRelationOid(access_rels.agents, AccessShareLock);
+	LockRelationOid(access_rels.access, AccessShareLock);
+	LockRelationOid(access_rels.acl, AccessShareLock);
+	LockRelationOid(access_rels.members, AccessShareLock);
+	LockRelationOid(access_rels.config, AccessShareLock);
+	access_rels.agents_citus = PgaCitusManaged(access_rels.agents);
+	access_rels.access_citus = PgaCitusManaged(access_rels.access);
+	access_rels.acl_citus = PgaCitusManaged(access_rels.acl);
+	access_rels.members_citus = PgaCitusManaged(access_rels.members);
+	access_rels.config_citus = PgaCitusManaged(access_rels.config);
+	access_rels.agents_pkey = CheckedIndex(&agents_pkey_spec, access_rels.agents_citus,
+										   &access_rels.agents_pkey_ix);
+	access_rels.access_pkey = CheckedIndex(&access_pkey_spec, access_rels.access_citus,
+										   &access_rels.access_pkey_ix);
+	access_rels.acl_pkey = CheckedIndex(&acl_pkey_spec, access_rels.acl_citus,
+										&access_rels.acl_pkey_ix);
+	access_rels.acl_principal_idx = CheckedIndex(&acl_principal_spec, access_rels.acl_citus,
+												 &access_rels.acl_principal_ix);
+	access_rels.members_user_idx = CheckedIndex(&members_user_spec, access_rels.members_citus,
+												&access_rels.members_user_ix);
 	access_rels.ag_workspace = LookupAtt(access_rels.agents, "workspace_id");
 	access_rels.ag_owner = LookupAtt(access_rels.agents, "owner_id");
 	access_rels.ag_status = LookupAtt(access_rels.agents, "status");
@@ -112,20 +192,6 @@ AccessEnsureRels(void)
 	access_rels.gm_workspace = LookupAtt(access_rels.members, "workspace_id");
 	access_rels.gm_group = LookupAtt(access_rels.members, "group_id");
 	access_rels.cf_function = LookupAtt(access_rels.config, "acl_function");
-	/*
-	 * Lock them once for the rest of the transaction (as any query reading
-	 * them would), so that each check opens them without the lock manager.
-	 */
-	LockRelationOid(access_rels.agents, AccessShareLock);
-	LockRelationOid(access_rels.agents_pkey, AccessShareLock);
-	LockRelationOid(access_rels.access, AccessShareLock);
-	LockRelationOid(access_rels.access_pkey, AccessShareLock);
-	LockRelationOid(access_rels.acl, AccessShareLock);
-	LockRelationOid(access_rels.acl_pkey, AccessShareLock);
-	LockRelationOid(access_rels.acl_principal_idx, AccessShareLock);
-	LockRelationOid(access_rels.members, AccessShareLock);
-	LockRelationOid(access_rels.members_user_idx, AccessShareLock);
-	LockRelationOid(access_rels.config, AccessShareLock);
 	access_rels.lxid = PGA_MY_LXID;
 	access_rels.valid = true;
 }
@@ -300,6 +366,138 @@ AccessEnsureCache(Snapshot snap)
 }
 
 /* ------------------------------------------------------------------------
+ * The same lookups through SPI, for a table Citus manages (its rows are
+ * on the nodes holding its shards, not in the local heap): read-only under
+ * the active snapshot, as the owner of schema "agent" (a direct scan checks
+ * no permission either), each statement naming the workspace when the
+ * table is distributed by it
+ * ------------------------------------------------------------------------
+ */
+static SPIPlanPtr plan_agent_ws = NULL;
+static SPIPlanPtr plan_agent_any = NULL;
+static SPIPlanPtr plan_grant = NULL;
+static SPIPlanPtr plan_groups = NULL;
+static SPIPlanPtr plan_acl = NULL;
+static SPIPlanPtr plan_config = NULL;
+
+/* runs a kept read-only plan, elevated and connected; SpiDone ends it */
+static void
+SpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
+	   Datum *vals)
+{
+	int			rc;
+
+	PgaCitusCheckNotParallel();
+	PgaElevate(e);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	rc = SpiUtilExecPlan(plan, sql, nargs, types, vals, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: access lookup failed: %s", SPI_result_code_string(rc));
+}
+
+static void
+SpiDone(PgaElevation *e)
+{
+	SPI_finish();
+	PgaRestore(e);
+}
+
+/* text column i (1-based) of SPI result row r, palloc'd in cxt; NULL if null */
+static char *
+SpiText(int r, int i, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, i, &isnull);
+	MemoryContext old;
+	char	   *s;
+
+	if (isnull)
+		return NULL;
+	old = MemoryContextSwitchTo(cxt);
+	s = TextDatumGetCString(d);
+	MemoryContextSwitchTo(old);
+	return s;
+}
+
+/*
+ * The agent's row through SPI: in the session's workspace first (a query
+ * routed to one shard), then by id alone (as the direct scan finds it).
+ */
+static void
+SpiGetAgent(AgentEntry *e, int64 agent_id)
+{
+	PgaElevation elev;
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		vals[2];
+	const char *ws = PgAgentsSessionWorkspace();
+	int			pass;
+
+	vals[0] = Int64GetDatum(agent_id);
+	for (pass = ws != NULL ? 0 : 1; pass < 2 && !e->found; pass++)
+	{
+		if (pass == 0)
+		{
+			vals[1] = CStringGetTextDatum(ws);
+			SpiRun(&elev, &plan_agent_ws,
+				   "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at IS NOT NULL "
+				   "FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+				   "AND a.id OPERATOR(pg_catalog.=) $1", 2, types, vals);
+		}
+		else
+			SpiRun(&elev, &plan_agent_any,
+				   "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at IS NOT NULL "
+				   "FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1", 1, types, vals);
+		if (SPI_processed > 0)
+		{
+			bool		isnull;
+			char	   *status = SpiText(0, 3, CurrentMemoryContext);
+
+			e->found = true;
+			e->workspace = SpiText(0, 1, cache_cxt);
+			e->owner = SpiText(0, 2, cache_cxt);
+			if (e->workspace == NULL)
+				e->workspace = MemoryContextStrdup(cache_cxt, "");
+			if (e->owner == NULL)
+				e->owner = MemoryContextStrdup(cache_cxt, "");
+			e->suspended = status != NULL && strcmp(status, "suspended") == 0;
+			e->deleted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 4, &isnull));
+		}
+		SpiDone(&elev);
+	}
+}
+
+/* the level of the agent's grant on (type, id) through SPI, in its workspace */
+static int
+SpiGetGrant(const char *workspace, int64 agent_id, const char *rtype, const char *rid)
+{
+	PgaElevation elev;
+	Oid			types[4] = {TEXTOID, INT8OID, TEXTOID, TEXTOID};
+	Datum		vals[4];
+	int			level = LEVEL_NONE;
+
+	vals[0] = CStringGetTextDatum(workspace);
+	vals[1] = Int64GetDatum(agent_id);
+	vals[2] = CStringGetTextDatum(rtype);
+	vals[3] = CStringGetTextDatum(rid);
+	SpiRun(&elev, &plan_grant,
+		   "SELECT g.access FROM agent.access g "
+		   "WHERE g.workspace_id OPERATOR(pg_catalog.=) $1 AND g.agent_id OPERATOR(pg_catalog.=) $2 "
+		   "AND g.resource_type OPERATOR(pg_catalog.=) $3 AND g.resource_id OPERATOR(pg_catalog.=) $4",
+		   4, types, vals);
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+	}
+	SpiDone(&elev);
+	return level;
+}
+
+/* ------------------------------------------------------------------------
  * Lookups by index scan
  * ------------------------------------------------------------------------
  */
@@ -395,9 +593,15 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 	e->set_failed = false;
 	e->set = NULL;
 
+	if (access_rels.agents_citus)
+	{
+		SpiGetAgent(e, agent_id);
+		e->filled = true;
+		return e;
+	}
 	scan = AccessScanBegin(access_rels.agents, access_rels.agents_pkey, snap, 1,
 						   &heap, &index, &slot);
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
+	PgaIndexKey(&key, &access_rels.agents_pkey_ix, 0, Int64GetDatum(agent_id));
 	index_rescan(scan, &key, 1, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -451,9 +655,36 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	e->groups = NULL;
 	MemoryContextSwitchTo(old);
 
+	if (access_rels.members_citus)
+	{
+		PgaElevation elev;
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		vals[2];
+		uint64		r;
+
+		vals[0] = CStringGetTextDatum(user);
+		vals[1] = CStringGetTextDatum(workspace);
+		SpiRun(&elev, &plan_groups,
+			   "SELECT m.group_id FROM agent.group_members m "
+			   "WHERE m.user_id OPERATOR(pg_catalog.=) $1 "
+			   "AND (m.workspace_id IS NULL OR m.workspace_id OPERATOR(pg_catalog.=) $2)",
+			   2, types, vals);
+		e->groups = SPI_processed > 0 ?
+			MemoryContextAlloc(cache_cxt, sizeof(char *) * SPI_processed) : NULL;
+		for (r = 0; r < SPI_processed; r++)
+		{
+			char	   *g = SpiText(r, 1, cache_cxt);
+
+			if (g != NULL)
+				e->groups[e->ngroups++] = g;
+		}
+		SpiDone(&elev);
+		e->filled = true;
+		return e;
+	}
 	scan = AccessScanBegin(access_rels.members, access_rels.members_user_idx, snap, 1,
 						   &heap, &index, &slot);
-	InitTextKey(&key, index, 1, user);
+	InitTextKey(&key, &access_rels.members_user_ix, 0, user);
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -492,11 +723,17 @@ AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap
 	TupleTableSlot *slot;
 	int			level = LEVEL_NONE;
 
+	if (access_rels.access_citus)
+	{
+		AgentEntry *ag = AccessGetAgent(agent_id, snap);
+
+		return ag->found ? SpiGetGrant(ag->workspace, agent_id, rtype, rid) : LEVEL_NONE;
+	}
 	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 3,
 						   &heap, &index, &slot);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
-	InitTextKey(&keys[1], index, 2, rtype);
-	InitTextKey(&keys[2], index, 3, rid);
+	PgaIndexKey(&keys[0], &access_rels.access_pkey_ix, 0, Int64GetDatum(agent_id));
+	InitTextKey(&keys[1], &access_rels.access_pkey_ix, 1, rtype);
+	InitTextKey(&keys[2], &access_rels.access_pkey_ix, 2, rid);
 	index_rescan(scan, keys, 3, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -621,7 +858,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	initStringInfo(&strings);
 	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 1,
 						   &heap, &index, &slot);
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(ag->id));
+	PgaIndexKey(&key, &access_rels.access_pkey_ix, 0, Int64GetDatum(ag->id));
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -743,7 +980,8 @@ int
 AccessAgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
 {
 	check_clock++;
-	if (ag->set == NULL && !ag->set_failed && check_clock >= load_blocked_until &&
+	if (ag->set == NULL && !ag->set_failed && !access_rels.access_citus &&
+		check_clock >= load_blocked_until &&
 		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)) &&
 		ag->checks >= ag->known_grants / GRANTSET_LOAD_RATIO)
 		LoadGrantSet(ag, snap);
@@ -775,6 +1013,24 @@ AccessGetAclFunction(Snapshot snap)
 	if (acl_fn_loaded)
 		return acl_fn_oid;
 	acl_fn_oid = InvalidOid;
+	if (access_rels.config_citus)
+	{
+		PgaElevation elev;
+		uint64		r;
+
+		SpiRun(&elev, &plan_config,
+			   "SELECT c.acl_function::pg_catalog.oid FROM agent.access_config c", 0, NULL, NULL);
+		for (r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				acl_fn_oid = DatumGetObjectId(d);
+		}
+		SpiDone(&elev);
+		goto loaded;
+	}
 	heap = table_open(access_rels.config, NoLock);
 	scan = systable_beginscan(heap, InvalidOid, false, snap, 0, NULL);
 	while ((tup = systable_getnext(scan)) != NULL)
@@ -787,6 +1043,7 @@ AccessGetAclFunction(Snapshot snap)
 	}
 	systable_endscan(scan);
 	table_close(heap, NoLock);
+loaded:
 	if (OidIsValid(acl_fn_oid))
 		fmgr_info_cxt(acl_fn_oid, &acl_fn_info, cache_cxt);
 	acl_fn_loaded = true;
@@ -842,6 +1099,39 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 
 	e->nrows = 0;
 	e->rows = NULL;
+	if (access_rels.acl_citus)
+	{
+		PgaElevation elev;
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		vals[2];
+		uint64		r;
+
+		vals[0] = CStringGetTextDatum(rtype);
+		vals[1] = CStringGetTextDatum(rid);
+		SpiRun(&elev, &plan_acl,
+			   "SELECT l.principal, l.access, l.workspace_id FROM agent.resource_acl l "
+			   "WHERE l.resource_type OPERATOR(pg_catalog.=) $1 AND l.resource_id OPERATOR(pg_catalog.=) $2",
+			   2, types, vals);
+		e->rows = SPI_processed > 0 ?
+			MemoryContextAlloc(cxt, sizeof(AclRow) * SPI_processed) : NULL;
+		for (r = 0; r < SPI_processed; r++)
+		{
+			AclRow	   *row = &e->rows[e->nrows];
+			char	   *level = SpiText(r, 2, CurrentMemoryContext);
+
+			row->principal = SpiText(r, 1, cxt);
+			if (row->principal == NULL)
+				continue;
+			row->plen = strlen(row->principal);
+			row->level = level == NULL ? LEVEL_NONE :
+				strcmp(level, "edit") == 0 ? LEVEL_EDIT :
+				strcmp(level, "read") == 0 ? LEVEL_READ : LEVEL_NONE;
+			row->workspace = SpiText(r, 3, cxt);
+			e->nrows++;
+		}
+		SpiDone(&elev);
+		return;
+	}
 	if (access_acl_probe.active)
 	{
 		heap = access_acl_probe.heap;
@@ -852,8 +1142,8 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 	else
 		scan = AccessScanBegin(access_rels.acl, access_rels.acl_pkey, snap, 2,
 							   &heap, &index, &slot);
-	InitTextKey(&keys[0], index, 1, rtype);
-	InitTextKey(&keys[1], index, 2, rid);
+	InitTextKey(&keys[0], &access_rels.acl_pkey_ix, 0, rtype);
+	InitTextKey(&keys[1], &access_rels.acl_pkey_ix, 1, rid);
 	index_rescan(scan, keys, 2, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -1016,4 +1306,18 @@ PgAgentsAccessRelid(void)
 {
 	AccessEnsureRels();
 	return access_rels.access;
+}
+
+/*
+ * Does Citus manage one of the access relations?  Then their row triggers
+ * fire on the nodes holding the shards, and the access generation of this
+ * node's shared memory does not see their changes: nothing decided from
+ * them may be kept across statements (src/allowlist.c).
+ */
+bool
+PgAgentsAccessOnCitus(void)
+{
+	AccessEnsureRels();
+	return access_rels.agents_citus || access_rels.access_citus || access_rels.acl_citus ||
+		access_rels.members_citus || access_rels.config_citus;
 }

@@ -23,6 +23,7 @@
 #include "utils/snapshot.h"
 
 #include "compat.h"
+#include "relcheck.h"
 
 /* the reason codes, stable and documented */
 typedef enum AccessReason
@@ -64,6 +65,18 @@ typedef struct AccessRels
 	Oid			members;
 	Oid			members_user_idx;
 	Oid			config;
+	/* the indexes scanned, checked (relcheck.c) */
+	PgaIndexInfo agents_pkey_ix;
+	PgaIndexInfo access_pkey_ix;
+	PgaIndexInfo acl_pkey_ix;
+	PgaIndexInfo acl_principal_ix;
+	PgaIndexInfo members_user_ix;
+	/* managed by Citus: read through SPI, never directly */
+	bool		agents_citus;
+	bool		access_citus;
+	bool		acl_citus;
+	bool		members_citus;
+	bool		config_citus;
 	/* attribute numbers in the heaps */
 	AttrNumber	ag_workspace;
 	AttrNumber	ag_owner;
@@ -146,12 +159,11 @@ TextLevel(Datum d)
 	return LEVEL_NONE;
 }
 
+/* a scan key: checked text column col (0-based) of the index equals value */
 static inline void
-InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
+InitTextKey(ScanKey key, const PgaIndexInfo *ix, int col, const char *value)
 {
-	ScanKeyEntryInitialize(key, 0, attno, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[attno - 1], F_TEXTEQ,
-						   CStringGetTextDatum(value));
+	PgaIndexKey(key, ix, col, CStringGetTextDatum(value));
 }
 
 /*

@@ -37,9 +37,58 @@
 #include "utils/syscache.h"
 
 #include "access.h"
+#include "spi_util.h"
 #include "access_int.h"
 #include "compat.h"
 #include "guc.h"
+
+/*
+ * A query of a table Citus manages, read-only under the active snapshot, as
+ * the owner of schema "agent" (see access_facts.c); the caller reads
+ * SPI_tuptable, then calls ReadableSpiDone.
+ */
+static void
+ReadableSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs,
+			   Oid *types, Datum *vals)
+{
+	int			rc;
+
+	PgaCitusCheckNotParallel();
+	PgaElevate(e);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	rc = SpiUtilExecPlan(plan, sql, nargs, types, vals, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: readable set lookup failed: %s", SPI_result_code_string(rc));
+}
+
+static void
+ReadableSpiDone(PgaElevation *e)
+{
+	SPI_finish();
+	PgaRestore(e);
+}
+
+/* text column i of SPI result row r, palloc'd in cxt; NULL if null */
+static char *
+ReadableSpiText(uint64 r, int i, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, i, &isnull);
+	MemoryContext old;
+	char	   *s;
+
+	if (isnull)
+		return NULL;
+	old = MemoryContextSwitchTo(cxt);
+	s = TextDatumGetCString(d);
+	MemoryContextSwitchTo(old);
+	return s;
+}
+
+static SPIPlanPtr plan_acl_of = NULL;
+static SPIPlanPtr plan_grants_of_type = NULL;
+static SPIPlanPtr plan_shared_of_type = NULL;
 
 /*
  * Whether one resource is in the agent's readable set, decided as the set
@@ -68,17 +117,22 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 }
 
 /*
- * The owner of an agent under the active snapshot ("" when there is none),
- * palloc'd: what a kept readable set depends on through the owner's groups
- * (src/allowlist.c).
+ * What the readable set reads of an agent's row, under the active snapshot:
+ * its owner and workspace (palloc'd, "" when there is none) and whether it is
+ * live (neither deleted nor suspended: else its set is empty); false for an
+ * unknown agent.  A kept set depends on the owner through the owner's groups,
+ * and is emptied or restored by a change of liveness (src/allowlist.c).
  */
-char *
-PgAgentsAgentOwner(int64 agent_id)
+bool
+PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live)
 {
 	Snapshot	snap = AccessBegin("the readable set");
 	AgentEntry *ag = AccessGetAgent(agent_id, snap);
 
-	return pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
+	*owner = pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
+	*workspace = pstrdup(ag->found && ag->workspace != NULL ? ag->workspace : "");
+	*live = ag->found && !ag->deleted && !ag->suspended;
+	return ag->found;
 }
 
 /*
@@ -101,9 +155,38 @@ PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char *
 	int			seen = 0;
 	int			rtype_len = strlen(rtype);
 
+	if (access_rels.acl_citus)
+	{
+		PgaElevation elev;
+		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
+		Datum		vals[3];
+		MemoryContext cxt = CurrentMemoryContext;
+		uint64		r;
+
+		vals[0] = CStringGetTextDatum(principal);
+		vals[1] = CStringGetTextDatum(rtype);
+		vals[2] = Int64GetDatum((int64) max + 1);
+		ReadableSpiRun(&elev, &plan_acl_of,
+					   "SELECT l.resource_id FROM agent.resource_acl l "
+					   "WHERE l.principal OPERATOR(pg_catalog.=) $1 AND l.resource_type OPERATOR(pg_catalog.=) $2 "
+					   "LIMIT $3", 3, types, vals);
+		for (r = 0; r < SPI_processed && n >= 0; r++)
+		{
+			char	   *id = ReadableSpiText(r, 1, cxt);
+
+			if (id == NULL)
+				continue;
+			if (n >= max)
+				n = -1;
+			else
+				ids[n++] = id;
+		}
+		ReadableSpiDone(&elev);
+		return n;
+	}
 	scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
 						   &heap, &index, &slot);
-	InitTextKey(&key, index, 1, principal);
+	InitTextKey(&key, &access_rels.acl_principal_ix, 0, principal);
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (n >= 0 && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -206,43 +289,131 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		AccessGetWorkspaceGrant(ag, snap) != LEVEL_NONE;
 
 	/* the direct grants of the type, each decided with its level */
-	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 2,
-						   &heap, &index, &slot);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(agent_id));
-	InitTextKey(&keys[1], index, 2, rtype);
-	index_rescan(scan, keys, 2, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	if (access_rels.access_citus)
 	{
-		bool		isnull;
-		Datum		d;
-		int			level;
-		char	   *rid;
+		PgaElevation elev;
+		Oid			types[3] = {TEXTOID, INT8OID, TEXTOID};
+		Datum		vals[3];
+		MemoryContext cxt = CurrentMemoryContext;
+		char	  **rids;
+		int		   *levels;
+		int			ng = 0;
+		int			i;
+		uint64		r;
 
-		CHECK_FOR_INTERRUPTS();
-		d = slot_getattr(slot, access_rels.ac_access, &isnull);
-		level = isnull ? LEVEL_NONE : TextLevel(d);
-		if (level == LEVEL_NONE)
-			continue;
-		d = slot_getattr(slot, access_rels.ac_id, &isnull);
-		if (isnull)
-			continue;
-		rid = TextDatumGetCString(d);
-		/* a direct grant decides its resource, allowed or not */
-		if (want_shared)
-			IdListAdd(&direct, rid);
-		if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
-			IdListAdd(&ids, rid);
+		vals[0] = CStringGetTextDatum(ag->workspace);
+		vals[1] = Int64GetDatum(agent_id);
+		vals[2] = CStringGetTextDatum(rtype);
+		ReadableSpiRun(&elev, &plan_grants_of_type,
+					   "SELECT g.resource_id, g.access FROM agent.access g "
+					   "WHERE g.workspace_id OPERATOR(pg_catalog.=) $1 AND g.agent_id OPERATOR(pg_catalog.=) $2 "
+					   "AND g.resource_type OPERATOR(pg_catalog.=) $3", 3, types, vals);
+		rids = MemoryContextAlloc(cxt, sizeof(char *) * (SPI_processed + 1));
+		levels = MemoryContextAlloc(cxt, sizeof(int) * (SPI_processed + 1));
+		for (r = 0; r < SPI_processed; r++)
+		{
+			char	   *lv = ReadableSpiText(r, 2, CurrentMemoryContext);
+			int			level = lv == NULL ? LEVEL_NONE :
+				strcmp(lv, "edit") == 0 ? LEVEL_EDIT :
+				strcmp(lv, "read") == 0 ? LEVEL_READ : LEVEL_NONE;
+			char	   *rid = ReadableSpiText(r, 1, cxt);
+
+			if (level == LEVEL_NONE || rid == NULL)
+				continue;
+			rids[ng] = rid;
+			levels[ng++] = level;
+		}
+		ReadableSpiDone(&elev);
+		/* decided outside SPI: the decision may itself read through SPI */
+		for (i = 0; i < ng; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (want_shared)
+				IdListAdd(&direct, rids[i]);
+			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rids[i], mode, levels[i], snap, false, NULL)))
+				IdListAdd(&ids, rids[i]);
+		}
 	}
-	AccessScanEnd(scan, slot, index, heap);
+	else
+	{
+		scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 2,
+							   &heap, &index, &slot);
+		PgaIndexKey(&keys[0], &access_rels.access_pkey_ix, 0, Int64GetDatum(agent_id));
+		InitTextKey(&keys[1], &access_rels.access_pkey_ix, 1, rtype);
+		index_rescan(scan, keys, 2, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		d;
+			int			level;
+			char	   *rid;
+
+			CHECK_FOR_INTERRUPTS();
+			d = slot_getattr(slot, access_rels.ac_access, &isnull);
+			level = isnull ? LEVEL_NONE : TextLevel(d);
+			if (level == LEVEL_NONE)
+				continue;
+			d = slot_getattr(slot, access_rels.ac_id, &isnull);
+			if (isnull)
+				continue;
+			rid = TextDatumGetCString(d);
+			/* a direct grant decides its resource, allowed or not */
+			if (want_shared)
+				IdListAdd(&direct, rid);
+			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
+				IdListAdd(&ids, rid);
+		}
+		AccessScanEnd(scan, slot, index, heap);
+	}
 
 	/* what is shared with the whole workspace and holds no direct grant */
 	if (want_shared)
 	{
 		if (direct.n > 1)
 			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
+	}
+	if (want_shared && access_rels.acl_citus)
+	{
+		PgaElevation elev;
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		vals[2];
+		MemoryContext cxt = CurrentMemoryContext;
+		IdList		shared = {NULL, 0, 0};
+		int			i;
+		uint64		r;
+
+		vals[0] = CStringGetTextDatum(rtype);
+		vals[1] = CStringGetTextDatum(ag->workspace);
+		ReadableSpiRun(&elev, &plan_shared_of_type,
+					   "SELECT l.resource_id FROM agent.resource_acl l "
+					   "WHERE l.principal OPERATOR(pg_catalog.=) 'workspace' "
+					   "AND l.resource_type OPERATOR(pg_catalog.=) $1 AND l.workspace_id OPERATOR(pg_catalog.=) $2",
+					   2, types, vals);
+		for (r = 0; r < SPI_processed; r++)
+		{
+			char	   *rid = ReadableSpiText(r, 1, cxt);
+
+			if (rid != NULL)
+				IdListAdd(&shared, rid);
+		}
+		ReadableSpiDone(&elev);
+		for (i = 0; i < shared.n; i++)
+		{
+			char	   *rid = shared.items[i];
+
+			CHECK_FOR_INTERRUPTS();
+			if ((direct.n > 0 &&
+				 bsearch(&rid, direct.items, direct.n, sizeof(char *), CompareCStrings) != NULL) ||
+				!ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap, false, NULL)))
+				continue;
+			IdListAdd(&ids, rid);
+		}
+	}
+	else if (want_shared)
+	{
 		scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
 							   &heap, &index, &slot);
-		InitTextKey(&keys[0], index, 1, "workspace");
+		InitTextKey(&keys[0], &access_rels.acl_principal_ix, 0, "workspace");
 		index_rescan(scan, keys, 1, NULL, 0);
 		while (index_getnext_slot(scan, ForwardScanDirection, slot))
 		{
@@ -307,6 +478,8 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
 	Assert(!access_acl_probe.active);
+	if (access_rels.acl_citus)
+		return ReadableIds(agent_id, rtype, edit, n, custom_acl);	/* no direct probe */
 	access_acl_probe.scan = AccessScanBegin(access_rels.acl, access_rels.acl_pkey,
 											GetActiveSnapshot(), 2,
 											&access_acl_probe.heap,

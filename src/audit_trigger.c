@@ -56,8 +56,10 @@
 
 #include "audit.h"
 #include "audit_int.h"
+#include "citus_shard.h"
 #include "compat.h"
 #include "guc.h"
+#include "relcheck.h"
 #include "jsonb_build.h"
 #include "redact.h"
 
@@ -96,6 +98,8 @@ typedef struct AuditTrigInfo
 	AttrNumber	workspace_att;
 	int			npk;
 	AttrNumber	pk[INDEX_MAX_KEYS];
+	int			nkeyorder;
+	int		   *keyorder;		/* live columns in jsonb key order */
 } AuditTrigInfo;
 
 static HTAB *trig_cache = NULL;
@@ -139,7 +143,7 @@ audit_init_cache(void)
 	}
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(audit_relcache_callback, (Datum) 0);
+		PgaRegisterRelcacheCallback(audit_relcache_callback, (Datum) 0);
 		callback_registered = true;
 	}
 }
@@ -204,6 +208,9 @@ AuditIdentity(AuditRow *row)
 	}
 	if (row->workspace_id == NULL)
 		row->workspace_id = guc_or_null(pg_agents_workspace);
+	/* '' is no workspace: the distribution column is never NULL (Citus) */
+	if (row->workspace_id == NULL)
+		row->workspace_id = "";
 }
 
 /* ------------------------------------------------------------------------
@@ -418,6 +425,18 @@ find_column(TupleDesc desc, const char *name)
 	return InvalidAttrNumber;
 }
 
+/* whether column a's name comes before column b's among jsonb keys */
+static bool
+key_before(AuditCol *a, AuditCol *b)
+{
+	size_t		la = strlen(a->name);
+	size_t		lb = strlen(b->name);
+
+	if (la != lb)
+		return la < lb;
+	return memcmp(a->name, b->name, la) < 0;
+}
+
 /*
  * The description of the trigger's table (columns, kinds, sensitive names,
  * owner/workspace columns, primary key), built once and kept until the table
@@ -434,10 +453,11 @@ trig_info(TriggerData *td)
 	MemoryContext old;
 	Oid			pkoid;
 	int			i;
+	char	   *shard_of;
 
 	audit_init_cache();
 	e = hash_search(trig_cache, &tg->tgoid, HASH_ENTER, &found);
-	if (found && e->valid)
+	if (found && e->valid && e->natts == desc->natts)
 		return e;
 	if (found && e->cxt)
 		MemoryContextDelete(e->cxt);
@@ -447,10 +467,12 @@ trig_info(TriggerData *td)
 	e->relid = RelationGetRelid(rel);
 	old = MemoryContextSwitchTo(e->cxt);
 
+	/* on a Citus shard, the distributed table's name (src/citus_shard.c) */
+	shard_of = CitusShardTableName(rel);
 	e->qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-											 RelationGetRelationName(rel));
+											 shard_of ? shard_of : RelationGetRelationName(rel));
 	e->target_type = pstrdup((tg->tgnargs > 0 && tg->tgargs[0][0] != '\0')
-							 ? tg->tgargs[0] : RelationGetRelationName(rel));
+							 ? tg->tgargs[0] : (shard_of ? shard_of : RelationGetRelationName(rel)));
 	e->owner_att = find_column(desc, tg->tgnargs > 1 ? tg->tgargs[1] : NULL);
 	e->workspace_att = find_column(desc, tg->tgnargs > 2 ? tg->tgargs[2] : NULL);
 	e->natts = desc->natts;
@@ -473,6 +495,25 @@ trig_info(TriggerData *td)
 		c->sensitive = PgAgentsSensitiveName(c->name, strlen(c->name));
 		getTypeOutputInfo(att->atttypid, &outfn, &varlena);
 		fmgr_info_cxt(outfn, &c->out, e->cxt);
+	}
+
+	/*
+	 * The live columns in the order jsonb keeps an object's keys (shorter
+	 * first, then bytewise): a row pushed in that order is already sorted
+	 * when the object ends, which saves the sort of its keys.
+	 */
+	e->keyorder = palloc(sizeof(int) * Max(desc->natts, 1));
+	e->nkeyorder = 0;
+	for (i = 0; i < desc->natts; i++)
+	{
+		int			j;
+
+		if (e->cols[i].kind == 0)
+			continue;
+		for (j = e->nkeyorder; j > 0 && key_before(&e->cols[i], &e->cols[e->keyorder[j - 1]]); j--)
+			e->keyorder[j] = e->keyorder[j - 1];
+		e->keyorder[j] = i;
+		e->nkeyorder++;
 	}
 
 	e->npk = 0;
@@ -637,9 +678,12 @@ same_value(AuditCol *c, Datum a, bool an, Datum b, bool bn)
 	return false;
 }
 
-/* the row's primary key as text: one column as is, several as a JSON array */
+/*
+ * The row's primary key as text: one column as is, several as a JSON array
+ * (values/nulls: the row's columns, deformed).
+ */
 static char *
-row_key(AuditTrigInfo *e, HeapTuple tup, TupleDesc desc)
+row_key(AuditTrigInfo *e, Datum *values, bool *nulls)
 {
 	StringInfoData buf;
 	int			i;
@@ -647,25 +691,20 @@ row_key(AuditTrigInfo *e, HeapTuple tup, TupleDesc desc)
 	if (e->npk == 0)
 		return NULL;
 	if (e->npk == 1)
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, e->pk[0], desc, &isnull);
-
-		return isnull ? NULL : column_text(&e->cols[e->pk[0] - 1], d);
-	}
+		return nulls[e->pk[0] - 1] ? NULL
+			: column_text(&e->cols[e->pk[0] - 1], values[e->pk[0] - 1]);
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '[');
 	for (i = 0; i < e->npk; i++)
 	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, e->pk[i], desc, &isnull);
+		int			a = e->pk[i] - 1;
 
 		if (i > 0)
 			appendStringInfoChar(&buf, ',');
-		if (isnull)
+		if (nulls[a])
 			appendStringInfoString(&buf, "null");
 		else
-			escape_json(&buf, column_text(&e->cols[e->pk[i] - 1], d));
+			escape_json(&buf, column_text(&e->cols[a], values[a]));
 	}
 	appendStringInfoChar(&buf, ']');
 	return buf.data;
@@ -673,15 +712,11 @@ row_key(AuditTrigInfo *e, HeapTuple tup, TupleDesc desc)
 
 /* a column of the row as text, NULL when the column is absent or NULL */
 static char *
-row_column_text(AuditTrigInfo *e, AttrNumber att, HeapTuple tup, TupleDesc desc)
+row_column_text(AuditTrigInfo *e, AttrNumber att, Datum *values, bool *nulls)
 {
-	bool		isnull;
-	Datum		d;
-
-	if (att == InvalidAttrNumber)
+	if (att == InvalidAttrNumber || nulls[att - 1])
 		return NULL;
-	d = heap_getattr(tup, att, desc, &isnull);
-	return isnull ? NULL : column_text(&e->cols[att - 1], d);
+	return column_text(&e->cols[att - 1], values[att - 1]);
 }
 
 /*
@@ -697,12 +732,15 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	HeapTuple	tup;
 	HeapTuple	oldtup = NULL;
+	Datum	   *values;
+	bool	   *nulls;
 	AuditRow	row;
 	PgAgentsRedactor r;
 	JsonbParseState *ps = NULL;
 	JsonbValue *res = NULL;
 	StringInfoData summary;
-	int			i;
+	int			i,
+				k;
 	int			nchanged = 0;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -759,35 +797,41 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 	PgAgentsRedactorInit(&r);
 	(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
 
+	/* the row's columns, deformed once (natts: the trigger's description) */
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
+		Datum	   *ovalues = palloc(sizeof(Datum) * desc->natts);
+		bool	   *onulls = palloc(sizeof(bool) * desc->natts);
+
 		oldtup = td->tg_trigtuple;
 		tup = td->tg_newtuple;
+		heap_deform_tuple(oldtup, desc, ovalues, onulls);
+		heap_deform_tuple(tup, desc, values, nulls);
 		row.action = "update";
 		for (i = 0; i < e->natts; i++)
 		{
 			AuditCol   *c = &e->cols[i];
-			bool		on,
-						nn;
-			Datum		od,
-						nd;
 
 			if (c->kind == 0)
 				continue;
-			od = heap_getattr(oldtup, i + 1, desc, &on);
-			nd = heap_getattr(tup, i + 1, desc, &nn);
-			if (same_value(c, od, on, nd, nn))
+			if (same_value(c, ovalues[i], onulls[i], values[i], nulls[i]))
 				continue;
 			nchanged++;
 			JsonbBuildKey(&ps, c->name);
 			(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
 			JsonbBuildKey(&ps, "old");
-			push_column(&r, &ps, WJB_VALUE, c, od, on, 3);
+			push_column(&r, &ps, WJB_VALUE, c, ovalues[i], onulls[i], 3);
 			JsonbBuildKey(&ps, "new");
-			push_column(&r, &ps, WJB_VALUE, c, nd, nn, 3);
+			push_column(&r, &ps, WJB_VALUE, c, values[i], nulls[i], 3);
 			(void) pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
 			if (summary.len < SUMMARY_MAX)
-				appendStringInfo(&summary, "%s%s", nchanged == 1 ? "" : ", ", c->name);
+			{
+				if (nchanged > 1)
+					appendBinaryStringInfo(&summary, ", ", 2);
+				appendStringInfoString(&summary, c->name);
+			}
 		}
 		if (nchanged == 0)
 			return PointerGetDatum(NULL);	/* nothing changed: nothing written */
@@ -795,37 +839,65 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 	else
 	{
 		tup = td->tg_trigtuple;
+		heap_deform_tuple(tup, desc, values, nulls);
 		row.action = TRIGGER_FIRED_BY_INSERT(td->tg_event) ? "insert" : "delete";
-		for (i = 0; i < e->natts; i++)
+		for (k = 0; k < e->nkeyorder; k++)
 		{
-			AuditCol   *c = &e->cols[i];
-			bool		isnull;
-			Datum		d;
+			AuditCol   *c;
 
-			if (c->kind == 0)
-				continue;
-			d = heap_getattr(tup, i + 1, desc, &isnull);
+			i = e->keyorder[k];
+			c = &e->cols[i];
 			JsonbBuildKey(&ps, c->name);
-			push_column(&r, &ps, WJB_VALUE, c, d, isnull, 2);
+			push_column(&r, &ps, WJB_VALUE, c, values[i], nulls[i], 2);
+		}
+		/*
+		 * Pushed in key order, the row is the one pushed in column order as
+		 * long as the payload budget was never used up (what each value
+		 * takes does not depend on the order until then); otherwise the
+		 * columns past the budget are those after it in column order.
+		 */
+		if (r.budget <= 0)
+		{
+			ps = NULL;
+			PgAgentsRedactorInit(&r);
+			(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+			for (i = 0; i < e->natts; i++)
+			{
+				AuditCol   *c = &e->cols[i];
+
+				if (c->kind == 0)
+					continue;
+				JsonbBuildKey(&ps, c->name);
+				push_column(&r, &ps, WJB_VALUE, c, values[i], nulls[i], 2);
+			}
 		}
 	}
 	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
 	row.changes = JsonbValueToJsonb(res);
 
-	row.target_id = row_key(e, tup, desc);
-	row.owner_id = row_column_text(e, e->owner_att, tup, desc);
-	row.workspace_id = row_column_text(e, e->workspace_att, tup, desc);
+	row.target_id = row_key(e, values, nulls);
+	row.owner_id = row_column_text(e, e->owner_att, values, nulls);
+	row.workspace_id = row_column_text(e, e->workspace_att, values, nulls);
 	{
-		char	   *cols = pstrdup(summary.data);
+		/* "<action> <table>[ <key>][: <changed columns>]" */
+		StringInfoData line;
 
-		resetStringInfo(&summary);
-		appendStringInfo(&summary, "%s %s", row.action, e->qualname);
+		initStringInfo(&line);
+		appendStringInfoString(&line, row.action);
+		appendStringInfoChar(&line, ' ');
+		appendStringInfoString(&line, e->qualname);
 		if (row.target_id)
-			appendStringInfo(&summary, " %s", row.target_id);
+		{
+			appendStringInfoChar(&line, ' ');
+			appendStringInfoString(&line, row.target_id);
+		}
 		if (nchanged > 0)
-			appendStringInfo(&summary, ": %s", cols);
+		{
+			appendBinaryStringInfo(&line, ": ", 2);
+			appendBinaryStringInfo(&line, summary.data, summary.len);
+		}
+		row.summary = AuditCleanSummary(line.data);
 	}
-	row.summary = AuditCleanSummary(summary.data);
 	AuditIdentity(&row);
 	AuditInsert(&row);
 	return PointerGetDatum(NULL);

@@ -31,6 +31,8 @@
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "catalog/index.h"
+#include "optimizer/optimizer.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -59,6 +61,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "redact.h"
+#include "relcheck.h"
 
 /* ------------------------------------------------------------------------
  * The audit_log relation
@@ -136,14 +139,40 @@ static Oid	leaf_relid = InvalidOid;
 static TimestampTz leaf_lo = 0;
 static TimestampTz leaf_hi = 0;
 
+/*
+ * The indexes of that partition, described once (BuildIndexInfo, with the
+ * predicate and expression states made ahead) and kept across statements
+ * and transactions, instead of ExecOpenIndices at every flush: a one-row
+ * transaction's flush then only locks and opens them.  Forgotten when the
+ * partition or one of its indexes changes (a new or dropped index changes
+ * the partition's relcache entry too).  Only for plain indexes: a unique or
+ * exclusion one (none in the schema) goes through ExecOpenIndices.
+ */
+static MemoryContext leaf_ix_cxt = NULL;
+static Oid	leaf_ix_relid = InvalidOid;	/* InvalidOid: nothing cached */
+static int	leaf_ix_n = 0;
+static Oid *leaf_ix_oids = NULL;
+static IndexInfo **leaf_ix_info = NULL;
+
 /* the log or its last partition changed: look them up again */
 static void
 audit_log_relcache_callback(Datum arg, Oid relid)
 {
+	int			i;
+
 	if (relid == InvalidOid || relid == audit_al_relid || relid == leaf_relid)
 		leaf_relid = InvalidOid;
 	if (relid == InvalidOid || relid == audit_al_relid)
 		audit_al_relid = InvalidOid;
+	if (OidIsValid(leaf_ix_relid))
+	{
+		bool		drop = (relid == InvalidOid || relid == leaf_ix_relid);
+
+		for (i = 0; !drop && i < leaf_ix_n; i++)
+			drop = (relid == leaf_ix_oids[i]);
+		if (drop)
+			leaf_ix_relid = InvalidOid;	/* the memory goes at the next build */
+	}
 }
 
 /* Looks agent.audit_log up (once per backend, again after invalidation). */
@@ -156,7 +185,7 @@ AuditLogLookup(void)
 
 	if (!log_callback_registered)
 	{
-		CacheRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
+		PgaRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
 		log_callback_registered = true;
 	}
 	if (OidIsValid(audit_al_relid))
@@ -415,6 +444,131 @@ leaf_remember(Relation leaf)
 }
 
 /*
+ * Describes the indexes of partition rel (locked) for the next flushes.
+ * Returns false, with nothing cached, when one of them is unique or an
+ * exclusion constraint's.
+ */
+static bool
+leaf_indexes_describe(Relation rel)
+{
+	List	   *oids;
+	ListCell   *lc;
+	MemoryContext old;
+	int			n = 0;
+
+	leaf_ix_relid = InvalidOid;
+	if (leaf_ix_cxt == NULL)
+		leaf_ix_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_agents audit indexes",
+											ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(leaf_ix_cxt);
+	leaf_ix_n = 0;
+	oids = RelationGetIndexList(rel);
+	old = MemoryContextSwitchTo(leaf_ix_cxt);
+	leaf_ix_oids = palloc(sizeof(Oid) * Max(list_length(oids), 1));
+	leaf_ix_info = palloc(sizeof(IndexInfo *) * Max(list_length(oids), 1));
+	foreach(lc, oids)
+	{
+		Relation	ix = index_open(lfirst_oid(lc), RowExclusiveLock);
+		IndexInfo  *ii = BuildIndexInfo(ix);
+
+		index_close(ix, NoLock);
+		if (ii->ii_Unique || ii->ii_ExclusionOps != NULL)
+		{
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(leaf_ix_cxt);
+			list_free(oids);
+			return false;
+		}
+		/* the states ExecInsertIndexTuples would make per flush */
+		if (ii->ii_Predicate != NIL)
+			ii->ii_PredicateState =
+				ExecInitQual((List *) expression_planner((Expr *) ii->ii_Predicate), NULL);
+		if (ii->ii_Expressions != NIL)
+		{
+			ListCell   *e;
+
+			foreach(e, ii->ii_Expressions)
+				ii->ii_ExpressionsState =
+					lappend(ii->ii_ExpressionsState,
+							ExecInitExpr(expression_planner((Expr *) lfirst(e)), NULL));
+		}
+		leaf_ix_oids[n] = lfirst_oid(lc);
+		leaf_ix_info[n] = ii;
+		n++;
+	}
+	MemoryContextSwitchTo(old);
+	list_free(oids);
+	leaf_ix_n = n;
+	leaf_ix_relid = RelationGetRelid(rel);
+	return true;
+}
+
+/*
+ * Opens the indexes of partition rel (locked) into rri as ExecOpenIndices
+ * would, from the description kept across flushes; the locks are kept to
+ * the end of the transaction, as the partition's.  A partial index that
+ * none of the n rows in slots goes into is not opened (rows without a run
+ * skip the run index).  Returns false (nothing opened) when the indexes
+ * cannot be described.
+ */
+static bool
+leaf_indexes_open(ResultRelInfo *rri, Relation rel, EState *estate,
+				  TupleTableSlot **slots, int n)
+{
+	int			i,
+				j,
+				nopen = 0;
+
+	if (leaf_ix_relid != RelationGetRelid(rel) && !leaf_indexes_describe(rel))
+		return false;
+	rri->ri_IndexRelationDescs = palloc(sizeof(Relation) * Max(leaf_ix_n, 1));
+	rri->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * Max(leaf_ix_n, 1));
+	for (i = 0; i < leaf_ix_n; i++)
+	{
+		IndexInfo  *ii = leaf_ix_info[i];
+
+		if (ii->ii_PredicateState != NULL)
+		{
+			ExprContext *econtext = GetPerTupleExprContext(estate);
+			bool		any = false;
+
+			for (j = 0; j < n && !any; j++)
+			{
+				econtext->ecxt_scantuple = slots[j];
+				any = ExecQual(ii->ii_PredicateState, econtext);
+				ResetExprContext(econtext);
+			}
+			if (!any)
+				continue;
+		}
+		rri->ri_IndexRelationDescs[nopen] = index_open(leaf_ix_oids[i], RowExclusiveLock);
+		/* what an index AM caches during the flush goes with the flush */
+		ii->ii_AmCache = NULL;
+		ii->ii_Context = CurrentMemoryContext;
+		rri->ri_IndexRelationInfo[nopen] = ii;
+		nopen++;
+	}
+	rri->ri_NumIndices = nopen;
+	return true;
+}
+
+/* Closes what leaf_indexes_open opened (the locks stay). */
+static void
+leaf_indexes_close(ResultRelInfo *rri)
+{
+	int			i;
+
+	for (i = 0; i < rri->ri_NumIndices; i++)
+	{
+		PgaIndexInsertCleanup(rri->ri_IndexRelationDescs[i], rri->ri_IndexRelationInfo[i]);
+		rri->ri_IndexRelationInfo[i]->ii_AmCache = NULL;
+		index_close(rri->ri_IndexRelationDescs[i], NoLock);
+	}
+	rri->ri_NumIndices = 0;
+}
+
+/*
  * The rows of the current subtransaction all belong to the remembered
  * partition: they are written there without tuple routing.  Returns false
  * (nothing done) otherwise.
@@ -428,6 +582,7 @@ audit_flush_leaf(SubTransactionId cur)
 	AuditInsertState st;
 	TupleDesc	pdesc;
 	TupleDesc	ldesc;
+	bool		cached;
 	int			i,
 				n = 0,
 				keep = 0;
@@ -473,7 +628,6 @@ audit_flush_leaf(SubTransactionId cur)
 	st.estate->es_output_cid = st.cid;
 	st.rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(st.rri, rel, 1, NULL, 0);
-	ExecOpenIndices(st.rri, false);
 	st.slots = palloc(sizeof(TupleTableSlot *) * n);
 	n = 0;
 	for (i = 0; i < npend; i++)
@@ -487,15 +641,52 @@ audit_flush_leaf(SubTransactionId cur)
 		ExecStoreHeapTuple(pend[i].tup, st.slots[n], false);
 		n++;
 	}
+	if (!(cached = leaf_indexes_open(st.rri, rel, st.estate, st.slots, n)))
+		ExecOpenIndices(st.rri, false);
 	write_group(&st, st.rri, n);
 	for (i = 0; i < n; i++)
 		ExecDropSingleTupleTableSlot(st.slots[i]);
-	ExecCloseIndices(st.rri);
+	if (cached)
+		leaf_indexes_close(st.rri);
+	else
+		ExecCloseIndices(st.rri);
 	table_close(rel, NoLock);
 	table_close(parent, NoLock);
 	FreeExecutorState(st.estate);
 	npend = keep;
 	return true;
+}
+
+/*
+ * The rows of the current subtransaction written through SPI (relcheck.c:
+ * multi-row INSERTs naming each row's workspace_id), for a log Citus
+ * manages: its rows belong on the nodes of its shards.
+ */
+static void
+audit_flush_spi(SubTransactionId cur)
+{
+	HeapTuple  *tuples = palloc(sizeof(HeapTuple) * npend);
+	int			n = 0,
+				keep = 0,
+				i;
+
+	for (i = 0; i < npend; i++)
+	{
+		if (pend[i].subid == cur)
+			tuples[n++] = pend[i].tup;
+		else
+			pend[keep++] = pend[i];
+	}
+	PgaSpiInsertTuples(audit_al_relid, tuples, n);
+	pfree(tuples);
+	npend = keep;
+	if (npend == 0)
+	{
+		MemoryContextReset(audit_pend_cxt);
+		pend = NULL;
+		maxpend = 0;
+		pend_bytes = 0;
+	}
 }
 
 /*
@@ -520,6 +711,14 @@ AuditFlush(void)
 			break;
 	if (i == npend)
 		return;
+
+	/* a log Citus manages is written through SPI, never directly */
+	AuditLogLookup();
+	if (PgaCitusManaged(audit_al_relid))
+	{
+		audit_flush_spi(cur);
+		return;
+	}
 
 	old = MemoryContextSwitchTo(audit_pend_cxt);
 	if (audit_flush_leaf(cur))

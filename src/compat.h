@@ -72,6 +72,17 @@
 #endif
 
 /*
+ * 17: an index AM may keep state between the index_insert() calls of a
+ * statement (BRIN's revmap), released by index_insert_cleanup() before the
+ * index is closed (ExecCloseIndices does it)
+ */
+#if PG_VERSION_NUM >= 170000
+#define PgaIndexInsertCleanup(index, info) index_insert_cleanup((index), (info))
+#else
+#define PgaIndexInsertCleanup(index, info) ((void) (index), (void) (info))
+#endif
+
+/*
  * 18: index_beginscan() takes the instrumentation of parallel index scans
  * (NULL: none)
  */

@@ -38,6 +38,10 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "nodes/makefuncs.h"
 #include "commands/trigger.h"
 #include "common/md5.h"
 #include "executor/spi.h"
@@ -62,6 +66,7 @@
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
+#include "relcheck.h"
 #include "jsonb_build.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
@@ -98,11 +103,13 @@ static Oid	triggers_relid = InvalidOid;
 /*
  * The candidate lookup of an event (not a mention) reads triggers_event_idx
  * directly, as the query below would (its three probes), without SPI, plan
- * cache, or a change of user and search_path: the index and the columns
- * read, found when the cache is (re)built; InvalidOid when the index is not
- * the one expected (then the query runs).
+ * cache, or a change of user and search_path: the columns read, found when
+ * the cache is (re)built (when one is missing, the query runs).  When Citus
+ * manages agent.triggers the query runs (routed by the event's workspace)
+ * and nothing is cached (its statement trigger fires on the shards, so the
+ * flush would not reach this backend).
  */
-static Oid	triggers_event_idx = InvalidOid;
+static bool triggers_atts_ok = false;
 typedef struct TriggerAtts
 {
 	AttrNumber	id,
@@ -230,40 +237,44 @@ TriggersInvalCallback(Datum arg, Oid relid)
 }
 
 /*
- * triggers_event_idx when it is the index the lookup expects, a btree on
- * (workspace_id, event_name, resource_type, resource_id) of agent.triggers;
- * also finds the columns read.  InvalidOid otherwise.
+ * What every trigger the direct lookup returns satisfies: enabled AND kind =
+ * 'event' (the index's predicate, enabled AND kind IN ('event', 'mention'),
+ * must follow from it, or the index could leave out a candidate).
  */
-static Oid
-FindEventIndex(Oid nsp)
+static List *
+EventRestriction(Oid relid)
 {
-	Oid			idx = get_relname_relid("triggers_event_idx", nsp);
-	const char *keys[4] = {"workspace_id", "event_name", "resource_type", "resource_id"};
-	HeapTuple	tup;
-	Form_pg_index form;
-	bool		ok;
-	int			i;
+	AttrNumber	enabled = get_attnum(relid, "enabled");
+	AttrNumber	kind = get_attnum(relid, "kind");
 
-	if (!OidIsValid(idx))
-		return InvalidOid;
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(idx));
-	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	ok = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
-	ReleaseSysCache(tup);
-	if (!ok)
-		return InvalidOid;
-	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(idx));
-	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	form = (Form_pg_index) GETSTRUCT(tup);
-	ok = form->indrelid == triggers_relid && form->indnkeyatts == 4 && form->indisvalid;
-	for (i = 0; ok && i < 4; i++)
-		ok = form->indkey.values[i] == get_attnum(triggers_relid, keys[i]);
-	ReleaseSysCache(tup);
-	if (!ok)
-		return InvalidOid;
+	if (enabled == InvalidAttrNumber || kind == InvalidAttrNumber)
+		return NIL;
+	return list_make2(makeVar(1, enabled, BOOLOID, -1, InvalidOid, 0),
+					  make_opclause(TextEqualOperator, BOOLOID, false,
+									(Expr *) makeVar(1, kind, TEXTOID, -1, DEFAULT_COLLATION_OID, 0),
+									(Expr *) makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+													   CStringGetTextDatum("event"), false, false),
+									InvalidOid, DEFAULT_COLLATION_OID));
+}
 
+/*
+ * triggers_event_idx as the direct lookup reads it: a B-tree on agent.triggers
+ * whose leading columns are (workspace_id, event_name, resource_type,
+ * resource_id), all text, holding every enabled event trigger (checked by
+ * relcheck.c when first scanned, and again after a change of the index or
+ * the table: an error otherwise).
+ */
+static const PgaIndexSpec triggers_event_spec = {
+	"triggers_event_idx", "triggers", 4,
+	{{"workspace_id", TEXTOID}, {"event_name", TEXTOID},
+	 {"resource_type", TEXTOID}, {"resource_id", TEXTOID}},
+	EventRestriction
+};
+
+/* finds the columns of agent.triggers the direct lookup reads; false if one is missing */
+static bool
+FindTriggerAtts(void)
+{
 	tatts.id = get_attnum(triggers_relid, "id");
 	tatts.agent_id = get_attnum(triggers_relid, "agent_id");
 	tatts.workspace_id = get_attnum(triggers_relid, "workspace_id");
@@ -274,11 +285,9 @@ FindEventIndex(Oid nsp)
 	tatts.enabled = get_attnum(triggers_relid, "enabled");
 	tatts.kind = get_attnum(triggers_relid, "kind");
 	tatts.resource_id = get_attnum(triggers_relid, "resource_id");
-	if (tatts.id <= 0 || tatts.agent_id <= 0 || tatts.workspace_id <= 0 || tatts.allow_self <= 0 ||
-		tatts.prompt <= 0 || tatts.filter <= 0 || tatts.saved_by <= 0 || tatts.enabled <= 0 ||
-		tatts.kind <= 0 || tatts.resource_id <= 0)
-		return InvalidOid;
-	return idx;
+	return !(tatts.id <= 0 || tatts.agent_id <= 0 || tatts.workspace_id <= 0 || tatts.allow_self <= 0 ||
+			 tatts.prompt <= 0 || tatts.filter <= 0 || tatts.saved_by <= 0 || tatts.enabled <= 0 ||
+			 tatts.kind <= 0 || tatts.resource_id <= 0);
 }
 
 /* Drops the cache when stale and no dispatch is using it. */
@@ -290,7 +299,7 @@ RefreshCache(void)
 
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(TriggersInvalCallback, (Datum) 0);
+		PgaRegisterRelcacheCallback(TriggersInvalCallback, (Datum) 0);
 		callback_registered = true;
 	}
 	/* see trigger changes committed by other sessions */
@@ -312,7 +321,7 @@ RefreshCache(void)
 
 	nsp = get_namespace_oid("agent", true);
 	triggers_relid = OidIsValid(nsp) ? get_relname_relid("triggers", nsp) : InvalidOid;
-	triggers_event_idx = OidIsValid(triggers_relid) ? FindEventIndex(nsp) : InvalidOid;
+	triggers_atts_ok = OidIsValid(triggers_relid) && FindTriggerAtts();
 }
 
 /* Copies the SPI result rows into an array of candidates in cxt. */
@@ -444,23 +453,6 @@ CandidateCmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* a scan key: index column attno = value (text) */
-static void
-InitTextKey(ScanKey key, Relation index, AttrNumber attno, const char *value)
-{
-	ScanKeyEntryInitialize(key, 0, attno, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[attno - 1], F_TEXTEQ,
-						   CStringGetTextDatum(value));
-}
-
-/* a scan key: index column attno IS NULL */
-static void
-InitNullKey(ScanKey key, AttrNumber attno)
-{
-	ScanKeyEntryInitialize(key, SK_ISNULL | SK_SEARCHNULL, attno, InvalidStrategy,
-						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
-}
-
 /*
  * The candidate query of an event (QueryCandidates without a mention), as
  * three probes of triggers_event_idx read directly: this resource, any
@@ -470,8 +462,9 @@ InitNullKey(ScanKey key, AttrNumber attno)
  * ran as the owner of schema "agent".
  */
 static int
-ScanCandidates(const char *workspace, const char *event_name, const char *resource_type,
-			   const char *resource_id, MemoryContext cxt, Candidate **out)
+ScanCandidates(const PgaIndexInfo *ix, const char *workspace, const char *event_name,
+			   const char *resource_type, const char *resource_id,
+			   MemoryContext cxt, Candidate **out)
 {
 	Relation	heap;
 	Relation	index;
@@ -488,10 +481,10 @@ ScanCandidates(const char *workspace, const char *event_name, const char *resour
 	UpdateActiveSnapshotCommandId();
 
 	heap = table_open(triggers_relid, AccessShareLock);
-	index = index_open(triggers_event_idx, AccessShareLock);
+	index = index_open(ix->indexid, AccessShareLock);
 	slot = table_slot_create(heap, NULL);
-	InitTextKey(&keys[0], index, 1, workspace);
-	InitTextKey(&keys[1], index, 2, event_name);
+	PgaIndexKey(&keys[0], ix, 0, CStringGetTextDatum(workspace));
+	PgaIndexKey(&keys[1], ix, 1, CStringGetTextDatum(event_name));
 	scan = index_beginscan(heap, index, GetActiveSnapshot(), 4, 0);
 	for (probe = 0; probe < 3; probe++)
 	{
@@ -501,19 +494,19 @@ ScanCandidates(const char *workspace, const char *event_name, const char *resour
 		{
 			if (resource_id == NULL)
 				continue;		/* "resource_id = NULL" matches nothing */
-			InitTextKey(&keys[2], index, 3, resource_type);
-			InitTextKey(&keys[3], index, 4, resource_id);
+			PgaIndexKey(&keys[2], ix, 2, CStringGetTextDatum(resource_type));
+			PgaIndexKey(&keys[3], ix, 3, CStringGetTextDatum(resource_id));
 			nkeys = 4;
 		}
 		else if (probe == 1)
 		{
-			InitTextKey(&keys[2], index, 3, resource_type);
-			InitNullKey(&keys[3], 4);
+			PgaIndexKey(&keys[2], ix, 2, CStringGetTextDatum(resource_type));
+			PgaIndexNullKey(&keys[3], 3);
 			nkeys = 4;
 		}
 		else
 		{
-			InitNullKey(&keys[2], 3);
+			PgaIndexNullKey(&keys[2], 2);
 			nkeys = 3;
 		}
 		index_rescan(scan, keys, nkeys, NULL, 0);
@@ -611,14 +604,16 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	CacheEntry *entry = NULL;
 	int			n;
 	MemoryContext cxt;
+	bool		citus;
 
 	RefreshCache();
 	/* the workspace is part of the key: one workspace's triggers are never
 	 * another's candidates */
 	len = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", workspace, event_name, resource_type,
 				   resource_id ? resource_id : "\x1e");
+	citus = OidIsValid(triggers_relid) && PgaCitusManaged(triggers_relid);
 	cacheable = mention_agent == 0 && !cache_stale && len < CACHE_KEY_LEN &&
-		!IsolationUsesXactSnapshot() && OidIsValid(triggers_relid);
+		!IsolationUsesXactSnapshot() && OidIsValid(triggers_relid) && !citus;
 	if (cacheable)
 	{
 		entry = hash_search(trig_cache, key, HASH_FIND, NULL);
@@ -630,8 +625,15 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	}
 
 	cxt = cacheable ? trig_cache_cxt : CurrentMemoryContext;
-	if (mention_agent == 0 && OidIsValid(triggers_event_idx) && OidIsValid(triggers_relid))
-		n = ScanCandidates(workspace, event_name, resource_type, resource_id, cxt, out);
+	if (mention_agent == 0 && triggers_atts_ok && !citus)
+	{
+		PgaIndexInfo ix;
+
+		/* locked first, so that the index checked is the one scanned */
+		LockRelationOid(triggers_relid, AccessShareLock);
+		ix = *PgaCheckIndex(&triggers_event_spec);
+		n = ScanCandidates(&ix, workspace, event_name, resource_type, resource_id, cxt, out);
+	}
 	else
 		n = QueryWithElevation(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
 
@@ -739,18 +741,19 @@ Fingerprint(EventCtx *ev)
 	return ev->fingerprint;
 }
 
-/* Whether the agent exists, is not deleted and is active. */
+/* Whether the agent (of the trigger's workspace) exists, is not deleted and is active. */
 static bool
-AgentIsActive(int64 agent_id)
+AgentIsActive(int64 agent_id, const char *workspace_id)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		args[1] = {Int64GetDatum(agent_id)};
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2] = {Int64GetDatum(agent_id), CStringGetTextDatum(workspace_id)};
 	int			ret;
 
 	SpiUtilKeptPlan(&plan_agent,
-				"SELECT 1 FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1 "
+				"SELECT 1 FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+				"AND a.id OPERATOR(pg_catalog.=) $1 "
 				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
-				1, types);
+				2, types);
 	ret = SPI_execute_plan(plan_agent, args, NULL, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
@@ -763,13 +766,13 @@ AgentIsActive(int64 agent_id)
  * the same agent.
  */
 static int
-SelfChain(int64 agent_id)
+SelfChain(int64 agent_id, const char *workspace_id)
 {
 	const char *rid = pg_agents_run_id;
 	int64		run_id = 0;
 	const char *p;
-	Oid			types[1] = {INT8OID};
-	Datum		args[1];
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2];
 	int			ret;
 	int			chain = 0;
 
@@ -783,9 +786,12 @@ SelfChain(int64 agent_id)
 	}
 	SpiUtilKeptPlan(&plan_parent,
 				"SELECT r.agent_id, COALESCE((r.input OPERATOR(pg_catalog.->>) 'self_chain')::pg_catalog.int4, 0) "
-				"FROM agent.runs r WHERE r.id OPERATOR(pg_catalog.=) $1",
-				1, types);
+				"FROM agent.runs r WHERE r.workspace_id OPERATOR(pg_catalog.=) $2 "
+				"AND r.id OPERATOR(pg_catalog.=) $1",
+				2, types);
 	args[0] = Int64GetDatum(run_id);
+	/* a run of the same agent is a run of the trigger's workspace */
+	args[1] = CStringGetTextDatum(workspace_id);
 	ret = SPI_execute_plan(plan_parent, args, NULL, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: run lookup failed: %s", SPI_result_code_string(ret));
@@ -854,7 +860,8 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 	 * if it rolls back, this one inserts.  An expired fingerprint is
 	 * refreshed in place, and that event counts as new.  The time (now())
 	 * and the window's cutoff are parameters: Citus refuses a stable
-	 * function in the conflict clause of a distributed table.
+	 * function or operator (timestamptz - interval) in the conflict clause
+	 * of a distributed table.
 	 */
 	SpiUtilKeptPlan(&plan_dedup,
 				"INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at) "
@@ -885,7 +892,7 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
 static bool
 LaunchFirst(EventCtx *ev, Candidate *c)
 {
-	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, FLOAT8OID};
+	Oid			types[9] = {TEXTOID, INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
@@ -901,7 +908,7 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 				"ON CONFLICT (workspace_id, trigger_id, launch_key) DO UPDATE "
 				"SET seen_at = excluded.seen_at, source = excluded.source "
 				"WHERE x.source OPERATOR(pg_catalog.=) excluded.source "
-				"   OR x.seen_at OPERATOR(pg_catalog.<=) (excluded.seen_at OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $9)) "
+				"   OR x.seen_at OPERATOR(pg_catalog.<=) $9 "
 				"RETURNING 1",
 				9, types);
 	args[0] = CStringGetTextDatum(c->workspace_id);
@@ -918,7 +925,9 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 		args[7] = CStringGetTextDatum(ev->automation);
 	else
 		nulls[7] = 'n';
-	args[8] = Float8GetDatum((double) pg_agents_dedup_window);
+	/* the window's cutoff (timestamptz - interval is STABLE: Citus refuses it there) */
+	args[8] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp() -
+								  (TimestampTz) pg_agents_dedup_window * USECS_PER_SEC);
 	ret = SPI_execute_plan(plan_launch, args, nulls, false, 0);
 	if (ret != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
@@ -998,12 +1007,13 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 
 	/* the trigger remembers when it last queued a run */
 	{
-		Oid			ltypes[1] = {INT8OID};
-		Datum		largs[1] = {Int64GetDatum(c->id)};
+		Oid			ltypes[2] = {INT8OID, TEXTOID};
+		Datum		largs[2] = {Int64GetDatum(c->id), CStringGetTextDatum(c->workspace_id)};
 
 		SpiUtilKeptPlan(&plan_last_run,
-					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() WHERE t.id OPERATOR(pg_catalog.=) $1",
-					1, ltypes);
+					"UPDATE agent.triggers t SET last_run_at = pg_catalog.now() "
+					"WHERE t.workspace_id OPERATOR(pg_catalog.=) $2 AND t.id OPERATOR(pg_catalog.=) $1",
+					2, ltypes);
 		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
 		if (ret != SPI_OK_UPDATE)
 			elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
@@ -1020,8 +1030,8 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 static void
 RecordFilterError(Candidate *c, const char *msg)
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		args[2];
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		args[3];
 	int			ret;
 
 	/* a read-only transaction matches (or not) but records nothing */
@@ -1029,14 +1039,16 @@ RecordFilterError(Candidate *c, const char *msg)
 		return;
 	SpiUtilKeptPlan(&plan_filter_error,
 				"UPDATE agent.triggers t SET last_status = 'error', last_error = $2 "
-				"WHERE t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
-				"  WHERE x.id OPERATOR(pg_catalog.=) $1 "
+				"WHERE t.workspace_id OPERATOR(pg_catalog.=) $3 "
+				"AND t.id OPERATOR(pg_catalog.=) (SELECT x.id FROM agent.triggers x "
+				"  WHERE x.workspace_id OPERATOR(pg_catalog.=) $3 AND x.id OPERATOR(pg_catalog.=) $1 "
 				"    AND (x.last_error IS NULL OR x.last_error OPERATOR(pg_catalog.<>) $2 "
 				"         OR x.last_status IS NULL OR x.last_status OPERATOR(pg_catalog.<>) 'error') "
 				"  FOR UPDATE SKIP LOCKED)",
-				2, types);
+				3, types);
 	args[0] = Int64GetDatum(c->id);
 	args[1] = CStringGetTextDatum(msg);
+	args[2] = CStringGetTextDatum(c->workspace_id);
 	ret = SPI_execute_plan(plan_filter_error, args, NULL, false, 0);
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
@@ -1078,11 +1090,11 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 				continue;
 		}
 		/* suspended or deleted agents: silent */
-		if (!AgentIsActive(c->agent_id))
+		if (!AgentIsActive(c->agent_id, c->workspace_id))
 			continue;
 		if (actor_agent != 0 && actor_agent == c->agent_id)
 		{
-			self_chain = SelfChain(c->agent_id);
+			self_chain = SelfChain(c->agent_id, c->workspace_id);
 			if (self_chain > pg_agents_self_retrigger_cap)
 			{
 				ReportLoopStopped(ev, c, self_chain);

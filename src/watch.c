@@ -6,7 +6,8 @@
  * AFTER INSERT / UPDATE / DELETE FOR EACH ROW, it emits
  *	collection.row_added, collection.property_updated (only when a column
  *	changed; "changed" lists them) and collection.row_removed
- * with resource_id = the schema-qualified table name and payload
+ * with resource_id = the schema-qualified table name (on a Citus shard, the
+ * distributed table's name: src/citus_shard.c) and payload
  *	{"table", "row_id", "row", "old", "changed"}
  * and agent.mentioned for every [[agent:ID]] / [[fdagent:ID]] token that the
  * write added to a mention column (the column now holds more tokens naming
@@ -44,8 +45,10 @@
 #include "utils/numeric.h"
 #include "utils/rel.h"
 
+#include "citus_shard.h"
 #include "events.h"
 #include "jsonb_build.h"
+#include "relcheck.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_watch_row);
 
@@ -123,6 +126,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	WatchCacheEntry *entry;
 	bool		found;
 	int			first_mention;
+	char	   *shard_of;
 
 	if (st != NULL && st->relid == RelationGetRelid(rel))
 		return st;
@@ -137,7 +141,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 		ctl.hcxt = watch_cxt;
 		watch_cache = hash_create("pg_agents watch states", 16, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		CacheRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
+		PgaRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
 	}
 	entry = hash_search(watch_cache, &tg->tgoid, HASH_FIND, NULL);
 	if (entry != NULL && entry->st != NULL && entry->st->relid == RelationGetRelid(rel))
@@ -154,8 +158,9 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 	old = MemoryContextSwitchTo(watch_cxt);
 	st = palloc0(sizeof(WatchState));
 	st->relid = RelationGetRelid(rel);
+	shard_of = CitusShardTableName(rel);
 	st->table = psprintf("%s.%s", get_namespace_name(RelationGetNamespace(rel)),
-						 RelationGetRelationName(rel));
+						 shard_of ? shard_of : RelationGetRelationName(rel));
 	st->resource_type = pstrdup(tg->tgargs[0]);
 	st->id_attno = get_attnum(st->relid, tg->tgargs[1]);
 	if (st->id_attno <= 0)

@@ -1,9 +1,13 @@
 -- pg_agents: schema and data model.
 --
 -- Every table carries workspace_id and no foreign key crosses workspaces:
--- foreign keys to agents are composite (workspace_id, agent_id), so that a
--- deployment can distribute every table by workspace_id with Citus,
--- co-located (docs/scaling.md).
+-- foreign keys between agent tables are composite (workspace_id, agent_id),
+-- every primary key and unique index holds workspace_id (id-keyed tables:
+-- PRIMARY KEY (id, workspace_id), so that a look-up by id keeps its index),
+-- and no key holding it has a SET NULL action, so that a deployment can
+-- distribute every table by workspace_id with Citus, co-located
+-- (agent.distribution_plan(), docs/scaling.md; test/pgtap/scaling_schema.sql
+-- checks it).
 
 -- The schema "agent" is created by CREATE EXTENSION (control file: schema).
 REVOKE ALL ON SCHEMA agent FROM PUBLIC;
@@ -120,7 +124,11 @@ COMMENT ON COLUMN agent.agents.updated_at IS 'Last settings change.';
 COMMENT ON COLUMN agent.agents.deleted_at IS 'Soft-deletion time; a deleted agent has no access and no runs.';
 
 -- Fills workspace_id of a row that belongs to an agent (or a run) when a
--- direct INSERT omits it.
+-- direct INSERT omits it: a single-node convenience.  On Citus every INSERT
+-- names workspace_id (a distributed table routes the row before any trigger
+-- runs), and the session's workspace is left alone: a reference table's
+-- trigger runs on every node, where the session's settings are not set, and
+-- would store a different row on each (docs/scaling.md).
 CREATE FUNCTION agent._fill_workspace() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -131,7 +139,7 @@ BEGIN
       SELECT a.workspace_id INTO NEW.workspace_id FROM agent.agents a WHERE a.id = NEW.agent_id;
     ELSIF TG_ARGV[0] = 'run' THEN
       SELECT r.workspace_id INTO NEW.workspace_id FROM agent.runs r WHERE r.id = NEW.run_id;
-    ELSE
+    ELSIF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
       NEW.workspace_id := nullif(current_setting('pg_agents.workspace', true), '');
     END IF;
   END IF;

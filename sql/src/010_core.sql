@@ -24,7 +24,7 @@ CREATE TABLE agent.audit_log (
     target_type  text,
     target_id    text,
     owner_id     text,
-    workspace_id text,
+    workspace_id text NOT NULL,
     inputs       jsonb,
     changes      jsonb,
     summary      text,
@@ -51,7 +51,7 @@ COMMENT ON COLUMN agent.audit_log.error_code IS 'Reason code or SQLSTATE of a re
 COMMENT ON COLUMN agent.audit_log.target_type IS 'Kind of the changed object.';
 COMMENT ON COLUMN agent.audit_log.target_id IS 'Id (primary key) of the changed object.';
 COMMENT ON COLUMN agent.audit_log.owner_id IS 'Owner of the changed object, when known.';
-COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row; reads are scoped by it.';
+COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row, '''' for an action of no workspace; reads are scoped by it (the distribution column on Citus, never NULL).';
 COMMENT ON COLUMN agent.audit_log.inputs IS 'Inputs of a named action (redacted).';
 COMMENT ON COLUMN agent.audit_log.changes IS 'Row data: new row, changed columns {col: {old, new}}, or old row (redacted).';
 COMMENT ON COLUMN agent.audit_log.summary IS 'One line in clear.';
@@ -110,13 +110,21 @@ DECLARE
   v_status text := 'queued';
   v_error  text;
   v_id     bigint;
+  v_ws     text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
-  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id;
+  -- every statement names the workspace: the session's, or the agent's own
+  -- (a session bound to none, such as agent.tick's, or an event of a row of
+  -- another workspace than the session's: the callers check the boundary)
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
+  IF NOT FOUND THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+    SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
+  END IF;
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
   END IF;
   IF p_parent_run_id IS NOT NULL THEN
-    SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+    SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = a.workspace_id AND x.id = p_parent_run_id;
   END IF;
   IF p_regime = 'autonomous' THEN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
@@ -132,7 +140,7 @@ BEGIN
     IF v_recent IS NULL THEN
       SELECT count(*) INTO v_recent FROM (
         SELECT 1 FROM agent.runs r
-         WHERE r.agent_id = p_agent_id AND r.regime = 'autonomous'
+         WHERE r.workspace_id = a.workspace_id AND r.agent_id = p_agent_id AND r.regime = 'autonomous'
            AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
          LIMIT v_cap) s;
     END IF;

@@ -117,25 +117,36 @@ COMMENT ON FUNCTION agent._action_level(text) IS
   'Internal: the lowest level an action needs (§7.4), NULL for an unknown action.';
 
 CREATE FUNCTION agent._user_level(p_user_id text, p_agent_id bigint) RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT CASE max(r) WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END
+DECLARE
+  -- an agent of another workspace than the session's is nobody's: every
+  -- statement names the session's workspace (Citus routes by it); a session
+  -- bound to none takes the agent's own
+  v_ws text := agent._session_workspace();
+  v_r  integer;
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = p_agent_id;
+  END IF;
+  SELECT max(l.r) INTO v_r
   FROM (
     SELECT 3 AS r FROM agent.agents a
-     WHERE a.id = p_agent_id AND a.deleted_at IS NULL AND a.owner_id = p_user_id
-    UNION ALL
-    SELECT agent._level_rank(s.level) FROM agent.shares s JOIN agent.agents a ON a.id = s.agent_id
-     WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL AND s.user_id = p_user_id
+     WHERE a.workspace_id = v_ws AND a.id = p_agent_id AND a.deleted_at IS NULL AND a.owner_id = p_user_id
     UNION ALL
     SELECT agent._level_rank(s.level) FROM agent.shares s
-      JOIN agent.agents a ON a.id = s.agent_id
+      JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
+     WHERE s.workspace_id = v_ws AND s.agent_id = p_agent_id AND a.deleted_at IS NULL AND s.user_id = p_user_id
+    UNION ALL
+    SELECT agent._level_rank(s.level) FROM agent.shares s
+      JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
       JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = p_user_id
                                 AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
-     WHERE s.agent_id = p_agent_id AND a.deleted_at IS NULL
-  ) l
-  -- an agent of another workspace than the session's is nobody's
-  WHERE agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = p_agent_id))
+     WHERE s.workspace_id = v_ws AND s.agent_id = p_agent_id AND a.deleted_at IS NULL
+  ) l;
+  RETURN CASE v_r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' WHEN 1 THEN 'interact' END;
+END
 $$;
 COMMENT ON FUNCTION agent._user_level(text, bigint) IS
   'Internal: the best level the user holds on the agent (owner: full; direct and group shares), NULL when none, the agent is deleted, or it belongs to another workspace than the session''s.';
@@ -174,28 +185,57 @@ COMMENT ON FUNCTION agent.activity_scope(text, bigint) IS
 
 CREATE FUNCTION agent.visible_agents(user_id text)
 RETURNS TABLE(agent_id bigint, name text, level text)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+DECLARE
+  v_ws text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    -- a session bound to no workspace (superuser): every workspace
+    RETURN QUERY
+    WITH l AS (
+      SELECT a.workspace_id AS ws, a.id, 3 AS r FROM agent.agents a
+       WHERE a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
+      UNION ALL
+      SELECT s.workspace_id, s.agent_id, agent._level_rank(s.level) FROM agent.shares s
+       WHERE s.user_id = visible_agents.user_id
+      UNION ALL
+      SELECT s.workspace_id, s.agent_id, agent._level_rank(s.level) FROM agent.shares s
+        JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
+        JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = visible_agents.user_id
+                                  AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
+    ), best AS (
+      SELECT l.ws, l.id, max(l.r) AS r FROM l GROUP BY l.ws, l.id
+    )
+    SELECT a.id, a.name, CASE b.r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' ELSE 'interact' END
+    FROM best b JOIN agent.agents a ON a.workspace_id = b.ws AND a.id = b.id
+    WHERE a.deleted_at IS NULL AND b.r > 0
+    ORDER BY b.r DESC, a.name, a.id;
+    RETURN;
+  END IF;
+  RETURN QUERY
   WITH l AS (
     SELECT a.id, 3 AS r FROM agent.agents a
-     WHERE a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
+     WHERE a.workspace_id = v_ws AND a.owner_id = visible_agents.user_id AND a.deleted_at IS NULL
     UNION ALL
     SELECT s.agent_id, agent._level_rank(s.level) FROM agent.shares s
-     WHERE s.user_id = visible_agents.user_id
+     WHERE s.workspace_id = v_ws AND s.user_id = visible_agents.user_id
     UNION ALL
     SELECT s.agent_id, agent._level_rank(s.level) FROM agent.shares s
-      JOIN agent.agents a ON a.id = s.agent_id
+      JOIN agent.agents a ON a.workspace_id = s.workspace_id AND a.id = s.agent_id
       JOIN agent.group_members g ON g.group_id = s.group_id AND g.user_id = visible_agents.user_id
                                 AND (g.workspace_id IS NULL OR g.workspace_id = a.workspace_id)
+     WHERE s.workspace_id = v_ws
   ), best AS (
     SELECT l.id, max(l.r) AS r FROM l GROUP BY l.id
   )
   SELECT a.id, a.name, CASE b.r WHEN 3 THEN 'full' WHEN 2 THEN 'edit' ELSE 'interact' END
-  FROM best b JOIN agent.agents a ON a.id = b.id
+  FROM best b JOIN agent.agents a ON a.workspace_id = v_ws AND a.id = b.id
   WHERE a.deleted_at IS NULL AND b.r > 0
-    AND ((SELECT agent._session_workspace()) IS NULL OR a.workspace_id = (SELECT agent._session_workspace()))
-  ORDER BY b.r DESC, a.name, a.id
+  ORDER BY b.r DESC, a.name, a.id;
+END
 $$;
 COMMENT ON FUNCTION agent.visible_agents(text) IS
   'The agents of the session''s workspace a user can see (owned, shared with them or with one of their groups), best level first; an agent they have no access to is not listed.';
@@ -213,12 +253,19 @@ DECLARE
   a       agent.agents%ROWTYPE;
   v_level text;
   v_need  text := agent._action_level(p_action);
+  v_ws    text;
 BEGIN
   IF p_agent_id IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO a FROM agent.agents WHERE id = p_agent_id FOR UPDATE;
-  IF NOT FOUND OR NOT agent._workspace_ok(a.workspace_id) THEN
+  -- locked by its whole key (workspace, id): the session's workspace, or
+  -- the agent's own for a session bound to none
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id FOR UPDATE;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
   END IF;
   IF a.deleted_at IS NOT NULL THEN
@@ -264,15 +311,9 @@ RETURNS agent.agents
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-  v_ws text;
 BEGIN
-  IF p_agent_id IS NOT NULL THEN
-    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = p_agent_id;
-    IF NOT agent._workspace_ok(v_ws) THEN
-      RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
-    END IF;
-  END IF;
+  -- agent._agent_for reads the agent in the session's workspace only, so
+  -- one of another workspace is "does not exist" before any level check
   RETURN agent._agent_for(p_agent_id, p_by_user, p_action, p_allow_system);
 END
 $$;
@@ -302,16 +343,17 @@ BEGIN
   a := agent._agent_for(share.agent_id, by_user, 'share');
   IF principal LIKE 'user:%' THEN
     v_u := substr(principal, 6);
-    INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by)
-    VALUES (a.workspace_id, a.id, v_u, share.level, by_user)
+    -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
+    INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by, created_at)
+    VALUES (a.workspace_id, a.id, v_u, share.level, by_user, now())
     ON CONFLICT (agent_id, user_id, workspace_id) WHERE user_id IS NOT NULL
-    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = EXCLUDED.created_at;
   ELSE
     v_g := substr(principal, 7);
-    INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by)
-    VALUES (a.workspace_id, a.id, v_g, share.level, by_user)
+    INSERT INTO agent.shares (workspace_id, agent_id, group_id, level, created_by, created_at)
+    VALUES (a.workspace_id, a.id, v_g, share.level, by_user, now())
     ON CONFLICT (agent_id, group_id, workspace_id) WHERE group_id IS NOT NULL
-    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = now();
+    DO UPDATE SET level = EXCLUDED.level, created_by = EXCLUDED.created_by, created_at = EXCLUDED.created_at;
   END IF;
   PERFORM agent._audit_event('agent.share', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('principal', principal, 'level', level, 'by_user', by_user),
@@ -339,9 +381,9 @@ BEGIN
   END IF;
   a := agent._agent_for(unshare.agent_id, by_user, 'share');
   IF principal LIKE 'user:%' THEN
-    DELETE FROM agent.shares s WHERE s.agent_id = a.id AND s.user_id = substr(principal, 6);
+    DELETE FROM agent.shares s WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.id AND s.user_id = substr(principal, 6);
   ELSE
-    DELETE FROM agent.shares s WHERE s.agent_id = a.id AND s.group_id = substr(principal, 7);
+    DELETE FROM agent.shares s WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.id AND s.group_id = substr(principal, 7);
   END IF;
   GET DIAGNOSTICS n = ROW_COUNT;
   PERFORM agent._audit_event('agent.unshare', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
@@ -403,10 +445,11 @@ BEGIN
             jsonb_build_object('access', jsonb_build_array(jsonb_build_object(
               'resource_type', "grant".resource_type, 'resource_id', "grant".resource_id,
               'access', "grant".access))), true);
-  INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
-  VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user)
+  -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
+  INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by, granted_at)
+  VALUES (a.workspace_id, a.id, "grant".resource_type, "grant".resource_id, "grant".access, by_user, now())
   ON CONFLICT ON CONSTRAINT access_pkey
-  DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
+  DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
   PERFORM agent._write_version(a.id, by_user, format('granted %s on %s %s', access, resource_type, resource_id));
   PERFORM agent._audit_event('agent.grant', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('resource_type', resource_type, 'resource_id', resource_id,
@@ -431,7 +474,7 @@ DECLARE
 BEGIN
   a := agent._agent_named(revoke.agent_id, by_user, 'edit_settings', true);
   DELETE FROM agent.access g
-   WHERE g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
+   WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
   GET DIAGNOSTICS n = ROW_COUNT;
   IF n > 0 THEN
     PERFORM agent._write_version(a.id, by_user, format('revoked %s %s', resource_type, resource_id));
@@ -550,10 +593,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_bad text;
+  v_ws  text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
   SELECT e #>> '{}' INTO v_bad
     FROM agent.agents a, jsonb_array_elements(p_delegation) e
-   WHERE a.id = p_agent_id
+   WHERE a.workspace_id = v_ws AND a.id = p_agent_id
      AND NOT EXISTS (SELECT 1 FROM agent.agents d
                       WHERE d.id = CASE WHEN (e #>> '{}') ~ '^[0-9]{1,18}$' THEN (e #>> '{}')::bigint END
                         AND d.workspace_id = a.workspace_id
@@ -579,8 +626,15 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  s jsonb := p_settings;
+  s      jsonb := p_settings;
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- computed first: Citus refuses a non-immutable function (jsonb_build_object)
+  -- inside CASE or COALESCE of an UPDATE of a distributed table
+  v_prov jsonb := jsonb_build_object('provider', p_settings -> 'provider');
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
   IF s ? 'delegation' THEN
     PERFORM agent._check_delegation(p_agent_id, s -> 'delegation');
   END IF;
@@ -592,7 +646,7 @@ BEGIN
     approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
     scope                = CASE WHEN s ? 'provider' AND jsonb_typeof(s -> 'provider') = 'string'
                                   THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}')
-                                       || jsonb_build_object('provider', s -> 'provider')
+                                       || v_prov
                                   WHEN s ? 'provider'
                                   THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}') - 'provider'
                                   WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
@@ -603,21 +657,21 @@ BEGIN
     credit_limit_monthly = CASE WHEN s ? 'credit_limit_monthly' THEN (s ->> 'credit_limit_monthly')::integer ELSE a.credit_limit_monthly END,
     default_token_budget = CASE WHEN s ? 'default_token_budget' THEN (s ->> 'default_token_budget')::bigint ELSE a.default_token_budget END,
     updated_at           = now()
-  WHERE a.id = p_agent_id;
+  WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
   IF s ? 'access' THEN
     DELETE FROM agent.access g
-     WHERE g.agent_id = p_agent_id
+     WHERE g.workspace_id = v_ws AND g.agent_id = p_agent_id
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(s -> 'access') e
                         WHERE e ->> 'resource_type' = g.resource_type AND e ->> 'resource_id' = g.resource_id);
-    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
+    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by, granted_at)
     SELECT DISTINCT ON (e ->> 'resource_type', e ->> 'resource_id')
-           a.workspace_id, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
-           coalesce(e ->> 'access', 'read'), p_by_user
-      FROM agent.agents a, jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
-     WHERE a.id = p_agent_id
+           v_ws, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
+           coalesce(e ->> 'access', 'read'), p_by_user, now()
+      FROM jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
+     WHERE v_ws IS NOT NULL
      ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
     ON CONFLICT (agent_id, resource_type, resource_id, workspace_id) DO UPDATE
-      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
+      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at
       WHERE g.access IS DISTINCT FROM EXCLUDED.access;
   END IF;
 END
@@ -626,6 +680,7 @@ COMMENT ON FUNCTION agent._apply_settings(bigint, jsonb, text) IS
   'Internal: writes checked settings to the agent; an "access" list replaces its grants; a "delegation" list may name only agents of the agent''s workspace (agent._check_delegation).';
 
 -- A trigger's settings: the form of version snapshots and of audit rows.
+-- (agent._snapshot builds the same object inline: keep the two alike)
 CREATE FUNCTION agent._trigger_json(t agent.triggers) RETURNS jsonb
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -642,9 +697,16 @@ COMMENT ON FUNCTION agent._trigger_json(agent.triggers) IS
   'Internal: the settings of a trigger (id, kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as), as snapshots and audit rows hold them.';
 
 CREATE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_snap jsonb;
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
   SELECT jsonb_build_object(
     'name', a.name,
     'instructions', a.instructions,
@@ -662,10 +724,21 @@ AS $$
                                                             'resource_id', g.resource_id,
                                                             'access', g.access)
                                          ORDER BY g.resource_type, g.resource_id)
-                          FROM agent.access g WHERE g.agent_id = a.id), '[]'),
-    'triggers', coalesce((SELECT jsonb_agg(agent._trigger_json(t) ORDER BY t.id)
-                            FROM agent.triggers t WHERE t.agent_id = a.id), '[]'))
-  FROM agent.agents a WHERE a.id = p_agent_id
+                          FROM agent.access g WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id), '[]'),
+    -- agent._trigger_json's object, built here: no whole-row t (on a Citus
+    -- shard t has the shard's row type) and no function call per trigger
+    'triggers', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                   'id', t.id, 'kind', t.kind, 'event_name', t.event_name,
+                                   'resource_type', t.resource_type, 'resource_id', t.resource_id,
+                                   'filter', t.filter, 'schedule', t.schedule, 'timezone', t.timezone,
+                                   'prompt', t.prompt, 'enabled', t.enabled,
+                                   'allow_self_retrigger', t.allow_self_retrigger,
+                                   'show_typing', t.show_typing, 'run_as', t.run_as) ORDER BY t.id)
+                            FROM agent.triggers t WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id), '[]'))
+    INTO v_snap
+    FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
+  RETURN v_snap;
+END
 $$;
 COMMENT ON FUNCTION agent._snapshot(bigint) IS
   'Internal: the agent''s settings as a version snapshot: instructions, instruction_page_id, model, approval_mode, scope, web_access, delegation, limits, access list and triggers.';
@@ -705,7 +778,13 @@ DECLARE
   v_changed text;
   v_note    text;
   v_id      bigint;
+  v_ws      text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_next    integer;
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+
   IF p_prev IS NULL THEN
     v_note := p_note;
   ELSE
@@ -715,11 +794,15 @@ BEGIN
       v_note := p_note || ' (' || v_note || ')';
     END IF;
   END IF;
+  -- computed first and inserted as values (one routed statement each; no
+  -- INSERT ... SELECT for Citus to plan)
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id) THEN
+    RETURN NULL;
+  END IF;
+  SELECT coalesce(max(v.version), 0) + 1 INTO v_next
+    FROM agent.versions v WHERE v.workspace_id = v_ws AND v.agent_id = p_agent_id;
   INSERT INTO agent.versions (workspace_id, agent_id, version, snapshot, created_by, note)
-  SELECT a.workspace_id, a.id,
-         coalesce((SELECT max(v.version) FROM agent.versions v WHERE v.agent_id = a.id), 0) + 1,
-         v_snap, p_by_user, v_note
-    FROM agent.agents a WHERE a.id = p_agent_id
+  VALUES (v_ws, p_agent_id, v_next, v_snap, p_by_user, v_note)
   RETURNING id INTO v_id;
   RETURN v_id;
 END
@@ -773,6 +856,7 @@ DECLARE
   a      agent.agents%ROWTYPE;
   v_prev jsonb;
   v_ver  bigint;
+  v_sum  text;
 BEGIN
   a := agent._agent_named(save_settings.agent_id, by_user, 'edit_settings');
   PERFORM agent._check_settings(settings);
@@ -782,12 +866,14 @@ BEGIN
   v_prev := agent._snapshot(a.id);
   PERFORM agent._apply_settings(a.id, settings, by_user);
   v_ver := agent._write_version(a.id, by_user, note, v_prev);
+  -- the summary first, then the audit call with values only: inside a query
+  -- routed to a shard, Citus would run agent._audit_event on the shard's node
+  SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id, v.version, v.note) INTO v_sum
+    FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.id = v_ver;
   PERFORM agent._audit_event('agent.save_settings', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('settings', settings, 'by_user', by_user,
                                                 'version_id', v_ver, 'note', note),
-                             (SELECT format('%s saved agent %s settings (version %s: %s)', by_user, a.id,
-                                            v.version, v.note)
-                                FROM agent.versions v WHERE v.id = v_ver));
+                             v_sum);
   RETURN v_ver;
 END
 $$;
@@ -811,9 +897,14 @@ DECLARE
   v_left  jsonb;
   v_note  text;
   v_parts text[] := '{}';
+  v_ws    text := agent._session_workspace();
 BEGIN
-  SELECT * INTO v FROM agent.versions x WHERE x.id = version_id;
-  IF NOT FOUND OR NOT agent._workspace_ok(v.workspace_id) THEN
+  -- the session's workspace only (a session bound to none: the version's own)
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.versions x WHERE x.id = version_id;
+  END IF;
+  SELECT * INTO v FROM agent.versions x WHERE x.workspace_id = v_ws AND x.id = version_id;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'version % does not exist', coalesce(version_id::text, 'NULL') USING ERRCODE = 'undefined_object';
   END IF;
   a := agent._agent_named(v.agent_id, by_user, 'edit_settings');
@@ -876,20 +967,31 @@ COMMENT ON FUNCTION agent.restore_version(bigint, text) IS
 -- May the user read the resource, on their own ACL (in the agent's workspace)?
 CREATE FUNCTION agent._user_reads(p_agent_id bigint, p_user text, p_type text, p_id text, p_mode text DEFAULT 'read')
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT CASE
-    WHEN p_type = 'workspace_shared' THEN true
-    WHEN p_type = 'agent' THEN
-      CASE WHEN p_id !~ '^[0-9]{1,18}$' THEN false
-           -- an agent of another workspace is no agent the user can reach here
-           WHEN NOT EXISTS (SELECT 1 FROM agent.agents t JOIN agent.agents s ON s.id = p_agent_id
-                             WHERE t.id = p_id::bigint AND t.workspace_id = s.workspace_id) THEN false
-           ELSE agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END
-      END
-    ELSE agent.can_access(p_agent_id, p_type, p_id, p_mode, 'manual', p_user)
-  END
+DECLARE
+  v_ws text;
+BEGIN
+  IF p_type = 'workspace_shared' THEN
+    RETURN true;
+  ELSIF p_type = 'agent' THEN
+    IF p_id !~ '^[0-9]{1,18}$' THEN
+      RETURN false;
+    END IF;
+    -- an agent of another workspace is no agent the user can reach here
+    v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+    IF v_ws IS NULL THEN
+      SELECT s.workspace_id INTO v_ws FROM agent.agents s WHERE s.id = p_agent_id;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM agent.agents t JOIN agent.agents s ON s.workspace_id = t.workspace_id
+                    WHERE t.workspace_id = v_ws AND t.id = p_id::bigint AND s.id = p_agent_id) THEN
+      RETURN false;
+    END IF;
+    RETURN agent._level_rank(agent._user_level(p_user, p_id::bigint)) >= CASE p_mode WHEN 'edit' THEN 2 ELSE 1 END;
+  END IF;
+  RETURN agent.can_access(p_agent_id, p_type, p_id, p_mode, 'manual', p_user);
+END
 $$;
 COMMENT ON FUNCTION agent._user_reads(bigint, text, text, text, text) IS
   'Internal: does the user''s own access reach the resource (agents: their share level, on agents of the same workspace only; other resources: their ACL)?';
@@ -926,11 +1028,17 @@ DECLARE
   v_have    integer;
   v_own     integer;
   v_page    text;
+  v_ws      text;
+  v_live    boolean;
 BEGIN
   IF p_by_user IS NULL OR s IS NULL THEN
     RETURN jsonb_build_object('settings', s, 'dropped', v_dropped, 'downgraded', v_down);
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = p_agent_id;
+  v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
 
   IF jsonb_typeof(s -> 'access') = 'array' AND p_by_user IS DISTINCT FROM a.owner_id THEN
     v_list := '[]';
@@ -938,7 +1046,7 @@ BEGIN
       v_want := CASE coalesce(e ->> 'access', 'read') WHEN 'edit' THEN 2 ELSE 1 END;
       SELECT CASE g.access WHEN 'edit' THEN 2 ELSE 1 END INTO v_have
         FROM agent.access g
-       WHERE g.agent_id = p_agent_id AND g.resource_type = e ->> 'resource_type'
+       WHERE g.workspace_id = a.workspace_id AND g.agent_id = p_agent_id AND g.resource_type = e ->> 'resource_type'
          AND g.resource_id = e ->> 'resource_id';
       v_have := coalesce(v_have, 0);
       IF v_want > v_have THEN
@@ -994,11 +1102,14 @@ BEGIN
     FOR e IN SELECT x FROM jsonb_array_elements(s -> 'delegation') x LOOP
       -- an unknown, deleted or other workspace's agent is kept here, so that
       -- agent._check_delegation refuses it as not existing (42704)
+      -- the lookup apart from the level check: a function that queries
+      -- inside a routed query would run on the shard's node under Citus
+      v_live := jsonb_typeof(e) = 'number'
+                AND EXISTS (SELECT 1 FROM agent.agents x
+                             WHERE x.workspace_id = a.workspace_id AND x.id = (e #>> '{}')::numeric
+                               AND x.deleted_at IS NULL);
       IF coalesce(a.delegation, '[]') @> jsonb_build_array(e)
-         OR jsonb_typeof(e) <> 'number'
-         OR NOT EXISTS (SELECT 1 FROM agent.agents x
-                         WHERE x.id = (e #>> '{}')::numeric AND x.deleted_at IS NULL
-                           AND x.workspace_id = a.workspace_id AND agent._workspace_ok(x.workspace_id))
+         OR NOT v_live
          OR agent._level_rank(agent._user_level(p_by_user, (e #>> '{}')::bigint)) >= 1 THEN
         v_list := v_list || e;
       ELSIF p_refuse THEN
@@ -1055,9 +1166,10 @@ DECLARE
   v_tid      bigint;
   v_srcver   integer;
   v_report   jsonb;
+  v_live     boolean;
 BEGIN
   a := agent._agent_named(p_agent_id, by_user, 'duplicate');
-  SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.agent_id = a.id;
+  SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id;
 
   -- the instruction page is kept only when by_user can read it
   v_page := a.instruction_page_id;
@@ -1068,9 +1180,11 @@ BEGIN
   END IF;
   -- delegable agents: only those of the same workspace by_user can see
   FOR d IN SELECT x FROM jsonb_array_elements(a.delegation) x LOOP
-    IF (d #>> '{}') ~ '^[0-9]{1,18}$'
-       AND EXISTS (SELECT 1 FROM agent.agents x WHERE x.id = (d #>> '{}')::bigint AND x.workspace_id = a.workspace_id)
-       AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
+    -- the lookup apart from the level check (see agent._deputy_filter)
+    v_live := (d #>> '{}') ~ '^[0-9]{1,18}$'
+              AND EXISTS (SELECT 1 FROM agent.agents x
+                           WHERE x.workspace_id = a.workspace_id AND x.id = (d #>> '{}')::bigint);
+    IF v_live AND agent._level_rank(agent._user_level(by_user, (d #>> '{}')::bigint)) >= 1 THEN
       v_deleg := v_deleg || d;
     ELSE
       v_dropped := v_dropped || jsonb_build_object('kind', 'delegation', 'agent_id', d,
@@ -1085,7 +1199,8 @@ BEGIN
   RETURNING id INTO v_new;
 
   -- grants: copied where by_user can read the resource; edit kept only where they can edit
-  FOR g IN SELECT * FROM agent.access x WHERE x.agent_id = a.id ORDER BY x.resource_type, x.resource_id LOOP
+  FOR g IN SELECT * FROM agent.access x WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id
+            ORDER BY x.resource_type, x.resource_id LOOP
     IF NOT agent._user_reads(a.id, by_user, g.resource_type, g.resource_id) THEN
       v_dropped := v_dropped || jsonb_build_object('kind', 'access', 'resource_type', g.resource_type,
                                                    'resource_id', g.resource_id, 'access', g.access,
@@ -1109,7 +1224,7 @@ BEGIN
   END LOOP;
 
   -- triggers: copied (disabled) when they watch nothing in particular or a resource by_user can read
-  FOR t IN SELECT * FROM agent.triggers x WHERE x.agent_id = a.id ORDER BY x.id LOOP
+  FOR t IN SELECT * FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id ORDER BY x.id LOOP
     IF t.resource_type IS NOT NULL AND t.resource_id IS NOT NULL
        AND NOT agent._user_reads(a.id, by_user, t.resource_type, t.resource_id) THEN
       v_dropped := v_dropped || jsonb_build_object('kind', 'trigger', 'trigger_id', t.id,
@@ -1188,10 +1303,16 @@ CREATE FUNCTION agent._history_hold(p_agent_id bigint, p_hold boolean) RETURNS v
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
   IF p_hold THEN
+    IF v_ws IS NULL THEN
+      SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+    END IF;
     INSERT INTO agent._history_holds (xact, agent_id, workspace_id)
-    SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a WHERE a.id = p_agent_id
+    SELECT txid_current(), a.id, a.workspace_id FROM agent.agents a
+     WHERE a.workspace_id = v_ws AND a.id = p_agent_id
     ON CONFLICT DO NOTHING;
   ELSE
     DELETE FROM agent._history_holds h WHERE h.xact = txid_current() AND h.agent_id = p_agent_id;
@@ -1290,7 +1411,7 @@ BEGIN
   IF NOT agent._workspace_ok(a.workspace_id) THEN
     RAISE EXCEPTION 'agent % does not exist', a.id USING ERRCODE = 'undefined_object';
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM agent.versions v WHERE v.agent_id = a.id) THEN
+  IF NOT EXISTS (SELECT 1 FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id) THEN
     RETURN;   -- being created: its first version records the trigger
   END IF;
   PERFORM agent._trigger_history(a, p_op, p_trigger_id, p_old, p_new, NULL, true);
@@ -1303,18 +1424,29 @@ CREATE FUNCTION agent._triggers_history() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  -- NEW and OLD as agent.triggers rows (on a Citus shard they have the
+  -- shard's row type, which agent._trigger_json does not take)
+  n agent.triggers;
+  o agent.triggers;
 BEGIN
+  IF TG_OP <> 'DELETE' THEN
+    n := NEW;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    o := OLD;
+  END IF;
   IF TG_OP = 'INSERT' THEN
-    PERFORM agent._trigger_direct_write(NEW.agent_id, 'create', NEW.id, NULL, agent._trigger_json(NEW));
+    PERFORM agent._trigger_direct_write(n.agent_id, 'create', n.id, NULL, agent._trigger_json(n));
   ELSIF TG_OP = 'DELETE' THEN
-    PERFORM agent._trigger_direct_write(OLD.agent_id, 'delete', OLD.id, agent._trigger_json(OLD), NULL);
-  ELSIF OLD.agent_id <> NEW.agent_id THEN
+    PERFORM agent._trigger_direct_write(o.agent_id, 'delete', o.id, agent._trigger_json(o), NULL);
+  ELSIF o.agent_id <> n.agent_id THEN
     -- moved to another agent: it leaves the one and joins the other
-    PERFORM agent._trigger_direct_write(OLD.agent_id, 'delete', OLD.id, agent._trigger_json(OLD), NULL);
-    PERFORM agent._trigger_direct_write(NEW.agent_id, 'create', NEW.id, NULL, agent._trigger_json(NEW));
-  ELSIF agent._trigger_json(OLD) IS DISTINCT FROM agent._trigger_json(NEW) THEN
-    PERFORM agent._trigger_direct_write(NEW.agent_id, 'update', NEW.id, agent._trigger_json(OLD),
-                                        agent._trigger_json(NEW));
+    PERFORM agent._trigger_direct_write(o.agent_id, 'delete', o.id, agent._trigger_json(o), NULL);
+    PERFORM agent._trigger_direct_write(n.agent_id, 'create', n.id, NULL, agent._trigger_json(n));
+  ELSIF agent._trigger_json(o) IS DISTINCT FROM agent._trigger_json(n) THEN
+    PERFORM agent._trigger_direct_write(n.agent_id, 'update', n.id, agent._trigger_json(o),
+                                        agent._trigger_json(n));
   END IF;
   RETURN NULL;
 END
@@ -1355,7 +1487,7 @@ BEGIN
   a := agent._agent_named($1, by_user, 'edit_settings', true);
   IF p ? 'id' AND jsonb_typeof(p -> 'id') <> 'null' THEN
     v_id := (p ->> 'id')::bigint;
-    SELECT * INTO t FROM agent.triggers x WHERE x.id = v_id FOR UPDATE;
+    SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.id = v_id FOR UPDATE;
     IF NOT FOUND OR t.agent_id <> a.id THEN
       RAISE EXCEPTION 'trigger % does not exist', v_id
         USING ERRCODE = 'undefined_object', DETAIL = format('Agent %s has no trigger %s.', a.id, v_id);
@@ -1418,7 +1550,7 @@ BEGIN
            timezone = m ->> 'timezone', prompt = m ->> 'prompt', enabled = (m ->> 'enabled')::boolean,
            allow_self_retrigger = (m ->> 'allow_self_retrigger')::boolean,
            show_typing = (m ->> 'show_typing')::boolean, run_as = m ->> 'run_as', updated_at = now()
-     WHERE x.id = v_id
+     WHERE x.workspace_id = a.workspace_id AND x.id = v_id
     RETURNING * INTO t;
   END IF;
   PERFORM agent._history_hold(a.id, false);
@@ -1436,23 +1568,28 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  t agent.triggers%ROWTYPE;
-  a agent.agents%ROWTYPE;
+  t    agent.triggers%ROWTYPE;
+  a    agent.agents%ROWTYPE;
+  v_ws text := agent._session_workspace();
 BEGIN
   IF $1 IS NULL THEN
     RAISE EXCEPTION 'trigger_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO t FROM agent.triggers x WHERE x.id = $1;
-  IF NOT FOUND OR NOT agent._workspace_ok(t.workspace_id) THEN
+  -- the session's workspace only (a session bound to none: the trigger's own)
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.triggers x WHERE x.id = $1;
+  END IF;
+  SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = $1;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'trigger % does not exist', $1 USING ERRCODE = 'undefined_object';
   END IF;
   a := agent._agent_named(t.agent_id, by_user, 'edit_settings', true);
-  SELECT * INTO t FROM agent.triggers x WHERE x.id = $1 FOR UPDATE;
+  SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.id = $1 FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'trigger % does not exist', $1 USING ERRCODE = 'undefined_object';
   END IF;
   PERFORM agent._history_hold(a.id, true);
-  DELETE FROM agent.triggers x WHERE x.id = t.id;
+  DELETE FROM agent.triggers x WHERE x.workspace_id = t.workspace_id AND x.id = t.id;
   PERFORM agent._history_hold(a.id, false);
   PERFORM agent._trigger_history(a, 'delete', t.id, agent._trigger_json(t), NULL, by_user, false);
 END
@@ -1488,13 +1625,20 @@ DECLARE
   v_upd      jsonb := '[]';
   v_dis      jsonb;
   v_dropped  jsonb := '[]';
+  v_ws       text;
 BEGIN
-  SELECT * INTO a FROM agent.agents x WHERE x.id = p_agent_id;
+  v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
   FOR s IN SELECT x FROM jsonb_array_elements(p_triggers) x ORDER BY (x ->> 'id')::bigint LOOP
     v_sid := (s ->> 'id')::bigint;
-    SELECT * INTO cur FROM agent.triggers x WHERE x.id = v_sid FOR UPDATE;
-    v_free := NOT FOUND;
+    -- a trigger id of another workspace is taken, not free (ids are unique
+    -- across workspaces): only the agent's workspace's row is locked
+    SELECT * INTO cur FROM agent.triggers x WHERE x.workspace_id = a.workspace_id AND x.id = v_sid FOR UPDATE;
     v_mine := FOUND AND cur.agent_id = p_agent_id;
+    v_free := NOT FOUND AND NOT EXISTS (SELECT 1 FROM agent.triggers x WHERE x.id = v_sid);
     IF p_by_user IS NOT NULL AND s ->> 'resource_type' IN ('page', 'collection', 'skill', 'agent')
        AND s ->> 'resource_id' IS NOT NULL
        AND NOT (v_mine AND cur.resource_type IS NOT DISTINCT FROM s ->> 'resource_type'
@@ -1518,7 +1662,7 @@ BEGIN
                  allow_self_retrigger = coalesce((s ->> 'allow_self_retrigger')::boolean, false),
                  show_typing = coalesce((s ->> 'show_typing')::boolean, true),
                  run_as = coalesce(s ->> 'run_as', 'creator'), updated_at = now()
-           WHERE x.id = v_sid;
+           WHERE x.workspace_id = a.workspace_id AND x.id = v_sid;
           v_upd := v_upd || to_jsonb(v_sid);
         END IF;
         v_id := v_sid;
@@ -1545,12 +1689,12 @@ BEGIN
 
   WITH d AS (
     UPDATE agent.triggers x SET enabled = false, updated_at = now()
-     WHERE x.agent_id = p_agent_id AND x.enabled AND NOT (x.id = ANY (v_keep))
+     WHERE x.workspace_id = a.workspace_id AND x.agent_id = p_agent_id AND x.enabled AND NOT (x.id = ANY (v_keep))
     RETURNING x.id)
   SELECT coalesce(jsonb_agg(d.id ORDER BY d.id), '[]') INTO v_dis FROM d;
 
   UPDATE agent.triggers x SET next_run_at = agent.cron_next(x.schedule, now(), x.timezone)
-   WHERE x.id = ANY (v_keep) AND x.kind = 'schedule' AND x.enabled AND x.next_run_at IS NULL;
+   WHERE x.workspace_id = a.workspace_id AND x.id = ANY (v_keep) AND x.kind = 'schedule' AND x.enabled AND x.next_run_at IS NULL;
 
   RETURN jsonb_build_object('recreated', v_recr, 'updated', v_upd, 'disabled', v_dis, 'dropped', v_dropped);
 END
@@ -1572,7 +1716,8 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A status is active or suspended.';
   END IF;
   a := agent._agent_for(set_status.agent_id, by_user, 'suspend');
-  UPDATE agent.agents x SET status = set_status.status, updated_at = now() WHERE x.id = a.id;
+  UPDATE agent.agents x SET status = set_status.status, updated_at = now()
+   WHERE x.workspace_id = a.workspace_id AND x.id = a.id;
   PERFORM agent._audit_event('agent.set_status', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('from', a.status, 'to', status, 'by_user', by_user),
                              format('%s set agent %s %s', by_user, a.id, status));
@@ -1592,7 +1737,8 @@ DECLARE
   a agent.agents%ROWTYPE;
 BEGIN
   a := agent._agent_for(delete_agent.agent_id, by_user, 'delete');
-  UPDATE agent.agents x SET deleted_at = now(), updated_at = now() WHERE x.id = a.id;
+  UPDATE agent.agents x SET deleted_at = now(), updated_at = now()
+   WHERE x.workspace_id = a.workspace_id AND x.id = a.id;
   PERFORM agent._audit_event('agent.delete', 'success', 'agent', a.id::text, a.workspace_id, a.owner_id,
                              jsonb_build_object('by_user', by_user),
                              format('%s deleted agent %s "%s"', by_user, a.id, a.name));

@@ -316,6 +316,10 @@ RETURNS SETOF agent.audit_log
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  -- computed once and passed as a value: the query names its workspace
+  -- (Citus routes it to that workspace's shard)
+  v_ws text := agent.current_workspace();
 BEGIN
   IF audit_events.actor_kind IS NOT NULL AND audit_events.actor_kind NOT IN ('agent', 'human', 'system') THEN
     RAISE EXCEPTION 'invalid actor kind "%"', audit_events.actor_kind
@@ -334,7 +338,7 @@ BEGIN
   END IF;
   RETURN QUERY
     SELECT l.* FROM agent.audit_log l
-     WHERE l.workspace_id = agent.current_workspace()
+     WHERE l.workspace_id = v_ws
        AND (audit_events.target_type IS NULL OR l.target_type = audit_events.target_type)
        AND (audit_events.target_id IS NULL OR l.target_id = audit_events.target_id)
        AND (audit_events.actor_kind IS NULL OR l.actor_kind = audit_events.actor_kind)

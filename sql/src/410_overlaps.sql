@@ -197,18 +197,24 @@ BEGIN
   -- the other launcher came first: one run, this launch counted
   v_auto := coalesce(p_automation, substr(d.source, 12));
   SELECT r.id INTO v_run FROM agent.runs r
-   WHERE r.trigger_id = p_trigger_id AND r.created_at = d.seen_at ORDER BY r.id DESC LIMIT 1;
+   WHERE r.workspace_id = p_workspace AND r.trigger_id = p_trigger_id AND r.created_at = d.seen_at
+   ORDER BY r.id DESC LIMIT 1;
+  -- now() in VALUES, not in DO UPDATE (Citus: immutable there only)
   INSERT INTO agent.event_overlaps AS o (workspace_id, trigger_id, agent_id, automation, deduplicated,
-                                         last_event, last_resource_type, last_resource_id, last_run_id)
-  VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id, v_run)
+                                         last_event, last_resource_type, last_resource_id, last_run_id, last_at)
+  VALUES (p_workspace, p_trigger_id, p_agent_id, coalesce(v_auto, ''), 1, p_event, p_resource_type, p_resource_id,
+          v_run, now())
   ON CONFLICT (workspace_id, trigger_id, automation) DO UPDATE
-    SET deduplicated = o.deduplicated + 1, last_at = now(), last_event = excluded.last_event,
+    SET deduplicated = o.deduplicated + 1, last_at = excluded.last_at, last_event = excluded.last_event,
         last_resource_type = excluded.last_resource_type, last_resource_id = excluded.last_resource_id,
         last_run_id = excluded.last_run_id;
   UPDATE agent.runs r
      SET input = r.input || jsonb_build_object('also_started_by',
                    coalesce(r.input -> 'also_started_by', '[]') || to_jsonb(v_src))
-   WHERE r.id = (SELECT q.id FROM agent.runs q WHERE q.id = v_run AND q.status = 'queued' FOR UPDATE SKIP LOCKED);
+   WHERE r.workspace_id = p_workspace
+     AND r.id = (SELECT q.id FROM agent.runs q
+                  WHERE q.workspace_id = p_workspace AND q.id = v_run AND q.status = 'queued'
+                  FOR UPDATE SKIP LOCKED);
   RAISE NOTICE 'run % of agent % was already started for this event', coalesce(v_run::text, '?'), p_agent_id
     USING DETAIL = format('Trigger %s and automation "%s" both launched it on event %s within pg_agents.dedup_window; one run was made.',
                           p_trigger_id, v_auto, p_event);
@@ -231,10 +237,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-  a agent.agents%ROWTYPE;
+  a    agent.agents%ROWTYPE;
+  v_ws text := agent._session_workspace();
 BEGIN
-  SELECT * INTO a FROM agent.agents x WHERE x.id = trigger_overlaps.agent_id AND x.deleted_at IS NULL;
-  IF NOT FOUND OR NOT agent._workspace_ok(a.workspace_id) THEN
+  -- the session's workspace only (a session bound to none: the agent's own)
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = trigger_overlaps.agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x
+   WHERE x.workspace_id = v_ws AND x.id = trigger_overlaps.agent_id AND x.deleted_at IS NULL;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'agent % does not exist', trigger_overlaps.agent_id USING ERRCODE = 'undefined_object';
   END IF;
   IF by_user IS NOT NULL AND NOT coalesce(agent.user_can(by_user, a.id, 'view_settings'), false) THEN
@@ -243,9 +255,12 @@ BEGIN
   END IF;
   RETURN QUERY
     SELECT t.id, u.id, NULL::text, CASE t.kind WHEN 'mention' THEN 'agent.mentioned' ELSE t.event_name END,
-           NULL::bigint, agent._trigger_overlap(t, u)
-      FROM agent.triggers t JOIN agent.triggers u ON u.agent_id = t.agent_id AND u.id <> t.id
-     WHERE t.agent_id = a.id AND agent._trigger_overlap(t, u) IS NOT NULL
+           NULL::bigint, agent._trigger_overlap(ROW(t.*)::agent.triggers, ROW(u.*)::agent.triggers)
+      FROM agent.triggers t
+      JOIN agent.triggers u ON u.workspace_id = t.workspace_id AND u.agent_id = t.agent_id AND u.id <> t.id
+     WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id
+       -- ROW(x.*)::agent.triggers, not x: on a Citus shard x has the shard's row type
+       AND agent._trigger_overlap(ROW(t.*)::agent.triggers, ROW(u.*)::agent.triggers) IS NOT NULL
     UNION ALL
     SELECT o.trigger_id, NULL::bigint, o.automation, o.last_event, o.deduplicated,
            format('automation "%s" and trigger %s both launched the agent on event %s (last for %s %s); %s launch(es) made no second run',
@@ -267,7 +282,9 @@ AS $$
 DECLARE
   u agent.triggers%ROWTYPE;
   v text;
-  n int := 0;
+  k int := 0;
+  -- NEW as an agent.triggers row (on a Citus shard it has the shard's row type)
+  n agent.triggers := NEW;
 BEGIN
   IF NOT NEW.enabled OR NEW.kind NOT IN ('event', 'mention') THEN
     RETURN NULL;
@@ -276,16 +293,16 @@ BEGIN
   -- compared, and at most three are named: a bulk insert of many triggers of
   -- one agent on one event stays linear and its output readable
   FOR u IN SELECT * FROM agent.triggers x
-            WHERE x.agent_id = NEW.agent_id AND x.id <> NEW.id AND x.enabled
+            WHERE x.workspace_id = NEW.workspace_id AND x.agent_id = NEW.agent_id AND x.id <> NEW.id AND x.enabled
               AND x.kind IN ('event', 'mention')
               AND CASE x.kind WHEN 'mention' THEN 'agent.mentioned' ELSE x.event_name END
                   IS NOT DISTINCT FROM CASE NEW.kind WHEN 'mention' THEN 'agent.mentioned' ELSE NEW.event_name END
               AND (x.resource_id IS NULL OR NEW.resource_id IS NULL OR x.resource_id = NEW.resource_id)
             ORDER BY x.id LOOP
-    v := agent._trigger_overlap(NEW, u);
+    v := agent._trigger_overlap(n, u);
     IF v IS NOT NULL THEN
-      n := n + 1;
-      IF n > 3 THEN
+      k := k + 1;
+      IF k > 3 THEN
         RAISE WARNING 'trigger % overlaps more triggers of agent %', NEW.id, NEW.agent_id
           USING HINT = 'agent.trigger_overlaps lists every overlap.';
         EXIT;

@@ -122,17 +122,46 @@ COMMENT ON TYPE agent._tick_outcome IS
 -- handling is left to it; once that tick commits, next_run_at has moved past
 -- now and the row no longer qualifies (READ COMMITTED re-checks a row it
 -- waited for), so a slot fires once.
+-- The rows are locked one workspace at a time (a locking statement names its
+-- workspace, so that Citus routes it to one shard), then returned in (due,
+-- id) order across workspaces.
 CREATE FUNCTION agent._tick_due(p_now timestamptz) RETURNS SETOF agent._tick_slot
-LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
-         (a.status = 'active' AND a.deleted_at IS NULL), NULL::boolean
-    FROM agent.triggers t
-    JOIN agent.agents a ON a.id = t.agent_id
-   WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= p_now
-   ORDER BY t.next_run_at, t.id
-     FOR NO KEY UPDATE OF t SKIP LOCKED
+DECLARE
+  v_ws  text;
+  v_all agent._tick_slot[] := '{}';
+  v_one agent._tick_slot[];
+  v_n   integer := 0;
+BEGIN
+  FOR v_ws IN
+    SELECT DISTINCT t.workspace_id FROM agent.triggers t
+     WHERE t.enabled AND t.kind = 'schedule' AND t.next_run_at <= p_now
+     ORDER BY 1
+  LOOP
+    SELECT array_agg(ROW(d.id, d.agent_id, d.schedule, d.timezone, d.prompt, d.next_run_at, d.created_by,
+                         d.live, NULL::boolean)::agent._tick_slot ORDER BY d.next_run_at, d.id)
+      INTO v_one
+      FROM (SELECT t.id, t.agent_id, t.schedule, t.timezone, t.prompt, t.next_run_at, t.created_by,
+                   (a.status = 'active' AND a.deleted_at IS NULL) AS live
+              FROM agent.triggers t
+              JOIN agent.agents a ON a.workspace_id = t.workspace_id AND a.id = t.agent_id
+             WHERE t.workspace_id = v_ws
+               AND t.enabled AND t.kind = 'schedule' AND t.next_run_at <= p_now
+             ORDER BY t.next_run_at, t.id
+               FOR NO KEY UPDATE OF t SKIP LOCKED) d;
+    IF v_one IS NOT NULL THEN
+      v_all := v_all || v_one;
+      v_n := v_n + 1;
+    END IF;
+  END LOOP;
+  IF v_n <= 1 THEN
+    RETURN QUERY SELECT * FROM unnest(v_all);
+  ELSE
+    RETURN QUERY SELECT * FROM unnest(v_all) u ORDER BY u.due, u.id;
+  END IF;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._tick_due(timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION agent._tick_due(timestamptz) IS

@@ -445,6 +445,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_self   bigint := agent.current_agent_id();
+  v_ws     text;
 BEGIN
   IF mode IS NULL OR mode NOT IN ('read', 'edit') THEN
     RAISE EXCEPTION 'invalid mode "%"', coalesce(mode, '(null)')
@@ -459,7 +460,12 @@ BEGIN
     RETURN;
   END IF;
   -- an agent of another workspace than the session's is unknown: nothing
-  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = readable_resources.agent_id)) THEN
+  -- (the session's workspace named; a session bound to none: the agent's own)
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = readable_resources.agent_id;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = readable_resources.agent_id) THEN
     RETURN;
   END IF;
   -- (a) direct grants at >= mode, bounded by the owner's ACL (their user and
@@ -703,18 +709,23 @@ BEGIN
   EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
     v_run := NULL;
   END;
+  -- the session's workspace (one bound to none: the agent's own)
+  v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  END IF;
   IF v_run IS NOT NULL THEN
-    SELECT r.workspace_id INTO v_ws FROM agent.runs r
-     WHERE r.id = v_run AND r.agent_id = v_agent AND r.status = 'running' FOR UPDATE;
+    PERFORM 1 FROM agent.runs r
+     WHERE r.workspace_id = v_ws AND r.id = v_run AND r.agent_id = v_agent AND r.status = 'running' FOR UPDATE;
     IF FOUND THEN
-      SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.run_id = v_run;
+      SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = v_run;
       INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
       VALUES (v_ws, v_run, v_seq, 'denied', 'follow_relation', v_det,
               pg_catalog.jsonb_build_object('resource_type', v_type, 'reason', v_reason), 'denied',
               pg_catalog.clock_timestamp());
     END IF;
   END IF;
-  SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent;
   IF NOT FOUND THEN
     RETURN;
   END IF;

@@ -25,17 +25,31 @@ COMMENT ON FUNCTION agent._run_failed(text) IS
 
 CREATE FUNCTION agent._trigger_label(p_origin text, p_input jsonb, p_trigger_id bigint, p_parent_run_id bigint)
 RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT CASE p_origin
+DECLARE
+  t    agent.triggers%ROWTYPE;
+  v_ws text;
+BEGIN
+  IF p_origin IN ('schedule', 'event') AND p_trigger_id IS NOT NULL THEN
+    -- the trigger of the session's workspace, else (a session bound to none,
+    -- a run of another workspace's row) the trigger's own
+    v_ws := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+    SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = p_trigger_id;
+    -- by id alone only without Citus: called by a trigger on a Citus shard
+    -- (agent._conversation_run_ended), a statement that does not name the
+    -- workspace is refused there; the label then says what the input says
+    IF NOT FOUND AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+      SELECT x.workspace_id INTO v_ws FROM agent.triggers x WHERE x.id = p_trigger_id;
+      SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = p_trigger_id;
+    END IF;
+  END IF;
+  RETURN CASE p_origin
     WHEN 'schedule' THEN 'schedule: ' || coalesce(
-           (SELECT agent.cron_describe(t.schedule)
-                   || CASE WHEN t.timezone <> 'UTC' THEN ' (' || t.timezone || ')' ELSE '' END
-              FROM agent.triggers t WHERE t.id = p_trigger_id),
+           agent.cron_describe(t.schedule) || CASE WHEN t.timezone <> 'UTC' THEN ' (' || t.timezone || ')' ELSE '' END,
            '(trigger deleted)')
-    WHEN 'event' THEN 'event: ' || coalesce(p_input ->> 'event',
-                                           (SELECT t.event_name FROM agent.triggers t WHERE t.id = p_trigger_id), '?')
+    WHEN 'event' THEN 'event: ' || coalesce(p_input ->> 'event', t.event_name, '?')
                       || ' on ' || coalesce(p_input ->> 'resource_id', 'any ' || coalesce(p_input ->> 'resource_type', 'resource'))
     WHEN 'mention' THEN 'mention in ' || coalesce(p_input ->> 'resource_type', 'resource') || ' '
                         || coalesce(p_input ->> 'resource_id', '?')
@@ -45,7 +59,8 @@ AS $$
     WHEN 'rerun' THEN 're-run of run ' || coalesce(p_input ->> 'rerun_of', '?')
     WHEN 'draft' THEN 'draft: assisted creation'
     ELSE p_origin
-  END
+  END;
+END
 $$;
 COMMENT ON FUNCTION agent._trigger_label(text, jsonb, bigint, bigint) IS
   'Internal: what started a run, in clear ("schedule: at 09:00 every day", "event: collection.row_added on public.tickets", "chat", "delegation from run N", "re-run of run N").';
@@ -112,6 +127,7 @@ DECLARE
   v_user  text := user_id;
   v_status text := status;
   v_trig  bigint := trigger_id;
+  v_ws    text;
 BEGIN
   IF v_agent IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
@@ -133,16 +149,33 @@ BEGIN
   -- full: every run; edit, interact: their own manual runs; none (or an
   -- unknown or deleted agent, or one of another workspace): nothing,
   -- indistinguishably
-  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = v_agent)) THEN
+  -- the session's workspace (a session bound to none: the agent's own)
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent) THEN
     RETURN;
   END IF;
   v_scope := agent.activity_scope(v_user, v_agent);
   IF v_scope IS NULL THEN
     RETURN;
   END IF;
+  -- the trigger label as agent._trigger_label writes it, from a colocated
+  -- join: a function that queries, inside this query routed to the
+  -- workspace's shard, would run on the shard's node under Citus
   RETURN QUERY
   SELECT r.id, r.created_at,
-         agent._trigger_label(r.origin, r.input, r.trigger_id, r.parent_run_id),
+         CASE r.origin
+           WHEN 'schedule' THEN 'schedule: ' || coalesce(
+                  agent.cron_describe(tg.schedule)
+                  || CASE WHEN tg.timezone <> 'UTC' THEN ' (' || tg.timezone || ')' ELSE '' END,
+                  '(trigger deleted)')
+           WHEN 'event' THEN 'event: ' || coalesce(r.input ->> 'event', tg.event_name, '?')
+                             || ' on ' || coalesce(r.input ->> 'resource_id',
+                                                   'any ' || coalesce(r.input ->> 'resource_type', 'resource'))
+           ELSE agent._trigger_label(r.origin, r.input, NULL, r.parent_run_id)
+         END,
          r.origin, r.regime, r.requested_by, r.status, r.started_at, r.finished_at,
          r.finished_at - r.started_at, r.model, r.tokens_in, r.tokens_out, r.tokens_total,
          st.skills, st.tools, st.reads, st.writes, st.denied,
@@ -150,7 +183,7 @@ BEGIN
          CASE WHEN (r.input ->> 'rerun_of') ~ '^[0-9]{1,18}$' THEN (r.input ->> 'rerun_of')::bigint END,
          r.parent_run_id, r.trigger_id
     FROM (SELECT x.* FROM agent.runs x
-           WHERE x.agent_id = v_agent
+           WHERE x.workspace_id = v_ws AND x.agent_id = v_agent
              AND (v_scope = 'all' OR (x.regime = 'manual' AND x.requested_by = v_user))
              AND (v_status IS NULL OR x.status = v_status)
              AND (v_trig IS NULL OR x.trigger_id = v_trig)
@@ -171,8 +204,11 @@ BEGIN
              (count(*) FILTER (WHERE s.kind = 'denied'))::integer AS denied,
              (array_agg(coalesce(s.output ->> 'error', s.output::text) ORDER BY s.seq DESC)
                 FILTER (WHERE s.kind = 'error' AND coalesce(s.status, 'error') <> 'retry'))[1] AS last_error
-        FROM agent.run_steps s WHERE s.run_id = r.id
+        -- v_ws, not r.workspace_id: a constant Citus routes the lateral join by
+        FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = r.id
     ) st ON true
+    LEFT JOIN agent.triggers tg ON tg.workspace_id = v_ws AND tg.id = r.trigger_id
+                               AND r.origin IN ('schedule', 'event')
    ORDER BY r.created_at DESC, r.id DESC;
 END
 $$;
@@ -191,14 +227,20 @@ DECLARE
   v_scope text;
   v_run   bigint := run_id;
   v_user  text := user_id;
+  v_ws    text;
 BEGIN
   IF v_run IS NULL THEN
     RAISE EXCEPTION 'run_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   PERFORM agent._check_user(v_user);
-  SELECT * INTO r FROM agent.runs x WHERE x.id = v_run;
-  -- a run of another workspace is an unknown run
-  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
+  -- a run of another workspace is an unknown run (a session bound to none:
+  -- the run's own)
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = v_run;
+  END IF;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = v_run;
+  IF r.id IS NULL THEN
     RETURN;
   END IF;
   v_scope := agent.activity_scope(v_user, r.agent_id);
@@ -235,7 +277,7 @@ BEGIN
            END,
            CASE WHEN s.kind IN ('read', 'write', 'denied') THEN agent._step_resource(s.input, s.output) END,
            s.tokens, s.finished_at - s.started_at, s.input, s.output
-      FROM agent.run_steps s WHERE s.run_id = r.id
+      FROM agent.run_steps s WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id
     UNION ALL
     -- the decisions on the run's approvals (who decided, when)
     SELECT NULL::integer, coalesce(p.decided_at, p.requested_at), 'approval'::text, p.tool, p.status,
@@ -244,7 +286,7 @@ BEGIN
                                                                THEN ' (expires ' || p.expires_at::text || ')' ELSE '' END),
            NULL::text, 0, p.decided_at - p.requested_at, p.input,
            jsonb_build_object('approval_key', p.approval_key, 'decided_by', p.decided_by, 'consumed', p.consumed_at IS NOT NULL)
-      FROM agent.approvals p WHERE p.run_id = r.id
+      FROM agent.approvals p WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id
   ) d(seq, at, kind, name, status, summary, resource, tokens, duration, input, output)
   ORDER BY d.seq NULLS LAST, d.at;
 END
@@ -274,7 +316,7 @@ FROM (
           AND (SELECT agent._may_read_workspace(agent._session_workspace())))
    GROUP BY 1, 2, 3, 4
 ) g
-JOIN agent.agents a ON a.id = g.agent_id
+JOIN agent.agents a ON a.workspace_id = g.workspace_id AND a.id = g.agent_id
 WINDOW w AS (PARTITION BY g.agent_id, g.day);
 REVOKE ALL ON agent.insights FROM PUBLIC;
 COMMENT ON VIEW agent.insights IS
@@ -305,6 +347,7 @@ DECLARE
   v_agent bigint := agent_id;
   v_user  text := user_id;
   v_level text;
+  v_ws    text;
 BEGIN
   IF v_agent IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
@@ -314,8 +357,15 @@ BEGIN
     RAISE EXCEPTION 'since must not be after until' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   -- an agent of another workspace is an unknown agent
-  v_level := CASE WHEN agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = v_agent))
-                  THEN agent._user_level(v_user, v_agent) END;
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  END IF;
+  -- two statements: a function that queries inside a routed query would be
+  -- run on the shard's node (Citus: no nested distributed query)
+  IF EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent) THEN
+    v_level := agent._user_level(v_user, v_agent);
+  END IF;
   IF v_level IS DISTINCT FROM 'full' THEN
     -- the same answer for no access and for an unknown agent
     RAISE EXCEPTION 'user "%" cannot view the insights of agent %', v_user, v_agent
@@ -328,7 +378,7 @@ BEGIN
   WITH r AS (
     SELECT x.*, agent._run_failed(x.status) AS is_failed, NOT agent._run_is_active(x.status) AS is_done
       FROM agent.runs x
-     WHERE x.agent_id = v_agent
+     WHERE x.workspace_id = v_ws AND x.agent_id = v_agent
        AND (since IS NULL OR x.created_at >= since)
        AND (until IS NULL OR x.created_at < until)
   ), agg AS (
@@ -359,8 +409,8 @@ BEGIN
     SELECT coalesce(s.output ->> 'resource_type', s.input ->> 'resource_type') AS rt,
            coalesce(s.output ->> 'resource_id', s.input ->> 'resource_id') AS rid,
            s.kind, s.run_id, s.started_at, r.regime
-      FROM agent.run_steps s JOIN r ON r.id = s.run_id
-     WHERE s.kind IN ('read', 'write') AND coalesce(s.status, 'ok') = 'ok'
+      FROM agent.run_steps s JOIN r ON r.workspace_id = s.workspace_id AND r.id = s.run_id
+     WHERE s.workspace_id = v_ws AND s.kind IN ('read', 'write') AND coalesce(s.status, 'ok') = 'ok'
   ), used AS (
     SELECT t.rt, t.rid,
            count(*) FILTER (WHERE t.kind = 'read') AS reads,
@@ -374,7 +424,7 @@ BEGIN
     SELECT coalesce(g.resource_type, u.rt) AS rt, coalesce(g.resource_id, u.rid) AS rid,
            g.access AS granted, coalesce(u.reads, 0) AS reads, coalesce(u.writes, 0) AS writes,
            coalesce(u.read_runs, 0) AS read_runs, coalesce(u.manual_reads, 0) AS manual_reads, u.last_read_at
-      FROM (SELECT * FROM agent.access x WHERE x.agent_id = v_agent) g
+      FROM (SELECT * FROM agent.access x WHERE x.workspace_id = v_ws AND x.agent_id = v_agent) g
       FULL JOIN used u ON u.rt = g.resource_type AND u.rid = g.resource_id
   )
   SELECT a.section, a.key, a.runs, a.succeeded, a.failed, a.failure_rate, a.tokens, a.detail
@@ -449,7 +499,7 @@ BEGIN
   ELSE
     -- keep the instructions current across upgrades
     UPDATE agent.agents a SET instructions = agent._assistant_instructions(), updated_at = now()
-     WHERE a.id = v_id AND a.instructions IS DISTINCT FROM agent._assistant_instructions();
+     WHERE a.workspace_id = p_workspace_id AND a.id = v_id AND a.instructions IS DISTINCT FROM agent._assistant_instructions();
   END IF;
   RETURN v_id;
 END
@@ -631,12 +681,18 @@ DECLARE
   v_problem  text;
   v_name     text;
   i          integer;
+  v_ws       text;
 BEGIN
   IF v_run IS NULL THEN
     RAISE EXCEPTION 'run_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO r FROM agent.runs x WHERE x.id = v_run AND x.origin = 'draft';
-  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL
+  -- the session's workspace (a session bound to none: the run's own)
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = v_run;
+  END IF;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = v_run AND x.origin = 'draft';
+  IF r.id IS NULL
      OR (user_id IS NOT NULL AND r.requested_by IS DISTINCT FROM user_id) THEN
     -- another user's draft, or one of another workspace, looks exactly like no draft
     RAISE EXCEPTION 'draft run % does not exist', v_run USING ERRCODE = 'undefined_object';
@@ -656,16 +712,20 @@ BEGIN
   END IF;
 
   -- what the run's searches (as the user) really found, still readable by the user now
+  -- (read first, then checked: agent.can_access inside the routed query
+  -- would run on the shard's node under Citus)
   SELECT coalesce(jsonb_agg(DISTINCT jsonb_build_object('resource_type', f.rt, 'resource_id', f.rid)), '[]')
     INTO v_found
     FROM (SELECT x ->> 'resource_type' AS rt, x ->> 'resource_id' AS rid
             FROM agent.run_steps s,
                  jsonb_array_elements(CASE WHEN jsonb_typeof(s.output -> 'results') = 'array'
                                            THEN s.output -> 'results' ELSE '[]' END) x
-           WHERE s.run_id = r.id AND s.kind = 'tool' AND s.name = 'search_resources'
-             AND coalesce(s.status, 'ok') = 'ok') f
-   WHERE f.rt IS NOT NULL AND f.rid IS NOT NULL
-     AND agent.can_access(r.agent_id, f.rt, f.rid, 'read', 'manual', v_user);
+           WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id AND s.kind = 'tool'
+             AND s.name = 'search_resources' AND coalesce(s.status, 'ok') = 'ok') f
+   WHERE f.rt IS NOT NULL AND f.rid IS NOT NULL;
+  SELECT coalesce(jsonb_agg(c ORDER BY c), '[]') INTO v_found
+    FROM jsonb_array_elements(v_found) c
+   WHERE agent.can_access(r.agent_id, c ->> 'resource_type', c ->> 'resource_id', 'read', 'manual', v_user);
 
   -- proposed access: only what a search found and the user can read
   i := 0;
@@ -686,7 +746,8 @@ BEGIN
                                                                     SELECT 1 FROM agent.run_steps s,
                                                                            jsonb_array_elements(CASE WHEN jsonb_typeof(s.output -> 'results') = 'array'
                                                                                                      THEN s.output -> 'results' ELSE '[]' END) x
-                                                                     WHERE s.run_id = r.id AND s.kind = 'tool' AND s.name = 'search_resources'
+                                                                     WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id
+                                                                       AND s.kind = 'tool' AND s.name = 'search_resources'
                                                                        AND x ->> 'resource_type' = v_rt AND x ->> 'resource_id' = v_rid)
                                                                   THEN 'not_readable' ELSE 'not_found_by_search' END);
     ELSIF (v_rt || ':' || v_rid) = ANY (v_seen) THEN

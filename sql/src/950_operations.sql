@@ -191,14 +191,14 @@ CREATE VIEW agent.run_metrics WITH (security_barrier) AS
          agent.run_error_code(r.error) AS error_code,
          coalesce(s.llm_calls, 0) AS llm_calls, s.llm_ms, coalesce(s.retries, 0) AS retries
     FROM agent.runs r
-    JOIN agent.agents a ON a.id = r.agent_id
+    JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id
     LEFT JOIN LATERAL (
       SELECT count(*) FILTER (WHERE st.kind = 'llm') AS llm_calls,
              pg_catalog.array_agg(pg_catalog.date_part('epoch', st.finished_at - st.started_at) * 1000 ORDER BY st.seq)
                FILTER (WHERE st.kind = 'llm' AND st.finished_at IS NOT NULL) AS llm_ms,
              count(*) FILTER (WHERE st.kind = 'error' AND st.status = 'retry') AS retries
         FROM agent.run_steps st
-       WHERE st.run_id = r.id AND st.kind IN ('llm', 'error')) s ON true
+       WHERE st.workspace_id = r.workspace_id AND st.run_id = r.id AND st.kind IN ('llm', 'error')) s ON true
    WHERE (SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
       OR (r.workspace_id = agent.current_workspace()
           AND (SELECT agent._may_read_workspace(agent.current_workspace())));
@@ -239,9 +239,12 @@ RETURNS TABLE(workspace_id text, agent_id bigint, agent_name text, provider text
               queue_p95_ms double precision, queue_max_ms double precision, llm_calls bigint,
               llm_p50_ms double precision, llm_p95_ms double precision, llm_max_ms double precision,
               tokens_in numeric, tokens_out numeric, tokens_cached numeric, retries bigint)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   WITH m AS MATERIALIZED (
     SELECT * FROM agent.run_metrics m WHERE m.created_at >= run_stats.since),
   g AS (
@@ -285,7 +288,8 @@ AS $$
                AND l.provider IS NOT DISTINCT FROM g.provider
                AND l.endpoint_host IS NOT DISTINCT FROM g.endpoint_host
                AND l.model IS NOT DISTINCT FROM g.model
-   ORDER BY g.workspace_id, g.agent_id, g.provider, g.endpoint_host, g.model
+   ORDER BY g.workspace_id, g.agent_id, g.provider, g.endpoint_host, g.model;
+END
 $$;
 COMMENT ON FUNCTION agent.run_stats(timestamptz) IS
   'Per workspace, agent, provider (kind and endpoint host) and model, over the runs queued since the given time (default: the last day): runs by status, failure rate (failed, budget_exceeded and expired over ended runs), p50/p95/max of duration, queue wait and LLM latency (ms), tokens in/out/cached, LLM calls and retries. Computed from agent.run_metrics, so scoped like it: the workspaces the caller may read; every workspace for pg_monitor and superusers.';
@@ -351,10 +355,11 @@ BEGIN
     UPDATE agent.runs x
        SET status = 'queued', lease_until = NULL, attempts = greatest(x.attempts - 1, 0)
      WHERE x.id = ANY (p_run_ids) AND x.status = 'running'
-       AND EXISTS (SELECT 1 FROM agent.run_state s WHERE s.run_id = x.id AND s.worker_pid = p_worker_pid)
+       AND EXISTS (SELECT 1 FROM agent.run_state s
+                    WHERE s.workspace_id = x.workspace_id AND s.run_id = x.id AND s.worker_pid = p_worker_pid)
     RETURNING x.*
   LOOP
-    UPDATE agent.run_state s SET worker_pid = NULL WHERE s.run_id = r.id;
+    UPDATE agent.run_state s SET worker_pid = NULL WHERE s.workspace_id = r.workspace_id AND s.run_id = r.id;
     PERFORM agent._audit_run('run.requeue', r, 'success',
                              jsonb_build_object('status', 'queued', 'attempts', r.attempts, 'reason', 'drain'),
                              format('run %s re-queued: the worker stopped (drain)', r.id));
@@ -404,8 +409,13 @@ BEGIN
             HINT = 'Name agent_id or workspace_id (or set pg_agents.workspace).';
   END IF;
   IF agent_id IS NOT NULL THEN
-    SELECT * INTO a FROM agent.agents x WHERE x.id = agent_id;
-    IF NOT FOUND OR NOT agent._workspace_ok(a.workspace_id)
+    -- the session's workspace (a superuser session bound to none: the agent's own)
+    k := v_ws;
+    IF k IS NULL THEN
+      SELECT y.workspace_id INTO k FROM agent.agents y WHERE y.id = agent_id;
+    END IF;
+    SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = k AND x.id = agent_id;
+    IF NOT FOUND
        OR (workspace_id IS NOT NULL AND a.workspace_id IS DISTINCT FROM workspace_id) THEN
       RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';
     END IF;
@@ -423,7 +433,9 @@ BEGIN
   v_who := coalesce(nullif(by_user, ''), 'dba:' || session_user::text);
 
   FOR c IN
-    SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root
+    SELECT x.id, x.workspace_id AS ws,
+           coalesce((SELECT rt.id FROM agent.runs rt
+                      WHERE rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id), x.id) AS root
       FROM agent.runs x
      WHERE x.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
        AND (status IS NULL OR x.status = status)
@@ -433,12 +445,12 @@ BEGIN
   LOOP
     PERFORM agent._lock_tree(c.root);
     -- still active (and still of that status) once its tree is ours
-    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = c.id
+    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = c.ws AND x.id = c.id
                                  AND x.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
                                  AND (status IS NULL OR x.status = status));
     IF agent._finish_run(c.id, 'cancelled', NULL, format('cancelled by %s (bulk cancel)', v_who)) THEN
       v_n := v_n + 1;
-      k := (SELECT x.workspace_id FROM agent.runs x WHERE x.id = c.id);
+      k := c.ws;
       v_per := jsonb_set(v_per, ARRAY[k], to_jsonb(coalesce((v_per ->> k)::integer, 0) + 1));
     END IF;
   END LOOP;
@@ -489,20 +501,21 @@ BEGIN
   END IF;
   FOR o IN
     SELECT x.* FROM agent.runs x
-      JOIN agent.agents a ON a.id = x.agent_id
+      JOIN agent.agents a ON a.workspace_id = x.workspace_id AND a.id = x.agent_id
      WHERE x.status = status AND x.finished_at >= since AND x.parent_run_id IS NULL
        AND (agent_id IS NULL OR x.agent_id = agent_id)
        AND (workspace_id IS NULL OR x.workspace_id = workspace_id)
        AND a.deleted_at IS NULL AND (x.regime = 'manual' OR a.status = 'active')
        -- not re-run already (by an earlier call)
        AND NOT EXISTS (SELECT 1 FROM agent.runs y
-                        WHERE y.agent_id = x.agent_id AND y.created_at >= x.finished_at
+                        WHERE y.workspace_id = x.workspace_id AND y.agent_id = x.agent_id
+                          AND y.created_at >= x.finished_at
                           AND y.origin = 'rerun' AND y.input ->> 'rerun_of' = x.id::text)
      ORDER BY x.id
   LOOP
     v_id := agent._enqueue_run(o.agent_id, o.regime, 'rerun', o.input || jsonb_build_object('rerun_of', o.id),
                                NULL, o.requested_by);
-    SELECT * INTO n FROM agent.runs x WHERE x.id = v_id;
+    SELECT * INTO n FROM agent.runs x WHERE x.workspace_id = o.workspace_id AND x.id = v_id;
     PERFORM agent._audit_run('run.rerun', n, 'success',
                              jsonb_build_object('rerun_of', o.id, 'by_user', by_user, 'db_user', session_user::text,
                                                 'status', n.status, 'bulk', true),

@@ -38,6 +38,7 @@ ALTER FUNCTION agent._withhold_payload(bigint,jsonb,text,text,text,text) PARALLE
 ALTER FUNCTION agent.activity_scope(text,bigint) PARALLEL SAFE;
 ALTER FUNCTION agent.audit_events(text,text,text,text,bigint,text,timestamp with time zone,integer) PARALLEL SAFE;
 ALTER FUNCTION agent.delegation_context(bigint) PARALLEL SAFE;
+ALTER FUNCTION agent.distribution_plan() PARALLEL SAFE;
 ALTER FUNCTION agent.draft(bigint,text) PARALLEL SAFE;
 ALTER FUNCTION agent.mcp_agent_tools(bigint) PARALLEL SAFE;
 ALTER FUNCTION agent.mcp_agent_tools(bigint,text) PARALLEL SAFE;

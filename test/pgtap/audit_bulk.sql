@@ -3,7 +3,7 @@
 -- monthly partitions made ahead, retention by dropping partitions, and the
 -- append-only guard on every partition, attacks included.
 BEGIN;
-SELECT plan(52);
+SELECT plan(58);
 
 -- ---------------------------------------------------------------- setup
 -- the application role (the documented grants: membership of agents_app),
@@ -220,6 +220,41 @@ SET LOCAL ROLE audit_bulk_nobody;
 SELECT throws_ok($$CREATE TABLE public.audit_bulk_part3 PARTITION OF agent.audit_log DEFAULT$$,
                  '42501', NULL, 'a role with no grants cannot add a partition either');
 RESET ROLE;
+
+-- ------------------------------------------- indexes of the log kept open
+-- The writer keeps the partition's indexes described from one statement to
+-- the next: an index made on the log in between gets the rows of the next
+-- statement, a dropped one is no longer written.
+CREATE FUNCTION pg_temp.audit_bulk_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE l text; o text := '';
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP o := o || l || E'\n'; END LOOP;
+  RETURN o;
+END $$;
+SELECT agent.set_identity('agent:78', 'ws-bulk-a', run_id => 5151);
+INSERT INTO public.audit_bulk_side VALUES (9001, 'ws-bulk-a');
+INSERT INTO public.audit_bulk_side VALUES (9002, 'ws-bulk-a');
+CREATE INDEX audit_bulk_probe ON agent.audit_log (summary);
+INSERT INTO public.audit_bulk_side VALUES (9003, 'ws-bulk-a');
+INSERT INTO public.audit_bulk_side VALUES (9004, 'ws-bulk-a');
+SET LOCAL enable_seqscan = off;
+SELECT ok(pg_temp.audit_bulk_plan($$SELECT count(*) FROM agent.audit_log
+                                    WHERE summary = 'insert public.audit_bulk_side 9004'$$) LIKE '%Index%summary_idx%',
+          'a read by summary goes through the index made between the statements');
+SELECT is((SELECT count(*)::int FROM agent.audit_log WHERE summary IN ('insert public.audit_bulk_side 9003',
+                                                                        'insert public.audit_bulk_side 9004')), 2,
+          'which has the rows of the statements after it');
+SELECT ok(pg_temp.audit_bulk_plan('SELECT count(*) FROM agent.audit_log WHERE run_id = 5151') LIKE '%Index%run_id_idx%',
+          'a read by run goes through the partial run index');
+SELECT is((SELECT count(*)::int FROM agent.audit_log WHERE run_id = 5151), 4,
+          'which has the rows of the run written with the indexes kept open');
+RESET enable_seqscan;
+DROP INDEX agent.audit_bulk_probe;
+INSERT INTO public.audit_bulk_side VALUES (9005, 'ws-bulk-a');
+SELECT lives_ok($$INSERT INTO public.audit_bulk_side VALUES (9006, 'ws-bulk-a')$$,
+                'once the index is dropped, the next statements write without it');
+SELECT is((SELECT count(*)::int FROM agent.audit_log WHERE target_type = 'bulk_side' AND target_id IN ('9005', '9006')), 2,
+          'and their rows are there');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,7 +1,7 @@
 -- Capture matrix: every action under every kind of actor, types to jsonb,
 -- changed-columns-only updates, no-op updates, TOASTed values.
 BEGIN;
-SELECT plan(23);
+SELECT plan(25);
 
 CREATE TABLE public.audit_tm (id int PRIMARY KEY, workspace_id text, owner_id text, b boolean, i2 smallint,
   i8 bigint, f float8, n numeric, t text, vc varchar(10), ch char(3), nm name, j json, jb jsonb,
@@ -113,6 +113,25 @@ SELECT agent._audit_event('agent.grant', 'denied', 'page', 'p1', NULL, 'owner1',
 SELECT is((SELECT row(actor_kind, actor_id, run_id, status, error_code, target_type, target_id, owner_id, workspace_id, inputs::text)::text
              FROM agent.audit_log WHERE action = 'agent.grant' ORDER BY id DESC LIMIT 1),
           '(agent,9,77,denied,not_granted,page,p1,owner1,ws-tm,"{""access"": ""edit""}")', '_audit_event');
+
+-- past the payload budget of a row, the columns cut are the last ones of the
+-- row (column order), whatever the order of their names
+DO $$
+BEGIN
+  EXECUTE 'CREATE TABLE public.audit_tm_budget (id int PRIMARY KEY, ' ||
+          (SELECT string_agg(format('%I text', repeat('k', 40 - g)), ', ' ORDER BY g)
+             FROM generate_series(1, 35) g) || ')';
+END $$;
+SELECT agent.audit_table('public.audit_tm_budget');
+DO $$
+BEGIN
+  EXECUTE 'INSERT INTO public.audit_tm_budget VALUES (1, ' ||
+          (SELECT string_agg(quote_literal(repeat('v', 3000)), ', ') FROM generate_series(1, 35)) || ')';
+END $$;
+SELECT is((SELECT changes ->> repeat('k', 5) FROM agent.audit_log WHERE target_type = 'audit_tm_budget'),
+          '[TRUNCATED]', 'past the payload budget, the last column of the row is cut');
+SELECT is((SELECT length(changes ->> repeat('k', 39)) FROM agent.audit_log WHERE target_type = 'audit_tm_budget'),
+          2048 + length('...[TRUNCATED 3000 bytes]'), 'and the first one is kept');
 
 SELECT * FROM finish();
 ROLLBACK;

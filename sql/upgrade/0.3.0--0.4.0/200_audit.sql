@@ -42,7 +42,7 @@ CREATE TABLE agent.audit_log (
     target_type  text,
     target_id    text,
     owner_id     text,
-    workspace_id text,
+    workspace_id text NOT NULL,
     inputs       jsonb,
     changes      jsonb,
     summary      text,
@@ -69,7 +69,7 @@ COMMENT ON COLUMN agent.audit_log.error_code IS 'Reason code or SQLSTATE of a re
 COMMENT ON COLUMN agent.audit_log.target_type IS 'Kind of the changed object.';
 COMMENT ON COLUMN agent.audit_log.target_id IS 'Id (primary key) of the changed object.';
 COMMENT ON COLUMN agent.audit_log.owner_id IS 'Owner of the changed object, when known.';
-COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row; reads are scoped by it.';
+COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row, '''' for an action of no workspace; reads are scoped by it (the distribution column on Citus, never NULL).';
 COMMENT ON COLUMN agent.audit_log.inputs IS 'Inputs of a named action (redacted).';
 COMMENT ON COLUMN agent.audit_log.changes IS 'Row data: new row, changed columns {col: {old, new}}, or old row (redacted).';
 COMMENT ON COLUMN agent.audit_log.summary IS 'One line in clear.';
@@ -222,7 +222,7 @@ INSERT INTO agent.audit_log (id, at, actor_kind, actor_id, on_behalf_of, db_user
                              error_code, target_type, target_id, owner_id, workspace_id, inputs, changes, summary, txid)
   OVERRIDING SYSTEM VALUE
 SELECT id, at, actor_kind, actor_id, on_behalf_of, db_user, run_id, surface, action, status,
-       error_code, target_type, target_id, owner_id, workspace_id, inputs, changes, summary, txid
+       error_code, target_type, target_id, owner_id, coalesce(workspace_id, ''), inputs, changes, summary, txid
   FROM agent.audit_log_0_3 ORDER BY id;
 SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence('agent.audit_log', 'id'), pg_catalog.max(id))
   FROM agent.audit_log_0_3 HAVING pg_catalog.max(id) IS NOT NULL;

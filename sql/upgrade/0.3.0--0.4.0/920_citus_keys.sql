@@ -293,3 +293,28 @@ BEGIN
 END
 $$;
 
+
+-- the session-filled workspace of a direct INSERT: single-node only
+-- Fills workspace_id of a row that belongs to an agent (or a run) when a
+-- direct INSERT omits it: a single-node convenience.  On Citus every INSERT
+-- names workspace_id (a distributed table routes the row before any trigger
+-- runs), and the session's workspace is left alone: a reference table's
+-- trigger runs on every node, where the session's settings are not set, and
+-- would store a different row on each (docs/scaling.md).
+CREATE OR REPLACE FUNCTION agent._fill_workspace() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF NEW.workspace_id IS NULL THEN
+    IF TG_ARGV[0] = 'agent' THEN
+      SELECT a.workspace_id INTO NEW.workspace_id FROM agent.agents a WHERE a.id = NEW.agent_id;
+    ELSIF TG_ARGV[0] = 'run' THEN
+      SELECT r.workspace_id INTO NEW.workspace_id FROM agent.runs r WHERE r.id = NEW.run_id;
+    ELSIF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+      NEW.workspace_id := nullif(current_setting('pg_agents.workspace', true), '');
+    END IF;
+  END IF;
+  RETURN NEW;
+END
+$$;
