@@ -177,7 +177,7 @@ BEGIN
     RAISE EXCEPTION 'user "%" may not authorize the personal MCP server "%"', by_user, s.name
       USING ERRCODE = 'insufficient_privilege', DETAIL = 'A personal server is authorized by its owner.';
   END IF;
-  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.server_id = s.id FOR UPDATE;
+  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.workspace_id = s.workspace_id AND m.server_id = s.id FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server "%" does not use OAuth', s.name
       USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Configure it with agent.mcp_set_oauth first.';
@@ -233,11 +233,15 @@ DECLARE
   o agent.mcp_oauth%ROWTYPE;
   r jsonb;
   v_name text;
+  v_ws text;
 BEGIN
   IF state IS NULL OR state = '' THEN
     RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.pending_state = mcp_authorization_callback.state FOR UPDATE;
+  -- the state's workspace first, then the row locked in it (Citus routes by it)
+  SELECT m.workspace_id INTO v_ws FROM agent.mcp_oauth m WHERE m.pending_state = mcp_authorization_callback.state;
+  SELECT * INTO o FROM agent.mcp_oauth m
+   WHERE m.workspace_id = v_ws AND m.pending_state = mcp_authorization_callback.state FOR UPDATE;
   IF NOT FOUND OR NOT agent._workspace_ok(o.workspace_id)
      OR o.pending_at < now() - pg_catalog.current_setting('pg_agents.approval_ttl')::interval THEN
     RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';

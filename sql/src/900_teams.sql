@@ -438,7 +438,7 @@ BEGIN
   IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = r.workspace_id AND x.id = r.agent_id;
   v_user := coalesce(r.requested_by, a.owner_id);
   IF p_action = 'list' THEN
     RETURN jsonb_build_object('jobs', coalesce((
@@ -449,7 +449,7 @@ BEGIN
                                           'created_by', x.created_by, 'next_run_at', x.next_run_at,
                                           'last_status', x.last_status) ORDER BY x.id)
         FROM agent.triggers x
-       WHERE x.agent_id = a.id AND x.kind = 'schedule'
+       WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id AND x.kind = 'schedule'
          AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)), '[]'));
   ELSIF p_action = 'create' THEN
     IF v_scope NOT IN ('personal', 'shared') THEN
@@ -467,7 +467,7 @@ BEGIN
   ELSIF p_action IN ('update', 'delete') THEN
     v_job := (p_args->>'job_id')::bigint;
     SELECT * INTO t FROM agent.triggers x
-     WHERE x.id = v_job AND x.agent_id = a.id AND x.kind = 'schedule'
+     WHERE x.workspace_id = a.workspace_id AND x.id = v_job AND x.agent_id = a.id AND x.kind = 'schedule'
        AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)
      FOR UPDATE;
     IF NOT FOUND THEN

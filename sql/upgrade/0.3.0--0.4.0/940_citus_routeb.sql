@@ -2346,3 +2346,448 @@ BEGIN
   RETURN n;
 END
 $$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
+  v_ws    text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_owner text;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_call.agent_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_call.agent_id;
+  END IF;
+  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = mcp_agent_call.agent_id;
+  RETURN agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments, v_owner);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_authorize(server_id bigint, by_user text, redirect_uri text) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  s agent.mcp_servers%ROWTYPE;
+  o agent.mcp_oauth%ROWTYPE;
+  r jsonb;
+  v_problem text;
+BEGIN
+  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = mcp_authorize.server_id;
+  IF NOT FOUND OR NOT agent._workspace_ok(s.workspace_id) THEN
+    RAISE EXCEPTION 'MCP server % does not exist', mcp_authorize.server_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF by_user IS NULL OR by_user = '' THEN
+    RAISE EXCEPTION 'by_user is required' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF s.scope = 'user' AND s.owner_id IS DISTINCT FROM by_user THEN
+    RAISE EXCEPTION 'user "%" may not authorize the personal MCP server "%"', by_user, s.name
+      USING ERRCODE = 'insufficient_privilege', DETAIL = 'A personal server is authorized by its owner.';
+  END IF;
+  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.workspace_id = s.workspace_id AND m.server_id = s.id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'MCP server "%" does not use OAuth', s.name
+      USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Configure it with agent.mcp_set_oauth first.';
+  END IF;
+  IF coalesce(o.config->>'grant', '') <> 'client_credentials' THEN
+    v_problem := agent._mcp_url_problem(redirect_uri);
+    IF redirect_uri IS NULL OR v_problem IS NOT NULL THEN
+      RAISE EXCEPTION 'redirect URI is not allowed'
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = coalesce(v_problem, 'A redirect URI is required.');
+    END IF;
+  END IF;
+  r := agent._mcp_oauth_begin(s.url,
+                              o.config || CASE WHEN redirect_uri IS NULL THEN '{}'::jsonb
+                                               ELSE pg_catalog.jsonb_build_object('redirect_uri', redirect_uri) END,
+                              o.state);
+  IF NOT (r->>'ok')::boolean THEN
+    UPDATE agent.mcp_oauth m SET last_error = r->>'error', updated_at = now() WHERE m.server_id = s.id;
+    RAISE EXCEPTION 'could not start the authorization of MCP server "%"', s.name
+      USING ERRCODE = 'connection_failure', DETAIL = r->>'error';
+  END IF;
+  IF coalesce((r->>'authorized')::boolean, false) THEN
+    -- client credentials: authorized at once
+    UPDATE agent.mcp_oauth m
+       SET state = r->'state', status = 'authorized', pending_state = NULL, pending_by_user = NULL,
+           pending_at = NULL, authorized_by = by_user, authorized_at = now(),
+           expires_at = pg_catalog.to_timestamp((r->>'expires_at')::double precision), last_error = NULL,
+           updated_at = now()
+     WHERE m.server_id = s.id;
+    PERFORM agent._mcp_oauth_apply(s.id, r->'state'->>'access_token');
+    UPDATE agent.mcp_servers m SET last_error = NULL WHERE m.id = s.id;
+    PERFORM agent.mcp_refresh(s.id);
+    RETURN NULL;
+  END IF;
+  UPDATE agent.mcp_oauth m
+     SET state = (r->'state') || pg_catalog.jsonb_build_object('redirect_uri', redirect_uri),
+         status = CASE WHEN m.status = 'authorized' THEN m.status ELSE 'pending' END,
+         pending_state = r->>'oauth_state', pending_by_user = by_user, pending_at = now(),
+         last_error = NULL, updated_at = now()
+   WHERE m.server_id = s.id;
+  RETURN r->>'authorization_url';
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_authorization_callback(state text, code text, iss text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  o agent.mcp_oauth%ROWTYPE;
+  r jsonb;
+  v_name text;
+  v_ws text;
+BEGIN
+  IF state IS NULL OR state = '' THEN
+    RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- the state's workspace first, then the row locked in it (Citus routes by it)
+  SELECT m.workspace_id INTO v_ws FROM agent.mcp_oauth m WHERE m.pending_state = mcp_authorization_callback.state;
+  SELECT * INTO o FROM agent.mcp_oauth m
+   WHERE m.workspace_id = v_ws AND m.pending_state = mcp_authorization_callback.state FOR UPDATE;
+  IF NOT FOUND OR NOT agent._workspace_ok(o.workspace_id)
+     OR o.pending_at < now() - pg_catalog.current_setting('pg_agents.approval_ttl')::interval THEN
+    RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT m.name INTO v_name FROM agent.mcp_servers m WHERE m.id = o.server_id;
+  -- single use: whatever comes of it, this state is spent
+  UPDATE agent.mcp_oauth m SET pending_state = NULL WHERE m.server_id = o.server_id;
+  r := agent._mcp_oauth_complete(o.config || pg_catalog.jsonb_build_object('redirect_uri', o.state->>'redirect_uri'),
+                                 o.state, coalesce(code, ''), state, iss);
+  IF NOT (r->>'ok')::boolean THEN
+    UPDATE agent.mcp_oauth m
+       SET last_error = r->>'error', pending_by_user = NULL, pending_at = NULL,
+           status = CASE WHEN m.status = 'pending' THEN 'unauthorized' ELSE m.status END,
+           state = m.state - 'state' - 'verifier', updated_at = now()
+     WHERE m.server_id = o.server_id;
+    RAISE WARNING 'the authorization of MCP server "%" failed', v_name
+      USING DETAIL = r->>'error';
+    RETURN false;
+  END IF;
+  UPDATE agent.mcp_oauth m
+     SET state = r->'state', status = 'authorized', pending_by_user = NULL, pending_at = NULL,
+         authorized_by = o.pending_by_user, authorized_at = now(),
+         expires_at = pg_catalog.to_timestamp((r->>'expires_at')::double precision),
+         last_error = NULL, updated_at = now()
+   WHERE m.server_id = o.server_id;
+  PERFORM agent._mcp_oauth_apply(o.server_id, r->'state'->>'access_token');
+  UPDATE agent.mcp_servers m SET last_error = NULL WHERE m.id = o.server_id;
+  PERFORM agent.mcp_refresh(o.server_id);
+  RETURN true;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.mcp_agent_call_input(agent_id bigint, run_id bigint, exposed_name text,
+                                           arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_server_id bigint;
+  v_tool text;
+  s agent.mcp_servers%ROWTYPE;
+  e agent.mcp_elicitations%ROWTYPE;
+  r jsonb;
+  v_key text;
+  v_ws text;
+BEGIN
+  SELECT m.server_id, m.tool INTO v_server_id, v_tool
+    FROM agent.mcp_agent_tools(mcp_agent_call_input.agent_id, agent._mcp_run_user(mcp_agent_call_input.run_id)) m
+   WHERE m.exposed_name = mcp_agent_call_input.exposed_name;
+  IF v_server_id IS NULL THEN
+    RETURN agent.mcp_agent_call(agent_id, exposed_name, arguments, agent._mcp_run_user(run_id));   -- the refusal, as there
+  END IF;
+  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = v_server_id;
+  -- only the stateless generation asks its questions this way: any other
+  -- server goes the usual way, with the session kept per server and process
+  IF s.protocol_version IS DISTINCT FROM '2026-07-28' THEN
+    RETURN agent.mcp_agent_call(agent_id, exposed_name, arguments, agent._mcp_run_user(run_id));
+  END IF;
+  IF arguments IS NULL OR pg_catalog.jsonb_typeof(arguments) <> 'object' THEN
+    arguments := '{}';
+  END IF;
+  v_key := agent.approval_key(exposed_name, arguments);
+  -- an answered question of this run for this very call: send it (in the
+  -- server's workspace, the run's: Citus routes by it)
+  SELECT * INTO e FROM agent.mcp_elicitations x
+   WHERE x.workspace_id = s.workspace_id AND x.run_id = mcp_agent_call_input.run_id AND x.approval_key = v_key
+     AND x.status = 'answered'
+   ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
+  IF FOUND THEN
+    UPDATE agent.mcp_elicitations x SET status = 'consumed' WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+    PERFORM agent.consume_approval(run_id, exposed_name, arguments);
+    r := agent._mcp_call_input(s.id, s.url, s.headers, v_tool, arguments, e.response, e.request_state);
+  ELSE
+    r := agent._mcp_call_input(s.id, s.url, s.headers, v_tool, arguments, NULL, NULL);
+  END IF;
+  IF coalesce((r->>'input_required')::boolean, false) THEN
+    IF pg_catalog.jsonb_typeof(r->'input_requests') IS DISTINCT FROM 'object' THEN
+      RETURN pg_catalog.jsonb_build_object('ok', false, 'server', s.name, 'tool', v_tool, 'error', r->>'error',
+                                           'result', agent._mcp_failed_result(r->>'error'));
+    END IF;
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = mcp_agent_call_input.run_id;
+    v_key := agent.request_approval(run_id, exposed_name, arguments);
+    INSERT INTO agent.mcp_elicitations (workspace_id, run_id, approval_key, server_id, exposed_name,
+                                        input_requests, request_state, expires_at)
+    VALUES (v_ws, run_id, v_key, s.id, exposed_name, r->'input_requests', r->>'request_state',
+            now() + pg_catalog.current_setting('pg_agents.approval_ttl')::interval);
+    RETURN pg_catalog.jsonb_build_object('ok', false, 'paused', true, 'server', s.name, 'tool', v_tool,
+                                         'approval_key', v_key,
+                                         'questions', (SELECT pg_catalog.jsonb_agg(q.value->'params'->>'message')
+                                                         FROM pg_catalog.jsonb_each(r->'input_requests') q));
+  END IF;
+  IF (r->>'ok')::boolean THEN
+    RETURN pg_catalog.jsonb_build_object('ok', NOT coalesce((r->'result'->>'isError')::boolean, false),
+                                         'server', s.name, 'tool', v_tool, 'result', r->'result');
+  END IF;
+  RETURN pg_catalog.jsonb_build_object('ok', false, 'server', s.name, 'tool', v_tool, 'error', r->>'error',
+                                       'result', agent._mcp_failed_result(r->>'error', r->'rpc_error'));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent.answer_elicitation(key text, response jsonb, by_user text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  e agent.mcp_elicitations%ROWTYPE;
+  v_answers jsonb := '{}';
+  v_one boolean;
+  k text;
+  q jsonb;
+  v_ws text;
+BEGIN
+  -- the session's workspace, else (a superuser session bound to none) that
+  -- of the key's latest pending question; then the row locked in it
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.mcp_elicitations x
+     WHERE x.approval_key = answer_elicitation.key AND x.status = 'pending' ORDER BY x.id DESC LIMIT 1;
+  END IF;
+  SELECT * INTO e FROM agent.mcp_elicitations x
+   WHERE x.workspace_id = v_ws AND x.approval_key = answer_elicitation.key AND x.status = 'pending' AND x.expires_at > now()
+     AND EXISTS (SELECT 1 FROM agent.runs r WHERE r.workspace_id = x.workspace_id AND r.id = x.run_id
+                    AND r.status = CASE WHEN x.live THEN 'running' ELSE 'waiting_approval' END)
+   ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no pending elicitation with key "%"', key USING ERRCODE = 'undefined_object';
+  END IF;
+  IF by_user IS NULL OR by_user = '' THEN
+    RAISE EXCEPTION 'by_user is required' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- one question: the answer itself; several: {input key: answer}
+  v_one := (SELECT count(*) FROM pg_catalog.jsonb_object_keys(e.input_requests)) = 1;
+  FOR k, q IN SELECT * FROM pg_catalog.jsonb_each(e.input_requests) LOOP
+    v_answers := v_answers || pg_catalog.jsonb_build_object(k,
+                   agent._mcp_elicit_result(q, CASE WHEN v_one AND response ? 'action' THEN response ELSE response->k END));
+  END LOOP;
+  UPDATE agent.mcp_elicitations x
+     SET status = 'answered', response = v_answers, answered_by = by_user, answered_at = now()
+   WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+  -- the run resumes like on an approval (edit level on the agent required);
+  -- a live question's run never stopped: the worker sends the answer on the
+  -- server's open stream (agent._mcp_worker_elicit_poll)
+  RETURN agent.approve(e.approval_key, by_user, e.run_id);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._mcp_worker_prepare(p_run_id bigint, p_exposed_name text, p_arguments jsonb,
+                                          p_server_id bigint, p_tool text, p_input_schema jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  s agent.mcp_servers%ROWTYPE;
+  e agent.mcp_elicitations%ROWTYPE;
+  v_key text;
+  v_out jsonb;
+BEGIN
+  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = p_server_id AND m.enabled;
+  IF NOT FOUND THEN
+    RETURN pg_catalog.jsonb_build_object('ok', false, 'denied', true,
+                                         'error', pg_catalog.format('tool "%s" is not available to this agent', p_exposed_name),
+                                         'result', agent._mcp_failed_result(pg_catalog.format('tool "%s" is not available to this agent', p_exposed_name)));
+  END IF;
+  IF p_arguments IS NULL OR pg_catalog.jsonb_typeof(p_arguments) <> 'object' THEN
+    p_arguments := '{}';
+  END IF;
+  v_out := pg_catalog.jsonb_build_object('prepared', true, 'server_id', s.id, 'server', s.name, 'tool', p_tool,
+                                         'url', s.url, 'headers', s.headers,
+                                         'protocol_version', s.protocol_version, 'arguments', p_arguments,
+                                         'tool_def', pg_catalog.jsonb_build_object('name', p_tool, 'inputSchema', p_input_schema));
+  IF s.protocol_version = '2026-07-28' THEN
+    -- an answered question of this run for this very call: sent with it
+    v_key := agent.approval_key(p_exposed_name, p_arguments);
+    SELECT * INTO e FROM agent.mcp_elicitations x
+     WHERE x.workspace_id = s.workspace_id AND x.run_id = p_run_id AND x.approval_key = v_key AND x.status = 'answered'
+     ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
+    IF FOUND THEN
+      UPDATE agent.mcp_elicitations x SET status = 'consumed' WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+      PERFORM agent.consume_approval(p_run_id, p_exposed_name, p_arguments);
+      v_out := v_out || pg_catalog.jsonb_build_object('input_responses', e.response,
+                                                      'request_state', e.request_state);
+    END IF;
+  END IF;
+  RETURN v_out;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._mcp_worker_elicit_poll(p_id bigint, p_expire boolean)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  e agent.mcp_elicitations%ROWTYPE;
+  v_ap text;
+  v_out jsonb;
+  -- the question's workspace (Citus routes by it): the session's, else its own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.mcp_elicitations x WHERE x.workspace_id = v_ws AND x.id = p_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.mcp_elicitations x WHERE x.id = p_id;
+  END IF;
+  SELECT * INTO e FROM agent.mcp_elicitations x WHERE x.workspace_id = v_ws AND x.id = p_id AND x.live FOR UPDATE;
+  IF NOT FOUND OR e.status IN ('consumed', 'expired') THEN
+    RETURN '{"action": "cancel"}';
+  END IF;
+  IF e.status = 'answered' THEN
+    v_out := (SELECT v.value FROM pg_catalog.jsonb_each(e.response) v LIMIT 1);
+    UPDATE agent.mcp_elicitations x SET status = 'consumed' WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+    RETURN coalesce(v_out, '{"action": "cancel"}');
+  END IF;
+  SELECT p.status INTO v_ap FROM agent.approvals p
+   WHERE p.run_id = e.run_id AND p.approval_key = e.approval_key ORDER BY p.id DESC LIMIT 1;
+  -- decided as an approval, not answered: denied is a decline, approved
+  -- without content a cancel (no form was filled in)
+  IF v_ap = 'denied' THEN
+    UPDATE agent.mcp_elicitations x SET status = 'consumed', response = '{"action": "decline"}', answered_at = now()
+     WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+    RETURN '{"action": "decline"}';
+  END IF;
+  IF v_ap = 'approved' THEN
+    UPDATE agent.mcp_elicitations x SET status = 'consumed', response = '{"action": "cancel"}', answered_at = now()
+     WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+    RETURN '{"action": "cancel"}';
+  END IF;
+  IF coalesce(p_expire, false) OR e.expires_at <= now() OR v_ap = 'expired' THEN
+    UPDATE agent.mcp_elicitations x SET status = 'expired', response = '{"action": "cancel"}' WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
+    UPDATE agent.approvals p SET status = 'expired', decided_at = now()
+     WHERE p.run_id = e.run_id AND p.approval_key = e.approval_key AND p.status = 'pending';
+    PERFORM agent._audit_event('approval.expire', 'success', 'approval', e.id::text, e.workspace_id, NULL,
+                               pg_catalog.jsonb_build_object('run_id', e.run_id, 'tool', e.exposed_name,
+                                                             'approval_key', e.approval_key, 'elicitation', true),
+                               pg_catalog.format('question of %s on run %s expired: cancel sent to the server',
+                                                 e.exposed_name, e.run_id));
+    RETURN '{"action": "cancel"}';
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION agent._teams_manage_jobs(p_run_id bigint, p_action text, p_args jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  r       agent.runs%ROWTYPE;
+  a       agent.agents%ROWTYPE;
+  t       agent.triggers%ROWTYPE;
+  v_user  text;
+  v_scope text := coalesce(p_args->>'scope', 'personal');
+  v_sched text := p_args->>'schedule';
+  v_tz    text := coalesce(p_args->>'timezone', 'UTC');
+  v_job   bigint;
+BEGIN
+  SELECT * INTO r FROM agent.runs x WHERE x.id = p_run_id;
+  -- a run of another workspace is an unknown run
+  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
+    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = r.workspace_id AND x.id = r.agent_id;
+  v_user := coalesce(r.requested_by, a.owner_id);
+  IF p_action = 'list' THEN
+    RETURN jsonb_build_object('jobs', coalesce((
+      SELECT jsonb_agg(jsonb_build_object('job_id', x.id, 'schedule', x.schedule, 'timezone', x.timezone,
+                                          'description', agent.cron_describe(x.schedule), 'prompt', x.prompt,
+                                          'enabled', x.enabled,
+                                          'scope', CASE x.run_as WHEN 'shared' THEN 'shared' ELSE 'personal' END,
+                                          'created_by', x.created_by, 'next_run_at', x.next_run_at,
+                                          'last_status', x.last_status) ORDER BY x.id)
+        FROM agent.triggers x
+       WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id AND x.kind = 'schedule'
+         AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)), '[]'));
+  ELSIF p_action = 'create' THEN
+    IF v_scope NOT IN ('personal', 'shared') THEN
+      RAISE EXCEPTION 'invalid job scope "%"', v_scope
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A job is personal or shared.';
+    END IF;
+    IF v_sched IS NULL OR NOT agent.cron_valid(v_sched) THEN
+      RAISE EXCEPTION 'invalid schedule "%"', coalesce(v_sched, 'NULL')
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A schedule is a 5-field cron expression.';
+    END IF;
+    INSERT INTO agent.triggers (workspace_id, agent_id, kind, schedule, timezone, prompt, run_as, created_by)
+    VALUES (a.workspace_id, a.id, 'schedule', v_sched, v_tz, p_args->>'prompt',
+            CASE v_scope WHEN 'shared' THEN 'shared' ELSE 'creator' END, v_user)
+    RETURNING * INTO t;
+  ELSIF p_action IN ('update', 'delete') THEN
+    v_job := (p_args->>'job_id')::bigint;
+    SELECT * INTO t FROM agent.triggers x
+     WHERE x.workspace_id = a.workspace_id AND x.id = v_job AND x.agent_id = a.id AND x.kind = 'schedule'
+       AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)
+     FOR UPDATE;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'job % does not exist', coalesce(v_job::text, 'NULL')
+        USING ERRCODE = 'undefined_object', DETAIL = 'Only this agent''s schedules you can see can be changed.';
+    END IF;
+    IF t.created_by IS DISTINCT FROM v_user AND NOT agent.user_can(v_user, a.id, 'delete') THEN
+      RAISE EXCEPTION 'user "%" may not change shared job %', v_user, t.id
+        USING ERRCODE = 'insufficient_privilege',
+              DETAIL = 'Only the job''s creator or a user with the full level on the agent may change a shared job.';
+    END IF;
+    IF p_action = 'delete' THEN
+      DELETE FROM agent.triggers x WHERE x.id = t.id;
+      PERFORM agent._audit_event('job.delete', 'success', 'trigger', t.id::text, a.workspace_id, a.owner_id,
+                                 jsonb_build_object('agent_id', a.id, 'run_id', p_run_id, 'by_user', v_user,
+                                                    'schedule', t.schedule),
+                                 format('run %s deleted job %s', p_run_id, t.id));
+      RETURN jsonb_build_object('job_id', t.id, 'deleted', true);
+    END IF;
+    IF v_sched IS NOT NULL AND NOT agent.cron_valid(v_sched) THEN
+      RAISE EXCEPTION 'invalid schedule "%"', v_sched
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A schedule is a 5-field cron expression.';
+    END IF;
+    IF p_args ? 'scope' AND v_scope NOT IN ('personal', 'shared') THEN
+      RAISE EXCEPTION 'invalid job scope "%"', v_scope
+        USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A job is personal or shared.';
+    END IF;
+    UPDATE agent.triggers x
+       SET schedule = coalesce(v_sched, x.schedule),
+           timezone = coalesce(p_args->>'timezone', x.timezone),
+           prompt = coalesce(p_args->>'prompt', x.prompt),
+           enabled = coalesce((p_args->>'enabled')::boolean, x.enabled),
+           run_as = CASE WHEN p_args ? 'scope' THEN CASE v_scope WHEN 'shared' THEN 'shared' ELSE 'creator' END
+                         ELSE x.run_as END,
+           updated_at = now()
+     WHERE x.id = t.id RETURNING * INTO t;
+  ELSE
+    RAISE EXCEPTION 'unknown manage_jobs action "%"', coalesce(p_action, 'NULL')
+      USING ERRCODE = 'invalid_parameter_value', DETAIL = 'An action is create, list, update or delete.';
+  END IF;
+  PERFORM agent._audit_event('job.' || p_action, 'success', 'trigger', t.id::text, a.workspace_id, a.owner_id,
+                             jsonb_build_object('agent_id', a.id, 'run_id', p_run_id, 'by_user', v_user,
+                                                'schedule', t.schedule),
+                             format('run %s %sd job %s', p_run_id, p_action, t.id));
+  RETURN jsonb_build_object('job_id', t.id, 'schedule', t.schedule, 'timezone', t.timezone,
+                            'description', agent.cron_describe(t.schedule), 'prompt', t.prompt,
+                            'enabled', t.enabled,
+                            'scope', CASE t.run_as WHEN 'shared' THEN 'shared' ELSE 'personal' END,
+                            'next_run_at', t.next_run_at);
+END
+$$;
