@@ -148,7 +148,8 @@ BEGIN
   VALUES (s.id, s.workspace_id, config)
   ON CONFLICT ON CONSTRAINT mcp_oauth_pkey DO UPDATE
      SET config = EXCLUDED.config, state = '{}', status = 'unauthorized', pending_state = NULL,
-         pending_by_user = NULL, pending_at = NULL, expires_at = NULL, last_error = NULL, updated_at = now();
+         pending_by_user = NULL, pending_at = NULL, expires_at = NULL, last_error = NULL,
+         updated_at = EXCLUDED.updated_at;  -- its default, now() (Citus takes no call in DO UPDATE SET)
   PERFORM agent._mcp_oauth_apply(s.id, NULL);
 END
 $$;
