@@ -10,9 +10,14 @@
 #            a grant of another agent (other), one of the agent's own grants
 #            (own), the owner's ACL row of one granted page (acl), or the
 #            owner's membership of a group that reads 10 granted pages
-#            (group); the kept readable set is kept (other) or patched (own,
-#            acl, group) from the change; after a change of the agent's own
-#            row (agent, for reference) it is computed afresh
+#            (group), a write of the agent's own row that leaves what access
+#            reads of it as it was (agent: its status set to what it was, as
+#            agent.set_status does), its suspension and resumption in one
+#            commit (status); the kept readable set is kept (other, agent),
+#            patched (own, acl, group) or read again (status) from the
+#            change; after a change that makes it computed afresh (afresh,
+#            for reference: a workspace_shared grant given and taken back,
+#            as an owner change does) it is computed
 # and for four terms (about 10%, 1% and 0.05% of the pages, and none).  Each figure is
 # the median of several runs, in ms; the ratios to before are printed.
 . "$PG_AGENTS_ENV"
@@ -67,7 +72,12 @@ END $$;
 -- change of another agent's grant; 'own', of one of the agent's own grants;
 -- 'acl', of the owner's ACL row of one granted page; 'group', of the owner's
 -- membership of a group that reads 10 granted pages; 'agent', of the agent's
--- own row (its set is computed afresh); else a write to an unrelated table
+-- own row that leaves its owner, workspace, status and deletion as they were
+-- (what agent.set_status writes when the status stays); 'status', its
+-- suspension and resumption in one transaction; 'afresh', a change that makes
+-- the set computed afresh (a workspace_shared grant given and taken back: the
+-- agent as a whole changes, as it does when its owner changes); else a write
+-- to an unrelated table
 CREATE TABLE bench_tick (n int);
 GRANT INSERT ON bench_tick TO agents_tool;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (2, 'ws1', 'u1', 'other agent');
@@ -85,7 +95,12 @@ BEGIN
                      AND resource_id = (SELECT rid FROM public.bench_one);
   WHEN 'group' THEN DELETE FROM agent.group_members WHERE group_id = 'bench';
                     INSERT INTO agent.group_members (workspace_id, group_id, user_id) VALUES ('ws1', 'bench', 'u1');
-  WHEN 'agent' THEN UPDATE agent.agents SET status = status WHERE id = 1;
+  WHEN 'agent' THEN UPDATE agent.agents SET status = status, updated_at = now() WHERE id = 1;
+  WHEN 'status' THEN UPDATE agent.agents SET status = 'suspended', updated_at = now() WHERE id = 1;
+                     UPDATE agent.agents SET status = 'active', updated_at = now() WHERE id = 1;
+  WHEN 'afresh' THEN INSERT INTO agent.access (agent_id, resource_type, resource_id, access)
+                       VALUES (1, 'workspace_shared', '*', 'read');
+                     DELETE FROM agent.access WHERE agent_id = 1 AND resource_type = 'workspace_shared';
   ELSE INSERT INTO public.bench_tick VALUES (0);
   END CASE;
 END $$;
@@ -103,7 +118,7 @@ BEGIN
   ms := (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(a) x);
 END $$;
 -- two queries run alternately, each as its actor after a commit (with access
--- other/own/acl/group/agent, that change before each run of the second),
+-- other/own/acl/group/agent/status/afresh, that change before each run of the second),
 -- so that the load of the shared machine weighs on both alike
 CREATE PROCEDURE bench_pair_ms(qa text, actor_a text, qb text, actor_b text, reps int, access text,
                                INOUT ms_a numeric DEFAULT NULL, INOUT ms_b numeric DEFAULT NULL) LANGUAGE plpgsql AS $$
@@ -167,8 +182,11 @@ echo "  agent   = the documented shape, WHERE agent.ts_match(tsv, q), readable s
 echo "  cold    = the same, the first query after an access change committed (the set not kept as it was):"
 echo "            other = a grant of another agent, own = one of the agent's own grants, acl = the owner's"
 echo "            ACL row of one granted page, group = the owner's membership of a group that reads 10"
-echo "            granted pages (target: each <= 1.5x unr); agent = the agent's own row (status): the set"
-echo "            is computed afresh (for reference)"
+echo "            granted pages, agent = the agent's own row written with its status as it was (as"
+echo "            agent.set_status writes it), status = the agent suspended and resumed in one commit"
+echo "            (target: each <= 1.5x unr); afresh = a change that makes the set computed afresh (the"
+echo "            agent's workspace_shared grant given and taken back; an owner change does the same),"
+echo "            for reference"
 echo "  agent@@ = the same query written WHERE tsv @@ q (not leakproof: the policy goes first)"
 echo "  worker  = search_resources' query as the agent (unrestricted: w.unr, without its can_access)"
 echo "  before  = the unrestricted query before enable_allowlist (no policy at all), for reference"
@@ -186,15 +204,15 @@ echo "the first query after an access change, each beside the unrestricted query
 echo "(app = the application's ranked query with agent.ts_match; worker = search_resources' query), ratio (target <= 1.5):"
 printf '%-6s %-7s | %7s %7s %6s | %7s %7s %6s\n' term change unr app app/u w.unr worker w/wu
 for term in $TERMS; do
-    for change in other own acl group agent; do
+    for change in other own acl group agent status afresh; do
         read -r u c <<<"$(pair "$(printf "$QUERY" $term)" user:u1 "$(printf "$QUERY_TS" $term)" agent:1 $change)"
         read -r wu w <<<"$(pair "$(printf "$WORKER_U" $term $term)" user:u1 "$(printf "$WORKER" $term $term)" agent:1 $change)"
-        t=""; [ $change = agent ] && t=" (computed afresh; reference)"
+        t=""; [ $change = afresh ] && t=" (computed afresh; reference)"
         printf '%-6s %-7s | %7s %7s %6s | %7s %7s %6s%s\n' "$term" "$change" "$u" "$c" "$(ratio "$c" "$u")" \
             "$wu" "$w" "$(ratio "$w" "$wu")" "$t"
     done
 done
-echo "readable set alone, computed afresh: $(q -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, 'agent')" | xargs printf '%.2f') ms"
+echo "readable set alone, computed afresh: $(q -c "SET pg_agents.actor = 'agent:1'" -c "CALL bench_commit_ms('SELECT * FROM agent.readable_resources(1, ''page'')', $REPS, 'afresh')" | xargs printf '%.2f') ms"
 echo "the same ids probed with no policy (a constant array): $(q -c "SELECT round(bench_ms(format('SELECT id FROM pages WHERE id = ANY (%L::bigint[])', (SELECT array_agg(resource_id::bigint) FROM agent.access WHERE agent_id = 1)), $REPS), 2)") ms"
 for term in a3 c777; do
     echo "agent plan ($term):"

@@ -170,9 +170,9 @@ AccessItemEqual(const PgAgentsAccessItem *a, const PgAgentsAccessItem *b)
  * The current transaction changes one row of access data, described by item
  * (called by the row triggers): a kept set that the item does not concern is
  * still good after the commit, and one it concerns can be patched (the
- * resource decided again).  Past PG_AGENTS_ACCESS_ITEMS items the grants of
- * one agent collapse into "that agent", and past that everything counts as
- * changed.
+ * resource decided again, or the agent's row read again).  Past
+ * PG_AGENTS_ACCESS_ITEMS items the grants and the row of one agent collapse
+ * into "that agent", and past that everything counts as changed.
  */
 void
 PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
@@ -189,8 +189,9 @@ PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
 	{
 		if (AccessItemEqual(&p->items[i], item))
 			return;
-		/* the agent as a whole already covers its grants */
-		if (p->items[i].kind == PGA_CHANGE_AGENT && item->kind == PGA_CHANGE_GRANT &&
+		/* the agent as a whole already covers its grants and its row */
+		if (p->items[i].kind == PGA_CHANGE_AGENT &&
+			(item->kind == PGA_CHANGE_GRANT || item->kind == PGA_CHANGE_AGENT_ROW) &&
 			p->items[i].agent_id == item->agent_id)
 			return;
 	}
@@ -199,12 +200,14 @@ PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
 		p->items[p->nitems++] = *item;
 		return;
 	}
-	if (item->kind == PGA_CHANGE_GRANT || item->kind == PGA_CHANGE_AGENT)
+	if (item->kind == PGA_CHANGE_GRANT || item->kind == PGA_CHANGE_AGENT ||
+		item->kind == PGA_CHANGE_AGENT_ROW)
 	{
 		/* collapse the agent's items into one */
 		for (i = 0, j = 0; i < p->nitems; i++)
 		{
-			if ((p->items[i].kind == PGA_CHANGE_GRANT || p->items[i].kind == PGA_CHANGE_AGENT) &&
+			if ((p->items[i].kind == PGA_CHANGE_GRANT || p->items[i].kind == PGA_CHANGE_AGENT ||
+				 p->items[i].kind == PGA_CHANGE_AGENT_ROW) &&
 				p->items[i].agent_id == item->agent_id)
 				continue;
 			p->items[j++] = p->items[i];

@@ -14,10 +14,11 @@
 /* what a transaction changed of the access data, row by row (allowlist.c) */
 #define PG_AGENTS_ACCESS_ITEMS 8
 #define PG_AGENTS_ACCESS_ITEM_LEN 64
-#define PGA_CHANGE_AGENT 1		/* an agent's row, or all its grants */
+#define PGA_CHANGE_AGENT 1		/* an agent as a whole: its row and all its grants */
 #define PGA_CHANGE_GRANT 2		/* one grant of an agent on (rtype, rid) */
 #define PGA_CHANGE_RESOURCE 3	/* the ACL of one resource (rtype, rid) */
 #define PGA_CHANGE_USER 4		/* the groups of one user (rid: the user, rtype: the group) */
+#define PGA_CHANGE_AGENT_ROW 5	/* the row of an agent, its id unchanged (read it again) */
 typedef struct PgAgentsAccessItem
 {
 	int			kind;

@@ -117,17 +117,22 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 }
 
 /*
- * The owner of an agent under the active snapshot ("" when there is none),
- * palloc'd: what a kept readable set depends on through the owner's groups
- * (src/allowlist.c).
+ * What the readable set reads of an agent's row, under the active snapshot:
+ * its owner and workspace (palloc'd, "" when there is none) and whether it is
+ * live (neither deleted nor suspended: else its set is empty); false for an
+ * unknown agent.  A kept set depends on the owner through the owner's groups,
+ * and is emptied or restored by a change of liveness (src/allowlist.c).
  */
-char *
-PgAgentsAgentOwner(int64 agent_id)
+bool
+PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live)
 {
 	Snapshot	snap = AccessBegin("the readable set");
 	AgentEntry *ag = AccessGetAgent(agent_id, snap);
 
-	return pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
+	*owner = pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
+	*workspace = pstrdup(ag->found && ag->workspace != NULL ? ag->workspace : "");
+	*live = ag->found && !ag->deleted && !ag->suspended;
+	return ag->found;
 }
 
 /*

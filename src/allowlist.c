@@ -60,6 +60,7 @@
 #include "tsearch/ts_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -261,6 +262,10 @@ typedef struct IdsEntry
 	uint64	   *inflight_seq;	/* shared: their records in the change log */
 	uint64		pubseq;			/* shared: the change log's last seq at the sample */
 	char	   *owner;			/* shared: the agent's owner (its groups count) */
+	char	   *workspace;		/* shared: the agent's workspace */
+	bool		live;			/* shared: the agent was live (else array is empty) */
+	Datum		base;			/* shared, not live: the set as if it were live, or 0 */
+	int			stale_decisions;	/* rows decided one by one since it went stale */
 	IdsSnapKey	key;			/* not shared: the snapshot */
 	MemoryContext cxt;			/* holds all of the entry */
 } IdsEntry;
@@ -522,6 +527,10 @@ NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemty
 	e->inflight_seq = NULL;
 	e->pubseq = 0;
 	e->owner = NULL;
+	e->workspace = NULL;
+	e->live = false;
+	e->base = (Datum) 0;
+	e->stale_decisions = 0;
 	MemoryContextSwitchTo(oldcxt);
 	e->used = true;
 	return e;
@@ -559,12 +568,13 @@ static bool TextIs(text *t, const char *s);
 /*
  * Adds to rids the ids of e's resource type that change record seq concerns
  * (a grant of e's agent, a resource, or the resources holding an ACL row for
- * a group the owner joined or left).  false when the set cannot be patched:
- * the record is gone or concerns everything, it changes e's agent itself,
- * the owner is unknown, or more than PATCH_MAX_RIDS ids would be needed.
+ * a group the owner joined or left), and sets *agent_row when it changes the
+ * row of e's agent.  false when the set cannot be patched: the record is gone
+ * or concerns everything, it changes e's agent as a whole, the owner is
+ * unknown, or more than PATCH_MAX_RIDS ids would be needed.
  */
 static bool
-PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids)
+PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 {
 	PgAgentsAccessChange c;
 	int			i;
@@ -579,6 +589,13 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids)
 		{
 			if (it->agent_id == e->agent_id)
 				return false;
+			continue;
+		}
+		if (it->kind == PGA_CHANGE_AGENT_ROW)
+		{
+			/* its owner, workspace or liveness: read again by PatchKeptSet */
+			if (it->agent_id == e->agent_id)
+				*agent_row = true;
 			continue;
 		}
 		if (it->kind == PGA_CHANGE_USER)
@@ -702,9 +719,19 @@ PatchInt8Set(IdsEntry *e, ArrayType *arr, char **rids, int nrids)
  * the set.  (Datum) 0 when it cannot be patched (too many records, see
  * PatchCollect, or a custom ACL function answers): the caller computes it
  * afresh.
+ *
+ * A change of the agent's row is read again under that snapshot: what the
+ * set depends on there is the owner and the workspace (a change of either is
+ * a new set: computed afresh, never reused) and whether the agent is live
+ * (neither suspended nor deleted).  A set whose agent is not live is empty,
+ * and what it would be if the agent were live is kept beside it (*live
+ * false, *base that set or 0 when unknown): a suspension empties the answer
+ * and a resumption restores it without computing, as long as none of its
+ * resources changed meanwhile (the decisions while the agent is not live
+ * say nothing, so then it is computed afresh once live again).
  */
 static Datum
-PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged)
+PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged, bool *live, Datum *base)
 {
 	char	   *rids[PATCH_MAX_RIDS];
 	int			nrids = 0;
@@ -720,23 +747,53 @@ PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged)
 	char		typalign;
 
 	bool		ok = true;
+	bool		agent_row = false;
+	Datum		was;
 
+	*live = e->live;
+	*base = (Datum) 0;
 	if (pubseq < e->pubseq || pubseq - e->pubseq > PATCH_MAX_RECORDS)
 		return (Datum) 0;
 	/* what the records name is read (and decided) under a fresh snapshot */
 	PushActiveSnapshot(GetLatestSnapshot());
 	for (i = 0; i < e->ninflight && ok; i++)
-		ok = PatchCollect(e, e->inflight_seq[i], rids, &nrids);
+		ok = PatchCollect(e, e->inflight_seq[i], rids, &nrids, &agent_row);
 	for (seq = e->pubseq + 1; seq <= pubseq && ok; seq++)
-		ok = PatchCollect(e, seq, rids, &nrids);
+		ok = PatchCollect(e, seq, rids, &nrids, &agent_row);
+	if (ok && agent_row)
+	{
+		char	   *owner;
+		char	   *workspace;
+
+		/* the same owner and workspace as the set was computed for? */
+		ok = PgAgentsAgentState(e->agent_id, &owner, &workspace, live) &&
+			e->owner != NULL && e->workspace != NULL &&
+			strcmp(owner, e->owner) == 0 && strcmp(workspace, e->workspace) == 0;
+	}
 	if (!ok)
 	{
 		PopActiveSnapshot();
 		return (Datum) 0;
 	}
 
-	arr = DatumGetArrayTypePCopy(e->array);
-	*unchanged = nrids == 0;
+	/* the set as if the agent were live (not known: 0) */
+	was = e->live ? e->array : e->base;
+	if (!*live)
+	{
+		/* empty; the set as if live stays good while none of its resources changed */
+		PopActiveSnapshot();
+		if (nrids == 0 && was != (Datum) 0)
+			*base = PointerGetDatum(DatumGetArrayTypePCopy(was));
+		*unchanged = !e->live;
+		return PointerGetDatum(construct_empty_array(e->elemtype));
+	}
+	if (was == (Datum) 0)
+	{
+		PopActiveSnapshot();
+		return (Datum) 0;		/* live again, the set is not known */
+	}
+	arr = DatumGetArrayTypePCopy(was);
+	*unchanged = nrids == 0 && e->live;
 	if (nrids == 0)
 	{
 		PopActiveSnapshot();
@@ -870,6 +927,9 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 		bool		patched = false;
 		bool		unchanged = false;
 		char	   *owner = NULL;
+		char	   *workspace = NULL;
+		bool		live = false;
+		Datum		base = (Datum) 0;
 
 		if (keep && e != NULL && e->shared && e->gen == gen)
 		{
@@ -902,9 +962,10 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 		if (keep && e != NULL && e->shared)
 		{
 			old = MemoryContextSwitchTo(scratch);
-			arr = PatchKeptSet(e, pubseq, &unchanged);
-			/* the owner is the same: a change of the agent is not patched */
+			arr = PatchKeptSet(e, pubseq, &unchanged, &live, &base);
+			/* the owner and workspace are the same: another is not patched */
 			owner = e->owner ? pstrdup(e->owner) : NULL;
+			workspace = e->workspace ? pstrdup(e->workspace) : NULL;
 			MemoryContextSwitchTo(old);
 			patched = arr != (Datum) 0;
 		}
@@ -919,7 +980,8 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 			old = MemoryContextSwitchTo(scratch);
 			PushActiveSnapshot(GetLatestSnapshot());
 			arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
-			owner = PgAgentsAgentOwner(agent_id);
+			(void) PgAgentsAgentState(agent_id, &owner, &workspace, &live);
+			base = (Datum) 0;	/* live: the set itself; else not known */
 			PopActiveSnapshot();
 			MemoryContextSwitchTo(old);
 		}
@@ -930,6 +992,15 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 			e->gen = gen;
 			e->pubseq = pubseq;
 			e->owner = owner ? MemoryContextStrdup(e->cxt, owner) : NULL;
+			e->workspace = workspace ? MemoryContextStrdup(e->cxt, workspace) : NULL;
+			e->live = live;
+			if (!live && base != (Datum) 0)
+			{
+				MemoryContext ecxt = MemoryContextSwitchTo(e->cxt);
+
+				e->base = PointerGetDatum(DatumGetArrayTypePCopy(base));
+				MemoryContextSwitchTo(ecxt);
+			}
 			e->ninflight = ninflight;
 			if (ninflight > 0)
 			{
@@ -1151,6 +1222,62 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 	PgAgentsNoteAccessItem(&it);
 }
 
+/* is column col the same in both rows (byte for byte; a missing one is not)? */
+static bool
+RowColumnSame(HeapTuple a, HeapTuple b, TupleDesc desc, const char *col)
+{
+	int			att = SPI_fnumber(desc, col);
+	Form_pg_attribute attr;
+	bool		anull;
+	bool		bnull;
+	Datum		ad;
+	Datum		bd;
+
+	if (att <= 0)
+		return false;
+	attr = TupleDescAttr(desc, att - 1);
+	ad = heap_getattr(a, att, desc, &anull);
+	bd = heap_getattr(b, att, desc, &bnull);
+	if (anull || bnull)
+		return anull && bnull;
+	return datumIsEqual(ad, bd, attr->attbyval, attr->attlen);
+}
+
+/*
+ * Describe an update of an agent.agents row.  Of the row, the readable set
+ * reads the owner, the workspace and whether the agent is suspended or
+ * deleted (src/access_readable.c): an update that leaves those (and the id)
+ * as they were changes no one's access and is not noted at all (a status
+ * set to what it was, an updated_at, a name or instructions written with
+ * them); one that changes them is noted as a change of the agent's row, so
+ * that kept sets read it again (PatchKeptSet: a suspension or deletion
+ * empties the set and a resumption restores it; another owner or workspace
+ * makes it computed afresh); a changed id changes both agents as a whole.
+ */
+static void
+NoteAgentUpdate(Relation rel, HeapTuple oldtup, HeapTuple newtup)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	PgAgentsAccessItem it;
+	int64		oldid;
+
+	memset(&it, 0, sizeof(it));
+	if (!RowInt8(oldtup, desc, "id", &oldid) || !RowInt8(newtup, desc, "id", &it.agent_id) ||
+		oldid != it.agent_id)
+	{
+		NoteAccessRow(rel, oldtup);
+		NoteAccessRow(rel, newtup);
+		return;
+	}
+	if (RowColumnSame(oldtup, newtup, desc, "workspace_id") &&
+		RowColumnSame(oldtup, newtup, desc, "owner_id") &&
+		RowColumnSame(oldtup, newtup, desc, "status") &&
+		RowColumnSame(oldtup, newtup, desc, "deleted_at"))
+		return;
+	it.kind = PGA_CHANGE_AGENT_ROW;
+	PgAgentsNoteAccessItem(&it);
+}
+
 /*
  * Does a row trigger calling this same function, enabled as this statement
  * trigger is, describe the rows of this statement's event?  (Then the
@@ -1226,6 +1353,9 @@ pg_agents_access_changed(PG_FUNCTION_ARGS)
 	{
 		if (!TRIGGER_FIRED_AFTER(td->tg_event))
 			PgAgentsNoteAccessChange();
+		else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event) &&
+				 strcmp(RelationGetRelationName(td->tg_relation), "agents") == 0)
+			NoteAgentUpdate(td->tg_relation, td->tg_trigtuple, td->tg_newtuple);
 		else
 		{
 			NoteAccessRow(td->tg_relation, td->tg_trigtuple);
@@ -1312,7 +1442,11 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
  * Rows decided one by one before the readable set is computed: a decision
  * costs about half of what the set costs per id it holds, so at most twice
  * the size of the last set computed (at least HAS_PERROW_MIN): a search
- * never pays more than twice the cheaper of the two ways.
+ * never pays more than twice the cheaper of the two ways.  The count runs
+ * across the statements that find the set not kept (the entry's
+ * stale_decisions), so that selective searches after a change that makes
+ * the set computed afresh do not decide row by row for ever: once they
+ * have decided as many rows, the next one computes the set, kept again.
  */
 #define HAS_PERROW_MIN 1000
 
@@ -1324,6 +1458,8 @@ typedef struct HasSet
 	bool		perrow;			/* deciding row by row, no set yet */
 	int			decisions;		/* rows decided so */
 	int			perrow_max;		/* rows to decide so before computing the set */
+	IdsEntry   *stale;			/* the entry not kept, whose stale_decisions count */
+	MemoryContext stale_cxt;	/* its memory context then (still the same entry?) */
 	int64		agent_id;
 	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
 	char	   *rtype;
@@ -1459,9 +1595,17 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	else
 	{
 		int			n = ReadableIdsEstimate(agent_id, rtype, s->edit, elemtype);
+		IdsEntry   *e = FindEntry(agent_id, rtype, s->edit, elemtype, PgAgentsAccessRelid());
 
 		s->perrow = true;
 		s->perrow_max = n > HAS_PERROW_MIN / 2 ? 2 * n : HAS_PERROW_MIN;
+		if (e != NULL)
+		{
+			/* what earlier statements decided one by one since it went stale */
+			s->perrow_max = Max(s->perrow_max - e->stale_decisions, 0);
+			s->stale = e;
+			s->stale_cxt = e->cxt;
+		}
 	}
 	return s;
 }
@@ -1532,6 +1676,8 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 			if (r >= 0)
 			{
 				s->decisions++;
+				if (s->stale != NULL && s->stale->used && s->stale->cxt == s->stale_cxt)
+					s->stale->stale_decisions++;
 				PG_RETURN_BOOL(r == 1);
 			}
 		}

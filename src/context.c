@@ -334,13 +334,15 @@ Delegation(const ToolRun *tr, ContextRun *cr)
 	if (SpiUtilExecPlan(&plan,
 						 "WITH c AS (SELECT agent.delegation_context($1) AS j), "
 						 "who AS (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS u "
-						 "        FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1) "
+						 "        FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "        WHERE r.id = $1) "
 						 "SELECT (c.j ->> 'max_depth')::pg_catalog.int4, "
 						 "coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('agent_id', d.id, 'name', d.name, "
 						 "  'description', pg_catalog.left(pg_catalog.split_part(pg_catalog.btrim(coalesce(d.scope ->> 'description', '')), "
 						 "  E'\\n', 1), 160)) ORDER BY d.id) "
 						 "  FROM pg_catalog.jsonb_array_elements(c.j -> 'delegates') e "
-						 "  JOIN agent.agents d ON d.id = (e ->> 'agent_id')::pg_catalog.int8 "
+						 "  JOIN agent.agents d ON d.workspace_id = (SELECT r.workspace_id FROM agent.runs r WHERE r.id = $1) "
+						 "   AND d.id = (e ->> 'agent_id')::pg_catalog.int8 "
 						 "  WHERE agent._user_level((SELECT who.u FROM who), d.id) IS NOT NULL), '[]')::pg_catalog.text "
 						 "FROM c",
 						 1, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -437,7 +439,8 @@ ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id)
 	vals[1] = Int64GetDatum(child_agent_id);
 	if (SpiUtilExecPlan(&plan,
 						 "SELECT agent._user_level(CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END, $2) "
-						 "IS NOT NULL FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
+						 "IS NOT NULL FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "WHERE r.id = $1",
 						 2, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return false;
 	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -695,7 +698,7 @@ AssembleBody(void *p)
 							 title && title[0] ? "\"" : "",
 							 RenderLinks(tr, json_string_value(json_object_get(page, "body")), cache));
 			if (cr->fresh)
-				ToolGateRecordStep(tr->run_id, "read", "instruction_page", ref, ref, "ok", 0, 0);
+				ToolGateRecordStep(tr->run_id, tr->workspace, "read", "instruction_page", ref, ref, "ok", 0, 0);
 			json_decref(page);
 		}
 		else
@@ -704,7 +707,7 @@ AssembleBody(void *p)
 
 			appendStringInfo(&sys, "\n\nInstruction page: %s", CONTEXT_NO_ACCESS);
 			if (cr->fresh)
-				ToolGateRecordStep(tr->run_id, allowed ? "error" : "denied", "instruction_page", ref, out,
+				ToolGateRecordStep(tr->run_id, tr->workspace, allowed ? "error" : "denied", "instruction_page", ref, out,
 								allowed ? "error" : "denied", 0, 0);
 			json_decref(out);
 		}

@@ -64,6 +64,7 @@ PG_FUNCTION_INFO_V1(pg_agents_delegate);
 enum
 {
 	Q_ROOT,
+	Q_WSOK,
 	Q_LOCK,
 	Q_ATTACH,
 	Q_PARENT,
@@ -212,33 +213,49 @@ ParseDelegateCall(FunctionCallInfo fcinfo, DelegateCall *dc)
 }
 
 /*
- * 0. finds the tree (a run of another workspace than the session's is an
- * unknown run: refused before any lock), locks its root, then reads and
- * locks the parent.
+ * 0. finds the tree and its workspace (a run of another workspace than the
+ * session's is an unknown run: refused before any lock), locks its root,
+ * then reads and locks the parent; every statement after the first names
+ * the workspace (Citus routes by it).
  */
 static void
 LockParent(const DelegateCall *dc, ParentRun *p)
 {
 	Oid			t1[1] = {INT8OID};
-	Oid			t2[2] = {INT8OID, INT8OID};
-	Datum		v[2];
+	Oid			t2[2] = {INT8OID, TEXTOID};
+	Oid			t3[3] = {INT8OID, INT8OID, TEXTOID};
+	Oid			tw[1] = {TEXTOID};
+	Datum		v[3];
 	bool		isnull;
+	Datum		ws;
+	int64		root;
 
 	v[0] = Int64GetDatum(dc->parent_id);
-	Exec(GetPlan(Q_ROOT, "SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = r.root_run_id), r.id),"
-				 "       agent._workspace_ok(r.workspace_id) AND r.id IS NOT NULL"
-				 " FROM (SELECT 1) one LEFT JOIN agent.runs r ON r.id = $1", 1, t1),
+	Exec(GetPlan(Q_ROOT, "SELECT r.workspace_id, coalesce(rt.id, r.id)"
+				 "  FROM agent.runs r LEFT JOIN agent.runs rt ON rt.workspace_id = r.workspace_id AND rt.id = r.root_run_id"
+				 " WHERE r.id = $1", 1, t1),
 		 v, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0 || !DatumGetBool(Col(2, &isnull)) || isnull)
+	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("run %lld does not exist", (long long) dc->parent_id)));
-	v[0] = Int64GetDatum(ColInt64(1));
-	Exec(GetPlan(Q_LOCK, "SELECT 1 FROM agent.runs WHERE id = $1 FOR UPDATE", 1, t1),
+	ws = SPI_datumTransfer(Col(1, &isnull), false, -1);
+	root = ColInt64(2);
+	/* (the tenant check apart: it reads the session's setting, here) */
+	v[0] = ws;
+	Exec(GetPlan(Q_WSOK, "SELECT agent._workspace_ok($1)", 1, tw), v, NULL, SPI_OK_SELECT);
+	if (!DatumGetBool(Col(1, &isnull)) || isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld does not exist", (long long) dc->parent_id)));
+	v[0] = Int64GetDatum(root);
+	v[1] = ws;
+	Exec(GetPlan(Q_LOCK, "SELECT 1 FROM agent.runs WHERE workspace_id = $2 AND id = $1 FOR UPDATE", 2, t2),
 		 v, NULL, SPI_OK_SELECT);
 
 	v[0] = Int64GetDatum(dc->parent_id);
 	v[1] = Int64GetDatum(dc->child_id);
+	v[2] = ws;
 	Exec(GetPlan(Q_PARENT,
 				 "SELECT r.status, r.depth, r.agent_id, r.workspace_id,"
 				 "       coalesce(r.token_budget, a.default_token_budget),"
@@ -246,8 +263,8 @@ LockParent(const DelegateCall *dc, ParentRun *p)
 				 "       EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(a.delegation) e"
 				 "                WHERE e = pg_catalog.to_jsonb($2::pg_catalog.int8) OR e = pg_catalog.to_jsonb($2::pg_catalog.text)),"
 				 "       r.priority"
-				 "  FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id"
-				 " WHERE r.id = $1 FOR UPDATE OF r", 2, t2),
+				 "  FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id"
+				 " WHERE r.workspace_id = $3 AND r.id = $1 FOR UPDATE OF r", 3, t3),
 		 v, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -290,8 +307,8 @@ CheckParent(const DelegateCall *dc, const ParentRun *p, Refusal *r)
 static void
 CheckChildAgent(const DelegateCall *dc, const ParentRun *p, Refusal *r, int64 *child_budget)
 {
-	Oid			t1[1] = {INT8OID};
-	Datum		v[1];
+	Oid			t2[2] = {INT8OID, TEXTOID};
+	Datum		v[2];
 	bool		isnull;
 	bool		found;
 	char	   *c_workspace = NULL;
@@ -300,9 +317,11 @@ CheckChildAgent(const DelegateCall *dc, const ParentRun *p, Refusal *r, int64 *c
 	int64		c_default = 0;
 
 	v[0] = Int64GetDatum(dc->child_id);
+	v[1] = CStringGetTextDatum(p->workspace);
+	/* in the parent's workspace only (another's is an unknown agent) */
 	Exec(GetPlan(Q_CHILD,
 				 "SELECT workspace_id, status, deleted_at IS NOT NULL, default_token_budget"
-				 "  FROM agent.agents WHERE id = $1", 1, t1),
+				 "  FROM agent.agents WHERE workspace_id = $2 AND id = $1", 2, t2),
 		 v, NULL, SPI_OK_SELECT);
 	found = SPI_processed > 0;
 	if (found)
@@ -336,24 +355,25 @@ CheckChildAgent(const DelegateCall *dc, const ParentRun *p, Refusal *r, int64 *c
 
 /* 6. no agent twice on the chain from the root run */
 static void
-CheckChain(const DelegateCall *dc, Refusal *r)
+CheckChain(const DelegateCall *dc, const ParentRun *p, Refusal *r)
 {
-	Oid			t2[2] = {INT8OID, INT8OID};
-	Datum		v[2];
+	Oid			t3[3] = {INT8OID, INT8OID, TEXTOID};
+	Datum		v[3];
 	bool		isnull;
 	bool		in_chain;
 	char	   *chain;
 
 	v[0] = Int64GetDatum(dc->parent_id);
 	v[1] = Int64GetDatum(dc->child_id);
+	v[2] = CStringGetTextDatum(p->workspace);
 	Exec(GetPlan(Q_CHAIN,
 				 "WITH RECURSIVE c(id, parent, agent_id, n) AS ("
-				 "  SELECT id, parent_run_id, agent_id, 0 FROM agent.runs WHERE id = $1"
+				 "  SELECT id, parent_run_id, agent_id, 0 FROM agent.runs WHERE workspace_id = $3 AND id = $1"
 				 "  UNION ALL"
 				 "  SELECT r.id, r.parent_run_id, r.agent_id, c.n + 1"
-				 "    FROM agent.runs r JOIN c ON r.id = c.parent WHERE c.n < 16)"
+				 "    FROM agent.runs r JOIN c ON r.id = c.parent WHERE r.workspace_id = $3 AND c.n < 16)"
 				 "SELECT coalesce(pg_catalog.bool_or(agent_id = $2), false),"
-				 "       pg_catalog.string_agg(agent_id::pg_catalog.text, ' -> ' ORDER BY n DESC) FROM c", 2, t2),
+				 "       pg_catalog.string_agg(agent_id::pg_catalog.text, ' -> ' ORDER BY n DESC) FROM c", 3, t3),
 		 v, NULL, SPI_OK_SELECT);
 	in_chain = DatumGetBool(Col(1, &isnull));
 	chain = ColText(2);
@@ -454,9 +474,9 @@ RecordRefusal(const DelegateCall *dc, const Refusal *r, StringInfo result)
 static void
 SpawnChild(const DelegateCall *dc, const ParentRun *p, int64 child_budget, StringInfo result)
 {
-	Oid			t2[2] = {INT8OID, INT8OID};
 	Oid			t_enq[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, INT8OID};
-	Oid			t_child_run[2] = {INT8OID, INT4OID};
+	Oid			t_child_run[3] = {INT8OID, INT4OID, TEXTOID};
+	Oid			t3[3] = {INT8OID, INT8OID, TEXTOID};
 	Oid			t_attach[2] = {INT8OID, JSONBOID};
 	Oid			t_granted[7] = {INT8OID, INT8OID, INT8OID, TEXTOID, JSONBOID, INT8OID, BOOLOID};
 	Datum		v[7];
@@ -499,9 +519,10 @@ SpawnChild(const DelegateCall *dc, const ParentRun *p, int64 child_budget, Strin
 	/* interactive work delegated stays interactive */
 	v[0] = Int64GetDatum(child_run);
 	v[1] = Int32GetDatum(p->priority);
+	v[2] = CStringGetTextDatum(p->workspace);
 	Exec(GetPlan(Q_CHILD_RUN,
 				 "UPDATE agent.runs SET priority = greatest(priority, $2)"
-				 " WHERE id = $1 RETURNING status, depth", 2, t_child_run),
+				 " WHERE workspace_id = $3 AND id = $1 RETURNING status, depth", 3, t_child_run),
 		 v, NULL, SPI_OK_UPDATE_RETURNING);
 	MemoryContextSwitchTo(dc->callerCxt);
 	child_status = ColText(1);
@@ -512,9 +533,10 @@ SpawnChild(const DelegateCall *dc, const ParentRun *p, int64 child_budget, Strin
 	{
 		v[0] = Int64GetDatum(dc->parent_id);
 		v[1] = Int64GetDatum(child_budget);
+		v[2] = CStringGetTextDatum(p->workspace);
 		Exec(GetPlan(Q_RESERVE,
-					 "UPDATE agent.runs SET tokens_reserved = tokens_reserved + $2 WHERE id = $1",
-					 2, t2),
+					 "UPDATE agent.runs SET tokens_reserved = tokens_reserved + $2 WHERE workspace_id = $3 AND id = $1",
+					 3, t3),
 			 v, NULL, SPI_OK_UPDATE);
 	}
 
@@ -562,7 +584,7 @@ pg_agents_delegate(PG_FUNCTION_ARGS)
 	if (refusal.reason == NULL)
 		CheckChildAgent(&dc, &p, &refusal, &child_budget);
 	if (refusal.reason == NULL)
-		CheckChain(&dc, &refusal);
+		CheckChain(&dc, &p, &refusal);
 	if (refusal.reason == NULL)
 		CheckDepth(&dc, &p, &refusal);
 	if (refusal.reason == NULL)

@@ -136,8 +136,9 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	 * SECURITY DEFINER SQL function, planned again at every call).
 	 */
 	rc = SpiUtilExecPlan(&any_plan,
-						  "SELECT EXISTS (SELECT 1 FROM agent.agents a JOIN agent.mcp_servers s "
-						  "ON s.workspace_id = a.workspace_id WHERE a.id = $1 AND s.enabled)",
+						  "SELECT EXISTS (SELECT 1 FROM agent.mcp_servers s "
+						  "WHERE s.workspace_id = (SELECT a.workspace_id FROM agent.agents a WHERE a.id = $1) "
+						  "AND s.enabled)",	/* the agent's workspace first: no join (Citus) */
 						  1, types, vals, NULL, true, 1);	/* (agent only) */
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
@@ -769,7 +770,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 		step = json_pack("{s:s, s:O?, s:O?}", "elicitation", "pending",
 						 "approval_key", json_object_get(call, "approval_key"),
 						 "questions", json_object_get(call, "questions"));
-		ToolGateRecordStep(tr->run_id, "approval", name, input, step, "pending", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "approval", name, input, step, "pending", 0, started);
 		json_decref(step);
 		return TOOL_PAUSE;
 	}
@@ -787,7 +788,7 @@ RecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, jso
 	free(text);
 	step = json_pack("{s:O?,s:O?,s:O?}", "server", json_object_get(call, "server"),
 					 "tool", json_object_get(call, "tool"), "result", res);
-	ToolGateRecordStep(tr->run_id, "tool", name, input, step, ok ? "ok" : "error", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, "tool", name, input, step, ok ? "ok" : "error", 0, started);
 	json_decref(step);
 	return TOOL_DONE;
 }
@@ -881,7 +882,7 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 		step = json_pack("{s:s, s:O?, s:O?, s:b}", "elicitation", "pending",
 						 "approval_key", json_object_get(got, "approval_key"),
 						 "questions", json_object_get(got, "questions"), "stream", 1);
-		ToolGateRecordStep(tr->run_id, "approval", mc->exposed, mc->input, step, "pending", 0, now);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "approval", mc->exposed, mc->input, step, "pending", 0, now);
 		json_decref(step);
 		json_decref(got);
 		mc->elicit_state = ELICIT_WAITING;
@@ -971,7 +972,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		if (SPI_processed != 1)
 		{
 			*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-			ToolGateRecordStep(tr->run_id, "error", name, input, *result, "error", 0, started);
+			ToolGateRecordStep(tr->run_id, tr->workspace, "error", name, input, *result, "error", 0, started);
 			return TOOL_DONE;
 		}
 		needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

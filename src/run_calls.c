@@ -240,7 +240,7 @@ StopReasonEndsTurn(Slot *s, LlmReply *r)
 				json_t	   *result = json_pack("{s:s,s:s?,s:s?}", "stop", r->stop ? r->stop : "refusal",
 											   "text", r->text, "refusal", r->refusal);
 
-				RunSqlFinish(s->run_id, "failed", result,
+				RunSqlFinish(s->run_id, s->workspace, "failed", result,
 							 psprintf("the model refused to answer (stop reason %s)%s%s",
 									  r->stop ? r->stop : "refusal",
 									  r->refusal ? ": " : "", r->refusal ? r->refusal : ""));
@@ -249,14 +249,14 @@ StopReasonEndsTurn(Slot *s, LlmReply *r)
 				return true;
 			}
 		case LLM_STOP_MAX_TOKENS:
-			RunSqlFinish(s->run_id, "failed", NULL,
+			RunSqlFinish(s->run_id, s->workspace, "failed", NULL,
 						 psprintf("the reply was cut at max_tokens (stop reason %s, %lld tokens out): "
 								  "the model's answer is incomplete",
 								  r->stop, (long long) r->tokens_out));
 			s->state = SLOT_FREE;
 			return true;
 		case LLM_STOP_CONTEXT:
-			RunSqlFinish(s->run_id, "failed", NULL,
+			RunSqlFinish(s->run_id, s->workspace, "failed", NULL,
 						 psprintf("the conversation no longer fits the model's context window "
 								  "(stop reason %s, %lld tokens in)", r->stop, (long long) r->tokens_in));
 			s->state = SLOT_FREE;
@@ -280,13 +280,13 @@ ReplyUnit(Slot *s, void *arg)
 	int64		budget;
 	int64		used;
 
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 	{
 		s->state = SLOT_FREE;
 		return;
 	}
 	RunPromptStepJson(s, r, &in, &out);
-	ToolGateRecordStep(s->run_id, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
+	ToolGateRecordStep(s->run_id, s->workspace, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
 	json_decref(in);
 	json_decref(out);
 	NotifyRest(s);
@@ -298,7 +298,7 @@ ReplyUnit(Slot *s, void *arg)
 	s->iterations++;
 	if (used >= budget)
 	{
-		RunSqlFinish(s->run_id, "budget_exceeded", NULL,
+		RunSqlFinish(s->run_id, s->workspace, "budget_exceeded", NULL,
 					 psprintf("token budget of " INT64_FORMAT " exhausted (" INT64_FORMAT " used)", budget, used));
 		s->state = SLOT_FREE;
 		return;
@@ -309,10 +309,10 @@ ReplyUnit(Slot *s, void *arg)
 		return;
 
 	/* teams: a message arrived during the call, the run goes on */
-	if (json_array_size(r->calls) == 0 && TeamsPending(s->run_id))
+	if (json_array_size(r->calls) == 0 && TeamsPending(s->run_id, s->workspace))
 	{
 		json_array_append(s->messages, r->assistant);
-		(void) TeamsDeliver(s->run_id, s->provider, s->messages);
+		(void) TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages);
 		RunSqlSaveState(s);
 		s->state = SLOT_READY;
 		return;
@@ -322,7 +322,7 @@ ReplyUnit(Slot *s, void *arg)
 	{
 		json_t	   *result = json_pack("{s:s}", "text", r->text ? r->text : "");
 
-		RunSqlFinish(s->run_id, "succeeded", result, NULL);
+		RunSqlFinish(s->run_id, s->workspace, "succeeded", result, NULL);
 		json_decref(result);
 		s->state = SLOT_FREE;
 		return;
@@ -489,7 +489,7 @@ BatchUnit(Slot *unused, void *arg)
 		s->messages = json_copy(s->messages);
 		s->iterations++;
 		json_array_append(s->messages, it->reply.assistant);
-		(void) TeamsDeliver(s->run_id, s->provider, s->messages);
+		(void) TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages);
 		RunSqlSaveState(s);
 	}
 }

@@ -148,8 +148,8 @@ typedef struct ClaimedRun
 	bool		skills_possible;
 } ClaimedRun;
 
-extern bool RunSqlHoldLease(int64 run_id);
-extern void RunSqlFinish(int64 run_id, const char *status, json_t *output, const char *error);
+extern bool RunSqlHoldLease(int64 run_id, const char *workspace);
+extern void RunSqlFinish(int64 run_id, const char *workspace, const char *status, json_t *output, const char *error);
 extern void RunSqlSaveState(Slot *s);
 extern bool RunSqlAnyClaimable(void);
 extern int	RunSqlClaim(int n, ClaimedRun **runs);

@@ -380,12 +380,12 @@ ClaimUnit(Slot *unused, void *arg)
 		}
 		if (why)
 		{
-			RunSqlFinish(s->run_id, status, NULL, why);
+			RunSqlFinish(s->run_id, s->workspace, status, NULL, why);
 			RunSlotFree(s);
 			continue;
 		}
 		/* teams: messages that arrived while it was queued or waiting */
-		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->provider, s->messages) > 0)
+		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages) > 0)
 			RunSqlSaveState(s);
 	}
 }
@@ -521,7 +521,7 @@ RunSlotExecuteTools(Slot *s)
 		SlotAppendResult(s, result);
 	}
 	LlmAppendToolResults(s->provider, s->messages, s->results);
-	(void) TeamsDeliver(s->run_id, s->provider, s->messages);	/* teams: safe point */
+	(void) TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages);	/* teams: safe point */
 	json_decref(s->pending);
 	json_decref(s->results);
 	s->pending = NULL;
@@ -534,7 +534,7 @@ RunSlotExecuteTools(Slot *s)
 static void
 ToolsUnit(Slot *s, void *arg)
 {
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 	{
 		s->state = SLOT_FREE;
 		return;
@@ -553,7 +553,7 @@ ChildUnit(Slot *s, void *arg)
 	bool		finished;
 	json_t	   *result;
 
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 	{
 		s->state = SLOT_FREE;
 		return;
@@ -562,7 +562,7 @@ ChildUnit(Slot *s, void *arg)
 	if (!finished)
 	{
 		/* teams: a question of the child ends the wait */
-		result = TeamsChildQuestion(s->run_id, s->child_run_id);
+		result = TeamsChildQuestion(s->run_id, s->workspace, s->child_run_id);
 		if (result == NULL)
 			return;
 	}
@@ -579,7 +579,7 @@ McpResultUnit(Slot *s, void *arg)
 	json_t	   *result = NULL;
 	ToolOutcome oc;
 
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 	{
 		s->state = SLOT_FREE;
 		return;
@@ -605,7 +605,7 @@ McpElicitUnit(Slot *s, void *arg)
 {
 	ToolRun		tr = RunSlotToolRun(s);
 
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 	{
 		s->state = SLOT_FREE;
 		return;
@@ -811,7 +811,7 @@ ProvidersUnit(Slot *unused, void *arg)
 static void
 LeaseUnit(Slot *s, void *arg)
 {
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 		s->state = SLOT_FREE;	/* cancelled meanwhile */
 }
 

@@ -45,38 +45,45 @@ JsonbDatum(json_t *v, size_t flags)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(p));
 }
 
-/* renews the lease; false when the run is no longer ours (cancelled, reclaimed) */
+/*
+ * Renews the lease; false when the run is no longer ours (cancelled,
+ * reclaimed).  Every statement here names the run's workspace (Citus
+ * routes by it).
+ */
 bool
-RunSqlHoldLease(int64 run_id)
+RunSqlHoldLease(int64 run_id, const char *workspace)
 {
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		vals[2];
+	Oid			types[3] = {INT8OID, INT4OID, TEXTOID};
+	Datum		vals[3];
 
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = Int32GetDatum(pg_agents_run_lease);
+	vals[2] = CStringGetTextDatum(workspace);
 	if (SpiUtilExecPlan(&lease_plan, "UPDATE agent.runs SET lease_until = pg_catalog.now() + pg_catalog.make_interval(secs => $2) "
-						 "WHERE id = $1 AND status = 'running'",
-						 2, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
+						 "WHERE workspace_id = $3 AND id = $1 AND status = 'running'",
+						 3, types, vals, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not renew the lease of run " INT64_FORMAT, run_id);
 	return SPI_processed == 1;
 }
 
 /* the saved conversation of a run that ended is dropped */
 static void
-ForgetState(int64 run_id)
+ForgetState(int64 run_id, const char *workspace)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		vals[1];
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		vals[2];
 
 	vals[0] = Int64GetDatum(run_id);
-	if (SpiUtilExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE run_id = $1", 1, types, vals, NULL, false, 0)
+	vals[1] = CStringGetTextDatum(workspace);
+	if (SpiUtilExecPlan(&forget_plan, "DELETE FROM agent.run_state WHERE workspace_id = $2 AND run_id = $1",
+						 2, types, vals, NULL, false, 0)
 		!= SPI_OK_DELETE)
 		elog(ERROR, "could not forget the state of run " INT64_FORMAT, run_id);
 }
 
 /* ends the run (agent.finish_run: status, output, error) and forgets its state */
 void
-RunSqlFinish(int64 run_id, const char *status, json_t *output, const char *error)
+RunSqlFinish(int64 run_id, const char *workspace, const char *status, json_t *output, const char *error)
 {
 	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, TEXTOID};
 	Datum		vals[4];
@@ -95,7 +102,7 @@ RunSqlFinish(int64 run_id, const char *status, json_t *output, const char *error
 	if (SpiUtilExecPlan(&finish_plan, "SELECT agent.finish_run($1, $2, $3, $4)", 4, types, vals, nulls, false, 0)
 		!= SPI_OK_SELECT)
 		elog(ERROR, "agent.finish_run failed for run " INT64_FORMAT, run_id);
-	ForgetState(run_id);
+	ForgetState(run_id, workspace);
 }
 
 /*
@@ -113,18 +120,19 @@ RunSqlSaveState(Slot *s)
 							   "iterations", s->iterations,
 							   "child_run_id", (json_int_t) s->child_run_id,
 							   "system", s->system);	/* context: the prompt it started with */
-	Oid			types[3] = {INT8OID, JSONBOID, INT4OID};
-	Datum		vals[3];
+	Oid			types[4] = {INT8OID, JSONBOID, INT4OID, TEXTOID};
+	Datum		vals[4];
 
 	vals[0] = Int64GetDatum(s->run_id);
 	vals[1] = JsonbDatum(st, 0);
 	vals[2] = Int32GetDatum(MyProcPid);
+	vals[3] = CStringGetTextDatum(s->workspace);
 	json_decref(st);
 	if (SpiUtilExecPlan(&save_plan, "INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid, state) "
-						 "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.id = $1 "
+						 "SELECT r.id, r.workspace_id, $3, $2 FROM agent.runs r WHERE r.workspace_id = $4 AND r.id = $1 "
 						 "ON CONFLICT (run_id, workspace_id) DO UPDATE SET state = excluded.state, "
-						 "worker_pid = excluded.worker_pid, updated_at = pg_catalog.clock_timestamp()",
-						 3, types, vals, NULL, false, 0) != SPI_OK_INSERT)
+						 "worker_pid = excluded.worker_pid, updated_at = excluded.updated_at",	/* its default: Citus takes no volatile call in DO UPDATE */
+						 4, types, vals, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not save the state of run " INT64_FORMAT, s->run_id);
 }
 
@@ -147,15 +155,16 @@ RunSqlAnyClaimable(void)
 
 	/*
 	 * One primary-key probe of agents per queued run, up to the first that
-	 * qualifies (LATERAL ... LIMIT 1 keeps it a nested loop: as a join, the
+	 * qualifies (a scalar subquery keeps it a nested loop: as a join, the
 	 * kept plan hashed every agent at each claim, 10k agents costing more
-	 * than the claim itself).
+	 * than the claim itself); on the run's workspace too, a colocated join
+	 * on Citus (which refuses a LATERAL ... LIMIT).
 	 */
 	rc = SpiUtilExecPlan(&eligible_plan,
 						  "SELECT EXISTS (SELECT 1 FROM agent.runs r "
-						  "CROSS JOIN LATERAL (SELECT 1 FROM agent.agents a "
-						  "                    WHERE a.id = r.agent_id AND a.scope ?| '{llm_url,provider}' LIMIT 1) ok "
-						  "WHERE r.status = 'queued')",
+						  "WHERE r.status = 'queued' "
+						  "  AND (SELECT a.scope ?| '{llm_url,provider}' FROM agent.agents a "
+						  "        WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id))",
 						  0, NULL, NULL, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look for runs to claim");
@@ -230,8 +239,8 @@ RunSqlClaim(int n, ClaimedRun **runs)
 						  "WITH c AS (SELECT * FROM agent.claim_runs($1) WITH ORDINALITY), "
 						  "s AS (INSERT INTO agent.run_state AS st (run_id, workspace_id, worker_pid) "
 						  "      SELECT c.id, c.workspace_id, $2 FROM c "
-						  "      ON CONFLICT (run_id, workspace_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = pg_catalog.clock_timestamp() "
-						  "      RETURNING st.run_id, st.state) "
+						  "      ON CONFLICT (run_id, workspace_id) DO UPDATE SET worker_pid = excluded.worker_pid, claimed_at = excluded.claimed_at "
+						  "      RETURNING st.run_id, st.workspace_id, st.state) "
 						  "SELECT c.id, c.agent_id, c.workspace_id, c.regime, c.requested_by, "
 						  "       c.input::pg_catalog.text AS input, c.origin, "
 						  "       a.name AS agent_name, a.instructions, a.model, a.approval_mode, "
@@ -243,11 +252,13 @@ RunSqlClaim(int n, ClaimedRun **runs)
 						  "       c.depth, a.instruction_page_id, "	/* context assembly: */
 						  "       CASE WHEN c.regime = 'manual' "	/* may a skill be listed? */
 						  "            THEN EXISTS (SELECT 1 FROM agent.resource_tables rt WHERE rt.resource_type = 'skill') "
-						  "            ELSE EXISTS (SELECT 1 FROM agent.access g WHERE g.agent_id = c.agent_id AND g.resource_type = 'skill') END "
+						  "            ELSE EXISTS (SELECT 1 FROM agent.access g WHERE g.workspace_id = a.workspace_id "
+						  "                          AND g.agent_id = a.id AND g.resource_type = 'skill') END "
 						  "         AS skills_possible "
-						  "FROM c JOIN s ON s.run_id = c.id "
-						  "JOIN agent.agents a ON a.id = c.agent_id "
-						  "LEFT JOIN agent.triggers t ON t.id = c.trigger_id "
+						  /* every join on the workspace too (colocated on Citus) */
+						  "FROM c JOIN s ON s.workspace_id = c.workspace_id AND s.run_id = c.id "
+						  "JOIN agent.agents a ON a.workspace_id = c.workspace_id AND a.id = c.agent_id "
+						  "LEFT JOIN agent.triggers t ON t.workspace_id = a.workspace_id AND t.id = c.trigger_id "
 						  "ORDER BY c.ordinality",	/* started in claim order (fair order) */
 						  2, types, vals, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
@@ -305,6 +316,8 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 {
 	Oid			types[4] = {INT8OID, INT4OID, INT4OID, TEXTOID};
 	Datum		vals[4];
+	Oid			stypes[2] = {INT8OID, TEXTOID};
+	Datum		svals[2];
 	static SPIPlanPtr usage_plan = NULL;
 	static SPIPlanPtr status_plan = NULL;
 	static const char *const columns[] = {"status", "budget", "used"};
@@ -323,17 +336,22 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 	if (r->tokens_cached > 0)
 	{
 		static SPIPlanPtr cached_plan = NULL;
-		Oid			ctypes[2] = {INT8OID, INT8OID};
-		Datum		cvals[2] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached)};
+		Oid			ctypes[3] = {INT8OID, INT8OID, TEXTOID};
+		Datum		cvals[3] = {Int64GetDatum(s->run_id), Int64GetDatum(r->tokens_cached),
+		CStringGetTextDatum(s->workspace)};
 
-		if (SpiUtilExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 WHERE id = $1",
-							 2, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
+		if (SpiUtilExecPlan(&cached_plan, "UPDATE agent.runs SET tokens_cached = tokens_cached + $2 "
+							 "WHERE workspace_id = $3 AND id = $1",
+							 3, ctypes, cvals, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record the cached tokens of run " INT64_FORMAT, s->run_id);
 	}
+	svals[0] = Int64GetDatum(s->run_id);
+	svals[1] = CStringGetTextDatum(s->workspace);
 	if (SpiUtilExecPlan(&status_plan, "SELECT r.status, coalesce(r.token_budget, a.default_token_budget) AS budget, "
 						 "r.tokens_total AS used "
-						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
-						 1, types, vals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+						 "FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "WHERE r.workspace_id = $2 AND r.id = $1",
+						 2, stypes, svals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
 	tup = SPI_tuptable->vals[0];
 	td = SPI_tuptable->tupdesc;
@@ -393,24 +411,24 @@ RunSqlRecordFailure(Slot *s, const char *status, const char *error)
 {
 	json_t	   *out;
 
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 		return;
 	out = json_pack("{s:s}", "error", error);
-	ToolGateRecordStep(s->run_id, "error", "run", NULL, out, status, 0, 0);
+	ToolGateRecordStep(s->run_id, s->workspace, "error", "run", NULL, out, status, 0, 0);
 	json_decref(out);
-	RunSqlFinish(s->run_id, status, NULL, error);
+	RunSqlFinish(s->run_id, s->workspace, status, NULL, error);
 }
 
 /* the step of a failed call that is retried; the slot ends when the run is no longer ours */
 void
 RunSqlRecordRetry(Slot *s, json_t *info)
 {
-	if (!RunSqlHoldLease(s->run_id))
+	if (!RunSqlHoldLease(s->run_id, s->workspace))
 	{
 		s->state = SLOT_FREE;
 		return;
 	}
-	ToolGateRecordStep(s->run_id, "error", "llm", NULL, info, "retry", 0, s->call_started);
+	ToolGateRecordStep(s->run_id, s->workspace, "error", "llm", NULL, info, "retry", 0, s->call_started);
 }
 
 /*

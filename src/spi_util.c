@@ -24,16 +24,30 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
+static Oid	ToReg(PGFunction fn, const char *name);
+
 /*
  * The plan of sql, prepared on first use and kept in *cache for the life
  * of the backend.  Errors when the statement cannot be prepared or kept.
+ * In a database with Citus (pg_catalog.pg_dist_partition exists, looked up
+ * once per backend) the plan is always made with the statement's
+ * parameters (a custom plan): Citus plans no generic plan of a statement
+ * that joins or nests distributed tables ("could not create distributed
+ * plan"), and re-plans its distributed statements anyway.
  */
 SPIPlanPtr
 SpiUtilKeptPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types)
 {
+	static int	citus = -1;
+
 	if (*cache == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+		SPIPlanPtr	plan;
+
+		if (citus < 0)
+			citus = OidIsValid(ToReg(to_regclass, "pg_catalog.pg_dist_partition")) ? 1 : 0;
+		plan = citus == 1 ? SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_CUSTOM_PLAN)
+			: SPI_prepare(sql, nargs, types);
 
 		if (plan == NULL)
 			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,

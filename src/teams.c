@@ -123,7 +123,8 @@ TeamsAddTools(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
 
 	vals[0] = Int64GetDatum(run_id);
 	if (SpiUtilExecPlan(&plan, "SELECT r.parent_run_id IS NOT NULL, coalesce(a.scope->'manage_jobs' = 'true', false) "
-						 "FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id WHERE r.id = $1",
+						 "FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "WHERE r.id = $1",	/* a co-located join (Citus) */
 						 1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -206,7 +207,7 @@ FormatMessage(const char *sender, const char *kind, const char *body)
  * which also saves the conversation).  Returns how many.
  */
 int
-TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
+TeamsDeliver(int64 run_id, const char *workspace, LlmProvider provider, json_t *messages)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
@@ -216,7 +217,7 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	json_t	   *seqs;
 
 	/* most runs have none: a read-only look first (kept plan) */
-	if (!TeamsPending(run_id))
+	if (!TeamsPending(run_id, workspace))
 		return 0;
 	vals[0] = Int64GetDatum(run_id);
 	if (SpiUtilExecPlan(&plan, "SELECT m.seq, m.sender, m.kind, m.body "
@@ -241,7 +242,7 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 	{
 		json_t	   *out = json_pack("{s:o}", "delivered", seqs);
 
-		ToolGateRecordStep(run_id, "message", "delivered", NULL, out, "ok", 0, 0);
+		ToolGateRecordStep(run_id, workspace, "message", "delivered", NULL, out, "ok", 0, 0);
 		json_decref(out);
 	}
 	return (int) n;
@@ -249,15 +250,17 @@ TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages)
 
 /* whether the run has undelivered messages */
 bool
-TeamsPending(int64 run_id)
+TeamsPending(int64 run_id, const char *workspace)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		vals[1];
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		vals[2];
 	static SPIPlanPtr plan = NULL;	/* kept: once per final answer */
 
 	vals[0] = Int64GetDatum(run_id);
-	if (SpiUtilExecPlan(&plan, "SELECT 1 FROM agent.run_messages m WHERE m.run_id = $1 AND m.delivered_at IS NULL",
-						 1, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+	vals[1] = CStringGetTextDatum(workspace);
+	if (SpiUtilExecPlan(&plan, "SELECT 1 FROM agent.run_messages m "
+						 "WHERE m.workspace_id = $2 AND m.run_id = $1 AND m.delivered_at IS NULL",
+						 2, types, vals, NULL, true, 1) != SPI_OK_SELECT)
 		return false;
 	return SPI_processed > 0;
 }
@@ -268,17 +271,19 @@ TeamsPending(int64 run_id)
  * (the message is delivered that way).  NULL when there is none.
  */
 json_t *
-TeamsChildQuestion(int64 parent_run_id, int64 child_run_id)
+TeamsChildQuestion(int64 parent_run_id, const char *workspace, int64 child_run_id)
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		vals[2];
+	Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		vals[4];
 
 	vals[0] = Int64GetDatum(parent_run_id);
 	vals[1] = CStringGetTextDatum(psprintf("run:" INT64_FORMAT, child_run_id));
-	if (SPI_execute_with_args("UPDATE agent.run_messages m SET delivered_at = pg_catalog.clock_timestamp() "
-							  "WHERE m.run_id = $1 AND m.sender = $2 AND m.kind = 'question' "
+	vals[2] = CStringGetTextDatum(workspace);
+	vals[3] = TimestampTzGetDatum(GetCurrentTimestamp());	/* a value: Citus takes no volatile call in an UPDATE */
+	if (SPI_execute_with_args("UPDATE agent.run_messages m SET delivered_at = $4 "
+							  "WHERE m.workspace_id = $3 AND m.run_id = $1 AND m.sender = $2 AND m.kind = 'question' "
 							  "AND m.delivered_at IS NULL RETURNING m.body",
-							  2, types, vals, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed == 0)
+							  4, types, vals, NULL, false, 0) != SPI_OK_UPDATE_RETURNING || SPI_processed == 0)
 		return NULL;
 	return json_pack("{s:I,s:s,s:s,s:s}", "child_run_id", (json_int_t) child_run_id,
 					 "status", "waiting_input",
@@ -318,7 +323,7 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		*result = json_pack("{s:s,s:s}",
 							"answer", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2),
 							"from", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		ToolGateRecordStep(tr->run_id, "message", "ask_parent", input, *result, "answered", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "message", "ask_parent", input, *result, "answered", 0, started);
 		return TOOL_DONE;
 	}
 	vals[1] = CStringGetTextDatum(q);
@@ -326,13 +331,13 @@ AskParent(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	if (failed)
 	{
 		*result = r;
-		ToolGateRecordStep(tr->run_id, "error", "ask_parent", input, *result, "error", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "error", "ask_parent", input, *result, "error", 0, started);
 		return TOOL_DONE;
 	}
 	{
 		json_t	   *out = json_pack("{s:o}", "message_id", r);
 
-		ToolGateRecordStep(tr->run_id, "message", "ask_parent", input, out, "waiting_input", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "message", "ask_parent", input, out, "waiting_input", 0, started);
 		json_decref(out);
 	}
 	return TOOL_PAUSE;
@@ -393,7 +398,8 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		r = TeamsQuery("SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('run_id', c.id, 'agent_id', c.agent_id, "
 					   "'agent', a.name, 'status', c.status, 'current_step', c.current_step, 'preview', c.preview, "
 					   "'tokens_total', c.tokens_total) ORDER BY c.id), '[]') "
-					   "FROM agent.runs c JOIN agent.agents a ON a.id = c.agent_id WHERE c.parent_run_id = $1 "
+					   "FROM agent.runs c JOIN agent.agents a ON a.workspace_id = c.workspace_id AND a.id = c.agent_id "
+					   "WHERE c.parent_run_id = $1 "
 					   "AND c.workspace_id = (SELECT p.workspace_id FROM agent.runs p WHERE p.id = $1)",
 					   1, types, vals, &failed);
 	else if (run <= 0 && (strcmp(action, "status") == 0 || strcmp(action, "read_result") == 0 ||
@@ -434,7 +440,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 			json_t	   *out = json_pack("{s:I}", "child_run_id", (json_int_t) run);
 
 			json_decref(r);
-			ToolGateRecordStep(tr->run_id, "tool", "agent_teams", input, out, "waiting", 0, started);
+			ToolGateRecordStep(tr->run_id, tr->workspace, "tool", "agent_teams", input, out, "waiting", 0, started);
 			json_decref(out);
 			*child = run;
 			return TOOL_WAIT_CHILD;
@@ -453,7 +459,7 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 		r = json_pack("{s:o}", "children", r);
 	*result = r;
 	/* (agent.delegate records the delegate step of a spawn itself) */
-	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, failed ? "error" : "tool", "agent_teams", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 
@@ -495,7 +501,7 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	free(in);
 	r = TeamsQuery("SELECT agent._teams_manage_jobs($1, $2, $3)", 3, types, vals, &failed);
 	*result = r;
-	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, failed ? "error" : "tool", "manage_jobs", input, r, failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
 

@@ -15,8 +15,8 @@
 #include "llm.h"
 #include "tools.h"
 
-extern int	TeamsDeliver(int64 run_id, LlmProvider provider, json_t *messages);
-extern bool TeamsPending(int64 run_id);
-extern json_t *TeamsChildQuestion(int64 parent_run_id, int64 child_run_id);
+extern int	TeamsDeliver(int64 run_id, const char *workspace, LlmProvider provider, json_t *messages);
+extern bool TeamsPending(int64 run_id, const char *workspace);
+extern json_t *TeamsChildQuestion(int64 parent_run_id, const char *workspace, int64 child_run_id);
 
 #endif							/* PG_AGENTS_TEAMS_H */

@@ -111,21 +111,25 @@ ToolGateError(const char *fmt,...)
 	return json_pack("{s:s}", "error", buf);
 }
 
-/* one row of agent.run_steps, its input and output redacted by agent.redact */
+/*
+ * One row of agent.run_steps, its input and output redacted by
+ * agent.redact; the run's workspace supplied and named (Citus routes by it).
+ */
 static bool
-ToolGateRecordStepText(int64 run_id, const char *kind, const char *name,
+ToolGateRecordStepText(int64 run_id, const char *workspace, const char *kind, const char *name,
 					   const char *input_json, const char *output_json,
 					   const char *status, int64 tokens, TimestampTz started)
 {
 	static const char *sql =
-		"INSERT INTO agent.run_steps (run_id, seq, kind, name, input, output, status, tokens, started_at, finished_at) "
-		"SELECT $1, coalesce(pg_catalog.max(s.seq), 0) + 1, $2, $3, agent.redact($4), agent.redact($5), $6, $7, $8, pg_catalog.clock_timestamp() "
-		"FROM agent.run_steps s WHERE s.run_id = $1";
-	Oid			types[8] = {INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		vals[8];
-	char		nulls[8] = "        ";
+		"INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, tokens, started_at, finished_at) "
+		"SELECT $9, $1, coalesce(pg_catalog.max(s.seq), 0) + 1, $2, $3, agent.redact($4), agent.redact($5), $6, $7, $8, pg_catalog.clock_timestamp() "
+		"FROM agent.run_steps s WHERE s.workspace_id = $9 AND s.run_id = $1";
+	Oid			types[9] = {INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID};
+	Datum		vals[9];
+	char		nulls[9] = "         ";
 	int			rc;
 
+	vals[8] = CStringGetTextDatum(workspace);
 	vals[0] = Int64GetDatum(run_id);
 	vals[1] = CStringGetTextDatum(kind);
 	vals[2] = name ? CStringGetTextDatum(name) : (Datum) 0;
@@ -139,7 +143,7 @@ ToolGateRecordStepText(int64 run_id, const char *kind, const char *name,
 	vals[6] = Int32GetDatum((int32) Min(tokens, PG_INT32_MAX));
 	vals[7] = TimestampTzGetDatum(started ? started : GetCurrentTimestamp());
 
-	rc = SpiUtilExecPlan(&step_plan, sql, 8, types, vals, nulls, false, 0);
+	rc = SpiUtilExecPlan(&step_plan, sql, 9, types, vals, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not record a run step: %s", SPI_result_code_string(rc));
 	return true;
@@ -147,7 +151,7 @@ ToolGateRecordStepText(int64 run_id, const char *kind, const char *name,
 
 /* ToolGateRecordStepText for jansson values (NULL: SQL NULL) */
 void
-ToolGateRecordStep(int64 run_id, const char *kind, const char *name,
+ToolGateRecordStep(int64 run_id, const char *workspace, const char *kind, const char *name,
 				json_t *input, json_t *output, const char *status,
 				int64 tokens, TimestampTz started)
 {
@@ -158,7 +162,7 @@ ToolGateRecordStep(int64 run_id, const char *kind, const char *name,
 
 	free(in);
 	free(out);
-	ToolGateRecordStepText(run_id, kind, name, pin, pout, status, tokens, started);
+	ToolGateRecordStepText(run_id, workspace, kind, name, pin, pout, status, tokens, started);
 }
 
 /* ---------------------------------------------------------------------
@@ -209,7 +213,7 @@ ToolGateDeny(const ToolRun *tr, const char *tool, json_t *input, const char *rty
 	json_t	   *out = json_pack("{s:s}", "reason", reason);
 	char	   *summary = psprintf("%s refused: %s %s (%s)", tool, rtype, rid, reason);
 
-	ToolGateRecordStep(tr->run_id, "denied", tool, input, out, "denied", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, "denied", tool, input, out, "denied", 0, started);
 	json_decref(out);
 
 	vals[0] = CStringGetTextDatum(psprintf("tool.%s", tool));
@@ -333,7 +337,7 @@ ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **re
 	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) && !isnull)
 	{
 		out = json_pack("{s:s}", "approval", "approved");
-		ToolGateRecordStep(tr->run_id, "approval", tool, input, out, "approved", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "approval", tool, input, out, "approved", 0, started);
 		json_decref(out);
 		return TOOL_DONE;
 	}
@@ -348,7 +352,7 @@ ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **re
 		bool		denied = status && strcmp(status, "denied") == 0;
 
 		out = json_pack("{s:s,s:s?}", "approval", status ? status : "denied", "reason", reason);
-		ToolGateRecordStep(tr->run_id, "approval", tool, input, out, denied ? "denied" : "expired", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "approval", tool, input, out, denied ? "denied" : "expired", 0, started);
 		json_decref(out);
 		if (denied)
 		{
@@ -378,7 +382,7 @@ ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **re
 		if (refusal)
 		{
 			*result = ToolGateError("approval refused: %s", refusal);
-			ToolGateRecordStep(tr->run_id, "approval", tool, input, *result, "refused", 0, started);
+			ToolGateRecordStep(tr->run_id, tr->workspace, "approval", tool, input, *result, "refused", 0, started);
 			return TOOL_DONE;
 		}
 		key = ra.key;
@@ -388,7 +392,7 @@ ToolGateApproval(const ToolRun *tr, const char *tool, json_t *input, json_t **re
 		json_object_set_new(out, "rule", json_string(rule));
 	if (why)
 		json_object_set_new(out, "rule_error", json_string(why));
-	ToolGateRecordStep(tr->run_id, "approval", tool, input, out, "pending", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, "approval", tool, input, out, "pending", 0, started);
 	json_decref(out);
 	return TOOL_PAUSE;
 }
@@ -423,7 +427,7 @@ ToolGateFail(const ToolRun *tr, const char *tool, json_t *input, json_t **result
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	*result = json_pack("{s:s}", "error", buf);
-	ToolGateRecordStep(tr->run_id, "error", tool, input, *result, "error", 0, started);
+	ToolGateRecordStep(tr->run_id, tr->workspace, "error", tool, input, *result, "error", 0, started);
 	return TOOL_DONE;
 }
 

@@ -22,7 +22,7 @@ extern json_t *ToolGateError(const char *fmt,...) pg_attribute_printf(1, 2);
 extern Datum ToolGateJsonb(json_t *v);
 
 /* steps */
-extern void ToolGateRecordStep(int64 run_id, const char *kind, const char *name,
+extern void ToolGateRecordStep(int64 run_id, const char *workspace, const char *kind, const char *name,
 							   json_t *input, json_t *output, const char *status,
 							   int64 tokens, TimestampTz started);
 

@@ -318,7 +318,7 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 		failed = true;
 	}
 	*result = r;
-	ToolGateRecordStep(tr->run_id, failed ? "error" : "read", "read_resource", input,
+	ToolGateRecordStep(tr->run_id, tr->workspace, failed ? "error" : "read", "read_resource", input,
 					failed ? r : json_pack("{s:s,s:s}", "resource_type", rtype, "resource_id", rid),
 					failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
@@ -420,7 +420,7 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	if (!LookupResourceTables(rtype, &tables) || tables == NIL)
 	{
 		*result = json_pack("{s:[]}", "results");
-		ToolGateRecordStep(tr->run_id, "tool", "search_resources", input, *result, "ok", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "tool", "search_resources", input, *result, "ok", 0, started);
 		return TOOL_DONE;
 	}
 	qvec = SearchEmbedding(tr, tables, query, &emb_error);
@@ -528,7 +528,7 @@ ToolSearch(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	}
 	else
 		json_object_set(summary, "error", json_object_get(r, "error"));
-	ToolGateRecordStep(tr->run_id, failed ? "error" : "tool", "search_resources", input, summary,
+	ToolGateRecordStep(tr->run_id, tr->workspace, failed ? "error" : "tool", "search_resources", input, summary,
 					failed ? "error" : "ok", 0, started);
 	json_decref(summary);
 	return TOOL_DONE;
@@ -588,7 +588,7 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		failed = true;
 	}
 	*result = r;
-	ToolGateRecordStep(tr->run_id, failed ? "error" : "write", "write_resource", input, r,
+	ToolGateRecordStep(tr->run_id, tr->workspace, failed ? "error" : "write", "write_resource", input, r,
 					failed ? "error" : "ok", 0, started);
 	return TOOL_DONE;
 }
@@ -663,7 +663,7 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 	if (!ContextMayDelegateTo(tr, child_agent))
 	{
 		*result = ToolGateError("delegation refused: agent " INT64_FORMAT " is not one you may delegate to", child_agent);
-		ToolGateRecordStep(tr->run_id, "denied", "delegate_to_agent", input, *result, "denied", 0, started);
+		ToolGateRecordStep(tr->run_id, tr->workspace, "denied", "delegate_to_agent", input, *result, "denied", 0, started);
 		return TOOL_DONE;
 	}
 	if (ToolGateHolds(tr, "delegate_to_agent", false, input, result, started, &gate))

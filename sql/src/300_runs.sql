@@ -50,12 +50,20 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  -- the workspace of the tree (Citus routes by it): the session's, or, for a
+  -- session bound to none (the worker, maintenance) or one working on
+  -- another workspace's run (agent.tick), the root run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_root_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_root_run_id;
+  END IF;
   IF p_skip_locked THEN
-    PERFORM 1 FROM agent.runs WHERE id = p_root_run_id FOR UPDATE SKIP LOCKED;
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_root_run_id FOR UPDATE SKIP LOCKED;
     RETURN FOUND;
   END IF;
-  PERFORM 1 FROM agent.runs WHERE id = p_root_run_id FOR UPDATE;
+  PERFORM 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_root_run_id FOR UPDATE;
   RETURN true;
 END
 $$;
@@ -69,19 +77,28 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws   text := agent._session_workspace();
   v_root bigint;
   r      agent.runs%ROWTYPE;
 BEGIN
   IF p_run_id IS NULL THEN
     RAISE EXCEPTION 'run id must not be null' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root
-    FROM agent.runs x WHERE x.id = p_run_id AND agent._workspace_ok(x.workspace_id);
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace (the worker): the run's own
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  -- every statement names the workspace (Citus routes by it; the tree is in one)
+  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = x.root_run_id), x.id)
+    INTO v_root
+    FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
-  PERFORM agent._lock_tree(v_root);
-  SELECT * INTO r FROM agent.runs x WHERE x.id = p_run_id FOR UPDATE;
+  -- the tree lock (agent._lock_tree), then the run
+  PERFORM 1 FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = v_root FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id FOR UPDATE;
   RETURN r;
 END
 $$;
@@ -99,13 +116,23 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_id bigint;
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_at timestamptz := clock_timestamp();
+  v_seq integer;
 BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  -- the next seq read first, then the row as values (Citus plans no
+  -- INSERT ... SELECT with a correlated subquery; the time is a value, as
+  -- Citus refuses volatile functions in CASE)
+  IF NOT EXISTS (SELECT 1 FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = p_run_id) THEN
+    RETURN NULL;
+  END IF;
+  SELECT coalesce(max(s.seq), 0) + 1 INTO v_seq FROM agent.run_steps s WHERE s.workspace_id = v_ws AND s.run_id = p_run_id;
   INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, finished_at)
-  SELECT r.workspace_id, r.id,
-         coalesce((SELECT max(s.seq) FROM agent.run_steps s WHERE s.run_id = r.id), 0) + 1,
-         p_kind, p_name, p_input, p_output, p_status,
-         CASE WHEN p_finished THEN clock_timestamp() END
-    FROM agent.runs r WHERE r.id = p_run_id
+  VALUES (v_ws, p_run_id, v_seq, p_kind, p_name, p_input, p_output, p_status, CASE WHEN p_finished THEN v_at END)
   RETURNING id INTO v_id;
   RETURN v_id;
 END
@@ -121,12 +148,15 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_owner text;
 BEGIN
   IF NOT coalesce(current_setting('pg_agents.audit_enabled', true)::boolean, true) THEN
     RETURN;
   END IF;
-  PERFORM agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = p_run.agent_id),
+  SELECT a.owner_id INTO v_owner FROM agent.agents a
+   WHERE a.workspace_id = p_run.workspace_id AND a.id = p_run.agent_id;
+  PERFORM agent._audit_event(p_action, p_status, 'run', p_run.id::text, p_run.workspace_id, v_owner,
                              jsonb_build_object('agent_id', p_run.agent_id) || coalesce(p_inputs, '{}'),
                              p_summary, p_error_code);
 END
@@ -147,34 +177,52 @@ CREATE FUNCTION agent._finish_runs_effects(p_rows agent.runs[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_ws     text;
+  v_rows   agent.runs[];
+  v_aids   bigint[];
+  v_owners text[];
 BEGIN
-  -- pending approvals of an ended run can no longer be decided
-  UPDATE agent.approvals SET status = 'expired', decided_at = now()
-   WHERE run_id IN (SELECT u.id FROM unnest(p_rows) u) AND status = 'pending';
+  -- workspace by workspace (every statement names its workspace: Citus
+  -- routes by it); a batch of the worker is mostly of one
+  FOR v_ws IN SELECT DISTINCT u.workspace_id FROM unnest(p_rows) u ORDER BY 1 LOOP
+    v_rows := CASE WHEN pg_catalog.cardinality(p_rows) = 1 THEN p_rows
+                   ELSE ARRAY(SELECT u FROM unnest(p_rows) u WHERE u.workspace_id = v_ws ORDER BY u.id) END;
 
-  -- the trigger keeps the last run's status and the first run's start (as one by one in id order)
-  UPDATE agent.triggers t
-     SET last_status = l.status, last_error = l.error, last_run_at = coalesce(t.last_run_at, l.first_created)
-    FROM (SELECT DISTINCT ON (u.trigger_id) u.trigger_id, u.status, u.error,
-                 (SELECT u2.created_at FROM unnest(p_rows) u2
-                   WHERE u2.trigger_id = u.trigger_id ORDER BY u2.id LIMIT 1) AS first_created
-            FROM unnest(p_rows) u
-           WHERE u.trigger_id IS NOT NULL
-           ORDER BY u.trigger_id, u.id DESC) l
-   WHERE t.id = l.trigger_id;
+    -- pending approvals of an ended run can no longer be decided
+    UPDATE agent.approvals SET status = 'expired', decided_at = now()
+     WHERE workspace_id = v_ws AND run_id IN (SELECT u.id FROM unnest(v_rows) u) AND status = 'pending';
 
-  -- one audit row (agent._audit_run) and one notification (agent._runs_notify
-  -- of an ended run) per run, in id order
-  PERFORM agent._audit_event('run.finish',
-                             CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
-                             'run', u.id::text, u.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = u.agent_id),
-                             jsonb_build_object('agent_id', u.agent_id, 'status', u.status, 'error', u.error,
-                                                'tokens_total', u.tokens_total),
-                             format('run %s %s', u.id, u.status),
-                             CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
-          pg_notify('agent_runs', json_build_object('run_id', u.id, 'agent_id', u.agent_id, 'status', u.status)::text)
-     FROM unnest(p_rows) u;
+    -- the trigger keeps the last run's status and the first run's start (as one by one in id order)
+    IF EXISTS (SELECT 1 FROM unnest(v_rows) u WHERE u.trigger_id IS NOT NULL) THEN
+      UPDATE agent.triggers t
+         SET last_status = l.status, last_error = l.error, last_run_at = coalesce(t.last_run_at, l.first_created)
+        FROM (SELECT DISTINCT ON (u.trigger_id) u.trigger_id, u.status, u.error,
+                     (SELECT u2.created_at FROM unnest(v_rows) u2
+                       WHERE u2.trigger_id = u.trigger_id ORDER BY u2.id LIMIT 1) AS first_created
+                FROM unnest(v_rows) u
+               WHERE u.trigger_id IS NOT NULL
+               ORDER BY u.trigger_id, u.id DESC) l
+       WHERE t.workspace_id = v_ws AND t.id = l.trigger_id;
+    END IF;
+
+    -- one audit row (agent._audit_run) and one notification (agent._runs_notify
+    -- of an ended run) per run, in id order; the owners read first, so that
+    -- the statement that audits reads no distributed table (it runs here)
+    SELECT array_agg(a.id), array_agg(a.owner_id) INTO v_aids, v_owners
+      FROM agent.agents a
+     WHERE a.workspace_id = v_ws AND a.id IN (SELECT u.agent_id FROM unnest(v_rows) u);
+    PERFORM agent._audit_event('run.finish',
+                               CASE WHEN u.status IN ('succeeded', 'cancelled') THEN 'success' ELSE 'error' END,
+                               'run', u.id::text, u.workspace_id,
+                               v_owners[array_position(v_aids, u.agent_id)],
+                               jsonb_build_object('agent_id', u.agent_id, 'status', u.status, 'error', u.error,
+                                                  'tokens_total', u.tokens_total),
+                               format('run %s %s', u.id, u.status),
+                               CASE WHEN u.status NOT IN ('succeeded', 'cancelled') THEN u.status END),
+            pg_notify('agent_runs', json_build_object('run_id', u.id, 'agent_id', u.agent_id, 'status', u.status)::text)
+       FROM unnest(v_rows) u;
+  END LOOP;
 END
 $$;
 REVOKE ALL ON FUNCTION agent._finish_runs_effects(agent.runs[]) FROM PUBLIC;
@@ -192,21 +240,30 @@ DECLARE
   v_budget bigint;
   v_child  bigint;
   v_unused bigint;
+  v_at     timestamptz;
+  -- the workspace of the tree, named by every statement (Citus routes by
+  -- it): the session's, else (a session bound to none, or agent.tick on
+  -- another workspace's run) the run's own
+  v_ws     text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
   -- the caller holds the tree lock
-  SELECT * INTO r FROM agent.runs WHERE id = p_run_id FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id FOR UPDATE;
   IF NOT FOUND OR NOT agent._run_is_active(r.status) THEN
     RETURN false;
   END IF;
-  UPDATE agent.runs
-     SET status = p_status, output = coalesce(p_output, output), error = p_error,
+  UPDATE agent.runs x
+     SET status = p_status, output = coalesce(p_output, x.output), error = p_error,
          finished_at = now(), lease_until = NULL
-   WHERE id = p_run_id
+   WHERE x.workspace_id = v_ws AND x.id = p_run_id
   RETURNING * INTO r;
 
   -- children still at work are cancelled (deepest first, through recursion)
   FOR v_child IN SELECT c.id FROM agent.runs c
-                  WHERE c.parent_run_id = p_run_id AND agent._run_is_active(c.status) ORDER BY c.id
+                  WHERE c.workspace_id = v_ws AND c.parent_run_id = p_run_id AND agent._run_is_active(c.status)
+                  ORDER BY c.id
   LOOP
     PERFORM agent._finish_run(v_child, 'cancelled', NULL,
                               format('cancelled: parent run %s ended %s', p_run_id, p_status));
@@ -214,26 +271,28 @@ BEGIN
 
   IF r.parent_run_id IS NOT NULL THEN
     SELECT coalesce(r.token_budget, a.default_token_budget) INTO v_budget
-      FROM agent.agents a WHERE a.id = r.agent_id;
+      FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = r.agent_id;
     -- the unused part of the reservation goes back to the parent's envelope
     v_unused := greatest(0, v_budget - r.tokens_total);
-    UPDATE agent.runs SET tokens_reserved = greatest(0, tokens_reserved - v_unused)
-     WHERE id = r.parent_run_id
+    UPDATE agent.runs x SET tokens_reserved = greatest(0, x.tokens_reserved - v_unused)
+     WHERE x.workspace_id = v_ws AND x.id = r.parent_run_id
     RETURNING * INTO p;
     -- the parent sees the child's end as the result of its delegate step
+    -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+    v_at := clock_timestamp();
     UPDATE agent.run_steps s
        SET output = jsonb_build_object('child_run_id', r.id, 'agent_id', r.agent_id,
                                        'status', r.status, 'output', r.output, 'error', r.error,
                                        'tokens_total', r.tokens_total),
            status = CASE WHEN r.status = 'succeeded' THEN 'ok' ELSE 'error' END,
-           finished_at = clock_timestamp()
-     WHERE s.run_id = r.parent_run_id AND s.kind = 'delegate'
+           finished_at = v_at
+     WHERE s.workspace_id = v_ws AND s.run_id = r.parent_run_id AND s.kind = 'delegate'
        AND s.input ->> 'child_run_id' = r.id::text;
     -- a parent waiting for its children goes back to the queue when the last one ends
     IF p.status = 'waiting_children'
        AND NOT EXISTS (SELECT 1 FROM agent.runs c
-                        WHERE c.parent_run_id = p.id AND agent._run_is_active(c.status)) THEN
-      UPDATE agent.runs SET status = 'queued' WHERE id = p.id RETURNING * INTO p;
+                        WHERE c.workspace_id = v_ws AND c.parent_run_id = p.id AND agent._run_is_active(c.status)) THEN
+      UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = v_ws AND x.id = p.id RETURNING * INTO p;
       PERFORM agent._audit_run('run.resume', p, 'success', jsonb_build_object('status', 'queued'),
                                format('run %s re-queued: its child runs have ended', p.id));
       PERFORM agent._runs_notify(p.id, p.agent_id, 'queued');
@@ -266,6 +325,8 @@ DECLARE
   a    agent.agents%ROWTYPE;
   v_id bigint;
   r    agent.runs%ROWTYPE;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws text := agent._session_workspace();
 BEGIN
   IF regime IS NULL OR regime NOT IN ('manual', 'autonomous') THEN
     RAISE EXCEPTION 'invalid regime "%"', regime
@@ -288,7 +349,11 @@ BEGIN
     RAISE EXCEPTION 'run input must be a json object'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = agent_id AND agent._workspace_ok(x.workspace_id);
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: the agent's own
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = agent_id;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = agent_id;
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', agent_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -309,7 +374,7 @@ BEGIN
             DETAIL = 'A suspended agent starts no autonomous run; chat still works.';
   END IF;
   v_id := agent._enqueue_run(agent_id, regime, origin, coalesce(input, '{}'), NULL, requested_by);
-  SELECT * INTO r FROM agent.runs x WHERE x.id = v_id;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = a.workspace_id AND x.id = v_id;
   PERFORM agent._audit_run('run.start', r, 'success',
                            jsonb_build_object('regime', regime, 'origin', origin, 'status', r.status),
                            format('run %s queued (%s, %s)', v_id, regime, origin));
@@ -437,7 +502,7 @@ BEGIN
       v_seen := ARRAY(SELECT r.ctid FROM agent.run_queue_returns r
                        WHERE r.workspace_id = p_ws AND r.priority = m.priority);
       v_ret := least(m.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
-                                 WHERE r.ctid = ANY (v_seen)));
+                                 WHERE r.workspace_id = p_ws AND r.priority = m.priority AND r.ctid = ANY (v_seen)));
       v_low := m.next_id;
       SELECT q.id INTO v_next FROM agent.runs q
        WHERE q.status = 'queued' AND q.workspace_id = p_ws AND q.priority = m.priority AND q.id >= v_ret
@@ -532,6 +597,8 @@ SET jit = off
 AS $$
 DECLARE
   v_lease interval := pg_catalog.current_setting('pg_agents.run_lease')::interval;
+  -- now() as a value (Citus refuses volatile functions in COALESCE or CASE)
+  v_now   timestamptz := pg_catalog.now();
   v_cap   integer := coalesce(nullif(pg_catalog.current_setting('pg_agents.max_runs_per_workspace', true), '')::integer, 0);
   -- the tenant boundary: a session bound to a workspace claims only its
   -- runs (42501 for a non-superuser session bound to none); a superuser
@@ -555,6 +622,25 @@ DECLARE
   v_phi   integer[] := '{}';
   v_low   bigint[] := '{}';
   v_top   integer := 32767;
+  -- a claim of several workspaces: the workspaces with queued runs (and
+  -- with room), their runs running, the candidates (workspace, id,
+  -- priority, turn) and the ones tried this pass, in the fair order
+  v_dist  boolean;
+  v_wss   text[];
+  v_wrun  integer[];
+  v_wroom integer[];
+  v_k     integer;
+  v_x     text;
+  v_r     integer;
+  v_cw    text[];
+  v_cid   bigint[];
+  v_cpri  smallint[];
+  v_cturn bigint[];
+  v_try   bigint[];
+  v_tw    text[];
+  v_got   agent.runs[];
+  v_aids  bigint[];
+  v_owners text[];
 BEGIN
   IF n IS NULL OR n < 1 THEN
     RAISE EXCEPTION 'number of runs to claim must be positive'
@@ -612,7 +698,7 @@ BEGIN
       INTO v_mp, v_ml, v_mn, v_mk
       FROM (SELECT k.priority, k.low_id, coalesce(k.next_id, k.low_id) AS next,
                    least(k.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
-                                     WHERE r.workspace_id = k.workspace_id AND r.priority = k.priority)) AS low
+                                     WHERE r.workspace_id = v_one AND r.priority = k.priority)) AS low
               FROM agent.run_queue_marks k WHERE k.workspace_id = v_one) m;
     FOR i IN 1 .. coalesce(pg_catalog.cardinality(v_mp), 0) LOOP
       IF v_mp[i] < v_top THEN
@@ -632,7 +718,7 @@ BEGIN
                SELECT q.id FROM agent.runs q
                 WHERE q.status = 'queued' AND q.workspace_id = v_one
                   AND q.priority BETWEEN s.plo AND s.phi AND q.id >= s.low
-                  AND (SELECT a.deleted_at FROM agent.agents a WHERE a.id = q.agent_id) IS NULL
+                  AND (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = v_one AND a.id = q.agent_id) IS NULL
                 -- workspace_id first (constant here): the order of runs_queue_ws_idx,
                 -- so that the plan never reads runs_queue_idx through the other
                 -- workspaces' runs
@@ -643,9 +729,9 @@ BEGIN
       ), u AS (
         UPDATE agent.runs x
            SET status = 'running', attempts = x.attempts + 1,
-               started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
+               started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
           FROM c
-         WHERE x.id = c.id   -- by primary key (see below)
+         WHERE x.workspace_id = v_one AND x.id = c.id   -- by primary key (see below)
         RETURNING x AS run
       )
     SELECT pg_catalog.array_agg(u.run ORDER BY (u.run).priority DESC, (u.run).id) INTO v_pass FROM u;
@@ -666,80 +752,126 @@ BEGIN
   END IF;
 
   -- Several workspaces (and a session bound to none): passes as described
-  -- above.
+  -- above, each statement on one workspace (Citus routes by it) but the
+  -- workspaces' list and their running runs.
   WHILE v_one IS NULL LOOP
     v_want := n - pg_catalog.cardinality(v_rows);
-    WITH RECURSIVE ws(w) AS (
-        SELECT (SELECT q.workspace_id FROM agent.runs q
-                 WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1)
-      UNION ALL
-        SELECT (SELECT q.workspace_id FROM agent.runs q
-                 WHERE q.status = 'queued' AND q.workspace_id > ws.w ORDER BY q.workspace_id LIMIT 1)
-          FROM ws WHERE ws.w IS NOT NULL
-    ), busy AS MATERIALIZED (
-        -- runs claimed by an earlier pass of this claim count too
-        SELECT r.workspace_id AS w, pg_catalog.count(*)::integer AS running FROM agent.runs r
-         WHERE r.status = 'running' GROUP BY r.workspace_id
-    ), wsr AS MATERIALIZED (
-        SELECT x.w, x.running, CASE WHEN v_cap > 0 THEN v_cap - x.running ELSE v_want END AS room
-          FROM (SELECT ws.w, coalesce(b.running, 0) AS running
-                  FROM ws LEFT JOIN busy b ON b.w = ws.w WHERE ws.w IS NOT NULL) x
-         WHERE v_cap = 0 OR x.running < v_cap
-    ), cand AS MATERIALIZED (
-        SELECT o.w, k.k, k.k < o.room AS k_binds, l.id, l.priority,
-               o.running + pg_catalog.row_number() OVER (PARTITION BY o.w, l.priority ORDER BY l.id) AS turn
-          FROM wsr o
-         CROSS JOIN (SELECT greatest(1, v_want - pg_catalog.count(*) + 1) AS k FROM wsr) k
-         CROSS JOIN LATERAL (
-               SELECT q.id, q.priority FROM agent.runs q
-                WHERE q.status = 'queued' AND q.workspace_id = o.w AND q.id <> ALL (v_skip)
-                  AND (SELECT a.deleted_at FROM agent.agents a WHERE a.id = q.agent_id) IS NULL
-                ORDER BY q.workspace_id, q.priority DESC, q.id   -- runs_queue_ws_idx (as above)
-                LIMIT least(k.k, o.room)) l
-    ), c AS (
-        SELECT o.ord, l.id
-          FROM (SELECT pg_catalog.row_number() OVER (ORDER BY cand.priority DESC, cand.turn, cand.id) AS ord, cand.id
-                  FROM cand ORDER BY 1) o
-         -- one primary-key probe per candidate, in that order, until v_want
-         -- are locked (texteq rather than =, so that the partial queue
-         -- indexes, whose estimates lag behind bursts, never drive it; the
-         -- status is re-checked on the newest version of a run that a
-         -- concurrent claimer updated)
-         CROSS JOIN LATERAL (
-               SELECT q.id FROM agent.runs q
-                WHERE q.id = o.id AND pg_catalog.texteq(q.status, 'queued')
-                FOR UPDATE OF q SKIP LOCKED) l
-         LIMIT v_want
-    ), u AS (
-      UPDATE agent.runs x
-         SET status = 'running', attempts = x.attempts + 1,
-             started_at = coalesce(x.started_at, pg_catalog.now()), lease_until = pg_catalog.now() + v_lease
-        FROM c
-       -- by primary key: c locked these rows while they were queued, so no
-       -- status test here (with one, a stale estimate of the small partial
-       -- queue index made the planner scan every queued run per claim)
-       WHERE x.id = c.id
-      RETURNING x AS run, c.ord
-    )
-    SELECT (SELECT pg_catalog.array_agg(u.run ORDER BY u.ord) FROM u), (SELECT pg_catalog.array_agg(cand.id) FROM cand),
-           EXISTS (SELECT 1 FROM cand GROUP BY cand.w HAVING pg_catalog.bool_and(cand.k_binds) AND pg_catalog.count(*) >= pg_catalog.min(cand.k))
-      INTO v_pass, v_cand, v_more;
-    v_rows := v_rows || coalesce(v_pass, '{}');
-    -- done: n claimed, no candidate left, or every candidate claimed and
-    -- none of the workspaces cut at k candidates (W also counts workspaces
-    -- whose queued runs all belong to deleted agents: then k was too small)
-    EXIT WHEN pg_catalog.cardinality(v_rows) >= n OR v_cand IS NULL
-           OR (pg_catalog.cardinality(v_cand) = coalesce(pg_catalog.cardinality(v_pass), 0) AND NOT v_more);
+    -- 1. the workspaces with queued runs: a skip scan of runs_queue_ws_idx
+    -- (one index descent per workspace, however many runs each has queued);
+    -- on Citus, where a recursive query of a distributed table is refused,
+    -- each shard's own
+    IF v_dist IS NULL THEN
+      v_dist := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
+      IF v_dist THEN
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p
+                                 WHERE p.logicalrelid = ''agent.runs''::pg_catalog.regclass)' INTO v_dist;
+      END IF;
+    END IF;
+    IF v_dist THEN
+      v_wss := ARRAY(SELECT DISTINCT q.workspace_id FROM agent.runs q WHERE q.status = 'queued' ORDER BY 1);
+    ELSE
+      v_wss := ARRAY(
+        WITH RECURSIVE ws(w) AS (
+            SELECT (SELECT q.workspace_id FROM agent.runs q
+                     WHERE q.status = 'queued' ORDER BY q.workspace_id LIMIT 1)
+          UNION ALL
+            SELECT (SELECT q.workspace_id FROM agent.runs q
+                     WHERE q.status = 'queued' AND q.workspace_id > ws.w ORDER BY q.workspace_id LIMIT 1)
+              FROM ws WHERE ws.w IS NOT NULL)
+        SELECT ws.w FROM ws WHERE ws.w IS NOT NULL);
+    END IF;
+    EXIT WHEN pg_catalog.cardinality(v_wss) = 0;
+    -- and how many runs each has running (runs_lease_idx; runs claimed by
+    -- an earlier pass of this claim count too); those with room
+    SELECT pg_catalog.array_agg(x.w ORDER BY x.w), pg_catalog.array_agg(x.running ORDER BY x.w),
+           pg_catalog.array_agg(CASE WHEN v_cap > 0 THEN v_cap - x.running ELSE v_want END ORDER BY x.w)
+      INTO v_wss, v_wrun, v_wroom
+      FROM (SELECT w.w, coalesce(b.running, 0) AS running
+              FROM pg_catalog.unnest(v_wss) w(w)
+              LEFT JOIN (SELECT r.workspace_id, pg_catalog.count(*)::integer AS running FROM agent.runs r
+                          WHERE r.status = 'running' AND r.workspace_id = ANY (v_wss)
+                          GROUP BY r.workspace_id) b ON b.workspace_id = w.w) x
+     WHERE v_cap = 0 OR x.running < v_cap;
+    EXIT WHEN v_wss IS NULL;
+    -- 2. the first k queued runs of each workspace with room, k = n - W + 1
+    v_k := greatest(1, v_want - pg_catalog.cardinality(v_wss) + 1);
+    v_cw := '{}'; v_cid := '{}'; v_cpri := '{}'; v_cturn := '{}'; v_more := false;
+    FOR i IN 1 .. pg_catalog.cardinality(v_wss) LOOP
+      v_x := v_wss[i];
+      SELECT v_cw || pg_catalog.array_agg(v_x), v_cid || pg_catalog.array_agg(l.id ORDER BY l.priority DESC, l.id),
+             v_cpri || pg_catalog.array_agg(l.priority ORDER BY l.priority DESC, l.id),
+             v_cturn || pg_catalog.array_agg(l.turn ORDER BY l.priority DESC, l.id), pg_catalog.count(*)::integer
+        INTO v_cw, v_cid, v_cpri, v_cturn, v_r
+        FROM (SELECT q.id, q.priority,
+                     v_wrun[i] + pg_catalog.row_number() OVER (PARTITION BY q.priority ORDER BY q.id) AS turn
+                FROM (SELECT q.id, q.priority FROM agent.runs q
+                       WHERE q.status = 'queued' AND q.workspace_id = v_x AND q.id <> ALL (v_skip)
+                         AND (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = v_x AND a.id = q.agent_id) IS NULL
+                       ORDER BY q.workspace_id, q.priority DESC, q.id   -- runs_queue_ws_idx (as above)
+                       LIMIT least(v_k, v_wroom[i])) q) l;
+      -- a workspace cut at k candidates (W also counts workspaces whose
+      -- queued runs all belong to deleted agents: then k was too small)
+      v_more := v_more OR (v_k < v_wroom[i] AND v_r >= v_k);
+    END LOOP;
+    EXIT WHEN pg_catalog.cardinality(v_cid) = 0;
+    -- 3. the candidates in the fair order, the first v_want of them tried
+    SELECT pg_catalog.array_agg(c.id ORDER BY c.ord), pg_catalog.array_agg(c.w ORDER BY c.ord)
+      INTO v_try, v_tw
+      FROM (SELECT c.id, c.w, pg_catalog.row_number() OVER (ORDER BY c.pri DESC, c.turn, c.id) AS ord
+              FROM ROWS FROM (pg_catalog.unnest(v_cid), pg_catalog.unnest(v_cw), pg_catalog.unnest(v_cpri),
+                              pg_catalog.unnest(v_cturn)) c(id, w, pri, turn)) c
+     WHERE c.ord <= v_want;
+    -- each workspace's tried candidates locked by primary key with SKIP
+    -- LOCKED and claimed (texteq rather than =, so that the partial queue
+    -- indexes, whose estimates lag behind bursts, never drive it; the
+    -- status is re-checked on the newest version of a run that a concurrent
+    -- claimer updated)
+    v_pass := '{}';
+    FOR v_x IN SELECT DISTINCT t.w FROM pg_catalog.unnest(v_tw) t(w) LOOP
+      WITH c AS (
+          SELECT q.id FROM agent.runs q
+           WHERE q.workspace_id = v_x
+             AND q.id = ANY (ARRAY(SELECT t.id FROM ROWS FROM (pg_catalog.unnest(v_try), pg_catalog.unnest(v_tw)) t(id, w)
+                                    WHERE t.w = v_x))
+             AND pg_catalog.texteq(q.status, 'queued')
+           FOR UPDATE OF q SKIP LOCKED
+        ), u AS (
+        UPDATE agent.runs x
+           SET status = 'running', attempts = x.attempts + 1,
+               started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
+          FROM c
+         -- by primary key: c locked these rows while they were queued, so no
+         -- status test here (with one, a stale estimate of the small partial
+         -- queue index made the planner scan every queued run per claim)
+         WHERE x.workspace_id = v_x AND x.id = c.id
+        RETURNING x AS run
+      )
+      SELECT pg_catalog.array_agg(u.run) INTO v_got FROM u;
+      v_pass := v_pass || coalesce(v_got, '{}');
+    END LOOP;
+    -- in the fair order
+    v_pass := ARRAY(SELECT p FROM pg_catalog.unnest(v_pass) p ORDER BY pg_catalog.array_position(v_try, p.id));
+    v_rows := v_rows || v_pass;
+    -- done: n claimed, or every candidate claimed and none of the
+    -- workspaces cut at k candidates
+    EXIT WHEN pg_catalog.cardinality(v_rows) >= n
+           OR (pg_catalog.cardinality(v_cid) = pg_catalog.cardinality(v_pass) AND NOT v_more);
     -- some candidates were taken by concurrent claimers: look past them
-    v_skip := v_skip || ARRAY(SELECT x FROM pg_catalog.unnest(v_cand) x
+    v_skip := v_skip || ARRAY(SELECT x FROM pg_catalog.unnest(v_try) x
                                WHERE x <> ALL (ARRAY(SELECT p.id FROM pg_catalog.unnest(v_pass) p)));
   END LOOP;
   IF pg_catalog.cardinality(v_rows) = 0 THEN
     RETURN;
   END IF;
-  -- one audit row per claimed run (agent._audit_run), in claim order
+  -- one audit row per claimed run (agent._audit_run), in claim order; the
+  -- owners read first, so that the statement that audits reads no
+  -- distributed table (it runs here)
+  SELECT pg_catalog.array_agg(a.id), pg_catalog.array_agg(a.owner_id) INTO v_aids, v_owners
+    FROM agent.agents a
+   WHERE a.workspace_id = ANY (ARRAY(SELECT DISTINCT r.workspace_id FROM pg_catalog.unnest(v_rows) r))
+     AND a.id = ANY (ARRAY(SELECT r.agent_id FROM pg_catalog.unnest(v_rows) r));
   PERFORM agent._audit_event('run.claim', 'success', 'run', r.id::text, r.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                             v_owners[pg_catalog.array_position(v_aids, r.agent_id)],
                              pg_catalog.jsonb_build_object('agent_id', r.agent_id, 'status', 'running', 'attempts', r.attempts),
                              pg_catalog.format('run %s claimed (attempt %s)', r.id, r.attempts), NULL)
      FROM pg_catalog.unnest(v_rows) r;
@@ -756,13 +888,18 @@ AS $$
 DECLARE
   v_until timestamptz;
   v_status text;
+  -- the session's workspace, or the run's own for a session bound to none
+  v_ws text := agent._session_workspace();
 BEGIN
+  IF v_ws IS NULL THEN
+    SELECT r.workspace_id INTO v_ws FROM agent.runs r WHERE r.id = renew_lease.run_id;
+  END IF;
   UPDATE agent.runs r
      SET lease_until = now() + current_setting('pg_agents.run_lease')::interval
-   WHERE r.id = renew_lease.run_id AND r.status = 'running'
+   WHERE r.workspace_id = v_ws AND r.id = renew_lease.run_id AND r.status = 'running'
   RETURNING r.lease_until INTO v_until;
   IF NOT FOUND THEN
-    SELECT r.status INTO v_status FROM agent.runs r WHERE r.id = renew_lease.run_id;
+    SELECT r.status INTO v_status FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = renew_lease.run_id;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'run % does not exist', renew_lease.run_id USING ERRCODE = 'undefined_object';
     END IF;
@@ -789,10 +926,12 @@ BEGIN
       USING ERRCODE = 'object_not_in_prerequisite_state',
             DETAIL = format('The run is %s; only a running run may wait for its children.', r.status);
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM agent.runs c WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status)) THEN
+  IF NOT EXISTS (SELECT 1 FROM agent.runs c
+                  WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id AND agent._run_is_active(c.status)) THEN
     RETURN false;
   END IF;
-  UPDATE agent.runs x SET status = 'waiting_children', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+  UPDATE agent.runs x SET status = 'waiting_children', lease_until = NULL
+   WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
   PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_children'),
                            format('run %s waits for its child runs', r.id));
   PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_children');
@@ -845,7 +984,7 @@ BEGIN
            tokens_out = x.tokens_out + CASE WHEN v_n = 0 THEN add_usage.tokens_out ELSE 0 END,
            model = CASE WHEN v_n = 0 THEN coalesce(add_usage.model, x.model) ELSE x.model END
       FROM agent.agents a
-     WHERE x.id = v_cur AND a.id = x.agent_id
+     WHERE x.workspace_id = r.workspace_id AND x.id = v_cur AND a.workspace_id = r.workspace_id AND a.id = x.agent_id
     RETURNING x.parent_run_id, agent._run_is_active(x.status), x.tokens_total, x.tokens_reserved,
               coalesce(x.token_budget, a.default_token_budget)
       INTO v_parent, v_active, v_total, v_reserved, v_budget;
@@ -903,12 +1042,16 @@ DECLARE
   a    agent.agents%ROWTYPE;
   v_id bigint;
   n    agent.runs%ROWTYPE;
+  v_ws text := agent._session_workspace();
 BEGIN
-  SELECT * INTO o FROM agent.runs x WHERE x.id = rerun.run_id AND agent._workspace_ok(x.workspace_id);
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = rerun.run_id;
+  END IF;
+  SELECT * INTO o FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = rerun.run_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'run % does not exist', rerun.run_id USING ERRCODE = 'undefined_object';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = o.agent_id;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = o.agent_id;
   IF a.deleted_at IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', o.agent_id USING ERRCODE = 'undefined_object';
   END IF;
@@ -935,7 +1078,7 @@ BEGIN
   v_id := agent._enqueue_run(o.agent_id, o.regime, 'rerun',
                              o.input || jsonb_build_object('rerun_of', o.id), NULL,
                              CASE WHEN o.regime = 'manual' THEN by_user ELSE coalesce(by_user, o.requested_by) END);
-  SELECT * INTO n FROM agent.runs x WHERE x.id = v_id;
+  SELECT * INTO n FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = v_id;
   PERFORM agent._audit_run('run.rerun', n, 'success',
                            jsonb_build_object('rerun_of', o.id, 'by_user', by_user, 'status', n.status),
                            format('run %s re-runs run %s', v_id, o.id));
@@ -966,11 +1109,13 @@ BEGIN
   END IF;
   SELECT count(*) INTO v_n
     FROM agent.runs d
-   WHERE d.root_run_id = r.root_run_id AND agent._run_is_active(d.status)
+   WHERE d.workspace_id = r.workspace_id AND d.root_run_id = r.root_run_id AND agent._run_is_active(d.status)
      AND (d.id = r.id OR d.id IN (WITH RECURSIVE t(id) AS (
-                                    SELECT c.id FROM agent.runs c WHERE c.parent_run_id = r.id
+                                    SELECT c.id FROM agent.runs c
+                                     WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id
                                     UNION ALL
-                                    SELECT c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id)
+                                    SELECT c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id
+                                     WHERE c.workspace_id = r.workspace_id)
                                   SELECT t.id FROM t));
   PERFORM agent._finish_run(r.id, 'cancelled', NULL, format('cancelled by %s', by_user));
   RETURN v_n;
@@ -996,19 +1141,25 @@ DECLARE
   v_abandoned int := 0;
   v_expired   int := 0;
   v_cancelled int := 0;
+  v_owner     text;
 BEGIN
   -- runs whose executor's lease has passed
-  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root FROM agent.runs x
+  -- (each run's workspace named in every statement after the first: Citus
+  -- routes by it; the tree lock as agent._lock_tree's)
+  FOR c IN SELECT x.workspace_id, x.id, coalesce(rt.id, x.id) AS root
+             FROM agent.runs x LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
             WHERE x.status = 'running' AND x.lease_until < p_now ORDER BY x.id
   LOOP
-    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
-    SELECT * INTO r FROM agent.runs x WHERE x.id = c.id FOR UPDATE;
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.root FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.id FOR UPDATE;
     CONTINUE WHEN r.status <> 'running' OR NOT r.lease_until < p_now;
     IF r.attempts >= v_max THEN
       PERFORM agent._finish_run(r.id, 'failed', NULL, format('run abandoned after %s attempts', r.attempts));
       v_abandoned := v_abandoned + 1;
     ELSE
-      UPDATE agent.runs x SET status = 'queued', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+      UPDATE agent.runs x SET status = 'queued', lease_until = NULL
+       WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
       PERFORM agent._audit_run('run.reclaim', r, 'success',
                                jsonb_build_object('status', 'queued', 'attempts', r.attempts),
                                format('run %s re-queued: its lease expired (attempt %s of %s)', r.id, r.attempts, v_max));
@@ -1020,33 +1171,39 @@ BEGIN
   -- runs of deleted agents never start (agent.claim_runs skips them); from
   -- the few deleted agents (agents_deleted_idx) to their runs (runs_agent_idx),
   -- never through every active run (the tick's own queued runs included)
-  FOR c IN SELECT x.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root, x.agent_id
+  FOR c IN SELECT x.workspace_id, x.id, coalesce(rt.id, x.id) AS root, x.agent_id
              FROM agent.agents a
              CROSS JOIN LATERAL (
-                   SELECT y.id, y.root_run_id, y.agent_id FROM agent.runs y
-                    WHERE y.agent_id = a.id
+                   SELECT y.workspace_id, y.id, y.root_run_id, y.agent_id FROM agent.runs y
+                    WHERE y.workspace_id = a.workspace_id AND y.agent_id = a.id
                       AND y.status IN ('queued', 'waiting_approval', 'waiting_input', 'waiting_children')) x
+             LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
             WHERE a.deleted_at IS NOT NULL
             ORDER BY x.id
   LOOP
-    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.root FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
     IF agent._finish_run(c.id, 'cancelled', NULL, format('agent %s was deleted', c.agent_id)) THEN
       v_cancelled := v_cancelled + 1;
     END IF;
   END LOOP;
 
   -- pending approvals past their time-to-live
-  FOR c IN SELECT p.id, coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) AS root FROM agent.approvals p
-             JOIN agent.runs x ON x.id = p.run_id
+  FOR c IN SELECT p.workspace_id, p.id, coalesce(rt.id, x.id) AS root FROM agent.approvals p
+             JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+             LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
             WHERE p.status = 'pending' AND p.expires_at <= p_now ORDER BY p.id
   LOOP
-    CONTINUE WHEN NOT agent._lock_tree(c.root, true);
-    SELECT * INTO ap FROM agent.approvals p WHERE p.id = c.id FOR UPDATE;
+    PERFORM 1 FROM agent.runs x WHERE x.workspace_id = c.workspace_id AND x.id = c.root FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    SELECT * INTO ap FROM agent.approvals p WHERE p.workspace_id = c.workspace_id AND p.id = c.id FOR UPDATE;
     CONTINUE WHEN ap.status <> 'pending';
-    UPDATE agent.approvals p SET status = 'expired', decided_at = p_now WHERE p.id = ap.id;
-    SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id;
+    UPDATE agent.approvals p SET status = 'expired', decided_at = p_now
+     WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
+    SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
+    SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
     PERFORM agent._audit_event('approval.expire', 'success', 'approval', ap.id::text, ap.workspace_id,
-                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+                               v_owner,
                                jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
                                format('approval of %s on run %s expired', ap.tool, ap.run_id));
     v_expired := v_expired + 1;
@@ -1115,24 +1272,31 @@ DECLARE
   v_max   int := agent.delegation_depth_limit();
   v_chain bigint[];
   v_to    jsonb;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
 BEGIN
-  SELECT * INTO r FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = delegation_context.run_id;
+  END IF;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = delegation_context.run_id;
   -- a run of another workspace is an unknown run
-  IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
+  IF r.id IS NULL THEN
     RAISE EXCEPTION 'run % does not exist', delegation_context.run_id USING ERRCODE = 'undefined_object';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = r.agent_id;
   WITH RECURSIVE c(id, parent, agent_id, n) AS (
-    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.id = r.id
+    SELECT x.id, x.parent_run_id, x.agent_id, 0 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = r.id
     UNION ALL
-    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent WHERE c.n < 16)
+    SELECT x.id, x.parent_run_id, x.agent_id, c.n + 1 FROM agent.runs x JOIN c ON x.id = c.parent
+     WHERE x.workspace_id = v_ws AND c.n < 16)
   SELECT array_agg(c.agent_id ORDER BY c.n DESC) INTO v_chain FROM c;
   SELECT coalesce(jsonb_agg(jsonb_build_object('agent_id', d.id, 'name', d.name) ORDER BY d.id), '[]')
     INTO v_to
     FROM agent.agents d
-   WHERE d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
+   WHERE d.workspace_id = v_ws
+     AND d.id IN (SELECT (e #>> '{}')::bigint FROM jsonb_array_elements(a.delegation) e
                    WHERE (e #>> '{}') ~ '^[0-9]{1,18}$')
-     AND d.workspace_id = a.workspace_id AND d.deleted_at IS NULL AND d.status = 'active'
+     AND d.deleted_at IS NULL AND d.status = 'active'
      AND d.id <> ALL (v_chain);
   RETURN jsonb_build_object(
     'depth', r.depth, 'max_depth', v_max, 'chain', to_jsonb(v_chain),
@@ -1176,6 +1340,7 @@ DECLARE
   v_id  bigint;
   v_len bigint;
   v_max bigint;
+  v_owner text;
 BEGIN
   IF tool IS NULL THEN
     RAISE EXCEPTION 'tool name must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -1203,20 +1368,21 @@ BEGIN
             DETAIL = format('The run is %s; only a running run asks for an approval.', r.status);
   END IF;
   SELECT p.id INTO v_id FROM agent.approvals p
-   WHERE p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
+   WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.approval_key = v_key AND p.status = 'pending';
   IF NOT FOUND THEN
     INSERT INTO agent.approvals (workspace_id, run_id, approval_key, tool, input, status, expires_at)
     VALUES (r.workspace_id, r.id, v_key, tool, v_in, 'pending',
             now() + current_setting('pg_agents.approval_ttl')::interval)
     RETURNING id INTO v_id;
-    PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id,
-                               (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+    SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
+    PERFORM agent._audit_event('approval.request', 'success', 'approval', v_id::text, r.workspace_id, v_owner,
                                jsonb_build_object('run_id', r.id, 'tool', tool, 'approval_key', v_key,
                                                   'input', agent.redact(v_in)),
                                format('run %s asks approval for %s', r.id, tool));
   END IF;
   IF r.status <> 'waiting_approval' THEN
-    UPDATE agent.runs x SET status = 'waiting_approval', lease_until = NULL WHERE x.id = r.id RETURNING * INTO r;
+    UPDATE agent.runs x SET status = 'waiting_approval', lease_until = NULL
+     WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
     PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_approval'),
                              format('run %s waits for approval of %s', r.id, tool));
     PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_approval');
@@ -1239,20 +1405,39 @@ DECLARE
   v_state text;
   ap      agent.approvals%ROWTYPE;
   v_root  bigint;
+  v_agents bigint[];
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
+  v_now   timestamptz := now();
 BEGIN
   IF p_key IS NULL OR p_by_user IS NULL OR p_by_user = '' THEN
     RAISE EXCEPTION 'approval key and deciding user are required'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT array_agg(p.id ORDER BY p.id) FILTER (WHERE coalesce(agent.user_can(p_by_user, x.agent_id, 'edit_settings'), false)),
-         count(*) > 0
-    INTO v_ids, v_any
-    FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
-   WHERE p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > now()
-     AND (p_run_id IS NULL OR p.run_id = p_run_id) AND agent._workspace_ok(x.workspace_id);
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: that of the key's latest
+    -- approval (a pending one first)
+    SELECT p.workspace_id INTO v_ws FROM agent.approvals p
+     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
+     ORDER BY p.status = 'pending' DESC, p.id DESC LIMIT 1;
+  END IF;
+  -- every statement names the workspace (Citus routes by it); the levels
+  -- are checked after the read (agent.user_can reads distributed tables)
+  SELECT array_agg(p.id ORDER BY p.id), array_agg(x.agent_id ORDER BY p.id), count(*) > 0
+    INTO v_ids, v_agents, v_any
+    FROM agent.approvals p JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+   WHERE p.workspace_id = v_ws AND p.approval_key = p_key AND p.status = 'pending' AND p.expires_at > v_now
+     AND (p_run_id IS NULL OR p.run_id = p_run_id);
+  IF v_any THEN
+    v_ids := ARRAY(SELECT u.id FROM unnest(v_ids, v_agents) u(id, agent_id)
+                    WHERE coalesce(agent.user_can(p_by_user, u.agent_id, 'edit_settings'), false) ORDER BY u.id);
+    IF cardinality(v_ids) = 0 THEN
+      v_ids := NULL;
+    END IF;
+  END IF;
   IF NOT v_any THEN
-    SELECT p.status INTO v_state FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id
-     WHERE p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id) AND agent._workspace_ok(x.workspace_id)
+    SELECT p.status INTO v_state FROM agent.approvals p
+     WHERE p.workspace_id = v_ws AND p.approval_key = p_key AND (p_run_id IS NULL OR p.run_id = p_run_id)
      ORDER BY p.id DESC LIMIT 1;
     IF v_state IS NULL THEN
       RAISE EXCEPTION 'no pending approval with key "%"', p_key
@@ -1273,10 +1458,13 @@ BEGIN
             DETAIL = 'The same tool call waits for approval in several runs; a decision applies to one.',
             HINT = 'Pass the run id as the third argument.';
   END IF;
-  SELECT coalesce((SELECT rt.id FROM agent.runs rt WHERE rt.id = x.root_run_id), x.id) INTO v_root
-    FROM agent.approvals p JOIN agent.runs x ON x.id = p.run_id WHERE p.id = v_ids[1];
-  PERFORM agent._lock_tree(v_root);
-  SELECT * INTO ap FROM agent.approvals p WHERE p.id = v_ids[1] FOR UPDATE;
+  SELECT coalesce(rt.id, x.id) INTO v_root
+    FROM agent.approvals p JOIN agent.runs x ON x.workspace_id = p.workspace_id AND x.id = p.run_id
+    LEFT JOIN agent.runs rt ON rt.workspace_id = x.workspace_id AND rt.id = x.root_run_id
+   WHERE p.workspace_id = v_ws AND p.id = v_ids[1];
+  -- the tree lock (agent._lock_tree), then the approval
+  PERFORM 1 FROM agent.runs rt WHERE rt.workspace_id = v_ws AND rt.id = v_root FOR UPDATE;
+  SELECT * INTO ap FROM agent.approvals p WHERE p.workspace_id = v_ws AND p.id = v_ids[1] FOR UPDATE;
   IF ap.status <> 'pending' THEN
     RAISE EXCEPTION 'approval "%" is no longer pending', p_key
       USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1293,13 +1481,17 @@ CREATE FUNCTION agent._record_decision(ap agent.approvals, p_by_user text, p_dec
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_owner text;
 BEGIN
-  UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now() WHERE p.id = ap.id;
+  UPDATE agent.approvals p SET status = p_decision, decided_by = p_by_user, decided_at = now()
+   WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
+  SELECT a.owner_id INTO v_owner
+    FROM agent.agents a JOIN agent.runs x ON x.workspace_id = a.workspace_id AND x.agent_id = a.id
+   WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
   PERFORM agent._audit_event(CASE p_decision WHEN 'approved' THEN 'approval.approve' ELSE 'approval.deny' END,
                              CASE p_decision WHEN 'approved' THEN 'success' ELSE 'denied' END,
-                             'approval', ap.id::text, ap.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id
-                               WHERE x.id = ap.run_id),
+                             'approval', ap.id::text, ap.workspace_id, v_owner,
                              jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool,
                                                 'approval_key', ap.approval_key, 'by_user', p_by_user)
                                || CASE WHEN ap.reason IS NOT NULL THEN jsonb_build_object('reason', ap.reason)
@@ -1322,10 +1514,11 @@ DECLARE
 BEGIN
   ap := agent._approval_to_decide(approve.approval_key, by_user, approve.run_id);
   PERFORM agent._record_decision(ap, by_user, 'approved');
-  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
   IF r.status = 'waiting_approval'
-     AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
-    UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p
+                      WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
     PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
                              format('run %s re-queued: approved by %s', r.id, by_user));
     PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
@@ -1347,6 +1540,7 @@ DECLARE
   ap     agent.approvals%ROWTYPE;
   r      agent.runs%ROWTYPE;
   v_why  text := nullif(pg_catalog.btrim(deny.reason), '');
+  v_ends boolean;
 BEGIN
   IF pg_catalog.char_length(v_why) > 1000 THEN
     RAISE EXCEPTION 'reason of a denial is too long'
@@ -1354,20 +1548,23 @@ BEGIN
             DETAIL = pg_catalog.format('A reason has at most 1000 characters; this one has %s.', pg_catalog.char_length(v_why));
   END IF;
   ap := agent._approval_to_decide(deny.approval_key, by_user, deny.run_id);
-  UPDATE agent.approvals p SET reason = v_why WHERE p.id = ap.id;
+  UPDATE agent.approvals p SET reason = v_why WHERE p.workspace_id = ap.workspace_id AND p.id = ap.id;
   ap.reason := v_why;
   PERFORM agent._record_decision(ap, by_user, 'denied');
-  IF coalesce((SELECT a.scope -> 'deny_ends_run' = 'true'::jsonb
-                 FROM agent.agents a JOIN agent.runs x ON x.agent_id = a.id WHERE x.id = ap.run_id), false) THEN
+  SELECT a.scope -> 'deny_ends_run' = 'true'::jsonb INTO v_ends
+    FROM agent.agents a JOIN agent.runs x ON x.workspace_id = a.workspace_id AND x.agent_id = a.id
+   WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id;
+  IF coalesce(v_ends, false) THEN
     PERFORM agent._finish_run(ap.run_id, 'failed', NULL, format('denied by %s', by_user));
     RETURN ap.run_id;
   END IF;
   -- the run resumes: the worker hands the model a refusal for this call
   -- (agent.consume_refusal) and goes on from there
-  SELECT * INTO r FROM agent.runs x WHERE x.id = ap.run_id FOR UPDATE;
+  SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
   IF r.status = 'waiting_approval'
-     AND NOT EXISTS (SELECT 1 FROM agent.approvals p WHERE p.run_id = r.id AND p.status = 'pending') THEN
-    UPDATE agent.runs x SET status = 'queued' WHERE x.id = r.id RETURNING * INTO r;
+     AND NOT EXISTS (SELECT 1 FROM agent.approvals p
+                      WHERE p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.status = 'pending') THEN
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
     PERFORM agent._audit_run('run.resume', r, 'success', jsonb_build_object('status', 'queued'),
                              format('run %s re-queued: %s declined %s', r.id, by_user, ap.tool));
     PERFORM agent._runs_notify(r.id, r.agent_id, 'queued');
@@ -1408,12 +1605,20 @@ AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
   ap    agent.approvals%ROWTYPE;
+  v_at  timestamptz;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
 BEGIN
-  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
-   WHERE p.id = (SELECT q.id FROM agent.approvals q
-                  WHERE q.run_id = consume_approval.run_id AND q.approval_key = v_key
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_approval.run_id;
+  END IF;
+  -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+  v_at := clock_timestamp();
+  UPDATE agent.approvals p SET consumed_at = v_at
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_approval.run_id AND q.approval_key = v_key
                     AND q.status = 'approved' AND q.consumed_at IS NULL
-                    AND agent._workspace_ok(q.workspace_id)
                   ORDER BY q.id LIMIT 1
                   FOR UPDATE SKIP LOCKED)
      AND p.consumed_at IS NULL
@@ -1437,12 +1642,20 @@ AS $$
 DECLARE
   v_key text := agent.approval_key(tool, coalesce(consume_refusal.input, '{}'));
   ap    agent.approvals%ROWTYPE;
+  v_at  timestamptz;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
 BEGIN
-  UPDATE agent.approvals p SET consumed_at = clock_timestamp()
-   WHERE p.id = (SELECT q.id FROM agent.approvals q
-                  WHERE q.run_id = consume_refusal.run_id AND q.approval_key = v_key
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_refusal.run_id;
+  END IF;
+  -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+  v_at := clock_timestamp();
+  UPDATE agent.approvals p SET consumed_at = v_at
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_refusal.run_id AND q.approval_key = v_key
                     AND q.status IN ('denied', 'expired') AND q.consumed_at IS NULL
-                    AND agent._workspace_ok(q.workspace_id)
                   ORDER BY q.id LIMIT 1
                   FOR UPDATE SKIP LOCKED)
      AND p.consumed_at IS NULL
@@ -1476,15 +1689,20 @@ AS $$
 DECLARE
   c agent.runs%ROWTYPE;
   p agent.runs%ROWTYPE;
+  -- the parent's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
-  SELECT * INTO c FROM agent.runs WHERE id = p_child_run_id;
-  SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_parent_run_id;
+  END IF;
+  SELECT * INTO c FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_child_run_id;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id;
   -- the delegate step on the parent (agent.try_delegate); its output is the
   -- child's result, set when the child ends (at once if the child could not
   -- be queued)
   IF p_record_step THEN
     PERFORM agent._runs_add_step(
-      p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.id = p_child_agent_id),
+      p_parent_run_id, 'delegate', (SELECT a.name FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_child_agent_id),
       jsonb_build_object('child_run_id', c.id, 'child_agent_id', p_child_agent_id, 'task', p_task,
                          'attachments', p_attachments, 'token_budget', p_token_budget, 'depth', c.depth),
       CASE WHEN NOT agent._run_is_active(c.status) THEN
@@ -1565,8 +1783,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   p agent.runs%ROWTYPE;
+  -- the parent's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
 BEGIN
-  SELECT * INTO p FROM agent.runs WHERE id = p_parent_run_id;
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_parent_run_id;
+  END IF;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_parent_run_id;
   PERFORM agent._runs_add_step(
     p_parent_run_id, 'denied', 'delegate_to_agent',
     jsonb_build_object('child_agent_id', p_child_agent_id, 'task', p_task),
@@ -1619,6 +1842,10 @@ DECLARE
   v_roots  bigint[];
   v_runs   bigint := 0;
   v_msgs   bigint := 0;
+  v_ws     text;
+  v_cand   bigint[];
+  v_locked bigint[];
+  v_n      bigint;
 BEGIN
   IF batch_size IS NULL OR batch_size < 1 THEN
     RAISE EXCEPTION 'batch_size must be positive' USING ERRCODE = 'invalid_parameter_value';
@@ -1633,28 +1860,35 @@ BEGIN
   -- it.  A tree with a run still active (or one that ended since) is kept
   -- whole, so that its roll-ups (tokens_total, reservations) stay those of
   -- its rows.  The roots are locked (the tree mutex, agent._lock_tree), a
-  -- tree someone holds is left for the next call.
-  SELECT pg_catalog.array_agg(c.id) INTO v_roots
-    FROM (SELECT r.id FROM agent.runs r
-           WHERE r.parent_run_id IS NULL
-             AND r.finished_at < v_cutoff
-             AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
-             AND NOT EXISTS (SELECT 1 FROM agent.runs d
-                              WHERE d.root_run_id = r.id AND d.id <> r.id
-                                AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
-                                     OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
-           LIMIT batch_size
-             FOR UPDATE OF r SKIP LOCKED) c;
-
-  IF v_roots IS NOT NULL THEN
+  -- tree someone holds is left for the next call: read first (a colocated
+  -- read), then locked and deleted workspace by workspace (Citus routes
+  -- each statement by it; a tree that ended stays ended).
+  FOR v_ws, v_cand IN
+    SELECT c.workspace_id, pg_catalog.array_agg(c.id)
+      FROM (SELECT r.workspace_id, r.id FROM agent.runs r
+             WHERE r.parent_run_id IS NULL
+               AND r.finished_at < v_cutoff
+               AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+               AND NOT EXISTS (SELECT 1 FROM agent.runs d
+                                WHERE d.workspace_id = r.workspace_id AND d.root_run_id = r.id AND d.id <> r.id
+                                  AND (d.status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
+                                       OR d.finished_at IS NULL OR d.finished_at >= v_cutoff))
+             LIMIT batch_size) c
+     GROUP BY c.workspace_id ORDER BY c.workspace_id
+  LOOP
+    v_locked := ARRAY(SELECT r.id FROM agent.runs r WHERE r.workspace_id = v_ws AND r.id = ANY (v_cand)
+                         FOR UPDATE OF r SKIP LOCKED);
+    CONTINUE WHEN pg_catalog.cardinality(v_locked) = 0;
     -- the trees (runs_root_idx); steps, approvals, messages, state and
     -- elicitations of these runs go with them (ON DELETE CASCADE)
     WITH d AS (
       DELETE FROM agent.runs x
-       WHERE x.root_run_id = ANY (v_roots) OR x.id = ANY (v_roots)
+       WHERE x.workspace_id = v_ws AND (x.root_run_id = ANY (v_locked) OR x.id = ANY (v_locked))
       RETURNING 1)
-    SELECT pg_catalog.count(*) INTO v_runs FROM d;
-  END IF;
+    SELECT pg_catalog.count(*) INTO v_n FROM d;
+    v_runs := v_runs + v_n;
+    v_roots := coalesce(v_roots, '{}') || v_locked;
+  END LOOP;
 
   -- conversation messages, where a module keeps them: its own purge, same
   -- cutoff and batch size (agent._purge_messages(cutoff, batch_size) returns

@@ -58,23 +58,29 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  r     record;
-  n     integer := 0;
-  v_max integer := coalesce(nullif(current_setting('pg_agents.max_attempts', true), '')::integer, 3);
+  c        record;
+  n        integer := 0;
+  v_max    integer := coalesce(nullif(current_setting('pg_agents.max_attempts', true), '')::integer, 3);
+  v_tries  integer;
 BEGIN
-  FOR r IN
-    SELECT ru.id, ru.attempts
-      FROM agent.runs ru JOIN agent.run_state s ON s.run_id = ru.id
+  -- the runs first (a colocated join), then each locked in its workspace
+  -- (Citus routes by it and refuses FOR UPDATE across workspaces)
+  FOR c IN
+    SELECT ru.workspace_id, ru.id
+      FROM agent.runs ru JOIN agent.run_state s ON s.workspace_id = ru.workspace_id AND s.run_id = ru.id
      WHERE ru.status = 'running' AND s.worker_pid IS DISTINCT FROM p_worker_pid
      ORDER BY ru.id
-     FOR UPDATE OF ru SKIP LOCKED
   LOOP
-    IF r.attempts >= v_max THEN
-      PERFORM agent.finish_run(r.id, 'failed', NULL,
-        format('the worker stopped during this run %s times (pg_agents.max_attempts = %s)', r.attempts, v_max));
+    SELECT ru.attempts INTO v_tries FROM agent.runs ru
+     WHERE ru.workspace_id = c.workspace_id AND ru.id = c.id AND ru.status = 'running'
+       FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
+    IF v_tries >= v_max THEN
+      PERFORM agent.finish_run(c.id, 'failed', NULL,
+        format('the worker stopped during this run %s times (pg_agents.max_attempts = %s)', v_tries, v_max));
     ELSE
-      UPDATE agent.runs SET status = 'queued', lease_until = NULL WHERE id = r.id;
-      UPDATE agent.run_state SET worker_pid = NULL WHERE run_id = r.id;
+      UPDATE agent.runs SET status = 'queued', lease_until = NULL WHERE workspace_id = c.workspace_id AND id = c.id;
+      UPDATE agent.run_state SET worker_pid = NULL WHERE workspace_id = c.workspace_id AND run_id = c.id;
     END IF;
     n := n + 1;
   END LOOP;
@@ -86,15 +92,20 @@ COMMENT ON FUNCTION agent._worker_reclaim(integer) IS
   'Internal (worker start): requeues runs left running by a previous worker process, or fails them past pg_agents.max_attempts; returns how many it handled.';
 
 CREATE FUNCTION agent._worker_cleanup() RETURNS integer
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  WITH d AS (
-    DELETE FROM agent.run_state s USING agent.runs r
-     WHERE r.id = s.run_id
-       AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
-    RETURNING 1)
-  SELECT count(*)::integer FROM d
+DECLARE
+  n integer;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table;
+  -- a colocated join, on the workspace too)
+  DELETE FROM agent.run_state s USING agent.runs r
+   WHERE r.workspace_id = s.workspace_id AND r.id = s.run_id
+     AND r.status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children');
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN n;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._worker_cleanup() FROM PUBLIC;
 COMMENT ON FUNCTION agent._worker_cleanup() IS
@@ -122,6 +133,13 @@ DECLARE
   v_out  text[];
   v_ids  bigint[];
   v_all  bigint[];
+  v_ws   text;
+  v_wids bigint[];
+  v_wids_all bigint[] := '{}';
+  -- now() and the lease's end as values (Citus takes no volatile or stable
+  -- call in the UPDATE's CASE)
+  v_now  timestamptz := now();
+  v_until timestamptz := v_now + make_interval(secs => p_lease_secs);
 BEGIN
   IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
               WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
@@ -129,7 +147,7 @@ BEGIN
     RAISE EXCEPTION 'token counts must be non-negative' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
-  -- One statement.  The update finds the runs among the running ones
+  -- One statement per workspace.  The update finds the runs among the running ones
   -- (status = 'running': the small partial index runs_lease_idx, whatever
   -- the size of agent.runs), locks them (a root run's row is its tree
   -- lock), adds the usage (agent.add_usage of a root run: no
@@ -137,13 +155,22 @@ BEGIN
   -- (then the lease is renewed); the steps are written as src/tools.c
   -- ToolsRecordStep does; the state of ended runs is forgotten.
   v_all := ARRAY(SELECT (e ->> 'run_id')::bigint FROM jsonb_array_elements(p_replies) e);
+  -- workspace by workspace (Citus routes each statement by it): those of the
+  -- runs still running (runs_lease_idx); a batch is mostly of one
+  FOR v_ws, v_wids IN SELECT r.workspace_id, array_agg(r.id) FROM agent.runs r
+                       WHERE r.id = ANY (v_all) AND r.status = 'running' GROUP BY r.workspace_id ORDER BY 1
+  LOOP
+    v_wids_all := v_wids_all || v_wids;
     WITH x AS MATERIALIZED (
+      -- (the answer built here: Citus takes no stable call in the UPDATE's CASE)
       SELECT x.*, agent.redact(x.input) AS step_input, agent.redact(x.output) AS step_output,
+             jsonb_build_object('text', coalesce(x.text, '')) AS answer,
              EXISTS (SELECT 1 FROM agent.run_messages m
-                      WHERE m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
+                      WHERE m.workspace_id = v_ws AND m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
         FROM jsonb_to_recordset(p_replies)
           AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer,
-               tokens_in integer, tokens_out integer, tokens_cached integer, started_us bigint, text text)),
+               tokens_in integer, tokens_out integer, tokens_cached integer, started_us bigint, text text)
+       WHERE x.run_id = ANY (v_wids)),
     u AS (
       UPDATE agent.runs r
          SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
@@ -156,37 +183,39 @@ BEGIN
              status = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN 'budget_exceeded'
                            WHEN x.waits THEN r.status ELSE 'succeeded' END,
              output = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN r.output
-                           WHEN x.waits THEN r.output ELSE jsonb_build_object('text', coalesce(x.text, '')) END,
+                           WHEN x.waits THEN r.output ELSE x.answer END,
              error = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget)
-                            THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
-                                        r.tokens_total + x.tokens_in + x.tokens_out)
+                            THEN 'token budget of ' || coalesce(r.token_budget, a.default_token_budget)::text
+                                 || ' exhausted (' || (r.tokens_total + x.tokens_in + x.tokens_out)::text || ' used)'
                           WHEN x.waits THEN r.error END,
-             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN now()
-                                WHEN x.waits THEN r.finished_at ELSE now() END,
+             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN v_now
+                                WHEN x.waits THEN r.finished_at ELSE v_now END,
              lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
-                                WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
+                                WHEN x.waits THEN v_until END
         FROM x, agent.agents a
-       WHERE r.id = ANY (v_all) AND r.id = x.run_id AND a.id = r.agent_id
+       WHERE r.workspace_id = v_ws AND r.id = ANY (v_wids) AND r.id = x.run_id
+         AND a.workspace_id = v_ws AND a.id = r.agent_id
          AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
          AND NOT EXISTS (SELECT 1 FROM agent.runs c
-                          WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))
+                          WHERE c.workspace_id = v_ws AND c.parent_run_id = r.id AND agent._run_is_active(c.status))
       RETURNING r AS run, r.status <> 'running' AS ended),
     s AS (
       INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, tokens,
                                    started_at, finished_at)
       SELECT (u.run).workspace_id, x.run_id,
-             coalesce((SELECT max(st.seq) FROM agent.run_steps st WHERE st.run_id = x.run_id), 0) + 1,
+             coalesce((SELECT max(st.seq) FROM agent.run_steps st WHERE st.workspace_id = v_ws AND st.run_id = x.run_id), 0) + 1,
              'llm', x.model, x.step_input, x.step_output, 'ok', x.tokens,
              timestamptz 'epoch' + x.started_us * interval '1 microsecond', clock_timestamp()
         FROM u JOIN x ON x.run_id = (u.run).id
        ORDER BY x.run_id),
     d AS (
-      DELETE FROM agent.run_state st USING u WHERE st.run_id = (u.run).id AND u.ended)
-    SELECT array_agg(u.run ORDER BY (u.run).id) FILTER (WHERE u.ended),
-           array_agg(CASE WHEN u.ended THEN 'finished' ELSE 'continue' END ORDER BY (u.run).id),
-           array_agg((u.run).id ORDER BY (u.run).id)
+      DELETE FROM agent.run_state st USING u WHERE st.workspace_id = v_ws AND st.run_id = (u.run).id AND u.ended)
+    SELECT v_rows || array_agg(u.run ORDER BY (u.run).id) FILTER (WHERE u.ended),
+           v_out || array_agg(CASE WHEN u.ended THEN 'finished' ELSE 'continue' END ORDER BY (u.run).id),
+           v_ids || array_agg((u.run).id ORDER BY (u.run).id)
       INTO v_rows, v_out, v_ids
       FROM u;
+  END LOOP;
 
   IF v_rows IS NOT NULL THEN
     PERFORM agent._finish_runs_effects(v_rows);
@@ -196,8 +225,7 @@ BEGIN
   RETURN QUERY
   SELECT x.run_id,
          coalesce(v_out[array_position(v_ids, x.run_id)],
-                  CASE WHEN (SELECT r.status FROM agent.runs r WHERE r.id = x.run_id) IS DISTINCT FROM 'running'
-                       THEN 'gone' ELSE 'single' END)
+                  CASE WHEN x.run_id = ANY (v_wids_all) THEN 'single' ELSE 'gone' END)
     FROM jsonb_to_recordset(p_replies) AS x(run_id bigint);
 END
 $$;

@@ -556,12 +556,21 @@ COMMENT ON FUNCTION agent.mcp_call(text, text, jsonb, text, text) IS
 -- The user whose personal MCP servers serve a run: the requester of a
 -- manual run, the agent's owner for an autonomous one.
 CREATE FUNCTION agent._mcp_run_user(p_run_id bigint) RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END
-    FROM agent.runs r JOIN agent.agents a ON a.id = r.agent_id
-   WHERE r.id = p_run_id
+DECLARE
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  RETURN (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END
+            FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id
+           WHERE r.workspace_id = v_ws AND r.id = p_run_id);
+END
 $$;
 REVOKE ALL ON FUNCTION agent._mcp_run_user(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._mcp_run_user(bigint) IS
@@ -570,25 +579,42 @@ COMMENT ON FUNCTION agent._mcp_run_user(bigint) IS
 CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  -- the agent's patterns once (OFFSET 0 keeps them out of the join)
+#variable_conflict use_column
+DECLARE
+  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_sp text[];
+  v_tp text[];
+  v_ap text[];
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_tools.agent_id;
+  END IF;
+  -- the agent's patterns once
+  SELECT agent._mcp_like_patterns(x.scope->'mcp_servers'), agent._mcp_like_patterns(x.scope->'mcp_tools'),
+         agent._mcp_like_patterns(x.scope->'needs_approval')
+    INTO v_sp, v_tp, v_ap
+    FROM agent.agents x
+   WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id AND x.deleted_at IS NULL;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
   SELECT t.exposed_name, s.id, s.name, t.name, t.description, t.input_schema,
-         t.needs_approval OR t.exposed_name LIKE ANY (a.approval_pats),
+         t.needs_approval OR t.exposed_name LIKE ANY (v_ap),
          coalesce((t.annotations->>'readOnlyHint')::boolean, false)
-    FROM (SELECT x.workspace_id, agent._mcp_like_patterns(x.scope->'mcp_servers') AS server_pats,
-                 agent._mcp_like_patterns(x.scope->'mcp_tools') AS tool_pats,
-                 agent._mcp_like_patterns(x.scope->'needs_approval') AS approval_pats
-            FROM agent.agents x
-           WHERE x.id = mcp_agent_tools.agent_id AND x.deleted_at IS NULL OFFSET 0) a
-    JOIN agent.mcp_servers s ON s.workspace_id = a.workspace_id
-                            AND (s.scope = 'workspace'
-                                 OR (s.scope = 'user' AND s.owner_id = mcp_agent_tools.user_id))
-    JOIN agent.mcp_tools t ON t.server_id = s.id
-   WHERE s.enabled
-     AND (s.name LIKE ANY (a.server_pats) OR t.exposed_name LIKE ANY (a.tool_pats))
-   ORDER BY t.exposed_name
+    FROM agent.mcp_servers s
+    JOIN agent.mcp_tools t ON t.workspace_id = s.workspace_id AND t.server_id = s.id
+   WHERE s.workspace_id = v_ws
+     AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = mcp_agent_tools.user_id))
+     AND s.enabled
+     AND (s.name LIKE ANY (v_sp) OR t.exposed_name LIKE ANY (v_tp))
+   ORDER BY t.exposed_name;
+END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint, text) IS
@@ -597,11 +623,21 @@ COMMENT ON FUNCTION agent.mcp_agent_tools(bigint, text) IS
 CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
 RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
               input_schema jsonb, needs_approval boolean, read_only boolean)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id,
-                                      (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_tools.agent_id))
+DECLARE
+  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
+  v_ws    text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_owner text;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_tools.agent_id;
+  END IF;
+  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = mcp_agent_tools.agent_id;
+  RETURN QUERY SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id, v_owner);
+END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
@@ -645,11 +681,21 @@ COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) IS
 
 CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
 RETURNS jsonb
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments,
-                              (SELECT a.owner_id FROM agent.agents a WHERE a.id = mcp_agent_call.agent_id))
+DECLARE
+  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
+  v_ws    text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_owner text;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_call.agent_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_call.agent_id;
+  END IF;
+  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = mcp_agent_call.agent_id;
+  RETURN agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments, v_owner);
+END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) IS
@@ -689,27 +735,49 @@ COMMENT ON COLUMN agent.mcp_status.server_info IS 'serverInfo reported by the se
 CREATE FUNCTION agent.mcp_status(workspace_id text DEFAULT agent.current_workspace(),
                                  owner_id text DEFAULT NULL)
 RETURNS jsonb
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  WITH w AS (SELECT agent._session_workspace() AS ws),
-  s AS (
-    SELECT m.*, (m.enabled AND m.last_error IS NULL AND m.tools_refreshed_at IS NOT NULL) AS connected
-      FROM agent.mcp_servers m, w
-     WHERE m.workspace_id = mcp_status.workspace_id
-       AND (w.ws IS NULL OR m.workspace_id = w.ws)
-       AND (m.scope = 'workspace' OR m.owner_id = mcp_status.owner_id)
-  )
-  SELECT jsonb_build_object(
-    'configuredServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.enabled),
-    'connectedServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.connected),
-    'totalTools', (SELECT count(*) FROM s JOIN agent.mcp_tools t ON t.server_id = s.id WHERE s.connected),
-    'tools', (SELECT coalesce(jsonb_agg(jsonb_build_object('source', s.name, 'name', t.exposed_name,
-                                                           'description', t.description)
-                                        ORDER BY t.exposed_name), '[]')
-                FROM s JOIN agent.mcp_tools t ON t.server_id = s.id WHERE s.connected),
-    'errors', (SELECT coalesce(jsonb_object_agg(s.name, s.last_error), '{}')
-                 FROM s WHERE s.enabled AND s.last_error IS NOT NULL))
+#variable_conflict use_column
+DECLARE
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
+  v_srv jsonb;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NOT NULL AND v_ws IS DISTINCT FROM mcp_status.workspace_id THEN
+    v_ws := NULL;  -- another workspace than the session's: nothing
+  ELSE
+    v_ws := mcp_status.workspace_id;
+  END IF;
+  -- the servers first, then their tools (each statement names the workspace)
+  SELECT coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'name', m.name, 'enabled', m.enabled,
+                                               'connected', m.enabled AND m.last_error IS NULL AND m.tools_refreshed_at IS NOT NULL,
+                                               'last_error', m.last_error)), '[]')
+    INTO v_srv
+    FROM agent.mcp_servers m
+   WHERE m.workspace_id = v_ws
+     AND (m.scope = 'workspace' OR m.owner_id = mcp_status.owner_id);
+  RETURN (
+    WITH s AS (
+      SELECT (e ->> 'id')::bigint AS id, e ->> 'name' AS name, (e ->> 'enabled')::boolean AS enabled,
+             (e ->> 'connected')::boolean AS connected, e ->> 'last_error' AS last_error
+        FROM jsonb_array_elements(v_srv) e
+    ), t AS (
+      SELECT s.name AS source, t.exposed_name, t.description
+        FROM agent.mcp_tools t JOIN s ON s.id = t.server_id
+       WHERE t.workspace_id = v_ws AND t.server_id = ANY (ARRAY(SELECT s.id FROM s WHERE s.connected))
+    )
+    SELECT jsonb_build_object(
+      'configuredServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.enabled),
+      'connectedServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.connected),
+      'totalTools', (SELECT count(*) FROM t),
+      'tools', (SELECT coalesce(jsonb_agg(jsonb_build_object('source', t.source, 'name', t.exposed_name,
+                                                             'description', t.description)
+                                          ORDER BY t.exposed_name), '[]') FROM t),
+      'errors', (SELECT coalesce(jsonb_object_agg(s.name, s.last_error), '{}')
+                   FROM s WHERE s.enabled AND s.last_error IS NOT NULL)));
+END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_status(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_status(text, text) IS

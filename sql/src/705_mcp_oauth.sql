@@ -90,13 +90,24 @@ COMMENT ON COLUMN agent.mcp_oauth_status.last_error IS 'Error of the last author
 
 -- The access token as the server's Authorization header (NULL: removed).
 CREATE FUNCTION agent._mcp_oauth_apply(p_server_id bigint, p_token text) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  -- the server's workspace (Citus routes by it): the session's, else the server's own
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- the header built first (Citus takes no stable call in the UPDATE's CASE)
+  v_auth jsonb := CASE WHEN p_token IS NOT NULL
+                       THEN pg_catalog.jsonb_build_object('Authorization', 'Bearer ' || p_token) END;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.mcp_servers x WHERE x.workspace_id = v_ws AND x.id = p_server_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.mcp_servers x WHERE x.id = p_server_id;
+  END IF;
   UPDATE agent.mcp_servers m
-     SET headers = CASE WHEN p_token IS NULL THEN m.headers - 'Authorization'
-                        ELSE m.headers || pg_catalog.jsonb_build_object('Authorization', 'Bearer ' || p_token) END
-   WHERE m.id = p_server_id
+     SET headers = CASE WHEN v_auth IS NULL THEN m.headers - 'Authorization' ELSE m.headers || v_auth END
+   WHERE m.workspace_id = v_ws AND m.id = p_server_id;
+END
 $$;
 COMMENT ON FUNCTION agent._mcp_oauth_apply(bigint, text) IS
   'Internal: sets (or with NULL removes) the bearer token of an OAuth server in its headers.';
@@ -137,7 +148,8 @@ BEGIN
   VALUES (s.id, s.workspace_id, config)
   ON CONFLICT ON CONSTRAINT mcp_oauth_pkey DO UPDATE
      SET config = EXCLUDED.config, state = '{}', status = 'unauthorized', pending_state = NULL,
-         pending_by_user = NULL, pending_at = NULL, expires_at = NULL, last_error = NULL, updated_at = now();
+         pending_by_user = NULL, pending_at = NULL, expires_at = NULL, last_error = NULL,
+         updated_at = EXCLUDED.updated_at;  -- its default, now() (Citus takes no call in DO UPDATE SET)
   PERFORM agent._mcp_oauth_apply(s.id, NULL);
 END
 $$;
@@ -166,7 +178,7 @@ BEGIN
     RAISE EXCEPTION 'user "%" may not authorize the personal MCP server "%"', by_user, s.name
       USING ERRCODE = 'insufficient_privilege', DETAIL = 'A personal server is authorized by its owner.';
   END IF;
-  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.server_id = s.id FOR UPDATE;
+  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.workspace_id = s.workspace_id AND m.server_id = s.id FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'MCP server "%" does not use OAuth', s.name
       USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Configure it with agent.mcp_set_oauth first.';
@@ -222,11 +234,15 @@ DECLARE
   o agent.mcp_oauth%ROWTYPE;
   r jsonb;
   v_name text;
+  v_ws text;
 BEGIN
   IF state IS NULL OR state = '' THEN
     RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO o FROM agent.mcp_oauth m WHERE m.pending_state = mcp_authorization_callback.state FOR UPDATE;
+  -- the state's workspace first, then the row locked in it (Citus routes by it)
+  SELECT m.workspace_id INTO v_ws FROM agent.mcp_oauth m WHERE m.pending_state = mcp_authorization_callback.state;
+  SELECT * INTO o FROM agent.mcp_oauth m
+   WHERE m.workspace_id = v_ws AND m.pending_state = mcp_authorization_callback.state FOR UPDATE;
   IF NOT FOUND OR NOT agent._workspace_ok(o.workspace_id)
      OR o.pending_at < now() - pg_catalog.current_setting('pg_agents.approval_ttl')::interval THEN
     RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
@@ -268,13 +284,25 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   o agent.mcp_oauth%ROWTYPE;
+  c record;
   r jsonb;
   n integer := 0;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws text := agent._session_workspace();
+  v_due timestamptz := now() + margin;
 BEGIN
-  FOR o IN SELECT * FROM agent.mcp_oauth m
-            WHERE m.status = 'authorized' AND m.expires_at IS NOT NULL AND m.expires_at < now() + margin
-              AND agent._workspace_ok(m.workspace_id)
-            ORDER BY m.server_id FOR UPDATE SKIP LOCKED LOOP
+  -- the due authorizations first (of the session's workspace, or of all for
+  -- a session bound to none), then each locked in its workspace (Citus
+  -- routes by it and refuses FOR UPDATE across workspaces)
+  FOR c IN SELECT m.workspace_id, m.server_id FROM agent.mcp_oauth m
+            WHERE (v_ws IS NULL OR m.workspace_id = v_ws)
+              AND m.status = 'authorized' AND m.expires_at IS NOT NULL AND m.expires_at < v_due
+            ORDER BY m.server_id LOOP
+    SELECT * INTO o FROM agent.mcp_oauth m
+     WHERE m.workspace_id = c.workspace_id AND m.server_id = c.server_id
+       AND m.status = 'authorized' AND m.expires_at IS NOT NULL AND m.expires_at < v_due
+       FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
     IF o.state ? 'refresh_token' OR o.config->>'grant' = 'client_credentials' THEN
       r := agent._mcp_oauth_refresh(o.config, o.state);
     ELSE
@@ -284,7 +312,7 @@ BEGIN
       UPDATE agent.mcp_oauth m
          SET state = r->'state', expires_at = pg_catalog.to_timestamp((r->>'expires_at')::double precision),
              last_error = NULL, updated_at = now()
-       WHERE m.server_id = o.server_id;
+       WHERE m.workspace_id = o.workspace_id AND m.server_id = o.server_id;
       PERFORM agent._mcp_oauth_apply(o.server_id, r->'state'->>'access_token');
       n := n + 1;
     ELSIF o.expires_at <= now() OR NOT (o.state ? 'refresh_token') THEN
@@ -292,13 +320,14 @@ BEGIN
       UPDATE agent.mcp_oauth m
          SET status = 'lapsed', last_error = r->>'error', state = m.state - 'access_token' - 'refresh_token',
              updated_at = now()
-       WHERE m.server_id = o.server_id;
+       WHERE m.workspace_id = o.workspace_id AND m.server_id = o.server_id;
       PERFORM agent._mcp_oauth_apply(o.server_id, NULL);
       UPDATE agent.mcp_servers m
          SET last_error = 'authorization lapsed: ' || (r->>'error') || '; authorize again with agent.mcp_authorize'
-       WHERE m.id = o.server_id;
+       WHERE m.workspace_id = o.workspace_id AND m.id = o.server_id;
     ELSE
-      UPDATE agent.mcp_oauth m SET last_error = r->>'error', updated_at = now() WHERE m.server_id = o.server_id;
+      UPDATE agent.mcp_oauth m SET last_error = r->>'error', updated_at = now()
+       WHERE m.workspace_id = o.workspace_id AND m.server_id = o.server_id;
     END IF;
   END LOOP;
   RETURN n;

@@ -145,12 +145,14 @@ BEGIN
     arguments := '{}';
   END IF;
   v_key := agent.approval_key(exposed_name, arguments);
-  -- an answered question of this run for this very call: send it
+  -- an answered question of this run for this very call: send it (in the
+  -- server's workspace, the run's: Citus routes by it)
   SELECT * INTO e FROM agent.mcp_elicitations x
-   WHERE x.run_id = mcp_agent_call_input.run_id AND x.approval_key = v_key AND x.status = 'answered'
+   WHERE x.workspace_id = s.workspace_id AND x.run_id = mcp_agent_call_input.run_id AND x.approval_key = v_key
+     AND x.status = 'answered'
    ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
   IF FOUND THEN
-    UPDATE agent.mcp_elicitations x SET status = 'consumed' WHERE x.id = e.id;
+    UPDATE agent.mcp_elicitations x SET status = 'consumed' WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
     PERFORM agent.consume_approval(run_id, exposed_name, arguments);
     r := agent._mcp_call_input(s.id, s.url, s.headers, v_tool, arguments, e.response, e.request_state);
   ELSE
@@ -194,11 +196,18 @@ DECLARE
   v_one boolean;
   k text;
   q jsonb;
+  v_ws text;
 BEGIN
+  -- the session's workspace, else (a superuser session bound to none) that
+  -- of the key's latest pending question; then the row locked in it
+  v_ws := agent._session_workspace();
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.mcp_elicitations x
+     WHERE x.approval_key = answer_elicitation.key AND x.status = 'pending' ORDER BY x.id DESC LIMIT 1;
+  END IF;
   SELECT * INTO e FROM agent.mcp_elicitations x
-   WHERE x.approval_key = answer_elicitation.key AND x.status = 'pending' AND x.expires_at > now()
-     AND agent._workspace_ok(x.workspace_id)
-     AND EXISTS (SELECT 1 FROM agent.runs r WHERE r.id = x.run_id
+   WHERE x.workspace_id = v_ws AND x.approval_key = answer_elicitation.key AND x.status = 'pending' AND x.expires_at > now()
+     AND EXISTS (SELECT 1 FROM agent.runs r WHERE r.workspace_id = x.workspace_id AND r.id = x.run_id
                     AND r.status = CASE WHEN x.live THEN 'running' ELSE 'waiting_approval' END)
    ORDER BY x.id DESC LIMIT 1 FOR UPDATE;
   IF NOT FOUND THEN
@@ -215,7 +224,7 @@ BEGIN
   END LOOP;
   UPDATE agent.mcp_elicitations x
      SET status = 'answered', response = v_answers, answered_by = by_user, answered_at = now()
-   WHERE x.id = e.id;
+   WHERE x.workspace_id = e.workspace_id AND x.id = e.id;
   -- the run resumes like on an approval (edit level on the agent required);
   -- a live question's run never stopped: the worker sends the answer on the
   -- server's open stream (agent._mcp_worker_elicit_poll)

@@ -115,6 +115,8 @@ DECLARE
   v_conv  bigint := conversation_id;
   a       agent.agents%ROWTYPE;
   v_run   bigint;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
 BEGIN
   IF v_agent IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
@@ -123,7 +125,11 @@ BEGIN
   IF v_text IS NULL OR pg_catalog.btrim(v_text) = '' THEN
     RAISE EXCEPTION 'message text must not be empty' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = v_agent AND agent._workspace_ok(x.workspace_id);
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: the agent's own
+    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = v_agent;
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = v_agent;
   IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
     RAISE EXCEPTION 'agent % does not exist', v_agent USING ERRCODE = 'undefined_object';
   END IF;
@@ -132,7 +138,7 @@ BEGIN
     -- else (another user's, the autonomous log, another workspace's) does
     -- not exist
     PERFORM 1 FROM agent.conversations c
-     WHERE c.id = v_conv AND c.workspace_id = a.workspace_id AND c.agent_id = a.id
+     WHERE c.workspace_id = a.workspace_id AND c.id = v_conv AND c.agent_id = a.id
        AND c.kind = 'chat' AND c.user_id = v_user
        FOR UPDATE;
     IF NOT FOUND THEN
@@ -168,14 +174,19 @@ DECLARE
   v_user  text := user_id;
   c       agent.conversations%ROWTYPE;
   v_level text;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
 BEGIN
   IF v_conv IS NULL THEN
     RAISE EXCEPTION 'conversation_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   PERFORM agent._check_user(v_user);
-  SELECT * INTO c FROM agent.conversations x WHERE x.id = v_conv;
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.conversations x WHERE x.id = v_conv;
+  END IF;
+  SELECT * INTO c FROM agent.conversations x WHERE x.workspace_id = v_ws AND x.id = v_conv;
   -- unknown, of another workspace, or not visible: nothing, indistinguishably
-  IF c.id IS NULL OR NOT agent._workspace_ok(c.workspace_id) THEN
+  IF c.id IS NULL THEN
     RETURN;
   END IF;
   v_level := agent._user_level(v_user, c.agent_id);
@@ -187,7 +198,7 @@ BEGIN
   RETURN QUERY
   SELECT m.id, m.role, m.content, m.run_id, m.tokens, m.created_at
     FROM agent.messages m
-   WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id
+   WHERE m.workspace_id = c.workspace_id AND m.conversation_id = c.id
    ORDER BY m.id;
 END
 $$;
@@ -205,12 +216,17 @@ DECLARE
   v_agent bigint := agent_id;
   v_user  text := user_id;
   v_level text;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws    text := agent._session_workspace();
 BEGIN
   IF v_agent IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   PERFORM agent._check_user(v_user);
-  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = v_agent)) THEN
+  IF v_ws IS NULL THEN
+    SELECT a.workspace_id INTO v_ws FROM agent.agents a WHERE a.id = v_agent;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = v_agent) THEN
     RETURN;
   END IF;
   v_level := agent._user_level(v_user, v_agent);
@@ -220,11 +236,13 @@ BEGIN
   RETURN QUERY
   SELECT x.id, x.kind, x.user_id, x.trigger_id, x.n, x.created_at, x.last_at
     FROM (SELECT c.id, c.kind, c.user_id, c.trigger_id, c.created_at,
-                 (SELECT pg_catalog.count(*) FROM agent.messages m WHERE m.conversation_id = c.id) AS n,
-                 coalesce((SELECT m.created_at FROM agent.messages m WHERE m.conversation_id = c.id
+                 (SELECT pg_catalog.count(*) FROM agent.messages m
+                   WHERE m.workspace_id = v_ws AND m.conversation_id = c.id) AS n,
+                 coalesce((SELECT m.created_at FROM agent.messages m
+                            WHERE m.workspace_id = v_ws AND m.conversation_id = c.id
                             ORDER BY m.id DESC LIMIT 1), c.created_at) AS last_at
             FROM agent.conversations c
-           WHERE c.agent_id = v_agent
+           WHERE c.workspace_id = v_ws AND c.agent_id = v_agent
              AND ((c.kind = 'chat' AND (c.user_id = v_user OR v_level = 'full'))
                   OR (c.kind = 'autonomous' AND v_level IN ('full', 'edit')))) x
    ORDER BY x.last_at DESC, x.id DESC;
@@ -242,30 +260,48 @@ COMMENT ON FUNCTION agent.conversations_of(bigint, text) IS
 -- run's own user message.
 CREATE FUNCTION agent._conversation_history(p_run_id bigint, p_window integer)
 RETURNS TABLE(role text, content text)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  WITH own AS (
-    SELECT m.id, m.conversation_id
-      FROM agent.runs r
-      JOIN agent.conversations c ON c.id = (CASE WHEN (r.input ->> 'conversation_id') ~ '^[0-9]{1,18}$'
-                                                 THEN (r.input ->> 'conversation_id')::bigint END)
-                                AND c.workspace_id = r.workspace_id AND c.agent_id = r.agent_id
-                                AND c.kind = 'chat' AND c.user_id = r.requested_by
-      JOIN agent.messages m ON m.conversation_id = c.id AND m.run_id = r.id AND m.role = 'user'
-     WHERE r.id = p_run_id AND r.regime = 'manual'
-     ORDER BY m.id LIMIT 1
-  ), earlier AS (
+#variable_conflict use_column
+DECLARE
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws   text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  v_own  bigint;
+  v_conv bigint;
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  SELECT m.id, m.conversation_id INTO v_own, v_conv
+    FROM agent.runs r
+    JOIN agent.conversations c ON c.workspace_id = r.workspace_id
+                              AND c.id = (CASE WHEN (r.input ->> 'conversation_id') ~ '^[0-9]{1,18}$'
+                                               THEN (r.input ->> 'conversation_id')::bigint END)
+                              AND c.agent_id = r.agent_id
+                              AND c.kind = 'chat' AND c.user_id = r.requested_by
+    JOIN agent.messages m ON m.workspace_id = c.workspace_id AND m.conversation_id = c.id AND m.run_id = r.id
+                         AND m.role = 'user'
+   WHERE r.workspace_id = v_ws AND r.id = p_run_id AND r.regime = 'manual'
+   ORDER BY m.id LIMIT 1;
+  IF v_own IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH earlier AS (
     SELECT m.id, m.role, m.content,
            pg_catalog.sum(m.tokens) OVER (ORDER BY m.id DESC) AS used
-      FROM own JOIN agent.messages m ON m.conversation_id = own.conversation_id AND m.id < own.id
-     WHERE m.role IN ('user', 'assistant')
+      FROM agent.messages m
+     WHERE m.workspace_id = v_ws AND m.conversation_id = v_conv AND m.id < v_own
+       AND m.role IN ('user', 'assistant')
   ), kept AS (
     SELECT e.* FROM earlier e WHERE e.used <= greatest(p_window, 0)
   )
   SELECT k.role, k.content FROM kept k
    WHERE k.id >= (SELECT pg_catalog.min(u.id) FROM kept u WHERE u.role = 'user')
-   ORDER BY k.id
+   ORDER BY k.id;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._conversation_history(bigint, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._conversation_history(bigint, integer) IS
@@ -311,11 +347,14 @@ BEGIN
   END IF;
   IF NEW.trigger_id IS NOT NULL THEN
     SELECT CASE WHEN t.conversation = 'trigger' THEN t.id END, t.prompt INTO v_trig, v_tprompt
-      FROM agent.triggers t WHERE t.id = NEW.trigger_id AND t.agent_id = NEW.agent_id;
+      FROM agent.triggers t WHERE t.workspace_id = NEW.workspace_id AND t.id = NEW.trigger_id AND t.agent_id = NEW.agent_id;
   END IF;
-  -- found, else made once (a concurrent first run waits on the unique index)
+  -- found, else made once (a concurrent first run waits on the unique index);
+  -- every statement names the run's workspace (on Citus this trigger runs
+  -- on the shard, where only co-located statements may run)
   SELECT c.id INTO v_conv FROM agent.conversations c
-   WHERE c.agent_id = NEW.agent_id AND c.kind = 'autonomous' AND coalesce(c.trigger_id, 0) = coalesce(v_trig, 0);
+   WHERE c.workspace_id = NEW.workspace_id AND c.agent_id = NEW.agent_id AND c.kind = 'autonomous'
+     AND coalesce(c.trigger_id, 0) = coalesce(v_trig, 0);
   IF v_conv IS NULL THEN
     INSERT INTO agent.conversations AS c (workspace_id, agent_id, kind, trigger_id)
     VALUES (NEW.workspace_id, NEW.agent_id, 'autonomous', v_trig)
@@ -323,7 +362,8 @@ BEGIN
     RETURNING c.id INTO v_conv;
     IF v_conv IS NULL THEN
       SELECT c.id INTO v_conv FROM agent.conversations c
-       WHERE c.agent_id = NEW.agent_id AND c.kind = 'autonomous' AND coalesce(c.trigger_id, 0) = coalesce(v_trig, 0);
+       WHERE c.workspace_id = NEW.workspace_id AND c.agent_id = NEW.agent_id AND c.kind = 'autonomous'
+         AND coalesce(c.trigger_id, 0) = coalesce(v_trig, 0);
     END IF;
   END IF;
   -- what started it: the trigger label, and the prompt or the task (never

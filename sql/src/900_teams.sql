@@ -74,12 +74,14 @@ BEGIN
             DETAIL = format('The run ended %s; messages go only to queued, running or waiting runs.', p_run.status),
             HINT = 'Start a new run (agent.start_run or agent.rerun) instead.';
   END IF;
-  SELECT coalesce(max(m.seq), 0) + 1 INTO v_seq FROM agent.run_messages m WHERE m.run_id = p_run.id;
+  SELECT coalesce(max(m.seq), 0) + 1 INTO v_seq FROM agent.run_messages m
+   WHERE m.workspace_id = p_run.workspace_id AND m.run_id = p_run.id;
   INSERT INTO agent.run_messages (workspace_id, run_id, seq, sender, kind, body)
   VALUES (p_run.workspace_id, p_run.id, v_seq, p_sender, v_kind, p_body)
   RETURNING id INTO v_id;
   IF p_run.status = 'waiting_input' AND v_kind = 'answer' THEN
-    UPDATE agent.runs x SET status = 'queued', input_expires_at = NULL WHERE x.id = p_run.id;
+    UPDATE agent.runs x SET status = 'queued', input_expires_at = NULL
+     WHERE x.workspace_id = p_run.workspace_id AND x.id = p_run.id;
     PERFORM agent._audit_run('run.resume', p_run, 'success', jsonb_build_object('status', 'queued'),
                              format('run %s re-queued: answered by %s', p_run.id, p_sender));
     PERFORM agent._runs_notify(p_run.id, p_run.agent_id, 'queued');
@@ -97,16 +99,15 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  r    agent.runs%ROWTYPE;
-  v_id bigint;
+  r       agent.runs%ROWTYPE;
+  v_id    bigint;
+  v_owner text;
 BEGIN
   IF by_user IS NULL OR by_user = '' THEN
     RAISE EXCEPTION 'by_user must not be empty' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- a run of another workspace is an unknown run (checked before any lock)
-  IF NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.runs x WHERE x.id = send_to_run.run_id)) THEN
-    RAISE EXCEPTION 'run % does not exist', send_to_run.run_id USING ERRCODE = 'undefined_object';
-  END IF;
+  -- a run of another workspace is an unknown run (agent._lock_run checks
+  -- before any lock)
   r := agent._lock_run(send_to_run.run_id);
   IF NOT agent.user_can(by_user, r.agent_id, 'chat') THEN
     RAISE EXCEPTION 'user "%" may not send messages to run %', by_user, r.id
@@ -114,8 +115,8 @@ BEGIN
             DETAIL = 'Sending to a run requires the chat level on its agent.';
   END IF;
   v_id := agent._teams_post(r, 'user:' || by_user, message);
-  PERFORM agent._audit_event('run.message', 'success', 'run', r.id::text, r.workspace_id,
-                             (SELECT a.owner_id FROM agent.agents a WHERE a.id = r.agent_id),
+  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id;
+  PERFORM agent._audit_event('run.message', 'success', 'run', r.id::text, r.workspace_id, v_owner,
                              jsonb_build_object('message_id', v_id, 'by_user', by_user),
                              format('%s sent a message to run %s', by_user, r.id));
   RETURN v_id;
@@ -132,13 +133,11 @@ AS $$
 DECLARE
   r agent.runs%ROWTYPE;
 BEGIN
-  -- runs of another workspace (than the session's, or the sender's) are unknown
-  IF NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.runs x WHERE x.id = p_to_run)) THEN
-    RAISE EXCEPTION 'run % does not exist', p_to_run USING ERRCODE = 'undefined_object';
-  END IF;
+  -- runs of another workspace (than the session's, or the sender's) are
+  -- unknown (agent._lock_run checks before any lock)
   r := agent._lock_run(p_to_run);
   IF r.parent_run_id IS DISTINCT FROM p_from_run
-     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = p_from_run AND x.workspace_id = r.workspace_id) THEN
+     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.id = p_from_run) THEN
     RAISE EXCEPTION 'run % is not a child of run %', p_to_run, p_from_run
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'A run sends messages only to the runs it delegated to.';
@@ -162,31 +161,29 @@ DECLARE
   p    agent.runs%ROWTYPE;
   v_id bigint;
 BEGIN
-  IF NOT agent._workspace_ok((SELECT x.workspace_id FROM agent.runs x WHERE x.id = p_run_id)) THEN
-    RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
-  END IF;
+  -- a run of another workspace is unknown (agent._lock_run checks before any lock)
   r := agent._lock_run(p_run_id);
   -- a parent of another workspace is no parent
   IF r.parent_run_id IS NULL
-     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.id = r.parent_run_id AND x.workspace_id = r.workspace_id) THEN
+     OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.id = r.parent_run_id) THEN
     RAISE EXCEPTION 'run % has no parent run', r.id USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF r.status <> 'running' THEN
     RAISE EXCEPTION 'run % is not running', r.id
       USING ERRCODE = 'object_not_in_prerequisite_state', DETAIL = format('It is %s.', r.status);
   END IF;
-  SELECT * INTO p FROM agent.runs x WHERE x.id = r.parent_run_id FOR UPDATE;
+  SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.id = r.parent_run_id FOR UPDATE;
   v_id := agent._teams_post(p, 'run:' || r.id, p_question, 'question');
   -- a parent parked until its children end is woken up to see the question
   IF p.status = 'waiting_children' THEN
-    UPDATE agent.runs x SET status = 'queued' WHERE x.id = p.id RETURNING * INTO p;
+    UPDATE agent.runs x SET status = 'queued' WHERE x.workspace_id = p.workspace_id AND x.id = p.id RETURNING * INTO p;
     PERFORM agent._audit_run('run.resume', p, 'success', jsonb_build_object('status', 'queued'),
                              format('run %s re-queued: its child run %s asks a question', p.id, r.id));
     PERFORM agent._runs_notify(p.id, p.agent_id, 'queued');
   END IF;
   UPDATE agent.runs x SET status = 'waiting_input', lease_until = NULL,
          input_expires_at = now() + current_setting('pg_agents.approval_ttl')::interval
-   WHERE x.id = r.id RETURNING * INTO r;
+   WHERE x.workspace_id = r.workspace_id AND x.id = r.id RETURNING * INTO r;
   PERFORM agent._audit_run('run.wait', r, 'success', jsonb_build_object('status', 'waiting_input', 'message_id', v_id),
                            format('run %s asks its parent run %s', r.id, p.id));
   PERFORM agent._runs_notify(r.id, r.agent_id, 'waiting_input');
@@ -201,16 +198,31 @@ COMMENT ON FUNCTION agent._teams_ask_parent(bigint, text) IS
 -- delivered in its own transaction (the one that records the turn).
 CREATE FUNCTION agent._teams_take_messages(p_run_id bigint, p_kind text DEFAULT NULL, p_limit integer DEFAULT NULL)
 RETURNS SETOF agent.run_messages
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  -- the run's workspace (Citus routes by it): the session's, else the run's own
+  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
+  -- the time as a value (Citus refuses volatile functions in an UPDATE)
+  v_at timestamptz := clock_timestamp();
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
+  END IF;
+  RETURN QUERY
   WITH m AS (
-    SELECT id FROM agent.run_messages
-     WHERE run_id = p_run_id AND delivered_at IS NULL AND (p_kind IS NULL OR kind = p_kind)
-     ORDER BY seq LIMIT p_limit FOR UPDATE)
-  UPDATE agent.run_messages x SET delivered_at = clock_timestamp()
-    FROM m WHERE x.id = m.id
-  RETURNING x.*
+    SELECT y.id FROM agent.run_messages y
+     WHERE y.workspace_id = v_ws AND y.run_id = p_run_id AND y.delivered_at IS NULL
+       AND (p_kind IS NULL OR y.kind = p_kind)
+     ORDER BY y.seq LIMIT p_limit FOR UPDATE),
+  u AS (
+    UPDATE agent.run_messages x SET delivered_at = v_at
+      FROM m WHERE x.workspace_id = v_ws AND x.id = m.id
+    RETURNING x.*)
+  SELECT * FROM u;
+END
 $$;
 REVOKE ALL ON FUNCTION agent._teams_take_messages(bigint, text, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._teams_take_messages(bigint, text, integer) IS
@@ -247,10 +259,14 @@ DECLARE
   v_root    bigint;
 BEGIN
   UPDATE agent.runs x SET current_step = v_label, preview = agent._teams_step_preview(NEW.kind, NEW.output)
-   WHERE x.id = NEW.run_id RETURNING coalesce(x.root_run_id, x.id) INTO v_root;
-  PERFORM pg_notify('agent_run_steps',
-                    json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
-                                      'step', v_label, 'status', NEW.status)::text);
+   WHERE x.workspace_id = NEW.workspace_id AND x.id = NEW.run_id RETURNING coalesce(x.root_run_id, x.id) INTO v_root;
+  -- (not from a Citus shard, whose node is not where the listeners are and
+  -- whose NOTIFY makes the two-phase commit fail: docs/scaling.md)
+  IF TG_TABLE_NAME = 'run_steps' THEN
+    PERFORM pg_notify('agent_run_steps',
+                      json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
+                                        'step', v_label, 'status', NEW.status)::text);
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -272,14 +288,19 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_ids      bigint[];
+  v_wss      text[];
   v_labels   text[];
   v_previews text[];
+  v_roots    bigint[];
+  v_rootv    bigint[] := '{}';
+  v_ws       text;
+  v_n        bigint;
 BEGIN
   -- each run shows its latest new step (as the row trigger would leave it)
-  SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.label ORDER BY l.run_id),
-         array_agg(l.preview ORDER BY l.run_id)
-    INTO v_ids, v_labels, v_previews
-    FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.kind || coalesce(':' || s.name, '') AS label,
+  SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.workspace_id ORDER BY l.run_id),
+         array_agg(l.label ORDER BY l.run_id), array_agg(l.preview ORDER BY l.run_id)
+    INTO v_ids, v_wss, v_labels, v_previews
+    FROM (SELECT DISTINCT ON (s.run_id) s.run_id, s.workspace_id, s.kind || coalesce(':' || s.name, '') AS label,
                  agent._teams_step_preview(s.kind, s.output) AS preview
             FROM new_steps s ORDER BY s.run_id, s.seq DESC) l;
   IF v_ids IS NULL THEN
@@ -287,17 +308,33 @@ BEGIN
   END IF;
   -- a run that shows it already (the worker's batch writes it with its own
   -- update) is left alone
-  UPDATE agent.runs x SET current_step = u.label, preview = u.preview
-    FROM unnest(v_ids, v_labels, v_previews) AS u(run_id, label, preview)
-   WHERE x.id = u.run_id
-     AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview);
-  -- one notification per step, in insertion order
-  PERFORM pg_notify('agent_run_steps',
-                    json_build_object('run_id', n.run_id,
-                                      'root_run_id', (SELECT coalesce(x.root_run_id, x.id) FROM agent.runs x WHERE x.id = n.run_id),
-                                      'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
-                                      'status', n.status)::text)
-     FROM new_steps n;
+  -- (workspace by workspace, each statement naming it: on Citus this
+  -- trigger runs on the shard, where only co-located statements may run)
+  v_roots := '{}';
+  FOR v_ws IN SELECT DISTINCT w FROM unnest(v_wss) w LOOP
+    WITH u AS (
+      UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+        FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
+       WHERE x.workspace_id = v_ws AND u.ws = v_ws AND x.id = u.run_id
+         AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview)
+      RETURNING 1)
+    SELECT count(*) INTO v_n FROM u;
+    -- the roots read first, so that the statement that notifies reads no
+    -- distributed table
+    SELECT v_roots || array_agg(x.id), v_rootv || array_agg(coalesce(x.root_run_id, x.id))
+      INTO v_roots, v_rootv
+      FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = ANY (v_ids);
+  END LOOP;
+  -- (not from a Citus shard, whose node is not where the listeners are and
+  -- whose NOTIFY makes the two-phase commit fail: docs/scaling.md)
+  IF TG_TABLE_NAME = 'run_steps' THEN
+    PERFORM pg_notify('agent_run_steps',
+                      json_build_object('run_id', n.run_id,
+                                        'root_run_id', v_rootv[array_position(v_roots, n.run_id)],
+                                        'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
+                                        'status', n.status)::text)
+       FROM new_steps n;
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -312,23 +349,37 @@ RETURNS TABLE(run_id bigint, parent_run_id bigint, depth integer, agent_id bigin
               status text, origin text, tokens_in bigint, tokens_out bigint, tokens_total bigint,
               current_step text, preview text, pending_messages bigint,
               created_at timestamptz, finished_at timestamptz)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+DECLARE
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws text := agent._session_workspace();
+BEGIN
+  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
+  IF v_ws IS NULL THEN
+    SELECT r.workspace_id INTO v_ws FROM agent.runs r WHERE r.id = run_tree.root_run_id;
+  END IF;
   -- a run of another workspace than the session's is unknown (no rows), and
   -- a tree never crosses into another workspace
+  RETURN QUERY
   WITH RECURSIVE t AS (
     SELECT r.*, ARRAY[r.id] AS path FROM agent.runs r
-     WHERE r.id = run_tree.root_run_id AND agent._workspace_ok(r.workspace_id)
+     WHERE r.workspace_id = v_ws AND r.id = run_tree.root_run_id
     UNION ALL
-    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id AND c.workspace_id = t.workspace_id)
-  SELECT t.id, t.parent_run_id, t.depth - (SELECT r0.depth FROM agent.runs r0 WHERE r0.id = run_tree.root_run_id),
+    SELECT c.*, t.path || c.id FROM agent.runs c JOIN t ON c.parent_run_id = t.id AND c.workspace_id = t.workspace_id
+     WHERE c.workspace_id = v_ws)
+  SELECT t.id, t.parent_run_id,
+         t.depth - (SELECT r0.depth FROM agent.runs r0 WHERE r0.workspace_id = v_ws AND r0.id = run_tree.root_run_id),
          t.agent_id, a.name, t.status, t.origin, t.tokens_in, t.tokens_out, t.tokens_total,
          t.current_step, t.preview,
-         (SELECT count(*) FROM agent.run_messages m WHERE m.run_id = t.id AND m.delivered_at IS NULL),
+         (SELECT count(*) FROM agent.run_messages m
+           WHERE m.workspace_id = v_ws AND m.run_id = t.id AND m.delivered_at IS NULL),
          t.created_at, t.finished_at
-    FROM t JOIN agent.agents a ON a.id = t.agent_id
-   ORDER BY t.path
+    FROM t JOIN agent.agents a ON a.workspace_id = v_ws AND a.id = t.agent_id
+   ORDER BY t.path;
+END
 $$;
 COMMENT ON FUNCTION agent.run_tree(bigint) IS
   'The delegation tree under a run (itself first, then depth-first by id): depth relative to it, agent, status, tokens (tokens_total includes descendants), current step, preview and undelivered messages; only runs of the session''s workspace (a root of another workspace gives no rows). Runs with the caller''s rights on agent.runs.';
@@ -387,7 +438,7 @@ BEGIN
   IF NOT agent._workspace_ok(r.workspace_id) OR r.id IS NULL THEN
     RAISE EXCEPTION 'run % does not exist', p_run_id USING ERRCODE = 'undefined_object';
   END IF;
-  SELECT * INTO a FROM agent.agents x WHERE x.id = r.agent_id;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = r.workspace_id AND x.id = r.agent_id;
   v_user := coalesce(r.requested_by, a.owner_id);
   IF p_action = 'list' THEN
     RETURN jsonb_build_object('jobs', coalesce((
@@ -398,7 +449,7 @@ BEGIN
                                           'created_by', x.created_by, 'next_run_at', x.next_run_at,
                                           'last_status', x.last_status) ORDER BY x.id)
         FROM agent.triggers x
-       WHERE x.agent_id = a.id AND x.kind = 'schedule'
+       WHERE x.workspace_id = a.workspace_id AND x.agent_id = a.id AND x.kind = 'schedule'
          AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)), '[]'));
   ELSIF p_action = 'create' THEN
     IF v_scope NOT IN ('personal', 'shared') THEN
@@ -416,7 +467,7 @@ BEGIN
   ELSIF p_action IN ('update', 'delete') THEN
     v_job := (p_args->>'job_id')::bigint;
     SELECT * INTO t FROM agent.triggers x
-     WHERE x.id = v_job AND x.agent_id = a.id AND x.kind = 'schedule'
+     WHERE x.workspace_id = a.workspace_id AND x.id = v_job AND x.agent_id = a.id AND x.kind = 'schedule'
        AND (x.run_as = 'shared' OR x.created_by IS NOT DISTINCT FROM v_user)
      FOR UPDATE;
     IF NOT FOUND THEN

@@ -209,5 +209,6 @@ GRANT EXECUTE ON FUNCTION agent.send_message(bigint, text, text, bigint),
 GRANT SELECT ON agent.conversations, agent.messages TO agents_app;
 -- scaling (sql/src/960_distribution.sql, docs/scaling.md): the DBA's
 -- procedure on a Citus cluster reads agent.distribution_plan() and runs
--- agent.set_id_range() on every node; both stay superuser-only (no grant:
+-- agent.set_id_range() on every node, after agent.prepare_distribution();
+-- all three stay superuser-only (no grant:
 -- the plan names every table, and the range restarts sequences).

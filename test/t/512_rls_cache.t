@@ -10,6 +10,11 @@
 # statements: every change must show at the agent's next statement, in
 # READ COMMITTED, through a prepared statement, and not before its snapshot
 # allows it in REPEATABLE READ; a rolled-back grant of its own must vanish.
+# The agent's own row: a write that leaves its owner, status and deletion as
+# they were keeps the set; a suspension or deletion empties it and a
+# resumption restores it, without the grants revoked meanwhile; an owner
+# change (elsewhere, in one commit with other changes, or by the agent
+# session itself) never shows the old owner's pages.
 . "$PG_AGENTS_ENV"
 set -u
 DB=rls_cache_$$
@@ -105,6 +110,52 @@ EXECUTE visible;
 EXECUTE visible;
 \! $other "UPDATE agent.group_members SET workspace_id = NULL WHERE group_id = 'g1' AND user_id = 'u1'"
 EXECUTE visible;
+SELECT computed AS c2, reused AS r2 FROM agent.readable_set_stats() \gset
+\! $other "UPDATE agent.agents SET status = status, name = 'renamed', instructions = 'new', model = 'm', updated_at = now() WHERE id = 7"
+EXECUTE visible;
+SELECT (computed - :c2) || ' computed, ' || CASE WHEN reused > :r2 THEN 'reused' ELSE 'not reused' END FROM agent.readable_set_stats();
+\! $other "UPDATE agent.agents SET status = 'suspended', name = 'renamed again', updated_at = now() WHERE id = 7"
+EXECUTE visible;
+\! $other "DELETE FROM agent.access WHERE agent_id = 7 AND resource_id = '6'"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET status = 'active' WHERE id = 7"
+EXECUTE visible;
+\! $other "BEGIN; UPDATE agent.agents SET status = 'suspended' WHERE id = 7; DELETE FROM agent.access WHERE agent_id = 7 AND resource_id = '8'; UPDATE agent.agents SET status = 'active' WHERE id = 7; COMMIT"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET status = 'suspended' WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET status = 'active' WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET deleted_at = now() WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET deleted_at = now() + interval '1 minute', updated_at = now() WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET deleted_at = NULL WHERE id = 7"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET owner_id = 'u2', status = status, name = 'transferred' WHERE id = 7"
+EXECUTE visible;
+\! $other "BEGIN; UPDATE agent.agents SET owner_id = 'u1' WHERE id = 7; UPDATE agent.agents SET owner_id = 'u2' WHERE id = 7; COMMIT"
+EXECUTE visible;
+\! $other "BEGIN; UPDATE agent.agents SET owner_id = 'u1' WHERE id = 7; UPDATE agent.agents SET status = 'suspended' WHERE id = 7; COMMIT"
+EXECUTE visible;
+\! $other "UPDATE agent.agents SET status = 'active' WHERE id = 7"
+EXECUTE visible;
+RESET ROLE;
+UPDATE agent.agents SET owner_id = 'u2' WHERE id = 7;
+SET ROLE agents_tool;
+EXECUTE visible;
+BEGIN;
+RESET ROLE;
+UPDATE agent.agents SET owner_id = 'u1' WHERE id = 7;
+SET ROLE agents_tool;
+EXECUTE visible;
+ROLLBACK;
+SET ROLE agents_tool;
+EXECUTE visible;
+RESET ROLE;
+UPDATE agent.agents SET owner_id = 'u1', name = 'back' WHERE id = 7;
+SET ROLE agents_tool;
+EXECUTE visible;
 SQL
 sed -i '/^\\echo t1/d' "$work/agent.sql"
 mapfile -t out < <(psql -XAtq -d "$DB" -v ON_ERROR_STOP=1 -f "$work/agent.sql" 2>"$work/err")
@@ -143,6 +194,25 @@ expect=(
   "6,8,9,10,30,40,41|the owner leaves the group: its pages hidden (patched from the group's ACL rows)"
   "6,8,9,10,30,40,41|joins it in another workspace: still hidden"
   "6,8,9,10,11,12,13,14,15,16,17,30,40,41|the membership moved to no workspace (every workspace): shown"
+  "6,8,9,10,11,12,13,14,15,16,17,30,40,41|the agent's row written elsewhere, its status as it was (name, instructions, model)"
+  "0 computed, reused|... leaves its kept set as it was"
+  "-|suspended elsewhere in a statement that also renames it: nothing at the next statement"
+  "-|a grant revoked while it is suspended: still nothing"
+  "8,9,10,11,12,13,14,15,16,17,30,40,41|resumed: back, without the page revoked while it was suspended"
+  "9,10,11,12,13,14,15,16,17,30,40,41|suspended, a grant revoked and resumed in one commit: the revocation shows"
+  "-|suspended again: nothing"
+  "9,10,11,12,13,14,15,16,17,30,40,41|resumed again: back"
+  "-|deleted (deleted_at set): nothing"
+  "-|deleted_at moved: still nothing"
+  "9,10,11,12,13,14,15,16,17,30,40,41|deleted_at cleared: back"
+  "40|the owner changed elsewhere (with its status written as it was): only what u2 may read"
+  "40|the owner changed back and again to u2 in one commit: still only what u2 may read"
+  "-|the owner changed back to u1 and the agent suspended in one commit: nothing"
+  "9,10,11,12,13,14,15,16,17,30,40,41|resumed: u1's pages again"
+  "40|the owner changed by this same session: none of the old owner's pages"
+  "9,10,11,12,13,14,15,16,17,30,40,41|changed back in its own open transaction: seen there"
+  "40|rolled back: the new owner's answer again"
+  "9,10,11,12,13,14,15,16,17,30,40,41|changed back by this session and committed"
 )
 plan ${#expect[@]}
 for i in "${!expect[@]}"; do
