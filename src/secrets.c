@@ -445,9 +445,14 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	vals[0] = CStringGetTextDatum(name);
 	vals[1] = PointerGetDatum(ct);
-	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext) VALUES ($1, $2) "
+	/*
+	 * the time in VALUES, not in DO UPDATE SET: Citus (where agent.secrets
+	 * is a reference table) refuses a non-immutable function there
+	 */
+	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext, updated_at) "
+							  "VALUES ($1, $2, pg_catalog.now()) "
 							  "ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, "
-							  "updated_at = pg_catalog.now()",
+							  "updated_at = excluded.updated_at",
 							  2, types, vals, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not store secret \"%s\"", name);
 	SPI_finish();

@@ -277,8 +277,6 @@ SELECT is((SELECT array_agg(v) FROM pg_temp.v_conflict_now() v), NULL,
           'no ON CONFLICT ... WHERE on a distributed table calls now() or a like function');
 SELECT is((SELECT array_agg(v) FROM pg_temp.v_inserts() v), NULL,
           'every INSERT of the SQL functions into a distributed table names workspace_id');
--- (TODO until the statements are rewritten: FINDINGS F13, routea/routeb)
-SELECT todo('F13: DO UPDATE SET ... now() in agent.grant, share, _apply_settings, _launch_first, mcp_set_oauth (routea/routeb)', 1);
 SELECT is((SELECT array_agg(v) FROM pg_temp.v_conflict_set_now() v), NULL,
           'no ON CONFLICT ... DO UPDATE SET on a distributed or reference table calls now() or a like function');
 SELECT ok((SELECT bool_and(kind = 'distributed') FROM pg_temp.plan
