@@ -52,13 +52,26 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET client_min_messages = warning
 AS $$
+DECLARE
+  v_citus boolean;
 BEGIN
   EXECUTE pg_catalog.format('CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON %s '
                             'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard()', part);
   EXECUTE pg_catalog.format('CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON %s '
                             'FOR EACH STATEMENT EXECUTE FUNCTION agent._audit_guard()', part);
   EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_append_only', part);
-  EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_append_only_row', part);
+  -- the row guard is the parent's, cloned on the partition; on Citus the
+  -- clones on the shards do not carry the name Citus would give them, and
+  -- the statement fails there: the parent's setting then stands
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+    EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_append_only_row', part);
+  ELSE
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+      INTO v_citus USING 'agent.audit_log'::pg_catalog.regclass;
+    IF NOT v_citus THEN
+      EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_append_only_row', part);
+    END IF;
+  END IF;
   EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER audit_log_no_truncate', part);
   EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', part);
   EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', part);
