@@ -60,11 +60,14 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             DETAIL = 'A surface is one of sql, tool, http, frontend, cli, mcp, a2a.';
   END IF;
-  PERFORM set_config('pg_agents.actor', coalesce(actor, ''), true);
-  PERFORM set_config('pg_agents.workspace', coalesce(workspace, ''), true);
-  PERFORM set_config('pg_agents.run_id', coalesce(run_id::text, ''), true);
-  PERFORM set_config('pg_agents.surface', coalesce(surface, ''), true);
-  PERFORM set_config('pg_agents.on_behalf_of', coalesce(on_behalf_of, ''), true);
+  -- SET LOCAL statements rather than set_config(): on Citus (with
+  -- citus.propagate_set_commands = 'local') they reach the workers too,
+  -- where shard triggers and policies read them (docs/scaling.md)
+  EXECUTE pg_catalog.format('SET LOCAL pg_agents.actor = %L', coalesce(actor, ''));
+  EXECUTE pg_catalog.format('SET LOCAL pg_agents.workspace = %L', coalesce(workspace, ''));
+  EXECUTE pg_catalog.format('SET LOCAL pg_agents.run_id = %L', coalesce(run_id::text, ''));
+  EXECUTE pg_catalog.format('SET LOCAL pg_agents.surface = %L', coalesce(surface, ''));
+  EXECUTE pg_catalog.format('SET LOCAL pg_agents.on_behalf_of = %L', coalesce(on_behalf_of, ''));
 END
 $$;
 COMMENT ON FUNCTION agent.set_identity(text, text, bigint, text, text) IS
