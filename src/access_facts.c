@@ -380,9 +380,12 @@ static SPIPlanPtr plan_groups = NULL;
 static SPIPlanPtr plan_acl = NULL;
 static SPIPlanPtr plan_config = NULL;
 
-/* runs a kept read-only plan, elevated and connected; SpiDone ends it */
-static void
-SpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
+/*
+ * Runs a kept read-only plan, elevated and connected (also for
+ * access_readable.c); AccessSpiDone ends it.
+ */
+void
+AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
 	   Datum *vals)
 {
 	int			rc;
@@ -396,16 +399,16 @@ SpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types
 		elog(ERROR, "pg_agents: access lookup failed: %s", SPI_result_code_string(rc));
 }
 
-static void
-SpiDone(PgaElevation *e)
+void
+AccessSpiDone(PgaElevation *e)
 {
 	SPI_finish();
 	PgaRestore(e);
 }
 
 /* text column i (1-based) of SPI result row r, palloc'd in cxt; NULL if null */
-static char *
-SpiText(int r, int i, MemoryContext cxt)
+char *
+AccessSpiText(uint64 r, int i, MemoryContext cxt)
 {
 	bool		isnull;
 	Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, i, &isnull);
@@ -439,23 +442,23 @@ SpiGetAgent(AgentEntry *e, int64 agent_id)
 		if (pass == 0)
 		{
 			vals[1] = CStringGetTextDatum(ws);
-			SpiRun(&elev, &plan_agent_ws,
+			AccessSpiRun(&elev, &plan_agent_ws,
 				   "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at IS NOT NULL "
 				   "FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
 				   "AND a.id OPERATOR(pg_catalog.=) $1", 2, types, vals);
 		}
 		else
-			SpiRun(&elev, &plan_agent_any,
+			AccessSpiRun(&elev, &plan_agent_any,
 				   "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at IS NOT NULL "
 				   "FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1", 1, types, vals);
 		if (SPI_processed > 0)
 		{
 			bool		isnull;
-			char	   *status = SpiText(0, 3, CurrentMemoryContext);
+			char	   *status = AccessSpiText(0, 3, CurrentMemoryContext);
 
 			e->found = true;
-			e->workspace = SpiText(0, 1, cache_cxt);
-			e->owner = SpiText(0, 2, cache_cxt);
+			e->workspace = AccessSpiText(0, 1, cache_cxt);
+			e->owner = AccessSpiText(0, 2, cache_cxt);
 			if (e->workspace == NULL)
 				e->workspace = MemoryContextStrdup(cache_cxt, "");
 			if (e->owner == NULL)
@@ -464,7 +467,7 @@ SpiGetAgent(AgentEntry *e, int64 agent_id)
 			e->deleted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 													SPI_tuptable->tupdesc, 4, &isnull));
 		}
-		SpiDone(&elev);
+		AccessSpiDone(&elev);
 	}
 }
 
@@ -481,7 +484,7 @@ SpiGetGrant(const char *workspace, int64 agent_id, const char *rtype, const char
 	vals[1] = Int64GetDatum(agent_id);
 	vals[2] = CStringGetTextDatum(rtype);
 	vals[3] = CStringGetTextDatum(rid);
-	SpiRun(&elev, &plan_grant,
+	AccessSpiRun(&elev, &plan_grant,
 		   "SELECT g.access FROM agent.access g "
 		   "WHERE g.workspace_id OPERATOR(pg_catalog.=) $1 AND g.agent_id OPERATOR(pg_catalog.=) $2 "
 		   "AND g.resource_type OPERATOR(pg_catalog.=) $3 AND g.resource_id OPERATOR(pg_catalog.=) $4",
@@ -493,7 +496,7 @@ SpiGetGrant(const char *workspace, int64 agent_id, const char *rtype, const char
 
 		level = isnull ? LEVEL_NONE : TextLevel(d);
 	}
-	SpiDone(&elev);
+	AccessSpiDone(&elev);
 	return level;
 }
 
@@ -664,7 +667,7 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 
 		vals[0] = CStringGetTextDatum(user);
 		vals[1] = CStringGetTextDatum(workspace);
-		SpiRun(&elev, &plan_groups,
+		AccessSpiRun(&elev, &plan_groups,
 			   "SELECT m.group_id FROM agent.group_members m "
 			   "WHERE m.user_id OPERATOR(pg_catalog.=) $1 "
 			   "AND (m.workspace_id IS NULL OR m.workspace_id OPERATOR(pg_catalog.=) $2)",
@@ -673,12 +676,12 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 			MemoryContextAlloc(cache_cxt, sizeof(char *) * SPI_processed) : NULL;
 		for (r = 0; r < SPI_processed; r++)
 		{
-			char	   *g = SpiText(r, 1, cache_cxt);
+			char	   *g = AccessSpiText(r, 1, cache_cxt);
 
 			if (g != NULL)
 				e->groups[e->ngroups++] = g;
 		}
-		SpiDone(&elev);
+		AccessSpiDone(&elev);
 		e->filled = true;
 		return e;
 	}
@@ -1018,7 +1021,7 @@ AccessGetAclFunction(Snapshot snap)
 		PgaElevation elev;
 		uint64		r;
 
-		SpiRun(&elev, &plan_config,
+		AccessSpiRun(&elev, &plan_config,
 			   "SELECT c.acl_function::pg_catalog.oid FROM agent.access_config c", 0, NULL, NULL);
 		for (r = 0; r < SPI_processed; r++)
 		{
@@ -1028,7 +1031,7 @@ AccessGetAclFunction(Snapshot snap)
 			if (!isnull)
 				acl_fn_oid = DatumGetObjectId(d);
 		}
-		SpiDone(&elev);
+		AccessSpiDone(&elev);
 		goto loaded;
 	}
 	heap = table_open(access_rels.config, NoLock);
@@ -1108,7 +1111,7 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 
 		vals[0] = CStringGetTextDatum(rtype);
 		vals[1] = CStringGetTextDatum(rid);
-		SpiRun(&elev, &plan_acl,
+		AccessSpiRun(&elev, &plan_acl,
 			   "SELECT l.principal, l.access, l.workspace_id FROM agent.resource_acl l "
 			   "WHERE l.resource_type OPERATOR(pg_catalog.=) $1 AND l.resource_id OPERATOR(pg_catalog.=) $2",
 			   2, types, vals);
@@ -1117,19 +1120,19 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 		for (r = 0; r < SPI_processed; r++)
 		{
 			AclRow	   *row = &e->rows[e->nrows];
-			char	   *level = SpiText(r, 2, CurrentMemoryContext);
+			char	   *level = AccessSpiText(r, 2, CurrentMemoryContext);
 
-			row->principal = SpiText(r, 1, cxt);
+			row->principal = AccessSpiText(r, 1, cxt);
 			if (row->principal == NULL)
 				continue;
 			row->plen = strlen(row->principal);
 			row->level = level == NULL ? LEVEL_NONE :
 				strcmp(level, "edit") == 0 ? LEVEL_EDIT :
 				strcmp(level, "read") == 0 ? LEVEL_READ : LEVEL_NONE;
-			row->workspace = SpiText(r, 3, cxt);
+			row->workspace = AccessSpiText(r, 3, cxt);
 			e->nrows++;
 		}
-		SpiDone(&elev);
+		AccessSpiDone(&elev);
 		return;
 	}
 	if (access_acl_probe.active)

@@ -16,6 +16,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -195,6 +196,12 @@ AccessScanEnd(IndexScanDesc scan, TupleTableSlot *slot, Relation index, Relation
  * The facts (access_facts.c): relations, per-snapshot caches, lookups
  * ------------------------------------------------------------------------
  */
+/* SPI reads of the tables Citus manages (access_facts.c) */
+extern void AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs,
+						 Oid *types, Datum *vals);
+extern void AccessSpiDone(PgaElevation *e);
+extern char *AccessSpiText(uint64 r, int i, MemoryContext cxt);
+
 extern void AccessEnsureRels(void);
 extern void AccessEnsureCache(Snapshot snap);
 extern Snapshot AccessBegin(const char *what);

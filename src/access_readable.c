@@ -42,50 +42,6 @@
 #include "compat.h"
 #include "guc.h"
 
-/*
- * A query of a table Citus manages, read-only under the active snapshot, as
- * the owner of schema "agent" (see access_facts.c); the caller reads
- * SPI_tuptable, then calls ReadableSpiDone.
- */
-static void
-ReadableSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs,
-			   Oid *types, Datum *vals)
-{
-	int			rc;
-
-	PgaCitusCheckNotParallel();
-	PgaElevate(e);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_agents: SPI_connect failed");
-	rc = SpiUtilExecPlan(plan, sql, nargs, types, vals, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "pg_agents: readable set lookup failed: %s", SPI_result_code_string(rc));
-}
-
-static void
-ReadableSpiDone(PgaElevation *e)
-{
-	SPI_finish();
-	PgaRestore(e);
-}
-
-/* text column i of SPI result row r, palloc'd in cxt; NULL if null */
-static char *
-ReadableSpiText(uint64 r, int i, MemoryContext cxt)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, i, &isnull);
-	MemoryContext old;
-	char	   *s;
-
-	if (isnull)
-		return NULL;
-	old = MemoryContextSwitchTo(cxt);
-	s = TextDatumGetCString(d);
-	MemoryContextSwitchTo(old);
-	return s;
-}
-
 static SPIPlanPtr plan_acl_of = NULL;
 static SPIPlanPtr plan_grants_of_type = NULL;
 static SPIPlanPtr plan_shared_of_type = NULL;
@@ -166,13 +122,13 @@ PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char *
 		vals[0] = CStringGetTextDatum(principal);
 		vals[1] = CStringGetTextDatum(rtype);
 		vals[2] = Int64GetDatum((int64) max + 1);
-		ReadableSpiRun(&elev, &plan_acl_of,
+		AccessSpiRun(&elev, &plan_acl_of,
 					   "SELECT l.resource_id FROM agent.resource_acl l "
 					   "WHERE l.principal OPERATOR(pg_catalog.=) $1 AND l.resource_type OPERATOR(pg_catalog.=) $2 "
 					   "LIMIT $3", 3, types, vals);
 		for (r = 0; r < SPI_processed && n >= 0; r++)
 		{
-			char	   *id = ReadableSpiText(r, 1, cxt);
+			char	   *id = AccessSpiText(r, 1, cxt);
 
 			if (id == NULL)
 				continue;
@@ -181,7 +137,7 @@ PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char *
 			else
 				ids[n++] = id;
 		}
-		ReadableSpiDone(&elev);
+		AccessSpiDone(&elev);
 		return n;
 	}
 	scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
@@ -304,7 +260,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		vals[0] = CStringGetTextDatum(ag->workspace);
 		vals[1] = Int64GetDatum(agent_id);
 		vals[2] = CStringGetTextDatum(rtype);
-		ReadableSpiRun(&elev, &plan_grants_of_type,
+		AccessSpiRun(&elev, &plan_grants_of_type,
 					   "SELECT g.resource_id, g.access FROM agent.access g "
 					   "WHERE g.workspace_id OPERATOR(pg_catalog.=) $1 AND g.agent_id OPERATOR(pg_catalog.=) $2 "
 					   "AND g.resource_type OPERATOR(pg_catalog.=) $3", 3, types, vals);
@@ -312,18 +268,18 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		levels = MemoryContextAlloc(cxt, sizeof(int) * (SPI_processed + 1));
 		for (r = 0; r < SPI_processed; r++)
 		{
-			char	   *lv = ReadableSpiText(r, 2, CurrentMemoryContext);
+			char	   *lv = AccessSpiText(r, 2, CurrentMemoryContext);
 			int			level = lv == NULL ? LEVEL_NONE :
 				strcmp(lv, "edit") == 0 ? LEVEL_EDIT :
 				strcmp(lv, "read") == 0 ? LEVEL_READ : LEVEL_NONE;
-			char	   *rid = ReadableSpiText(r, 1, cxt);
+			char	   *rid = AccessSpiText(r, 1, cxt);
 
 			if (level == LEVEL_NONE || rid == NULL)
 				continue;
 			rids[ng] = rid;
 			levels[ng++] = level;
 		}
-		ReadableSpiDone(&elev);
+		AccessSpiDone(&elev);
 		/* decided outside SPI: the decision may itself read through SPI */
 		for (i = 0; i < ng; i++)
 		{
@@ -384,19 +340,19 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 
 		vals[0] = CStringGetTextDatum(rtype);
 		vals[1] = CStringGetTextDatum(ag->workspace);
-		ReadableSpiRun(&elev, &plan_shared_of_type,
+		AccessSpiRun(&elev, &plan_shared_of_type,
 					   "SELECT l.resource_id FROM agent.resource_acl l "
 					   "WHERE l.principal OPERATOR(pg_catalog.=) 'workspace' "
 					   "AND l.resource_type OPERATOR(pg_catalog.=) $1 AND l.workspace_id OPERATOR(pg_catalog.=) $2",
 					   2, types, vals);
 		for (r = 0; r < SPI_processed; r++)
 		{
-			char	   *rid = ReadableSpiText(r, 1, cxt);
+			char	   *rid = AccessSpiText(r, 1, cxt);
 
 			if (rid != NULL)
 				IdListAdd(&shared, rid);
 		}
-		ReadableSpiDone(&elev);
+		AccessSpiDone(&elev);
 		for (i = 0; i < shared.n; i++)
 		{
 			char	   *rid = shared.items[i];

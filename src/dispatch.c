@@ -143,45 +143,6 @@ static SPIPlanPtr plan_filter_error = NULL;
  * --------------------------------------------------------------------------
  */
 
-typedef struct Elevation
-{
-	Oid			save_userid;
-	int			save_sec;
-	int			nest;
-} Elevation;
-
-/*
- * Acts as the owner of schema "agent" with search_path = pg_catalog until
- * Restore (an error unwinds both with the transaction).
- */
-static void
-Elevate(Elevation *e)
-{
-	Oid			nsp = get_namespace_oid("agent", false);
-	HeapTuple	tup;
-	Oid			owner;
-
-	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for namespace %u", nsp);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-	ReleaseSysCache(tup);
-
-	GetUserIdAndSecContext(&e->save_userid, &e->save_sec);
-	SetUserIdAndSecContext(owner, e->save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	e->nest = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-}
-
-/* undoes Elevate: the search_path and the user of the caller */
-static void
-Restore(Elevation *e)
-{
-	AtEOXact_GUC(true, e->nest);
-	SetUserIdAndSecContext(e->save_userid, e->save_sec);
-}
-
 /* "agent:<id>" -> id, else 0. */
 static int64
 ActorAgentId(const char *actor)
@@ -578,15 +539,15 @@ QueryWithElevation(const char *workspace, const char *event_name, const char *re
 				   const char *resource_id, int64 mention_agent,
 				   MemoryContext cxt, Candidate **out)
 {
-	Elevation	elev;
+	PgaElevation	elev;
 	int			n;
 
-	Elevate(&elev);
+	PgaElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
 	SPI_finish();
-	Restore(&elev);
+	PgaRestore(&elev);
 	return n;
 }
 
@@ -1059,11 +1020,11 @@ static void
 ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **runs)
 {
 	int64		actor_agent = ActorAgentId(ev->actor);
-	Elevation	elev;
+	PgaElevation	elev;
 	int			i;
 	MemoryContext outer = CurrentMemoryContext;
 
-	Elevate(&elev);
+	PgaElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	for (i = 0; i < n; i++)
@@ -1116,7 +1077,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		}
 	}
 	SPI_finish();
-	Restore(&elev);
+	PgaRestore(&elev);
 }
 
 /*
