@@ -318,6 +318,59 @@ UsableSkills(const ToolRun *tr)
 }
 
 /*
+ * The identity whose visibility decides delegation (manual: the user who
+ * asked; autonomous: the owner), palloc'd, or NULL when the run is gone.
+ * The levels are decided in a statement of their own (RunIdentityMay): on
+ * Citus, a function called in a query of a distributed table goes with the
+ * query to the worker of the shard, where agent._user_level may not read
+ * the other distributed tables.
+ */
+static char *
+RunIdentity(const ToolRun *tr)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		vals[2];
+
+	vals[0] = Int64GetDatum(tr->run_id);
+	vals[1] = CStringGetTextDatum(tr->workspace ? tr->workspace : "");
+	if (SpiUtilExecPlan(&plan,
+						 "SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END "
+						 "FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "WHERE r.workspace_id = $2 AND r.id = $1",
+						 2, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * The ids among agent_ids (a JSON array of ids, as text) that identity may
+ * see, as the text of a bigint[] (palloc'd); a statement on no table, run
+ * where it is called.
+ */
+static char *
+RunIdentityMay(const char *identity, const char *agent_ids)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		vals[2];
+	char		nulls[2] = {' ', ' '};
+	char	   *v;
+
+	vals[0] = identity ? CStringGetTextDatum(identity) : (Datum) 0;
+	nulls[0] = identity ? ' ' : 'n';
+	vals[1] = CStringGetTextDatum(agent_ids);
+	if (SpiUtilExecPlan(&plan,
+						 "SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}')::pg_catalog.text "
+						 "FROM (SELECT DISTINCT pg_catalog.jsonb_array_elements_text($2::pg_catalog.jsonb)::pg_catalog.int8 AS id) x "
+						 "WHERE agent._user_level($1, x.id) IS NOT NULL",
+						 2, types, vals, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		return NULL;
+	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return v ? v : pstrdup("{}");
+}
+
+/*
  * Where the run stands for delegation (agent.delegation_context) and the
  * agents of its list its identity may see (manual: the user; autonomous:
  * the owner), with the one-line description of their scope.
@@ -325,32 +378,42 @@ UsableSkills(const ToolRun *tr)
 static void
 Delegation(const ToolRun *tr, ContextRun *cr)
 {
-	static SPIPlanPtr plan = NULL;
-	Oid			types[1] = {INT8OID};
-	Datum		vals[1];
+	static SPIPlanPtr plan_ctx = NULL;
+	static SPIPlanPtr plan_list = NULL;
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		vals[2];
 	char	   *v;
+	char	   *ids;
+	char	   *identity;
 
 	vals[0] = Int64GetDatum(tr->run_id);
-	if (SpiUtilExecPlan(&plan,
-						 "WITH c AS (SELECT agent.delegation_context($1) AS j), "
-						 "who AS (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS u "
-						 "        FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
-						 "        WHERE r.id = $1) "
+	if (SpiUtilExecPlan(&plan_ctx,
 						 "SELECT (c.j ->> 'max_depth')::pg_catalog.int4, "
-						 "coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('agent_id', d.id, 'name', d.name, "
-						 "  'description', pg_catalog.left(pg_catalog.split_part(pg_catalog.btrim(coalesce(d.scope ->> 'description', '')), "
-						 "  E'\\n', 1), 160)) ORDER BY d.id) "
-						 "  FROM pg_catalog.jsonb_array_elements(c.j -> 'delegates') e "
-						 "  JOIN agent.agents d ON d.workspace_id = (SELECT r.workspace_id FROM agent.runs r WHERE r.id = $1) "
-						 "   AND d.id = (e ->> 'agent_id')::pg_catalog.int8 "
-						 "  WHERE agent._user_level((SELECT who.u FROM who), d.id) IS NOT NULL), '[]')::pg_catalog.text "
-						 "FROM c",
+						 "coalesce((SELECT pg_catalog.jsonb_agg(e ->> 'agent_id') "
+						 "          FROM pg_catalog.jsonb_array_elements(c.j -> 'delegates') e), '[]')::pg_catalog.text "
+						 "FROM (SELECT agent.delegation_context($1) AS j) c",
 						 1, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return;
 	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	cr->max_depth = v ? atoi(v) : 0;
-	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	cr->delegates = v ? json_loads(v, 0, NULL) : NULL;
+	ids = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	identity = RunIdentity(tr);
+	ids = RunIdentityMay(identity, ids ? ids : "[]");
+	cr->delegates = NULL;
+	types[0] = TEXTOID;
+	vals[0] = CStringGetTextDatum(ids ? ids : "{}");
+	vals[1] = CStringGetTextDatum(tr->workspace ? tr->workspace : "");
+	if (SpiUtilExecPlan(&plan_list,
+						 "SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('agent_id', d.id, 'name', d.name, "
+						 "  'description', pg_catalog.left(pg_catalog.split_part(pg_catalog.btrim(coalesce(d.scope ->> 'description', '')), "
+						 "  E'\\n', 1), 160)) ORDER BY d.id), '[]')::pg_catalog.text "
+						 "FROM agent.agents d WHERE d.workspace_id = $2 "
+						 " AND d.id = ANY ($1::pg_catalog.int8[])",
+						 2, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		cr->delegates = v ? json_loads(v, 0, NULL) : NULL;
+	}
 	if (cr->delegates == NULL)
 		cr->delegates = json_array();
 	/* below the limit: the teams tools; with an agent to offer: delegate_to_agent */
@@ -430,21 +493,9 @@ UseSkillTool(void)
 bool
 ContextMayDelegateTo(const ToolRun *tr, int64 child_agent_id)
 {
-	static SPIPlanPtr plan = NULL;
-	Oid			types[2] = {INT8OID, INT8OID};
-	Datum		vals[2];
-	char	   *v;
+	char	   *may = RunIdentityMay(RunIdentity(tr), psprintf("[" INT64_FORMAT "]", child_agent_id));
 
-	vals[0] = Int64GetDatum(tr->run_id);
-	vals[1] = Int64GetDatum(child_agent_id);
-	if (SpiUtilExecPlan(&plan,
-						 "SELECT agent._user_level(CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END, $2) "
-						 "IS NOT NULL FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
-						 "WHERE r.id = $1",
-						 2, types, vals, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		return false;
-	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return v && v[0] == 't';
+	return may != NULL && strcmp(may, "{}") != 0;
 }
 
 /* ---------------------------------------------------------------------
