@@ -330,10 +330,11 @@ BEGIN
   IF TG_TABLE_NAME = 'run_steps' THEN
     PERFORM pg_notify('agent_run_steps',
                       json_build_object('run_id', n.run_id,
-                                        'root_run_id', v_rootv[array_position(v_roots, n.run_id)],
+                                        'root_run_id', r.root_run_id,
                                         'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
                                         'status', n.status)::text)
-       FROM new_steps n;
+       FROM new_steps n
+       LEFT JOIN unnest(v_roots, v_rootv) AS r(run_id, root_run_id) ON r.run_id = n.run_id;
   END IF;
   RETURN NULL;
 END
