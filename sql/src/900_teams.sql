@@ -291,8 +291,6 @@ DECLARE
   v_wss      text[];
   v_labels   text[];
   v_previews text[];
-  v_roots    bigint[];
-  v_rootv    bigint[] := '{}';
   v_ws       text;
   v_n        bigint;
 BEGIN
@@ -310,7 +308,6 @@ BEGIN
   -- update) is left alone
   -- (workspace by workspace, each statement naming it: on Citus this
   -- trigger runs on the shard, where only co-located statements may run)
-  v_roots := '{}';
   FOR v_ws IN SELECT DISTINCT w FROM unnest(v_wss) w LOOP
     WITH u AS (
       UPDATE agent.runs x SET current_step = u.label, preview = u.preview
@@ -319,22 +316,17 @@ BEGIN
          AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview)
       RETURNING 1)
     SELECT count(*) INTO v_n FROM u;
-    -- the roots read first, so that the statement that notifies reads no
-    -- distributed table
-    SELECT v_roots || array_agg(x.id), v_rootv || array_agg(coalesce(x.root_run_id, x.id))
-      INTO v_roots, v_rootv
-      FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = ANY (v_ids);
   END LOOP;
   -- (not from a Citus shard, whose node is not where the listeners are and
   -- whose NOTIFY makes the two-phase commit fail: docs/scaling.md)
   IF TG_TABLE_NAME = 'run_steps' THEN
     PERFORM pg_notify('agent_run_steps',
                       json_build_object('run_id', n.run_id,
-                                        'root_run_id', r.root_run_id,
+                                        'root_run_id', (SELECT coalesce(x.root_run_id, x.id) FROM agent.runs x
+                                                         WHERE x.workspace_id = n.workspace_id AND x.id = n.run_id),
                                         'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
                                         'status', n.status)::text)
-       FROM new_steps n
-       LEFT JOIN unnest(v_roots, v_rootv) AS r(run_id, root_run_id) ON r.run_id = n.run_id;
+       FROM new_steps n;
   END IF;
   RETURN NULL;
 END
