@@ -1772,17 +1772,28 @@ BEGIN
   END IF;
   -- a run that shows it already (the worker's batch writes it with its own
   -- update) is left alone
-  -- (workspace by workspace, each statement naming it: on Citus this
-  -- trigger runs on the shard, where only co-located statements may run)
-  FOR v_ws IN SELECT DISTINCT w FROM unnest(v_wss) w LOOP
-    WITH u AS (
-      UPDATE agent.runs x SET current_step = u.label, preview = u.preview
-        FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
-       WHERE x.workspace_id = v_ws AND u.ws = v_ws AND x.id = u.run_id
-         AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview)
-      RETURNING 1)
-    SELECT count(*) INTO v_n FROM u;
-  END LOOP;
+  IF TG_TABLE_NAME = 'run_steps' THEN
+    -- on the table itself: one statement, probing the primary key from each
+    -- run of the arrays (the plan of the single-node bulk load: a statement
+    -- that also filters on the workspace may be planned as a scan of the
+    -- workspace's runs around a rescanned function scan, quadratic)
+    UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+      FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
+     WHERE x.id = u.run_id AND x.workspace_id = u.ws
+       AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview);
+  ELSE
+    -- on a Citus shard: workspace by workspace, each statement naming it
+    -- (only co-located statements may run there)
+    FOR v_ws IN SELECT DISTINCT w FROM unnest(v_wss) w LOOP
+      WITH u AS (
+        UPDATE agent.runs x SET current_step = u.label, preview = u.preview
+          FROM unnest(v_ids, v_wss, v_labels, v_previews) AS u(run_id, ws, label, preview)
+         WHERE x.workspace_id = v_ws AND u.ws = v_ws AND x.id = u.run_id
+           AND (x.current_step IS DISTINCT FROM u.label OR x.preview IS DISTINCT FROM u.preview)
+        RETURNING 1)
+      SELECT count(*) INTO v_n FROM u;
+    END LOOP;
+  END IF;
   -- (not from a Citus shard, whose node is not where the listeners are and
   -- whose NOTIFY makes the two-phase commit fail: docs/scaling.md)
   IF TG_TABLE_NAME = 'run_steps' THEN
