@@ -262,7 +262,11 @@ is "$out" "header \"Authorization\" cannot be sent: secret \"k630_mcp\" does not
 all="$K_OAI|$K_OAI2|$K_ANT|$K_DEF|$K_MCP"
 # the statements below search for the values without holding them (they are
 # logged too): the pattern is written reversed
-pat="reverse('$(printf '%s' "$all" | rev)')"
+# (in plain bash: forky's util-linux no longer ships rev(1))
+rev_all=""
+for ((i = ${#all} - 1; i >= 0; i--)); do rev_all+=${all:i:1}; done
+[ -n "$rev_all" ] || { echo "Bail out! the secret pattern is empty"; exit 1; }
+pat="reverse('$rev_all')"
 is "$(q "SELECT count(*) FROM agent.run_steps WHERE (input::text || coalesce(output::text, '')) ~ $pat")" "0" "no secret in any step"
 is "$(q "SELECT count(*) FROM agent.runs WHERE (coalesce(error, '') || coalesce(output::text, '') || input::text) ~ $pat")" "0" "nor in a run's error or output"
 is "$(q "SELECT count(*) FROM agent.audit_log WHERE row_to_json(audit_log)::text ~ $pat")" "0" "nor in the audit log"
