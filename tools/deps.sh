@@ -8,7 +8,9 @@
 # them too):
 #   postgresql-N postgresql-server-dev-N postgresql-N-cron postgresql-N-pgtap
 #   libtap-parser-sourcehandler-pgtap-perl (pg_prove)
-#   libcurl4-openssl-dev libjansson-dev build-essential
+#   libcurl4-openssl-dev libjansson-dev libxml2-dev build-essential
+#                                           (libxml2: web_fetch's HTML to text)
+#   prometheus-postgres-exporter            (the exporter test of docs/monitoring.md)
 #   curl ca-certificates procps
 #   clang libclang-rt-dev                   (libFuzzer, for test/fuzz)
 #   python3                                 (the tests' LLM and MCP servers; when missing)
@@ -48,6 +50,7 @@ fi
 
 pkgs=(postgresql-$major postgresql-server-dev-$major postgresql-$major-cron postgresql-$major-pgtap
       libtap-parser-sourcehandler-pgtap-perl libcurl4-openssl-dev libjansson-dev libssl-dev
+      libxml2-dev prometheus-postgres-exporter pkg-config
       build-essential curl ca-certificates procps
       clang libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
