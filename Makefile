@@ -47,6 +47,11 @@ PG_CPPFLAGS += $(WERROR_FLAG)
 SHLIB_LINK  = -lcurl -ljansson -lcrypto
 EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp valgrind.out
 
+# The Prometheus exporter's queries file, its alert rules and a Grafana
+# dashboard (docs/monitoring.md), installed beside the extension's docs
+# ($(docdir)/extension/ with `make install`, and so in the .deb).
+DOCS        = monitoring/pg_agents_queries.yaml monitoring/alerts.yml monitoring/grafana_dashboard.json
+
 # pg_regress: the inputs in test/sql, the expected outputs in the top-level
 # expected/ (pg_cron's layout), the results in results/.  pg_regress looks for
 # an expected file in <outputdir>/expected before <inputdir>/expected (and,

@@ -168,7 +168,7 @@ GRANT EXECUTE ON FUNCTION agent.run_error_code(text) TO PUBLIC;
 GRANT SELECT ON agent.queue_status, agent.run_metrics TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent.run_stats(timestamptz) TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO pg_monitor;
-GRANT SELECT ON agent.worker_status TO pg_monitor;
+GRANT SELECT ON agent.worker_status, agent.mcp_metrics TO pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._worker_status() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION agent.cancel_runs(bigint, text, text, text) TO agents_app;
 -- mcp: OAuth 2.1 of MCP servers (sql/src/705_mcp_oauth.sql): the application
