@@ -442,6 +442,8 @@ DECLARE
   v_recent bigint;
   v_window interval := coalesce(nullif(current_setting('pg_agents.dedup_window', true), ''), '0')::interval;
   v_fp     text;
+  v_now    timestamptz := now();
+  v_cutoff timestamptz;
   v_new    integer;
   v_id     bigint;
 BEGIN
@@ -492,11 +494,14 @@ BEGIN
   -- deduplication, as for events: the first transaction to insert the
   -- fingerprint wins, a concurrent one waits for it
   IF v_window > interval '0' THEN
+    -- the time and the cutoff as values: Citus refuses now() in the conflict
+    -- clause of a distributed table
     v_fp := 'api:' || md5(coalesce(payload, '{}')::text);
+    v_cutoff := v_now - v_window;
     INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at)
-    VALUES (t.workspace_id, t.id, v_fp, now())
+    VALUES (t.workspace_id, t.id, v_fp, v_now)
     ON CONFLICT ON CONSTRAINT event_dedup_pkey DO UPDATE SET seen_at = excluded.seen_at
-      WHERE d.seen_at <= now() - v_window
+      WHERE d.seen_at <= v_cutoff
     RETURNING 1 INTO v_new;
     IF v_new IS NULL THEN
       SELECT r.id INTO v_id FROM agent.runs r
@@ -535,3 +540,16 @@ $$;
 REVOKE ALL ON FUNCTION agent.fire_trigger(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent.fire_trigger(bigint, text, jsonb) IS
   'Fires a trigger of kind api for by_user (who needs the chat level on the agent): queues a manual run, origin api, with the payload as its input; the agent''s hourly run cap and pg_agents.dedup_window apply as for events (the same payload again returns the first run''s id). A trigger of another workspace is 42704; another kind 42809; a disabled trigger or a suspended agent 55000.';
+
+-- ---------------------------------------------------------------------------
+-- Anti-loop reports (issue 31): an event of an agent's own write that a
+-- trigger drops is counted on the trigger, and reported by an audit row
+-- event.self_skipped at most once an hour (src/dispatch.c); agent.activity
+-- and agent.insights show the counts.
+-- ---------------------------------------------------------------------------
+ALTER TABLE agent.triggers ADD COLUMN self_skipped bigint NOT NULL DEFAULT 0,
+                           ADD COLUMN self_skipped_at timestamptz,
+                           ADD COLUMN self_skip_reported_at timestamptz;
+COMMENT ON COLUMN agent.triggers.self_skipped IS 'Events of the agent''s own writes this trigger dropped (anti-loop), in all.';
+COMMENT ON COLUMN agent.triggers.self_skipped_at IS 'When it last dropped an event of the agent''s own write.';
+COMMENT ON COLUMN agent.triggers.self_skip_reported_at IS 'When an audit row event.self_skipped last reported the dropped events (at most once an hour).';
