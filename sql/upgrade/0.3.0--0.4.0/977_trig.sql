@@ -1,4 +1,4 @@
--- 0.3.0 -> 0.4.0: issue 31 (helper trig): the API trigger (agent.fire_trigger), anti-loop reports, web_fetch.
+-- 0.3.0 -> 0.4.0: issue 31 (helper trig): the API trigger (agent.fire_trigger) and the anti-loop reports (agent.triggers.self_skipped*, agent.activity, agent.insights).
 
 -- ---------------------------------------------------------------------------
 -- The API trigger (issue 31): an application starts a run of a trigger of
