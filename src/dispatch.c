@@ -137,6 +137,8 @@ static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_audit = NULL;
 static SPIPlanPtr plan_last_run = NULL;
 static SPIPlanPtr plan_filter_error = NULL;
+static SPIPlanPtr plan_self_skip = NULL;
+static SPIPlanPtr plan_self_audit = NULL;
 
 /* --------------------------------------------------------------------------
  * helpers
@@ -804,6 +806,75 @@ ReportLoopStopped(EventCtx *ev, Candidate *c, int chain)
 					   c->id, pg_agents_self_retrigger_cap)));
 }
 
+/*
+ * Anti-loop report: an event of the agent's own write was dropped for this
+ * trigger.  The trigger counts it (self_skipped, self_skipped_at) and, at most
+ * once an hour (self_skip_reported_at), an audit row event.self_skipped says
+ * how many were dropped in all.  Written in the caller's transaction: a
+ * rolled-back write leaves no count; a read-only transaction records nothing.
+ */
+static void
+ReportSelfSkipped(EventCtx *ev, Candidate *c)
+{
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2];
+	int			ret;
+	bool		isnull;
+	bool		report;
+	int64		total;
+
+	if (XactReadOnly)
+		return;
+	SpiUtilKeptPlan(&plan_self_skip,
+				"WITH o AS (SELECT x.self_skip_reported_at AS old FROM agent.triggers x "
+				"  WHERE x.workspace_id OPERATOR(pg_catalog.=) $2 AND x.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) "
+				"UPDATE agent.triggers t SET self_skipped = t.self_skipped OPERATOR(pg_catalog.+) 1, "
+				"  self_skipped_at = pg_catalog.now(), "
+				"  self_skip_reported_at = CASE WHEN o.old IS NULL "
+				"    OR o.old OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.interval '1 hour') "
+				"    THEN pg_catalog.now() ELSE o.old END "
+				"FROM o WHERE t.workspace_id OPERATOR(pg_catalog.=) $2 AND t.id OPERATOR(pg_catalog.=) $1 "
+				"RETURNING (o.old IS NULL "
+				"  OR o.old OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.interval '1 hour')), "
+				"  t.self_skipped",
+				2, types);
+	args[0] = Int64GetDatum(c->id);
+	args[1] = CStringGetTextDatum(c->workspace_id);
+	ret = SPI_execute_plan(plan_self_skip, args, NULL, false, 0);
+	if (ret != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
+	if (SPI_processed != 1)
+		return;
+	report = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) && !isnull;
+	total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (!report)
+		return;
+	{
+		Oid			atypes[4] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID};
+		Datum		aargs[4];
+		JsonbParseState *st = NULL;
+		JsonbValue *res;
+
+		pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+		PushEventFields(&st, ev);
+		JsonbBuildIntField(&st, "agent_id", c->agent_id);
+		JsonbBuildIntField(&st, "self_skipped", total);
+		res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+		SpiUtilKeptPlan(&plan_self_audit,
+					"SELECT agent._audit_event('event.self_skipped', 'denied', 'trigger', $1, $2, NULL, $3, $4, 'self_event')",
+					4, atypes);
+		aargs[0] = CStringGetTextDatum(psprintf(INT64_FORMAT, c->id));
+		aargs[1] = CStringGetTextDatum(c->workspace_id);
+		aargs[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
+		aargs[3] = CStringGetTextDatum(psprintf("own write of agent " INT64_FORMAT " did not wake trigger " INT64_FORMAT
+												" (anti-loop; " INT64_FORMAT " dropped in all)",
+												c->agent_id, c->id, total));
+		ret = SPI_execute_plan(plan_self_audit, aargs, NULL, false, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "pg_agents: audit failed: %s", SPI_result_code_string(ret));
+	}
+}
+
 /* Records the fingerprint; false when the same event was seen in the window. */
 static bool
 DedupFirstSeen(EventCtx *ev, Candidate *c)
@@ -1035,7 +1106,10 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 
 		/* anti-loop: an agent's own writes do not wake it, unless allowed */
 		if (actor_agent != 0 && actor_agent == c->agent_id && !c->allow_self)
+		{
+			ReportSelfSkipped(ev, c);
 			continue;
+		}
 		if (c->filter != NULL)
 		{
 			FilterEval	fe;

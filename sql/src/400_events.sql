@@ -417,3 +417,139 @@ END
 $$;
 COMMENT ON FUNCTION agent._check_trigger(jsonb, boolean) IS
   'Internal (agent.set_trigger): refuses (22023) a trigger definition with an unknown key or a value of the wrong shape, naming the key; p_complete also requires a kind, and a schedule for a schedule trigger.';
+
+-- ---------------------------------------------------------------------------
+-- The API trigger (issue 31): an application starts a run of a trigger of
+-- kind api on behalf of a user.  The run is manual (it acts as by_user, who
+-- needs the chat level), origin api, linked to the trigger; it goes through
+-- the one queue (agent._enqueue_run), the agent's hourly run cap (counted
+-- over its autonomous runs and its API-trigger runs of the last hour) and the
+-- deduplication of events: the same payload fired again through the same
+-- trigger within pg_agents.dedup_window queues nothing and returns the first
+-- run's id.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION agent.fire_trigger(trigger_id bigint, by_user text, payload jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  t        agent.triggers%ROWTYPE;
+  a        agent.agents%ROWTYPE;
+  v_ws     text := agent._session_workspace();
+  v_cap    integer;
+  v_recent bigint;
+  v_window interval := coalesce(nullif(current_setting('pg_agents.dedup_window', true), ''), '0')::interval;
+  v_fp     text;
+  v_now    timestamptz := now();
+  v_cutoff timestamptz;
+  v_new    integer;
+  v_id     bigint;
+BEGIN
+  IF trigger_id IS NULL THEN
+    RAISE EXCEPTION 'trigger_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF by_user IS NULL OR by_user = '' THEN
+    RAISE EXCEPTION 'an API trigger run needs the requesting user'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'The run is manual: it acts as the user who fired the trigger (by_user).';
+  END IF;
+  IF payload IS NOT NULL AND jsonb_typeof(payload) <> 'object' THEN
+    RAISE EXCEPTION 'trigger payload must be a json object' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF v_ws IS NULL THEN
+    -- a superuser session bound to no workspace: the trigger's own
+    SELECT x.workspace_id INTO v_ws FROM agent.triggers x WHERE x.id = trigger_id;
+  END IF;
+  -- a trigger of another workspace does not exist for this session
+  SELECT * INTO t FROM agent.triggers x WHERE x.workspace_id = v_ws AND x.id = trigger_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'trigger % does not exist', trigger_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF t.kind <> 'api' THEN
+    RAISE EXCEPTION 'trigger % is of kind %, not api', trigger_id, t.kind
+      USING ERRCODE = 'wrong_object_type',
+            DETAIL = 'Only a trigger of kind api is fired through agent.fire_trigger; events, schedules and mentions fire the others.';
+  END IF;
+  IF NOT t.enabled THEN
+    RAISE EXCEPTION 'trigger % is disabled', trigger_id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Enable it in the agent''s settings (agent.save_settings).';
+  END IF;
+  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = t.workspace_id AND x.id = t.agent_id;
+  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
+    RAISE EXCEPTION 'agent % does not exist', t.agent_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF a.status = 'suspended' THEN
+    RAISE EXCEPTION 'agent % is suspended', a.id
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            DETAIL = 'A suspended agent is started by no trigger; chat still works.';
+  END IF;
+  IF NOT coalesce(agent.user_can(by_user, a.id, 'chat'), false) THEN
+    RAISE EXCEPTION 'user "%" may not run agent %', by_user, a.id
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Firing an API trigger requires the interact level or higher on the agent.';
+  END IF;
+  -- deduplication, as for events: the first transaction to insert the
+  -- fingerprint wins, a concurrent one waits for it
+  IF v_window > interval '0' THEN
+    -- the time and the cutoff as values: Citus refuses now() in the conflict
+    -- clause of a distributed table
+    v_fp := 'api:' || md5(coalesce(payload, '{}')::text);
+    v_cutoff := v_now - v_window;
+    INSERT INTO agent.event_dedup AS d (workspace_id, trigger_id, fingerprint, seen_at)
+    VALUES (t.workspace_id, t.id, v_fp, v_now)
+    ON CONFLICT ON CONSTRAINT event_dedup_pkey DO UPDATE SET seen_at = excluded.seen_at
+      WHERE d.seen_at <= v_cutoff
+    RETURNING 1 INTO v_new;
+    IF v_new IS NULL THEN
+      SELECT r.id INTO v_id FROM agent.runs r
+       WHERE r.workspace_id = t.workspace_id AND r.trigger_id = t.id AND r.origin = 'api'
+         AND r.input -> 'payload' = coalesce(payload, '{}')
+       ORDER BY r.id DESC LIMIT 1;
+      IF v_id IS NOT NULL THEN
+        RETURN v_id;
+      END IF;
+    END IF;
+  END IF;
+  -- the hourly cap: one decision at a time per agent (the lock of
+  -- agent._enqueue_run), counting stops at the cap
+  v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
+  PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(a.id::text));
+  SELECT count(*) INTO v_recent FROM (
+    SELECT 1 FROM agent.runs r
+     WHERE r.workspace_id = a.workspace_id AND r.agent_id = a.id
+       AND (r.regime = 'autonomous' OR (r.origin = 'api' AND r.trigger_id IS NOT NULL))
+       AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
+     LIMIT v_cap) s;
+  IF v_recent >= v_cap THEN
+    RAISE EXCEPTION 'hourly run cap of % reached for agent %', v_cap, a.id
+      USING ERRCODE = 'program_limit_exceeded',
+            DETAIL = 'Runs of API triggers count with the agent''s autonomous runs against its hourly run cap.';
+  END IF;
+  v_id := agent._enqueue_run(a.id, 'manual', 'api',
+            jsonb_build_object('event', 'api.fired', 'resource_type', 'trigger', 'resource_id', t.id::text,
+                               'actor', 'user:' || by_user, 'prompt', t.prompt,
+                               'payload', coalesce(payload, '{}')),
+            t.id, by_user);
+  UPDATE agent.triggers x SET last_run_at = now() WHERE x.workspace_id = t.workspace_id AND x.id = t.id;
+  RETURN v_id;
+END
+$$;
+REVOKE ALL ON FUNCTION agent.fire_trigger(bigint, text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION agent.fire_trigger(bigint, text, jsonb) IS
+  'Fires a trigger of kind api for by_user (who needs the chat level on the agent): queues a manual run, origin api, with the payload as its input; the agent''s hourly run cap and pg_agents.dedup_window apply as for events (the same payload again returns the first run''s id). A trigger of another workspace is 42704; another kind 42809; a disabled trigger or a suspended agent 55000.';
+
+-- ---------------------------------------------------------------------------
+-- Anti-loop reports (issue 31): an event of an agent's own write that a
+-- trigger drops is counted on the trigger, and reported by an audit row
+-- event.self_skipped at most once an hour (src/dispatch.c); agent.activity
+-- and agent.insights show the counts.
+-- ---------------------------------------------------------------------------
+ALTER TABLE agent.triggers ADD COLUMN self_skipped bigint NOT NULL DEFAULT 0,
+                           ADD COLUMN self_skipped_at timestamptz,
+                           ADD COLUMN self_skip_reported_at timestamptz;
+COMMENT ON COLUMN agent.triggers.self_skipped IS 'Events of the agent''s own writes this trigger dropped (anti-loop), in all.';
+COMMENT ON COLUMN agent.triggers.self_skipped_at IS 'When it last dropped an event of the agent''s own write.';
+COMMENT ON COLUMN agent.triggers.self_skip_reported_at IS 'When an audit row event.self_skipped last reported the dropped events (at most once an hour).';

@@ -165,6 +165,7 @@ BEGIN
   -- join: a function that queries, inside this query routed to the
   -- workspace's shard, would run on the shard's node under Citus
   RETURN QUERY
+  SELECT * FROM (
   SELECT r.id, r.created_at,
          CASE r.origin
            WHEN 'schedule' THEN 'schedule: ' || coalesce(
@@ -209,11 +210,27 @@ BEGIN
     ) st ON true
     LEFT JOIN agent.triggers tg ON tg.workspace_id = v_ws AND tg.id = r.trigger_id
                                AND r.origin IN ('schedule', 'event')
-   ORDER BY r.created_at DESC, r.id DESC;
+  UNION ALL
+  -- anti-loop reports: a trigger that dropped events of the agent's own
+  -- writes is one row (no run), at its last drop
+  SELECT NULL::bigint, sk.self_skipped_at,
+         format('anti-loop: trigger %s dropped %s event(s) of the agent''s own writes', sk.id, sk.self_skipped),
+         'event'::text, 'autonomous'::text, NULL::text, 'self_skipped'::text, NULL::timestamptz, NULL::timestamptz,
+         NULL::interval, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint,
+         '{}'::text[], '{}'::text[], '{}'::text[], '{}'::text[], 0, NULL::text, NULL::bigint, NULL::bigint, sk.id
+    FROM agent.triggers sk
+   WHERE sk.workspace_id = v_ws AND sk.agent_id = v_agent AND sk.self_skipped > 0
+     AND v_scope = 'all' AND v_status IS NULL
+     AND (v_trig IS NULL OR sk.id = v_trig)
+     AND (since IS NULL OR sk.self_skipped_at >= since)
+     AND (until IS NULL OR sk.self_skipped_at < until)
+  ) u
+   ORDER BY 2 DESC, 1 DESC NULLS FIRST
+   LIMIT lim;
 END
 $$;
 COMMENT ON FUNCTION agent.activity(bigint, text, text, bigint, timestamptz, timestamptz, int) IS
-  'The agent''s runs, newest first, as the user may see them (full: all; edit, interact: their own manual runs; no access, unknown agent or an agent of another workspace than the session''s: nothing): trigger label, status, duration, model, tokens, skills, tools and resources used (from run_steps), error in clear, re-run and delegation links. Filters: status, trigger, period [since, until) on created_at, lim (1-1000).';
+  'The agent''s runs, newest first, as the user may see them (full: all; edit, interact: their own manual runs; no access, unknown agent or an agent of another workspace than the session''s: nothing): trigger label, status, duration, model, tokens, skills, tools and resources used (from run_steps), error in clear, re-run and delegation links. Filters: status, trigger, period [since, until) on created_at, lim (1-1000). A trigger that dropped events of the agent''s own writes (anti-loop) adds one row without a run (run_id NULL, run_status self_skipped, the count in trigger_label, at its last drop), for the full level and no status filter.';
 
 CREATE FUNCTION agent.run_detail(run_id bigint, user_id text)
 RETURNS TABLE(seq integer, at timestamptz, kind text, name text, status text, summary text,
@@ -437,12 +454,20 @@ BEGIN
                                                   WHEN res.granted IS NOT NULL THEN 'granted_not_read'
                                                   ELSE 'read_not_granted' END),
                  res.rt || ':' || res.rid
-            FROM res) a
+            FROM res
+          UNION ALL
+          -- anti-loop: the events of its own writes each trigger dropped
+          SELECT 8, 'anti_loop', 'trigger:' || sk.id, NULL, NULL, NULL, NULL, NULL,
+                 jsonb_build_object('trigger_id', sk.id, 'self_skipped', sk.self_skipped,
+                                    'last_skipped_at', sk.self_skipped_at, 'reported_at', sk.self_skip_reported_at),
+                 lpad(sk.id::text, 20, '0')
+            FROM agent.triggers sk
+           WHERE sk.workspace_id = v_ws AND sk.agent_id = v_agent AND sk.self_skipped > 0) a
    ORDER BY a.ord, a.sortkey NULLS FIRST;
 END
 $$;
 COMMENT ON FUNCTION agent.insights(bigint, text, timestamptz, timestamptz) IS
-  'Insights of one agent over [since, until) of created_at (full level only, 42501 otherwise, unknown agents and agents of another workspace than the session''s included): one row per section and key — total, status, day and week (UTC), model, origin: runs, succeeded, failed (failed, budget_exceeded, expired), failure_rate over finished runs, own tokens — and resource: granted (agent.access now) versus actually read (read steps of the period), with runs that read it and a state granted_and_read, granted_not_read or read_not_granted.';
+  'Insights of one agent over [since, until) of created_at (full level only, 42501 otherwise, unknown agents and agents of another workspace than the session''s included): one row per section and key — total, status, day and week (UTC), model, origin: runs, succeeded, failed (failed, budget_exceeded, expired), failure_rate over finished runs, own tokens — and resource: granted (agent.access now) versus actually read (read steps of the period), with runs that read it and a state granted_and_read, granted_not_read or read_not_granted; and anti_loop: per trigger that dropped events of the agent''s own writes, the count (detail.self_skipped), the last drop and the last report (not limited to the period).';
 
 -- ---------------------------------------------------------------------------
 -- Assisted creation: the hidden assistant, draft runs, create_from_draft
