@@ -77,17 +77,26 @@ BEGIN
   EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', part);
   EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM CURRENT_USER', part);
   EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', part, note);
-  -- a member of the extension like its parent (pg_dump leaves the log to
-  -- physical backups; a partition dumped alone would not restore)
+  -- a member of the extension like its parent (its definition comes back
+  -- with CREATE EXTENSION or agent.maintain_audit(), not from a dump)
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend
                   WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objid = part
                     AND refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND deptype = 'e') THEN
     EXECUTE pg_catalog.format('ALTER EXTENSION pg_agents ADD TABLE %s', part);
   END IF;
+  -- its rows go into a logical dump (pg_dump --load-via-partition-root, see
+  -- docs/operations.md), as pg_extension_config_dump() marks the partitions
+  -- made at install; that function works inside an extension script only,
+  -- so a partition made later is marked the way it marks one
+  UPDATE pg_catalog.pg_extension
+     SET extconfig = pg_catalog.array_append(extconfig, part::pg_catalog.oid),
+         extcondition = pg_catalog.array_append(extcondition, ''::pg_catalog.text)
+   WHERE extname = 'pg_agents'
+     AND NOT (part::pg_catalog.oid = ANY (coalesce(extconfig, '{}'::pg_catalog.oid[])));
 END
 $$;
 COMMENT ON FUNCTION agent._audit_partition_setup(regclass, text) IS
-  'Internal: the guard triggers (enabled ALWAYS), row-level security, privileges, comment and extension membership of a new partition of agent.audit_log.';
+  'Internal: the guard triggers (enabled ALWAYS), row-level security, privileges, comment, extension membership and logical-dump mark of a new partition of agent.audit_log.';
 
 CREATE TABLE agent.audit_log_default PARTITION OF agent.audit_log DEFAULT;
 SELECT agent._audit_partition_setup('agent.audit_log_default',
