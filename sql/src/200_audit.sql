@@ -470,6 +470,18 @@ BEGIN
     job_name := v_jobs[i][1];
     schedule := v_jobs[i][2];
     command := v_jobs[i][3];
+    -- the worker ticks the database it serves itself (pg_agents.worker_tick,
+    -- about once a second): no minute job beside it, and one left from
+    -- before goes
+    IF job_name = 'pg_agents_tick'
+       AND coalesce(pg_catalog.current_setting('pg_agents.worker_tick', true), 'on') = 'on'
+       AND pg_catalog.current_setting('pg_agents.database', true) = pg_catalog.current_database() THEN
+      IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
+        EXECUTE 'SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = $1 AND username = current_user'
+          USING job_name;
+      END IF;
+      CONTINUE;
+    END IF;
     -- a named job is updated in place when it exists
     EXECUTE 'SELECT cron.schedule($1, $2, $3)' INTO jobid USING job_name, schedule, command;
     RETURN NEXT;
@@ -478,7 +490,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.schedule_maintenance() FROM PUBLIC;
 COMMENT ON FUNCTION agent.schedule_maintenance() IS
-  'Schedules agent.purge_audit() daily (03:17), agent.tick() every minute and agent.purge_runs(5000) every 10 minutes through pg_cron; re-running updates the jobs instead of duplicating them.';
+  'Schedules agent.purge_audit() daily (03:17), agent.tick() every minute (not in the database the worker serves with pg_agents.worker_tick on: the worker ticks it) and agent.purge_runs(5000) every 10 minutes through pg_cron; re-running updates the jobs instead of duplicating them.';
 
 CREATE FUNCTION agent.unschedule_maintenance() RETURNS integer
 LANGUAGE plpgsql VOLATILE
