@@ -155,16 +155,25 @@ guc_or_null(const char *v)
 	return (v == NULL || v[0] == '\0') ? NULL : v;
 }
 
+bool		pg_agents_audit_as_worker = false;
+
 /*
  * Fills the identity columns from the session identity GUCs.
  */
+
 void
 AuditIdentity(AuditRow *row)
 {
 	const char *a = guc_or_null(pg_agents_actor);
 	const char *r = guc_or_null(pg_agents_run_id);
 
-	if (a == NULL)
+	if (a == NULL && pg_agents_audit_as_worker)
+	{
+		/* the worker's own bookkeeping: no human acts */
+		row->actor_kind = "system";
+		row->actor_id = "worker";
+	}
+	else if (a == NULL)
 	{
 		row->actor_kind = "human";
 		row->actor_id = NULL;

@@ -10,6 +10,13 @@
 #define PG_AGENTS_GUC_H
 
 extern char *pg_agents_actor;
+
+/*
+ * Set by the worker for its session (src/worker.c): its own audit rows
+ * (run.claim, run.finish, ...) without an identity name it, actor_kind
+ * 'system' and actor_id 'worker' (src/audit_trigger.c).
+ */
+extern bool pg_agents_audit_as_worker;
 extern char *pg_agents_workspace;
 extern char *pg_agents_run_id;
 extern char *pg_agents_surface;

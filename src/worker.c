@@ -384,6 +384,8 @@ WorkerSessionSetup(void)
 
 		for (int i = 0; i < lengthof(identity); i++)
 			SetConfigOption(identity[i], "", PGC_SUSET, PGC_S_OVERRIDE);
+		/* so its own audit rows name it (system, 'worker') */
+		pg_agents_audit_as_worker = true;
 	}
 
 	/* backends that queue runs set this latch at commit (src/wake.c) */

@@ -6,6 +6,7 @@
 #   tools/matrix.sh shell LEG [CMD]   a shell (or CMD) in a leg's root, with the
 #                                     checkout copied to /build/pg_agents
 #   tools/matrix.sh clean [LEG...]    remove the cached roots
+#   tools/matrix.sh stale [LEG...]    which cached roots a run would rebuild
 #   tools/matrix.sh fresh SUITE DIR   a new minimal root of SUITE in DIR (for
 #                                     tools/deb.sh), /proc and /dev/shm mounted;
 #                                     `tools/matrix.sh release DIR` ends its
@@ -30,7 +31,13 @@
 #      also when the leg fails, times out ($PG_AGENTS_MATRIX_TIMEOUT seconds,
 #      default 1500) or is interrupted.  A kept root whose packages cannot be
 #      installed any more (a run killed in the middle of apt) is built anew
-#      once.
+#      once.  A cached root (and its debootstrap tar) is rebuilt from
+#      scratch when tools/deps.sh or this script changed since it was built
+#      (their sha256 is kept beside it, in SUITE.base.tar.hash and in the
+#      root's .pg_agents-matrix-root), or on demand with MATRIX_FRESH=1:
+#      a cache can no longer hide what a new machine lacks.
+#      `tools/matrix.sh stale [LEG...]` says, without root or changes, which
+#      roots a run would rebuild and why.
 # Each leg prints its time and the summary line of its `make test`; its whole
 # output is in .matrix/LEG.log.  The last line counts the legs.
 set -uo pipefail
@@ -42,6 +49,38 @@ leg_timeout=${PG_AGENTS_MATRIX_TIMEOUT:-1500}
 
 say() { echo "matrix: $*"; }
 die() { echo "matrix: $*" >&2; exit 1; }
+
+legs_default=(trixie forky)
+
+# The roots are built by what these files say: a change to them makes a
+# cached root stale.
+roots_hash() {
+    (cd "$here" && sha256sum tools/deps.sh tools/matrix.sh) | sha256sum | cut -c1-64
+}
+# why_stale WHAT FILE: prints why the cached WHAT (whose hash is in FILE)
+# must be built anew, or nothing when it may be kept; MATRIX_FRESH=1 makes
+# every one stale, once per run (fresh_done lists what this run built)
+fresh_done=" "
+why_stale() {
+    local what=$1 file=$2 want
+    if [ "${MATRIX_FRESH:-}" = 1 ] && [[ $fresh_done != *" $what "* ]]; then echo "MATRIX_FRESH=1"; return; fi
+    want=$(roots_hash)
+    if [ ! -s "$file" ]; then echo "no hash kept beside it (built before hashes were kept)"
+    elif [ "$(head -c 64 "$file")" != "$want" ]; then echo "tools/deps.sh or tools/matrix.sh changed since it was built"
+    fi
+}
+if [ "${1:-}" = stale ]; then
+    shift
+    legs=("$@"); [ ${#legs[@]} -gt 0 ] || legs=("${legs_default[@]}")
+    for leg in "${legs[@]}"; do
+        if [ ! -s "$cache/$leg.base.tar" ]; then b="none (built on the next run)"
+        else b=$(why_stale "$leg.base" "$cache/$leg.base.tar.hash"); b=${b:-kept}; fi
+        if [ ! -f "$cache/$leg/.pg_agents-matrix-root" ]; then l="none (built on the next run)"
+        else l=$(why_stale "$leg" "$cache/$leg/.pg_agents-matrix-root"); l=${l:-kept}; fi
+        echo "$leg: minimal root: $b; leg root: $l"
+    done
+    exit 0
+fi
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap and chroot)"
 
@@ -66,7 +105,6 @@ host_mirror() {  # [security]
     awk -v want="$want" '($0 ~ /security/) == (want == "security") { print $1; exit }' <<<"$all" | grep .
 }
 
-legs_default=(trixie forky)
 
 # every process whose root is $1 (started in the chroot)
 procs_in() {
@@ -132,8 +170,14 @@ copy_ca() {  # root
 # The pristine minimal root of a Debian suite, built once with debootstrap and
 # kept as $cache/SUITE.base.tar: apt sources from this host's mirror.
 base_tar() {  # suite
-    local leg=$1 tmp="$cache/$1.base.tmp" mirror script=""
-    [ -s "$cache/$leg.base.tar" ] && return 0
+    local leg=$1 tmp="$cache/$1.base.tmp" mirror script="" why
+    if [ -s "$cache/$leg.base.tar" ]; then
+        why=$(why_stale "$leg.base" "$cache/$leg.base.tar.hash")
+        [ -z "$why" ] && return 0
+        say "$leg: the minimal root is built anew: $why"
+        rm -f "$cache/$leg.base.tar" "$cache/$leg.base.tar.hash"
+    fi
+    fresh_done+="$leg.base "
     command -v debootstrap >/dev/null 2>&1 || {
         say "installing debootstrap"
         apt-get update -qq >/dev/null 2>&1
@@ -171,7 +215,8 @@ base_tar() {  # suite
             echo 'Acquire::Check-Valid-Until "false";' >"$tmp/etc/apt/apt.conf.d/99pg-agents-matrix" ;;
     esac
     echo "pg-agents-$leg" >"$tmp/etc/hostname"
-    tar -C "$tmp" -cf "$cache/$leg.base.tar.tmp" . && mv "$cache/$leg.base.tar.tmp" "$cache/$leg.base.tar"
+    tar -C "$tmp" -cf "$cache/$leg.base.tar.tmp" . && mv "$cache/$leg.base.tar.tmp" "$cache/$leg.base.tar" &&
+        roots_hash >"$cache/$leg.base.tar.hash"
     rm -rf "$tmp"
     [ -s "$cache/$leg.base.tar" ] || die "$leg: could not keep the minimal root"
 }
@@ -184,11 +229,16 @@ fresh_root() {  # suite dir: a new pristine root in dir
 
 # The root of a leg, built once and kept (with what make test installs in it).
 make_root() {  # leg
-    local leg=$1 r="$cache/$1" tmp="$cache/$1.tmp"
-    [ -f "$r/.pg_agents-matrix-root" ] && return 0
+    local leg=$1 r="$cache/$1" tmp="$cache/$1.tmp" why
+    if [ -f "$r/.pg_agents-matrix-root" ]; then
+        why=$(why_stale "$leg" "$r/.pg_agents-matrix-root")
+        [ -z "$why" ] && return 0
+        say "$leg: the root is built anew: $why"
+    fi
+    fresh_done+="$leg "
     release_root "$tmp" 2>/dev/null
     fresh_root "$leg" "$tmp" || return 1
-    touch "$tmp/.pg_agents-matrix-root"
+    roots_hash >"$tmp/.pg_agents-matrix-root"
     release_root "$r"
     rm -rf "$r"
     mv "$tmp" "$r"
@@ -315,7 +365,7 @@ clean)
     shift
     for leg in "${@:-${legs_default[@]}}"; do
         release_root "$cache/$leg"; release_root "$cache/$leg.tmp"
-        rm -rf "$cache/$leg" "$cache/$leg.tmp" "$cache/$leg.base.tar"
+        rm -rf "$cache/$leg" "$cache/$leg.tmp" "$cache/$leg.base.tar" "$cache/$leg.base.tar.hash"
     done
     exit 0 ;;
 fresh)

@@ -77,17 +77,26 @@ BEGIN
   EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', part);
   EXECUTE pg_catalog.format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON %s FROM CURRENT_USER', part);
   EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', part, note);
-  -- a member of the extension like its parent (pg_dump leaves the log to
-  -- physical backups; a partition dumped alone would not restore)
+  -- a member of the extension like its parent (its definition comes back
+  -- with CREATE EXTENSION or agent.maintain_audit(), not from a dump)
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend
                   WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objid = part
                     AND refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND deptype = 'e') THEN
     EXECUTE pg_catalog.format('ALTER EXTENSION pg_agents ADD TABLE %s', part);
   END IF;
+  -- its rows go into a logical dump (pg_dump --load-via-partition-root, see
+  -- docs/operations.md), as pg_extension_config_dump() marks the partitions
+  -- made at install; that function works inside an extension script only,
+  -- so a partition made later is marked the way it marks one
+  UPDATE pg_catalog.pg_extension
+     SET extconfig = pg_catalog.array_append(extconfig, part::pg_catalog.oid),
+         extcondition = pg_catalog.array_append(extcondition, ''::pg_catalog.text)
+   WHERE extname = 'pg_agents'
+     AND NOT (part::pg_catalog.oid = ANY (coalesce(extconfig, '{}'::pg_catalog.oid[])));
 END
 $$;
 COMMENT ON FUNCTION agent._audit_partition_setup(regclass, text) IS
-  'Internal: the guard triggers (enabled ALWAYS), row-level security, privileges, comment and extension membership of a new partition of agent.audit_log.';
+  'Internal: the guard triggers (enabled ALWAYS), row-level security, privileges, comment, extension membership and logical-dump mark of a new partition of agent.audit_log.';
 
 CREATE TABLE agent.audit_log_default PARTITION OF agent.audit_log DEFAULT;
 SELECT agent._audit_partition_setup('agent.audit_log_default',
@@ -461,6 +470,18 @@ BEGIN
     job_name := v_jobs[i][1];
     schedule := v_jobs[i][2];
     command := v_jobs[i][3];
+    -- the worker ticks the database it serves itself (pg_agents.worker_tick,
+    -- about once a second): no minute job beside it, and one left from
+    -- before goes
+    IF job_name = 'pg_agents_tick'
+       AND coalesce(pg_catalog.current_setting('pg_agents.worker_tick', true), 'on') = 'on'
+       AND pg_catalog.current_setting('pg_agents.database', true) = pg_catalog.current_database() THEN
+      IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_cron') THEN
+        EXECUTE 'SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = $1 AND username = current_user'
+          USING job_name;
+      END IF;
+      CONTINUE;
+    END IF;
     -- a named job is updated in place when it exists
     EXECUTE 'SELECT cron.schedule($1, $2, $3)' INTO jobid USING job_name, schedule, command;
     RETURN NEXT;
@@ -469,7 +490,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.schedule_maintenance() FROM PUBLIC;
 COMMENT ON FUNCTION agent.schedule_maintenance() IS
-  'Schedules agent.purge_audit() daily (03:17), agent.tick() every minute and agent.purge_runs(5000) every 10 minutes through pg_cron; re-running updates the jobs instead of duplicating them.';
+  'Schedules agent.purge_audit() daily (03:17), agent.tick() every minute (not in the database the worker serves with pg_agents.worker_tick on: the worker ticks it) and agent.purge_runs(5000) every 10 minutes through pg_cron; re-running updates the jobs instead of duplicating them.';
 
 CREATE FUNCTION agent.unschedule_maintenance() RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -84,6 +84,12 @@ SELECT line FROM (
   UNION ALL
   SELECT 'dumped ' || c::regclass || ' ' || coalesce(cond, '')
     FROM pg_extension x, unnest(x.extconfig, x.extcondition) AS u(c, cond) WHERE x.extname = 'pg_agents'
+     AND NOT EXISTS (SELECT 1 FROM pg_class p WHERE p.oid = u.c AND p.relispartition)
+  UNION ALL
+  -- the partitions of the log (as many as its months): each marked, unfiltered
+  SELECT 'dumped every audit partition ' || bool_and(coalesce(x.extcondition[array_position(x.extconfig, i.inhrelid)] = '', false))
+    FROM pg_inherits i, pg_extension x
+   WHERE i.inhparent = 'agent.audit_log'::regclass AND x.extname = 'pg_agents'
   UNION ALL
   SELECT 'member ' || pg_describe_object(m.classid, m.objid, 0) FROM m
    WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE m.classid = 'pg_class'::regclass AND c.oid = m.objid AND c.relispartition)

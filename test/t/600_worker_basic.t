@@ -50,4 +50,8 @@ ok = len(rs)==3 and len(tool)==1 and "Restart the pump" in tool[0]["content"] an
 ok = ok and any(m["role"]=="tool" and "p600" in m["content"] for m in m3[len(m2):])
 print(0 if ok else 1)' "$reqs")" "tool results fed back as role=tool messages with the right tool_call_id"
 is "$(q "SELECT tokens_total FROM agent.runs WHERE id = $r")" "45" "three calls of 15 tokens"
+# the worker's own audit rows name it (issue 32), not an empty human
+is "$(q "SELECT string_agg(DISTINCT action || ':' || actor_kind || ':' || coalesce(actor_id, '-'), ',' ORDER BY action || ':' || actor_kind || ':' || coalesce(actor_id, '-'))
+         FROM agent.audit_log WHERE target_type = 'run' AND target_id = '$r' AND action IN ('run.claim', 'run.finish')")" \
+   "run.claim:system:worker,run.finish:system:worker" "run.claim and run.finish of the worker: actor_kind system, actor_id worker"
 done_testing

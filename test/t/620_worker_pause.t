@@ -4,6 +4,7 @@
 # the state is visible in agent.worker_status, survives a server restart,
 # is audited, and is for superusers only; nothing is lost or duplicated.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
+errf=$(mktemp)   # stderr of the refused calls; removed at the end
 llm_start
 a=$(mk_agent "pause620")
 b=$(mk_agent "pause620b" '{}' none '[]' 10 w620b)   # a second workspace
@@ -46,12 +47,12 @@ sleep 2.5
 is "$(q "SELECT count(*) FROM agent.runs WHERE id IN ($list) AND status = 'queued'")" "5" "and claims nothing"
 
 # 3. who may pause: superusers only
-psql -XAtq -c "SET ROLE p620_app; SET pg_agents.workspace = 'w6'; SELECT agent.resume_worker()" 2>/tmp/p620.err >/dev/null
-ok "$(grep -q "permission denied for function resume_worker" /tmp/p620.err && echo 0)" "the application may not resume the worker"
-psql -XAtq -c "SET ROLE p620_nobody; SELECT agent.pause_worker()" 2>/tmp/p620.err >/dev/null
-ok "$(grep -q "permission denied for function pause_worker" /tmp/p620.err && echo 0)" "a role with no grant may not pause it"
-psql -XAtq -c "SET ROLE p620_nobody; SELECT * FROM agent.worker_status" 2>/tmp/p620.err >/dev/null
-ok "$(grep -q "permission denied for view worker_status" /tmp/p620.err && echo 0)" "nor read agent.worker_status"
+psql -XAtq -c "SET ROLE p620_app; SET pg_agents.workspace = 'w6'; SELECT agent.resume_worker()" 2>"$errf" >/dev/null
+ok "$(grep -q "permission denied for function resume_worker" "$errf" && echo 0)" "the application may not resume the worker"
+psql -XAtq -c "SET ROLE p620_nobody; SELECT agent.pause_worker()" 2>"$errf" >/dev/null
+ok "$(grep -q "permission denied for function pause_worker" "$errf" && echo 0)" "a role with no grant may not pause it"
+psql -XAtq -c "SET ROLE p620_nobody; SELECT * FROM agent.worker_status" 2>"$errf" >/dev/null
+ok "$(grep -q "permission denied for view worker_status" "$errf" && echo 0)" "nor read agent.worker_status"
 is "$(q "SELECT state FROM agent.worker_status")" "paused" "still paused"
 
 # 4. resume: every queued run is claimed and done once
@@ -69,8 +70,8 @@ is "$(q "SELECT string_agg(action || ':' || db_user || ':' || coalesce(inputs->>
    "worker.pause:postgres:p620 maintenance worker.pause:postgres:again worker.resume:postgres:-" \
    "pause and resume are audited"
 # 6. pausing in another database than the worker's does not pause the worker
-psql -XAtq -d "$PG_AGENTS_REGRESS_DB" -c "SELECT agent.pause_worker('wrong database')" 2>/tmp/p620.err >/dev/null
-ok "$(grep -q "the pg_agents worker works in database \"$PGDATABASE\", not in this one" /tmp/p620.err && echo 0)" \
+psql -XAtq -d "$PG_AGENTS_REGRESS_DB" -c "SELECT agent.pause_worker('wrong database')" 2>"$errf" >/dev/null
+ok "$(grep -q "the pg_agents worker works in database \"$PGDATABASE\", not in this one" "$errf" && echo 0)" \
    "pause_worker in another database warns that the worker works elsewhere"
 is "$(q "SELECT state || ',' || paused FROM agent.worker_status")" "running,false" "and the worker is not paused"
 llm_script "[[p620-other]]" '[{"text": "still working"}]'
@@ -78,4 +79,5 @@ r=$(start_run "$b" '{"prompt": "go [[p620-other]]"}')
 is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "it still claims runs"
 psql -XAtq -d "$PG_AGENTS_REGRESS_DB" -c "SELECT agent.resume_worker()" >/dev/null 2>&1
 psql -XAtq -c "DROP ROLE p620_app; DROP ROLE p620_nobody" >/dev/null
+rm -f "$errf"
 done_testing

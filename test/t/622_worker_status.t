@@ -5,6 +5,7 @@
 # against the run's row, errors only / all, nothing of a rolled-back finish,
 # no content.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
+errf=$(mktemp)   # stderr of the refused calls; removed at the end
 llm_start
 setconf() { q "ALTER SYSTEM SET $1 = '$2'" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null; sleep 0.3; }
 worker_pid() { q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_agents worker'"; }
@@ -94,10 +95,10 @@ is "$(q "SELECT sum(queued) || ' ' || sum(running) FROM agent.queue_status WHERE
 is "$(psql -XAtq -c "SET ROLE s622_app" -c "SET pg_agents.workspace = 'w622'" \
           -c "SELECT string_agg(DISTINCT workspace_id, ' ') || ':' || sum(queued) || ':' || sum(waiting_approval) FROM agent.queue_status")" "w622:1:1" \
    "the application sees its session's workspace only"
-psql -XAtq -c "SET ROLE s622_nobody" -c "SET pg_agents.workspace = 'w622'" -c "SELECT count(*) FROM agent.queue_status" 2>/tmp/s622.err >/dev/null
-ok "$(grep -q "permission denied for view queue_status" /tmp/s622.err && echo 0)" "a role with no grant reads no queue status"
-psql -XAtq -c "SET ROLE s622_app" -c "SELECT count(*) FROM agent.worker_status" 2>/tmp/s622.err >/dev/null
-ok "$(grep -q "permission denied for view worker_status" /tmp/s622.err && echo 0)" "nor does the application read the worker status"
+psql -XAtq -c "SET ROLE s622_nobody" -c "SET pg_agents.workspace = 'w622'" -c "SELECT count(*) FROM agent.queue_status" 2>"$errf" >/dev/null
+ok "$(grep -q "permission denied for view queue_status" "$errf" && echo 0)" "a role with no grant reads no queue status"
+psql -XAtq -c "SET ROLE s622_app" -c "SELECT count(*) FROM agent.worker_status" 2>"$errf" >/dev/null
+ok "$(grep -q "permission denied for view worker_status" "$errf" && echo 0)" "nor does the application read the worker status"
 
 for r in $s1 $s2; do wait_status "$r" "succeeded" 30 >/dev/null; done
 cmp_stats="
@@ -204,4 +205,5 @@ q "SELECT agent.resume_worker()" >/dev/null
 setconf pg_agents.log_runs off
 q "DELETE FROM agent.agents WHERE name IN ('odd622', 'cap622', 'idle622')" >/dev/null
 psql -XAtq -c "DROP ROLE s622_app; DROP ROLE s622_nobody" >/dev/null
+rm -f "$errf"
 done_testing
