@@ -139,7 +139,8 @@ TeamsAddTools(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
 			"s:{s:s,s:[s,s],s:s},s:{s:s,s:s}},s:[s]}}",
 			"name", "manage_jobs",
 			"description", "Manage your own recurring jobs (schedules): create, list, update or delete. "
-			"Deleting needs a human's approval.",
+			"Deleting needs a human's approval. A job you create or change in a chat stays disabled "
+			"until a person with the edit level on you enables it.",
 			"parameters", "type", "object", "properties",
 			"action", "type", "string", "enum", "create", "list", "update", "delete", "description", "What to do.",
 			"job_id", "type", "integer", "description", "update, delete: the job.",
