@@ -20,7 +20,7 @@ echo "  agent.mcp_authorize -> ${auth:0:110}…"
 redirect=$(curl -s -o /dev/null -w '%{redirect_url}' "$auth")
 echo "  the user consents; the application receives ${redirect:0:90}…"
 p() { python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(urllib.parse.urlparse(sys.argv[1]).query))[sys.argv[2]])' "$redirect" "$1"; }
-sql "SELECT 'agent.mcp_authorization_callback -> ' || agent.mcp_authorization_callback('$(p state)', '$(p code)', '$(p iss)')"
+sql "SELECT 'agent.mcp_authorization_callback -> ' || agent.mcp_authorization_callback('$(p state)', '$(p code)', '$(p iss)', 'alice')"
 sql "SELECT format('status=%s by %s, expires in about %s min', status, authorized_by, round(extract(epoch FROM expires_at - now()) / 60)) FROM agent.mcp_oauth_status WHERE server_id = $sid"
 sql "SELECT 'after: connected=' || connected || ', tools=' || tool_count FROM agent.mcp_status WHERE server_id = $sid"
 sql "SELECT 'call mcp__secure__whoami -> ' || (agent.mcp_call($sid, 'whoami', '{}')->'content'->0->>'text')"

@@ -46,6 +46,8 @@ bool		pg_agents_llm_stream = false;
 bool		pg_agents_llm_prompt_cache = true;
 int			pg_agents_max_tool_calls_per_turn = 64;
 int			pg_agents_max_reply_bytes = 4 * 1024 * 1024;
+int			pg_agents_max_tool_result_bytes = 100 * 1024;
+int			pg_agents_max_request_bytes = 4 * 1024 * 1024;
 int			pg_agents_approval_max_input = 64 * 1024;
 
 /* policy */
@@ -255,6 +257,15 @@ PgAgentsDefineGucs(void)
 	DefineCustomIntVariable("pg_agents.max_reply_bytes",
 							"Largest LLM reply the worker reads; past it the worker stops reading and the run fails.",
 							NULL, &pg_agents_max_reply_bytes, 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	/* issue 36: what goes back to the model is bounded (docs/worker.md) */
+	DefineCustomIntVariable("pg_agents.max_tool_result_bytes",
+							"Largest tool result (built-in or MCP) the model is given; a longer one is cut, and the cut is said in the text.",
+							NULL, &pg_agents_max_tool_result_bytes, 100 * 1024, 1024, 256 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_request_bytes",
+							"Largest conversation sent to the model in one request; past it the oldest tool results are elided, and the elision is said.",
+							NULL, &pg_agents_max_request_bytes, 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
 	/* issue 17 (wire): streaming and Anthropic prompt caching (docs/worker.md) */
 	DefineCustomBoolVariable("pg_agents.llm_stream",

@@ -47,6 +47,8 @@ extern bool pg_agents_llm_prompt_cache;
 extern char *pg_agents_llm_url_allowlist;
 extern int	pg_agents_max_tool_calls_per_turn;
 extern int	pg_agents_max_reply_bytes;
+extern int	pg_agents_max_tool_result_bytes;
+extern int	pg_agents_max_request_bytes;
 extern int	pg_agents_approval_max_input;
 extern int	pg_agents_self_retrigger_cap;
 extern int	pg_agents_filter_view_timeout;

@@ -165,6 +165,7 @@ extern int	RunSqlRequeue(int64 *ids, int n);
 
 extern char *RunPromptAssemble(Slot *s, const ClaimedRun *cr);
 extern char *RunPromptBody(Slot *s, bool stream);
+extern char *RunResultCapped(const char *content);
 extern void RunPromptStepJson(Slot *s, const LlmReply *r, json_t **in, json_t **out);
 
 #endif							/* PG_AGENTS_RUN_INT_H */

@@ -460,13 +460,16 @@ SlotAppendResult(Slot *s, json_t *result)
 {
 	json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
 	char	   *content = json_dumps(result, JSON_COMPACT);
+	char	   *cut = content ? RunResultCapped(content) : NULL;
 
 	if (s->results == NULL)
 		s->results = json_array();
 	json_array_append_new(s->results,
 						  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
-									"content", content,
+									"content", cut ? cut : (content ? content : "null"),
 									"is_error", json_object_get(result, "error") != NULL));
+	if (cut)
+		pfree(cut);
 	free(content);
 	json_decref(result);
 }

@@ -35,19 +35,6 @@
 #include "teams.h"
 #include "tools.h"
 
-/* an integer argument given as a number or a numeric string; 0 when absent */
-static int64
-InputId(json_t *input, const char *key)
-{
-	json_t	   *v = json_object_get(input, key);
-
-	if (json_is_integer(v))
-		return (int64) json_integer_value(v);
-	if (json_is_string(v))
-		return strtoll(json_string_value(v), NULL, 10);
-	return 0;
-}
-
 /* a string argument of a call, or NULL */
 static const char *
 InputStr(json_t *input, const char *key)
@@ -139,7 +126,8 @@ TeamsAddTools(json_t *tools, int64 agent_id, int64 run_id, bool can_delegate)
 			"s:{s:s,s:[s,s],s:s},s:{s:s,s:s}},s:[s]}}",
 			"name", "manage_jobs",
 			"description", "Manage your own recurring jobs (schedules): create, list, update or delete. "
-			"Deleting needs a human's approval.",
+			"Deleting needs a human's approval. A job you create or change in a chat stays disabled "
+			"until a person with the edit level on you enables it.",
 			"parameters", "type", "object", "properties",
 			"action", "type", "string", "enum", "create", "list", "update", "delete", "description", "What to do.",
 			"job_id", "type", "integer", "description", "update, delete: the job.",
@@ -357,7 +345,10 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 {
 	ToolOutcome gate;
 	const char *action = InputStr(input, "action");
-	int64		run = InputId(input, "run_id");
+	int64		run;
+	int64		agent;
+	ToolIdArg	run_arg = ToolGateInputId(input, "run_id", &run);
+	ToolIdArg	agent_arg = ToolGateInputId(input, "agent_id", &agent);
 	Oid			types[3] = {INT8OID, INT8OID, TEXTOID};
 	Datum		vals[3];
 	bool		failed = false;
@@ -365,14 +356,16 @@ AgentTeams(const ToolRun *tr, json_t *input, json_t **result, int64 *child, Time
 
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = Int64GetDatum(run);
-	if (action == NULL)
+	if (run_arg == TOOL_ID_BAD || agent_arg == TOOL_ID_BAD)
+		r = ToolGateError("agent_teams: %s must be a positive integer",
+						  run_arg == TOOL_ID_BAD ? "run_id" : "agent_id"), failed = true;
+	else if (action == NULL)
 		r = ToolGateError("agent_teams needs an action: spawn, status, read_result, send, list or wait"), failed = true;
 	else if (strcmp(action, "spawn") == 0)
 	{
 		const char *task = InputStr(input, "task");
-		int64		agent = InputId(input, "agent_id");
 
-		if (agent <= 0 || task == NULL)
+		if (agent_arg != TOOL_ID_OK || task == NULL)
 			r = ToolGateError("spawn needs an integer agent_id and a string task"), failed = true;
 		/* as delegate_to_agent: only to an agent the run's identity may see */
 		else if (!ContextMayDelegateTo(tr, agent))
@@ -481,10 +474,14 @@ ManageJobs(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	bool		failed;
 	json_t	   *r;
 	char	   *in;
+	int64		job;
 
 	if (action == NULL)
 		return ToolGateFail(tr, "manage_jobs", input, result, started,
 								"manage_jobs needs an action: create, list, update or delete");
+	if (ToolGateInputId(input, "job_id", &job) == TOOL_ID_BAD)
+		return ToolGateFail(tr, "manage_jobs", input, result, started,
+								"manage_jobs: job_id must be a positive integer");
 	/* a deletion always goes through the approval gate; otherwise the policy */
 	if (strcmp(action, "delete") == 0 ||
 		(strcmp(action, "list") != 0 && ToolGateNeedsApproval(tr, "manage_jobs", true)))

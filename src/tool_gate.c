@@ -112,6 +112,45 @@ ToolGateError(const char *fmt,...)
 }
 
 /*
+ * An id argument of a call, read strictly: a positive JSON integer, or a
+ * string of decimal digits alone (no sign, space, fraction, exponent or
+ * leading zero) within bigint.  "1abc", "1.0", " 1", "", 1.0, 0, -3 and
+ * 99999999999999999999 are TOOL_ID_BAD, for the family to refuse with a tool
+ * error the model sees; a missing key or null is TOOL_ID_ABSENT.
+ */
+ToolIdArg
+ToolGateInputId(json_t *input, const char *key, int64 *out)
+{
+	json_t	   *v = json_object_get(input, key);
+	const char *p;
+	int64		n = 0;
+
+	*out = 0;
+	if (v == NULL || json_is_null(v))
+		return TOOL_ID_ABSENT;
+	if (json_is_integer(v))
+	{
+		if (json_integer_value(v) <= 0)
+			return TOOL_ID_BAD;
+		*out = (int64) json_integer_value(v);
+		return TOOL_ID_OK;
+	}
+	if (!json_is_string(v))
+		return TOOL_ID_BAD;
+	p = json_string_value(v);
+	if (p[0] < '1' || p[0] > '9')
+		return TOOL_ID_BAD;
+	for (; *p; p++)
+	{
+		if (*p < '0' || *p > '9' || n > (PG_INT64_MAX - (*p - '0')) / 10)
+			return TOOL_ID_BAD;
+		n = n * 10 + (*p - '0');
+	}
+	*out = n;
+	return TOOL_ID_OK;
+}
+
+/*
  * One row of agent.run_steps, its input and output redacted by
  * agent.redact; the run's workspace supplied and named (Citus routes by it).
  */

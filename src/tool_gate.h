@@ -21,6 +21,15 @@ extern void ToolGateSetIdentity(const ToolRun *tr);
 extern json_t *ToolGateError(const char *fmt,...) pg_attribute_printf(1, 2);
 extern Datum ToolGateJsonb(json_t *v);
 
+/* an id argument of a call: TOOL_ID_OK (*out > 0), TOOL_ID_ABSENT, TOOL_ID_BAD */
+typedef enum ToolIdArg
+{
+	TOOL_ID_OK,
+	TOOL_ID_ABSENT,
+	TOOL_ID_BAD
+} ToolIdArg;
+extern ToolIdArg ToolGateInputId(json_t *input, const char *key, int64 *out);
+
 /* steps */
 extern void ToolGateRecordStep(int64 run_id, const char *workspace, const char *kind, const char *name,
 							   json_t *input, json_t *output, const char *status,

@@ -645,17 +645,12 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
 			 TimestampTz started)
 {
 	ToolOutcome gate;
-	json_t	   *jid = json_object_get(input, "agent_id");
 	const char *task = InputString(input, "task");
 	int64		child_agent;
 	DelegateArgs a = {0};
 	char	   *errmsg_copy;
 
-	if (json_is_string(jid))
-		child_agent = strtoll(json_string_value(jid), NULL, 10);
-	else
-		child_agent = json_is_integer(jid) ? (int64) json_integer_value(jid) : 0;
-	if (child_agent <= 0 || task == NULL ||
+	if (ToolGateInputId(input, "agent_id", &child_agent) != TOOL_ID_OK || task == NULL ||
 		(json_object_get(input, "attachments") && !json_is_array(json_object_get(input, "attachments"))))
 		return ToolGateFail(tr, "delegate_to_agent", input, result, started,
 								"delegate_to_agent needs an integer agent_id, a string task and optional attachments (an array)");

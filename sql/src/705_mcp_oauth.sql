@@ -183,6 +183,17 @@ BEGIN
     RAISE EXCEPTION 'MCP server "%" does not use OAuth', s.name
       USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Configure it with agent.mcp_set_oauth first.';
   END IF;
+  -- A workspace server's user token serves every agent run of the workspace:
+  -- only a user with the full level on every agent of the workspace consents
+  -- for them (the client credentials grant is the server's own identity).
+  IF s.scope = 'workspace' AND coalesce(o.config->>'grant', '') <> 'client_credentials'
+     AND EXISTS (SELECT 1 FROM agent.agents a
+                  WHERE a.workspace_id = s.workspace_id AND a.deleted_at IS NULL
+                    AND NOT coalesce(agent.user_can(mcp_authorize.by_user, a.id, 'delete'), false)) THEN
+    RAISE EXCEPTION 'user "%" may not authorize the workspace MCP server "%"', by_user, s.name
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'A workspace server''s token serves every agent of the workspace: it is authorized by a user with the full level on every one of them.';
+  END IF;
   IF coalesce(o.config->>'grant', '') <> 'client_credentials' THEN
     v_problem := agent._mcp_url_problem(redirect_uri);
     IF redirect_uri IS NULL OR v_problem IS NOT NULL THEN
@@ -223,9 +234,9 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.mcp_authorize(bigint, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_authorize(bigint, text, text) IS
-  'Application: starts the OAuth authorization of an MCP server of the session''s workspace for by_user (taken on trust; a personal server by its owner only): returns the authorization URL to send the user to, whose redirect to redirect_uri the application hands to agent.mcp_authorization_callback. For the client credentials grant it authorizes at once and returns NULL.';
+  'Application: starts the OAuth authorization of an MCP server of the session''s workspace for by_user (taken on trust; a personal server by its owner only, a workspace server with the authorization code grant by a user with the full level on every agent of the workspace, 42501): returns the authorization URL to send the user to, whose redirect to redirect_uri the application hands to agent.mcp_authorization_callback. For the client credentials grant it authorizes at once and returns NULL.';
 
-CREATE FUNCTION agent.mcp_authorization_callback(state text, code text, iss text DEFAULT NULL)
+CREATE FUNCTION agent.mcp_authorization_callback(state text, code text, iss text, by_user text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -246,6 +257,13 @@ BEGIN
   IF NOT FOUND OR NOT agent._workspace_ok(o.workspace_id)
      OR o.pending_at < now() - pg_catalog.current_setting('pg_agents.approval_ttl')::interval THEN
     RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- the user completing the flow is the one who started it (no login CSRF);
+  -- the state stays pending for them
+  IF by_user IS NULL OR by_user IS DISTINCT FROM o.pending_by_user THEN
+    RAISE EXCEPTION 'user "%" did not start this authorization', coalesce(by_user, 'NULL')
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'An authorization is completed by the user who started it with agent.mcp_authorize.';
   END IF;
   SELECT m.name INTO v_name FROM agent.mcp_servers m WHERE m.id = o.server_id;
   -- single use: whatever comes of it, this state is spent
@@ -274,9 +292,9 @@ BEGIN
   RETURN true;
 END
 $$;
-REVOKE ALL ON FUNCTION agent.mcp_authorization_callback(text, text, text) FROM PUBLIC;
-COMMENT ON FUNCTION agent.mcp_authorization_callback(text, text, text) IS
-  'Application, from its OAuth redirect handler: completes the pending authorization named by state (single use, expires after pg_agents.approval_ttl) with the code and the iss of the redirect, then refreshes the server''s tools. Returns true when authorized; false (with a warning giving the reason) when the authorization server refused, the iss did not match or the code was wrong.';
+REVOKE ALL ON FUNCTION agent.mcp_authorization_callback(text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION agent.mcp_authorization_callback(text, text, text, text) IS
+  'Application, from its OAuth redirect handler: completes the pending authorization named by state (single use, expires after pg_agents.approval_ttl) with the code and the iss of the redirect (NULL when it has none), for by_user, who must be the user who started it (42501, the state stays pending), then refreshes the server''s tools. Returns true when authorized; false (with a warning giving the reason) when the authorization server refused, the iss did not match or the code was wrong.';
 
 CREATE FUNCTION agent.mcp_oauth_refresh_due(margin interval DEFAULT '5 minutes') RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -178,7 +178,7 @@ GRANT EXECUTE ON FUNCTION agent.cancel_runs(bigint, text, text, text) TO agents_
 -- (tokens, secrets), agent.mcp_set_oauth and agent.mcp_oauth_refresh_due
 -- stay superuser-only.
 GRANT EXECUTE ON FUNCTION agent.mcp_authorize(bigint, text, text),
-                          agent.mcp_authorization_callback(text, text, text)
+                          agent.mcp_authorization_callback(text, text, text, text)
   TO agents_app;
 GRANT SELECT ON agent.mcp_oauth_status TO agents_app;
 -- mcp: elicitation through people (sql/src/706_mcp_elicitation.sql): the

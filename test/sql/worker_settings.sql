@@ -22,7 +22,8 @@ ALTER ROLE pga_ws_nobody RESET ALL;
 -- the bounds and their defaults
 SELECT name, setting, unit, context FROM pg_settings
  WHERE name IN ('pg_agents.max_tool_calls_per_turn', 'pg_agents.max_reply_bytes',
-                'pg_agents.approval_max_input', 'pg_agents.llm_url_allowlist')
+                'pg_agents.approval_max_input', 'pg_agents.llm_url_allowlist',
+                'pg_agents.max_tool_result_bytes', 'pg_agents.max_request_bytes')
  ORDER BY name;
 -- 2. the allowlist is for superusers only
 SET ROLE pga_ws_app;

@@ -50,6 +50,14 @@ like "$out" "permission denied" "a role with no grants cannot start an authoriza
 out=$(as_app "$WB" -c "SELECT agent.mcp_authorize($SID, 'mallory', '$CB')")
 like "$out" "MCP server $SID does not exist" "another workspace's application session cannot name the server"
 
+# a workspace server's token serves every agent: only a user with full on all of them consents (issue 36)
+AG=$(q -c "INSERT INTO agent.agents (workspace_id, owner_id, name) VALUES ('$WA', 'alice', 'oauth705') RETURNING id")
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorize($SID, 'mallory', '$CB')")
+like "$out" 'user "mallory" may not authorize the workspace MCP server "secure"' "a user without full on the workspace's agents cannot authorize its server"
+q -c "SELECT agent.share($AG, 'user:mallory', 'edit', 'alice')" >/dev/null
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorize($SID, 'mallory', '$CB')")
+like "$out" 'may not authorize the workspace MCP server' "nor can one with edit"
+
 # the flow: URL, consent, callback
 url=$(as_app "$WA" -c "SELECT agent.mcp_authorize($SID, 'alice', '$CB')")
 like "$url" "^$OA/as/authorize\?response_type=code&client_id=client-" "mcp_authorize returns the authorization endpoint's URL (client registered dynamically)"
@@ -59,20 +67,24 @@ like "$url" "scope=tools" "scope from the WWW-Authenticate challenge"
 is "$(as_app "$WA" -c "SELECT status FROM agent.mcp_oauth_status WHERE server_id = $SID")" pending "status pending"
 redirect=$(consent "$url")
 state=$(qp "$redirect" state); code=$(qp "$redirect" code); iss=$(qp "$redirect" iss)
-out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss' || '/')" 2>&1)
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss' || '/', 'alice')" 2>&1)
 like "$out" "WARNING:.*failed" "a wrong iss (RFC 9207, compared exactly) fails the callback"
 like "$out" "another issuer" "with the reason"
-out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss')")
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss', 'alice')")
 like "$out" "unknown or expired authorization state" "the state is single use: spent by the failed attempt"
 
 url=$(as_app "$WA" -c "SELECT agent.mcp_authorize($SID, 'alice', '$CB')")
 redirect=$(consent "$url")
 state=$(qp "$redirect" state); code=$(qp "$redirect" code); iss=$(qp "$redirect" iss)
-out=$(as_app "$WB" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss')")
+out=$(as_app "$WB" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss', 'alice')")
 like "$out" "unknown or expired authorization state" "another workspace cannot complete the authorization"
-out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('forged-$state', '$code', '$iss')")
-like "$out" "unknown or expired authorization state" "a forged state is refused"
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss', 'mallory')")
+like "$out" 'user "mallory" did not start this authorization' "another user cannot complete alice's authorization (login CSRF, issue 36)"
 out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss')")
+like "$out" "function agent.mcp_authorization_callback\(unknown, unknown, unknown\) does not exist" "the old form without by_user is gone"
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('forged-$state', '$code', '$iss', 'alice')")
+like "$out" "unknown or expired authorization state" "a forged state is refused"
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss', 'alice')")
 is "$out" t "the callback with the right state, code and iss authorizes"
 is "$(as_app "$WA" -c "SELECT status || ':' || authorized_by || ':' || (expires_at > now()) FROM agent.mcp_oauth_status WHERE server_id = $SID")" \
    "authorized:alice:true" "status authorized by alice, with an expiry"
@@ -80,7 +92,7 @@ is "$(q -c "SELECT connected || ':' || tool_count FROM agent.mcp_status WHERE se
    "the server's tools were refreshed with the token"
 out=$(q -c "SELECT agent.mcp_call($SID, 'whoami', '{}')->'content'->0->>'text'")
 is "$out" "sub:user-consented" "calls carry the user's token"
-out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss')")
+out=$(as_app "$WA" -c "SELECT agent.mcp_authorization_callback('$state', '$code', '$iss', 'alice')")
 like "$out" "unknown or expired authorization state" "a replayed callback is refused"
 
 # secrets stay with superusers

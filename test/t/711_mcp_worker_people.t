@@ -43,7 +43,7 @@ url=$(qe -c "SET ROLE mcp711_app" -c "SET pg_agents.workspace = '$WS'" -c "SELEC
 redirect=$(curl -s -o /dev/null -w '%{redirect_url}' "$url" | sed 's/^[^?]*?//')
 qp() { python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(sys.argv[1])).get(sys.argv[2], ""))' "$redirect" "$1"; }
 out=$(qe -c "SET ROLE mcp711_app" -c "SET pg_agents.workspace = '$WS'" \
-         -c "SELECT agent.mcp_authorization_callback('$(qp state)', '$(qp code)', '$(qp iss)')")
+         -c "SELECT agent.mcp_authorization_callback('$(qp state)', '$(qp code)', '$(qp iss)', '$OWNER')")
 is "$out" t "the owner authorized the OAuth server through the application"
 a=$(mk_agent "mcp711a" '{"mcp_tools": ["mcp__secure__whoami"]}' none '[]' 10 "$WS" "$OWNER")
 llm_script "[[t711a]]" '[{"tool": "mcp__secure__whoami", "input": {}}, {"text": "known"}]'
