@@ -16,7 +16,7 @@
 -- and watched tables, reader bindings), which hold no tenant content: the
 -- marker check proves it for the fixtures.
 BEGIN;
-SELECT plan(13);
+SELECT plan(16);
 
 SET LOCAL client_min_messages = warning;
 CREATE ROLE tc_nobody NOLOGIN;
@@ -322,12 +322,38 @@ SELECT throws_ok($$INSERT INTO agent.resource_acl (resource_type, resource_id, p
                  '42501', NULL, 'attack: a row of no workspace from a session without workspace is refused');
 RESET ROLE;
 
--- the API still works for the same role
+-- Finding 2: a direct write is versioned and audited as the API's own
+-- write; the API's write is not recorded twice
+CREATE TEMP TABLE tc_before AS
+  SELECT (SELECT count(*) FROM agent.versions WHERE agent_id = :a_agent) AS versions,
+         (SELECT count(*) FROM agent.audit_log WHERE action = 'agent.grant' AND target_id = :'a_agent') AS grants,
+         (SELECT max(id) FROM agent.audit_log) AS last_audit;
 SET LOCAL ROLE tc_app;
 SELECT set_config('pg_agents.workspace', 'ws-cat-a', true);
 SELECT lives_ok(format($$SELECT agent.grant(%s, 'page', 'p-more', 'read', 'ua')$$, :a_agent),
                 'the API (SECURITY DEFINER) still grants in the session''s workspace');
 RESET ROLE;
+SELECT is(ARRAY[(SELECT count(*) FROM agent.versions WHERE agent_id = :a_agent) - versions,
+                (SELECT count(*) FROM agent.audit_log WHERE action = 'agent.grant' AND target_id = :'a_agent') - grants],
+          ARRAY[1, 1]::bigint[], 'the API''s grant: one version and one audit row, not two') FROM tc_before;
+SET LOCAL ROLE tc_app;
+SELECT set_config('pg_agents.workspace', 'ws-cat-a', true);
+INSERT INTO agent.access (agent_id, resource_type, resource_id, access, granted_by)
+  VALUES (:a_agent, 'page', 'p-direct', 'edit', 'ua');
+UPDATE agent.agents SET status = 'suspended' WHERE id = :a_agent;
+INSERT INTO agent.group_members (group_id, user_id) VALUES ('g-direct', 'ua2');
+DELETE FROM agent.access WHERE agent_id = :a_agent AND resource_id = 'p-direct';
+RESET ROLE;
+SELECT is(ARRAY(SELECT format('%s %s %s %s', action, workspace_id, inputs->>'direct', coalesce(inputs->>'resource_id', inputs->>'to', inputs->'row'->>'user_id'))
+                  FROM agent.audit_log, tc_before
+                 WHERE id > last_audit AND (action <> 'agent.grant' OR inputs->>'resource_id' = 'p-direct')
+                 ORDER BY id),
+          ARRAY['agent.grant ws-cat-a true p-direct', 'agent.set_status ws-cat-a true suspended',
+                'agent.group_members.insert ws-cat-a true ua2', 'agent.revoke ws-cat-a true p-direct'],
+          'attack: direct writes of grants, statuses and group members are audited as the API''s (agent.grant, agent.set_status, agent.revoke)');
+SELECT is(ARRAY(SELECT note FROM agent.versions, tc_before WHERE agent_id = :a_agent ORDER BY version DESC LIMIT 2),
+          ARRAY['revoked page p-direct by a direct write', 'granted edit on page p-direct by a direct write'],
+          'attack: a direct grant and its removal each write a version of the agent');
 
 SELECT * FROM finish();
 ROLLBACK;
