@@ -98,7 +98,9 @@ GRANT EXECUTE ON FUNCTION
   agent.run_tree(bigint)
 TO agents_app;
 -- the direct writes the SPEC documents (grants, ACL rows, group members,
--- triggers, statuses); every one is checked, filled and audited by triggers
+-- triggers, statuses): rows of the session's workspace only, filled,
+-- checked, audited (and grants and triggers versioned) by triggers
+-- (sql/src/970_workspace_rls.sql)
 GRANT SELECT, INSERT, UPDATE, DELETE ON agent.access, agent.resource_acl, agent.group_members, agent.triggers
   TO agents_app;
 GRANT SELECT ON agent.agents, agent.shares, agent.versions, agent.runs, agent.run_steps,
@@ -149,6 +151,9 @@ GRANT EXECUTE ON FUNCTION agent.follow_relation(text, text, name),
 GRANT SELECT ON agent.resource_tables, agent.allowlist_tables, agent.relations TO agents_tool;
 -- evaluated by the read policies (sql/src/210_reads.sql) as the reading role
 GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO agents_app, agents_reader;
+-- evaluated by the WHEN of the direct-write history triggers
+-- (sql/src/970_workspace_rls.sql) as the writing role: reveals nothing
+GRANT EXECUTE ON FUNCTION agent._direct_write(regclass) TO PUBLIC;
 -- functions the view agent.insights calls run with the rights of its reader:
 -- they reveal nothing but the session's own workspace and two status classes
 GRANT EXECUTE ON FUNCTION agent._session_workspace(), agent._run_failed(text), agent._run_is_active(text)

@@ -130,12 +130,11 @@ SELECT throws_ok($$SELECT agent.delete_trigger(990000001, NULL)$$,
 SELECT throws_ok(format($$SELECT agent.set_trigger(%s, jsonb_build_object('id', %s, 'prompt', 'hijack'), 'trg_owner')$$, :aid, :btrig),
                  '42704', format('trigger %s does not exist', :btrig),
                  'a trigger of another workspace cannot be changed through an agent of this one');
-SELECT throws_ok(format($$UPDATE agent.triggers SET prompt = 'hijack' WHERE id = %s$$, :btrig),
-                 '42704', format('agent %s does not exist', :bid),
-                 'a direct write to a trigger of another workspace is refused like a missing agent');
+WITH u AS (UPDATE agent.triggers SET prompt = 'hijack' WHERE id = :btrig RETURNING 1)
+SELECT is(count(*)::int, 0, 'a direct write to a trigger of another workspace finds no row (row-level security)') FROM u;
 SELECT throws_ok(format($$INSERT INTO agent.triggers (workspace_id, agent_id, kind) VALUES ('ws-trg-b', %s, 'api')$$, :bid),
-                 '42704', format('agent %s does not exist', :bid),
-                 'so is a direct INSERT for an agent of another workspace');
+                 '42501', 'permission denied to write a row of workspace ''ws-trg-b'' into agent.triggers',
+                 'a direct INSERT for an agent of another workspace is refused, naming the workspace');
 
 -- nobody can hold a write out of history
 SELECT throws_ok(format($$INSERT INTO agent._history_holds VALUES (txid_current(), %s, 'ws-trg-a')$$, :aid),

@@ -50,10 +50,20 @@ SELECT set_eq($$SELECT object_name, change FROM agent.prepare_distribution()$$,
            ('policy messages_workspace_read on agent.messages', 'workspace check per row (no subquery)'),
            ('policy run_steps_workspace_read on agent.run_steps', 'workspace check per row (no subquery)'),
            ('policy runs_workspace_read on agent.runs', 'workspace check per row (no subquery)'),
+           ('policy access_workspace on agent.access', 'workspace check per row (no subquery)'),
+           ('policy agents_workspace on agent.agents', 'workspace check per row (no subquery)'),
+           ('policy approvals_workspace on agent.approvals', 'workspace check per row (no subquery)'),
+           ('policy event_overlaps_workspace on agent.event_overlaps', 'workspace check per row (no subquery)'),
+           ('policy group_members_workspace on agent.group_members', 'workspace check per row (no subquery)'),
+           ('policy resource_acl_workspace on agent.resource_acl', 'workspace check per row (no subquery)'),
+           ('policy run_messages_workspace on agent.run_messages', 'workspace check per row (no subquery)'),
+           ('policy shares_workspace on agent.shares', 'workspace check per row (no subquery)'),
+           ('policy triggers_workspace on agent.triggers', 'workspace check per row (no subquery)'),
+           ('policy versions_workspace on agent.versions', 'workspace check per row (no subquery)'),
            ('trigger triggers_history_del on agent.triggers', 'disabled'),
            ('trigger triggers_history_ins on agent.triggers', 'disabled'),
            ('trigger triggers_history_upd on agent.triggers', 'disabled')$$,
-  'the superuser''s call rewrites the five read policies and disables the three history triggers');
+  'the superuser''s call rewrites the fifteen workspace policies and disables the three history triggers');
 SELECT is((SELECT count(*) FROM agent.prepare_distribution()), 0::bigint, 'a second call changes nothing');
 SELECT is((SELECT count(*) FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
             WHERE c.relnamespace = 'agent'::regnamespace
