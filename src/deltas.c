@@ -1,15 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * deltas.c
- *		The payloads of NOTIFY agent_run_deltas: the text of a streamed
- *		reply, published by the worker while it arrives (the throttle is in
+ *		The deltas of a streamed reply, published by the worker while it
+ *		arrives: rows of agent.run_stream_text, announced on NOTIFY
+ *		agent_run_deltas by their ids (the throttle is in
  *		run_calls.c; docs/worker.md, "Streaming").
  *
- * A payload is {"run_id", "step", "attempt", "offset", "text"}, plus
- * "conversation_id" for a chat run of agent.send_message: the ids of the run
- * and nothing else of it.  Each holds at most DELTA_CHUNK bytes of
- * text cut on a UTF-8 boundary, halved until the payload is under
- * DELTA_MAX_PAYLOAD bytes (PostgreSQL refuses 8000 and more).
+ * A payload is {"run_id", "step", "attempt", "offset", "length"}, plus
+ * "conversation_id" for a chat run of agent.send_message: ids only, no text
+ * (a channel has no privileges: any role that may connect may LISTEN).  The
+ * text of each delta, at most DELTA_CHUNK bytes cut on a UTF-8 boundary, is
+ * a row of agent.run_stream_text, read through agent.run_deltas with the
+ * visibility of agent.run_detail (issue 30).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,9 +30,9 @@
 #include "tools.h"
 
 #define DELTA_CHUNK			3000
-#define DELTA_MAX_PAYLOAD	7900
 
 static SPIPlanPtr notify_plan = NULL;
+static SPIPlanPtr insert_plan = NULL;
 
 /* end of the longest prefix of text[from, to) that ends on a UTF-8 boundary */
 static size_t
@@ -56,50 +58,18 @@ Utf8Cut(const char *text, size_t from, size_t to)
 	return e;
 }
 
-/* appends text[0, len) as the contents of a JSON string */
-static void
-AppendJsonEscaped(StringInfo buf, const char *text, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	const char *p = text;
-	const char *end = text + len;
-
-	while (p < end)
-	{
-		const char *q = p;
-
-		while (q < end && *q != '"' && *q != '\\' && (unsigned char) *q >= 0x20)
-			q++;
-		appendBinaryStringInfo(buf, p, q - p);
-		if (q >= end)
-			break;
-		if (*q == '"' || *q == '\\')
-		{
-			appendStringInfoChar(buf, '\\');
-			appendStringInfoChar(buf, *q);
-		}
-		else if (*q == '\n')
-			appendStringInfoString(buf, "\\n");
-		else
-		{
-			appendStringInfoString(buf, "\\u00");
-			appendStringInfoChar(buf, hex[((unsigned char) *q) >> 4]);
-			appendStringInfoChar(buf, hex[((unsigned char) *q) & 15]);
-		}
-		p = q + 1;
-	}
-}
-
 /*
- * Notifies text[from, upto) of a streamed call on agent_run_deltas (with the
- * run's conversation when it has one, else 0), inside
- * the caller's transaction (sent at its commit); returns the offset reached
- * (short of upto when the text ends inside a UTF-8 character).
+ * Publishes text[from, upto) of a streamed call: each chunk is written to
+ * agent.run_stream_text and announced on agent_run_deltas by its ids (with
+ * the run's conversation when it has one), inside the caller's transaction
+ * (sent at its commit); returns the offset reached (short of upto when the
+ * text ends inside a UTF-8 character).
  */
 size_t
-DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt, const char *text,
-			 size_t from, size_t upto)
+DeltasNotify(int64 run_id, const char *workspace, int64 conversation_id, int step, int attempt,
+			 const char *text, size_t from, size_t upto)
 {
+	Oid			ins_types[6] = {TEXTOID, INT8OID, INT4OID, INT4OID, INT8OID, TEXTOID};
 	Oid			types[1] = {TEXTOID};
 	StringInfoData buf;
 
@@ -108,27 +78,31 @@ DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt, const c
 	{
 		size_t		n = Min(upto - from, DELTA_CHUNK);
 		size_t		e;
+		Datum		ins[6];
 		Datum		vals[1];
 
-		for (;;)
-		{
-			e = Utf8Cut(text, from, from + n);
-			if (e == from)
-				return from;	/* an incomplete character: wait for the rest */
-			if (pg_encoding_verifymbstr(PG_UTF8, text + from, e - from) != (int) (e - from))
-				return upto;	/* not UTF-8: not published */
-			resetStringInfo(&buf);
-			appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT, run_id);
-			if (conversation_id > 0)
-				appendStringInfo(&buf, ",\"conversation_id\":" INT64_FORMAT, conversation_id);
-			appendStringInfo(&buf, ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"text\":\"",
-							 step, attempt, from);
-			AppendJsonEscaped(&buf, text + from, e - from);
-			appendStringInfoString(&buf, "\"}");
-			if (buf.len <= DELTA_MAX_PAYLOAD || n <= 64)
-				break;
-			n /= 2;
-		}
+		e = Utf8Cut(text, from, from + n);
+		if (e == from)
+			return from;		/* an incomplete character: wait for the rest */
+		if (pg_encoding_verifymbstr(PG_UTF8, text + from, e - from) != (int) (e - from))
+			return upto;		/* not UTF-8: not published */
+		ins[0] = CStringGetTextDatum(workspace);
+		ins[1] = Int64GetDatum(run_id);
+		ins[2] = Int32GetDatum(step);
+		ins[3] = Int32GetDatum(attempt);
+		ins[4] = Int64GetDatum((int64) from);
+		ins[5] = PointerGetDatum(cstring_to_text_with_len(text + from, e - from));
+		if (SpiUtilExecPlan(&insert_plan,
+							"INSERT INTO agent.run_stream_text (workspace_id, run_id, step, attempt, \"offset\", text)"
+							" VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+							6, ins_types, ins, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record a text delta");
+		resetStringInfo(&buf);
+		appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT, run_id);
+		if (conversation_id > 0)
+			appendStringInfo(&buf, ",\"conversation_id\":" INT64_FORMAT, conversation_id);
+		appendStringInfo(&buf, ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"length\":%zu}",
+						 step, attempt, from, e - from);
 		vals[0] = PointerGetDatum(cstring_to_text_with_len(buf.data, buf.len));
 		if (SpiUtilExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
 							 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-extern size_t DeltasNotify(int64 run_id, int64 conversation_id, int step, int attempt,
-						   const char *text, size_t from, size_t upto);
+extern size_t DeltasNotify(int64 run_id, const char *workspace, int64 conversation_id, int step,
+						   int attempt, const char *text, size_t from, size_t upto);
 
 #endif							/* PG_AGENTS_DELTAS_H */

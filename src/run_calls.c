@@ -135,7 +135,7 @@ static TimestampTz last_deltas = 0;	/* the last delta notifications */
 static size_t
 NotifyDeltas(Slot *s, size_t from, size_t upto)
 {
-	return DeltasNotify(s->run_id, s->conversation_id, s->stream_step, s->http_attempts + 1,
+	return DeltasNotify(s->run_id, s->workspace, s->conversation_id, s->stream_step, s->http_attempts + 1,
 						s->stream->text, from, upto);
 }
 

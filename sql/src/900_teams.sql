@@ -265,13 +265,13 @@ BEGIN
   IF TG_TABLE_NAME = 'run_steps' THEN
     PERFORM pg_notify('agent_run_steps',
                       json_build_object('run_id', NEW.run_id, 'root_run_id', v_root, 'seq', NEW.seq,
-                                        'step', v_label, 'status', NEW.status)::text);
+                                        'status', NEW.status)::text);
   END IF;
   RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION agent._teams_step_changed() IS
-  'Trigger on agent.run_steps (UPDATE of status, output; new steps: agent._teams_steps_inserted): writes runs.current_step and runs.preview and sends NOTIFY agent_run_steps {run_id, root_run_id, seq, step, status}.';
+  'Trigger on agent.run_steps (UPDATE of status, output; new steps: agent._teams_steps_inserted): writes runs.current_step and runs.preview and sends NOTIFY agent_run_steps {run_id, root_run_id, seq, status} (ids and a code only: the step itself is read through agent.run_detail).';
 CREATE TRIGGER run_steps_progress AFTER UPDATE OF status, output ON agent.run_steps
   FOR EACH ROW EXECUTE FUNCTION agent._teams_step_changed();
 
@@ -335,8 +335,7 @@ BEGIN
                       json_build_object('run_id', n.run_id,
                                         'root_run_id', (SELECT coalesce(x.root_run_id, x.id) FROM agent.runs x
                                                          WHERE x.workspace_id = n.workspace_id AND x.id = n.run_id),
-                                        'seq', n.seq, 'step', n.kind || coalesce(':' || n.name, ''),
-                                        'status', n.status)::text)
+                                        'seq', n.seq, 'status', n.status)::text)
        FROM new_steps n;
   END IF;
   RETURN NULL;

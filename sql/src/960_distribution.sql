@@ -47,6 +47,7 @@ AS $$
     (31, 'agent.conversations', 'distributed', 'Conversations with an agent (foreign key to agents).'),
     (32, 'agent.messages', 'distributed', 'Messages of a conversation (foreign key to conversations).'),
     (33, 'agent.audit_log', 'distributed', 'The audit log, partitioned by month (Citus distributes the parent and its partitions). Rows of no workspace (system actions) have workspace_id NULL, which a distributed table refuses: known not to work on Citus (docs/scaling.md).'),
+    (36, 'agent.run_stream_text', 'distributed', 'The streamed text of a run (foreign key to runs).'),
     -- local: stay on each node
     (34, 'agent.worker_control', 'local', 'The pause switch of the background worker of the node it is on (one row per node).'),
     (35, 'agent._history_holds', 'local', 'Transient: rows live only inside one function call of the transaction that writes them, on the node that runs it.')

@@ -92,7 +92,8 @@ GRANT EXECUTE ON FUNCTION
   agent.mcp_status(text, text),
   -- activity, insights, assisted creation, teams
   agent.activity(bigint, text, text, bigint, timestamptz, timestamptz, integer),
-  agent.run_detail(bigint, text), agent.insights(bigint, text, timestamptz, timestamptz),
+  agent.run_detail(bigint, text), agent.run_deltas(bigint, text, integer, bigint),
+  agent.insights(bigint, text, timestamptz, timestamptz),
   agent.generate_draft(text, text, text), agent.draft(bigint, text),
   agent.create_from_draft(jsonb, text), agent.send_to_run(bigint, text, text),
   agent.run_tree(bigint)

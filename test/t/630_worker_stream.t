@@ -2,8 +2,9 @@
 # Worker: streamed replies (pg_agents.llm_stream).  OpenAI SSE chunks (text,
 # tool-call argument fragments joined by index, the usage chunk, [DONE]) and
 # Anthropic events (message_start ... message_stop, ping, input_json_delta,
-# an unknown event, an error event mid-stream); text deltas on NOTIFY
-# agent_run_deltas equal to the recorded answer; the llm step identical to
+# an unknown event, an error event mid-stream); text deltas announced on
+# NOTIFY agent_run_deltas by their ids, read through agent.run_deltas, equal
+# to the recorded answer; the llm step identical to
 # the non-streamed one; a cut stream retried like a failed request.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 llm_start
@@ -22,7 +23,8 @@ q "DROP ROLE IF EXISTS s630_app; DROP ROLE IF EXISTS s630_nobody;
    CREATE ROLE s630_app LOGIN IN ROLE agents_app; CREATE ROLE s630_nobody LOGIN" >/dev/null
 
 # the application's session listens (any role that may connect may LISTEN:
-# the payload holds only ids and the text, docs/worker.md)
+# the payload holds ids only, the text is read through agent.run_deltas,
+# docs/worker.md)
 ( echo "LISTEN agent_run_deltas;"
   while [ ! -e "$LISTEN_STOP" ]; do echo "SELECT 1;"; sleep 0.1; done ) |
     psql -XAtq -U s630_app >"$LISTEN_OUT" 2>&1 &
@@ -32,11 +34,20 @@ sleep 0.3
 q "ALTER SYSTEM SET pg_agents.llm_stream = on" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
-# deltas RUN STEP: the text of the last attempt of that step, joined in offset order
+# deltas RUN STEP: the text of the last attempt of that step, joined in offset
+# order: the notifications name each delta by its ids, the application reads
+# its text through agent.run_deltas (bound to the run's workspace, as the
+# user who asked for the run)
 deltas() {
-    python3 - "$LISTEN_OUT" "$1" "$2" <<'PY'
+    local wu rows
+    wu=$(q "SELECT workspace_id || '|' || coalesce(requested_by, '') FROM agent.runs WHERE id = $1")
+    rows=$(psql -XAtq -U s630_app -c "SET pg_agents.workspace = '${wu%%|*}'" \
+              -c "SELECT coalesce(json_agg(json_build_object('step', d.step, 'attempt', d.attempt, 'offset', d.\"offset\", 'text', d.text)), '[]')
+                    FROM agent.run_deltas($1, '${wu#*|}') d" 2>&1)
+    python3 - "$LISTEN_OUT" "$1" "$2" "$rows" <<'PY'
 import json, re, sys
 path, run, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+texts = {(d["step"], d["attempt"], d["offset"]): d["text"] for d in json.loads(sys.argv[4])}
 got = []
 for line in open(path, encoding="utf-8"):
     m = re.match(r'Asynchronous notification "agent_run_deltas" with payload "(.*)" received from server process', line)
@@ -50,7 +61,9 @@ mine = sorted((d for d in mine if d["attempt"] == last), key=lambda d: d["offset
 text, at = "", 0
 for d in mine:
     assert d["offset"] == at, "gap at %d (%d)" % (at, d["offset"])
-    text += d["text"]; at += len(d["text"].encode())
+    t = texts[(d["step"], d["attempt"], d["offset"])]
+    assert len(t.encode()) == d["length"], "length of the delta at %d" % at
+    text += t; at += d["length"]
 print(text)
 PY
 }
@@ -231,7 +244,7 @@ llm_script "[[t630k]]" '[{"text": "secret of w7"}]'
 r7=$(start_run "$b" '{"prompt": "w7 [[t630k]]"}' autonomous owner7)
 is "$(wait_status "$r7" "succeeded|failed" 30)" "succeeded" "a run of another workspace"
 is "$(wait_deltas "$r7" 1 "secret of w7")" "secret of w7" \
-   "its deltas reach every listener of the database (agent_run_deltas is for the application role)"
+   "its deltas are read through agent.run_deltas bound to its workspace"
 # --- a chat run of agent.send_message: its deltas name the conversation
 c=$(mk_agent "chat630")
 q "INSERT INTO agent.shares (workspace_id, agent_id, user_id, level, created_by) VALUES ('w6', $c, 'u630', 'interact', 'owner6')" >/dev/null
@@ -263,8 +276,17 @@ else:
     print("none")
 PY
 )" "none" "an autonomous run's deltas carry no conversation id"
-is "$(payload_info)" "attempt,conversation_id,offset,run_id,step,text True True" \
-   "payloads hold only run id, conversation id (chat runs), step, attempt, offset and text, each under 8000 bytes"
+is "$(payload_info)" "attempt,conversation_id,length,offset,run_id,step True True" \
+   "payloads hold only ids: run id, conversation id (chat runs), step, attempt, offset and length"
+# the application bound to w6 reads none of w7's text, nor does a user who may not see the run
+is "$(psql -XAtq -U s630_app -c "SET pg_agents.workspace = 'w6'" -c "SELECT count(*) FROM agent.run_deltas($r7, 'owner7')" 2>&1)" "0" \
+   "agent.run_deltas of another workspace's run gives nothing"
+is "$(psql -XAtq -U s630_app -c "SET pg_agents.workspace = 'w7'" -c "SELECT count(*) FROM agent.run_deltas($r7, 'stranger630')" 2>&1)" "0" \
+   "agent.run_deltas of a run the user may not see gives nothing"
+is "$(psql -XAtq -U s630_app -c "SET pg_agents.workspace = 'w7'" -c "SELECT string_agg(text, '' ORDER BY step, attempt, \"offset\") FROM agent.run_deltas($r7, 'owner7')" 2>&1)" "secret of w7" \
+   "and the text to the run's workspace and its user"
+is "$(psql -XAtq -U s630_nobody -c "SELECT count(*) FROM agent.run_deltas($r7, 'owner7')" 2>&1 | grep -c 'permission denied')" "1" \
+   "a role with no grants cannot call agent.run_deltas"
 # a role with no grants receives nothing it could not have guessed: it cannot read the run
 is "$(psql -XAtq -U s630_nobody -c "SET pg_agents.workspace = 'w7'" -c "SELECT count(*) FROM agent.runs WHERE id = $r7" 2>&1 | grep -c 'permission denied')" "1" \
    "a role with no grants cannot read the run behind a delta"

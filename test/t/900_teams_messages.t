@@ -72,8 +72,11 @@ ok "$(q "SELECT current_step = 'run' OR current_step LIKE 'llm:%' FROM agent.run
 wait "$lpid"
 n=$(grep -c "Asynchronous notification \"agent_run_steps\" with payload \"{\\\"run_id\\\" : $r," "$out")
 ok "$([ "$n" -ge 3 ] && echo 0 || echo 1)" "a listening session receives NOTIFY agent_run_steps for the run's steps ($n)"
-ok "$(grep "agent_run_steps" "$out" | grep "\"run_id\" : $r," | grep -q '"step" : "message:delivered"' && echo 0 || echo 1)" \
-   "the payload carries the step label"
+mseq=$(q "SELECT min(seq) FROM agent.run_steps WHERE run_id = $r AND kind = 'message' AND name = 'delivered'")
+ok "$(grep "agent_run_steps" "$out" | grep "\"run_id\" : $r," | grep -q "\"seq\" : $mseq," && echo 0 || echo 1)" \
+   "the payload carries the step's seq (its label is read through agent.run_detail)"
+ok "$(grep "agent_run_steps" "$out" | grep -q '"step"' && echo 1 || echo 0)" \
+   "and no step label (ids and a status code only)"
 ok "$(grep "agent_run_steps" "$out" | grep "\"run_id\" : $r," | grep -q "\"root_run_id\" : $r" && echo 0 || echo 1)" \
    "and the root run id"
 rm -f "$out"
