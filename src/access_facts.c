@@ -16,6 +16,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -302,6 +303,7 @@ typedef struct ParentTable
 	char	   *ptype;			/* the collection's type */
 	char	   *sql;			/* the row's collection id by row id (a constant
 								 * for a table that is one collection) */
+	char	   *rows_sql;		/* the rows (id, collection id) of collections $1 */
 	int			idkind;			/* ID_* below: how the row id is checked */
 } ParentTable;
 
@@ -333,7 +335,10 @@ typedef struct ParentEntry
 static MemoryContext cache_cxt = NULL;
 static HTAB *agent_cache = NULL;
 static HTAB *groups_cache = NULL;
-static HTAB *parent_type_cache = NULL;
+static HTAB *parent_type_cache = NULL;	/* in parent_type_cxt */
+static MemoryContext parent_type_cxt = NULL;
+static LocalTransactionId parent_type_lxid = InvalidLocalTransactionId;
+static CommandId parent_type_cid = InvalidCommandId;
 static HTAB *parent_cache = NULL;
 static CacheKey cache_key;
 static bool acl_fn_loaded = false;
@@ -352,7 +357,6 @@ CacheReset(void)
 		MemoryContextReset(cache_cxt);
 	agent_cache = NULL;
 	groups_cache = NULL;
-	parent_type_cache = NULL;
 	parent_cache = NULL;
 	acl_cache = NULL;
 	acl_cached_rows = 0;
@@ -404,8 +408,6 @@ AccessEnsureCache(Snapshot snap)
 	agent_cache = CacheCreate("pg_agents agents", sizeof(int64), sizeof(AgentEntry), 256);
 	groups_cache = CacheCreate("pg_agents groups", sizeof(uint64), sizeof(GroupsEntry), 256);
 	acl_cache = CacheCreate("pg_agents acl", sizeof(uint64), sizeof(AclEntry), 1024);
-	parent_type_cache = CacheCreate("pg_agents parent types", sizeof(uint64),
-									sizeof(ParentTypeEntry), 16);
 	parent_cache = CacheCreate("pg_agents parents", sizeof(uint64), sizeof(ParentEntry), 256);
 	cache_key = k;
 }
@@ -1337,6 +1339,37 @@ AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,
  * ------------------------------------------------------------------------
  */
 
+/*
+ * The registrations of parents, kept for the transaction (for the statement
+ * once the transaction has written: it may have registered a table).
+ */
+static void
+EnsureParentTypeCache(void)
+{
+	CommandId	cid = TransactionIdIsValid(GetTopTransactionIdIfAny()) ?
+		GetCurrentCommandId(false) : InvalidCommandId;
+	HASHCTL		ctl;
+
+	if (parent_type_cache != NULL && parent_type_lxid == PGA_MY_LXID &&
+		parent_type_cid == cid)
+		return;
+	if (parent_type_cxt == NULL)
+		parent_type_cxt = AllocSetContextCreate(TopMemoryContext,
+												"pg_agents parent types",
+												ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(parent_type_cxt);
+	parent_type_cache = NULL;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(ParentTypeEntry);
+	ctl.hcxt = parent_type_cxt;
+	parent_type_cache = hash_create("pg_agents parent types", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	parent_type_lxid = PGA_MY_LXID;
+	parent_type_cid = cid;
+}
+
 /* the registered tables of a type whose rows belong to a collection */
 static ParentTypeEntry *
 GetParentTypes(const char *rtype)
@@ -1349,16 +1382,17 @@ GetParentTypes(const char *rtype)
 	Datum		vals[1];
 	uint64		r;
 
+	EnsureParentTypeCache();
 	e = (ParentTypeEntry *) hash_search(parent_type_cache, &h, HASH_ENTER, &found);
 	if (found && e->filled && strcmp(e->rtype, rtype) == 0)
 		return e;
 	if (found && e->filled)
 	{
 		/* another type with the same hash: not cached */
-		e = MemoryContextAllocZero(cache_cxt, sizeof(ParentTypeEntry));
+		e = MemoryContextAllocZero(parent_type_cxt, sizeof(ParentTypeEntry));
 	}
 	e->filled = false;
-	e->rtype = MemoryContextStrdup(cache_cxt, rtype);
+	e->rtype = MemoryContextStrdup(parent_type_cxt, rtype);
 	e->ntables = 0;
 	e->tables = NULL;
 	vals[0] = CStringGetTextDatum(rtype);
@@ -1371,22 +1405,31 @@ GetParentTypes(const char *rtype)
 				 "  pg_catalog.format('%I OPERATOR(pg_catalog.=) $1::%s', r.id_column, pg_catalog.format_type(a.atttypid, NULL))"
 				 " ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) $1', r.id_column) END), "
 				 "CASE a.atttypid WHEN 21 THEN 1 WHEN 23 THEN 2 WHEN 20 THEN 3"
-				 " WHEN 25 THEN 0 WHEN 1043 THEN 0 WHEN 1042 THEN 0 ELSE 4 END "
+				 " WHEN 25 THEN 0 WHEN 1043 THEN 0 WHEN 1042 THEN 0 ELSE 4 END, "
+				 "pg_catalog.format('SELECT %I::pg_catalog.text, %s FROM %s WHERE %s', r.id_column, "
+				 " CASE WHEN r.parent_column IS NOT NULL THEN pg_catalog.format('%I::pg_catalog.text', r.parent_column)"
+				 "  ELSE pg_catalog.format('%L::pg_catalog.text', r.parent_id) END, r.tbl,"
+				 " CASE WHEN r.parent_column IS NULL THEN pg_catalog.format('%L::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_id)"
+				 "  WHEN pa.atttypid IN (25, 1043) THEN pg_catalog.format('%I OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column)"
+				 "  ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column) END) "
 				 "FROM agent.resource_tables r JOIN pg_catalog.pg_attribute a"
 				 " ON a.attrelid OPERATOR(pg_catalog.=) r.tbl AND a.attname OPERATOR(pg_catalog.=) r.id_column "
+				 "LEFT JOIN pg_catalog.pg_attribute pa"
+				 " ON pa.attrelid OPERATOR(pg_catalog.=) r.tbl AND pa.attname OPERATOR(pg_catalog.=) r.parent_column "
 				 "WHERE r.resource_type OPERATOR(pg_catalog.=) $1 AND r.parent_type IS NOT NULL "
 				 "ORDER BY r.tbl",
 				 1, types, vals);
 	if (SPI_processed > 0)
-		e->tables = MemoryContextAllocZero(cache_cxt, sizeof(ParentTable) * SPI_processed);
+		e->tables = MemoryContextAllocZero(parent_type_cxt, sizeof(ParentTable) * SPI_processed);
 	for (r = 0; r < SPI_processed; r++)
 	{
 		ParentTable *t = &e->tables[e->ntables];
 		bool		isnull;
 		Datum		kind = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 4, &isnull);
 
-		t->ptype = AccessSpiText(r, 1, cache_cxt);
-		t->sql = AccessSpiText(r, 3, cache_cxt);
+		t->ptype = AccessSpiText(r, 1, parent_type_cxt);
+		t->sql = AccessSpiText(r, 3, parent_type_cxt);
+		t->rows_sql = AccessSpiText(r, 5, parent_type_cxt);
 		t->idkind = isnull ? ID_ASTEXT : DatumGetInt32(kind);
 		if (t->ptype != NULL && t->sql != NULL)
 			e->ntables++;
@@ -1476,7 +1519,7 @@ AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
 		{
 			e->pid = AccessSpiText(0, 1, cache_cxt);
 			if (e->pid != NULL)
-				e->ptype = t->ptype;
+				e->ptype = MemoryContextStrdup(cache_cxt, t->ptype);
 		}
 		AccessSpiDone(&elev);
 	}
@@ -1487,6 +1530,52 @@ done:
 	*ptype = e->ptype;
 	*pid = e->pid;
 	return true;
+}
+
+/*
+ * The registered tables of a type whose rows belong to collections: their
+ * number, and for each the collections' type and the statement listing the
+ * rows (row id, collection id) of the collections of a text[] parameter.
+ */
+int
+AccessParentTables(const char *rtype, const char ***ptypes, const char ***rows_sqls)
+{
+	ParentTypeEntry *te = GetParentTypes(rtype);
+	int			i;
+
+	*ptypes = palloc(sizeof(char *) * (te->ntables + 1));
+	*rows_sqls = palloc(sizeof(char *) * (te->ntables + 1));
+	for (i = 0; i < te->ntables; i++)
+	{
+		(*ptypes)[i] = te->tables[i].ptype;
+		(*rows_sqls)[i] = te->tables[i].rows_sql;
+	}
+	return te->ntables;
+}
+
+/*
+ * Remembers the collection of a row for the snapshot (read with the rows of
+ * a collection), so that deciding it reads the table no more.
+ */
+void
+AccessRememberParent(const char *rtype, const char *rid, const char *ptype, const char *pid)
+{
+	uint64		h;
+	ParentEntry *e;
+	bool		found;
+
+	if (parent_cache == NULL || hash_get_num_entries(parent_cache) >= CACHE_MAX_ENTRIES)
+		return;
+	h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
+	h = hash_bytes_extended((const unsigned char *) rid, strlen(rid), h);
+	e = (ParentEntry *) hash_search(parent_cache, &h, HASH_ENTER, &found);
+	if (found)
+		return;					/* known, or another row with the same hash */
+	e->rtype = MemoryContextStrdup(cache_cxt, rtype);
+	e->rid = MemoryContextStrdup(cache_cxt, rid);
+	e->ptype = MemoryContextStrdup(cache_cxt, ptype);
+	e->pid = MemoryContextStrdup(cache_cxt, pid);
+	e->filled = true;
 }
 
 /*

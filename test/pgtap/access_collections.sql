@@ -5,7 +5,7 @@
 -- the row when it has ACL rows of its own, else the collection's.  Two
 -- workspaces, a role with no grants, the application role.
 BEGIN;
-SELECT plan(42);
+SELECT plan(50);
 
 CREATE SCHEMA coll_t;
 CREATE TABLE coll_t.tickets (id bigint PRIMARY KEY, collection_id text NOT NULL,
@@ -136,6 +136,41 @@ SELECT is((SELECT count(*)::int FROM m
             WHERE agent.can_access(agent_id, rtype, rid, mode) IS DISTINCT FROM (expected = 'granted')),
           0, 'agents_app gets the same decisions');
 RESET ROLE;
+
+-- the readable set (the allowlist policies): rows of granted collections
+-- without a per-row subquery, minus rows whose own ACL denies
+SELECT lives_ok($$SELECT agent.enable_allowlist('coll_t.tickets', 'page', 'id')$$, 'enable_allowlist on the rows table');
+GRANT USAGE ON SCHEMA coll_t TO agents_app, agents_tool;
+GRANT SELECT ON coll_t.tickets TO agents_app;
+SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.actor', 'agent:7600001', true);
+SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets), ARRAY[1, 2, 4, 5, 7, 8]::bigint[],
+          'an agent reads the rows of its collections, its own granted rows, not the rows its owner may not read');
+SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets WHERE priority = 'high'), ARRAY[1]::bigint[],
+          'filtered before the query''s own filter: no row of a collection not granted, no row of the other workspace');
+SELECT set_config('pg_agents.actor', 'agent:7600003', true);
+SELECT is((SELECT count(*)::int FROM coll_t.tickets), 0, 'an agent of another workspace sees none of them');
+SELECT set_config('pg_agents.actor', 'agent:7600004', true);
+SELECT is((SELECT count(*)::int FROM coll_t.tickets), 0, 'a suspended agent sees none of them');
+SELECT set_config('pg_agents.actor', '', true);
+RESET ROLE;
+INSERT INTO coll_t.tickets VALUES (10, 'tickets', 'ws-c1', 'New', 'added later', NULL, 'high', NULL);
+SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.actor', 'agent:7600001', true);
+SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets WHERE priority = 'high'), ARRAY[1, 10]::bigint[],
+          'a row added to a granted collection is readable at the next statement');
+SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets WHERE priority = 'high'), ARRAY[1, 10]::bigint[],
+          'and again (the set is not kept across the application''s changes)');
+SELECT set_config('pg_agents.actor', '', true);
+RESET ROLE;
+UPDATE coll_t.tickets SET collection_id = 'other' WHERE id = 10;
+SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.actor', 'agent:7600001', true);
+SELECT is((SELECT count(*)::int FROM coll_t.tickets WHERE id = 10), 0,
+          'a row moved out of a granted collection is no longer readable at the next statement');
+SELECT set_config('pg_agents.actor', '', true);
+RESET ROLE;
+SELECT agent.disable_allowlist('coll_t.tickets');
 
 -- moved to another collection, revoked at run time: decided afresh
 UPDATE coll_t.tickets SET collection_id = 'other' WHERE id = 1;
