@@ -5,7 +5,7 @@
 -- the row when it has ACL rows of its own, else the collection's.  Two
 -- workspaces, a role with no grants, the application role.
 BEGIN;
-SELECT plan(50);
+SELECT plan(51);
 
 CREATE SCHEMA coll_t;
 CREATE TABLE coll_t.tickets (id bigint PRIMARY KEY, collection_id text NOT NULL,
@@ -171,6 +171,25 @@ SELECT is((SELECT count(*)::int FROM coll_t.tickets WHERE id = 10), 0,
 SELECT set_config('pg_agents.actor', '', true);
 RESET ROLE;
 SELECT agent.disable_allowlist('coll_t.tickets');
+
+-- row events of a watched table registered with a parent are on the row's
+-- collection: a trigger watches one collection, with a property filter
+SELECT agent.watch_table('coll_t.tickets', 'collection', 'id', workspace_column => 'workspace_id');
+INSERT INTO agent.triggers (id, agent_id, kind, event_name, resource_type, resource_id, filter, prompt) VALUES
+  (7600001, 7600001, 'event', 'collection.row_added', 'collection', 'tickets',
+   '{"all": [{"property": "priority", "op": "eq", "value": "high"}]}', 'Triage the new ticket');
+INSERT INTO coll_t.tickets VALUES
+  (20, 'tickets', 'ws-c1', 'Urgent', 'the high one', NULL, 'high', NULL),
+  (21, 'tickets', 'ws-c1', 'Later', 'a low one', NULL, 'low', NULL),
+  (22, 'other', 'ws-c1', 'Elsewhere', 'high, another collection', NULL, 'high', NULL),
+  (23, 'tickets-ws2', 'ws-c2', 'Second workspace', 'high, the other workspace', NULL, 'high', NULL);
+SELECT results_eq($$SELECT input ->> 'resource_type', input ->> 'resource_id', input -> 'payload' ->> 'row_id',
+                           input -> 'payload' -> 'row' ->> 'title'
+                      FROM agent.runs WHERE trigger_id = 7600001$$,
+                  $$VALUES ('collection', 'tickets', '20', 'Urgent')$$,
+                  'one run, for the high-priority row of the watched collection, its row not withheld (granted through the collection)');
+SELECT agent.unwatch_table('coll_t.tickets');
+DELETE FROM agent.triggers WHERE id = 7600001;
 
 -- moved to another collection, revoked at run time: decided afresh
 UPDATE coll_t.tickets SET collection_id = 'other' WHERE id = 1;
