@@ -48,13 +48,14 @@ ModeName(int mode)
 }
 
 /*
- * The autonomous decision for an active agent, given the level of its direct
- * grant on the resource (LEVEL_NONE if none).  Shared by can_access and the
- * readable set, so that both follow exactly the same rules.
+ * The autonomous decision given the level of the grant that applies (on
+ * rtype/rid, LEVEL_NONE if none), the owner's ACL and the workspace share
+ * read on atype/aid (the resource itself, or a row's collection).
  */
-AccessReason
-AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int mode,
-					   int grant, Snapshot snap, bool want_detail, char **detail)
+static AccessReason
+DecideOn(AgentEntry *ag, const char *rtype, const char *rid,
+		 const char *atype, const char *aid, int mode,
+		 int grant, Snapshot snap, bool want_detail, char **detail)
 {
 	if (grant != LEVEL_NONE)
 	{
@@ -62,8 +63,8 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 		{
 			/* the workspace_shared path may still allow the edit */
 			if (AccessGetWorkspaceGrant(ag, snap) >= LEVEL_EDIT &&
-				AccessWorkspaceShares(ag->workspace, rtype, rid, LEVEL_EDIT, snap) &&
-				AccessUserAllows(ag->workspace, ag->owner, rtype, rid, LEVEL_EDIT, snap))
+				AccessWorkspaceShares(ag->workspace, atype, aid, LEVEL_EDIT, snap) &&
+				AccessUserAllows(ag->workspace, ag->owner, atype, aid, LEVEL_EDIT, snap))
 			{
 				if (want_detail)
 					*detail = psprintf("agent %lld holds a read grant on %s %s, but an edit workspace_shared grant, the resource is shared with the workspace at edit and owner %s may edit it",
@@ -75,7 +76,7 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 								   (long long) ag->id, rtype, rid);
 			return AR_GRANT_READ_ONLY;
 		}
-		if (AccessUserAllows(ag->workspace, ag->owner, rtype, rid, mode, snap))
+		if (AccessUserAllows(ag->workspace, ag->owner, atype, aid, mode, snap))
 		{
 			if (want_detail)
 				*detail = psprintf("agent %lld holds a%s grant on %s %s and owner %s may %s it",
@@ -93,7 +94,7 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 
 	grant = AccessGetWorkspaceGrant(ag, snap);
 	if (grant != LEVEL_NONE &&
-		AccessWorkspaceShares(ag->workspace, rtype, rid, LEVEL_READ, snap))
+		AccessWorkspaceShares(ag->workspace, atype, aid, LEVEL_READ, snap))
 	{
 		if (mode == LEVEL_EDIT)
 		{
@@ -104,7 +105,7 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 									   rtype, rid, (long long) ag->id);
 				return AR_GRANT_READ_ONLY;
 			}
-			if (!AccessWorkspaceShares(ag->workspace, rtype, rid, LEVEL_EDIT, snap))
+			if (!AccessWorkspaceShares(ag->workspace, atype, aid, LEVEL_EDIT, snap))
 			{
 				if (want_detail)
 					*detail = psprintf("%s %s is shared with the workspace read-only",
@@ -112,7 +113,7 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 				return AR_OWNER_DENIED;
 			}
 		}
-		if (AccessUserAllows(ag->workspace, ag->owner, rtype, rid, mode, snap))
+		if (AccessUserAllows(ag->workspace, ag->owner, atype, aid, mode, snap))
 		{
 			if (want_detail)
 				*detail = psprintf("%s %s is shared with the workspace at %s and agent %lld holds a workspace_shared grant",
@@ -130,6 +131,72 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 						   (long long) ag->id, rtype, rid,
 						   grant != LEVEL_NONE ? " and it is not shared with the workspace" : "");
 	return AR_NOT_GRANTED;
+}
+
+
+/*
+ * The ACL that decides for a resource: its own agent.resource_acl rows, or,
+ * for a row of a collection without any, its collection's.
+ */
+static void
+AclTarget(const char *workspace, const char *rtype, const char *rid,
+		  const char *ptype, const char *pid, Snapshot snap,
+		  const char **atype, const char **aid)
+{
+	if (ptype == NULL || AccessHasOwnAcl(workspace, rtype, rid, snap))
+	{
+		*atype = rtype;
+		*aid = rid;
+	}
+	else
+	{
+		*atype = ptype;
+		*aid = pid;
+	}
+}
+
+/*
+ * The autonomous decision for an active agent, given the level of its direct
+ * grant on the resource (LEVEL_NONE if none).  Shared by can_access and the
+ * readable set, so that both follow exactly the same rules.  A row of a
+ * collection (agent.register_resource_table's parent_type) without a grant
+ * of its own is decided by the agent's grant on its collection, and by its
+ * collection's ACL when it has no ACL row of its own.
+ */
+AccessReason
+AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int mode,
+					   int grant, Snapshot snap, bool want_detail, char **detail)
+{
+	const char *ptype = NULL;
+	const char *pid = NULL;
+	const char *atype;
+	const char *aid;
+	const char *gtype = rtype;
+	const char *gid = rid;
+	AccessReason r;
+
+	if (AccessGetParent(rtype, rid, snap, &ptype, &pid) && grant == LEVEL_NONE)
+	{
+		int			pgrant = AccessAgentGrant(ag, ptype, pid, snap);
+
+		if (pgrant != LEVEL_NONE)
+		{
+			grant = pgrant;
+			gtype = ptype;
+			gid = pid;
+		}
+	}
+	AclTarget(ag->workspace, rtype, rid, ptype, pid, snap, &atype, &aid);
+	r = DecideOn(ag, gtype, gid, atype, aid, mode, grant, snap, want_detail, detail);
+	if (want_detail && ptype != NULL)
+		*detail = psprintf("%s; %s %s is a row of %s %s: %s, %s",
+						   *detail, rtype, rid, ptype, pid,
+						   gtype == ptype ? "the grant came from the collection" :
+						   grant != LEVEL_NONE ? "the row's own grant applies" :
+						   "neither the row nor the collection is granted",
+						   atype == ptype ? "the collection's ACL applies (the row has no ACL row of its own)" :
+						   "the row's own ACL rows apply");
+	return r;
 }
 
 
@@ -160,16 +227,30 @@ AccessDecide(AccessArgs *a, bool want_detail, char **detail)
 
 	if (a->manual)
 	{
-		if (AccessUserAllows(ag->workspace, a->user, a->rtype, a->rid, a->mode, snap))
+		const char *ptype = NULL;
+		const char *pid = NULL;
+		const char *atype;
+		const char *aid;
+
+		if (!AccessGetParent(a->rtype, a->rid, snap, &ptype, &pid))
+			ptype = NULL;
+		AclTarget(ag->workspace, a->rtype, a->rid, ptype, pid, snap, &atype, &aid);
+		if (AccessUserAllows(ag->workspace, a->user, atype, aid, a->mode, snap))
 		{
 			if (want_detail)
-				*detail = psprintf("manual run: user %s may %s %s %s",
-								   a->user, ModeName(a->mode), a->rtype, a->rid);
+				*detail = psprintf("manual run: user %s may %s %s %s%s%s%s",
+								   a->user, ModeName(a->mode), a->rtype, a->rid,
+								   atype != a->rtype ? " through its collection " : "",
+								   atype != a->rtype ? atype : "",
+								   atype != a->rtype ? psprintf(" %s", aid) : "");
 			return AR_GRANTED;
 		}
 		if (want_detail)
-			*detail = psprintf("manual run: user %s may not %s %s %s",
-							   a->user, ModeName(a->mode), a->rtype, a->rid);
+			*detail = psprintf("manual run: user %s may not %s %s %s%s%s%s",
+							   a->user, ModeName(a->mode), a->rtype, a->rid,
+							   atype != a->rtype ? " through its collection " : "",
+							   atype != a->rtype ? atype : "",
+							   atype != a->rtype ? psprintf(" %s", aid) : "");
 		return AR_USER_DENIED;
 	}
 

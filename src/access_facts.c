@@ -16,6 +16,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -292,9 +293,53 @@ typedef struct GroupsEntry
 
 #define CACHE_MAX_ENTRIES	65536
 
+/*
+ * Rows of collections (agent.resource_tables.parent_type): for a resource
+ * type, the registered tables whose rows belong to a collection, and for a
+ * row, its collection; both cached per snapshot.
+ */
+typedef struct ParentTable
+{
+	char	   *ptype;			/* the collection's type */
+	char	   *sql;			/* the row's collection id by row id (a constant
+								 * for a table that is one collection) */
+	char	   *rows_sql;		/* the rows (id, collection id) of collections $1 */
+	int			idkind;			/* ID_* below: how the row id is checked */
+} ParentTable;
+
+#define ID_TEXT		0			/* compared in the column's type, any text fits */
+#define ID_INT2		1
+#define ID_INT4		2
+#define ID_INT8		3
+#define ID_ASTEXT	4			/* another type: compared as text */
+
+typedef struct ParentTypeEntry
+{
+	uint64		hash;			/* hash key: of the type */
+	char	   *rtype;
+	int			ntables;
+	ParentTable *tables;
+	bool		filled;
+} ParentTypeEntry;
+
+typedef struct ParentEntry
+{
+	uint64		hash;			/* hash key: of (type, id) */
+	char	   *rtype;
+	char	   *rid;
+	char	   *ptype;			/* NULL: no collection */
+	char	   *pid;
+	bool		filled;
+} ParentEntry;
+
 static MemoryContext cache_cxt = NULL;
 static HTAB *agent_cache = NULL;
 static HTAB *groups_cache = NULL;
+static HTAB *parent_type_cache = NULL;	/* in parent_type_cxt */
+static MemoryContext parent_type_cxt = NULL;
+static LocalTransactionId parent_type_lxid = InvalidLocalTransactionId;
+static CommandId parent_type_cid = InvalidCommandId;
+static HTAB *parent_cache = NULL;
 static CacheKey cache_key;
 static bool acl_fn_loaded = false;
 static Oid	acl_fn_oid = InvalidOid;
@@ -312,6 +357,7 @@ CacheReset(void)
 		MemoryContextReset(cache_cxt);
 	agent_cache = NULL;
 	groups_cache = NULL;
+	parent_cache = NULL;
 	acl_cache = NULL;
 	acl_cached_rows = 0;
 	grantset_total = 0;
@@ -362,6 +408,7 @@ AccessEnsureCache(Snapshot snap)
 	agent_cache = CacheCreate("pg_agents agents", sizeof(int64), sizeof(AgentEntry), 256);
 	groups_cache = CacheCreate("pg_agents groups", sizeof(uint64), sizeof(GroupsEntry), 256);
 	acl_cache = CacheCreate("pg_agents acl", sizeof(uint64), sizeof(AclEntry), 1024);
+	parent_cache = CacheCreate("pg_agents parents", sizeof(uint64), sizeof(ParentEntry), 256);
 	cache_key = k;
 }
 
@@ -379,6 +426,7 @@ static SPIPlanPtr plan_grant = NULL;
 static SPIPlanPtr plan_groups = NULL;
 static SPIPlanPtr plan_acl = NULL;
 static SPIPlanPtr plan_config = NULL;
+static SPIPlanPtr plan_parent_types = NULL;
 
 /*
  * Runs a kept read-only plan, elevated and connected (also for
@@ -1284,6 +1332,270 @@ AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,
 	if (OidIsValid(AccessGetAclFunction(snap)))
 		return CallAclFunction(NULL, rtype, rid, mode);
 	return AclLevel(workspace, NULL, NULL, rtype, rid, snap) >= mode;
+}
+
+/* ------------------------------------------------------------------------
+ * Rows of collections
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The registrations of parents, kept for the transaction (for the statement
+ * once the transaction has written: it may have registered a table).
+ */
+static void
+EnsureParentTypeCache(void)
+{
+	CommandId	cid = TransactionIdIsValid(GetTopTransactionIdIfAny()) ?
+		GetCurrentCommandId(false) : InvalidCommandId;
+	HASHCTL		ctl;
+
+	if (parent_type_cache != NULL && parent_type_lxid == PGA_MY_LXID &&
+		parent_type_cid == cid)
+		return;
+	if (parent_type_cxt == NULL)
+		parent_type_cxt = AllocSetContextCreate(TopMemoryContext,
+												"pg_agents parent types",
+												ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(parent_type_cxt);
+	parent_type_cache = NULL;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(ParentTypeEntry);
+	ctl.hcxt = parent_type_cxt;
+	parent_type_cache = hash_create("pg_agents parent types", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	parent_type_lxid = PGA_MY_LXID;
+	parent_type_cid = cid;
+}
+
+/* the registered tables of a type whose rows belong to a collection */
+static ParentTypeEntry *
+GetParentTypes(const char *rtype)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
+	ParentTypeEntry *e;
+	bool		found;
+	PgaElevation elev;
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	uint64		r;
+
+	EnsureParentTypeCache();
+	e = (ParentTypeEntry *) hash_search(parent_type_cache, &h, HASH_ENTER, &found);
+	if (found && e->filled && strcmp(e->rtype, rtype) == 0)
+		return e;
+	if (found && e->filled)
+	{
+		/* another type with the same hash: not cached */
+		e = MemoryContextAllocZero(parent_type_cxt, sizeof(ParentTypeEntry));
+	}
+	e->filled = false;
+	e->rtype = MemoryContextStrdup(parent_type_cxt, rtype);
+	e->ntables = 0;
+	e->tables = NULL;
+	vals[0] = CStringGetTextDatum(rtype);
+	AccessSpiRun(&elev, &plan_parent_types,
+				 "SELECT r.parent_type, NULL::pg_catalog.text, "
+				 "pg_catalog.format('SELECT %s FROM %s WHERE %s LIMIT 1', "
+				 " CASE WHEN r.parent_column IS NOT NULL THEN pg_catalog.format('%I::pg_catalog.text', r.parent_column)"
+				 "  ELSE pg_catalog.format('%L::pg_catalog.text', r.parent_id) END, r.tbl,"
+				 " CASE WHEN a.atttypid IN (20, 21, 23, 25, 1043, 1042) THEN"
+				 "  pg_catalog.format('%I OPERATOR(pg_catalog.=) $1::%s', r.id_column, pg_catalog.format_type(a.atttypid, NULL))"
+				 " ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) $1', r.id_column) END), "
+				 "CASE a.atttypid WHEN 21 THEN 1 WHEN 23 THEN 2 WHEN 20 THEN 3"
+				 " WHEN 25 THEN 0 WHEN 1043 THEN 0 WHEN 1042 THEN 0 ELSE 4 END, "
+				 "pg_catalog.format('SELECT %I::pg_catalog.text, %s FROM %s WHERE %s', r.id_column, "
+				 " CASE WHEN r.parent_column IS NOT NULL THEN pg_catalog.format('%I::pg_catalog.text', r.parent_column)"
+				 "  ELSE pg_catalog.format('%L::pg_catalog.text', r.parent_id) END, r.tbl,"
+				 " CASE WHEN r.parent_column IS NULL THEN pg_catalog.format('%L::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_id)"
+				 "  WHEN pa.atttypid IN (25, 1043) THEN pg_catalog.format('%I OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column)"
+				 "  ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column) END) "
+				 "FROM agent.resource_tables r JOIN pg_catalog.pg_attribute a"
+				 " ON a.attrelid OPERATOR(pg_catalog.=) r.tbl AND a.attname OPERATOR(pg_catalog.=) r.id_column "
+				 "LEFT JOIN pg_catalog.pg_attribute pa"
+				 " ON pa.attrelid OPERATOR(pg_catalog.=) r.tbl AND pa.attname OPERATOR(pg_catalog.=) r.parent_column "
+				 "WHERE r.resource_type OPERATOR(pg_catalog.=) $1 AND r.parent_type IS NOT NULL "
+				 "ORDER BY r.tbl",
+				 1, types, vals);
+	if (SPI_processed > 0)
+		e->tables = MemoryContextAllocZero(parent_type_cxt, sizeof(ParentTable) * SPI_processed);
+	for (r = 0; r < SPI_processed; r++)
+	{
+		ParentTable *t = &e->tables[e->ntables];
+		bool		isnull;
+		Datum		kind = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 4, &isnull);
+
+		t->ptype = AccessSpiText(r, 1, parent_type_cxt);
+		t->sql = AccessSpiText(r, 3, parent_type_cxt);
+		t->rows_sql = AccessSpiText(r, 5, parent_type_cxt);
+		t->idkind = isnull ? ID_ASTEXT : DatumGetInt32(kind);
+		if (t->ptype != NULL && t->sql != NULL)
+			e->ntables++;
+	}
+	AccessSpiDone(&elev);
+	e->filled = true;
+	return e;
+}
+
+/* can the text be compared with an id column of this kind (no cast error)? */
+static bool
+IdFits(const char *rid, int idkind)
+{
+	const char *p = rid;
+	char	   *end;
+	long long	v;
+
+	if (idkind == ID_TEXT || idkind == ID_ASTEXT)
+		return true;
+	if (*p == '-')
+		p++;
+	if (*p < '0' || *p > '9')
+		return false;
+	errno = 0;
+	v = strtoll(rid, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	if (idkind == ID_INT2)
+		return v >= PG_INT16_MIN && v <= PG_INT16_MAX;
+	if (idkind == ID_INT4)
+		return v >= PG_INT32_MIN && v <= PG_INT32_MAX;
+	return true;
+}
+
+/*
+ * The collection a resource belongs to, when its type is registered with a
+ * parent (agent.register_resource_table's parent_type): true and *ptype,
+ * *pid set, else false.  The row's collection id is read from the
+ * registered table by its id (parameterised, as the owner of schema
+ * "agent"), cached per snapshot.
+ */
+bool
+AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
+				const char **ptype, const char **pid)
+{
+	ParentTypeEntry *te;
+	ParentEntry *e;
+	uint64		h;
+	bool		found;
+	int			i;
+
+	te = GetParentTypes(rtype);
+	if (te->ntables == 0)
+		return false;
+
+	h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
+	h = hash_bytes_extended((const unsigned char *) rid, strlen(rid), h);
+	e = (ParentEntry *) hash_search(parent_cache, &h, HASH_ENTER, &found);
+	if (found && e->filled && strcmp(e->rtype, rtype) == 0 && strcmp(e->rid, rid) == 0)
+		goto done;
+	if (found && e->filled)
+		e = MemoryContextAllocZero(cache_cxt, sizeof(ParentEntry));
+	e->filled = false;
+	e->rtype = MemoryContextStrdup(cache_cxt, rtype);
+	e->rid = MemoryContextStrdup(cache_cxt, rid);
+	e->ptype = NULL;
+	e->pid = NULL;
+	for (i = 0; i < te->ntables && e->ptype == NULL; i++)
+	{
+		ParentTable *t = &te->tables[i];
+		PgaElevation elev;
+		Oid			types[1] = {TEXTOID};
+		Datum		vals[1];
+		int			rc;
+
+		if (!IdFits(rid, t->idkind))
+			continue;
+		vals[0] = CStringGetTextDatum(rid);
+		PgaCitusCheckNotParallel();
+		PgaElevate(&elev);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_agents: SPI_connect failed");
+		rc = SPI_execute_with_args(t->sql, 1, types, vals, NULL, true, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "pg_agents: collection lookup failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed > 0)
+		{
+			e->pid = AccessSpiText(0, 1, cache_cxt);
+			if (e->pid != NULL)
+				e->ptype = MemoryContextStrdup(cache_cxt, t->ptype);
+		}
+		AccessSpiDone(&elev);
+	}
+	e->filled = true;
+done:
+	if (e->ptype == NULL)
+		return false;
+	*ptype = e->ptype;
+	*pid = e->pid;
+	return true;
+}
+
+/*
+ * The registered tables of a type whose rows belong to collections: their
+ * number, and for each the collections' type and the statement listing the
+ * rows (row id, collection id) of the collections of a text[] parameter.
+ */
+int
+AccessParentTables(const char *rtype, const char ***ptypes, const char ***rows_sqls)
+{
+	ParentTypeEntry *te = GetParentTypes(rtype);
+	int			i;
+
+	*ptypes = palloc(sizeof(char *) * (te->ntables + 1));
+	*rows_sqls = palloc(sizeof(char *) * (te->ntables + 1));
+	for (i = 0; i < te->ntables; i++)
+	{
+		(*ptypes)[i] = te->tables[i].ptype;
+		(*rows_sqls)[i] = te->tables[i].rows_sql;
+	}
+	return te->ntables;
+}
+
+/*
+ * Remembers the collection of a row for the snapshot (read with the rows of
+ * a collection), so that deciding it reads the table no more.
+ */
+void
+AccessRememberParent(const char *rtype, const char *rid, const char *ptype, const char *pid)
+{
+	uint64		h;
+	ParentEntry *e;
+	bool		found;
+
+	if (parent_cache == NULL || hash_get_num_entries(parent_cache) >= CACHE_MAX_ENTRIES)
+		return;
+	h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
+	h = hash_bytes_extended((const unsigned char *) rid, strlen(rid), h);
+	e = (ParentEntry *) hash_search(parent_cache, &h, HASH_ENTER, &found);
+	if (found)
+		return;					/* known, or another row with the same hash */
+	e->rtype = MemoryContextStrdup(cache_cxt, rtype);
+	e->rid = MemoryContextStrdup(cache_cxt, rid);
+	e->ptype = MemoryContextStrdup(cache_cxt, ptype);
+	e->pid = MemoryContextStrdup(cache_cxt, pid);
+	e->filled = true;
+}
+
+/*
+ * Does the resource have agent.resource_acl rows of its own (in the
+ * workspace or for every workspace)?  With a custom ACL function (which
+ * cannot say), true: the function decides on the row itself.
+ */
+bool
+AccessHasOwnAcl(const char *workspace, const char *rtype, const char *rid, Snapshot snap)
+{
+	AclEntry   *e;
+	int			i;
+
+	if (OidIsValid(AccessGetAclFunction(snap)))
+		return true;
+	e = GetAclRows(rtype, rid, snap);
+	for (i = 0; i < e->nrows; i++)
+		if (e->rows[i].workspace == NULL || strcmp(e->rows[i].workspace, workspace) == 0)
+			return true;
+	return false;
 }
 
 /*

@@ -213,6 +213,14 @@ extern int	AccessGetWorkspaceGrant(AgentEntry *ag, Snapshot snap);
 extern Oid	AccessGetAclFunction(Snapshot snap);
 extern bool AccessUserAllows(const char *workspace, const char *user, const char *rtype,
 							 const char *rid, int mode, Snapshot snap);
+extern bool AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
+							const char **ptype, const char **pid);
+extern int	AccessParentTables(const char *rtype, const char ***ptypes,
+							   const char ***rows_sqls);
+extern void AccessRememberParent(const char *rtype, const char *rid, const char *ptype,
+								 const char *pid);
+extern bool AccessHasOwnAcl(const char *workspace, const char *rtype, const char *rid,
+							Snapshot snap);
 extern bool AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,
 								  int mode, Snapshot snap);
 

@@ -16,6 +16,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "common/hashfn.h"
@@ -26,6 +27,7 @@
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
@@ -45,6 +47,7 @@
 static SPIPlanPtr plan_acl_of = NULL;
 static SPIPlanPtr plan_grants_of_type = NULL;
 static SPIPlanPtr plan_shared_of_type = NULL;
+static SPIPlanPtr plan_grants_of_parent = NULL;
 
 /*
  * Whether one resource is in the agent's readable set, decided as the set
@@ -203,6 +206,97 @@ IdListAdd(IdList *l, char *s)
 }
 
 /*
+ * The rows of collections (a type registered with a parent) the agent may
+ * access through its grant on their collection: for each table, the agent's
+ * grants on collections of the parent type (one query of agent.access), then
+ * the table's rows of those collections (one query by parent_column = ANY),
+ * each without a grant of its own (those are decided already: direct, sorted)
+ * decided by the autonomous rule, which then finds the collection's grant
+ * and the ACL that applies (the row's own, else the collection's).
+ */
+static void
+AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
+					 int nparents, const char **ptypes, const char **rows_sqls,
+					 IdList *direct, IdList *ids)
+{
+	int			t;
+
+	for (t = 0; t < nparents; t++)
+	{
+		PgaElevation elev;
+		Oid			types[2] = {INT8OID, TEXTOID};
+		Datum		vals[2];
+		Datum	   *colls;
+		int			ncolls = 0;
+		IdList		rows = {NULL, 0, 0};
+		IdList		parents = {NULL, 0, 0};
+		MemoryContext cxt = CurrentMemoryContext;
+		uint64		r;
+		int			i;
+		int			rc;
+
+		vals[0] = Int64GetDatum(ag->id);
+		vals[1] = CStringGetTextDatum(ptypes[t]);
+		AccessSpiRun(&elev, &plan_grants_of_parent,
+					 "SELECT g.resource_id FROM agent.access g "
+					 "WHERE g.agent_id OPERATOR(pg_catalog.=) $1 AND g.resource_type OPERATOR(pg_catalog.=) $2 "
+					 "AND g.access OPERATOR(pg_catalog.=) ANY ('{read,edit}'::pg_catalog.text[])",
+					 2, types, vals);
+		colls = MemoryContextAlloc(cxt, sizeof(Datum) * (SPI_processed + 1));
+		for (r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+			{
+				MemoryContext old = MemoryContextSwitchTo(cxt);
+
+				colls[ncolls++] = PointerGetDatum(DatumGetTextPCopy(d));
+				MemoryContextSwitchTo(old);
+			}
+		}
+		if (ncolls > 0)
+		{
+			Oid			atypes[1] = {TEXTARRAYOID};
+			Datum		avals[1];
+
+			avals[0] = PointerGetDatum(construct_array(colls, ncolls, TEXTOID, -1, false,
+													   TYPALIGN_INT));
+			rc = SPI_execute_with_args(rows_sqls[t], 1, atypes, avals, NULL, true, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "pg_agents: rows of collections lookup failed: %s",
+					 SPI_result_code_string(rc));
+			for (r = 0; r < SPI_processed; r++)
+			{
+				char	   *rid = AccessSpiText(r, 1, cxt);
+				char	   *pid = AccessSpiText(r, 2, cxt);
+
+				if (rid == NULL || pid == NULL)
+					continue;
+				IdListAdd(&rows, rid);
+				IdListAdd(&parents, pid);
+			}
+		}
+		AccessSpiDone(&elev);
+		/* decided outside SPI: the decision may itself read through SPI */
+		for (i = 0; i < rows.n; i++)
+		{
+			char	   *rid = rows.items[i];
+
+			CHECK_FOR_INTERRUPTS();
+			if (direct->n > 0 &&
+				bsearch(&rid, direct->items, direct->n, sizeof(char *), CompareCStrings) != NULL)
+				continue;
+			AccessRememberParent(rtype, rid, ptypes[t], parents.items[i]);
+			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap,
+													false, NULL)))
+				IdListAdd(ids, rid);
+		}
+	}
+}
+
+/*
  * The ids of the resources of one type that an agent may access at a mode in
  * the autonomous regime, as the decision of agent.can_access gives them:
  *
@@ -212,8 +306,14 @@ IdListAdd(IdList *l, char *s)
  *	  whole workspace (one index scan of agent.resource_acl on principal
  *	  'workspace') that holds no direct grant.
  *
+ *	- for a type registered with a parent (rows of collections), each row of
+ *	  a collection the agent is granted that holds no direct grant
+ *	  (AddRowsOfCollections).
+ *
  * With a custom ACL function the workspace shares cannot be listed (such a
  * function answers one resource at a time), so only direct grants count.
+ * *custom_acl is also set for a type with rows of collections: its set
+ * depends on the application's rows, so it is not kept across statements.
  * Nothing for an unknown, deleted or suspended agent.  The ids are returned
  * sorted (strcmp) and distinct, palloc'd in the current memory context; *n is
  * their number.  Reads the tables under the active snapshot, sharing the
@@ -234,6 +334,10 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	IndexScanDesc scan;
 	ScanKeyData keys[2];
 	TupleTableSlot *slot;
+	int			nparents;
+	const char **ptypes;
+	const char **rows_sqls;
+	bool		want_direct;
 
 	*n = 0;
 	snap = AccessBegin("the readable set");
@@ -243,6 +347,11 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		return NULL;
 	want_shared = !*custom_acl &&
 		AccessGetWorkspaceGrant(ag, snap) != LEVEL_NONE;
+	nparents = AccessParentTables(rtype, &ptypes, &rows_sqls);
+	/* rows of collections: the set follows the application's rows, not kept */
+	if (nparents > 0)
+		*custom_acl = true;
+	want_direct = want_shared || nparents > 0;
 
 	/* the direct grants of the type, each decided with its level */
 	if (access_rels.access_citus)
@@ -284,7 +393,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		for (i = 0; i < ng; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
-			if (want_shared)
+			if (want_direct)
 				IdListAdd(&direct, rids[i]);
 			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rids[i], mode, levels[i], snap, false, NULL)))
 				IdListAdd(&ids, rids[i]);
@@ -314,7 +423,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 				continue;
 			rid = TextDatumGetCString(d);
 			/* a direct grant decides its resource, allowed or not */
-			if (want_shared)
+			if (want_direct)
 				IdListAdd(&direct, rid);
 			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
 				IdListAdd(&ids, rid);
@@ -323,11 +432,14 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	}
 
 	/* what is shared with the whole workspace and holds no direct grant */
-	if (want_shared)
+	if (want_direct)
 	{
 		if (direct.n > 1)
 			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
 	}
+	if (nparents > 0)
+		AddRowsOfCollections(ag, rtype, mode, snap, nparents, ptypes, rows_sqls,
+							 &direct, &ids);
 	if (want_shared && access_rels.acl_citus)
 	{
 		PgaElevation elev;

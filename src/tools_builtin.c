@@ -125,6 +125,15 @@ BuildDefinitions(void)
 		"body", "type", "string", "description", "New body.",
 		"title", "type", "string", "description", "Optional new title.",
 		"required", "resource_type", "resource_id", "body"));
+	json_array_append_new(t, json_pack(
+		"{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s}},s:[s,s,s]}}",
+		"name", "update_row",
+		"description", "Set properties (columns) of one row of a collection; only the columns the application declared writable.",
+		"parameters", "type", "object", "properties",
+		"resource_type", "type", "string", "description", "Resource type of the row, e.g. page.",
+		"resource_id", "type", "string", "description", "Row id.",
+		"properties", "type", "object", "description", "Column names and their new values, e.g. {\"status\": \"triaged\"}.",
+		"required", "resource_type", "resource_id", "properties"));
 	return t;
 }
 
@@ -593,6 +602,208 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 	return TOOL_DONE;
 }
 
+/* the most properties update_row sets at once, and the longest value */
+#define UPDATE_ROW_MAX_PROPS	32
+#define UPDATE_ROW_MAX_VALUE	10000
+
+/* a writable column of a registered table (update_row) */
+typedef struct WritableCol
+{
+	char	   *tbl;			/* schema.table, quoted */
+	char	   *id_col;			/* quoted */
+	char	   *col;			/* as named */
+	char	   *type;			/* format_type of the column */
+} WritableCol;
+
+/* the writable columns of the registered tables of a type, by table */
+static bool
+LookupWritable(const char *rtype, List **out)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	int			rc;
+
+	*out = NIL;
+	vals[0] = CStringGetTextDatum(rtype);
+	rc = SPI_execute_with_args("SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), "
+							   "pg_catalog.quote_ident(r.id_column::pg_catalog.text), "
+							   "w.col::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod) "
+							   "FROM " RESOURCE_REGISTRY " r "
+							   "JOIN pg_catalog.pg_class c ON c.oid = r.tbl::pg_catalog.oid "
+							   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+							   "CROSS JOIN LATERAL pg_catalog.unnest(r.writable_columns) w(col) "
+							   "JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) r.tbl "
+							   " AND a.attname OPERATOR(pg_catalog.=) w.col AND a.attnum > 0 AND NOT a.attisdropped "
+							   "WHERE r.resource_type OPERATOR(pg_catalog.=) $1 "
+							   "ORDER BY 1, 3", 1, types, vals, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		return false;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		WritableCol *w = palloc(sizeof(WritableCol));
+
+		w->tbl = SpiText(i, 1);
+		w->id_col = SpiText(i, 2);
+		w->col = SpiText(i, 3);
+		w->type = SpiText(i, 4);
+		*out = lappend(*out, w);
+	}
+	return true;
+}
+
+/* the writable column of table tbl named col, or NULL */
+static WritableCol *
+FindWritable(List *cols, const char *tbl, const char *col)
+{
+	ListCell   *lc;
+
+	foreach(lc, cols)
+	{
+		WritableCol *w = (WritableCol *) lfirst(lc);
+
+		if (strcmp(w->tbl, tbl) == 0 && strcmp(w->col, col) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+/* the writable column names of the type, for the model's error */
+static char *
+WritableNames(List *cols)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, cols)
+	{
+		WritableCol *w = (WritableCol *) lfirst(lc);
+
+		if (strstr(buf.data, w->col) == NULL)
+			appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", w->col);
+	}
+	return buf.len > 0 ? buf.data : "none";
+}
+
+/*
+ * update_row: access (edit, a row of a collection decided through its
+ * collection), approval, then one UPDATE as the tool role of exactly the
+ * given columns, each declared writable at registration, each value bound
+ * as a parameter and cast to the column's type (a bad value is the model's
+ * tool error); the audit trigger of the table records only what changed.
+ */
+static ToolOutcome
+ToolUpdateRow(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
+{
+	const char *rtype = InputString(input, "resource_type");
+	const char *rid = InputString(input, "resource_id");
+	json_t	   *props = json_object_get(input, "properties");
+	List	   *tables;
+	List	   *cols;
+	ListCell   *lc;
+	ToolOutcome gate;
+	json_t	   *r = NULL;
+	bool		failed = false;
+	int			nprops;
+	const char *key;
+	json_t	   *val;
+
+	if (rtype == NULL || rid == NULL || !json_is_object(props))
+		return ToolGateFail(tr, "update_row", input, result, started,
+							"update_row needs string arguments resource_type and resource_id and an object properties");
+	nprops = (int) json_object_size(props);
+	if (nprops == 0 || nprops > UPDATE_ROW_MAX_PROPS)
+		return ToolGateFail(tr, "update_row", input, result, started,
+							"update_row sets 1 to %d properties, not %d", UPDATE_ROW_MAX_PROPS, nprops);
+	json_object_foreach(props, key, val)
+	{
+		if (json_is_object(val) || json_is_array(val))
+			return ToolGateFail(tr, "update_row", input, result, started,
+								"property \"%s\": a value is a string, a number, true, false or null", key);
+		if (json_is_string(val) && json_string_length(val) > UPDATE_ROW_MAX_VALUE)
+			return ToolGateFail(tr, "update_row", input, result, started,
+								"property \"%s\": a value is at most %d bytes", key, UPDATE_ROW_MAX_VALUE);
+	}
+	if (!ResourceGate(tr, "update_row", "edit", true, rtype, rid, input, result, started,
+					  &tables, &gate))
+		return gate;
+	if (!LookupWritable(rtype, &cols))
+		return ToolGateFail(tr, "update_row", input, result, started,
+							"the writable columns of resource type \"%s\" cannot be read", rtype);
+	foreach(lc, tables)
+	{
+		ResourceTable *t = (ResourceTable *) lfirst(lc);
+		StringInfoData sql;
+		Oid		   *types = palloc(sizeof(Oid) * (nprops + 1));
+		Datum	   *vals = palloc(sizeof(Datum) * (nprops + 1));
+		char	   *nulls = palloc(nprops + 2);
+		int			i = 1;
+		const char *bad = NULL;
+
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "UPDATE %s t SET ", t->tbl);
+		types[0] = TEXTOID;
+		vals[0] = CStringGetTextDatum(rid);
+		nulls[0] = ' ';
+		json_object_foreach(props, key, val)
+		{
+			WritableCol *w = FindWritable(cols, t->tbl, key);
+
+			if (w == NULL)
+			{
+				bad = key;
+				break;
+			}
+			types[i] = TEXTOID;
+			nulls[i] = json_is_null(val) ? 'n' : ' ';
+			if (json_is_string(val))
+				vals[i] = CStringGetTextDatum(json_string_value(val));
+			else if (json_is_null(val))
+				vals[i] = (Datum) 0;
+			else
+			{
+				char	   *txt = json_dumps(val, JSON_ENCODE_ANY);
+
+				vals[i] = CStringGetTextDatum(txt ? txt : "");
+				free(txt);
+			}
+			appendStringInfo(&sql, "%s%s = $%d::%s", i > 1 ? ", " : "",
+							 quote_identifier(key), i + 1, w->type);
+			i++;
+		}
+		nulls[i] = '\0';
+		if (bad != NULL)
+		{
+			if (lnext(tables, lc) != NULL)
+				continue;		/* another table of the type may have it */
+			if (r)
+				json_decref(r);
+			r = ToolGateError("column \"%s\" of resource type %s is not writable (writable: %s)",
+							  bad, rtype, WritableNames(cols));
+			failed = true;
+			break;
+		}
+		appendStringInfo(&sql, " WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1", t->id_col);
+		if (r)
+			json_decref(r);
+		r = ToolGateRunAsTool(sql.data, i, types, vals, nulls, SPI_OK_UPDATE, WriteRows, NULL,
+							  &failed);
+		if (failed || json_integer_value(json_object_get(r, "updated")) > 0)
+			break;
+	}
+	if (!failed && (r == NULL || json_integer_value(json_object_get(r, "updated")) == 0))
+	{
+		if (r)
+			json_decref(r);
+		r = ToolGateError("row %s %s not found", rtype, rid);
+		failed = true;
+	}
+	*result = r;
+	ToolGateRecordStep(tr->run_id, tr->workspace, failed ? "error" : "write", "update_row", input, r,
+					   failed ? "error" : "ok", 0, started);
+	return TOOL_DONE;
+}
+
 typedef struct DelegateArgs
 {
 	int64		run_id;
@@ -750,6 +961,7 @@ BuiltinHandles(const ToolRun *tr, const char *name)
 	return strcmp(name, "read_resource") == 0 ||
 		strcmp(name, "search_resources") == 0 ||
 		strcmp(name, "write_resource") == 0 ||
+		strcmp(name, "update_row") == 0 ||
 		(strcmp(name, "delegate_to_agent") == 0 && tr->can_delegate) ||
 		strcmp(name, "use_skill") == 0;
 }
@@ -771,6 +983,8 @@ BuiltinExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	}
 	if (strcmp(name, "write_resource") == 0)
 		return ToolWrite(tr, input, result, started);
+	if (strcmp(name, "update_row") == 0)
+		return ToolUpdateRow(tr, input, result, started);
 	if (strcmp(name, "use_skill") == 0)
 		return ToolUseSkill(tr, input, result, started);
 	return ToolDelegate(tr, input, result, child_run_id, started);

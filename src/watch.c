@@ -7,7 +7,10 @@
  *	collection.row_added, collection.property_updated (only when a column
  *	changed; "changed" lists them) and collection.row_removed
  * with resource_id = the schema-qualified table name (on a Citus shard, the
- * distributed table's name: src/citus_shard.c) and payload
+ * distributed table's name: src/citus_shard.c) or, for a table registered as
+ * the rows of a collection (agent.register_resource_table's parent_type),
+ * resource_type = the parent type and resource_id = the row's collection id
+ * (so that a trigger can watch one collection), and payload
  *	{"table", "row_id", "row", "old", "changed"}
  * and agent.mentioned for every [[agent:ID]] / [[fdagent:ID]] token that the
  * write added to a mention column (the column now holds more tokens naming
@@ -33,6 +36,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
@@ -65,6 +69,11 @@ typedef struct WatchState
 	AttrNumber *mention_attnos;
 	Oid		   *mention_outfuncs;
 	FmgrInfo	to_jsonb;
+	/* rows of a collection (agent.register_resource_table's parent) */
+	char	   *parent_type;	/* NULL: the events are on the table */
+	AttrNumber	parent_attno;	/* the row's collection column, or 0 */
+	Oid			parent_outfunc;
+	char	   *parent_id;		/* the one collection of the table, or NULL */
 } WatchState;
 
 static uint64 watch_seq = 0;
@@ -106,6 +115,63 @@ WatchInvalCallback(Datum arg, Oid relid)
 			(void) hash_search(watch_cache, &e->tgoid, HASH_REMOVE, NULL);
 		}
 	}
+}
+
+/*
+ * The collection the table's rows belong to, from its registration
+ * (agent.resource_tables.parent_type): read as the owner of schema "agent",
+ * into st (allocated in the current memory context).  A registration
+ * re-grants the table to agents_tool, which invalidates its relcache entry
+ * and with it this state.
+ */
+static void
+LoadParent(WatchState *st, TupleDesc desc)
+{
+	PgaElevation elev;
+	Oid			types[1] = {OIDOID};
+	Datum		vals[1];
+	MemoryContext cxt = CurrentMemoryContext;
+	int			rc;
+
+	vals[0] = ObjectIdGetDatum(st->relid);
+	PgaElevate(&elev);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT r.parent_type, r.parent_column::pg_catalog.text, r.parent_id "
+							   "FROM agent.resource_tables r "
+							   "WHERE r.tbl OPERATOR(pg_catalog.=) $1 AND r.parent_type IS NOT NULL",
+							   1, types, vals, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: watch registration lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		char	   *ptype = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *pcol = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		char	   *pid = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		if (ptype != NULL && pcol != NULL)
+		{
+			AttrNumber	a = get_attnum(st->relid, pcol);
+			bool		varlena;
+
+			if (a > 0)
+			{
+				st->parent_type = pstrdup(ptype);
+				st->parent_attno = a;
+				getTypeOutputInfo(TupleDescAttr(desc, a - 1)->atttypid,
+								  &st->parent_outfunc, &varlena);
+			}
+		}
+		else if (ptype != NULL && pid != NULL)
+		{
+			st->parent_type = pstrdup(ptype);
+			st->parent_id = pstrdup(pid);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	PgaRestore(&elev);
 }
 
 /*
@@ -202,6 +268,8 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 		st->mention_attnos[i] = a;
 		getTypeOutputInfo(TupleDescAttr(desc, a - 1)->atttypid, &st->mention_outfuncs[i], &varlena);
 	}
+
+	LoadParent(st, desc);
 
 	/* to_jsonb(record) of the table's row type */
 	fmgr_info_cxt(F_TO_JSONB, &st->to_jsonb, watch_cxt);
@@ -516,22 +584,55 @@ BuildPayloadParts(WatchState *st, TupleDesc desc, WatchedChange *wc)
 							st->table, wc->row_id ? wc->row_id : "", ++watch_seq);
 }
 
+/*
+ * The resource an event is on: the row's collection for rows of a
+ * collection (the new row's, the old one's for a removed row), else the
+ * table.
+ */
+static void
+EventResource(WatchState *st, TupleDesc desc, const WatchedChange *wc,
+			  const char **rtype, const char **rid)
+{
+	*rtype = st->resource_type;
+	*rid = st->table;
+	if (st->parent_type == NULL)
+		return;
+	if (st->parent_id != NULL)
+	{
+		*rtype = st->parent_type;
+		*rid = st->parent_id;
+		return;
+	}
+	{
+		HeapTuple	tup = wc->newtup ? wc->newtup : wc->oldtup;
+		bool		isnull;
+		Datum		d = heap_getattr(tup, st->parent_attno, desc, &isnull);
+
+		if (isnull)
+			return;				/* a row in no collection: on the table */
+		*rtype = st->parent_type;
+		*rid = OidOutputFunctionCall(st->parent_outfunc, d);
+	}
+}
+
 /* the collection.* event of the write */
 static void
-DispatchChange(WatchState *st, const char *workspace, const WatchedChange *wc)
+DispatchChange(WatchState *st, const char *workspace, const WatchedChange *wc,
+			   const char *rtype, const char *rid)
 {
 	JsonbParseState *ps = NULL;
 	JsonbValue *res;
 
 	PushBase(&ps, st, wc);
 	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-	(void) PgAgentsDispatch(workspace, wc->event, st->resource_type, st->table,
+	(void) PgAgentsDispatch(workspace, wc->event, rtype, rid,
 							JsonbValueToJsonb(res), NULL, wc->event_id);
 }
 
 /* one agent.mentioned event per agent the write mentions anew */
 static void
-DispatchMentions(WatchState *st, const char *workspace, const WatchedChange *wc)
+DispatchMentions(WatchState *st, const char *workspace, const WatchedChange *wc,
+				 const char *rtype, const char *rid)
 {
 	ListCell   *lc;
 
@@ -546,7 +647,7 @@ DispatchMentions(WatchState *st, const char *workspace, const WatchedChange *wc)
 		JsonbBuildKey(&ps, "columns");
 		JsonbBuildStringArray(&ps, wc->mention_cols);
 		res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-		(void) PgAgentsDispatch(workspace, "agent.mentioned", st->resource_type, st->table,
+		(void) PgAgentsDispatch(workspace, "agent.mentioned", rtype, rid,
 								JsonbValueToJsonb(res), NULL,
 								psprintf("%s:mention:" INT64_FORMAT, wc->event_id, id));
 	}
@@ -568,6 +669,8 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 	bool		has_event;
 	const char *workspace;
 	const char *why;
+	const char *rtype;
+	const char *rid;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -584,17 +687,18 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	workspace = ChangeWorkspace(st, desc, &wc, &why);
+	EventResource(st, desc, &wc, &rtype, &rid);
 	has_event = wc.event != NULL && workspace != NULL &&
-		PgAgentsEventHasCandidates(workspace, wc.event, st->resource_type, st->table);
+		PgAgentsEventHasCandidates(workspace, wc.event, rtype, rid);
 	AddedMentions(st, desc, &wc);
 
 	if (workspace == NULL)
 	{
 		/* wakes nobody, but is counted (and warned about) */
 		if (wc.event != NULL)
-			PgAgentsCountUnknownWorkspace(wc.event, st->resource_type, st->table, why);
+			PgAgentsCountUnknownWorkspace(wc.event, rtype, rid, why);
 		if (wc.mentioned != NIL)
-			PgAgentsCountUnknownWorkspace("agent.mentioned", st->resource_type, st->table, why);
+			PgAgentsCountUnknownWorkspace("agent.mentioned", rtype, rid, why);
 		return PointerGetDatum(NULL);
 	}
 	if (!has_event && wc.mentioned == NIL)
@@ -602,7 +706,7 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 
 	BuildPayloadParts(st, desc, &wc);
 	if (has_event)
-		DispatchChange(st, workspace, &wc);
-	DispatchMentions(st, workspace, &wc);
+		DispatchChange(st, workspace, &wc, rtype, rid);
+	DispatchMentions(st, workspace, &wc, rtype, rid);
 	return PointerGetDatum(NULL);
 }

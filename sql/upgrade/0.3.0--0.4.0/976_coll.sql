@@ -1,0 +1,118 @@
+-- coll (issue 31): rows of collections as resources.  agent.resource_tables
+-- gains the collection a table's rows belong to and the columns the row
+-- tools may set; agent.register_resource_table takes them.
+
+ALTER TABLE agent.resource_tables
+  ADD COLUMN parent_type text,
+  ADD COLUMN parent_column name,
+  ADD COLUMN parent_id text,
+  ADD COLUMN writable_columns name[],
+  ADD CONSTRAINT resource_tables_parent_check CHECK (
+      (parent_type IS NULL AND parent_column IS NULL AND parent_id IS NULL)
+      OR (parent_type IS NOT NULL AND (parent_column IS NULL) <> (parent_id IS NULL)));
+COMMENT ON COLUMN agent.resource_tables.parent_type IS 'Resource type of the collection its rows belong to (e.g. collection); NULL: its rows stand alone. A row without a grant (or ACL row) of its own is decided by its collection''s (docs/access.md, "Rows of collections").';
+COMMENT ON COLUMN agent.resource_tables.parent_column IS 'Column holding the id of each row''s collection (compared as text); NULL when parent_id names one collection for the whole table.';
+COMMENT ON COLUMN agent.resource_tables.parent_id IS 'Id of the one collection every row of the table belongs to; NULL when parent_column is given.';
+COMMENT ON COLUMN agent.resource_tables.writable_columns IS 'Columns the built-in row tools may set (NULL or empty: none).';
+
+DROP FUNCTION agent.register_resource_table(text, regclass, name, name, name, name);
+CREATE FUNCTION agent.register_resource_table(resource_type text, tbl regclass, id_column name,
+                                              title_column name, body_column name,
+                                              embedding_column name DEFAULT NULL,
+                                              parent_type text DEFAULT NULL,
+                                              parent_column name DEFAULT NULL,
+                                              parent_id text DEFAULT NULL,
+                                              writable_columns name[] DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_vector oid;
+  v_col    pg_attribute;
+  v_w      name;
+BEGIN
+  PERFORM agent._rls_check_type(resource_type);
+  PERFORM agent._rls_check_table(tbl);
+  PERFORM agent._rls_column(tbl, id_column, 'id');
+  PERFORM agent._rls_column(tbl, title_column, 'title');
+  PERFORM agent._rls_column(tbl, body_column, 'body');
+  IF embedding_column IS NOT NULL THEN
+    -- pgvector is optional: the type of its extension, wherever it lives
+    SELECT t.oid INTO v_vector
+      FROM pg_extension x JOIN pg_type t ON t.typnamespace = x.extnamespace AND t.typname = 'vector'
+     WHERE x.extname = 'vector';
+    IF v_vector IS NULL THEN
+      RAISE EXCEPTION 'semantic search needs the pgvector extension'
+        USING ERRCODE = 'feature_not_supported',
+              DETAIL = 'An embedding column is a column of type vector, which this database does not have.',
+              HINT = 'Install pgvector (the Debian package postgresql-NN-pgvector) and run CREATE EXTENSION vector, or register the table without an embedding column.';
+    END IF;
+    v_col := agent._rls_column(tbl, embedding_column, 'embedding');
+    IF v_col.atttypid <> v_vector THEN
+      RAISE EXCEPTION 'column "%" of relation "%" is not of type vector', embedding_column, tbl
+        USING ERRCODE = 'datatype_mismatch',
+              DETAIL = pg_catalog.format('Its type is %s; an embedding column is a pgvector vector column.',
+                                         pg_catalog.format_type(v_col.atttypid, v_col.atttypmod));
+    END IF;
+  END IF;
+  -- rows of a collection: the collection's type and either a column or one id
+  IF parent_type IS NULL THEN
+    IF parent_column IS NOT NULL OR parent_id IS NOT NULL THEN
+      RAISE EXCEPTION 'parent_column and parent_id need a parent_type'
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'Name the type of the collection the rows belong to, e.g. parent_type => ''collection''.';
+    END IF;
+  ELSE
+    PERFORM agent._rls_check_type(parent_type);
+    IF parent_type = resource_type THEN
+      RAISE EXCEPTION 'a resource type cannot be its own parent type'
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (parent_column IS NULL) = (parent_id IS NULL) THEN
+      RAISE EXCEPTION 'a parent_type needs exactly one of parent_column and parent_id'
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = 'parent_column names the column holding each row''s collection id; parent_id names the one collection of a table that is a single collection.';
+    END IF;
+    IF parent_column IS NOT NULL THEN
+      PERFORM agent._rls_column(tbl, parent_column, 'parent');
+    ELSIF length(parent_id) NOT BETWEEN 1 AND 200 THEN
+      RAISE EXCEPTION 'invalid parent id' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+  END IF;
+  IF writable_columns IS NOT NULL THEN
+    FOREACH v_w IN ARRAY writable_columns LOOP
+      PERFORM agent._rls_column(tbl, v_w, 'writable');
+      IF v_w IN (id_column, parent_column) THEN
+        RAISE EXCEPTION 'column "%" cannot be writable', v_w
+          USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The id and parent columns decide access; the row tools never change them.';
+      END IF;
+    END LOOP;
+  END IF;
+  INSERT INTO agent.resource_tables AS r (tbl, resource_type, id_column, title_column, body_column,
+                                          embedding_column, parent_type, parent_column, parent_id,
+                                          writable_columns)
+  VALUES (register_resource_table.tbl, register_resource_table.resource_type,
+          register_resource_table.id_column, register_resource_table.title_column,
+          register_resource_table.body_column, register_resource_table.embedding_column,
+          register_resource_table.parent_type, register_resource_table.parent_column,
+          register_resource_table.parent_id, register_resource_table.writable_columns)
+  ON CONFLICT ON CONSTRAINT resource_tables_pkey DO UPDATE
+     SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
+         title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
+         embedding_column = EXCLUDED.embedding_column,
+         parent_type = EXCLUDED.parent_type, parent_column = EXCLUDED.parent_column,
+         parent_id = EXCLUDED.parent_id, writable_columns = EXCLUDED.writable_columns,
+         registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
+  -- the built-in tools read (and write_resource updates) it as agents_tool
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
+                   (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
+    EXECUTE format('GRANT SELECT, UPDATE ON %s TO agents_tool', tbl);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name, name, text, name, text, name[]) IS
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+
