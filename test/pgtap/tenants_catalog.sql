@@ -82,6 +82,7 @@ SELECT v.proc, replace(replace(v.args, '$A', b.agent_id::text), '$R', b.run_id::
                ('agent.run_stats', $$now() - interval '1 day'$$),
                ('agent.audit_events', $$NULL, NULL, NULL, NULL, NULL, NULL, NULL, 100$$),
                ('agent.run_detail', $$$R, 'ub'$$),
+               ('agent.run_deltas', $$$R, 'ub', 0, -1$$),
                ('agent.cancel_runs', $$$A, NULL, NULL, 'ub'$$),
                ('agent.explain_access', $$$A, 'page', 'pb', NULL, NULL, NULL$$),
                ('agent.duplicate', $$$A, 'ub'$$),
