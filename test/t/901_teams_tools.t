@@ -50,9 +50,9 @@ is "$(wait_status "$r" "succeeded|failed" 60)" "succeeded" "the lead succeeds"
 is "$(q "SELECT status || ' ' || (output->>'text') FROM agent.runs WHERE id = $child")" "succeeded 42 meters" \
    "the child got its answer and succeeded"
 
-is "$(tools_of "[[t901-lead-run]]")" "agent_teams,delegate_to_agent,read_resource,search_resources,write_resource" \
+is "$(tools_of "[[t901-lead-run]]")" "agent_teams,delegate_to_agent,read_resource,search_resources,update_row,write_resource" \
    "a delegating root run is offered agent_teams, not ask_parent"
-is "$(tools_of "[[t901c]]")" "ask_parent,read_resource,search_resources,write_resource" \
+is "$(tools_of "[[t901c]]")" "ask_parent,read_resource,search_resources,update_row,write_resource" \
    "a child run is offered ask_parent"
 
 res=$(results_of "[[t901-lead-run]]")
