@@ -22,7 +22,9 @@ DATA_built  = $(INSTALL_built)
 # sql/src/990_privileges.sql, the one statement of who may call and read
 # what, which install and upgrade both end with.
 UPGRADE_FROM = 0.3.0
-UPGRADE_PARTS = $(sort $(wildcard sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql))
+# A part named NNN_x.include holds the path of a file of sql/src/ that is new
+# in this version: that file is written once and goes into both scripts.
+UPGRADE_PARTS = $(sort $(wildcard sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.include))
 UPGRADE_built = sql/$(EXTENSION)--$(UPGRADE_FROM)--$(EXTVERSION).sql
 UPGRADE_TAIL = sql/src/980_labels.sql sql/src/990_privileges.sql
 DATA_built += $(UPGRADE_built)
@@ -104,10 +106,13 @@ $(INSTALL_built): $(SQL_PARTS) sql/src pg_agents.control
 	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
 	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
 
-$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(UPGRADE_TAIL) pg_agents.control
+$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(UPGRADE_TAIL) pg_agents.control $(SQL_PARTS)
 	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql, sql/src/980_labels.sql and sql/src/990_privileges.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "ALTER EXTENSION pg_agents UPDATE" to load this file. \quit'; \
-	   for f in $(UPGRADE_PARTS) $(UPGRADE_TAIL); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
+	   for f in $(UPGRADE_PARTS) $(UPGRADE_TAIL); do \
+	     case $$f in *.include) src=$$(cat $$f); [ -f "$$src" ] || { echo "$$f names no file: $$src" >&2; exit 1; }; \
+	       echo; echo "-- ---- $$f: $$src ----"; cat "$$src" ;; \
+	     *) echo; echo "-- ---- $$f ----"; cat $$f ;; esac; done; } > $@
 
 all: $(DATA_built)
 

@@ -5,3 +5,5 @@
 -- test/t/010_upgrade.t finds an upgraded 0.3.0 identical to a fresh 0.4.0.
 -- Released install scripts live in sql/released/; released upgrade scripts
 -- (sql/pg_agents--A--B.sql) are frozen once their version is released.
+-- A part named NNN_area.include holds the path of a file of sql/src/ that is
+-- new in 0.4.0: make puts that file in the upgrade as it is (written once).
