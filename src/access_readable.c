@@ -272,10 +272,15 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 				char	   *rid = AccessSpiText(r, 1, cxt);
 				char	   *pid = AccessSpiText(r, 2, cxt);
 
+				MemoryContext old;
+
 				if (rid == NULL || pid == NULL)
 					continue;
+				/* the lists outlive SPI: grow them in the caller's context */
+				old = MemoryContextSwitchTo(cxt);
 				IdListAdd(&rows, rid);
 				IdListAdd(&parents, pid);
+				MemoryContextSwitchTo(old);
 			}
 		}
 		AccessSpiDone(&elev);
@@ -462,7 +467,13 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 			char	   *rid = AccessSpiText(r, 1, cxt);
 
 			if (rid != NULL)
+			{
+				/* the list outlives SPI: grow it in the caller's context */
+				MemoryContext old = MemoryContextSwitchTo(cxt);
+
 				IdListAdd(&shared, rid);
+				MemoryContextSwitchTo(old);
+			}
 		}
 		AccessSpiDone(&elev);
 		for (i = 0; i < shared.n; i++)
