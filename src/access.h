@@ -18,5 +18,6 @@ extern bool PgAgentsAccessOnCitus(void);
 extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
 extern bool PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live);
 extern int	PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids);
+extern bool PgAgentsTypeHasParent(const char *rtype, const char *ptype);
 
 #endif							/* PG_AGENTS_ACCESS_H */

@@ -1465,6 +1465,39 @@ IdFits(const char *rid, int idkind)
 }
 
 /*
+ * Runs the lookup of a row's collection (one of ParentTable.sql, text $1)
+ * through a plan kept for the session: a decision on a row of a collection
+ * that is not in the snapshot's cache costs one execution, not a parse and a
+ * plan.  The statements are few (one per registered table with a parent);
+ * past PARENT_PLANS_MAX they are run unprepared.  A kept plan follows the
+ * table's changes through the plan cache.  Called inside SPI.
+ */
+#define PARENT_PLANS_MAX 32
+static char *parent_plan_sql[PARENT_PLANS_MAX];
+static SPIPlanPtr parent_plan[PARENT_PLANS_MAX];
+static int	nparent_plans = 0;
+
+static int
+ParentLookup(const char *sql, Oid *types, Datum *vals)
+{
+	int			i;
+
+	for (i = 0; i < nparent_plans; i++)
+		if (strcmp(parent_plan_sql[i], sql) == 0)
+			return SPI_execute_plan(parent_plan[i], vals, NULL, true, 1);
+	if (nparent_plans < PARENT_PLANS_MAX)
+	{
+		SPIPlanPtr	plan = NULL;
+
+		SpiUtilKeptPlan(&plan, sql, 1, types);
+		parent_plan_sql[nparent_plans] = MemoryContextStrdup(TopMemoryContext, sql);
+		parent_plan[nparent_plans++] = plan;
+		return SPI_execute_plan(plan, vals, NULL, true, 1);
+	}
+	return SPI_execute_with_args(sql, 1, types, vals, NULL, true, 1);
+}
+
+/*
  * The collection a resource belongs to, when its type is registered with a
  * parent (agent.register_resource_table's parent_type): true and *ptype,
  * *pid set, else false.  The row's collection id is read from the
@@ -1512,7 +1545,7 @@ AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
 		PgaElevate(&elev);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_agents: SPI_connect failed");
-		rc = SPI_execute_with_args(t->sql, 1, types, vals, NULL, true, 1);
+		rc = ParentLookup(t->sql, types, vals);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "pg_agents: collection lookup failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed > 0)

@@ -317,8 +317,6 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
  *
  * With a custom ACL function the workspace shares cannot be listed (such a
  * function answers one resource at a time), so only direct grants count.
- * *custom_acl is also set for a type with rows of collections: its set
- * depends on the application's rows, so it is not kept across statements.
  * Nothing for an unknown, deleted or suspended agent.  The ids are returned
  * sorted (strcmp) and distinct, palloc'd in the current memory context; *n is
  * their number.  Reads the tables under the active snapshot, sharing the
@@ -352,10 +350,13 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 		return NULL;
 	want_shared = !*custom_acl &&
 		AccessGetWorkspaceGrant(ag, snap) != LEVEL_NONE;
+	/*
+	 * rows of collections: the set follows the application's rows, whose
+	 * changes the registration's trigger reports (agent._access_changed), and
+	 * the collections' grants and ACL (a kept set of such a type is computed
+	 * afresh after them: PatchCollect)
+	 */
 	nparents = AccessParentTables(rtype, &ptypes, &rows_sqls);
-	/* rows of collections: the set follows the application's rows, not kept */
-	if (nparents > 0)
-		*custom_acl = true;
 	want_direct = want_shared || nparents > 0;
 
 	/* the direct grants of the type, each decided with its level */
@@ -579,4 +580,24 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *
 	AccessScanEnd(access_acl_probe.scan, access_acl_probe.slot,
 				  access_acl_probe.index, access_acl_probe.heap);
 	return ids;
+}
+
+/*
+ * Is rtype registered as the rows of collections of type ptype (of any type
+ * when ptype is NULL)?  A readable set of such a type changes with the
+ * grants and the ACL of those collections, which a patch of the rows' own
+ * ids does not cover (src/allowlist.c, PatchCollect).
+ */
+bool
+PgAgentsTypeHasParent(const char *rtype, const char *ptype)
+{
+	const char **ptypes;
+	const char **rows_sqls;
+	int			n = AccessParentTables(rtype, &ptypes, &rows_sqls);
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (ptype == NULL || strcmp(ptypes[i], ptype) == 0)
+			return true;
+	return false;
 }

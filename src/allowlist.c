@@ -605,6 +605,9 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 
 			if (e->owner != NULL && strcmp(it->rid, e->owner) != 0)
 				continue;		/* another user's groups */
+			/* the groups may read collections whose rows the set holds */
+			if (PgAgentsTypeHasParent(e->rtype, NULL))
+				return false;
 			/*
 			 * The owner joined or left group it->rtype: what changes is its
 			 * level on the resources that hold an ACL row for that group.
@@ -625,7 +628,12 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 		if (it->kind != PGA_CHANGE_GRANT && it->kind != PGA_CHANGE_RESOURCE)
 			return false;
 		if (strcmp(it->rtype, e->rtype) != 0)
+		{
+			/* a grant or ACL of a collection whose rows the set holds */
+			if (PgAgentsTypeHasParent(e->rtype, it->rtype))
+				return false;
 			continue;
+		}
 		if (*nrids >= PATCH_MAX_RIDS)
 			return false;
 		rids[(*nrids)++] = pstrdup(it->rid);
@@ -1138,6 +1146,36 @@ RowText(HeapTuple tup, TupleDesc desc, const char *col, char *buf)
 }
 
 /*
+ * A row of an application table registered as the rows of collections
+ * (agent.register_resource_table with a parent installs this trigger with
+ * two arguments: the resource type and the id column): the resource it is
+ * changes (added, removed, or moved to another collection), so kept sets of
+ * its type decide it again.  An id that does not fit an item, or a null
+ * one, is an undescribed change.
+ */
+static void
+NoteRegisteredRow(Trigger *trig, Relation rel, HeapTuple tup)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	PgAgentsAccessItem it;
+	int			att = SPI_fnumber(desc, trig->tgargs[1]);
+	char	   *rid = att > 0 ? SPI_getvalue(tup, desc, att) : NULL;
+
+	memset(&it, 0, sizeof(it));
+	it.kind = PGA_CHANGE_RESOURCE;
+	if (rid == NULL || strlen(rid) >= PG_AGENTS_ACCESS_ITEM_LEN ||
+		strlen(trig->tgargs[0]) >= PG_AGENTS_ACCESS_ITEM_LEN)
+	{
+		PgAgentsNoteAccessChange();
+		return;
+	}
+	strlcpy(it.rtype, trig->tgargs[0], sizeof(it.rtype));
+	strlcpy(it.rid, rid, sizeof(it.rid));
+	pfree(rid);
+	PgAgentsNoteAccessItem(&it);
+}
+
+/*
  * The bigint column col of tup in *out; false when it is missing, not bigint
  * or null.
  */
@@ -1353,6 +1391,12 @@ pg_agents_access_changed(PG_FUNCTION_ARGS)
 	{
 		if (!TRIGGER_FIRED_AFTER(td->tg_event))
 			PgAgentsNoteAccessChange();
+		else if (td->tg_trigger->tgnargs == 2)
+		{
+			NoteRegisteredRow(td->tg_trigger, td->tg_relation, td->tg_trigtuple);
+			if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+				NoteRegisteredRow(td->tg_trigger, td->tg_relation, td->tg_newtuple);
+		}
 		else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event) &&
 				 strcmp(RelationGetRelationName(td->tg_relation), "agents") == 0)
 			NoteAgentUpdate(td->tg_relation, td->tg_trigtuple, td->tg_newtuple);

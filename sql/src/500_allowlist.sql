@@ -180,6 +180,41 @@ $$;
 COMMENT ON FUNCTION agent._rls_check_type(text) IS
   'Internal: raises unless the text is a usable resource type.';
 
+-- The rows of a table registered with a parent change what agents may read
+-- (a row added to a granted collection, moved out of it, removed): a row
+-- trigger tells the kept readable sets of its type which row changed
+-- (agent._access_changed with the type and the id column), and one on
+-- TRUNCATE that everything did.  Installed and removed with the registration.
+CREATE FUNCTION agent._rows_access_trigger(tbl regclass, resource_type text, id_column name,
+                                           parent_column name, install boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_name name;
+BEGIN
+  FOR v_name IN SELECT t.tgname FROM pg_catalog.pg_trigger t
+                 WHERE t.tgrelid = _rows_access_trigger.tbl
+                   AND t.tgname IN ('pg_agents_rows_access', 'pg_agents_rows_access_truncate') LOOP
+    EXECUTE pg_catalog.format('DROP TRIGGER %I ON %s', v_name, tbl);
+  END LOOP;
+  IF install THEN
+    EXECUTE pg_catalog.format(
+      'CREATE TRIGGER pg_agents_rows_access AFTER INSERT OR DELETE OR UPDATE OF %s ON %s '
+      'FOR EACH ROW EXECUTE FUNCTION agent._access_changed(%L, %L)',
+      CASE WHEN parent_column IS NULL THEN pg_catalog.quote_ident(id_column)
+           ELSE pg_catalog.quote_ident(id_column) || ', ' || pg_catalog.quote_ident(parent_column) END,
+      tbl, resource_type, id_column);
+    EXECUTE pg_catalog.format(
+      'CREATE TRIGGER pg_agents_rows_access_truncate AFTER TRUNCATE ON %s '
+      'FOR EACH STATEMENT EXECUTE FUNCTION agent._access_changed()', tbl);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._rows_access_trigger(regclass, text, name, name, boolean) IS
+  'Internal: installs (or removes) the triggers through which a table registered as the rows of collections reports its row changes to the kept readable sets (agent._access_changed).';
+
 CREATE FUNCTION agent.register_resource_table(resource_type text, tbl regclass, id_column name,
                                               title_column name, body_column name,
                                               embedding_column name DEFAULT NULL,
@@ -269,6 +304,10 @@ BEGIN
          parent_type = EXCLUDED.parent_type, parent_column = EXCLUDED.parent_column,
          parent_id = EXCLUDED.parent_id, writable_columns = EXCLUDED.writable_columns,
          registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
+  -- its rows change what agents may read: report them (rows of collections)
+  PERFORM agent._rows_access_trigger(register_resource_table.tbl, register_resource_table.resource_type,
+                                     register_resource_table.id_column, register_resource_table.parent_column,
+                                     register_resource_table.parent_type IS NOT NULL);
   -- the built-in tools read (and write_resource updates) it as agents_tool
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
@@ -290,13 +329,14 @@ BEGIN
     RAISE EXCEPTION 'table "%" is not a registered resource table', tbl
       USING ERRCODE = 'undefined_object';
   END IF;
+  PERFORM agent._rows_access_trigger(unregister_resource_table.tbl, NULL, NULL, NULL, false);
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
     EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agents_tool', tbl);
   END IF;
 END
 $$;
 COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
-  'Removes the registration of a resource table and revokes agents_tool''s SELECT, UPDATE on it (its allowlist policies, if any, stay until agent.disable_allowlist).';
+  'Removes the registration of a resource table and revokes agents_tool''s SELECT, UPDATE on it, and removes the triggers that report its row changes to the readable sets (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 -- ---------------------------------------------------------------------------
 -- Custom ACL function (agent.set_acl_function, access module)
