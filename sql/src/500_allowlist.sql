@@ -409,10 +409,13 @@ DECLARE
   v_what text;
   i      integer := 0;
 BEGIN
-  PERFORM agent._rls_check_table(tbl);
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   IF NOT pg_has_role(current_user, (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
     RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
   END IF;
+  PERFORM agent._rls_check_table(tbl);
   -- four distinct text columns (the tool binds text values to them)
   FOREACH v_c IN ARRAY ARRAY[target_type_column, target_id_column, body_column, author_column] LOOP
     i := i + 1;
