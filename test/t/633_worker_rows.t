@@ -8,7 +8,9 @@
 # read, properties naming a non-writable column, the parent column or the
 # workspace column, a collection of the second workspace (not found, as a
 # collection that does not exist); add_comment on a row it may not read
-# (the same "not found" as a resource that does not exist).  A collection
+# (the same "not found" as a resource that does not exist).  Under
+# approval_mode writes both wait for a person and run once approved; another
+# agent's comment wakes a page.comment_added trigger.  A collection
 # shared with the whole workspace counts in the rows' readable set of an
 # agent holding workspace_shared.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
@@ -113,6 +115,24 @@ is "$(q "SELECT string_agg(event_name || '=' || self_skipped, ',' ORDER BY event
    "collection.property_updated=1,collection.row_added=1,page.comment_added=1" "each self-event is counted on its trigger"
 is "$(q "SELECT count(*) FROM agent.audit_log WHERE action = 'tool.add_row' AND status = 'denied' AND actor_id = '$a'")" \
    "3" "the refused add_row calls are audited"
+
+# approval: with approval_mode writes, add_row and add_comment each wait for a person
+w=$(mk_agent "approve633" '{}' writes '[]' 10)
+q "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES ($w, 'collection', 't633', 'edit')" >/dev/null
+llm_script "[[t633w]]" '[{"tool": "add_row", "input": {"resource_type": "page", "collection_id": "t633", "properties": {"title": "Approved row"}}},
+   {"tool": "add_comment", "input": {"resource_type": "page", "resource_id": "6332", "text": "Approved comment"}},
+   {"text": "Done."}]'
+r2=$(start_run "$w" '{"prompt": "File it [[t633w]]"}')
+is "$(wait_status "$r2" "waiting_approval|succeeded|failed" 30)" "waiting_approval" "add_row waits for approval"
+is "$(q "SELECT count(*) FROM public.w633_tickets WHERE title = 'Approved row'")" "0" "nothing added before the approval"
+q "SELECT agent.approve(approval_key, 'owner6') FROM agent.approvals WHERE run_id = $r2 AND status = 'pending'" >/dev/null
+is "$(wait_status "$r2" "waiting_approval|succeeded|failed" 30)" "waiting_approval" "then add_comment waits for approval"
+q "SELECT agent.approve(approval_key, 'owner6') FROM agent.approvals WHERE run_id = $r2 AND status = 'pending'" >/dev/null
+is "$(wait_status "$r2" "succeeded|failed" 30)" "succeeded" "after both approvals the run finishes"
+is "$(q "SELECT (SELECT count(*) FROM public.w633_tickets WHERE title = 'Approved row') || ':' || (SELECT count(*) FROM public.w633_comments WHERE body = 'Approved comment' AND author = 'agent:$w')")" \
+   "1:1" "each approved write happened once"
+is "$(q "SELECT count(*) FROM agent.runs WHERE agent_id = $a AND input::text LIKE '%page.comment_added%' AND input::text LIKE '%Approved comment%'")" \
+   "1" "another agent's comment wakes the comment trigger, as a person's comment would"
 
 # a collection shared with the whole workspace: its rows are in the readable set
 is "$(PGOPTIONS="$PGOPTIONS -c pg_agents.workspace=w6" q "SELECT string_agg(x, ',' ORDER BY x) FROM agent.readable_resources($s, 'page') x")" \
