@@ -48,6 +48,8 @@ static SPIPlanPtr plan_acl_of = NULL;
 static SPIPlanPtr plan_grants_of_type = NULL;
 static SPIPlanPtr plan_shared_of_type = NULL;
 static SPIPlanPtr plan_grants_of_parent = NULL;
+static SPIPlanPtr plan_shared_parents = NULL;
+static Oid	shared_types[2] = {TEXTOID, TEXTOID};
 
 /*
  * Whether one resource is in the agent's readable set, decided as the set
@@ -212,11 +214,14 @@ IdListAdd(IdList *l, char *s)
  * the table's rows of those collections (one query by parent_column = ANY),
  * each without a grant of its own (those are decided already: direct, sorted)
  * decided by the autonomous rule, which then finds the collection's grant
- * and the ACL that applies (the row's own, else the collection's).
+ * and the ACL that applies (the row's own, else the collection's).  With a
+ * workspace_shared grant (want_shared), the collections of the parent type
+ * shared with the agent's workspace count too (the rule decides their rows
+ * by the share and the owner's ACL, as it decides a shared resource).
  */
 static void
 AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
-					 int nparents, const char **ptypes, const char **rows_sqls,
+					 bool want_shared, int nparents, const char **ptypes, const char **rows_sqls,
 					 IdList *direct, IdList *ids)
 {
 	int			t;
@@ -254,6 +259,38 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 
 				colls[ncolls++] = PointerGetDatum(DatumGetTextPCopy(d));
 				MemoryContextSwitchTo(old);
+			}
+		}
+		/* with a workspace_shared grant: the collections shared with the workspace */
+		if (want_shared)
+		{
+			Datum		svals[2];
+
+			svals[0] = CStringGetTextDatum(ptypes[t]);
+			svals[1] = CStringGetTextDatum(ag->workspace);
+			rc = SpiUtilExecPlan(&plan_shared_parents,
+								 "SELECT l.resource_id FROM agent.resource_acl l "
+								 "WHERE l.principal OPERATOR(pg_catalog.=) 'workspace' "
+								 "AND l.resource_type OPERATOR(pg_catalog.=) $1 "
+								 "AND l.workspace_id OPERATOR(pg_catalog.=) $2",
+								 2, shared_types, svals, NULL, true, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "pg_agents: collections shared with the workspace lookup failed: %s",
+					 SPI_result_code_string(rc));
+			if (SPI_processed > 0)
+				colls = repalloc(colls, sizeof(Datum) * (ncolls + SPI_processed + 1));
+			for (r = 0; r < SPI_processed; r++)
+			{
+				bool		isnull;
+				Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+				if (!isnull)
+				{
+					MemoryContext old = MemoryContextSwitchTo(cxt);
+
+					colls[ncolls++] = PointerGetDatum(DatumGetTextPCopy(d));
+					MemoryContextSwitchTo(old);
+				}
 			}
 		}
 		if (ncolls > 0)
@@ -444,7 +481,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 			qsort(direct.items, direct.n, sizeof(char *), CompareCStrings);
 	}
 	if (nparents > 0)
-		AddRowsOfCollections(ag, rtype, mode, snap, nparents, ptypes, rows_sqls,
+		AddRowsOfCollections(ag, rtype, mode, snap, want_shared, nparents, ptypes, rows_sqls,
 							 &direct, &ids);
 	if (want_shared && access_rels.acl_citus)
 	{

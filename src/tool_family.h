@@ -37,6 +37,7 @@ typedef struct ToolFamily
 
 /* the families, in the order the dispatcher asks them */
 extern const ToolFamily ToolsBuiltinFamily;		/* tools_builtin.c */
+extern const ToolFamily ToolsRowsFamily;		/* tools_rows.c */
 extern const ToolFamily TeamsToolFamily;		/* teams.c */
 extern const ToolFamily McpToolFamily;			/* mcp_tools.c */
 

@@ -75,6 +75,28 @@ COMMENT ON COLUMN agent.resource_tables.parent_id IS 'Id of the one collection e
 COMMENT ON COLUMN agent.resource_tables.writable_columns IS 'Columns the built-in row tools may set (NULL or empty: none).';
 COMMENT ON COLUMN agent.resource_tables.embedding_column IS 'Optional pgvector column (type vector) holding each row''s embedding, filled by the application; search_resources ranks the table by vector similarity to the embedded query when pg_agents.embedding_model is set (docs/allowlist.md, "Semantic search"). NULL: full-text only.';
 
+CREATE TABLE agent.comment_tables (
+    tbl                regclass PRIMARY KEY,
+    one                boolean NOT NULL DEFAULT true CHECK (one),
+    target_type_column name NOT NULL,
+    target_id_column   name NOT NULL,
+    body_column        name NOT NULL,
+    author_column      name NOT NULL,
+    registered_by      text NOT NULL DEFAULT current_user,
+    registered_at      timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT comment_tables_one_key UNIQUE (one)
+);
+COMMENT ON TABLE agent.comment_tables IS
+  'The application table of comments the add_comment tool inserts into (at most one). Database-wide, like a catalog (a Citus reference table).';
+COMMENT ON COLUMN agent.comment_tables.tbl IS 'The application table of comments.';
+COMMENT ON COLUMN agent.comment_tables.one IS 'Always true: at most one comment table is registered.';
+COMMENT ON COLUMN agent.comment_tables.target_type_column IS 'Column holding the resource type of the commented resource (page, or the type of a row).';
+COMMENT ON COLUMN agent.comment_tables.target_id_column IS 'Column holding the id of the commented resource.';
+COMMENT ON COLUMN agent.comment_tables.body_column IS 'Column holding the text of the comment.';
+COMMENT ON COLUMN agent.comment_tables.author_column IS 'Column holding the author: agent:<id> (user:<id> for a manual run) for a comment of the add_comment tool.';
+COMMENT ON COLUMN agent.comment_tables.registered_by IS 'Role that registered the table.';
+COMMENT ON COLUMN agent.comment_tables.registered_at IS 'When it was registered.';
+
 CREATE TABLE agent.allowlist_tables (
     tbl             regclass PRIMARY KEY,
     resource_type   text NOT NULL CHECK (length(resource_type) BETWEEN 1 AND 100 AND resource_type <> 'workspace_shared'),
@@ -308,16 +330,92 @@ BEGIN
   PERFORM agent._rows_access_trigger(register_resource_table.tbl, register_resource_table.resource_type,
                                      register_resource_table.id_column, register_resource_table.parent_column,
                                      register_resource_table.parent_type IS NOT NULL);
-  -- the built-in tools read (and write_resource updates) it as agents_tool
+  -- the built-in tools read (and write_resource updates) it as agents_tool;
+  -- add_row inserts into the rows of collections (with the sequences of the
+  -- table's identity and serial columns)
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
                    (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
     EXECUTE format('GRANT SELECT, UPDATE ON %s TO agents_tool', tbl);
+    IF parent_type IS NOT NULL THEN
+      EXECUTE format('GRANT INSERT ON %s TO agents_tool', tbl);
+      PERFORM agent._grant_owned_sequences(tbl);
+    ELSE
+      EXECUTE format('REVOKE INSERT ON %s FROM agents_tool', tbl);
+    END IF;
   END IF;
+  -- under the allowlist, a new row of a collection is checked by its collection
+  PERFORM agent._allowlist_insert_policy(tbl);
 END
 $$;
 COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name, name, text, name, text, name[]) IS
-  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); grants agents_tool USAGE on its schema and SELECT, UPDATE on it, and for rows of collections INSERT (the add_row tool) and USAGE on the sequences its columns own. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+
+CREATE FUNCTION agent._grant_owned_sequences(p_tbl regclass) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_seq regclass;
+BEGIN
+  -- the sequences of the table's identity and serial columns (their defaults)
+  FOR v_seq IN
+    SELECT d.objid::regclass FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+     WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+       AND d.refobjid = p_tbl AND d.deptype IN ('a', 'i')
+     ORDER BY 1
+  LOOP
+    EXECUTE format('GRANT USAGE ON SEQUENCE %s TO agents_tool', v_seq);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION agent._grant_owned_sequences(regclass) IS
+  'Internal: grants agents_tool USAGE on the sequences the table''s identity and serial columns own, so that the row tools can insert rows whose ids they generate.';
+
+-- A new row of a collection has no grant nor ACL row of its own yet, and is
+-- not in the readable set the allowlist policies compute (it is not in the
+-- table yet): the insert check of a table of rows of collections decides it
+-- by its collection (edit), as agent.can_access decides a row without its
+-- own grant.  One call per inserted row, only in a session acting as an agent.
+CREATE FUNCTION agent._allowlist_new_row(p_parent_type text, p_parent_id text)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT p_parent_id IS NOT NULL
+         AND coalesce(agent.can_access(agent.current_agent_id(), p_parent_type, p_parent_id, 'edit'), false)
+$$;
+COMMENT ON FUNCTION agent._allowlist_new_row(text, text) IS
+  'Internal to the insert policy of the allowlist on a table of rows of collections: may the session''s agent add a row to this collection (edit on it, in the autonomous regime)?';
+
+CREATE FUNCTION agent._allowlist_insert_policy(p_tbl regclass) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  t   agent.allowlist_tables%ROWTYPE;
+  r   agent.resource_tables%ROWTYPE;
+  ed  record;
+  v   text;
+BEGIN
+  SELECT * INTO t FROM agent.allowlist_tables a WHERE a.tbl = p_tbl;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  ed := agent._allowlist_expr(p_tbl, t.id_column, t.resource_type, 'edit');
+  v := ed.expr;
+  SELECT * INTO r FROM agent.resource_tables x
+   WHERE x.tbl = p_tbl AND x.resource_type = t.resource_type AND x.parent_type IS NOT NULL;
+  IF FOUND THEN
+    v := format('(%s) OR (agent._allowlist_active() AND agent._allowlist_new_row(%L, %s))', v, r.parent_type,
+                CASE WHEN r.parent_column IS NOT NULL THEN format('(%I)::text', r.parent_column)
+                     ELSE format('%L::text', r.parent_id) END);
+  END IF;
+  EXECUTE format('ALTER POLICY pg_agents_allowlist_insert ON %s WITH CHECK (%s)', p_tbl, v);
+END
+$$;
+COMMENT ON FUNCTION agent._allowlist_insert_policy(regclass) IS
+  'Internal: (re)writes the insert check of the allowlist on a table (when enabled): the new row is one the agent may edit, or, for a table registered as the rows of collections, a row of a collection the agent may edit.';
 
 CREATE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -331,12 +429,90 @@ BEGIN
   END IF;
   PERFORM agent._rows_access_trigger(unregister_resource_table.tbl, NULL, NULL, NULL, false);
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
-    EXECUTE format('REVOKE SELECT, UPDATE ON %s FROM agents_tool', tbl);
+    EXECUTE format('REVOKE SELECT, INSERT, UPDATE ON %s FROM agents_tool', tbl);
   END IF;
+  PERFORM agent._allowlist_insert_policy(tbl);
 END
 $$;
 COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
-  'Removes the registration of a resource table and revokes agents_tool''s SELECT, UPDATE on it, and removes the triggers that report its row changes to the readable sets (its allowlist policies, if any, stay until agent.disable_allowlist).';
+  'Removes the registration of a resource table and revokes agents_tool''s SELECT, INSERT, UPDATE on it, and removes the triggers that report its row changes to the readable sets (its allowlist policies, if any, stay until agent.disable_allowlist).';
+
+CREATE FUNCTION agent.register_comment_table(tbl regclass, target_type_column name, target_id_column name,
+                                             body_column name, author_column name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_col  pg_attribute;
+  v_c    name;
+  v_what text;
+  i      integer := 0;
+BEGIN
+  IF tbl IS NULL THEN
+    RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF NOT pg_has_role(current_user, (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+    RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  PERFORM agent._rls_check_table(tbl);
+  -- four distinct text columns (the tool binds text values to them)
+  FOREACH v_c IN ARRAY ARRAY[target_type_column, target_id_column, body_column, author_column] LOOP
+    i := i + 1;
+    v_what := (ARRAY['target type', 'target id', 'body', 'author'])[i];
+    v_col := agent._rls_column(tbl, v_c, v_what);
+    IF v_col.atttypid NOT IN ('text'::regtype, 'varchar'::regtype) THEN
+      RAISE EXCEPTION 'column "%" of relation "%" is not of type text', v_c, tbl
+        USING ERRCODE = 'datatype_mismatch',
+              DETAIL = format('Its type is %s; the %s column of a comment table is text or varchar.',
+                              format_type(v_col.atttypid, v_col.atttypmod), v_what);
+    END IF;
+    IF v_col.attgenerated <> '' OR v_col.attidentity <> '' THEN
+      RAISE EXCEPTION 'column "%" of relation "%" is generated', v_c, tbl
+        USING ERRCODE = 'invalid_parameter_value',
+              DETAIL = format('The %s column of a comment table is written by the add_comment tool.', v_what);
+    END IF;
+  END LOOP;
+  IF cardinality(ARRAY(SELECT DISTINCT x FROM unnest(ARRAY[target_type_column, target_id_column,
+                                                          body_column, author_column]) x)) <> 4 THEN
+    RAISE EXCEPTION 'the columns of a comment table must be four distinct columns'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- at most one comment table: a new registration replaces the previous one
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    PERFORM agent._revoke_comment_table(x.tbl) FROM agent.comment_tables x WHERE x.tbl <> register_comment_table.tbl;
+  END IF;
+  DELETE FROM agent.comment_tables x WHERE x.tbl <> register_comment_table.tbl;
+  INSERT INTO agent.comment_tables AS x (tbl, target_type_column, target_id_column, body_column, author_column)
+  VALUES (register_comment_table.tbl, register_comment_table.target_type_column,
+          register_comment_table.target_id_column, register_comment_table.body_column,
+          register_comment_table.author_column)
+  ON CONFLICT ON CONSTRAINT comment_tables_pkey DO UPDATE
+     SET target_type_column = EXCLUDED.target_type_column, target_id_column = EXCLUDED.target_id_column,
+         body_column = EXCLUDED.body_column, author_column = EXCLUDED.author_column,
+         registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
+  -- the add_comment tool inserts into it as agents_tool
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO agents_tool',
+                   (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
+    EXECUTE format('GRANT INSERT ON %s TO agents_tool', tbl);
+    PERFORM agent._grant_owned_sequences(tbl);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent.register_comment_table(regclass, name, name, name, name) IS
+  'Registers (or re-registers) the application table of comments that the add_comment tool inserts into: the columns of the commented resource''s type and id, of the text and of the author (all text or varchar); replaces a previous registration (at most one comment table); grants agents_tool USAGE on its schema, INSERT on it and USAGE on the sequences its columns own. On the caller''s own tables only.';
+
+CREATE FUNCTION agent._revoke_comment_table(p_tbl regclass) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  EXECUTE format('REVOKE INSERT ON %s FROM agents_tool', p_tbl);
+END
+$$;
+COMMENT ON FUNCTION agent._revoke_comment_table(regclass) IS
+  'Internal: revokes agents_tool''s INSERT on a comment table that is no longer registered.';
 
 -- ---------------------------------------------------------------------------
 -- Custom ACL function (agent.set_acl_function, access module)
@@ -670,6 +846,8 @@ BEGIN
   INSERT INTO agent.allowlist_tables (tbl, resource_type, id_column, indexable, rls_was_enabled,
                                       rls_was_forced, base_policy)
   VALUES (tbl, resource_type, id_column, rd.indexable, c.relrowsecurity, c.relforcerowsecurity, base);
+  -- rows of collections: a new row is checked by its collection
+  PERFORM agent._allowlist_insert_policy(tbl);
   IF NOT rd.indexable THEN
     RAISE NOTICE 'allowlist on "%" compares "%" as text', tbl, id_column
       USING DETAIL = 'Its type has no indexable comparison with resource ids, so agent queries filter every row they scan.',

@@ -18,6 +18,7 @@ AS $$
     (4, 'agent.resource_tables', 'reference', 'Cluster-wide configuration: the resource tables the tools read and write.'),
     (5, 'agent.allowlist_tables', 'reference', 'Cluster-wide configuration: the application tables under the allowlist policies.'),
     (6, 'agent.relations', 'reference', 'Cluster-wide configuration: the relations between resource types.'),
+    (6.5, 'agent.comment_tables', 'reference', 'Cluster-wide configuration: the comment table the add_comment tool writes.'),
     (7, 'agent.providers', 'reference', 'Cluster-wide configuration: the LLM providers.'),
     (8, 'agent.secrets', 'reference', 'Cluster-wide configuration: the encrypted secrets the providers and MCP servers name.'),
     (9, 'agent.templates', 'reference', 'Cluster-wide configuration: the agent templates.'),

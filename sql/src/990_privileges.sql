@@ -51,7 +51,7 @@ GRANT EXECUTE ON FUNCTION
   agent._allowlist_ids_uuid(text, text),
   agent._allowlist_has(bigint, text, text), agent._allowlist_has(integer, text, text),
   agent._allowlist_has(smallint, text, text), agent._allowlist_has(uuid, text, text),
-  agent._allowlist_has(text, text, text),
+  agent._allowlist_has(text, text, text), agent._allowlist_new_row(text, text),
   -- the leakproof match that lets an agent's search start from the text index
   agent.ts_match(tsvector, tsquery), agent.like(text, text), agent.ilike(text, text),
   -- autonomous decisions only: a user id is refused unless the caller is

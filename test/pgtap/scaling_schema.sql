@@ -285,7 +285,7 @@ SELECT ok((SELECT bool_and(kind = 'distributed') FROM pg_temp.plan
 SELECT is((SELECT kind FROM agent.distribution_plan() LIMIT 1), 'reference',
           'the plan lists the reference tables first');
 SELECT is((SELECT array_agg(table_name::text ORDER BY table_name::text) FROM agent.distribution_plan() WHERE kind = 'reference'),
-          ARRAY['agent.access_config', 'agent.allowlist_tables', 'agent.group_members', 'agent.providers',
+          ARRAY['agent.access_config', 'agent.allowlist_tables', 'agent.comment_tables', 'agent.group_members', 'agent.providers',
                 'agent.reader_workspaces', 'agent.relations', 'agent.resource_acl', 'agent.resource_tables',
                 'agent.secrets', 'agent.templates'],
           'the reference tables: group_members, resource_acl and the configuration');

@@ -17,7 +17,7 @@ reqs=$(llm_requests)
 is "$(python3 -c '
 import json,sys; rs=[r for r in json.loads(sys.argv[1]) if r["key"]=="[[t603-solo]]"]
 print(",".join(sorted(t["function"]["name"] for t in rs[0]["body"]["tools"])))' "$reqs")" \
-   "read_resource,search_resources,update_row,write_resource" "no delegate_to_agent without a delegation list"
+   "add_comment,add_row,read_resource,search_resources,update_row,write_resource" "no delegate_to_agent without a delegation list"
 
 llm_script "[[c603ok]]" '[{"text": "child says 42"}]'
 llm_script "[[c603bad]]" '[{"malformed": true}]'

@@ -36,7 +36,7 @@ res=b1["messages"][-1]; asst=b1["messages"][-2]
 out += [asst["role"], asst["content"][1]["type"], res["role"], res["content"][0]["type"],
         str(res["content"][0]["tool_use_id"]==asst["content"][1]["id"]), str("pumpkin" in res["content"][0]["content"])]
 print(" ".join(out))' "$reqs")" \
-   "/v1/messages claude-test-1 True True read_resource,search_resources,update_row,write_resource True 2023-06-01 sk-test-606-secret False assistant tool_use user tool_result True True" \
+   "/v1/messages claude-test-1 True True add_comment,add_row,read_resource,search_resources,update_row,write_resource True 2023-06-01 sk-test-606-secret False assistant tool_use user tool_result True True" \
    "Messages format: system, tools with input_schema, headers, tool_use answered by tool_result"
 
 b=$(mk_agent "gpt606")

@@ -124,7 +124,7 @@ llm_script "k631-nosk" '[{"text": "ok"}]'
 r=$(start_run "$b" '{"prompt": "go k631-nosk"}')
 wait_status "$r" "succeeded|failed" 30 >/dev/null
 lacks "$(req k631-nosk 0 system)" "Skills" "an agent without usable skills gets no skills section"
-is "$(req k631-nosk 0 tools)" "read_resource,search_resources,write_resource,update_row" "and no use_skill tool"
+is "$(req k631-nosk 0 tools)" "read_resource,search_resources,write_resource,update_row,add_row,add_comment" "and no use_skill tool"
 
 # 3. delegation: the list, attachments, the depth line, the limit
 w=$(mk_agent "Writer631")

@@ -13,8 +13,8 @@ reqs_of() {  # the requests of KEY, as JSON
     llm_requests | python3 -c '
 import json,sys; print(json.dumps([r for r in json.load(sys.stdin) if r["key"]==sys.argv[1]]))' "$1"
 }
-tools_of() {  # tool names offered in the first request of KEY (the teams tools and the readers: update_row left out)
-    reqs_of "$1" | python3 -c 'import json,sys; print(",".join(sorted(t["function"]["name"] for t in json.load(sys.stdin)[0]["body"]["tools"] if t["function"]["name"] != "update_row")))'
+tools_of() {  # tool names offered in the first request of KEY (the teams tools and the readers: the row tools update_row, add_row and add_comment left out)
+    reqs_of "$1" | python3 -c 'import json,sys; print(",".join(sorted(t["function"]["name"] for t in json.load(sys.stdin)[0]["body"]["tools"] if t["function"]["name"] not in ("update_row", "add_row", "add_comment"))))'
 }
 results_of() {  # tool results in the last request of KEY, one a line
     reqs_of "$1" | python3 -c '
