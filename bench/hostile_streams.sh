@@ -3,7 +3,9 @@
 # bystander run's latency while it parses
 #   - an Anthropic stream whose content_block_start names index 300000 (737 bytes),
 #   - one OpenAI chunk listing N = 20,000 and 40,000 tool-call fragments
-#     {"index": 0..N-1} (309 kB, 629 kB).
+#     {"index": 0..N-1} (309 kB, 629 kB),
+#   - one OpenAI chunk holding one call whose arguments come in 90,000
+#     one-character fragments (3.7 MB, under pg_agents.max_reply_bytes).
 # For each: the worker's peak RSS is reset (/proc/<pid>/clear_refs, 5) and
 # read back (VmHWM of /proc/<pid>/status) once the hostile run ended; the
 # bystander is a trivial run of another workspace started right after the
@@ -79,3 +81,5 @@ phase() {  # LABEL AGENT KEY
 phase "anthropic index 300000" "$ha" "[[idx300000]]"
 phase "openai 20000 fragments" "$ho" "[[frag20000]]"
 phase "openai 40000 fragments" "$ho" "[[frag40000]]"
+llm_script "[[args90000]]" '[{"sse_arg_fragments": 90000}, {"text": "done"}]'
+phase "openai 90000 argument fragments" "$ho" "[[args90000]]"

@@ -785,6 +785,16 @@ BufAppend(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
 	return true;
 }
 
+/* a string growing by fragments, kept aside (StreamAppend below) */
+typedef struct StreamStr
+{
+	json_t	   *obj;			/* borrowed: a member of st->acc; NULL: free */
+	const char *key;			/* a literal; "" when flushed (a tombstone) */
+	char	   *buf;
+	size_t		len;
+	size_t		cap;
+} StreamStr;
+
 /* a new stream parser (malloc'd), NULL when out of memory */
 LlmStream *
 LlmStreamNew(LlmProvider provider)
@@ -817,6 +827,9 @@ LlmStreamFree(LlmStream *st)
 	free(st->error);
 	free(st->error_type);
 	free(st->fatal);
+	for (size_t k = 0; k < st->strs_cap; k++)
+		free(st->strs[k].buf);
+	free(st->strs);
 	if (st->acc)
 		json_decref(st->acc);
 	free(st);
@@ -867,28 +880,124 @@ StreamIndex(LlmStream *st, json_t *v, const char *what, size_t max)
 	return (int64) json_integer_value(v);
 }
 
-/* appends to a string member of obj (created when absent) */
-static void
-JsonStrAppend(json_t *obj, const char *key, const char *add)
+/*
+ * Strings that grow by fragments (tool-call arguments and names, partial
+ * JSON, thinking, signatures, a refusal) are kept aside in buffers that
+ * double, so that n fragments cost O(n) and not the O(n^2) of a new jansson
+ * string per fragment; a hash of (object, key) finds a buffer in O(1).
+ * StreamFlush sets a buffer as the member it stands for: at a block's
+ * content_block_stop (which reads it), and for all at the end.
+ */
+static size_t
+StrHash(json_t *obj, const char *key, size_t mask)
 {
-	json_t	   *cur = json_object_get(obj, key);
-	size_t		a = strlen(add);
+	uintptr_t	h = (uintptr_t) obj * 2654435761u ^ (uintptr_t) key * 40503u;
 
-	if (json_is_string(cur))
-	{
-		size_t		l = json_string_length(cur);
-		char	   *b = malloc(l + a + 1);
-
-		if (b == NULL)
-			return;
-		memcpy(b, json_string_value(cur), l);
-		memcpy(b + l, add, a + 1);
-		json_object_set_new(obj, key, json_stringn_nocheck(b, l + a));
-		free(b);
-	}
-	else
-		json_object_set_new(obj, key, json_string(add));
+	return (size_t) (h ^ (h >> 17)) & mask;
 }
+
+/* the buffer of obj's key; created (with the member's current value) when create */
+static StreamStr *
+StrFind(LlmStream *st, json_t *obj, const char *key, bool create)
+{
+	size_t		mask;
+	size_t		i;
+
+	if (create && (st->nstrs + 1) * 2 > st->strs_cap)
+	{
+		size_t		ncap = st->strs_cap ? st->strs_cap * 2 : 16;
+		StreamStr  *n = calloc(ncap, sizeof(StreamStr));
+
+		if (n == NULL)
+			return NULL;
+		st->nstrs = 0;
+		for (size_t k = 0; k < st->strs_cap; k++)
+		{
+			StreamStr  *e = &st->strs[k];
+
+			if (e->obj == NULL || e->key[0] == '\0')
+				continue;
+			for (i = StrHash(e->obj, e->key, ncap - 1); n[i].obj; i = (i + 1) & (ncap - 1))
+				;
+			n[i] = *e;
+			st->nstrs++;
+		}
+		free(st->strs);
+		st->strs = n;
+		st->strs_cap = ncap;
+	}
+	if (st->strs_cap == 0)
+		return NULL;
+	mask = st->strs_cap - 1;
+	for (i = StrHash(obj, key, mask); st->strs[i].obj; i = (i + 1) & mask)
+		if (st->strs[i].obj == obj && st->strs[i].key == key)
+			return &st->strs[i];
+	if (!create)
+		return NULL;
+	st->strs[i].obj = obj;
+	st->strs[i].key = key;
+	st->nstrs++;
+	{
+		json_t	   *cur = json_object_get(obj, key);
+
+		if (json_is_string(cur) &&
+			!BufAppend(&st->strs[i].buf, &st->strs[i].len, &st->strs[i].cap,
+					   json_string_value(cur), json_string_length(cur)))
+			return NULL;
+	}
+	return &st->strs[i];
+}
+
+/* appends to a string member of obj (created when absent; set by StreamFlush) */
+static void
+StreamAppend(LlmStream *st, json_t *obj, const char *key, const char *add)
+{
+	StreamStr  *e = json_is_object(obj) ? StrFind(st, obj, key, true) : NULL;
+
+	if (e == NULL || !BufAppend(&e->buf, &e->len, &e->cap, add, strlen(add)))
+		st->oom = true;
+}
+
+/* the buffer of one entry set as its member, then released */
+static void
+StrFlushEntry(StreamStr *e)
+{
+	json_object_set_new(e->obj, e->key, json_stringn_nocheck(e->buf ? e->buf : "", e->len));
+	free(e->buf);
+	e->buf = NULL;
+	e->len = e->cap = 0;
+	e->key = "";				/* a tombstone: never matches, keeps the probe chains */
+}
+
+/* the buffers of obj's keys set as its members (all of them: obj NULL) */
+static void
+StreamFlush(LlmStream *st, json_t *obj, const char *const *keys)
+{
+	if (obj == NULL)
+	{
+		for (size_t k = 0; k < st->strs_cap; k++)
+			if (st->strs[k].obj && st->strs[k].key[0] != '\0')
+				StrFlushEntry(&st->strs[k]);
+		return;
+	}
+	for (; *keys; keys++)
+	{
+		StreamStr  *e = StrFind(st, obj, *keys, false);
+
+		if (e)
+			StrFlushEntry(e);
+	}
+}
+
+/* the member keys of a block that grow by fragments (the same literals everywhere) */
+static const char K_TEXT[] = "text";
+static const char K_PARTIAL[] = "_partial";
+static const char K_THINKING[] = "thinking";
+static const char K_SIGNATURE[] = "signature";
+static const char K_NAME[] = "name";
+static const char K_ARGUMENTS[] = "arguments";
+static const char K_REFUSAL[] = "refusal";
+static const char *const block_keys[] = {K_TEXT, K_PARTIAL, K_THINKING, K_SIGNATURE, NULL};
 
 /* a text delta appended to the text received so far */
 static void
@@ -947,7 +1056,7 @@ OpenAIChunk(LlmStream *st, json_t *ev)
 		st->has_content = true;
 	}
 	if ((v = json_object_get(delta, "refusal")) && json_is_string(v))
-		JsonStrAppend(msg, "refusal", json_string_value(v));
+		StreamAppend(st, msg, K_REFUSAL, json_string_value(v));
 	/*
 	 * Tool calls arrive in fragments, joined by their index, which is the
 	 * call's position in the array: an index names a call seen or the next
@@ -994,9 +1103,9 @@ OpenAIChunk(LlmStream *st, json_t *ev)
 		if ((v = json_object_get(tc, "id")) && json_is_string(v))
 			json_object_set(call, "id", v);
 		if ((v = json_object_get(fn, "name")) && json_is_string(v))
-			JsonStrAppend(json_object_get(call, "function"), "name", json_string_value(v));
+			StreamAppend(st, json_object_get(call, "function"), K_NAME, json_string_value(v));
 		if ((v = json_object_get(fn, "arguments")) && json_is_string(v))
-			JsonStrAppend(json_object_get(call, "function"), "arguments", json_string_value(v));
+			StreamAppend(st, json_object_get(call, "function"), K_ARGUMENTS, json_string_value(v));
 	}
 }
 
@@ -1013,6 +1122,7 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 
 		if (json_is_object(m))
 		{
+			StreamFlush(st, NULL, NULL);	/* (a second message_start may replace the blocks) */
 			json_object_update(st->acc, m);
 			if (!json_is_array(json_object_get(st->acc, "content")))
 				json_object_set_new(st->acc, "content", json_array());
@@ -1053,7 +1163,11 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 		if (json_array_size(content) == (size_t) idx)
 			json_array_append_new(content, b);
 		else
+		{
+			/* a block started again: the old one's buffers go with it */
+			StreamFlush(st, json_array_get(content, (size_t) idx), block_keys);
 			json_array_set_new(content, (size_t) idx, b);
+		}
 	}
 	else if (strcmp(type, "content_block_delta") == 0)
 	{
@@ -1079,14 +1193,14 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 			if (json_is_integer(json_object_get(b, "_from")))
 				StreamText(st, json_string_value(v));
 			else
-				JsonStrAppend(b, "text", json_string_value(v));
+				StreamAppend(st, b, K_TEXT, json_string_value(v));
 		}
 		else if (strcmp(dt, "input_json_delta") == 0 && (v = json_object_get(d, "partial_json")) && json_is_string(v))
-			JsonStrAppend(b, "_partial", json_string_value(v));
+			StreamAppend(st, b, K_PARTIAL, json_string_value(v));
 		else if (strcmp(dt, "thinking_delta") == 0 && (v = json_object_get(d, "thinking")) && json_is_string(v))
-			JsonStrAppend(b, "thinking", json_string_value(v));
+			StreamAppend(st, b, K_THINKING, json_string_value(v));
 		else if (strcmp(dt, "signature_delta") == 0 && (v = json_object_get(d, "signature")) && json_is_string(v))
-			JsonStrAppend(b, "signature", json_string_value(v));
+			StreamAppend(st, b, K_SIGNATURE, json_string_value(v));
 		else if (strcmp(dt, "citations_delta") == 0 && (v = json_object_get(d, "citation")))
 		{
 			if (!json_is_array(json_object_get(b, "citations")))
@@ -1110,6 +1224,7 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 		if (idx < 0)
 			return;
 		b = json_array_get(content, (size_t) idx);
+		StreamFlush(st, b, block_keys);
 		p = json_object_get(b, "_partial");
 		from = json_object_get(b, "_from");
 
@@ -1553,6 +1668,7 @@ LlmStreamFinish(LlmStream *st)
 	}
 	if (st->data_len > 0)
 		StreamDispatch(st);
+	StreamFlush(st, NULL, NULL);	/* every string kept aside set where it belongs */
 	/* an OpenAI-compatible server that ends its stream without [DONE] */
 	if (st->provider == LLM_OPENAI && !st->done &&
 		json_is_string(json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "finish_reason")))

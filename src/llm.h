@@ -92,6 +92,9 @@ typedef struct LlmStream
 	size_t		published;		/* bytes of text already sent on NOTIFY */
 	TimestampTz last_publish;
 	json_t	   *acc;			/* the reply body being assembled */
+	struct StreamStr *strs;		/* strings growing by fragments (llm.c), a hash */
+	size_t		nstrs;
+	size_t		strs_cap;
 	bool		done;			/* [DONE] or message_stop seen */
 	bool		has_content;	/* OpenAI: the content is st->text */
 	int			tool_blocks;	/* Anthropic: tool_use blocks started */
