@@ -39,5 +39,6 @@ typedef struct ToolFamily
 extern const ToolFamily ToolsBuiltinFamily;		/* tools_builtin.c */
 extern const ToolFamily TeamsToolFamily;		/* teams.c */
 extern const ToolFamily McpToolFamily;			/* mcp_tools.c */
+extern const ToolFamily WebToolFamily;			/* tools_web.c */
 
 #endif							/* PG_AGENTS_TOOL_FAMILY_H */
