@@ -46,7 +46,11 @@ PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
 # and in bin/pg_agents_mcp.
 WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
 PG_CPPFLAGS += $(WERROR_FLAG)
-SHLIB_LINK  = -lcurl -ljansson -lcrypto
+# libxml2's HTML parser reduces the pages web_fetch reads to text (src/tools_web.c)
+XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null)
+XML2_LIBS   := $(or $(shell pkg-config --libs libxml-2.0 2>/dev/null),-lxml2)
+PG_CPPFLAGS += $(XML2_CFLAGS)
+SHLIB_LINK  = -lcurl -ljansson -lcrypto $(XML2_LIBS)
 EXTRA_CLEAN = $(DATA_built) bin/pg_agents_mcp valgrind.out
 
 # The Prometheus exporter's queries file, its alert rules and a Grafana

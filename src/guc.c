@@ -19,6 +19,7 @@
 
 #include "guc.h"
 #include "secrets.h"
+#include "tools_web.h"
 
 #define DEFAULT_DELEGATION_DEPTH	3
 #define MAX_DELEGATION_DEPTH		5
@@ -49,6 +50,14 @@ int			pg_agents_max_reply_bytes = 4 * 1024 * 1024;
 int			pg_agents_max_tool_result_bytes = 100 * 1024;
 int			pg_agents_max_request_bytes = 4 * 1024 * 1024;
 int			pg_agents_approval_max_input = 64 * 1024;
+
+/* the web switch: web_fetch (tools_web.c, docs/worker.md) */
+char	   *pg_agents_web_fetch_allowed_hosts = NULL;
+char	   *pg_agents_web_fetch_denied_hosts = NULL;
+char	   *pg_agents_web_fetch_allowed_networks = NULL;
+int			pg_agents_web_fetch_max_bytes = 1024 * 1024;
+int			pg_agents_web_fetch_timeout = 10000;
+int			pg_agents_web_fetch_max_redirects = 5;
 
 /* policy */
 bool		pg_agents_audit_enabled = true;
@@ -267,6 +276,35 @@ PgAgentsDefineGucs(void)
 							"Largest conversation sent to the model in one request; past it the oldest tool results are elided, and the elision is said.",
 							NULL, &pg_agents_max_request_bytes, 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	/* issue 31: the web switch, web_fetch (tools_web.c, docs/worker.md) */
+	DefineCustomStringVariable("pg_agents.web_fetch_allowed_hosts",
+							   "Hosts web_fetch may fetch from, comma-separated; empty: any host with a public address.",
+							   "An entry is a host name or address literal matched exactly (case-insensitive), or *.example.com "
+							   "for example.com and its subdomains. Addresses are still checked after DNS resolution.",
+							   &pg_agents_web_fetch_allowed_hosts, "",
+							   PGC_SUSET, 0, WebFetchCheckHosts, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.web_fetch_denied_hosts",
+							   "Hosts web_fetch never fetches from, comma-separated, in the syntax of pg_agents.web_fetch_allowed_hosts; wins over it.",
+							   NULL, &pg_agents_web_fetch_denied_hosts, "",
+							   PGC_SUSET, 0, WebFetchCheckHosts, NULL, NULL);
+	DefineCustomStringVariable("pg_agents.web_fetch_allowed_networks",
+							   "Non-public networks web_fetch may connect to (CIDR, comma-separated), where plain http is allowed too; empty: none.",
+							   "Loopback, private, link-local (169.254.0.0/16, the cloud metadata address), shared, "
+							   "multicast and reserved addresses are refused unless listed here, e.g. 127.0.0.1/32 for tests.",
+							   &pg_agents_web_fetch_allowed_networks, "",
+							   PGC_SUSET, 0, WebFetchCheckNetworks, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.web_fetch_max_bytes",
+							"Largest response body web_fetch reads; a longer one is cut, and the cut is said in the result.",
+							NULL, &pg_agents_web_fetch_max_bytes, 1024 * 1024, 1024, 64 * 1024 * 1024,
+							PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.web_fetch_timeout",
+							"Time-out of one web_fetch call, redirects included (the worker waits for it).",
+							NULL, &pg_agents_web_fetch_timeout, 10000, 100, 120 * 1000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.web_fetch_max_redirects",
+							"Redirects web_fetch follows at most, each checked as the first URL.",
+							NULL, &pg_agents_web_fetch_max_redirects, 5, 0, 20,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	/* issue 17 (wire): streaming and Anthropic prompt caching (docs/worker.md) */
 	DefineCustomBoolVariable("pg_agents.llm_stream",
 							 "Whether the worker streams LLM replies (server-sent events) and publishes text deltas on NOTIFY agent_run_deltas.",

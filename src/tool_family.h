@@ -40,5 +40,6 @@ extern const ToolFamily ToolsBuiltinFamily;		/* tools_builtin.c */
 extern const ToolFamily ToolsRowsFamily;		/* tools_rows.c */
 extern const ToolFamily TeamsToolFamily;		/* teams.c */
 extern const ToolFamily McpToolFamily;			/* mcp_tools.c */
+extern const ToolFamily WebToolFamily;			/* tools_web.c */
 
 #endif							/* PG_AGENTS_TOOL_FAMILY_H */

@@ -5,7 +5,7 @@
  *		model, and one call dispatched to its family through the registry
  *		(tool_family.h).
  *
- * A family (tools_builtin.c, tools_rows.c, teams.c, mcp_tools.c) registers
+ * A family (tools_builtin.c, tools_rows.c, teams.c, mcp_tools.c, tools_web.c) registers
  * its names, its definitions and its execute function; every family goes
  * through the gate (tool_gate.c) and none calls back here.  This file
  * includes no family's internals.
@@ -27,6 +27,7 @@ static const ToolFamily *const families[] = {
 	&ToolsRowsFamily,
 	&McpToolFamily,
 	&TeamsToolFamily,
+	&WebToolFamily,
 };
 
 /* ---------------------------------------------------------------------
