@@ -358,7 +358,7 @@ SecretsLookup(const char *name, const char *workspace, char **error)
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 
 		*error = workspace ? psprintf("secret \"%s\" does not exist in workspace \"%s\" nor in the cluster", name, workspace)
-			: psprintf("secret \"%s\" does not exist among the cluster's secrets", name);
+			: psprintf("secret \"%s\" does not exist", name);
 		MemoryContextSwitchTo(old);
 	}
 	else

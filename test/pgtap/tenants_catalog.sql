@@ -299,7 +299,9 @@ SELECT is(ARRAY(SELECT col FROM tc_monitor_cols
                  ORDER BY 1), '{}'::text[],
   'pg_monitor reads no column that holds a workspace''s content');
 -- and what it reads holds none of the fixtures' content: every relation
--- pg_monitor may read, row by row, without a content marker
+-- pg_monitor may read, row by row, without a content marker (but in the
+-- agent's name, a label run_metrics shows by design: the fixtures name
+-- their agents after the marker)
 CREATE FUNCTION pg_temp.tc_monitor_content() RETURNS SETOF text
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -310,7 +312,7 @@ BEGIN
                 WHERE c.relnamespace = 'agent'::regnamespace AND c.relkind IN ('r', 'v', 'm', 'p')
                   AND has_any_column_privilege('tc_monitor', c.oid, 'SELECT') ORDER BY c.relname LOOP
     SET LOCAL ROLE tc_monitor;
-    EXECUTE format($$SELECT count(*) FROM %s t WHERE t::text ~ 'cat-[ab]-secret'$$, v_rel) INTO n;
+    EXECUTE format($$SELECT count(*) FROM %s t WHERE (to_jsonb(t) - 'agent_name')::text ~ 'cat-[ab]-secret'$$, v_rel) INTO n;
     RESET ROLE;
     IF n > 0 THEN
       RETURN NEXT format('pg_monitor reads %s rows holding content in %s', n, v_rel);

@@ -39,9 +39,9 @@ as() { local r=$1 ws=$2; shift 2; psql -XAtq -v VERBOSITY=verbose -U "$r" -c "SE
 # set_secret NAME VALUE [WORKSPACE]: through a file the server reads (no value in a statement)
 set_secret() {
     printf '%s' "$2" > "$tmp/$1"; chmod 644 "$tmp/$1"
-    local ws=NULL
-    [ -n "${3:-}" ] && ws="'$3'"
-    q "SELECT agent.set_secret('$1', pg_catalog.pg_read_file('$tmp/$1'), $ws)" >/dev/null
+    local ws=
+    [ -n "${3:-}" ] && ws=", '$3'"
+    q "SELECT agent.set_secret('$1', pg_catalog.pg_read_file('$tmp/$1')$ws)" >/dev/null
     rm -f "$tmp/$1"
 }
 headers_of() {  # every header value the server on port $1 received, for script key $2 ("" = all)
