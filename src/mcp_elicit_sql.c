@@ -83,7 +83,7 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 		state = text_to_cstring(PG_GETARG_TEXT_PP(6));
 
 	/* providers: ${secret:NAME} header values, resolved now */
-	if (!SecretsExpandJsonHeaders(headers, &serr))
+	if (!SecretsExpandJsonHeaders(headers, PG_ARGISNULL(0) ? NULL : McpServerWorkspace(PG_GETARG_INT64(0)), &serr))
 	{
 		if (headers)
 			json_decref(headers);

@@ -232,7 +232,7 @@ ClientForArgs(int64 server_id, const char *url, Jsonb *hjb, const char **error)
 
 	McpRegisterExit();
 	headers = json_loads(htext, 0, NULL);
-	if (!SecretsExpandJsonHeaders(headers, &serr))
+	if (!SecretsExpandJsonHeaders(headers, McpServerWorkspace(server_id), &serr))
 	{
 		json_decref(headers);
 		*error = serr;

@@ -1058,7 +1058,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		/* providers: ${secret:NAME} header values, resolved in this transaction */
 		char	   *serr = NULL;
 
-		if (!SecretsExpandJsonHeaders(mc->headers, &serr))
+		if (!SecretsExpandJsonHeaders(mc->headers, tr->workspace, &serr))
 		{
 			json_t	   *call = json_pack("{s:b, s:s, s:s, s:s, s:{s:b, s:[{s:s, s:s}]}}",
 										 "ok", 0, "server", mc->server, "tool", mc->tool,

@@ -6,7 +6,9 @@
  *		run's requests use.
  *
  * The worker keeps the rows of agent.providers in memory with their
- * ${secret:NAME} references resolved (the API key, header values), plus the
+ * ${secret:NAME} references resolved (the API key, header values: among the
+ * provider's workspace's secrets and the cluster's, the cluster's only for a
+ * cluster provider), plus the
  * default provider made of the GUCs (pg_agents.llm_url, llm_provider,
  * llm_model, llm_api_key, which may itself be a reference).  The copy is
  * reloaded, in a short transaction, when the configuration generation
@@ -16,9 +18,10 @@
  *
  * ProviderResolve is the one place that decides, for a run, where its
  * requests go and with which key:
- *   - the agent's settings name a provider (scope.provider): that
- *     provider's base URL, key, headers, limits; its key goes to its base
- *     URL only;
+ *   - the agent's settings name a provider (scope.provider) of the run's
+ *     workspace or of the cluster: that provider's base URL, key, headers,
+ *     limits; its key goes to its base URL only.  Another workspace's
+ *     provider is refused (the run fails), whatever the settings say;
  *   - else the agent's own endpoint (scope.llm_url, allowlisted) without a
  *     key, or the default provider of the GUCs, whose key goes only to
  *     pg_agents.llm_url.
@@ -30,6 +33,7 @@
 #include "jansson_prelude.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
@@ -46,6 +50,7 @@ typedef struct ProviderEntry
 {
 	int64		id;
 	char	   *name;
+	char	   *workspace;		/* NULL: a cluster provider */
 	LlmProvider kind;
 	char	   *base_url;
 	char	   *api_key;		/* resolved */
@@ -124,12 +129,13 @@ ProvidersStale(void)
 enum
 {
 	PC_ID, PC_NAME, PC_KIND, PC_BASE_URL, PC_API_KEY, PC_DEFAULT_MODEL, PC_HEADERS,
-	PC_REQUEST_TIMEOUT, PC_STREAM, PC_MAX_CONCURRENT, PC_RPM, PC_TPM, PC_COUNT
+	PC_REQUEST_TIMEOUT, PC_STREAM, PC_MAX_CONCURRENT, PC_RPM, PC_TPM, PC_WORKSPACE, PC_COUNT
 };
 
 static const char *const provider_columns[PC_COUNT] = {
 	"id", "name", "kind", "base_url", "api_key", "default_model", "headers",
-	"request_timeout", "stream", "max_concurrent", "requests_per_minute", "tokens_per_minute"
+	"request_timeout", "stream", "max_concurrent", "requests_per_minute", "tokens_per_minute",
+	"workspace_id"
 };
 
 /* the epoch of the resolutions (see above) */
@@ -171,7 +177,7 @@ EntryHeaders(ProviderEntry *e, const char *headers_json)
 
 			if (!json_is_string(hv) || e->error)
 				continue;
-			x = SecretsExpand(json_string_value(hv), &err);
+			x = SecretsExpandIn(json_string_value(hv), e->workspace, &err);
 			if (x == NULL)
 			{
 				e->error = psprintf("header \"%s\" of provider \"%s\" cannot be used: %s", k, e->name, err);
@@ -201,13 +207,14 @@ EntryFromRow(ProviderEntry *e, HeapTuple tup, TupleDesc td, const int *att)
 
 	e->id = DatumGetInt64(SPI_getbinval(tup, td, att[PC_ID], &isnull));
 	e->name = SPI_getvalue(tup, td, att[PC_NAME]);
+	e->workspace = SPI_getvalue(tup, td, att[PC_WORKSPACE]);	/* NULL: cluster */
 	if (!LlmParseProvider(SPI_getvalue(tup, td, att[PC_KIND]), &e->kind))
 		e->error = psprintf("provider \"%s\" has an unknown kind", e->name);
 	e->base_url = SPI_getvalue(tup, td, att[PC_BASE_URL]);
 	v = SPI_getvalue(tup, td, att[PC_API_KEY]);
 	if (v && !e->error)
 	{
-		e->api_key = SecretsExpand(v, &err);
+		e->api_key = SecretsExpandIn(v, e->workspace, &err);
 		if (e->api_key == NULL)
 			e->error = psprintf("the API key of provider \"%s\" cannot be used: %s", e->name, err);
 	}
@@ -250,7 +257,7 @@ ProvidersLoad(void)
 					 "coalesce(p.request_timeout, 0) AS request_timeout, p.stream, "
 					 "coalesce(p.max_concurrent, 0) AS max_concurrent, "
 					 "coalesce(p.requests_per_minute, 0) AS requests_per_minute, "
-					 "coalesce(p.tokens_per_minute, 0) AS tokens_per_minute "
+					 "coalesce(p.tokens_per_minute, 0) AS tokens_per_minute, p.workspace_id "
 					 "FROM agent.providers p ORDER BY p.id", true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read agent.providers");
@@ -291,15 +298,27 @@ Lookup(const char *name)
 	return NULL;
 }
 
-/* a provider the agent's settings name (scope.provider): its row's endpoint, key, limits */
+/*
+ * A provider the agent's settings name (scope.provider): its row's
+ * endpoint, key, limits.  Only a provider of the run's workspace or of the
+ * cluster: the settings may have been written around agent.save_settings,
+ * or the provider re-created in another workspace since.
+ */
 static bool
-ResolveNamed(json_t *scope, const char *pname, const char *agent_model, ProviderResolved *out, char **error)
+ResolveNamed(json_t *scope, const char *workspace, const char *pname, const char *agent_model,
+			 ProviderResolved *out, char **error)
 {
 	ProviderEntry *e = Lookup(pname);
 
 	if (e == NULL)
 	{
 		*error = psprintf("LLM provider \"%s\" does not exist (named in the agent's settings)", pname);
+		return false;
+	}
+	if (e->workspace && (workspace == NULL || strcmp(e->workspace, workspace) != 0))
+	{
+		*error = psprintf("LLM provider \"%s\" (named in the agent's settings) is not a provider of the run's workspace \"%s\" nor of the cluster: the worker does not use it",
+						  pname, workspace ? workspace : "");
 		return false;
 	}
 	if (e->error)
@@ -396,14 +415,14 @@ ResolveDefault(json_t *scope, const char *agent_model, ProviderResolved *out, ch
  * configuration re-read: some point into the GUCs).
  */
 bool
-ProviderResolve(json_t *scope, const char *agent_model, ProviderResolved *out, char **error)
+ProviderResolve(json_t *scope, const char *workspace, const char *agent_model, ProviderResolved *out, char **error)
 {
 	const char *pname = json_string_value(json_object_get(scope, "provider"));
 
 	memset(out, 0, sizeof(*out));
 	out->ratelimit = -1;
 	if (pname)
-		return ResolveNamed(scope, pname, agent_model, out, error);
+		return ResolveNamed(scope, workspace, pname, agent_model, out, error);
 	return ResolveDefault(scope, agent_model, out, error);
 }
 
@@ -469,11 +488,12 @@ ProviderScrub(const ProviderResolved *rp, const char *msg)
 
 /*
  * MCP header values (agent.mcp_servers.headers) may hold ${secret:NAME}:
- * replaced in place, in a transaction, at request time.  false with *error
- * (naming the header and the secret, never a value).
+ * replaced in place, in a transaction, at request time, among the secrets
+ * of the server's workspace and the cluster's.  false with *error (naming
+ * the header and the secret, never a value).
  */
 bool
-SecretsExpandJsonHeaders(json_t *headers, char **error)
+SecretsExpandJsonHeaders(json_t *headers, const char *workspace, char **error)
 {
 	const char *k;
 	json_t	   *v;
@@ -487,7 +507,7 @@ SecretsExpandJsonHeaders(json_t *headers, char **error)
 
 		if (!json_is_string(v) || !SecretsHasReference(json_string_value(v)))
 			continue;
-		x = SecretsExpand(json_string_value(v), &err);
+		x = SecretsExpandIn(json_string_value(v), workspace, &err);
 		if (x == NULL)
 		{
 			*error = psprintf("header \"%s\" cannot be sent: %s", k, err);
@@ -498,4 +518,31 @@ SecretsExpandJsonHeaders(json_t *headers, char **error)
 		pfree(x);
 	}
 	return true;
+}
+
+/*
+ * The workspace of an MCP server (palloc'd), whose secrets (and the
+ * cluster's) its ${secret:NAME} header values resolve among; NULL when the
+ * server is gone (then only the cluster's).  Needs an open transaction.
+ */
+char *
+McpServerWorkspace(int64 server_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		vals[1] = {Int64GetDatum(server_id)};
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *ws = NULL;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT s.workspace_id FROM agent.mcp_servers s WHERE s.id OPERATOR(pg_catalog.=) $1",
+							  1, types, vals, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v)
+			ws = MemoryContextStrdup(cxt, v);
+	}
+	SPI_finish();
+	return ws;
 }

@@ -100,15 +100,31 @@ RunCallStart(Slot *s)
 	pfree(url);
 }
 
-/* providers: the request of the slot ended; its share of the limits comes back */
+/*
+ * providers: the request of the slot ended; its share of the limits comes
+ * back.  The limiter's last error (agent.provider_status, which every
+ * workspace and pg_monitor read) is a status line in the worker's own
+ * words, never the error as the run's step has it: a provider's body may
+ * echo the prompt of the run.
+ */
 static void
 SlotLimiterDone(Slot *s, HttpRequest *req, int64 used, const char *error)
 {
+	char		line[128];
+
 	if (!s->rl_held)
 		return;
 	s->rl_held = false;
+	if (error == NULL)
+		line[0] = '\0';
+	else if (req->result != CURLE_OK)
+		snprintf(line, sizeof(line), "transport error: %s", curl_easy_strerror(req->result));
+	else if (req->status >= 400)
+		snprintf(line, sizeof(line), "HTTP %ld", req->status);
+	else
+		snprintf(line, sizeof(line), "unusable reply (HTTP %ld)", req->status);
 	RateLimitDone(s->rl, s->rl_est, used, req->result == CURLE_OK ? req->status : 0,
-				  req->retry_after_ms, &req->rl, error);
+				  req->retry_after_ms, &req->rl, error ? line : NULL);
 }
 
 

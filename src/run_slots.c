@@ -86,7 +86,12 @@ RunSlotUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 		return true;
 	ereport(LOG,
 			(errmsg("pg_agents worker: %s failed: %s", activity, RunSlotUnitError)));
-	PgAgentsWorkerNoteError(RunSlotUnitError);	/* operations: agent.worker_status */
+	/*
+	 * operations: agent.worker_status (pg_monitor) gets what failed and its
+	 * SQLSTATE, never the message, which may quote a workspace's content;
+	 * the server log has it
+	 */
+	PgAgentsWorkerNoteError(psprintf("%s failed: SQLSTATE %s", activity, unpack_sql_state(SpiUtilUnitErrcode)));
 	return false;
 }
 
@@ -151,7 +156,7 @@ RunSlotProvider(Slot *s, ProviderResolved *rp, char **error)
 	{
 		char	   *err = NULL;
 
-		s->rp_ok = ProviderResolve(s->scope, s->agent_model, &s->rp, &err);
+		s->rp_ok = ProviderResolve(s->scope, s->workspace, s->agent_model, &s->rp, &err);
 		if (s->rp_error)
 			pfree(s->rp_error);
 		s->rp_error = s->rp_ok ? NULL : MemoryContextStrdup(s->cxt, err ? err : "unknown error");

@@ -13,8 +13,14 @@
  *
  *     0x01 | 12-byte nonce | 16-byte tag | ciphertext
  *
- * with the secret's name as additional authenticated data, so that a row
- * copied under another name does not decrypt.  A dump, a SELECT or a base
+ * with the secret's name (and, for a secret of a workspace, the workspace
+ * and a NUL byte before it) as additional authenticated data, so that a row
+ * copied under another name or into another workspace does not decrypt.
+ *
+ * Secrets are keyed by (workspace, name), NULL being the cluster.  A
+ * reference made by a provider or an MCP server of a workspace resolves to
+ * that workspace's secret of the name, else to the cluster's; one made by a
+ * cluster provider or by pg_agents.llm_api_key to the cluster's only.  A dump, a SELECT or a base
  * backup without the key file yields ciphertext only.
  *
  * Nothing here puts a value into an error message, a log line or a query
@@ -39,7 +45,10 @@
 #include "miscadmin.h"
 #include "port.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 
+#include "audit.h"
 #include "ratelimit.h"
 #include "secrets.h"
 
@@ -178,9 +187,26 @@ LoadKey(bool create, char **error)
 	return true;
 }
 
+/*
+ * The additional authenticated data of a secret: its name, preceded by its
+ * workspace and a NUL byte for a secret of a workspace (a cluster secret's
+ * is its name alone, as before workspaces existed).
+ */
+static char *
+SecretAad(const char *workspace, const char *name, int *len)
+{
+	if (workspace == NULL)
+	{
+		*len = strlen(name);
+		return pstrdup(name);
+	}
+	*len = strlen(workspace) + 1 + strlen(name);
+	return psprintf("%s%c%s", workspace, '\0', name);
+}
+
 /* palloc'd bytea of the encrypted value; ereports (without the value) */
 static bytea *
-Encrypt(const char *name, const char *value, int len)
+Encrypt(const char *workspace, const char *name, const char *value, int len)
 {
 	EVP_CIPHER_CTX *ctx;
 	bytea	   *out;
@@ -189,6 +215,8 @@ Encrypt(const char *name, const char *value, int len)
 	int			fin = 0;
 	char	   *err = NULL;
 	bool		ok;
+	int			aadl;
+	char	   *aad = SecretAad(workspace, name, &aadl);
 
 	if (!LoadKey(true, &err))
 		ereport(ERROR,
@@ -209,7 +237,7 @@ Encrypt(const char *name, const char *value, int len)
 	ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
 		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRET_NONCE_LEN, NULL) == 1 &&
 		EVP_EncryptInit_ex(ctx, NULL, NULL, secret_key, p + 1) == 1 &&
-		EVP_EncryptUpdate(ctx, NULL, &outl, (const unsigned char *) name, strlen(name)) == 1 &&
+		EVP_EncryptUpdate(ctx, NULL, &outl, (const unsigned char *) aad, aadl) == 1 &&
 		EVP_EncryptUpdate(ctx, p + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN, &outl,
 						  (const unsigned char *) value, len) == 1 &&
 		EVP_EncryptFinal_ex(ctx, p + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN + outl, &fin) == 1 &&
@@ -225,7 +253,7 @@ Encrypt(const char *name, const char *value, int len)
 
 /* palloc'd plain value, or NULL with *error */
 static char *
-Decrypt(const char *name, const unsigned char *p, int len, char **error)
+Decrypt(const char *workspace, const char *name, const unsigned char *p, int len, char **error)
 {
 	EVP_CIPHER_CTX *ctx;
 	char	   *out;
@@ -233,6 +261,8 @@ Decrypt(const char *name, const unsigned char *p, int len, char **error)
 	int			outl = 0;
 	int			fin = 0;
 	bool		ok;
+	int			aadl;
+	char	   *aad;
 
 	if (!LoadKey(false, error))
 		return NULL;
@@ -241,6 +271,7 @@ Decrypt(const char *name, const unsigned char *p, int len, char **error)
 		*error = psprintf("secret \"%s\" is not in the format of the secrets store", name);
 		return NULL;
 	}
+	aad = SecretAad(workspace, name, &aadl);
 	out = palloc(ctlen + 16 + 1);
 	ctx = EVP_CIPHER_CTX_new();
 	if (ctx == NULL)
@@ -251,7 +282,7 @@ Decrypt(const char *name, const unsigned char *p, int len, char **error)
 	ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
 		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRET_NONCE_LEN, NULL) == 1 &&
 		EVP_DecryptInit_ex(ctx, NULL, NULL, secret_key, p + 1) == 1 &&
-		EVP_DecryptUpdate(ctx, NULL, &outl, (const unsigned char *) name, strlen(name)) == 1 &&
+		EVP_DecryptUpdate(ctx, NULL, &outl, (const unsigned char *) aad, aadl) == 1 &&
 		EVP_DecryptUpdate(ctx, (unsigned char *) out, &outl,
 						  p + 1 + SECRET_NONCE_LEN + SECRET_TAG_LEN, ctlen) == 1 &&
 		EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SECRET_TAG_LEN,
@@ -290,14 +321,17 @@ ValidName(const char *s, int len)
 }
 
 /*
- * The value of a secret, palloc'd, or NULL with *error.  Needs an open
- * transaction; connects to SPI itself (nested connections are fine).
+ * The value of a secret, palloc'd, or NULL with *error: the secret of that
+ * name of the workspace, else the cluster's (workspace NULL: the cluster's
+ * only).  Needs an open transaction; connects to SPI itself (nested
+ * connections are fine).
  */
 char *
-SecretsLookup(const char *name, char **error)
+SecretsLookup(const char *name, const char *workspace, char **error)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		vals[1];
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		vals[2];
+	char		nulls[2] = {' ', workspace ? ' ' : 'n'};
 	char	   *value = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
 	const char *problem = NULL;
@@ -310,24 +344,31 @@ SecretsLookup(const char *name, char **error)
 		return NULL;
 	}
 	vals[0] = CStringGetTextDatum(name);
-	rc = SPI_execute_with_args("SELECT s.ciphertext FROM agent.secrets s WHERE s.name = $1",
-							   1, types, vals, NULL, true, 1);
+	vals[1] = workspace ? CStringGetTextDatum(workspace) : (Datum) 0;
+	/* the workspace's secret wins over the cluster's of the same name */
+	rc = SPI_execute_with_args("SELECT s.ciphertext, s.workspace_id FROM agent.secrets s "
+							   "WHERE s.name OPERATOR(pg_catalog.=) $1 "
+							   "AND (s.workspace_id IS NULL OR s.workspace_id OPERATOR(pg_catalog.=) $2) "
+							   "ORDER BY s.workspace_id IS NULL LIMIT 1",
+							   2, types, vals, nulls, true, 1);
 	if (rc != SPI_OK_SELECT)
 		problem = "could not read the secrets store";
 	else if (SPI_processed == 0)
 	{
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 
-		*error = psprintf("secret \"%s\" does not exist", name);
+		*error = workspace ? psprintf("secret \"%s\" does not exist in workspace \"%s\" nor in the cluster", name, workspace)
+			: psprintf("secret \"%s\" does not exist", name);
 		MemoryContextSwitchTo(old);
 	}
 	else
 	{
 		bool		isnull;
 		bytea	   *ct = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		char	   *ws = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 
-		value = Decrypt(name, (unsigned char *) VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct), error);
+		value = Decrypt(ws, name, (unsigned char *) VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct), error);
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
@@ -343,14 +384,22 @@ SecretsHasReference(const char *value)
 	return value && strstr(value, "${secret:") != NULL;
 }
 
-/*
- * palloc'd copy of value with every ${secret:NAME} replaced by the secret's
- * value; NULL with *error (naming the secret, never a value) when one is
- * missing, malformed or does not decrypt.  Needs an open transaction when
- * the value holds a reference.
- */
+/* SecretsExpandIn among the cluster's secrets (pg_agents.llm_api_key, cluster providers) */
 char *
 SecretsExpand(const char *value, char **error)
+{
+	return SecretsExpandIn(value, NULL, error);
+}
+
+/*
+ * palloc'd copy of value with every ${secret:NAME} replaced by the secret's
+ * value (of the workspace, else of the cluster; workspace NULL: of the
+ * cluster only); NULL with *error (naming the secret, never a value) when
+ * one is missing, malformed or does not decrypt.  Needs an open transaction
+ * when the value holds a reference.
+ */
+char *
+SecretsExpandIn(const char *value, const char *workspace, char **error)
 {
 	StringInfoData b;
 	const char *p = value;
@@ -384,7 +433,7 @@ SecretsExpand(const char *value, char **error)
 			return NULL;
 		}
 		n = pnstrdup(name, end - name);
-		v = SecretsLookup(n, error);
+		v = SecretsLookup(n, workspace, error);
 		if (v == NULL)
 		{
 			explicit_bzero(b.data, b.len);
@@ -398,7 +447,58 @@ SecretsExpand(const char *value, char **error)
 	return b.data;
 }
 
-/* agent.set_secret(name text, value text) */
+/*
+ * The workspace argument of set_secret/drop_secret (argument n): NULL for
+ * the cluster; an empty string is refused.
+ */
+static char *
+WorkspaceArg(FunctionCallInfo fcinfo, int n)
+{
+	char	   *ws;
+
+	if (PG_NARGS() <= n || PG_ARGISNULL(n))
+		return NULL;
+	ws = text_to_cstring(PG_GETARG_TEXT_PP(n));
+	if (ws[0] == '\0' || strlen(ws) > 200)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid workspace id for a secret"),
+				 errdetail("A workspace id has 1 to 200 characters; NULL makes a cluster secret.")));
+	return ws;
+}
+
+/*
+ * The audit row of a change of the store (secret.set, secret.drop), in the
+ * workspace of the secret ('' for a cluster secret): its name and
+ * workspace, never its value.
+ */
+static void
+AuditSecret(const char *action, const char *name, const char *workspace, bool created)
+{
+	StringInfoData j;
+	char	   *target;
+
+	initStringInfo(&j);
+	appendStringInfoString(&j, "{\"name\": ");
+	escape_json(&j, name);
+	appendStringInfoString(&j, ", \"workspace_id\": ");
+	if (workspace)
+		escape_json(&j, workspace);
+	else
+		appendStringInfoString(&j, "null");
+	if (strcmp(action, "secret.set") == 0)
+		appendStringInfo(&j, ", \"created\": %s", created ? "true" : "false");
+	appendStringInfoString(&j, ", \"role\": ");
+	escape_json(&j, GetUserNameFromId(GetUserId(), false));
+	appendStringInfoString(&j, ", \"value\": \"[redacted]\"}");
+	target = workspace ? psprintf("%s/%s", workspace, name) : pstrdup(name);
+	PgAgentsAuditEvent(action, "success", "secret", target, workspace ? workspace : "", NULL,
+					   DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(j.data))),
+					   psprintf(strcmp(action, "secret.set") == 0 ? "secret \"%s\" set" : "secret \"%s\" dropped", name),
+					   NULL);
+}
+
+/* agent.set_secret(name text, value text, workspace_id text DEFAULT NULL) */
 Datum
 pg_agents_set_secret(PG_FUNCTION_ARGS)
 {
@@ -406,10 +506,13 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 	text	   *tval;
 	char	   *name;
 	char	   *value;
+	char	   *ws;
 	int			vlen;
 	bytea	   *ct;
-	Oid			types[2] = {TEXTOID, BYTEAOID};
-	Datum		vals[2];
+	bool		created;
+	Oid			types[3] = {TEXTOID, BYTEAOID, TEXTOID};
+	Datum		vals[3];
+	char		nulls[3] = {' ', ' ', ' '};
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -423,6 +526,7 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid secret name"),
 				 errdetail("A secret name has 1 to 100 letters, digits, '_', '.' or '-'.")));
+	ws = WorkspaceArg(fcinfo, 2);
 	vlen = VARSIZE_ANY_EXHDR(tval);
 	if (vlen == 0 || vlen > SECRET_MAX_LEN)
 		ereport(ERROR,
@@ -438,52 +542,70 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 				 errdetail("Secrets are sent in HTTP headers, where a line break is not allowed."),
 				 errhint("Strip the trailing newline, e.g. pg_catalog.btrim(pg_catalog.pg_read_file(...), E'\\n').")));
 	}
-	ct = Encrypt(name, value, vlen);
+	ct = Encrypt(ws, name, value, vlen);
 	explicit_bzero(value, vlen);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	vals[0] = CStringGetTextDatum(name);
 	vals[1] = PointerGetDatum(ct);
+	vals[2] = ws ? CStringGetTextDatum(ws) : (Datum) 0;
+	nulls[2] = ws ? ' ' : 'n';
 	/*
 	 * the time in VALUES, not in DO UPDATE SET: Citus (where agent.secrets
 	 * is a reference table) refuses a non-immutable function there
 	 */
-	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext, updated_at) "
-							  "VALUES ($1, $2, pg_catalog.now()) "
-							  "ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, "
-							  "updated_at = excluded.updated_at",
-							  2, types, vals, NULL, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext, updated_at, workspace_id) "
+							  "VALUES ($1, $2, pg_catalog.now(), $3) "
+							  "ON CONFLICT ((coalesce(workspace_id, ''::pg_catalog.text)), name) "
+							  "DO UPDATE SET ciphertext = excluded.ciphertext, "
+							  "updated_at = excluded.updated_at "
+							  "RETURNING (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS created",
+							  3, types, vals, nulls, false, 0) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not store secret \"%s\"", name);
+	{
+		bool		isnull;
+
+		created = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
 	SPI_finish();
+	AuditSecret("secret.set", name, ws, created);
 	PgAgentsConfigChanged();
 	PG_RETURN_VOID();
 }
 
-/* agent.drop_secret(name text): true when it existed */
+/* agent.drop_secret(name text, workspace_id text DEFAULT NULL): true when it existed */
 Datum
 pg_agents_drop_secret(PG_FUNCTION_ARGS)
 {
 	char	   *name;
-	Oid			types[1] = {TEXTOID};
-	Datum		vals[1];
+	char	   *ws;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		vals[2];
+	char		nulls[2] = {' ', ' '};
 	uint64		n;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_BOOL(false);
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ws = WorkspaceArg(fcinfo, 1);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	vals[0] = CStringGetTextDatum(name);
-	if (SPI_execute_with_args("DELETE FROM agent.secrets s WHERE s.name = $1",
-							  1, types, vals, NULL, false, 0) != SPI_OK_DELETE)
+	vals[1] = ws ? CStringGetTextDatum(ws) : (Datum) 0;
+	nulls[1] = ws ? ' ' : 'n';
+	if (SPI_execute_with_args("DELETE FROM agent.secrets s WHERE s.name OPERATOR(pg_catalog.=) $1 "
+							  "AND s.workspace_id IS NOT DISTINCT FROM $2",
+							  2, types, vals, nulls, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not drop secret \"%s\"", name);
 	n = SPI_processed;
 	SPI_finish();
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("secret \"%s\" does not exist", name)));
+				 ws ? errmsg("secret \"%s\" does not exist in workspace \"%s\"", name, ws)
+				 : errmsg("secret \"%s\" does not exist", name)));
+	AuditSecret("secret.drop", name, ws, false);
 	PgAgentsConfigChanged();
 	PG_RETURN_BOOL(true);
 }

@@ -151,6 +151,9 @@ SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep)
 	return edata;
 }
 
+/* the SQLSTATE of the last unit of SpiUtilUnit that failed (0 after a success) */
+int			SpiUtilUnitErrcode = 0;
+
 /*
  * One unit of work: a short transaction (worker_spi's order:
  * statement timestamp, transaction, SPI, snapshot, activity) around fn.
@@ -165,6 +168,7 @@ SpiUtilUnit(const char *activity, SpiUtilUnitFn fn, void *arg, char *errbuf, siz
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile bool ok = true;
 
+	SpiUtilUnitErrcode = 0;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
@@ -187,6 +191,7 @@ SpiUtilUnit(const char *activity, SpiUtilUnitFn fn, void *arg, char *errbuf, siz
 		FlushErrorState();
 		AbortCurrentTransaction();
 		strlcpy(errbuf, edata->message ? edata->message : "unknown error", errlen);
+		SpiUtilUnitErrcode = edata->sqlerrcode;
 		FreeErrorData(edata);
 		ok = false;
 	}

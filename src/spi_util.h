@@ -24,6 +24,7 @@ extern bool SpiUtilFunctionExists(const char *signature);
 extern ErrorData *SpiUtilSubxact(void (*body) (void *arg), void *arg, bool keep);
 
 typedef void (*SpiUtilUnitFn) (void *arg);
+extern int	SpiUtilUnitErrcode;
 extern bool SpiUtilUnit(const char *activity, SpiUtilUnitFn fn, void *arg, char *errbuf, size_t errlen);
 extern void SpiUtilColumnsByName(TupleDesc td, const char *const *names, int *att, int n);
 

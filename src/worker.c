@@ -248,7 +248,8 @@ TickUnit(void)
 	if (!SpiUtilUnit("pg_agents: tick", TickBody, NULL, err, sizeof(err)))
 	{
 		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", err)));
-		PgAgentsWorkerNoteError(psprintf("tick failed: %s", err));	/* operations */
+		/* operations: the SQLSTATE only (agent.worker_status, pg_monitor), the message is in the log */
+		PgAgentsWorkerNoteError(psprintf("tick failed: SQLSTATE %s", unpack_sql_state(SpiUtilUnitErrcode)));
 		return;
 	}
 	if (PgAgentsWorkerShmem())	/* operations */

@@ -13,15 +13,19 @@
 -- table holds ciphertext only, readable by superusers only.
 
 CREATE TABLE agent.secrets (
-    name        text PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9_.-]{1,100}$'),
-    ciphertext  bytea NOT NULL,
-    created_at  timestamptz NOT NULL DEFAULT now(),
-    updated_at  timestamptz NOT NULL DEFAULT now()
+    name         text NOT NULL CHECK (name ~ '^[A-Za-z0-9_.-]{1,100}$'),
+    ciphertext   bytea NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now(),
+    workspace_id text CHECK (workspace_id <> '')
 );
+-- keyed by (workspace, name); NULL is the cluster
+CREATE UNIQUE INDEX secrets_workspace_name_key ON agent.secrets ((coalesce(workspace_id, '')), name);
 REVOKE ALL ON agent.secrets FROM PUBLIC;
 COMMENT ON TABLE agent.secrets IS 'The secrets store: values encrypted with AES-256-GCM under a key kept outside the database (pg_agents.secret_key_file); superusers only; referenced as ${secret:NAME} by provider keys, provider and MCP header values and pg_agents.llm_api_key.';
-COMMENT ON COLUMN agent.secrets.name IS 'Name of the secret, as in ${secret:NAME}.';
-COMMENT ON COLUMN agent.secrets.ciphertext IS 'Format byte 0x01, 12-byte nonce, 16-byte GCM tag, ciphertext (the name is the additional authenticated data); useless without the key file.';
+COMMENT ON COLUMN agent.secrets.name IS 'Name of the secret, as in ${secret:NAME}; unique per workspace (and among the cluster''s).';
+COMMENT ON COLUMN agent.secrets.workspace_id IS 'Workspace whose providers and MCP servers may reference the secret; NULL: a cluster secret, which every provider and MCP server may reference (a workspace secret of the same name wins).';
+COMMENT ON COLUMN agent.secrets.ciphertext IS 'Format byte 0x01, 12-byte nonce, 16-byte GCM tag, ciphertext (the name, and the workspace of a workspace secret, are the additional authenticated data); useless without the key file.';
 COMMENT ON COLUMN agent.secrets.created_at IS 'When the secret was first set.';
 COMMENT ON COLUMN agent.secrets.updated_at IS 'When it was last set (rotation).';
 -- dumped as ciphertext: a restore works with the same key file, and a dump
@@ -42,7 +46,8 @@ CREATE TABLE agent.providers (
     request_timeout     integer CHECK (request_timeout BETWEEN 100 AND 3600000),
     stream              boolean NOT NULL DEFAULT false,
     created_at          timestamptz NOT NULL DEFAULT now(),
-    updated_at          timestamptz NOT NULL DEFAULT now()
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    workspace_id        text CHECK (workspace_id <> '')
 );
 REVOKE ALL ON agent.providers FROM PUBLIC;
 COMMENT ON TABLE agent.providers IS 'LLM providers a superuser configured (agent.add_provider); agents name one in their settings ({"provider": "name"}); superusers only: others read agent.provider_status.';
@@ -60,6 +65,7 @@ COMMENT ON COLUMN agent.providers.request_timeout IS 'Time-out of one request in
 COMMENT ON COLUMN agent.providers.stream IS 'Whether requests stream their replies.';
 COMMENT ON COLUMN agent.providers.created_at IS 'When the provider was added.';
 COMMENT ON COLUMN agent.providers.updated_at IS 'When it was last changed.';
+COMMENT ON COLUMN agent.providers.workspace_id IS 'Workspace whose agents may name the provider (its ${secret:NAME} references resolve among that workspace''s secrets, then the cluster''s); NULL: a cluster provider every workspace may use (cluster secrets only).';
 SELECT pg_catalog.pg_extension_config_dump('agent.providers', '');
 SELECT pg_catalog.pg_extension_config_dump('agent.providers_id_seq', '');
 
@@ -79,17 +85,17 @@ COMMENT ON TRIGGER secrets_changed ON agent.secrets IS 'The worker reloads secre
 -- ---------------------------------------------------------------------------
 -- Secrets
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION agent.set_secret(name text, value text) RETURNS void
+CREATE FUNCTION agent.set_secret(name text, value text, workspace_id text DEFAULT NULL) RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'pg_agents_set_secret';
-COMMENT ON FUNCTION agent.set_secret(text, text) IS
-  'Stores (or replaces: rotation, effective at the worker''s next request) a secret, encrypted with the key of pg_agents.secret_key_file (created on first use); superusers only. Pass the value as a bind parameter or read it from a file so that it is not in the statement text (docs/worker.md, "Secrets").';
+COMMENT ON FUNCTION agent.set_secret(text, text, text) IS
+  'Stores (or replaces: rotation, effective at the worker''s next request) a secret, encrypted with the key of pg_agents.secret_key_file (created on first use); workspace_id NULL: a cluster secret, else one only that workspace''s providers and MCP servers resolve (it wins over a cluster secret of the same name). Audited as secret.set (never the value). Superusers only. Pass the value as a bind parameter or read it from a file so that it is not in the statement text (docs/worker.md, "Secrets").';
 
-CREATE FUNCTION agent.drop_secret(name text) RETURNS boolean
+CREATE FUNCTION agent.drop_secret(name text, workspace_id text DEFAULT NULL) RETURNS boolean
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'pg_agents_drop_secret';
-COMMENT ON FUNCTION agent.drop_secret(text) IS
-  'Removes a secret (42704 when there is none); providers and MCP servers that reference it fail with a clear error until it is set again. Superusers only.';
+COMMENT ON FUNCTION agent.drop_secret(text, text) IS
+  'Removes a secret of the cluster (workspace_id NULL) or of a workspace (42704 when there is none); providers and MCP servers that reference it fail with a clear error until it is set again (or fall back to the cluster secret of that name). Audited as secret.drop. Superusers only.';
 
 -- ---------------------------------------------------------------------------
 -- Providers
@@ -155,6 +161,12 @@ BEGIN
                     HINT = 'Give the API key as the provider''s api_key (a ${secret:NAME} reference).';
           END IF;
         END LOOP;
+      WHEN NOT p_alter AND k = 'workspace_id' THEN
+        IF t <> 'string' OR length(v #>> '{}') NOT BETWEEN 1 AND 200 THEN
+          RAISE EXCEPTION 'settings key "workspace_id" of provider "%" must be a workspace id (1 to 200 characters)', p_name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Without it the provider is a cluster provider every workspace may use.';
+        END IF;
       WHEN p_alter AND k = 'base_url' THEN
         NULL;  -- checked below
       WHEN p_alter AND k = 'api_key' THEN
@@ -163,7 +175,8 @@ BEGIN
         RAISE EXCEPTION 'unknown settings key "%" for provider "%"', k, p_name
           USING ERRCODE = 'invalid_parameter_value',
                 DETAIL = 'Provider settings are default_model, stream, max_concurrent, requests_per_minute, tokens_per_minute, request_timeout and headers'
-                         || CASE WHEN p_alter THEN ' (and base_url, api_key for agent.alter_provider).' ELSE '.' END;
+                         || CASE WHEN p_alter THEN ' (and base_url, api_key for agent.alter_provider; the workspace cannot change).'
+                                 ELSE ' (and workspace_id for agent.add_provider).' END;
     END CASE;
   END LOOP;
   IF p_settings ? 'base_url' THEN
@@ -173,7 +186,8 @@ BEGIN
     IF jsonb_typeof(p_settings -> 'api_key') <> 'string' THEN
       RAISE EXCEPTION 'api_key of provider "%" must be a string or null', p_name USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM agent._provider_check_key(p_name, p_settings ->> 'api_key');
+    PERFORM agent._provider_check_key(p_name, p_settings ->> 'api_key',
+                                      (SELECT p.workspace_id FROM agent.providers p WHERE p.name = p_name));
   END IF;
   RETURN p_settings;
 END
@@ -201,7 +215,7 @@ $$;
 COMMENT ON FUNCTION agent._provider_check_url(text, text) IS
   'Internal: a provider''s base URL is http(s)://host[/path], without user:password@.';
 
-CREATE FUNCTION agent._provider_check_key(p_name text, p_key text) RETURNS void
+CREATE FUNCTION agent._provider_check_key(p_name text, p_key text, p_workspace_id text) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -212,15 +226,74 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             DETAIL = 'A provider keeps no key in clear: store it with agent.set_secret(name, value) and pass ''${secret:name}''.';
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM agent.secrets s WHERE s.name = substring(p_key FROM 10 FOR length(p_key) - 10)) THEN
+  IF NOT EXISTS (SELECT 1 FROM agent.secrets s
+                  WHERE s.name = substring(p_key FROM 10 FOR length(p_key) - 10)
+                    AND (s.workspace_id IS NULL OR s.workspace_id = p_workspace_id)) THEN
     RAISE EXCEPTION 'secret "%" does not exist', substring(p_key FROM 10 FOR length(p_key) - 10)
       USING ERRCODE = 'undefined_object',
+            DETAIL = CASE WHEN p_workspace_id IS NULL THEN 'A cluster provider references cluster secrets only.'
+                          ELSE format('A provider of workspace "%s" references that workspace''s secrets and the cluster''s.', p_workspace_id) END,
             HINT = 'Set it first with agent.set_secret.';
   END IF;
 END
 $$;
-COMMENT ON FUNCTION agent._provider_check_key(text, text) IS
-  'Internal: a provider''s api_key is a ${secret:NAME} reference to a secret that exists.';
+COMMENT ON FUNCTION agent._provider_check_key(text, text, text) IS
+  'Internal: a provider''s api_key is a ${secret:NAME} reference to a secret that exists among those it may reference (its workspace''s and the cluster''s; the cluster''s only for a cluster provider).';
+
+-- The role the caller acts as (SET ROLE, else the session user): a
+-- SECURITY DEFINER function runs as its owner, but the role setting and the
+-- session user stay the caller's.
+CREATE FUNCTION agent._caller_is_superuser() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                    WHERE r.rolname = CASE WHEN pg_catalog.current_setting('role') = 'none'
+                                           THEN pg_catalog."session_user"()::text
+                                           ELSE pg_catalog.current_setting('role') END), false)
+$$;
+COMMENT ON FUNCTION agent._caller_is_superuser() IS
+  'Internal: whether the role the caller acts as (its SET ROLE, else the session user) is a superuser, also inside a SECURITY DEFINER function.';
+
+-- A delegated provider admin (a role that is not superuser and was granted
+-- EXECUTE on add_provider/alter_provider) never makes a stored secret travel
+-- to a URL or a header of its choosing: it may not set the URL, the key or
+-- the headers of a provider that references a secret (after the change).
+CREATE FUNCTION agent._provider_admin_check(p_name text, p_routing boolean, p_api_key text, p_headers jsonb)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF NOT p_routing OR agent._caller_is_superuser() THEN
+    RETURN;
+  END IF;
+  IF p_api_key IS NOT NULL OR coalesce(p_headers::text, '') LIKE '%${secret:%' THEN
+    RAISE EXCEPTION 'permission denied to set the URL, key or headers of provider "%", which references a secret', p_name
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'Only a superuser decides where a stored secret is sent: a role that is not superuser may not set base_url, api_key or headers of a provider whose key or headers reference the secrets store.',
+            HINT = 'Ask a superuser to make this change; a delegated admin may change the model, streaming, limits and time-out, or add a provider without a key.';
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION agent._provider_admin_check(text, boolean, text, jsonb) IS
+  'Internal: refuses (42501) a caller that is not superuser setting the base URL, key or headers of a provider that references a secret (its api_key, or ${secret:NAME} in a header) after the change.';
+
+-- what an audit row of a provider says of it: never a secret, header names only
+CREATE FUNCTION agent._provider_audit_inputs(p agent.providers, p_changed jsonb) RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT jsonb_build_object('name', p.name, 'kind', p.kind, 'workspace_id', p.workspace_id,
+                            'endpoint_host', substring(p.base_url, '^[a-z]+://([^/:]+)'),
+                            'key_secret', substring(p.api_key FROM 10 FOR length(p.api_key) - 10),
+                            'header_names', (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]') FROM jsonb_object_keys(p.headers) k),
+                            'changed', p_changed,
+                            'role', CASE WHEN current_setting('role') = 'none' THEN "session_user"()::text
+                                         ELSE current_setting('role') END)
+$$;
+COMMENT ON FUNCTION agent._provider_audit_inputs(agent.providers, jsonb) IS
+  'Internal: the inputs of a provider''s audit row: name, kind, workspace, endpoint host, the name of its key''s secret, header names, the keys changed and the role that acted; never a secret or a header value.';
 
 CREATE FUNCTION agent.add_provider(name text, kind text, base_url text, api_key text DEFAULT NULL,
                                    settings jsonb DEFAULT '{}')
@@ -230,7 +303,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s    jsonb;
-  v_id bigint;
+  v_ws text;
+  v_p  agent.providers%ROWTYPE;
 BEGIN
   IF add_provider.name IS NULL OR add_provider.name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' THEN
     RAISE EXCEPTION 'invalid provider name "%"', coalesce(add_provider.name, 'NULL')
@@ -243,26 +317,33 @@ BEGIN
             DETAIL = 'The kinds are openai (chat completions: OpenAI, vLLM, llama.cpp, Ollama, ...) and anthropic (messages).';
   END IF;
   PERFORM agent._provider_check_url(add_provider.name, add_provider.base_url);
-  IF add_provider.api_key IS NOT NULL THEN
-    PERFORM agent._provider_check_key(add_provider.name, add_provider.api_key);
-  END IF;
   s := agent._provider_settings(add_provider.name, coalesce(settings, '{}'), false);
+  v_ws := s ->> 'workspace_id';
+  PERFORM agent._provider_admin_check(add_provider.name, true, add_provider.api_key, s -> 'headers');
+  IF add_provider.api_key IS NOT NULL THEN
+    PERFORM agent._provider_check_key(add_provider.name, add_provider.api_key, v_ws);
+  END IF;
   IF EXISTS (SELECT 1 FROM agent.providers p WHERE p.name = add_provider.name) THEN
     RAISE EXCEPTION 'provider "%" already exists', add_provider.name
-      USING ERRCODE = 'duplicate_object', HINT = 'Change it with agent.alter_provider.';
+      USING ERRCODE = 'duplicate_object',
+            DETAIL = 'Provider names are unique in the cluster, across workspaces.',
+            HINT = 'Change it with agent.alter_provider.';
   END IF;
   INSERT INTO agent.providers AS p (name, kind, base_url, api_key, default_model, headers, max_concurrent,
-                                    requests_per_minute, tokens_per_minute, request_timeout, stream)
+                                    requests_per_minute, tokens_per_minute, request_timeout, stream, workspace_id)
   VALUES (add_provider.name, kind, add_provider.base_url, add_provider.api_key, s ->> 'default_model',
           coalesce(s -> 'headers', '{}'), (s ->> 'max_concurrent')::integer,
           (s ->> 'requests_per_minute')::integer, (s ->> 'tokens_per_minute')::integer,
-          (s ->> 'request_timeout')::integer, coalesce((s ->> 'stream')::boolean, false))
-  RETURNING p.id INTO v_id;
-  RETURN v_id;
+          (s ->> 'request_timeout')::integer, coalesce((s ->> 'stream')::boolean, false), v_ws)
+  RETURNING * INTO v_p;
+  PERFORM agent._audit_event('provider.add', 'success', 'provider', v_p.id::text, coalesce(v_ws, ''), NULL,
+                             agent._provider_audit_inputs(v_p, NULL),
+                             format('provider "%s" added', v_p.name));
+  RETURN v_p.id;
 END
 $$;
 COMMENT ON FUNCTION agent.add_provider(text, text, text, text, jsonb) IS
-  'Adds an LLM provider: name, kind (openai | anthropic), base URL, API key as ${secret:NAME} (or NULL), settings {default_model, stream, max_concurrent, requests_per_minute, tokens_per_minute, request_timeout (ms), headers}. Superusers only (or a role the DBA grants EXECUTE). Returns its id.';
+  'Adds an LLM provider: name, kind (openai | anthropic), base URL, API key as ${secret:NAME} (or NULL), settings {workspace_id (absent: a cluster provider every workspace may use), default_model, stream, max_concurrent, requests_per_minute, tokens_per_minute, request_timeout (ms), headers}. Superusers only (or a role the DBA grants EXECUTE, which may not give a key or secret headers: 42501). Audited as provider.add. Returns its id.';
 
 CREATE FUNCTION agent.alter_provider(name text, settings jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -270,28 +351,37 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   s jsonb;
+  v_p agent.providers%ROWTYPE;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM agent.providers p WHERE p.name = alter_provider.name) THEN
+  SELECT * INTO v_p FROM agent.providers x WHERE x.name = alter_provider.name FOR UPDATE;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'provider "%" does not exist', coalesce(alter_provider.name, 'NULL')
       USING ERRCODE = 'undefined_object';
   END IF;
   s := agent._provider_settings(alter_provider.name, settings, true);
-  UPDATE agent.providers p SET
-    base_url            = CASE WHEN s ? 'base_url' THEN s ->> 'base_url' ELSE p.base_url END,
-    api_key             = CASE WHEN s ? 'api_key' THEN s ->> 'api_key' ELSE p.api_key END,
-    default_model       = CASE WHEN s ? 'default_model' THEN s ->> 'default_model' ELSE p.default_model END,
-    headers             = CASE WHEN s ? 'headers' THEN s -> 'headers' ELSE p.headers END,
-    max_concurrent      = CASE WHEN s ? 'max_concurrent' THEN (s ->> 'max_concurrent')::integer ELSE p.max_concurrent END,
-    requests_per_minute = CASE WHEN s ? 'requests_per_minute' THEN (s ->> 'requests_per_minute')::integer ELSE p.requests_per_minute END,
-    tokens_per_minute   = CASE WHEN s ? 'tokens_per_minute' THEN (s ->> 'tokens_per_minute')::integer ELSE p.tokens_per_minute END,
-    request_timeout     = CASE WHEN s ? 'request_timeout' THEN (s ->> 'request_timeout')::integer ELSE p.request_timeout END,
-    stream              = CASE WHEN s ? 'stream' THEN (s ->> 'stream')::boolean ELSE p.stream END,
+  PERFORM agent._provider_admin_check(alter_provider.name, s ?| '{base_url,api_key,headers}',
+                                      CASE WHEN s ? 'api_key' THEN s ->> 'api_key' ELSE v_p.api_key END,
+                                      CASE WHEN s ? 'headers' THEN s -> 'headers' ELSE v_p.headers END);
+  UPDATE agent.providers x SET
+    base_url            = CASE WHEN s ? 'base_url' THEN s ->> 'base_url' ELSE x.base_url END,
+    api_key             = CASE WHEN s ? 'api_key' THEN s ->> 'api_key' ELSE x.api_key END,
+    default_model       = CASE WHEN s ? 'default_model' THEN s ->> 'default_model' ELSE x.default_model END,
+    headers             = CASE WHEN s ? 'headers' THEN s -> 'headers' ELSE x.headers END,
+    max_concurrent      = CASE WHEN s ? 'max_concurrent' THEN (s ->> 'max_concurrent')::integer ELSE x.max_concurrent END,
+    requests_per_minute = CASE WHEN s ? 'requests_per_minute' THEN (s ->> 'requests_per_minute')::integer ELSE x.requests_per_minute END,
+    tokens_per_minute   = CASE WHEN s ? 'tokens_per_minute' THEN (s ->> 'tokens_per_minute')::integer ELSE x.tokens_per_minute END,
+    request_timeout     = CASE WHEN s ? 'request_timeout' THEN (s ->> 'request_timeout')::integer ELSE x.request_timeout END,
+    stream              = CASE WHEN s ? 'stream' THEN (s ->> 'stream')::boolean ELSE x.stream END,
     updated_at          = now()
-  WHERE p.name = alter_provider.name;
+  WHERE x.id = v_p.id
+  RETURNING * INTO v_p;
+  PERFORM agent._audit_event('provider.alter', 'success', 'provider', v_p.id::text, coalesce(v_p.workspace_id, ''), NULL,
+                             agent._provider_audit_inputs(v_p, (SELECT coalesce(jsonb_agg(k ORDER BY k), '[]') FROM jsonb_object_keys(s) k)),
+                             format('provider "%s" changed', v_p.name));
 END
 $$;
 COMMENT ON FUNCTION agent.alter_provider(text, jsonb) IS
-  'Changes a provider''s settings (the keys of agent.add_provider, plus base_url and api_key; null removes a limit); the worker uses them from its next request. The kind cannot change. Superusers only.';
+  'Changes a provider''s settings (the keys of agent.add_provider but workspace_id, plus base_url and api_key; null removes a limit); the worker uses them from its next request. The kind and the workspace cannot change. Superusers only (or a role the DBA grants EXECUTE, which may not change the URL, key or headers of a provider that references a secret: 42501). Audited as provider.alter.';
 
 CREATE FUNCTION agent.drop_provider(name text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -299,8 +389,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   n bigint;
+  v_p agent.providers%ROWTYPE;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM agent.providers p WHERE p.name = drop_provider.name) THEN
+  SELECT * INTO v_p FROM agent.providers x WHERE x.name = drop_provider.name FOR UPDATE;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'provider "%" does not exist', coalesce(drop_provider.name, 'NULL')
       USING ERRCODE = 'undefined_object';
   END IF;
@@ -311,13 +403,17 @@ BEGIN
       USING ERRCODE = 'dependent_objects_still_exist',
             HINT = 'Save those agents with another provider first ({"provider": null} goes back to the default).';
   END IF;
-  DELETE FROM agent.providers p WHERE p.name = drop_provider.name;
+  DELETE FROM agent.providers x WHERE x.id = v_p.id;
+  PERFORM agent._audit_event('provider.drop', 'success', 'provider', v_p.id::text, coalesce(v_p.workspace_id, ''), NULL,
+                             agent._provider_audit_inputs(v_p, NULL),
+                             format('provider "%s" dropped', v_p.name));
 END
 $$;
 COMMENT ON FUNCTION agent.drop_provider(text) IS
-  'Removes a provider no live agent names (2BP01 otherwise). Superusers only.';
+  'Removes a provider no live agent names (2BP01 otherwise). Audited as provider.drop. Superusers only.';
 
--- An agent's settings name an existing provider, and not beside llm_url
+-- An agent's settings name an existing provider of its workspace or of the
+-- cluster, and not beside llm_url
 CREATE FUNCTION agent._agents_provider_check() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -326,6 +422,7 @@ DECLARE
   v jsonb := NEW.scope -> 'provider';
 BEGIN
   IF v IS NULL OR (TG_OP = 'UPDATE' AND v IS NOT DISTINCT FROM OLD.scope -> 'provider'
+                   AND NEW.workspace_id IS NOT DISTINCT FROM OLD.workspace_id
                    AND (NEW.scope ?| '{llm_url,llm_provider}') IS NOT DISTINCT FROM (OLD.scope ?| '{llm_url,llm_provider}')) THEN
     RETURN NEW;
   END IF;
@@ -338,21 +435,25 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value',
             HINT = 'A provider carries its own URL and wire format.';
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM agent.providers p WHERE p.name = v #>> '{}') THEN
+  -- another workspace's provider does not exist for this agent
+  IF NOT EXISTS (SELECT 1 FROM agent.providers p
+                  WHERE p.name = v #>> '{}'
+                    AND (p.workspace_id IS NULL OR p.workspace_id = NEW.workspace_id)) THEN
     RAISE EXCEPTION 'provider "%" does not exist', v #>> '{}'
       USING ERRCODE = 'undefined_object',
-            HINT = 'agent.provider_status lists the providers.';
+            DETAIL = format('An agent of workspace "%s" may name the providers of its workspace and the cluster''s.', NEW.workspace_id),
+            HINT = 'agent.provider_status lists the providers the workspace may use.';
   END IF;
   RETURN NEW;
 END
 $$;
 REVOKE ALL ON FUNCTION agent._agents_provider_check() FROM PUBLIC;
 COMMENT ON FUNCTION agent._agents_provider_check() IS
-  'Internal trigger: an agent''s scope.provider (settings key "provider") names an existing provider, and not beside scope llm_url/llm_provider.';
+  'Internal trigger: an agent''s scope.provider (settings key "provider") names an existing provider of the agent''s workspace or of the cluster, and not beside scope llm_url/llm_provider.';
 CREATE TRIGGER agents_provider_check BEFORE INSERT OR UPDATE OF scope ON agent.agents
   FOR EACH ROW EXECUTE FUNCTION agent._agents_provider_check();
 COMMENT ON TRIGGER agents_provider_check ON agent.agents IS
-  'scope.provider must name an existing provider (agent.providers).';
+  'scope.provider must name an existing provider (agent.providers) of the agent''s workspace or of the cluster.';
 
 -- ---------------------------------------------------------------------------
 -- agent.provider_status: what anyone allowed may see (never the key)
@@ -385,10 +486,15 @@ SELECT p.name,
        coalesce(h.waits, 0) AS waits,
        coalesce(h.rate_limited, 0) AS rate_limited,
        h.last_error,
-       h.last_error_at
+       h.last_error_at,
+       p.workspace_id
   FROM agent.providers p
-  LEFT JOIN agent._provider_headroom() h ON h.name = p.name;
-COMMENT ON VIEW agent.provider_status IS 'LLM providers without their keys or headers: kind, model, endpoint host, limits, and what the worker''s limiter shows now (requests in flight, headroom, 429s, last error).';
+  LEFT JOIN agent._provider_headroom() h ON h.name = p.name
+ WHERE p.workspace_id IS NULL
+    OR (SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
+    OR (p.workspace_id = agent.current_workspace()
+        AND (SELECT agent._may_read_workspace(agent.current_workspace())));
+COMMENT ON VIEW agent.provider_status IS 'LLM providers without their keys or headers: kind, model, endpoint host, limits, and what the worker''s limiter shows now (requests in flight, headroom, 429s, last error as a code). The cluster''s providers and those of the session''s workspace (pg_agents.workspace, when the role may read it); every provider for pg_monitor and superusers.';
 COMMENT ON COLUMN agent.provider_status.name IS 'Provider name.';
 COMMENT ON COLUMN agent.provider_status.kind IS 'Wire format: openai or anthropic.';
 COMMENT ON COLUMN agent.provider_status.model IS 'Default model.';
@@ -406,5 +512,6 @@ COMMENT ON COLUMN agent.provider_status.limited_until IS 'No request before then
 COMMENT ON COLUMN agent.provider_status.requests IS 'Requests sent since the worker started.';
 COMMENT ON COLUMN agent.provider_status.waits IS 'Times a run waited for headroom since the worker started.';
 COMMENT ON COLUMN agent.provider_status.rate_limited IS '429 replies since the worker started.';
-COMMENT ON COLUMN agent.provider_status.last_error IS 'Last failed request (as recorded in the run''s step; never a key).';
+COMMENT ON COLUMN agent.provider_status.last_error IS 'Last failed request as a status line of the worker''s own words: HTTP <status>, transport error: <libcurl''s reason>, or unusable reply (HTTP <status>); never the provider''s body (which may echo a prompt) nor a key. The run''s step has the full error.';
+COMMENT ON COLUMN agent.provider_status.workspace_id IS 'Workspace of the provider; NULL: a cluster provider.';
 COMMENT ON COLUMN agent.provider_status.last_error_at IS 'When it failed.';

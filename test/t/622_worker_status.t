@@ -35,7 +35,8 @@ plain=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name, model, scope)
 llm_script "[[s622-boomb]]" '[{"text": "never recorded"}]'
 pr=$(start_run "$plain" '{"prompt": "boom [[s622-boomb]]"}')
 is "$(wait_status "$pr" "failed" 30)" "failed" "a unit of work that fails fails its run"
-ok "$(q "SELECT last_error LIKE '%boom622b refused' FROM agent.worker_status")" "agent.worker_status shows the last error"
+ok "$(q "SELECT last_error LIKE '% failed: SQLSTATE P0001' FROM agent.worker_status")" "agent.worker_status shows the last error: what failed and its SQLSTATE"
+ok "$(q "SELECT last_error NOT LIKE '%boom622b%' FROM agent.worker_status")" "never the message, which may quote a workspace's content (issue 30; the server log has it)"
 is "$(worker_pid)" "$wpid" "the worker lives on"
 boom=$(q "INSERT INTO agent.agents (workspace_id, owner_id, name, model, scope)
           VALUES ('w6', 'owner6', 'boom622', 'boom622', jsonb_build_object('llm_url', '$LLM_URL')) RETURNING id")
@@ -43,8 +44,9 @@ llm_script "[[s622-boom]]" '[{"text": "never recorded"}]'
 br=$(start_run "$boom" '{"prompt": "boom [[s622-boom]]"}')
 is "$(wait_status "$br" "failed" 30)" "failed" "another one"
 ok "$(q "SELECT error LIKE 'internal error of the worker: boom622 refused%' FROM agent.runs WHERE id = $br")" "with the error"
-ok "$(q "SELECT last_error LIKE '%boom622 refused%' AND last_error NOT LIKE '%sk-live%' AND last_error_at > now() - interval '1 minute'
-           FROM agent.worker_status")" "agent.worker_status shows the last error, redacted, and when"
+ok "$(q "SELECT last_error LIKE '% failed: SQLSTATE P0001' AND last_error NOT LIKE '%sk-live%' AND last_error NOT LIKE '%boom622%'
+                  AND last_error_at > now() - interval '1 minute'
+           FROM agent.worker_status")" "agent.worker_status shows the last error, without its message, and when"
 is "$(worker_pid)" "$wpid" "the worker still lives on"
 q "DROP TRIGGER boom622 ON agent.run_steps; DROP FUNCTION public.boom622(); DELETE FROM agent.agents WHERE name IN ('boom622', 'boom622b')" >/dev/null
 

@@ -215,7 +215,7 @@ r=$(start_run "$wa" '{"prompt": "write [[t630w4]]"}' autonomous owner630)
 is "$(wait_status "$r" "succeeded|failed" 30)" "failed" "a 401 fails the run"
 e=$(q "SELECT error FROM agent.runs WHERE id = $r")
 contains "$e" "Incorrect API key provided: [secret]" "the error keeps the provider's message, the key masked"
-contains "$(psql -XAtq -U w630_app -c "SELECT last_error FROM agent.provider_status WHERE name = 'p630_oai'")" "[secret]" "provider_status shows the last error, masked"
+is "$(psql -XAtq -U w630_app -c "SELECT last_error FROM agent.provider_status WHERE name = 'p630_oai'")" "HTTP 401" "provider_status shows the last error as a status line, without the provider's body (issue 30)"
 
 # ---- 9. a dropped secret: the provider's runs fail clearly until it is set again ----
 q "SELECT agent.drop_secret('k630_ant')" >/dev/null
@@ -256,7 +256,7 @@ set_secret k630_mcp "$K_MCP"
 is "$(q "SELECT connected FROM agent.mcp_refresh('mcp630', 'w630a')" 2>&1)" "t" "set back, it works again"
 q "SELECT agent.drop_secret('k630_mcp')" >/dev/null
 out=$(q "SELECT error FROM agent.mcp_refresh('mcp630', 'w630a')" 2>&1)
-is "$out" "header \"Authorization\" cannot be sent: secret \"k630_mcp\" does not exist" "a dropped secret: a clear error"
+is "$out" "header \"Authorization\" cannot be sent: secret \"k630_mcp\" does not exist in workspace \"w630a\" nor in the cluster" "a dropped secret: a clear error"
 
 # ---- 12. nowhere else: steps, audit, errors, pg_stat_activity, a dump, the server log ----
 all="$K_OAI|$K_OAI2|$K_ANT|$K_DEF|$K_MCP"
