@@ -354,6 +354,8 @@ typedef struct ScopeEntry
 	bool		valid;
 	Oid			user;
 	char	   *workspace;		/* the setting it was decided for, "" none */
+	char	   *actor;			/* and pg_agents.actor */
+	int64		self;			/* the agent the actor names, 0 none */
 	AccessScopeKind kind;
 } ScopeEntry;
 
@@ -1667,15 +1669,21 @@ HasRole(Oid user, const char *name)
  *							maintenance); none for any other role, as
  *							row-level security gives it no row
  *
- * Every agent outside the scope is answered exactly as an id no agent holds.
+ * and, besides, the session's own agent (pg_agents.actor = agent:<id>) when it
+ * is of the session's workspace or the session is bound to none: what the
+ * allowlist's readable set of that agent shows of it anyway, on the tables
+ * the role may read (the allowlist only ever hides rows).  Every agent
+ * outside the scope is answered exactly as an id no agent holds.
  */
 AccessScopeKind
 AccessSessionScope(void)
 {
 	Oid			user = GetUserId();
 	const char *ws = pg_agents_workspace != NULL ? pg_agents_workspace : "";
+	const char *actor = pg_agents_actor != NULL ? pg_agents_actor : "";
 
-	if (scope.valid && scope.user == user && strcmp(scope.workspace, ws) == 0)
+	if (scope.valid && scope.user == user && strcmp(scope.workspace, ws) == 0 &&
+		strcmp(scope.actor, actor) == 0)
 		return scope.kind;
 	scope.valid = false;
 	if (ws[0] == '\0')
@@ -1687,6 +1695,8 @@ AccessSessionScope(void)
 		scope.kind = SCOPE_NONE;
 	scope.user = user;
 	scope.workspace = MemoryContextStrdup(cache_cxt, ws);
+	scope.actor = MemoryContextStrdup(cache_cxt, actor);
+	scope.self = PgAgentsActorIsAgent(actor) ? strtoll(actor + 6, NULL, 10) : 0;
 	scope.valid = true;
 	return scope.kind;
 }
@@ -1699,15 +1709,14 @@ AccessSessionScope(void)
 bool
 AccessAgentVisible(const AgentEntry *ag)
 {
-	switch (scope.kind)
-	{
-		case SCOPE_ALL:
-			return ag->found;
-		case SCOPE_WORKSPACE:
-			return ag->found && strcmp(ag->workspace, scope.workspace) == 0;
-		default:
-			return false;
-	}
+	if (!ag->found)
+		return false;
+	if (scope.kind == SCOPE_ALL)
+		return true;
+	/* bound to a workspace: never another's agent, whoever asks */
+	if (scope.workspace[0] != '\0' && strcmp(ag->workspace, scope.workspace) != 0)
+		return false;
+	return scope.kind == SCOPE_WORKSPACE || ag->id == scope.self;
 }
 
 /*

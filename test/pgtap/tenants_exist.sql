@@ -5,7 +5,8 @@
 -- agent session's: for each, an agent of another workspace than the
 -- session's is answered exactly as an id no agent holds (the full
 -- explain_access row compared with that of a missing id, the id itself
--- aside), and a session that may name no workspace names no agent.
+-- aside), and a session that may name no workspace names no agent (but the
+-- one its own pg_agents.actor names, of its workspace or with none).
 --
 -- The attack (on the code before the fix): from ex-a, a role with no grants
 -- learned that ex-b's agent 8170002 exists and is suspended
@@ -17,7 +18,7 @@
 -- (agents_tool, as the worker runs tool SQL); the worker's own statements
 -- are a superuser's bound to no workspace.
 BEGIN;
-SELECT plan(80);
+SELECT plan(98);
 
 CREATE ROLE ex_app NOLOGIN IN ROLE agents_app;        -- the application
 CREATE ROLE ex_reader NOLOGIN IN ROLE agents_reader;  -- analytics
@@ -271,13 +272,64 @@ SET LOCAL pg_agents.actor = 'agent:8170003';
 SELECT is(agent._allowlist_ids_text('page', 'read'), ARRAY['b-doc'], 'agent session of ex-b''s agent: its readable set');
 SET LOCAL pg_agents.workspace = 'ex-a';
 SELECT is(agent._allowlist_ids_text('page', 'read'), '{}'::text[], 'then bound to ex-a again: the set kept for ex-b does not show');
--- an agent session bound to no workspace (the worker always sets one): none
+-- an agent session bound to no workspace (the worker always sets one):
+-- its own agent only (what its readable set shows anyway), no other
 SET LOCAL pg_agents.workspace = '';
 SET LOCAL pg_agents.actor = 'agent:8170001';
-SELECT is(agent._allowlist_ids_text('page', 'read'), '{}'::text[], 'agent session with no workspace: an empty set');
+SELECT is(agent._allowlist_ids_text('page', 'read'), ARRAY['a-doc'], 'agent session with no workspace: its own readable set');
+SELECT is(agent.can_access(8170001, 'page', 'a-doc', 'edit'), true, 'agent session with no workspace: its own agent''s grant');
+SELECT results_eq($$SELECT allowed, reason, detail FROM agent.explain_access(8170099, 'page', 'b-doc')$$,
+                  $$VALUES (false, 'agent_not_found', 'agent 8170099 does not exist')$$,
+                  'agent session, no workspace: a missing id is agent_not_found');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170002', '#') FROM agent.explain_access(8170002, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  'agent session, no workspace: ex-b''s suspended agent is answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170003', '#') FROM agent.explain_access(8170003, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  'agent session, no workspace: ex-b''s granted agent is answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170003', '#') FROM agent.explain_access(8170003, 'page', 'b-doc', 'edit', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'edit', 'autonomous')$$,
+                  'agent session, no workspace: ex-b''s agent, edit: answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170004', '#') FROM agent.explain_access(8170004, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  'agent session, no workspace: ex-b''s deleted agent is answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170003', '#') FROM agent.explain_access(8170003, 'workspace_shared', '*', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'workspace_shared', '*', 'read', 'autonomous')$$,
+                  'agent session, no workspace: ex-b''s workspace_shared grant does not show');
+SELECT is(agent.can_access(8170003, 'page', 'b-doc'), agent.can_access(8170099, 'page', 'b-doc'),
+          'agent session, no workspace: can_access on ex-b''s grant answers as for a missing id (false)');
+SELECT is(agent.can_access(8170003, 'page', 'b-doc'), false, 'agent session, no workspace: ex-b''s grant is not enumerable');
+RESET ROLE;
+-- a role with no grants acting as ex-a's agent, bound to ex-b: nothing of
+-- it (the same as a missing id), nor of ex-b's agents
+SET LOCAL ROLE ex_nobody;
+SET LOCAL pg_agents.workspace = 'ex-b';
+SET LOCAL pg_agents.actor = 'agent:8170001';
 SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170001', '#') FROM agent.explain_access(8170001, 'page', 'a-doc', 'read', 'autonomous')$$,
                   $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'a-doc', 'read', 'autonomous')$$,
-                  'agent session with no workspace: its own agent is answered as a missing id');
+                  'no grants acting as ex-a''s agent, bound to ex-b: answered as a missing id');
+SELECT is(agent._allowlist_ids_text('page', 'read'), '{}'::text[], 'no grants acting as ex-a''s agent, bound to ex-b: an empty set');
+SELECT results_eq($$SELECT allowed, reason, detail FROM agent.explain_access(8170099, 'page', 'b-doc')$$,
+                  $$VALUES (false, 'agent_not_found', 'agent 8170099 does not exist')$$,
+                  'no grants acting as an agent, bound to ex-b: a missing id is agent_not_found');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170002', '#') FROM agent.explain_access(8170002, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  'no grants acting as an agent, bound to ex-b: ex-b''s suspended agent is answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170003', '#') FROM agent.explain_access(8170003, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  'no grants acting as an agent, bound to ex-b: ex-b''s granted agent is answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170003', '#') FROM agent.explain_access(8170003, 'page', 'b-doc', 'edit', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'edit', 'autonomous')$$,
+                  'no grants acting as an agent, bound to ex-b: ex-b''s agent, edit: answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170004', '#') FROM agent.explain_access(8170004, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'page', 'b-doc', 'read', 'autonomous')$$,
+                  'no grants acting as an agent, bound to ex-b: ex-b''s deleted agent is answered as a missing id');
+SELECT results_eq($$SELECT allowed, reason, replace(detail, '8170003', '#') FROM agent.explain_access(8170003, 'workspace_shared', '*', 'read', 'autonomous')$$,
+                  $$SELECT allowed, reason, replace(detail, '8170099', '#') FROM agent.explain_access(8170099, 'workspace_shared', '*', 'read', 'autonomous')$$,
+                  'no grants acting as an agent, bound to ex-b: ex-b''s workspace_shared grant does not show');
+SELECT is(agent.can_access(8170003, 'page', 'b-doc'), agent.can_access(8170099, 'page', 'b-doc'),
+          'no grants acting as an agent, bound to ex-b: can_access on ex-b''s grant answers as for a missing id (false)');
+SELECT is(agent.can_access(8170003, 'page', 'b-doc'), false, 'no grants acting as an agent, bound to ex-b: ex-b''s grant is not enumerable');
 RESET ROLE;
 
 SELECT * FROM finish();
