@@ -9,7 +9,9 @@
  *	 arguments		NULL agent/resource -> error; mode not read/edit -> invalid_mode;
  *					regime not manual/autonomous -> invalid_regime; manual without
  *					a user -> user_required
- *	 agent			unknown -> agent_not_found; deleted -> agent_deleted;
+ *	 agent			unknown, or one the session may not name (another
+ *					workspace's: AccessSessionScope, docs/tenants.md) ->
+ *					agent_not_found, the same row; deleted -> agent_deleted;
  *					suspended (autonomous only) -> agent_suspended
  *	 manual			the user's ACL for the mode -> granted | user_denied
  *	 autonomous		direct grant in agent.access for (type, id):

@@ -16,6 +16,7 @@ extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, 
 extern Oid	PgAgentsAccessRelid(void);
 extern bool PgAgentsAccessOnCitus(void);
 extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
+extern bool PgAgentsAgentVisible(int64 agent_id);
 extern bool PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live);
 extern int	PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids);
 extern bool PgAgentsTypeHasParent(const char *rtype, const char *ptype);

@@ -211,8 +211,13 @@ AccessDecide(AccessArgs *a, bool want_detail, char **detail)
 
 	snap = AccessBegin("can_access");
 
+	/*
+	 * An agent the session may not name (another workspace's, or any for a
+	 * session bound to none that is not a superuser's) is answered as an id
+	 * no agent holds, on the same path: the same lookup, then this test.
+	 */
 	ag = AccessGetAgent(a->agent_id, snap);
-	if (!ag->found)
+	if (!AccessAgentVisible(ag))
 	{
 		if (want_detail)
 			*detail = psprintf("agent %lld does not exist", (long long) a->agent_id);

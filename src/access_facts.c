@@ -345,6 +345,22 @@ static bool acl_fn_loaded = false;
 static Oid	acl_fn_oid = InvalidOid;
 static FmgrInfo acl_fn_info;
 
+/*
+ * The agents the session may name (AccessSessionScope): decided once per
+ * snapshot, role and workspace setting, before any agent is looked up.
+ */
+typedef struct ScopeEntry
+{
+	bool		valid;
+	Oid			user;
+	char	   *workspace;		/* the setting it was decided for, "" none */
+	char	   *actor;			/* and pg_agents.actor */
+	int64		self;			/* the agent the actor names, 0 none */
+	AccessScopeKind kind;
+} ScopeEntry;
+
+static ScopeEntry scope;
+
 /* Empties the per-snapshot caches (their memory context is reset). */
 static void
 CacheReset(void)
@@ -365,6 +381,7 @@ CacheReset(void)
 	load_blocked_until = 0;
 	acl_fn_loaded = false;
 	acl_fn_oid = InvalidOid;
+	scope.valid = false;
 }
 
 
@@ -427,6 +444,7 @@ static SPIPlanPtr plan_groups = NULL;
 static SPIPlanPtr plan_acl = NULL;
 static SPIPlanPtr plan_config = NULL;
 static SPIPlanPtr plan_parent_types = NULL;
+static SPIPlanPtr plan_reader_bound = NULL;
 
 /*
  * Runs a kept read-only plan, elevated and connected (also for
@@ -1632,8 +1650,112 @@ AccessHasOwnAcl(const char *workspace, const char *rtype, const char *rid, Snaps
 }
 
 /*
+ * Is the role bound to the workspace as an analytics role (a row of
+ * agent.reader_workspaces for a role it has the privileges of, as
+ * agent._may_read_workspace reads it)?
+ */
+static bool
+ReaderBound(Oid user, const char *workspace)
+{
+	PgaElevation elev;
+	Oid			types[1] = {TEXTOID};
+	Datum		vals[1];
+	bool		bound = false;
+	uint64		r;
+
+	vals[0] = CStringGetTextDatum(workspace);
+	AccessSpiRun(&elev, &plan_reader_bound,
+		   "SELECT b.role_id::pg_catalog.oid FROM agent.reader_workspaces b "
+		   "WHERE b.workspace_id OPERATOR(pg_catalog.=) $1", 1, types, vals);
+	for (r = 0; r < SPI_processed && !bound; r++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+		bound = !isnull && has_privs_of_role(user, DatumGetObjectId(d));
+	}
+	AccessSpiDone(&elev);
+	return bound;
+}
+
+/* does the role have the privileges of the named role (false if it does not exist)? */
+static bool
+HasRole(Oid user, const char *name)
+{
+	Oid			role = get_role_oid(name, true);
+
+	return OidIsValid(role) && has_privs_of_role(user, role);
+}
+
+/*
+ * The agents the session may name (docs/tenants.md, "Agents of other
+ * workspaces"), decided from the current role and pg_agents.workspace alone,
+ * never from the agent asked about:
+ *
+ *	bound to a workspace	its agents, when the role may act in it: a
+ *							superuser, the application (agents_app), the
+ *							worker's tool role (agents_tool), or an analytics
+ *							role bound to it (agent.bind_reader); none for any
+ *							other role (setting the workspace opens nothing)
+ *	bound to none			every agent for a superuser (the worker's own
+ *							statements, the extension's SECURITY DEFINER code,
+ *							maintenance); none for any other role, as
+ *							row-level security gives it no row
+ *
+ * and, besides, the session's own agent (pg_agents.actor = agent:<id>) when it
+ * is of the session's workspace or the session is bound to none: what the
+ * allowlist's readable set of that agent shows of it anyway, on the tables
+ * the role may read (the allowlist only ever hides rows).  Every agent
+ * outside the scope is answered exactly as an id no agent holds.
+ */
+AccessScopeKind
+AccessSessionScope(void)
+{
+	Oid			user = GetUserId();
+	const char *ws = pg_agents_workspace != NULL ? pg_agents_workspace : "";
+	const char *actor = pg_agents_actor != NULL ? pg_agents_actor : "";
+
+	if (scope.valid && scope.user == user && strcmp(scope.workspace, ws) == 0 &&
+		strcmp(scope.actor, actor) == 0)
+		return scope.kind;
+	scope.valid = false;
+	if (ws[0] == '\0')
+		scope.kind = superuser_arg(user) ? SCOPE_ALL : SCOPE_NONE;
+	else if (superuser_arg(user) || HasRole(user, "agents_app") ||
+			 HasRole(user, "agents_tool") || ReaderBound(user, ws))
+		scope.kind = SCOPE_WORKSPACE;
+	else
+		scope.kind = SCOPE_NONE;
+	scope.user = user;
+	scope.workspace = MemoryContextStrdup(cache_cxt, ws);
+	scope.actor = MemoryContextStrdup(cache_cxt, actor);
+	scope.self = PgAgentsActorIsAgent(actor) ? strtoll(actor + 6, NULL, 10) : 0;
+	scope.valid = true;
+	return scope.kind;
+}
+
+/*
+ * May the session name this agent (found or not)?  One comparison with the
+ * scope AccessBegin decided: an agent of another workspace takes the path of
+ * an id no agent holds, with no lookup after it.
+ */
+bool
+AccessAgentVisible(const AgentEntry *ag)
+{
+	if (!ag->found)
+		return false;
+	if (scope.kind == SCOPE_ALL)
+		return true;
+	/* bound to a workspace: never another's agent, whoever asks */
+	if (scope.workspace[0] != '\0' && strcmp(ag->workspace, scope.workspace) != 0)
+		return false;
+	return scope.kind == SCOPE_WORKSPACE || ag->id == scope.self;
+}
+
+/*
  * The start of every decision: the relations of this transaction, the active
- * snapshot (what needs it is named in the error) and its caches.
+ * snapshot (what needs it is named in the error), its caches, and the agents
+ * the session may name.
  */
 Snapshot
 AccessBegin(const char *what)
@@ -1645,6 +1767,7 @@ AccessBegin(const char *what)
 		elog(ERROR, "pg_agents: %s needs an active snapshot", what);
 	snap = GetActiveSnapshot();
 	AccessEnsureCache(snap);
+	(void) AccessSessionScope();
 	return snap;
 }
 

@@ -202,6 +202,16 @@ extern void AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int
 extern void AccessSpiDone(PgaElevation *e);
 extern char *AccessSpiText(uint64 r, int i, MemoryContext cxt);
 
+/* the agents the session may name (access_facts.c, AccessSessionScope) */
+typedef enum AccessScopeKind
+{
+	SCOPE_NONE,					/* none: answered as ids no agent holds */
+	SCOPE_WORKSPACE,			/* those of the session's workspace */
+	SCOPE_ALL					/* every agent: a superuser bound to none */
+} AccessScopeKind;
+
+extern AccessScopeKind AccessSessionScope(void);
+extern bool AccessAgentVisible(const AgentEntry *ag);
 extern void AccessEnsureRels(void);
 extern void AccessEnsureCache(Snapshot snap);
 extern Snapshot AccessBegin(const char *what);

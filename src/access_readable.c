@@ -69,7 +69,7 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
 	if (OidIsValid(AccessGetAclFunction(snap)))
 		return -1;
 	ag = AccessGetAgent(agent_id, snap);
-	if (!ag->found || ag->deleted || ag->suspended)
+	if (!AccessAgentVisible(ag) || ag->deleted || ag->suspended)
 		return 0;
 	grant = ag->set != NULL ? AccessGrantSetLookup(ag->set, rtype, rid) :
 		AccessGetGrant(agent_id, rtype, rid, snap);
@@ -89,11 +89,27 @@ PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live)
 {
 	Snapshot	snap = AccessBegin("the readable set");
 	AgentEntry *ag = AccessGetAgent(agent_id, snap);
+	bool		visible = AccessAgentVisible(ag);
 
-	*owner = pstrdup(ag->found && ag->owner != NULL ? ag->owner : "");
-	*workspace = pstrdup(ag->found && ag->workspace != NULL ? ag->workspace : "");
-	*live = ag->found && !ag->deleted && !ag->suspended;
-	return ag->found;
+	*owner = pstrdup(visible && ag->owner != NULL ? ag->owner : "");
+	*workspace = pstrdup(visible && ag->workspace != NULL ? ag->workspace : "");
+	*live = visible && !ag->deleted && !ag->suspended;
+	return visible;
+}
+
+/*
+ * May the session name the agent (docs/tenants.md)?  False for an id no
+ * agent holds and, on the same path, for an agent of another workspace than
+ * the session's, or any agent for a session bound to none that is not a
+ * superuser's (AccessSessionScope): the allowlist answers them all with an
+ * empty set, before any kept set is looked at.
+ */
+bool
+PgAgentsAgentVisible(int64 agent_id)
+{
+	Snapshot	snap = AccessBegin("the readable set");
+
+	return AccessAgentVisible(AccessGetAgent(agent_id, snap));
 }
 
 /*
@@ -383,7 +399,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	snap = AccessBegin("the readable set");
 	*custom_acl = OidIsValid(AccessGetAclFunction(snap));
 	ag = AccessGetAgent(agent_id, snap);
-	if (!ag->found || ag->deleted || ag->suspended)
+	if (!AccessAgentVisible(ag) || ag->deleted || ag->suspended)
 		return NULL;
 	want_shared = !*custom_acl &&
 		AccessGetWorkspaceGrant(ag, snap) != LEVEL_NONE;

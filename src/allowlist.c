@@ -920,6 +920,16 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
+	/* an agent the session may not name has no set, kept or not */
+	if (!PgAgentsAgentVisible(agent_id))
+	{
+		if (count)
+		{
+			*count = 0;
+			return (Datum) 0;
+		}
+		return PointerGetDatum(construct_empty_array(elemtype));
+	}
 
 	scratch = AllocSetContextCreate(CurrentMemoryContext, "pg_agents readable set",
 									ALLOCSET_DEFAULT_SIZES);
@@ -1097,8 +1107,12 @@ ReadableIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 static int
 ReadableIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
-	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
+	IdsEntry   *e;
 
+	/* not even the size of the set of an agent the session may not name */
+	if (!PgAgentsAgentVisible(agent_id))
+		return -1;
+	e = FindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
 	return e ? ArrayCount(e->array) : -1;
 }
 
@@ -1497,6 +1511,7 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
 typedef struct HasSet
 {
 	char		actor[32];		/* pg_agents.actor it was built for */
+	char	   *workspace;		/* and pg_agents.workspace ("" none) */
 	Oid			argtype;
 	bool		edit;
 	bool		perrow;			/* deciding row by row, no set yet */
@@ -1690,6 +1705,7 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 
 	/* the same actor, type and mode as the set was built for? */
 	if (s == NULL || pg_agents_actor == NULL || strcmp(s->actor, pg_agents_actor) != 0 ||
+		strcmp(s->workspace, pg_agents_workspace ? pg_agents_workspace : "") != 0 ||
 		!TextIs(rt, s->rtype) || !TextIs(md, s->mode))
 	{
 		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
@@ -1699,6 +1715,8 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 		s = HasSetBuild(fcinfo->flinfo->fn_mcxt, strtoll(pg_agents_actor + 6, NULL, 10),
 						text_to_cstring(rt), text_to_cstring(md), HasElemType(argtype));
 		strlcpy(s->actor, pg_agents_actor, sizeof(s->actor));
+		s->workspace = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt,
+										   pg_agents_workspace ? pg_agents_workspace : "");
 		s->argtype = argtype;
 		fcinfo->flinfo->fn_extra = s;
 	}

@@ -5,7 +5,7 @@
 -- the row when it has ACL rows of its own, else the collection's.  Two
 -- workspaces, a role with no grants, the application role.
 BEGIN;
-SELECT plan(51);
+SELECT plan(53);
 
 CREATE SCHEMA coll_t;
 CREATE TABLE coll_t.tickets (id bigint PRIMARY KEY, collection_id text NOT NULL,
@@ -125,16 +125,31 @@ SELECT is((SELECT reason FROM agent.explain_access(7600001, 'page', '1', 'edit',
 SELECT is((SELECT reason FROM agent.explain_access(7600001, 'page', '3', 'read', 'manual', 'cu1')), 'user_denied',
           'manual: a row of a collection the user may not read');
 
--- the same decisions for a role with no grants and for the application role
+-- a role with no grants names no agent, even bound to the agents' workspace
+-- (docs/tenants.md); the application bound to a workspace gets the same
+-- decisions for its agents, and those of the other are missing ids
 SET LOCAL ROLE coll_t_nobody;
+SELECT set_config('pg_agents.workspace', 'ws-c1', true);
 SELECT is((SELECT count(*)::int FROM m
-            WHERE agent.can_access(agent_id, rtype, rid, mode) IS DISTINCT FROM (expected = 'granted')),
-          0, 'a role with no grants on the table gets the same decisions');
+            WHERE (SELECT reason FROM agent.explain_access(agent_id, rtype, rid, mode)) <> 'agent_not_found'
+               OR agent.can_access(agent_id, rtype, rid, mode)),
+          0, 'a role with no grants: every cell is agent_not_found');
+SELECT set_config('pg_agents.workspace', '', true);
 RESET ROLE;
 SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.workspace', 'ws-c1', true);
+SELECT is((SELECT count(*)::int FROM m JOIN agent.agents a ON a.id = m.agent_id AND a.workspace_id = 'ws-c1'
+            WHERE agent.can_access(m.agent_id, rtype, rid, mode) IS DISTINCT FROM (expected = 'granted')),
+          0, 'agents_app bound to ws-c1 gets the same decisions for the agents of ws-c1');
+SELECT is((SELECT array_agg(DISTINCT reason) FROM m, agent.explain_access(m.agent_id, rtype, rid, mode)
+            WHERE m.agent_id IN (7600002, 7600003)),
+          ARRAY['agent_not_found'], 'agents_app bound to ws-c1: the agents of ws-c2 are missing ids');
+SELECT set_config('pg_agents.workspace', 'ws-c2', true);
 SELECT is((SELECT count(*)::int FROM m
-            WHERE agent.can_access(agent_id, rtype, rid, mode) IS DISTINCT FROM (expected = 'granted')),
-          0, 'agents_app gets the same decisions');
+            WHERE m.agent_id IN (7600002, 7600003)
+              AND agent.can_access(m.agent_id, rtype, rid, mode) IS DISTINCT FROM (expected = 'granted')),
+          0, 'agents_app bound to ws-c2 gets the same decisions for the agents of ws-c2');
+SELECT set_config('pg_agents.workspace', '', true);
 RESET ROLE;
 
 -- the readable set (the allowlist policies): rows of granted collections
@@ -143,32 +158,40 @@ SELECT lives_ok($$SELECT agent.enable_allowlist('coll_t.tickets', 'page', 'id')$
 GRANT USAGE ON SCHEMA coll_t TO agents_app, agents_tool;
 GRANT SELECT ON coll_t.tickets TO agents_app;
 SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.workspace', 'ws-c1', true);
 SELECT set_config('pg_agents.actor', 'agent:7600001', true);
 SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets), ARRAY[1, 2, 4, 5, 7, 8]::bigint[],
           'an agent reads the rows of its collections, its own granted rows, not the rows its owner may not read');
 SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets WHERE priority = 'high'), ARRAY[1]::bigint[],
           'filtered before the query''s own filter: no row of a collection not granted, no row of the other workspace');
+SELECT set_config('pg_agents.workspace', 'ws-c2', true);
 SELECT set_config('pg_agents.actor', 'agent:7600003', true);
 SELECT is((SELECT count(*)::int FROM coll_t.tickets), 0, 'an agent of another workspace sees none of them');
+SELECT set_config('pg_agents.workspace', 'ws-c1', true);
 SELECT set_config('pg_agents.actor', 'agent:7600004', true);
 SELECT is((SELECT count(*)::int FROM coll_t.tickets), 0, 'a suspended agent sees none of them');
 SELECT set_config('pg_agents.actor', '', true);
+SELECT set_config('pg_agents.workspace', '', true);
 RESET ROLE;
 INSERT INTO coll_t.tickets VALUES (10, 'tickets', 'ws-c1', 'New', 'added later', NULL, 'high', NULL);
 SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.workspace', 'ws-c1', true);
 SELECT set_config('pg_agents.actor', 'agent:7600001', true);
 SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets WHERE priority = 'high'), ARRAY[1, 10]::bigint[],
           'a row added to a granted collection is readable at the next statement');
 SELECT is((SELECT array_agg(id ORDER BY id) FROM coll_t.tickets WHERE priority = 'high'), ARRAY[1, 10]::bigint[],
           'and again (the set is not kept across the application''s changes)');
 SELECT set_config('pg_agents.actor', '', true);
+SELECT set_config('pg_agents.workspace', '', true);
 RESET ROLE;
 UPDATE coll_t.tickets SET collection_id = 'other' WHERE id = 10;
 SET LOCAL ROLE agents_app;
+SELECT set_config('pg_agents.workspace', 'ws-c1', true);
 SELECT set_config('pg_agents.actor', 'agent:7600001', true);
 SELECT is((SELECT count(*)::int FROM coll_t.tickets WHERE id = 10), 0,
           'a row moved out of a granted collection is no longer readable at the next statement');
 SELECT set_config('pg_agents.actor', '', true);
+SELECT set_config('pg_agents.workspace', '', true);
 RESET ROLE;
 SELECT agent.disable_allowlist('coll_t.tickets');
 
