@@ -128,8 +128,9 @@ BEGIN
   END IF;
   IF p_regime = 'autonomous' THEN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
-    -- one queue decision at a time per agent, so that concurrent events respect the cap
-    PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
+    -- one queue decision at a time per agent, so that concurrent events
+    -- respect the cap (a row lock of agent.locks: no other role can take it)
+    PERFORM agent._lock('cap', p_agent_id::text);
     -- Counting stops at the cap: the check costs at most cap rows.  While this
     -- transaction holds the lock no other one queues for the agent, and now()
     -- does not move, so the count only grows by the runs queued here: it is
