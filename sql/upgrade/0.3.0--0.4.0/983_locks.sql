@@ -43,8 +43,12 @@ BEGIN
   IF p_regime = 'autonomous' THEN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
     -- one queue decision at a time per agent, so that concurrent events
-    -- respect the cap (a row lock of agent.locks: no other role can take it)
-    PERFORM agent._lock('cap', p_agent_id::text);
+    -- respect the cap: the agent's row of agent.locks, which no other role
+    -- can lock (the row made by agent._lock on the agent's first queueing)
+    PERFORM FROM agent.locks l WHERE l.purpose = 'cap' AND l.key = p_agent_id::text FOR UPDATE;
+    IF NOT FOUND THEN
+      PERFORM agent._lock('cap', p_agent_id::text);
+    END IF;
     -- Counting stops at the cap: the check costs at most cap rows.  While this
     -- transaction holds the lock no other one queues for the agent, and now()
     -- does not move, so the count only grows by the runs queued here: it is
@@ -245,9 +249,10 @@ COMMENT ON FUNCTION agent.fire_trigger(bigint, text, jsonb) IS
 -- candidates were read) is skipped: when a pass ends short because of that,
 -- another pass runs without those candidates, so that a claim never comes
 -- back short while claimable runs remain (each such pass excludes at least
--- one more run).  With the cap on, claims are serialised (the row lock of
--- agent.locks, purpose claim) so that two claimers never both fill the same room; the
--- running runs are then counted by a statement that starts after the lock.
+-- one more run).  With the cap on, claims are serialised (the row of
+-- agent.locks of purpose claim, locked until the transaction ends) so that
+-- two claimers never both fill the same room; the running runs are then
+-- counted by a statement that starts after the lock.
 CREATE OR REPLACE FUNCTION agent.claim_runs(n int) RETURNS SETOF agent.runs
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 ROWS 16   -- a claim returns a few runs: the worker's join on it stays a nested loop
@@ -312,7 +317,11 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF v_cap > 0 THEN
-    PERFORM agent._lock('claim');
+    -- (the row of agent.locks the install made; agent._lock makes it again)
+    PERFORM FROM agent.locks l WHERE l.purpose = 'claim' AND l.key = '' FOR UPDATE;
+    IF NOT FOUND THEN
+      PERFORM agent._lock('claim');
+    END IF;
   END IF;
 
   -- One workspace with queued runs (or a session bound to one): its own
