@@ -18,7 +18,7 @@ export PGOPTIONS="-c client_min_messages=warning"
 q() { psql -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 pgb=$(command -v pgbench || echo "$PG_AGENTS_BINDIR/pgbench")
 
-if [ "${BENCH_SCALE:-}" = small ]; then n=300; t=200; else n=1500; t=1000; fi
+if [ "${BENCH_SCALE:-}" = small ]; then n=300; t=200; else n=1000; t=500; fi
 tmp=$(mktemp -d /tmp/pg_agents_bench_locks.XXXXXX)
 restore() {  # the installed definitions back, the worker resumed, settings reset
     [ -s "$tmp/claim_runs.sql" ] && psql -XAtq -f "$tmp/claim_runs.sql" >/dev/null 2>&1
