@@ -128,8 +128,13 @@ BEGIN
   END IF;
   IF p_regime = 'autonomous' THEN
     v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
-    -- one queue decision at a time per agent, so that concurrent events respect the cap
-    PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(p_agent_id::text));
+    -- one queue decision at a time per agent, so that concurrent events
+    -- respect the cap: the agent's row of agent.locks, which no other role
+    -- can lock (the row made by agent._lock on the agent's first queueing)
+    PERFORM FROM agent.locks l WHERE l.purpose = 'cap' AND l.key = p_agent_id::text FOR UPDATE;
+    IF NOT FOUND THEN
+      PERFORM agent._lock('cap', p_agent_id::text);
+    END IF;
     -- Counting stops at the cap: the check costs at most cap rows.  While this
     -- transaction holds the lock no other one queues for the agent, and now()
     -- does not move, so the count only grows by the runs queued here: it is

@@ -580,9 +580,10 @@ COMMENT ON FUNCTION agent._queue_advance(text, smallint[]) IS
 -- candidates were read) is skipped: when a pass ends short because of that,
 -- another pass runs without those candidates, so that a claim never comes
 -- back short while claimable runs remain (each such pass excludes at least
--- one more run).  With the cap on, claims are serialised (a transaction
--- advisory lock) so that two claimers never both fill the same room; the
--- running runs are then counted by a statement that starts after the lock.
+-- one more run).  With the cap on, claims are serialised (the row of
+-- agent.locks of purpose claim, locked until the transaction ends) so that
+-- two claimers never both fill the same room; the running runs are then
+-- counted by a statement that starts after the lock.
 CREATE FUNCTION agent.claim_runs(n int) RETURNS SETOF agent.runs
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 ROWS 16   -- a claim returns a few runs: the worker's join on it stays a nested loop
@@ -647,7 +648,11 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF v_cap > 0 THEN
-    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pg_agents.claim'), 0);
+    -- (the row of agent.locks the install made; agent._lock makes it again)
+    PERFORM FROM agent.locks l WHERE l.purpose = 'claim' AND l.key = '' FOR UPDATE;
+    IF NOT FOUND THEN
+      PERFORM agent._lock('claim');
+    END IF;
   END IF;
 
   -- One workspace with queued runs (or a session bound to one): its own

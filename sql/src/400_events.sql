@@ -516,7 +516,7 @@ BEGIN
   -- the hourly cap: one decision at a time per agent (the lock of
   -- agent._enqueue_run), counting stops at the cap
   v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
-  PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(a.id::text));
+  PERFORM agent._lock('cap', a.id::text);
   SELECT count(*) INTO v_recent FROM (
     SELECT 1 FROM agent.runs r
      WHERE r.workspace_id = a.workspace_id AND r.agent_id = a.id

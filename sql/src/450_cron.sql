@@ -249,7 +249,7 @@ BEGIN
 
       -- One queue decision at a time per agent (the lock agent._enqueue_run
       -- takes), taken in agent id order before the cap is counted.
-      PERFORM pg_advisory_xact_lock(hashtext('pg_agents.cap'), hashtext(x.agent_id::text))
+      PERFORM agent._lock('cap', x.agent_id::text)
          FROM (SELECT DISTINCT u.agent_id FROM unnest(v_due) AS u
                 WHERE u.live AND u.ok
                 ORDER BY u.agent_id) x;
@@ -404,7 +404,7 @@ BEGIN
   -- The other modules' periodic work, when installed.  One tick at a time
   -- does it: a concurrent tick skips it rather than wait for the rows the
   -- other one is cleaning up (the lock is held until this transaction ends).
-  IF pg_try_advisory_xact_lock(hashtext('pg_agents.tick'), 0) THEN
+  IF agent._lock('tick', '', false) THEN
     IF to_regprocedure('agent._tick_runs(timestamptz)') IS NOT NULL THEN
       EXECUTE 'SELECT agent._tick_runs($1)' USING v_now;
     END IF;

@@ -512,7 +512,7 @@ DECLARE
 BEGIN
   SELECT s.agent_id INTO v_id FROM agent.assistants s WHERE s.workspace_id = p_workspace_id;
   IF v_id IS NULL THEN
-    PERFORM pg_advisory_xact_lock(hashtext('pg_agents.assistant'), hashtext(p_workspace_id));
+    PERFORM agent._lock('assistant', p_workspace_id);
     SELECT s.agent_id INTO v_id FROM agent.assistants s WHERE s.workspace_id = p_workspace_id;
   END IF;
   IF v_id IS NULL THEN

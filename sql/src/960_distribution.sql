@@ -51,7 +51,8 @@ AS $$
     (36, 'agent.run_stream_text', 'distributed', 'The streamed text of a run (foreign key to runs).'),
     -- local: stay on each node
     (34, 'agent.worker_control', 'local', 'The pause switch of the background worker of the node it is on (one row per node).'),
-    (35, 'agent._history_holds', 'local', 'Transient: rows live only inside one function call of the transaction that writes them, on the node that runs it.')
+    (35, 'agent._history_holds', 'local', 'Transient: rows live only inside one function call of the transaction that writes them, on the node that runs it.'),
+    (37, 'agent.locks', 'local', 'The rows the functions of the node lock to serialise its queue decisions (hourly cap, claims, tick, assistant), as the advisory locks they replace were per node.')
     ) AS p(n, t, k, r)
    ORDER BY p.n
 $$;

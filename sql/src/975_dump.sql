@@ -32,7 +32,8 @@ BEGIN
          -- bookkeeping that is only true in the database that made it
          '_history_holds',   -- rows live inside one function call
          'run_queue_marks',  -- claim scan marks, lowered again by the queue itself
-         'run_queue_returns')
+         'run_queue_returns',
+         'locks')            -- rows locked to serialise (claim and tick made by the script, the others on first use)
      ORDER BY c.oid
   LOOP
     PERFORM pg_catalog.pg_extension_config_dump(r.rel, '');
