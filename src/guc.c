@@ -29,6 +29,7 @@ char	   *pg_agents_workspace = NULL;
 char	   *pg_agents_run_id = NULL;
 char	   *pg_agents_surface = NULL;
 char	   *pg_agents_on_behalf_of = NULL;
+char	   *pg_agents_acting_user = NULL;
 
 /* worker */
 char	   *pg_agents_database = NULL;
@@ -192,6 +193,19 @@ PgAgentsDefineGucs(void)
 	DefineIdentityGuc("pg_agents.on_behalf_of",
 					  "The user an agent acts on behalf of, if any.",
 					  &pg_agents_on_behalf_of);
+
+	/*
+	 * The user an API function acts for (its by_user or user_id argument),
+	 * for the audit rows it writes.  Superuser-only: the extension's
+	 * SECURITY DEFINER functions set it for their own call (a SET clause
+	 * bounds it to the call), a caller cannot set it to name another user.
+	 */
+	DefineCustomStringVariable("pg_agents.acting_user",
+							   "The user the running pg_agents function acts for (set by the function itself).",
+							   "The audit rows of the call name this user as actor; an agent session keeps the agent as actor and names the user as on_behalf_of.",
+							   &pg_agents_acting_user, "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("pg_agents.database",
 							   "Database in which the pg_agents worker runs.",

@@ -398,6 +398,7 @@ CREATE FUNCTION agent.cancel_runs(agent_id bigint DEFAULT NULL, workspace_id tex
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -410,6 +411,8 @@ DECLARE
   v_per   jsonb := '{}';
   k       text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(cancel_runs.by_user, ''), true);
   IF status IS NOT NULL AND status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children') THEN
     RAISE EXCEPTION 'invalid status "%"', status
       USING ERRCODE = 'invalid_parameter_value',
@@ -492,6 +495,7 @@ CREATE FUNCTION agent.requeue_runs(agent_id bigint DEFAULT NULL, workspace_id te
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -501,6 +505,8 @@ DECLARE
   v_n  integer := 0;
   v_who text := coalesce(nullif(by_user, ''), 'dba:' || session_user::text);
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(requeue_runs.by_user, ''), true);
   IF status IS NULL OR status NOT IN ('failed', 'budget_exceeded', 'cancelled', 'expired') THEN
     RAISE EXCEPTION 'invalid status "%"', status
       USING ERRCODE = 'invalid_parameter_value',
