@@ -252,8 +252,9 @@ PgAgentsDefineGucs(void)
 							   PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("pg_agents.secret_key_file",
 							   "File holding the key of the secrets store (64 hex digits).",
-							   "Relative to the data directory; created with mode 0600 by the first agent.set_secret.",
-							   &pg_agents_secret_key_file, "pg_agents.key",
+							   "Empty: pg_agents.key beside config_file when that lies outside the data directory, else in the data directory (with a WARNING). "
+							   "A relative path is taken from the data directory; created with mode 0600 by the first agent.set_secret.",
+							   &pg_agents_secret_key_file, "",
 							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",
