@@ -6,7 +6,9 @@
  *		config_file when that lies outside the data directory (Debian keeps
  *		it in /etc/postgresql/NN/main), else in the data directory, with a
  *		WARNING: a base backup then holds the key and the ciphertext
- *		together.  agent.secret_key_file() reports the choice.
+ *		together (in the server log at startup, and to the superuser at the
+ *		first agent.set_secret of a process).  agent.secret_key_file()
+ *		reports the choice.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,6 +29,9 @@
 PG_FUNCTION_INFO_V1(pg_agents_secret_key_file_info);
 
 #define KEY_FILE_NAME	"pg_agents.key"
+
+/* this process reported a key file inside the data directory */
+static bool key_warned = false;
 
 /* whether path lies in directory dir (dir itself included) */
 static bool
@@ -76,13 +81,14 @@ SecretKeyPathChoose(const char *setting, const char *config_file,
  * The key file of this server.  With the setting empty and the config
  * directory chosen, a key file of an earlier version still in the data
  * directory (the default before 0.4.0) is kept when none lies beside
- * config_file yet, so that the secrets it encrypted stay readable.  A key
- * in the data directory is reported once per process (WARNING).
+ * config_file yet, so that the secrets it encrypted stay readable.  With
+ * warn, a key in the data directory is reported once per process (WARNING):
+ * agent.set_secret warns, the worker's and sessions' reads do not (the
+ * server log has it from startup).
  */
 char *
-SecretKeyPath(bool *inside)
+SecretKeyPath(bool *inside, bool warn)
 {
-	static bool warned = false;
 	char	   *path;
 	struct stat st;
 
@@ -98,9 +104,9 @@ SecretKeyPath(bool *inside)
 			*inside = true;
 		}
 	}
-	if (*inside && !warned)
+	if (*inside && warn && !key_warned)
 	{
-		warned = true;
+		key_warned = true;
 		ereport(WARNING,
 				(errmsg("the key file of the secrets store lies inside the data directory"),
 				 errdetail("The key file is \"%s\": a base backup of the data directory holds the key together with the secrets it encrypts.",
@@ -108,6 +114,22 @@ SecretKeyPath(bool *inside)
 				 errhint("Move the key file out of the data directory and set pg_agents.secret_key_file to its absolute path.")));
 	}
 	return path;
+}
+
+/*
+ * At postmaster start (shared_preload_libraries): a WARNING in the server
+ * log when the key file lies, or would lie, in the data directory.
+ */
+void
+SecretKeyFileCheckAtStartup(void)
+{
+	bool		inside;
+
+	if (IsUnderPostmaster || !process_shared_preload_libraries_in_progress ||
+		DataDir == NULL)
+		return;
+	(void) SecretKeyPath(&inside, true);
+	key_warned = false;			/* each backend (forked) warns again */
 }
 
 /*
@@ -132,7 +154,7 @@ pg_agents_secret_key_file_info(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	if (PG_ARGISNULL(0) && PG_ARGISNULL(1) && PG_ARGISNULL(2))
-		path = SecretKeyPath(&inside);
+		path = SecretKeyPath(&inside, false);
 	else
 		path = SecretKeyPathChoose(PG_ARGISNULL(0) ? pg_agents_secret_key_file
 								   : text_to_cstring(PG_GETARG_TEXT_PP(0)),

@@ -60,11 +60,11 @@ static bool secret_key_loaded = false;
 
 /* palloc'd path of the key file (secret_keyfile.c) */
 static char *
-KeyPath(void)
+KeyPath(bool create)
 {
 	bool		inside;
 
-	return SecretKeyPath(&inside);
+	return SecretKeyPath(&inside, create);
 }
 
 /* Value of one hexadecimal digit, or -1 when c is not one. */
@@ -96,7 +96,7 @@ LoadKey(bool create, char **error)
 
 	if (secret_key_loaded)
 		return true;
-	path = KeyPath();
+	path = KeyPath(create);
 	fd = open(path, O_RDONLY | PG_BINARY, 0);
 	if (fd < 0 && errno == ENOENT && create)
 	{

@@ -1,6 +1,7 @@
 -- The key file of the secrets store (issue 30, finding 9): beside
 -- config_file when that lies outside the data directory (Debian), else in
--- the data directory with a WARNING at first use (a base backup would hold
+-- the data directory with a WARNING at startup and at a session's first
+-- agent.set_secret (a base backup would hold
 -- key and ciphertext together). The test cluster keeps its configuration in
 -- the data directory, so the server's own choice is the warned one.
 \set VERBOSITY terse
