@@ -166,8 +166,22 @@ AuditIdentity(AuditRow *row)
 {
 	const char *a = guc_or_null(pg_agents_actor);
 	const char *r = guc_or_null(pg_agents_run_id);
+	const char *u = guc_or_null(pg_agents_acting_user);
+	bool		agent_acts = (a != NULL && strncmp(a, "agent:", 6) == 0);
 
-	if (a == NULL && pg_agents_audit_as_worker)
+	/*
+	 * The user an API function acts for (pg_agents.acting_user, set by the
+	 * function from its by_user argument and bounded to its call) is the
+	 * actor, whatever pg_agents.actor says, except in an agent's session:
+	 * an agent stays the actor and the user becomes on_behalf_of, so that
+	 * an agent can never be recorded as a human by naming one.
+	 */
+	if (u != NULL && !agent_acts)
+	{
+		row->actor_kind = "human";
+		row->actor_id = u;
+	}
+	else if (a == NULL && pg_agents_audit_as_worker)
 	{
 		/* the worker's own bookkeeping: no human acts */
 		row->actor_kind = "system";
@@ -199,6 +213,8 @@ AuditIdentity(AuditRow *row)
 		row->actor_id = a;
 	}
 	row->on_behalf_of = guc_or_null(pg_agents_on_behalf_of);
+	if (row->on_behalf_of == NULL && u != NULL && agent_acts)
+		row->on_behalf_of = u;
 	row->surface = guc_or_null(pg_agents_surface);
 	row->has_run_id = false;
 	if (r != NULL)

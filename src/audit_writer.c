@@ -235,6 +235,34 @@ set_text(Datum *values, bool *nulls, int col, const char *s)
 	nulls[a] = false;
 }
 
+/*
+ * A target id as stored: redacted like the summary and the inputs (an id
+ * may be a URL with a password, a token, a key the caller chose), and cut
+ * at REDACT_MAX_STRING bytes on a character boundary.  NULL stays NULL.
+ */
+static const char *
+clean_target_id(const char *s)
+{
+	int			len;
+	char	   *red;
+	int			red_len;
+
+	if (s == NULL)
+		return NULL;
+	len = strlen(s);
+	red = PgAgentsRedactText(s, len, &red_len);
+	if (red == NULL && len <= REDACT_MAX_STRING)
+		return s;
+	if (red == NULL)
+	{
+		red = pstrdup(s);
+		red_len = len;
+	}
+	if (red_len > REDACT_MAX_STRING)
+		red[pg_mbcliplen(red, red_len, REDACT_MAX_STRING)] = '\0';
+	return red;
+}
+
 /* Forgets the buffer (its memory goes with the transaction's). */
 static void
 pending_forget(void)
@@ -895,7 +923,7 @@ AuditInsert(AuditRow *row)
 	set_text(values, nulls, AL_STATUS, row->status ? row->status : "success");
 	set_text(values, nulls, AL_ERROR_CODE, row->error_code);
 	set_text(values, nulls, AL_TARGET_TYPE, row->target_type);
-	set_text(values, nulls, AL_TARGET_ID, row->target_id);
+	set_text(values, nulls, AL_TARGET_ID, clean_target_id(row->target_id));
 	set_text(values, nulls, AL_OWNER_ID, row->owner_id);
 	set_text(values, nulls, AL_WORKSPACE_ID, row->workspace_id);
 	set_text(values, nulls, AL_SUMMARY, row->summary);

@@ -30,6 +30,7 @@ char	   *pg_agents_workspace = NULL;
 char	   *pg_agents_run_id = NULL;
 char	   *pg_agents_surface = NULL;
 char	   *pg_agents_on_behalf_of = NULL;
+char	   *pg_agents_acting_user = NULL;
 
 /* worker */
 char	   *pg_agents_database = NULL;
@@ -202,6 +203,19 @@ PgAgentsDefineGucs(void)
 					  "The user an agent acts on behalf of, if any.",
 					  &pg_agents_on_behalf_of);
 
+	/*
+	 * The user an API function acts for (its by_user or user_id argument),
+	 * for the audit rows it writes.  Superuser-only: the extension's
+	 * SECURITY DEFINER functions set it for their own call (a SET clause
+	 * bounds it to the call), a caller cannot set it to name another user.
+	 */
+	DefineCustomStringVariable("pg_agents.acting_user",
+							   "The user the running pg_agents function acts for (set by the function itself).",
+							   "The audit rows of the call name this user as actor; an agent session keeps the agent as actor and names the user as on_behalf_of.",
+							   &pg_agents_acting_user, "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
+
 	DefineCustomStringVariable("pg_agents.database",
 							   "Database in which the pg_agents worker runs.",
 							   NULL, &pg_agents_database, "postgres",
@@ -247,8 +261,9 @@ PgAgentsDefineGucs(void)
 							   PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("pg_agents.secret_key_file",
 							   "File holding the key of the secrets store (64 hex digits).",
-							   "Relative to the data directory; created with mode 0600 by the first agent.set_secret.",
-							   &pg_agents_secret_key_file, "pg_agents.key",
+							   "Empty: pg_agents.key beside config_file when that lies outside the data directory, else in the data directory (with a WARNING). "
+							   "A relative path is taken from the data directory; created with mode 0600 by the first agent.set_secret.",
+							   &pg_agents_secret_key_file, "",
 							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.request_timeout",
 							"Time-out of one HTTP request of the worker.",

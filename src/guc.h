@@ -21,6 +21,7 @@ extern char *pg_agents_workspace;
 extern char *pg_agents_run_id;
 extern char *pg_agents_surface;
 extern char *pg_agents_on_behalf_of;
+extern char *pg_agents_acting_user;
 extern char *pg_agents_database;
 extern bool pg_agents_audit_enabled;
 extern int	pg_agents_audit_retention_days;

@@ -13,6 +13,7 @@
 #include "events.h"
 #include "guc.h"
 #include "ratelimit.h"
+#include "secrets.h"
 #include "shmem.h"
 #include "worker.h"
 
@@ -36,4 +37,5 @@ _PG_init(void)
 	PgAgentsInitRateLimitShmem();	/* providers */
 	PgAgentsInitEventStats();
 	PgAgentsRegisterWorker();
+	SecretKeyFileCheckAtStartup();	/* a WARNING when it lies in PGDATA */
 }

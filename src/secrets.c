@@ -6,8 +6,9 @@
  *		(provider keys, MCP header values, pg_agents.llm_api_key).
  *
  * A value is encrypted with AES-256-GCM (OpenSSL's EVP interface) under a
- * key kept outside the database: a file of 64 hex digits, pg_agents.key in
- * the data directory or the file pg_agents.secret_key_file names, created
+ * key kept outside the database: a file of 64 hex digits, pg_agents.key
+ * beside config_file (in the data directory when config_file lies there,
+ * secret_keyfile.c) or the file pg_agents.secret_key_file names, created
  * (mode 0600) by the first agent.set_secret.  The key never passes through
  * SQL.  agent.secrets holds only
  *
@@ -66,17 +67,13 @@ char	   *pg_agents_secret_key_file = NULL;
 static unsigned char secret_key[SECRET_KEY_LEN];
 static bool secret_key_loaded = false;
 
-/* palloc'd path of the key file */
+/* palloc'd path of the key file (secret_keyfile.c) */
 static char *
-KeyPath(void)
+KeyPath(bool create)
 {
-	const char *f = pg_agents_secret_key_file;
+	bool		inside;
 
-	if (f == NULL || f[0] == '\0')
-		f = "pg_agents.key";
-	if (is_absolute_path(f))
-		return pstrdup(f);
-	return psprintf("%s/%s", DataDir, f);
+	return SecretKeyPath(&inside, create);
 }
 
 /* Value of one hexadecimal digit, or -1 when c is not one. */
@@ -108,7 +105,7 @@ LoadKey(bool create, char **error)
 
 	if (secret_key_loaded)
 		return true;
-	path = KeyPath();
+	path = KeyPath(create);
 	fd = open(path, O_RDONLY | PG_BINARY, 0);
 	if (fd < 0 && errno == ENOENT && create)
 	{

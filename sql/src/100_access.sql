@@ -324,6 +324,7 @@ CREATE FUNCTION agent.share(agent_id bigint, principal text, level text, by_user
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -331,6 +332,8 @@ DECLARE
   v_u text;
   v_g text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(share.by_user, ''), true);
   IF principal IS NULL OR principal !~ '^(user|group):.+$' THEN
     RAISE EXCEPTION 'invalid principal "%"', coalesce(principal, 'NULL')
       USING ERRCODE = 'invalid_parameter_value',
@@ -368,12 +371,15 @@ CREATE FUNCTION agent.unshare(agent_id bigint, principal text, by_user text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
   a agent.agents%ROWTYPE;
   n integer;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(unshare.by_user, ''), true);
   IF principal IS NULL OR principal !~ '^(user|group):.+$' THEN
     RAISE EXCEPTION 'invalid principal "%"', coalesce(principal, 'NULL')
       USING ERRCODE = 'invalid_parameter_value',
@@ -433,11 +439,14 @@ CREATE FUNCTION agent.grant(agent_id bigint, resource_type text, resource_id tex
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
   a agent.agents%ROWTYPE;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce("grant".by_user, ''), true);
   PERFORM agent._check_grant(resource_type, resource_id, access);
   a := agent._agent_named("grant".agent_id, by_user, 'edit_settings', true);
   -- the deputy rule: by_user grants only what they may read (edit) themselves
@@ -466,12 +475,15 @@ CREATE FUNCTION agent.revoke(agent_id bigint, resource_type text, resource_id te
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
   a agent.agents%ROWTYPE;
   n integer;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(revoke.by_user, ''), true);
   a := agent._agent_named(revoke.agent_id, by_user, 'edit_settings', true);
   DELETE FROM agent.access g
    WHERE g.workspace_id = a.workspace_id AND g.agent_id = a.id AND g.resource_type = revoke.resource_type AND g.resource_id = revoke.resource_id;
@@ -681,20 +693,23 @@ COMMENT ON FUNCTION agent._apply_settings(bigint, jsonb, text) IS
 
 -- A trigger's settings: the form of version snapshots and of audit rows.
 -- (agent._snapshot builds the same object inline: keep the two alike)
+-- (plpgsql: the column conversation is added later, in 810_conversations)
 CREATE FUNCTION agent._trigger_json(t agent.triggers) RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT jsonb_build_object(
+BEGIN
+  RETURN jsonb_build_object(
     'id', t.id, 'kind', t.kind, 'event_name', t.event_name,
     'resource_type', t.resource_type, 'resource_id', t.resource_id,
     'filter', t.filter, 'schedule', t.schedule, 'timezone', t.timezone,
     'prompt', t.prompt, 'enabled', t.enabled,
     'allow_self_retrigger', t.allow_self_retrigger,
-    'show_typing', t.show_typing, 'run_as', t.run_as)
+    'show_typing', t.show_typing, 'run_as', t.run_as, 'conversation', t.conversation);
+END
 $$;
 COMMENT ON FUNCTION agent._trigger_json(agent.triggers) IS
-  'Internal: the settings of a trigger (id, kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as), as snapshots and audit rows hold them.';
+  'Internal: the settings of a trigger (id, kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as, conversation), as snapshots and audit rows hold them.';
 
 CREATE FUNCTION agent._snapshot(p_agent_id bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -733,7 +748,8 @@ BEGIN
                                    'filter', t.filter, 'schedule', t.schedule, 'timezone', t.timezone,
                                    'prompt', t.prompt, 'enabled', t.enabled,
                                    'allow_self_retrigger', t.allow_self_retrigger,
-                                   'show_typing', t.show_typing, 'run_as', t.run_as) ORDER BY t.id)
+                                   'show_typing', t.show_typing, 'run_as', t.run_as,
+                                   'conversation', t.conversation) ORDER BY t.id)
                             FROM agent.triggers t WHERE t.workspace_id = a.workspace_id AND t.agent_id = a.id), '[]'))
     INTO v_snap
     FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = p_agent_id;
@@ -815,11 +831,14 @@ CREATE FUNCTION agent.create_agent(workspace_id text, owner_id text, name text,
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
   v_id bigint;
 BEGIN
+  -- the audit rows of this call name owner_id as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(create_agent.owner_id, ''), true);
   IF workspace_id IS NULL OR workspace_id = '' THEN
     RAISE EXCEPTION 'workspace_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -850,6 +869,7 @@ CREATE FUNCTION agent.save_settings(agent_id bigint, settings jsonb, by_user tex
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -858,6 +878,8 @@ DECLARE
   v_ver  bigint;
   v_sum  text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(save_settings.by_user, ''), true);
   a := agent._agent_named(save_settings.agent_id, by_user, 'edit_settings');
   PERFORM agent._check_settings(settings);
   -- the deputy rule: new or raised grants, a new instruction page and new
@@ -885,6 +907,7 @@ CREATE FUNCTION agent.restore_version(version_id bigint, by_user text)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -899,6 +922,8 @@ DECLARE
   v_parts text[] := '{}';
   v_ws    text := agent._session_workspace();
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(restore_version.by_user, ''), true);
   -- the session's workspace only (a session bound to none: the version's own)
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.versions x WHERE x.id = version_id;
@@ -1150,6 +1175,7 @@ COMMENT ON FUNCTION agent._report_items(jsonb) IS
 CREATE FUNCTION agent._duplicate(p_agent_id bigint, by_user text, OUT new_agent_id bigint, OUT report jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   a          agent.agents%ROWTYPE;
@@ -1168,6 +1194,8 @@ DECLARE
   v_report   jsonb;
   v_live     boolean;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(_duplicate.by_user, ''), true);
   a := agent._agent_named(p_agent_id, by_user, 'duplicate');
   SELECT max(v.version) INTO v_srcver FROM agent.versions v WHERE v.workspace_id = a.workspace_id AND v.agent_id = a.id;
 
@@ -1472,6 +1500,7 @@ CREATE FUNCTION agent.set_trigger(agent_id bigint, "trigger" jsonb, by_user text
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   p     jsonb := $2;
@@ -1483,6 +1512,8 @@ DECLARE
   v_op  text;
   v_view regclass;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(set_trigger.by_user, ''), true);
   PERFORM agent._check_trigger(p, false);
   a := agent._agent_named($1, by_user, 'edit_settings', true);
   IF p ? 'id' AND jsonb_typeof(p -> 'id') <> 'null' THEN
@@ -1499,7 +1530,8 @@ BEGIN
     v_op := 'create';
     m := jsonb_build_object('event_name', NULL, 'resource_type', NULL, 'resource_id', NULL, 'filter', '{}'::jsonb,
                             'schedule', NULL, 'timezone', 'UTC', 'prompt', NULL, 'enabled', true,
-                            'allow_self_retrigger', false, 'show_typing', true, 'run_as', 'creator')
+                            'allow_self_retrigger', false, 'show_typing', true, 'run_as', 'creator',
+                            'conversation', 'agent')
          || (p - 'id');
   END IF;
   IF jsonb_typeof(m -> 'filter') IS DISTINCT FROM 'object' THEN
@@ -1538,10 +1570,11 @@ BEGIN
   IF v_op = 'create' THEN
     INSERT INTO agent.triggers AS x (workspace_id, agent_id, kind, event_name, resource_type, resource_id, filter,
                                      schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing,
-                                     run_as, created_by)
+                                     run_as, conversation, created_by)
     VALUES (a.workspace_id, a.id, m ->> 'kind', m ->> 'event_name', m ->> 'resource_type', m ->> 'resource_id',
             m -> 'filter', m ->> 'schedule', m ->> 'timezone', m ->> 'prompt', (m ->> 'enabled')::boolean,
-            (m ->> 'allow_self_retrigger')::boolean, (m ->> 'show_typing')::boolean, m ->> 'run_as', by_user)
+            (m ->> 'allow_self_retrigger')::boolean, (m ->> 'show_typing')::boolean, m ->> 'run_as',
+            m ->> 'conversation', by_user)
     RETURNING * INTO t;
   ELSE
     UPDATE agent.triggers x
@@ -1549,7 +1582,8 @@ BEGIN
            resource_id = m ->> 'resource_id', filter = m -> 'filter', schedule = m ->> 'schedule',
            timezone = m ->> 'timezone', prompt = m ->> 'prompt', enabled = (m ->> 'enabled')::boolean,
            allow_self_retrigger = (m ->> 'allow_self_retrigger')::boolean,
-           show_typing = (m ->> 'show_typing')::boolean, run_as = m ->> 'run_as', updated_at = now()
+           show_typing = (m ->> 'show_typing')::boolean, run_as = m ->> 'run_as',
+           conversation = m ->> 'conversation', updated_at = now()
      WHERE x.workspace_id = a.workspace_id AND x.id = v_id
     RETURNING * INTO t;
   END IF;
@@ -1560,18 +1594,21 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.set_trigger(bigint, jsonb, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.set_trigger(bigint, jsonb, text) IS
-  'Creates a trigger of the agent, or changes it when "trigger" has an id (keys given replace, others are kept); edit level (42501; by_user NULL: an application call). Keys: kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as; validated as every trigger write (22023). A watched page, collection, skill or agent must be readable by by_user. Writes one version (its note names the trigger) and one audit row (agent.trigger.create/update). An agent or trigger of another workspace is 42704. Returns the trigger id.';
+  'Creates a trigger of the agent, or changes it when "trigger" has an id (keys given replace, others are kept); edit level (42501; by_user NULL: an application call). Keys: kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as, conversation; validated as every trigger write (22023). A watched page, collection, skill or agent must be readable by by_user. Writes one version (its note names the trigger) and one audit row (agent.trigger.create/update). An agent or trigger of another workspace is 42704. Returns the trigger id.';
 
 CREATE FUNCTION agent.delete_trigger(trigger_id bigint, by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   t    agent.triggers%ROWTYPE;
   a    agent.agents%ROWTYPE;
   v_ws text := agent._session_workspace();
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(delete_trigger.by_user, ''), true);
   IF $1 IS NULL THEN
     RAISE EXCEPTION 'trigger_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -1661,7 +1698,8 @@ BEGIN
                  prompt = s ->> 'prompt', enabled = coalesce((s ->> 'enabled')::boolean, true),
                  allow_self_retrigger = coalesce((s ->> 'allow_self_retrigger')::boolean, false),
                  show_typing = coalesce((s ->> 'show_typing')::boolean, true),
-                 run_as = coalesce(s ->> 'run_as', 'creator'), updated_at = now()
+                 run_as = coalesce(s ->> 'run_as', 'creator'),
+                 conversation = coalesce(s ->> 'conversation', x.conversation), updated_at = now()
            WHERE x.workspace_id = a.workspace_id AND x.id = v_sid;
           v_upd := v_upd || to_jsonb(v_sid);
         END IF;
@@ -1670,13 +1708,14 @@ BEGIN
         v_id := CASE WHEN v_free THEN v_sid ELSE nextval(pg_get_serial_sequence('agent.triggers', 'id')) END;
         INSERT INTO agent.triggers (id, workspace_id, agent_id, kind, event_name, resource_type, resource_id,
                                     filter, schedule, timezone, prompt, enabled, allow_self_retrigger,
-                                    show_typing, run_as, created_by)
+                                    show_typing, run_as, conversation, created_by)
         VALUES (v_id, a.workspace_id, a.id, s ->> 'kind', s ->> 'event_name', s ->> 'resource_type',
                 s ->> 'resource_id',
                 CASE WHEN jsonb_typeof(s -> 'filter') = 'object' THEN s -> 'filter' ELSE '{}' END, s ->> 'schedule',
                 coalesce(s ->> 'timezone', 'UTC'), s ->> 'prompt', coalesce((s ->> 'enabled')::boolean, true),
                 coalesce((s ->> 'allow_self_retrigger')::boolean, false),
-                coalesce((s ->> 'show_typing')::boolean, true), coalesce(s ->> 'run_as', 'creator'), p_by_user);
+                coalesce((s ->> 'show_typing')::boolean, true), coalesce(s ->> 'run_as', 'creator'),
+                coalesce(s ->> 'conversation', 'agent'), p_by_user);
         v_recr := v_recr || jsonb_build_object('trigger_id', v_id, 'from_trigger_id', v_sid);
       END IF;
       v_keep := v_keep || v_id;
@@ -1706,11 +1745,14 @@ CREATE FUNCTION agent.set_status(agent_id bigint, status text, by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
   a agent.agents%ROWTYPE;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(set_status.by_user, ''), true);
   IF status IS NULL OR status NOT IN ('active', 'suspended') THEN
     RAISE EXCEPTION 'invalid agent status "%"', coalesce(status, 'NULL')
       USING ERRCODE = 'invalid_parameter_value', DETAIL = 'A status is active or suspended.';
@@ -1731,11 +1773,14 @@ CREATE FUNCTION agent.delete_agent(agent_id bigint, by_user text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_column
 DECLARE
   a agent.agents%ROWTYPE;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(delete_agent.by_user, ''), true);
   a := agent._agent_for(delete_agent.agent_id, by_user, 'delete');
   UPDATE agent.agents x SET deleted_at = now(), updated_at = now()
    WHERE x.workspace_id = a.workspace_id AND x.id = a.id;

@@ -1041,6 +1041,7 @@ COMMENT ON FUNCTION agent.finish_run(bigint, text, jsonb, text) IS
 CREATE FUNCTION agent.rerun(run_id bigint, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   o    agent.runs%ROWTYPE;
@@ -1049,6 +1050,8 @@ DECLARE
   n    agent.runs%ROWTYPE;
   v_ws text := agent._session_workspace();
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(rerun.by_user, ''), true);
   IF v_ws IS NULL THEN
     SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = rerun.run_id;
   END IF;
@@ -1096,12 +1099,15 @@ COMMENT ON FUNCTION agent.rerun(bigint, text) IS
 CREATE FUNCTION agent.cancel_run(run_id bigint, by_user text) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   r      agent.runs%ROWTYPE;
   v_need text;
   v_n    integer;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(cancel_run.by_user, ''), true);
   r := agent._lock_run(cancel_run.run_id);
   v_need := CASE WHEN r.regime = 'manual' AND r.requested_by = by_user THEN 'chat' ELSE 'edit_settings' END;
   IF NOT coalesce(agent.user_can(by_user, r.agent_id, v_need), false) THEN
@@ -1512,11 +1518,14 @@ COMMENT ON FUNCTION agent._record_decision(agent.approvals, text, text) IS
 CREATE FUNCTION agent.approve(approval_key text, by_user text, run_id bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   ap agent.approvals%ROWTYPE;
   r  agent.runs%ROWTYPE;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(approve.by_user, ''), true);
   ap := agent._approval_to_decide(approve.approval_key, by_user, approve.run_id);
   PERFORM agent._record_decision(ap, by_user, 'approved');
   SELECT * INTO r FROM agent.runs x WHERE x.workspace_id = ap.workspace_id AND x.id = ap.run_id FOR UPDATE;
@@ -1540,6 +1549,7 @@ COMMENT ON FUNCTION agent.approve(text, text, bigint) IS
 CREATE FUNCTION agent.deny(approval_key text, by_user text, run_id bigint, reason text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   ap     agent.approvals%ROWTYPE;
@@ -1547,6 +1557,8 @@ DECLARE
   v_why  text := nullif(pg_catalog.btrim(deny.reason), '');
   v_ends boolean;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(deny.by_user, ''), true);
   IF pg_catalog.char_length(v_why) > 1000 THEN
     RAISE EXCEPTION 'reason of a denial is too long'
       USING ERRCODE = 'invalid_parameter_value',

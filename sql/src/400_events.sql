@@ -397,10 +397,14 @@ BEGIN
         IF t <> 'string' OR v #>> '{}' NOT IN ('creator', 'shared') THEN
           RAISE EXCEPTION 'trigger key "run_as" must be creator or shared' USING ERRCODE = 'invalid_parameter_value';
         END IF;
+      WHEN 'conversation' THEN
+        IF t <> 'string' OR v #>> '{}' NOT IN ('agent', 'trigger') THEN
+          RAISE EXCEPTION 'trigger key "conversation" must be agent or trigger' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
       ELSE
         RAISE EXCEPTION 'unknown trigger key "%"', k
           USING ERRCODE = 'invalid_parameter_value',
-                DETAIL = 'Known keys: id, kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as.';
+                DETAIL = 'Known keys: id, kind, event_name, resource_type, resource_id, filter, schedule, timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as, conversation.';
     END CASE;
   END LOOP;
   IF p_complete THEN
@@ -432,6 +436,7 @@ CREATE FUNCTION agent.fire_trigger(trigger_id bigint, by_user text, payload json
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -447,6 +452,8 @@ DECLARE
   v_new    integer;
   v_id     bigint;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(fire_trigger.by_user, ''), true);
   IF trigger_id IS NULL THEN
     RAISE EXCEPTION 'trigger_id must not be null' USING ERRCODE = 'null_value_not_allowed';
   END IF;

@@ -647,6 +647,7 @@ CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, argumen
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   v_server_id bigint;
@@ -654,6 +655,8 @@ DECLARE
   s agent.mcp_servers%ROWTYPE;
   r jsonb;
 BEGIN
+  -- the audit rows of this call name user_id as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(mcp_agent_call.user_id, ''), true);
   SELECT m.server_id, m.tool INTO v_server_id, v_tool
     FROM agent.mcp_agent_tools(mcp_agent_call.agent_id, mcp_agent_call.user_id) m
    WHERE m.exposed_name = mcp_agent_call.exposed_name;

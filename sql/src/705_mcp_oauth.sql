@@ -160,6 +160,7 @@ COMMENT ON FUNCTION agent.mcp_set_oauth(bigint, jsonb) IS
 CREATE FUNCTION agent.mcp_authorize(server_id bigint, by_user text, redirect_uri text) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   s agent.mcp_servers%ROWTYPE;
@@ -167,6 +168,8 @@ DECLARE
   r jsonb;
   v_problem text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(mcp_authorize.by_user, ''), true);
   SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = mcp_authorize.server_id;
   IF NOT FOUND OR NOT agent._workspace_ok(s.workspace_id) THEN
     RAISE EXCEPTION 'MCP server % does not exist', mcp_authorize.server_id USING ERRCODE = 'undefined_object';
@@ -240,6 +243,7 @@ CREATE FUNCTION agent.mcp_authorization_callback(state text, code text, iss text
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   o agent.mcp_oauth%ROWTYPE;
@@ -247,6 +251,8 @@ DECLARE
   v_name text;
   v_ws text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(mcp_authorization_callback.by_user, ''), true);
   IF state IS NULL OR state = '' THEN
     RAISE EXCEPTION 'unknown or expired authorization state' USING ERRCODE = 'invalid_parameter_value';
   END IF;

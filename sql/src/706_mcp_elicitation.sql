@@ -189,6 +189,7 @@ COMMENT ON FUNCTION agent.mcp_agent_call_input(bigint, bigint, text, jsonb) IS
 CREATE FUNCTION agent.answer_elicitation(key text, response jsonb, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   e agent.mcp_elicitations%ROWTYPE;
@@ -198,6 +199,8 @@ DECLARE
   q jsonb;
   v_ws text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(answer_elicitation.by_user, ''), true);
   -- the session's workspace, else (a superuser session bound to none) that
   -- of the key's latest pending question; then the row locked in it
   v_ws := agent._session_workspace();

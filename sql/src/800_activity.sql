@@ -537,6 +537,7 @@ CREATE FUNCTION agent.generate_draft(description text, user_id text, workspace_i
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -545,6 +546,8 @@ DECLARE
   v_aid  bigint;
   v_run  bigint;
 BEGIN
+  -- the audit rows of this call name user_id as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(generate_draft.user_id, ''), true);
   IF description IS NULL OR btrim(description) = '' THEN
     RAISE EXCEPTION 'description must not be empty' USING ERRCODE = 'invalid_parameter_value',
           HINT = 'Describe what the agent should do, e.g. "triage the tickets of the Support collection".';
@@ -826,6 +829,7 @@ COMMENT ON FUNCTION agent.draft(bigint, text) IS
 CREATE FUNCTION agent.create_from_draft(draft jsonb, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -840,6 +844,8 @@ DECLARE
   v_access  jsonb := '[]';
   v_ntrig   integer := 0;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(create_from_draft.by_user, ''), true);
   PERFORM agent._check_user(by_user);
   IF d IS NULL OR jsonb_typeof(d) <> 'object' THEN
     RAISE EXCEPTION 'invalid draft: a draft must be a JSON object' USING ERRCODE = 'invalid_parameter_value';

@@ -77,6 +77,15 @@ ALTER TABLE agent.triggers ADD COLUMN conversation text NOT NULL DEFAULT 'agent'
   CHECK (conversation IN ('agent', 'trigger'));
 COMMENT ON COLUMN agent.triggers.conversation IS
   'Where the runs of this trigger are logged: agent (the agent''s autonomous conversation, the default) or trigger (a conversation of this trigger''s own).';
+-- a setting like the others: a direct change of it is versioned and audited
+-- (agent._triggers_history), so the trigger's column list names it
+DROP TRIGGER triggers_history_upd ON agent.triggers;
+CREATE TRIGGER triggers_history_upd
+  AFTER UPDATE OF workspace_id, agent_id, kind, event_name, resource_type, resource_id, filter, schedule,
+                  timezone, prompt, enabled, allow_self_retrigger, show_typing, run_as, conversation ON agent.triggers
+  FOR EACH ROW EXECUTE FUNCTION agent._triggers_history();
+COMMENT ON TRIGGER triggers_history_upd ON agent.triggers IS
+  'Versions and audits a change of a trigger''s settings by a direct UPDATE (agent._triggers_history).';
 
 ALTER TABLE agent.conversations ENABLE ROW LEVEL SECURITY;
 CREATE POLICY conversations_workspace_read ON agent.conversations FOR SELECT TO agents_app
@@ -106,6 +115,7 @@ CREATE FUNCTION agent.send_message(agent_id bigint, user_id text, text text,
                                    INOUT conversation_id bigint DEFAULT NULL, OUT run_id bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -118,6 +128,8 @@ DECLARE
   -- the session's workspace (42501 for a non-superuser session bound to none)
   v_ws    text := agent._session_workspace();
 BEGIN
+  -- the audit rows of this call name user_id as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(send_message.user_id, ''), true);
   IF v_agent IS NULL THEN
     RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
   END IF;

@@ -97,12 +97,15 @@ COMMENT ON FUNCTION agent._teams_post(agent.runs, text, text, text) IS
 CREATE FUNCTION agent.send_to_run(run_id bigint, message text, by_user text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 DECLARE
   r       agent.runs%ROWTYPE;
   v_id    bigint;
   v_owner text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(send_to_run.by_user, ''), true);
   IF by_user IS NULL OR by_user = '' THEN
     RAISE EXCEPTION 'by_user must not be empty' USING ERRCODE = 'invalid_parameter_value';
   END IF;

@@ -398,6 +398,7 @@ CREATE FUNCTION agent.cancel_runs(agent_id bigint DEFAULT NULL, workspace_id tex
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -410,6 +411,8 @@ DECLARE
   v_per   jsonb := '{}';
   k       text;
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(cancel_runs.by_user, ''), true);
   IF status IS NOT NULL AND status NOT IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children') THEN
     RAISE EXCEPTION 'invalid status "%"', status
       USING ERRCODE = 'invalid_parameter_value',
@@ -492,6 +495,7 @@ CREATE FUNCTION agent.requeue_runs(agent_id bigint DEFAULT NULL, workspace_id te
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET pg_agents.acting_user = ''
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -501,6 +505,8 @@ DECLARE
   v_n  integer := 0;
   v_who text := coalesce(nullif(by_user, ''), 'dba:' || session_user::text);
 BEGIN
+  -- the audit rows of this call name by_user as actor (docs/audit.md)
+  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(requeue_runs.by_user, ''), true);
   IF status IS NULL OR status NOT IN ('failed', 'budget_exceeded', 'cancelled', 'expired') THEN
     RAISE EXCEPTION 'invalid status "%"', status
       USING ERRCODE = 'invalid_parameter_value',
@@ -544,3 +550,12 @@ END
 $$;
 COMMENT ON FUNCTION agent.requeue_runs(bigint, text, text, timestamptz, text) IS
   'Runs again the root runs of an agent or a workspace that ended with this status (default failed) since the given time (default: the last hour), e.g. after a provider outage: each gets a new linked run (origin rerun, input.rerun_of) through the same queue and caps; a run already re-run is skipped, as are runs of deleted agents and autonomous runs of suspended ones. Superuser only; audited. Returns how many runs were queued.';
+
+-- Where the key file of the secrets store lies (src/secret_keyfile.c).
+CREATE FUNCTION agent.secret_key_file(setting text DEFAULT NULL, config_file text DEFAULT NULL,
+                                      data_dir text DEFAULT NULL,
+                                      OUT path text, OUT inside_data_directory boolean)
+LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'pg_agents_secret_key_file_info';
+COMMENT ON FUNCTION agent.secret_key_file(text, text, text) IS
+  'The key file of the secrets store and whether it lies inside the data directory (a base backup then holds key and ciphertext together): pg_agents.secret_key_file when set (relative: from the data directory), else pg_agents.key beside config_file when that lies outside the data directory, else in the data directory (a key file left there by an earlier version is kept). Without arguments, this server''s file; with any, the choice for those values (NULL: the server''s). Superusers only.';
