@@ -117,9 +117,18 @@ fake_curl_run(CURL *handle)
 	h->has_type = 0;
 	if (!next_response(&p, &end))
 	{
+		if (getenv("FAKE_CURL_TRACE"))
+			fprintf(stderr, "fake_curl: transfer %d: no more responses\n", transfers);
 		if (h->errbuf)
 			snprintf(h->errbuf, CURL_ERROR_SIZE, "the script has no more responses");
 		return CURLE_COULDNT_CONNECT;
+	}
+	if (getenv("FAKE_CURL_TRACE"))
+	{
+		fprintf(stderr, "fake_curl: transfer %d: ", transfers);
+		for (const char *q = p; q < end && q < p + 120; q++)
+			fputc(*q == '\n' ? '|' : *q, stderr);
+		fputc('\n', stderr);
 	}
 	/* the status line */
 	while (p < end && *p >= '0' && *p <= '9' && status < 1000)

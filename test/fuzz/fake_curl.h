@@ -11,6 +11,7 @@
  * HTTP status in decimal, 0 for a connection that fails), header lines
  * ("Content-Type: text/event-stream", "Mcp-Session-Id: s1", ...), an empty
  * line and the body.  A transfer after the last response fails to connect.
+ * FAKE_CURL_TRACE=1 in the environment prints each transfer (debugging seeds).
  */
 #ifndef FUZZ_FAKE_CURL_H
 #define FUZZ_FAKE_CURL_H

@@ -11,7 +11,8 @@
  *
  * Input: one byte of flags (bits 0-1: the protocol, auto / 2025-11-25 /
  * 2026-07-28 / 2025-03-26; bit 2: an elicitation callback that accepts;
- * bit 3: elicitation held for people, async), one byte seeding the chunk
+ * bit 3: elicitation held for people, async calls only; bit 4: elicitation
+ * deferred), one byte seeding the chunk
  * boundaries, then the script (fake_curl.h).
  *
  * Checks: no crash, no leak, no sanitizer report, within the time and memory
@@ -89,7 +90,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else if (data[0] & 16)
 		mcp_client_defer_elicitation(c);
 
-	/* synchronous: list, call, any request */
+	/* synchronous: list, call, any request (not with held elicitation: the worker's async calls only) */
+	args = json_pack("{s:s,s:i}", "region", "eu", "n", 1);
+	if (data[0] & 8)
+		goto async;
 	rc = mcp_list_tools(c, &tools);
 	check_code(rc);
 	if (rc == MCP_OK && !json_is_array(tools))
@@ -101,7 +105,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void) mcp_client_server_info(c);
 	(void) strlen(mcp_client_error(c));
 
-	args = json_pack("{s:s,s:i}", "region", "eu", "n", 1);
 	rc = mcp_call_tool(c, "search", args, &result);
 	check_result(rc, result);
 	result = NULL;
@@ -115,6 +118,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	result = NULL;
 
 	/* asynchronous, as the worker calls */
+async:
 	if (mcp_client_ready(c) == MCP_OK)
 	{
 		McpAsync   *a = mcp_async_call(c, "search", args, NULL, NULL, NULL);
@@ -130,7 +134,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void) mcp_async_list_changed(a);
 			while ((el = mcp_async_take_elicitation(a)) != NULL)
 			{
-				mcp_async_answer_elicitation(a, el, json_pack("{s:s}", "action", "decline"));
+				json_t	   *answer = json_pack("{s:s}", "action", "decline");
+
+				mcp_async_answer_elicitation(a, el, answer);	/* copies it */
+				json_decref(answer);
 				json_decref(el);
 			}
 			while (mcp_async_next_reply(a, &h, &body))

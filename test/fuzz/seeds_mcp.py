@@ -131,14 +131,14 @@ def mcp():
     write(d, "stateless_deferred", 2 | 16, 2, script(
         resp(body=rpc(1, TOOLS)), resp(body=rpc(2, ir)), resp(body=rpc(3, {"contents": []})),
         resp(body=rpc(4, ir))))
+    # held elicitation: the worker's asynchronous call only (with an elicitation callback
+    # notifications/initialized has a GET stream open beside it, first)
     write(d, "held_async", 1 | 4 | 8, 6, script(
-        resp(body=rpc(1, INIT), headers=sid), resp(202, "", None), resp(body=rpc(2, TOOLS)),
-        resp(200, "", "text/event-stream"), resp(body=rpc(3, CALL)), resp(200, "", "text/event-stream"),
-        resp(body=rpc(4, {})),
+        resp(body=rpc(1, INIT), headers=sid), resp(200, "", "text/event-stream"), resp(202, "", None),
         resp(body=sse([("data", {"jsonrpc": "2.0", "id": 8, "method": "elicitation/create", "params": ELICIT})],
                       [("id", "z"), ("data", {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})]),
              ctype="text/event-stream"),
-        resp(body=sse([("data", rpc(5, CALL))]), ctype="text/event-stream")))
+        resp(body=sse([("data", rpc(2, CALL))]), ctype="text/event-stream")))
     write(d, "discover_fallback", 0, 1, script(
         resp(body=rpc(1, error={"code": -32601, "message": "Method not found"})),
         resp(body=rpc(2, dict(INIT, protocolVersion="2025-06-18")), headers=sid), resp(202, "", None),
