@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "jansson_prelude.h"
 
 #include "access/xact.h"
@@ -360,11 +362,147 @@ JsonStr(json_t *v)
 	return json_is_string(v) ? pstrdup(json_string_value(v)) : NULL;
 }
 
-/* a json integer, 0 for anything else */
-static int64
-JsonInt(json_t *v)
+/*
+ * Usage is untrusted input (issue 36): a count the provider reports is an
+ * integer from 0 to LLM_MAX_TOKEN_COUNT, or absent (null: 0).  Anything
+ * else fails the run with "the provider reported invalid usage: ..."
+ * (agent.run_error_code: llm_invalid_usage), never wrapped nor cast.
+ */
+#define USAGE_ERROR		"the provider reported invalid usage: "
+
+/* a short text of a json value for an error message (palloc'd) */
+static char *
+JsonShort(json_t *v)
 {
-	return json_is_integer(v) ? (int64) json_integer_value(v) : 0;
+	char	   *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	char	   *out;
+
+	if (d == NULL)
+		return pstrdup("?");
+	out = strlen(d) > 40 ? psprintf("%.40s...", d) : pstrdup(d);
+	free(d);
+	return out;
+}
+
+/* one count of the usage object; false (with *err) when it is not a valid count */
+static bool
+UsageCount(json_t *usage, const char *section, const char *key, int64 *out, char **err)
+{
+	json_t	   *obj = section ? json_object_get(usage, section) : usage;
+	json_t	   *v;
+	json_int_t	n;
+
+	*out = 0;
+	if (section && obj != NULL && !json_is_null(obj) && !json_is_object(obj))
+	{
+		*err = psprintf(USAGE_ERROR "%s is not an object (%s)", section, JsonShort(obj));
+		return false;
+	}
+	v = json_object_get(obj, key);
+	if (v == NULL || json_is_null(v))
+		return true;
+	if (!json_is_integer(v))
+	{
+		*err = psprintf(USAGE_ERROR "%s%s%s is not an integer (%s)", section ? section : "",
+						section ? "." : "", key, JsonShort(v));
+		return false;
+	}
+	n = json_integer_value(v);
+	if (n < 0 || n > LLM_MAX_TOKEN_COUNT)
+	{
+		if (n < 0)
+			*err = psprintf(USAGE_ERROR "%s%s%s is %lld, a negative count", section ? section : "",
+							section ? "." : "", key, (long long) n);
+		else
+			*err = psprintf(USAGE_ERROR "%s%s%s is %lld, more than %d tokens", section ? section : "",
+							section ? "." : "", key, (long long) n, LLM_MAX_TOKEN_COUNT);
+		return false;
+	}
+	*out = (int64) n;
+	return true;
+}
+
+/* a sum of counts, saturated at LLM_MAX_TOKEN_COUNT (each term is at most that) */
+static int64
+UsageSum(int64 a, int64 b)
+{
+	return Min(a + b, (int64) LLM_MAX_TOKEN_COUNT);
+}
+
+/* the reply's usage read; false (with out->error) when it is not valid */
+static bool
+ReadUsage(LlmProvider provider, json_t *usage, LlmReply *out)
+{
+	int64		input;
+
+	if (usage != NULL && !json_is_null(usage) && !json_is_object(usage))
+	{
+		out->error = psprintf(USAGE_ERROR "usage is not an object (%s)", JsonShort(usage));
+		return false;
+	}
+	if (provider == LLM_ANTHROPIC)
+	{
+		/* input_tokens counts only what was neither read from nor written to the cache */
+		if (!UsageCount(usage, NULL, "input_tokens", &input, &out->error) ||
+			!UsageCount(usage, NULL, "cache_read_input_tokens", &out->tokens_cached, &out->error) ||
+			!UsageCount(usage, NULL, "cache_creation_input_tokens", &out->tokens_cache_write, &out->error) ||
+			!UsageCount(usage, NULL, "output_tokens", &out->tokens_out, &out->error))
+			return false;
+		out->tokens_in = UsageSum(UsageSum(input, out->tokens_cached), out->tokens_cache_write);
+	}
+	else if (!UsageCount(usage, NULL, "prompt_tokens", &out->tokens_in, &out->error) ||
+			 !UsageCount(usage, NULL, "completion_tokens", &out->tokens_out, &out->error) ||
+			 !UsageCount(usage, "prompt_tokens_details", "cached_tokens", &out->tokens_cached, &out->error) ||
+			 !UsageCount(usage, "completion_tokens_details", "reasoning_tokens", &out->tokens_reasoning, &out->error))
+		return false;
+	return true;
+}
+
+/*
+ * jansson refuses an integer beyond 64 bits ("too big integer"): when the
+ * usage of the document (its "usage", or "message"."usage" of Anthropic's
+ * message_start) holds one, the reason in buf ("the provider reported
+ * invalid usage: ...") and true; the document read again with integers as
+ * reals to find it.  malloc and jansson only (the stream's callback).
+ */
+static bool
+UsageTooBig(const char *text, size_t len, const json_error_t *jerr, char *buf, size_t buflen)
+{
+	json_t	   *root;
+	json_t	   *usage;
+	const char *key;
+	json_t	   *v;
+	bool		found = false;
+
+	if (strncmp(jerr->text, "too big", 7) != 0)
+		return false;
+	root = json_loadb(text, len, JSON_DECODE_INT_AS_REAL, NULL);
+	usage = json_object_get(root, "usage");
+	if (!json_is_object(usage))
+		usage = json_object_get(json_object_get(root, "message"), "usage");
+	json_object_foreach(usage, key, v)
+	{
+		const char *k2;
+		json_t	   *v2;
+
+		if (json_is_real(v) && fabs(json_real_value(v)) >= 9223372036854775807.0)
+		{
+			snprintf(buf, buflen, USAGE_ERROR "%s is %.0f, beyond any count", key, json_real_value(v));
+			found = true;
+			break;
+		}
+		json_object_foreach(json_is_object(v) ? v : NULL, k2, v2)
+			if (!found && json_is_real(v2) && fabs(json_real_value(v2)) >= 9223372036854775807.0)
+			{
+				snprintf(buf, buflen, USAGE_ERROR "%s.%s is %.0f, beyond any count", key, k2, json_real_value(v2));
+				found = true;
+			}
+		if (found)
+			break;
+	}
+	if (root)
+		json_decref(root);
+	return found;
 }
 
 /*
@@ -381,6 +519,13 @@ LlmParseReply(LlmProvider provider, const char *body, size_t len, LlmReply *out)
 	root = json_loadb(body ? body : "", len, 0, &jerr);
 	if (root == NULL)
 	{
+		char		buf[256];
+
+		if (UsageTooBig(body ? body : "", len, &jerr, buf, sizeof(buf)))
+		{
+			out->error = pstrdup(buf);
+			return false;
+		}
 		out->error = psprintf("malformed response from the LLM: %s (at byte %d of %zu)",
 							  jerr.text, jerr.position, len);
 		return false;
@@ -421,19 +566,18 @@ LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
 				json_t	   *input = json_object_get(b, "input");
 
 				json_array_append_new(out->calls,
-									  json_pack("{s:O,s:O,s:O}", "id", json_object_get(b, "id"),
+									  json_pack("{s:O?,s:O?,s:O}", "id", json_object_get(b, "id"),
 												"name", json_object_get(b, "name"),
 												"input", input ? input : json_null()));
 			}
 		}
 		out->text = text.len > 0 ? text.data : NULL;
 		out->stop = JsonStr(json_object_get(root, "stop_reason"));
-		/* input_tokens counts only what was neither read from nor written to the cache */
-		out->tokens_cached = JsonInt(json_object_get(usage, "cache_read_input_tokens"));
-		out->tokens_cache_write = JsonInt(json_object_get(usage, "cache_creation_input_tokens"));
-		out->tokens_in = JsonInt(json_object_get(usage, "input_tokens")) +
-			out->tokens_cached + out->tokens_cache_write;
-		out->tokens_out = JsonInt(json_object_get(usage, "output_tokens"));
+		if (!ReadUsage(provider, usage, out))
+		{
+			json_decref(root);
+			return false;
+		}
 		out->assistant = json_pack("{s:s,s:O}", "role", "assistant", "content", content);
 	}
 	else
@@ -455,12 +599,11 @@ LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
 		out->text = JsonStr(json_object_get(msg, "content"));
 		out->stop = JsonStr(json_object_get(choice, "finish_reason"));
 		out->refusal = JsonStr(json_object_get(msg, "refusal"));
-		out->tokens_in = JsonInt(json_object_get(usage, "prompt_tokens"));
-		out->tokens_out = JsonInt(json_object_get(usage, "completion_tokens"));
-		out->tokens_cached = JsonInt(json_object_get(json_object_get(usage, "prompt_tokens_details"),
-													 "cached_tokens"));
-		out->tokens_reasoning = JsonInt(json_object_get(json_object_get(usage, "completion_tokens_details"),
-														"reasoning_tokens"));
+		if (!ReadUsage(provider, usage, out))
+		{
+			json_decref(root);
+			return false;
+		}
 		json_array_foreach(calls, i, c)
 		{
 			json_t	   *fn = json_object_get(c, "function");
@@ -476,7 +619,7 @@ LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
 			else
 				input = args ? json_incref(args) : json_object();
 			json_array_append_new(out->calls,
-								  json_pack("{s:O,s:O,s:o}", "id", json_object_get(c, "id"),
+								  json_pack("{s:O?,s:O?,s:o}", "id", json_object_get(c, "id"),
 											"name", json_object_get(fn, "name"), "input", input));
 		}
 		/* the assistant message as it must be sent back */
@@ -673,9 +816,55 @@ LlmStreamFree(LlmStream *st)
 	free(st->text);
 	free(st->error);
 	free(st->error_type);
+	free(st->fatal);
 	if (st->acc)
 		json_decref(st->acc);
 	free(st);
+}
+
+/*
+ * The stream broke a bound or the protocol: the reason kept (the first one
+ * wins), the rest of the stream is not read (LlmStreamFeed refuses it, which
+ * ends the transfer) and the run fails without a retry.
+ */
+static void
+StreamFatal(LlmStream *st, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+StreamFatal(LlmStream *st, const char *fmt,...)
+{
+	char		buf[512];
+	va_list		ap;
+
+	if (st->fatal)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	st->fatal = strdup(buf);
+	if (st->fatal == NULL)
+		st->oom = true;
+}
+
+#define INVALID_STREAM	"the provider sent an invalid stream: "
+
+/*
+ * The index of an event (a block, a call): a JSON integer from 0 to max;
+ * -1 (the stream failed, what named) for anything else.
+ */
+static int64
+StreamIndex(LlmStream *st, json_t *v, const char *what, size_t max)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64) json_integer_value(v) > (uint64) max)
+	{
+		char	   *d = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+		StreamFatal(st, INVALID_STREAM "%s has index %.40s where 0 to %zu was expected",
+					what, d ? d : "(none)", max);
+		free(d);
+		return -1;
+	}
+	return (int64) json_integer_value(v);
 }
 
 /* appends to a string member of obj (created when absent) */
@@ -759,29 +948,48 @@ OpenAIChunk(LlmStream *st, json_t *ev)
 	}
 	if ((v = json_object_get(delta, "refusal")) && json_is_string(v))
 		JsonStrAppend(msg, "refusal", json_string_value(v));
-	/* tool calls arrive in fragments, joined by their index */
+	/*
+	 * Tool calls arrive in fragments, joined by their index, which is the
+	 * call's position in the array: an index names a call seen or the next
+	 * one (a fragment without an index is a new call), so that a lookup is
+	 * one array access; a call past pg_agents.max_tool_calls_per_turn fails
+	 * the run as a whole reply over it does, before the rest is read.
+	 */
 	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc)
 	{
 		json_t	   *calls = json_object_get(msg, "tool_calls");
 		json_t	   *idx = json_object_get(tc, "index");
 		json_t	   *fn = json_object_get(tc, "function");
-		json_t	   *call = NULL;
-		size_t		k;
-		json_t	   *c;
+		json_t	   *call;
+		size_t		n;
+		int64		k;
 
 		if (calls == NULL)
 		{
 			calls = json_array();
 			json_object_set_new(msg, "tool_calls", calls);
 		}
-		json_array_foreach(calls, k, c)
-			if (json_equal(json_object_get(c, "_index"), idx))
-				call = c;
-		if (call == NULL)
+		n = json_array_size(calls);
+		k = idx == NULL ? (int64) n : StreamIndex(st, idx, "a tool call fragment", n);
+		if (k < 0)
+			return;
+		if ((size_t) k == n)
 		{
-			call = json_pack("{s:O,s:s,s:{}}", "_index", idx ? idx : json_null(), "type", "function",
-							 "function");
+			if (n >= (size_t) pg_agents_max_tool_calls_per_turn)
+			{
+				StreamFatal(st, "the model asked for %d or more tool calls in one reply, more than pg_agents.max_tool_calls_per_turn (%d)",
+							pg_agents_max_tool_calls_per_turn + 1, pg_agents_max_tool_calls_per_turn);
+				return;
+			}
+			call = json_pack("{s:s,s:{}}", "type", "function", "function");
 			json_array_append_new(calls, call);
+		}
+		else
+			call = json_array_get(calls, (size_t) k);
+		if (!json_is_object(call))
+		{
+			st->oom = true;
+			return;
 		}
 		if ((v = json_object_get(tc, "id")) && json_is_string(v))
 			json_object_set(call, "id", v);
@@ -813,7 +1021,7 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 	else if (strcmp(type, "content_block_start") == 0)
 	{
 		json_t	   *b = json_object_get(ev, "content_block");
-		size_t		idx = (size_t) json_integer_value(json_object_get(ev, "index"));
+		int64		idx;
 
 		if (!json_is_array(content))
 		{
@@ -822,6 +1030,18 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 		}
 		if (!json_is_object(b))
 			return;
+		/* a block seen (started again) or the next one: nothing is made up to an index */
+		idx = StreamIndex(st, json_object_get(ev, "index"), "content_block_start", json_array_size(content));
+		if (idx < 0)
+			return;
+		if ((size_t) idx == json_array_size(content) &&
+			(v = json_object_get(b, "type")) && json_is_string(v) && strcmp(json_string_value(v), "tool_use") == 0 &&
+			++st->tool_blocks > pg_agents_max_tool_calls_per_turn)
+		{
+			StreamFatal(st, "the model asked for %d or more tool calls in one reply, more than pg_agents.max_tool_calls_per_turn (%d)",
+						pg_agents_max_tool_calls_per_turn + 1, pg_agents_max_tool_calls_per_turn);
+			return;
+		}
 		b = json_deep_copy(b);
 		if (json_is_string(json_object_get(b, "text")))
 		{
@@ -830,19 +1050,28 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 			json_object_set_new(b, "_from", json_integer((json_int_t) (st->text_len -
 																	   json_string_length(json_object_get(b, "text")))));
 		}
-		while (json_array_size(content) < idx)
-			json_array_append_new(content, json_pack("{s:s}", "type", "_missing"));
-		if (json_array_size(content) == idx)
+		if (json_array_size(content) == (size_t) idx)
 			json_array_append_new(content, b);
 		else
-			json_array_set_new(content, idx, b);
+			json_array_set_new(content, (size_t) idx, b);
 	}
 	else if (strcmp(type, "content_block_delta") == 0)
 	{
-		json_t	   *b = json_array_get(content, (size_t) json_integer_value(json_object_get(ev, "index")));
+		json_t	   *b;
 		json_t	   *d = json_object_get(ev, "delta");
 		const char *dt = json_string_value(json_object_get(d, "type"));
+		int64		idx;
 
+		/* a delta (and a stop) names a block started */
+		if (json_array_size(content) == 0)
+		{
+			StreamFatal(st, INVALID_STREAM "content_block_delta before any content_block_start");
+			return;
+		}
+		idx = StreamIndex(st, json_object_get(ev, "index"), "content_block_delta", json_array_size(content) - 1);
+		if (idx < 0)
+			return;
+		b = json_array_get(content, (size_t) idx);
 		if (!json_is_object(b) || dt == NULL)
 			return;
 		if (strcmp(dt, "text_delta") == 0 && (v = json_object_get(d, "text")) && json_is_string(v))
@@ -867,9 +1096,22 @@ AnthropicEvent(LlmStream *st, const char *type, json_t *ev)
 	}
 	else if (strcmp(type, "content_block_stop") == 0)
 	{
-		json_t	   *b = json_array_get(content, (size_t) json_integer_value(json_object_get(ev, "index")));
-		json_t	   *p = json_object_get(b, "_partial");
-		json_t	   *from = json_object_get(b, "_from");
+		json_t	   *b;
+		json_t	   *p;
+		json_t	   *from;
+		int64		idx;
+
+		if (json_array_size(content) == 0)
+		{
+			StreamFatal(st, INVALID_STREAM "content_block_stop before any content_block_start");
+			return;
+		}
+		idx = StreamIndex(st, json_object_get(ev, "index"), "content_block_stop", json_array_size(content) - 1);
+		if (idx < 0)
+			return;
+		b = json_array_get(content, (size_t) idx);
+		p = json_object_get(b, "_partial");
+		from = json_object_get(b, "_from");
 
 		if (json_is_integer(from))
 		{
@@ -1101,8 +1343,13 @@ FastTextDelta(LlmStream *st)
 				p++;
 			if (p >= end || *p < '0' || *p > '9')
 				return false;
-			while (p < end && *p >= '0' && *p <= '9')
+			/* (at most 9 digits: anything longer is for the general path to judge) */
+			for (int nd = 0; p < end && *p >= '0' && *p <= '9'; nd++)
+			{
+				if (nd == 9)
+					return false;
 				idx = idx * 10 + (*p++ - '0');
+			}
 			if (idx != json_array_size(content) - 1)
 				return false;
 		}
@@ -1182,6 +1429,7 @@ static void
 StreamDispatch(LlmStream *st)
 {
 	json_t	   *ev;
+	json_error_t jerr;
 
 	if (st->data_len == 0)
 	{
@@ -1192,7 +1440,18 @@ StreamDispatch(LlmStream *st)
 		st->done = true;
 	else if (FastTextDelta(st))
 		 /* a text delta, done */ ;
-	else if ((ev = json_loadb(st->data, st->data_len, 0, NULL)) != NULL)
+	else if ((ev = json_loadb(st->data, st->data_len, 0, &jerr)) == NULL)
+	{
+		/* an event that is not JSON: the reply cannot be told (a count beyond 64 bits, say) */
+		char		buf[256];
+
+		if (UsageTooBig(st->data, st->data_len, &jerr, buf, sizeof(buf)))
+			StreamFatal(st, "%s", buf);
+		else
+			StreamFatal(st, INVALID_STREAM "an event is not JSON: %s (at byte %d of %zu)",
+						jerr.text, jerr.position, st->data_len);
+	}
+	else
 	{
 		if (st->provider == LLM_OPENAI)
 			OpenAIChunk(st, ev);
@@ -1253,7 +1512,7 @@ StreamLine(LlmStream *st, const char *line, size_t len)
 bool
 LlmStreamFeed(LlmStream *st, const char *p, size_t n)
 {
-	while (n > 0 && !st->oom)
+	while (n > 0 && !st->oom && st->fatal == NULL)
 	{
 		const char *nl = memchr(p, '\n', n);
 		size_t		take = nl ? (size_t) (nl - p) : n;
@@ -1273,7 +1532,7 @@ LlmStreamFeed(LlmStream *st, const char *p, size_t n)
 		p += take + (nl ? 1 : 0);
 		n -= take + (nl ? 1 : 0);
 	}
-	return !st->oom;
+	return !st->oom && st->fatal == NULL;
 }
 
 /*
@@ -1298,7 +1557,7 @@ LlmStreamFinish(LlmStream *st)
 	if (st->provider == LLM_OPENAI && !st->done &&
 		json_is_string(json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "finish_reason")))
 		st->done = true;
-	if (st->error || !st->done)
+	if (st->fatal || st->error || !st->done)
 		return NULL;
 	if (st->provider == LLM_ANTHROPIC)
 	{
@@ -1322,12 +1581,7 @@ LlmStreamFinish(LlmStream *st)
 	if (st->provider == LLM_OPENAI)
 	{
 		json_t	   *msg = json_object_get(json_array_get(json_object_get(st->acc, "choices"), 0), "message");
-		json_t	   *calls = json_object_get(msg, "tool_calls");
-		size_t		i;
-		json_t	   *c;
 
-		json_array_foreach(calls, i, c)
-			json_object_del(c, "_index");
 		if (st->has_content)
 			json_object_set_new(msg, "content", json_stringn(st->text ? st->text : "", st->text_len));
 		/* an empty first content delta: null, as without streaming */

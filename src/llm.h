@@ -53,6 +53,9 @@ extern json_t *LlmToolsFor(LlmProvider provider, json_t *neutral_tools);
 extern char *LlmErrorMessage(const char *body, size_t len);
 extern bool LlmQuotaError(const char *body, size_t len);
 
+/* the largest token count a reply may report (a step records it as an integer) */
+#define LLM_MAX_TOKEN_COUNT		PG_INT32_MAX
+
 /* how a reply's stop reason ends the turn (docs/worker.md, "Stop reasons") */
 typedef enum LlmStopKind
 {
@@ -91,7 +94,11 @@ typedef struct LlmStream
 	json_t	   *acc;			/* the reply body being assembled */
 	bool		done;			/* [DONE] or message_stop seen */
 	bool		has_content;	/* OpenAI: the content is st->text */
+	int			tool_blocks;	/* Anthropic: tool_use blocks started */
 	bool		oom;
+	char	   *fatal;			/* malloc'd: the stream broke a bound or the
+								 * protocol (docs/worker.md, "Limits on what
+								 * the provider sends"): the run fails, no retry */
 	char	   *error;			/* malloc'd: an error event's message */
 	char	   *error_type;		/* malloc'd: its type */
 } LlmStream;

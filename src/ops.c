@@ -347,6 +347,8 @@ static const ErrorPrefix error_prefixes[] = {
 	{"could not reach the LLM endpoint", "llm_unreachable"},
 	{"truncated response from the LLM", "llm_truncated"},
 	{"malformed response from the LLM", "llm_malformed"},
+	{"the provider sent an invalid stream", "llm_malformed"},
+	{"the provider reported invalid usage", "llm_invalid_usage"},
 	{"the model did not give a final answer within max_iterations", "max_iterations"},
 	{"token budget of", "token_budget"},
 	{"hourly run cap", "hourly_cap"},

@@ -564,7 +564,13 @@ StreamFailure(Slot *s, HttpRequest *req, json_t **streamed, bool *retry)
 	char	   *why = NULL;
 
 	*streamed = LlmStreamFinish(s->stream);
-	if (s->stream->error)
+	if (s->stream->fatal)
+	{
+		/* a bound or the protocol broken (llm.c): the same stream again would be */
+		why = pstrdup(s->stream->fatal);
+		*retry = false;
+	}
+	else if (s->stream->error)
 	{
 		why = psprintf("the LLM stream ended with an error event: %s%s%s%s%s%s",
 					   s->stream->error_type ? s->stream->error_type : "",

@@ -5,7 +5,7 @@
 -- function in a WHERE clause); bulk cancel and re-run, their rights and
 -- their audit rows.
 BEGIN;
-SELECT plan(63);
+SELECT plan(65);
 
 -- ---------------------------------------------------------------- setup
 SET LOCAL client_min_messages = warning;
@@ -157,6 +157,10 @@ SELECT is((SELECT string_agg(DISTINCT error_code, ',' ORDER BY error_code) FROM 
           'approval_expired,cancelled,llm_http_503,token_budget', 'error codes of the runs, never their text');
 SELECT is(agent.run_error_code('LLM endpoint returned HTTP 429: slow down (gave up after 4 attempts)'), 'llm_http_429',
           'run_error_code: the HTTP status of the provider');
+SELECT is(agent.run_error_code('the provider reported invalid usage: prompt_tokens is -100, a negative count'),
+          'llm_invalid_usage', 'run_error_code: usage counts the provider got wrong have their own code');
+SELECT is(agent.run_error_code('the provider sent an invalid stream: content_block_start has index 300000 where 0 to 0 was expected'),
+          'llm_malformed', 'run_error_code: an invalid stream is a malformed reply');
 SELECT is(agent.run_error_code('something new'), 'other', 'an unknown error is "other"');
 SELECT is(agent.run_error_code(NULL), NULL, 'no error, no code');
 UPDATE agent.runs SET tokens_cached = least(tokens_in, 3) WHERE agent_id = 995001;

@@ -11,10 +11,22 @@ lines_before=$(wc -l < "$log")
 
 a=$(mk_agent "batch608")
 llm_script "[[b608ok]]" '[{"text": "fine", "latency": 0.3, "repeat": true}]'
-llm_script "[[b608bad]]" '[{"text": "odd usage", "latency": 0.3, "usage": {"in": -5, "out": 1}}]'
+llm_script "[[b608bad]]" '[{"text": "odd reply", "latency": 0.3}]'
+# a fault injected where the batch records the steps: the llm step of the
+# reply "odd reply" cannot be inserted (a negative token count did this
+# before issue 36; the worker now refuses such usage before any batch)
+q "CREATE OR REPLACE FUNCTION public.t608_fault() RETURNS trigger LANGUAGE plpgsql AS \$\$
+   BEGIN
+     IF NEW.kind = 'llm' AND NEW.output::text LIKE '%odd reply%' THEN
+       RAISE EXCEPTION 'scripted fault of test 608';
+     END IF;
+     RETURN NEW;
+   END \$\$;
+   CREATE TRIGGER t608_fault BEFORE INSERT ON agent.run_steps FOR EACH ROW EXECUTE FUNCTION public.t608_fault()" >/dev/null
+trap 'q "DROP TRIGGER IF EXISTS t608_fault ON agent.run_steps; DROP FUNCTION IF EXISTS public.t608_fault()" >/dev/null; llm_stop' EXIT
 
 # six runs queued together, their replies come back together: one of them
-# reports a negative token count, which fails the batch it is in
+# cannot be recorded, which fails the batch it is in
 ids=$(q "SELECT string_agg(agent._enqueue_run($a, 'autonomous', 'api',
                  jsonb_build_object('prompt', CASE WHEN i = 4 THEN 'go [[b608bad]]' ELSE 'go [[b608ok]]' END))::text, ' '
                  ORDER BY i)
@@ -31,11 +43,12 @@ is "$(q "SELECT count(*) FROM agent.run_steps s JOIN agent.runs r ON r.id = s.ru
 is "$(q "SELECT string_agg(DISTINCT output->>'text', ',') FROM agent.runs WHERE agent_id = $a AND id <> $bad")" "fine" \
    "and their answer"
 is "$(q "SELECT status || ': ' || error FROM agent.runs WHERE id = $bad")" \
-   "failed: internal error of the worker: token counts must be non-negative" "the run at fault fails with a clear error"
+   "failed: internal error of the worker: scripted fault of test 608" "the run at fault fails with a clear error"
 is "$(q "SELECT count(*) FROM agent.run_state s JOIN agent.runs r ON r.id = s.run_id WHERE r.agent_id = $a")" "0" \
    "no state left behind"
-ok "$(tail -n +"$lines_before" "$log" | grep -q 'recording LLM replies failed: token counts must be non-negative'; echo $?)" \
+ok "$(tail -n +"$lines_before" "$log" | grep -q 'recording LLM replies failed: scripted fault of test 608'; echo $?)" \
    "the batch failed as a whole (server log), then each reply was recorded alone"
+q "DROP TRIGGER t608_fault ON agent.run_steps; DROP FUNCTION public.t608_fault()" >/dev/null
 
 # a batch of several runs: budget and trigger bookkeeping
 t=$(q "INSERT INTO agent.triggers (workspace_id, agent_id, kind, prompt) VALUES ('w6', $a, 'api', 'go [[b608ok]]') RETURNING id")
