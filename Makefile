@@ -127,13 +127,19 @@ bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src
 	$(if $(Q),@echo "  CC      $@")
 	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
-.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb valgrind
+.PHONY: deps demo test bench soak check-tools test-matrix deb test-deb valgrind fuzz
 deps:
 	@tools/deps.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run_tests.sh
+
+# The libFuzzer harnesses of test/fuzz (README.md there), each for
+# FUZZ_SECONDS (default 600); make test runs each for about 20 s.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@test/fuzz/run.sh --libfuzzer $(FUZZ_SECONDS)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

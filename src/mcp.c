@@ -1951,6 +1951,12 @@ initialize_version(McpClient *c, const char *want)
 	note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
 	rc = send_authorized(c, note, -1, "notifications/initialized", NULL, NULL);
 	json_decref(note);
+	if (rc == MCP_SESSION_LOST)
+	{
+		/* an internal code: never returned by the public calls */
+		set_error(c, "notifications/initialized: the server no longer knows the session it has just created");
+		rc = MCP_ERROR;
+	}
 	if (rc != MCP_OK)
 	{
 		c->initialized = 0;

@@ -30,6 +30,8 @@
 #include "mcp_oauth.h"
 
 #define OAUTH_MAX_BODY	(1024 * 1024)
+/* longest token lifetime believed (10 years): a larger expires_in is cut to it */
+#define OAUTH_MAX_EXPIRES_IN	(10L * 365 * 24 * 3600)
 
 struct McpOAuthConfig
 {
@@ -1280,7 +1282,13 @@ token_request(McpOAuthConfig *o, char *form, const char *what)
 	if (jstr(resp, "refresh_token"))
 		set_str(&o->refresh_token, jstr(resp, "refresh_token"));
 	if (json_is_integer(json_object_get(resp, "expires_in")))
-		o->expires_at = (long) time(NULL) + (long) json_integer_value(json_object_get(resp, "expires_in"));
+	{
+		/* the server's lifetime, within [0, OAUTH_MAX_EXPIRES_IN]: no overflow */
+		json_int_t	ttl = json_integer_value(json_object_get(resp, "expires_in"));
+
+		ttl = ttl < 0 ? 0 : ttl > OAUTH_MAX_EXPIRES_IN ? OAUTH_MAX_EXPIRES_IN : ttl;
+		o->expires_at = (long) time(NULL) + (long) ttl;
+	}
 	else
 		o->expires_at = 0;
 	json_decref(resp);

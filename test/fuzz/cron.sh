@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: libfuzzer
 # Fuzz the cron parser, describer and next-match search (src/cron_parse.c)
 # with libFuzzer + AddressSanitizer + UBSan.
 #   test/fuzz/cron.sh short     about 20 seconds (what make test runs)

@@ -1,0 +1,163 @@
+/*
+ * libFuzzer harness for the MCP client (src/mcp.c) as a hostile server
+ * sees it: JSON and SSE answers (the SSE reader, resumption ids and retry
+ * delays, JSON-RPC ids, batches, server requests and notifications in the
+ * stream), initialize / server/discover / version negotiation, tools/list
+ * pages and x-mcp-header annotations, tools/call results, input_required
+ * rounds and elicitation (the requested schema's defaults), through the
+ * synchronous calls and the asynchronous ones of the worker.  The network
+ * is fake_curl.c: each HTTP exchange is answered by the next response of
+ * the input's script, its body in chunks cut anywhere.
+ *
+ * Input: one byte of flags (bits 0-1: the protocol, auto / 2025-11-25 /
+ * 2026-07-28 / 2025-03-26; bit 2: an elicitation callback that accepts;
+ * bit 3: elicitation held for people, async calls only; bit 4: elicitation
+ * deferred), one byte seeding the chunk
+ * boundaries, then the script (fake_curl.h).
+ *
+ * Checks: no crash, no leak, no sanitizer report, within the time and memory
+ * limits; every call returns one of the documented codes and sets its
+ * result as documented (an object on MCP_OK, else NULL or an error object);
+ * a text result is a string.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_curl.h"
+#include "mcp.h"
+
+static const char *const protocols[] = {NULL, "2025-11-25", "2026-07-28", "2025-03-26"};
+
+static void
+check_code(int rc)
+{
+	if (rc != MCP_OK && rc != MCP_ERROR && rc != MCP_RPC_ERROR && rc != MCP_ABORTED &&
+		rc != MCP_INPUT_REQUIRED && rc != MCP_UNAUTHORIZED && rc != MCP_SESSION_GONE &&
+		rc != MCP_AGAIN)
+		abort();
+}
+
+static json_t *
+accept_cb(void *arg, json_t *params)
+{
+	json_t	   *answer = json_pack("{s:s,s:{s:s}}", "action", "accept", "content", "name", "x");
+
+	(void) arg;
+	mcp_elicitation_apply_defaults(params, json_object_get(answer, "content"));
+	return answer;
+}
+
+static void
+check_result(int rc, json_t *result)
+{
+	check_code(rc);
+	if (rc == MCP_OK && !json_is_object(result) && result != NULL)
+		abort();
+	if (rc == MCP_OK && result)
+	{
+		char	   *t = mcp_result_text(result);
+
+		if (t)
+			(void) strlen(t);
+		free(t);
+	}
+	if (result)
+		json_decref(result);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	McpClient  *c;
+	json_t	   *tools = NULL;
+	json_t	   *result = NULL;
+	json_t	   *args;
+	int			rc;
+
+	if (size < 2)
+		return 0;
+	fake_curl_script(data + 2, size - 2, data[1]);
+	c = mcp_client_new("https://mcp.example/mcp", NULL, 10000);
+	if (c == NULL)
+		abort();
+	mcp_client_set_protocol(c, protocols[data[0] & 3]);
+	if (data[0] & 4)
+		mcp_client_set_elicitation(c, accept_cb, NULL);
+	if (data[0] & 8)
+		mcp_client_hold_elicitation(c, 1000);
+	else if (data[0] & 16)
+		mcp_client_defer_elicitation(c);
+
+	/* synchronous: list, call, any request (not with held elicitation: the worker's async calls only) */
+	args = json_pack("{s:s,s:i}", "region", "eu", "n", 1);
+	if (data[0] & 8)
+		goto async;
+	rc = mcp_list_tools(c, &tools);
+	check_code(rc);
+	if (rc == MCP_OK && !json_is_array(tools))
+		abort();
+	if (tools)
+		json_decref(tools);
+	(void) mcp_client_rejected_tools(c);
+	(void) mcp_client_tools_ttl_ms(c);
+	(void) mcp_client_server_info(c);
+	(void) strlen(mcp_client_error(c));
+
+	rc = mcp_call_tool(c, "search", args, &result);
+	check_result(rc, result);
+	result = NULL;
+	{
+		json_t	   *params = json_pack("{s:s}", "uri", "file:///a");
+
+		rc = mcp_request(c, "resources/read", params, &result);
+		json_decref(params);
+	}
+	check_result(rc, result);
+	result = NULL;
+
+	/* asynchronous, as the worker calls */
+async:
+	if (mcp_client_ready(c) == MCP_OK)
+	{
+		McpAsync   *a = mcp_async_call(c, "search", args, NULL, NULL, NULL);
+
+		for (int round = 0; a && round < 8; round++)
+		{
+			struct curl_slist *h;
+			char	   *body;
+			json_t	   *el;
+
+			rc = mcp_async_done(a, fake_curl_run(mcp_async_handle(a)), &result);
+			check_code(rc);
+			(void) mcp_async_list_changed(a);
+			while ((el = mcp_async_take_elicitation(a)) != NULL)
+			{
+				json_t	   *answer = json_pack("{s:s}", "action", "decline");
+
+				mcp_async_answer_elicitation(a, el, answer);	/* copies it */
+				json_decref(answer);
+				json_decref(el);
+			}
+			while (mcp_async_next_reply(a, &h, &body))
+			{
+				curl_slist_free_all(h);
+				free(body);
+			}
+			if (rc != MCP_AGAIN)
+			{
+				check_result(rc == MCP_SESSION_GONE ? MCP_ERROR : rc, result);
+				result = NULL;
+				break;
+			}
+			if (result)
+				json_decref(result);
+			result = NULL;
+		}
+		mcp_async_free(a);
+	}
+	json_decref(args);
+	mcp_client_close(c);
+	return 0;
+}

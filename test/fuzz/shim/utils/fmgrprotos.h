@@ -1,0 +1,1 @@
+/* utils/fmgrprotos.h for the fuzz harnesses: nothing */
