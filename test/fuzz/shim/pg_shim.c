@@ -262,9 +262,10 @@ appendStringInfo(StringInfo s, const char *fmt,...)
 char	   *pg_agents_secret_key_file = NULL;
 
 char *
-SecretsLookup(const char *name, char **error)
+SecretsLookup(const char *name, const char *workspace, char **error)
 {
 	(void) name;
+	(void) workspace;
 	*error = "no secrets in the fuzz harness";
 	return NULL;
 }
