@@ -53,6 +53,7 @@ typedef struct ResourceTable
 	char	   *config;			/* search configuration, as a literal */
 	char	   *emb_col;		/* quoted embedding column, or NULL */
 	char	   *vec_ns;			/* quoted schema of pgvector, or NULL without it */
+	Oid			id_type;		/* the id column's type */
 } ResourceTable;
 
 /* json_t from a jsonb/text column of the current SPI row (new ref, or NULL) */
@@ -183,7 +184,9 @@ LookupResourceTables(const char *rtype, List **out)
 							   "pg_catalog.quote_ident(r.embedding_column::pg_catalog.text), "
 							   "(SELECT pg_catalog.quote_ident(vn.nspname::pg_catalog.text) FROM pg_catalog.pg_extension x "
 							   " JOIN pg_catalog.pg_namespace vn ON vn.oid OPERATOR(pg_catalog.=) x.extnamespace "
-							   " WHERE x.extname OPERATOR(pg_catalog.=) 'vector') "
+							   " WHERE x.extname OPERATOR(pg_catalog.=) 'vector'), "
+							   "(SELECT a.atttypid FROM pg_catalog.pg_attribute a "
+							   " WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) r.id_column) "
 							   "FROM " RESOURCE_REGISTRY " r "
 							   "JOIN pg_catalog.pg_class c ON c.oid = r.tbl::pg_catalog.oid "
 							   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
@@ -204,9 +207,68 @@ LookupResourceTables(const char *rtype, List **out)
 		t->config = SpiText(i, 7);
 		t->emb_col = SpiText(i, 8);
 		t->vec_ns = SpiText(i, 9);
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 10, &isnull);
+
+			t->id_type = isnull ? InvalidOid : DatumGetObjectId(d);
+		}
 		*out = lappend(*out, t);
 	}
 	return true;
+}
+
+/*
+ * The condition that finds the row of id $1 (a text parameter) in table t,
+ * in the id column's own type so that its index serves: an integer or uuid
+ * id is the canonical text form of its value, as grants and the allowlist
+ * policies read it (no sign but '-', no leading zero or blank, a lowercase
+ * uuid), and a text that is not one names no row; other types compare as
+ * text.
+ */
+static char *
+IdCondition(const ResourceTable *t, const char *rid)
+{
+	const char *p = rid;
+	int			n = 0;
+
+	switch (t->id_type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			{
+				uint64		v = 0;
+				uint64		max;
+
+				if (*p == '-')
+					p++;
+				for (; p[n] >= '0' && p[n] <= '9' && n < 20; n++)
+					v = v * 10 + (p[n] - '0');
+				if (n == 0 || n > 19 || p[n] != '\0' || (p[0] == '0' && (n > 1 || p != rid)))
+					return pstrdup("false");
+				max = t->id_type == INT2OID ? PG_INT16_MAX :
+					t->id_type == INT4OID ? PG_INT32_MAX : PG_INT64_MAX;
+				if (v > max + (p != rid ? 1 : 0))
+					return pstrdup("false");
+				/* a valid value of the column's type: the cast cannot fail */
+				return psprintf("t.%s OPERATOR(pg_catalog.=) $1::pg_catalog.int8", t->id_col);
+			}
+		case UUIDOID:
+			if (strlen(rid) != 36)
+				return pstrdup("false");
+			for (n = 0; n < 36; n++)
+			{
+				char		c = rid[n];
+
+				if (n == 8 || n == 13 || n == 18 || n == 23 ? c != '-' :
+					!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+					return pstrdup("false");
+			}
+			return psprintf("t.%s OPERATOR(pg_catalog.=) $1::pg_catalog.uuid", t->id_col);
+		default:
+			return psprintf("t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1", t->id_col);
+	}
 }
 
 /*
@@ -315,8 +377,8 @@ ToolRead(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started)
 	{
 		t = (ResourceTable *) lfirst(lc);
 		r = ToolGateRunAsTool(psprintf("SELECT t.%s::pg_catalog.text, t.%s::pg_catalog.text FROM %s t "
-							   "WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1 LIMIT 1",
-							   t->title_col, t->body_col, t->tbl, t->id_col),
+							   "WHERE %s LIMIT 1",
+							   t->title_col, t->body_col, t->tbl, IdCondition(t, rid)),
 					  1, types, vals, NULL, SPI_OK_SELECT, ReadRow, ids, &failed);
 		if (r != NULL)
 			break;
@@ -580,12 +642,12 @@ ToolWrite(const ToolRun *tr, json_t *input, json_t **result, TimestampTz started
 		if (r)
 			json_decref(r);
 		if (title)
-			r = ToolGateRunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1",
-								   t->tbl, t->body_col, t->title_col, t->id_col),
+			r = ToolGateRunAsTool(psprintf("UPDATE %s t SET %s = $2, %s = $3 WHERE %s",
+								   t->tbl, t->body_col, t->title_col, IdCondition(t, rid)),
 						  3, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
 		else
-			r = ToolGateRunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE t.%s::pg_catalog.text OPERATOR(pg_catalog.=) $1",
-								   t->tbl, t->body_col, t->id_col),
+			r = ToolGateRunAsTool(psprintf("UPDATE %s t SET %s = $2 WHERE %s",
+								   t->tbl, t->body_col, IdCondition(t, rid)),
 						  2, types, vals, NULL, SPI_OK_UPDATE, WriteRows, NULL, &failed);
 		if (failed || json_integer_value(json_object_get(r, "updated")) > 0)
 			break;

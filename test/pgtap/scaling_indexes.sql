@@ -77,7 +77,7 @@ SELECT throws_ok($$SELECT agent.readable_resources(4241001, 'page', 'read')$$, '
                  'a role with no grants reads no readable set');
 RESET ROLE;
 SET LOCAL ROLE agents_tool;
-SELECT is(agent.can_access(4241002, 'page', 'ix-p1'), true, 'an agent session: the decision of the other workspace''s agent');
+SELECT is(agent.can_access(4241002, 'page', 'ix-p1'), false, 'an agent session bound to one workspace: the other workspace''s agent is not found');
 RESET ROLE;
 
 -- ------------------------------------------------- agents_pkey with another shape
@@ -262,7 +262,8 @@ SET LOCAL pg_agents.workspace = 'ws-ix-a';
 SELECT is(agent.can_access(4241001, 'page', 'ix-p1'), true, 'managed by Citus: can_access answers through SPI, not agent_not_found');
 SELECT is(agent.can_access(4241001, 'page', 'ix-p2', 'edit'), true, 'the edit grant and the owner''s group');
 SELECT is(agent.can_access(4241001, 'page', 'ix-p3'), false, 'no grant');
-SELECT is(agent.can_access(4241002, 'page', 'ix-p1'), true, 'an agent of another workspace is still found by id');
+SELECT is((SELECT reason FROM agent.explain_access(4241002, 'page', 'ix-p1')), 'agent_not_found',
+          'an agent of another workspace is not found through SPI either (as a missing id)');
 SELECT is((SELECT reason FROM agent.explain_access(4241001, 'page', 'ix-p2', 'edit', 'manual', 'ix-owner')),
           'granted', 'a manual run reads the groups and the ACL through SPI');
 SELECT is((SELECT reason FROM agent.explain_access(4249999, 'page', 'ix-p1', 'read', 'autonomous', NULL)),
@@ -270,6 +271,7 @@ SELECT is((SELECT reason FROM agent.explain_access(4249999, 'page', 'ix-p1', 're
 SELECT is(pg_temp.fire('ws-ix-a'), 1::bigint, 'fire_event finds the watcher through the query');
 SELECT is(pg_temp.fire('ws-ix-b'), 1::bigint, 'and the other workspace''s, not the first''s');
 RESET ROLE;
+SET LOCAL pg_agents.workspace = 'ws-ix-a';
 SELECT is(agent._readable_ids(4241001, 'page', 'read'), ARRAY['ix-p1', 'ix-p2'], 'the readable set through SPI');
 SET LOCAL ROLE agents_tool;
 SELECT is(agent.can_access(4241001, 'page', 'ix-p1'), true, 'an agent session');

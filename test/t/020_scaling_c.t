@@ -157,8 +157,8 @@ sites "$work/old.c" > "$work/old_sites"
 is "$(cut -f1-3 "$work/old_sites" | tr '\t' ' ')" $'old.c:5 run_state (run_id)\nold.c:10 event_dedup (workspace_id, trigger_id, fingerprint)\nold.c:19 secrets (name)' \
    "the sites of a file are read, comments left out"
 v=$(violations < "$work/old_sites")
-is "$v" $'old.c:5: ON CONFLICT (run_id) on agent.run_state: there is no unique or exclusion constraint matching the ON CONFLICT specification\nold.c:10: ON CONFLICT ... WHERE calls now on distributed agent.event_dedup' \
-   "the check names a target without workspace_id and a cutoff taken with now()"
+is "$v" $'old.c:5: ON CONFLICT (run_id) on agent.run_state: there is no unique or exclusion constraint matching the ON CONFLICT specification\nold.c:10: ON CONFLICT ... WHERE calls now on distributed agent.event_dedup\nold.c:19: ON CONFLICT (name) on agent.secrets: there is no unique or exclusion constraint matching the ON CONFLICT specification' \
+   "the check names a target without workspace_id, a cutoff taken with now(), and a secret's name without its workspace"
 is "$(awk -F'\t' '$5 != "-" {print $1, $5}' "$work/old_sites")" "old.c:19 now" \
    "the DO UPDATE SET check names a now() there"
 v=$(inserts "$work/old.c" | inserts_without_workspace)

@@ -91,7 +91,7 @@ is "${out[6]}" "" "an agent of another workspace than the session's still has no
 out=$(psql -XAtq -d "$DB" -c "SET ROLE sd_nobody_$$; SELECT agent.readable_resources(7, 'page')" 2>&1)
 like "$out" "permission denied" "a role with no grants may not list a readable set"
 out=$(psql -XAtq -d "$DB" -c "SET ROLE agents_tool; SET pg_agents.actor = 'agent:7'; SET pg_agents.workspace = 'ws1'; SELECT agent.can_access(7, 'page', '2'), agent.can_access(8, 'page', '1')" 2>&1)
-is "$out" "t|t" "an agent session's decisions, through SPI"
+is "$out" "t|f" "an agent session's decisions, through SPI (the other workspace's agent is not found, as a missing id)"
 
 psql -XAtq -d "$DB" -c "SET allow_system_table_mods = on; DROP TABLE pg_catalog.pg_dist_partition" >/dev/null
 done_testing

@@ -89,4 +89,41 @@ e=[r for r in rs if r["key"]=="[[t601e]]"][0]["body"]["messages"][-1]["content"]
 f=[r for r in rs if r["key"]=="[[t601f]]"][0]["body"]["messages"][-1]["content"]
 print("Quokka" in e, "Zebra" in e, "withheld" in e, "Pump maintenance" in f, "page.comment_added" in f)' "$reqs")" \
    "False False True True True" "an unreadable event row is withheld from the prompt; a readable one is shown"
+# 6. ids in the id column's type (issue 30): a table keyed by bigint and one by
+# uuid are read through their index; an id is its canonical text form, as the
+# grants and the allowlist read it, so '07', ' 7', '+7' or an upper-case uuid
+# name no row (the same answer as a missing one) and never another row
+q "CREATE TABLE IF NOT EXISTS public.w601_nums (id bigint PRIMARY KEY, title text, body text);
+   CREATE TABLE IF NOT EXISTS public.w601_uuids (id uuid PRIMARY KEY, title text, body text);
+   TRUNCATE public.w601_nums, public.w601_uuids;
+   INSERT INTO public.w601_nums VALUES (7, 'Seven', 'The seventh note.'), (70, 'Seventy', 'Not granted.');
+   INSERT INTO public.w601_uuids VALUES ('0e6a3c2e-6c1b-4f57-9d2a-3f1c8f0b9a11', 'Uuid page', 'Keyed by uuid.');
+   SELECT agent.register_resource_table('page', 'public.w601_nums', 'id', 'title', 'body');
+   SELECT agent.register_resource_table('page', 'public.w601_uuids', 'id', 'title', 'body');
+   INSERT INTO agent.resource_acl (resource_type, resource_id, principal, access) VALUES
+     ('page', '7', 'user:owner6', 'read'), ('page', '07', 'user:owner6', 'read'),
+     ('page', '0e6a3c2e-6c1b-4f57-9d2a-3f1c8f0b9a11', 'user:owner6', 'read') ON CONFLICT DO NOTHING;" >/dev/null
+q "INSERT INTO agent.access (agent_id, resource_type, resource_id, access) VALUES
+     ($a, 'page', '7', 'read'), ($a, 'page', '07', 'read'), ($a, 'page', '0e6a3c2e-6c1b-4f57-9d2a-3f1c8f0b9a11', 'read')" >/dev/null
+llm_script "[[t601f]]" '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "7"}},
+                          {"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "07"}},
+                          {"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "0e6a3c2e-6c1b-4f57-9d2a-3f1c8f0b9a11"}},
+                          {"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "0E6A3C2E-6C1B-4F57-9D2A-3F1C8F0B9A11"}},
+                          {"text": "done"}]'
+r=$(start_run "$a" '{"prompt": "Read the numbered pages [[t601f]]"}')
+is "$(wait_status "$r" "succeeded|failed" 30)" "succeeded" "reads by typed ids end normally"
+is "$(q "SELECT string_agg(kind || ':' || (input->>'resource_id') || ':' || coalesce(output->>'title', output->>'error', output->>'reason', '-'), ',' ORDER BY seq)
+          FROM agent.run_steps WHERE run_id = $r AND name = 'read_resource'")" \
+   "read:7:-,error:07:resource page 07 not found,read:0e6a3c2e-6c1b-4f57-9d2a-3f1c8f0b9a11:-,denied:0E6A3C2E-6C1B-4F57-9D2A-3F1C8F0B9A11:not_granted" \
+   "'7' reads row 7; '07', even granted, names no row (not row 7); the uuid in its canonical form reads its row, an upper-case form is not granted"
+reqs=$(llm_requests)
+ok "$(python3 -c '
+import json,sys; rs=[r for r in json.loads(sys.argv[1]) if r["key"]=="[[t601f]]"]
+tools=[m["content"] for m in rs[-1]["body"]["messages"] if m["role"]=="tool"]
+s=json.dumps(rs)
+print(0 if (len(tools) == 4 and sum("seventh note" in t for t in tools) == 1 and "Keyed by uuid" in tools[2]
+            and "Not granted" not in s) else 1)' "$reqs")" \
+   "the model saw row 7 once (for '7', not for '07') and the uuid row, never row 70"
+q "SELECT agent.unregister_resource_table('public.w601_nums'); SELECT agent.unregister_resource_table('public.w601_uuids')" >/dev/null
+
 done_testing
