@@ -1047,6 +1047,12 @@ sse_line(Xfer *x, const char *line, size_t n)
 	}
 	if (fl == 4 && memcmp(line, "data", 4) == 0)
 	{
+		/* an event is bounded like a body: data lines without an end count */
+		if (x->data.len + vl + 1 > MCP_MAX_BODY)
+		{
+			x->too_big = 1;
+			return;
+		}
 		sb_append(&x->data, v, vl);
 		sb_append(&x->data, "\n", 1);
 	}
@@ -1088,8 +1094,8 @@ sse_line(Xfer *x, const char *line, size_t n)
 
 /*
  * Splits n bytes of an SSE stream into lines (CR, LF or CRLF) for sse_line.
- * Stops once the response has arrived; sets too_big when a line exceeds
- * MCP_MAX_BODY.
+ * Stops once the response has arrived; sets too_big when a line, or the
+ * data of one event, exceeds MCP_MAX_BODY.
  */
 static void
 sse_feed(Xfer *x, const char *p, size_t n)
@@ -1110,6 +1116,8 @@ sse_feed(Xfer *x, const char *p, size_t n)
 		{
 			sse_line(x, x->line.data ? x->line.data : "", x->line.len);
 			sb_reset(&x->line);
+			if (x->too_big)
+				return;
 			if (ch == '\r')
 				x->skip_lf = 1;
 		}

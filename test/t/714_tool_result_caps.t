@@ -15,7 +15,7 @@ PY="http://127.0.0.1:$(cat "$tmp/py.port")"
 WS=ws714
 OWNER=owner714
 q "SELECT agent.mcp_add_server('big', '$PY/mcp', workspace_id => '$WS')" >/dev/null
-a=$(mk_agent "caps714" '{"mcp_tools": ["mcp__big__big"]}' none '[]' 10 "$WS" "$OWNER")
+a=$(mk_agent "caps714" '{"mcp_tools": ["mcp__big__big", "mcp__big__flood"]}' none '[]' 10 "$WS" "$OWNER")
 
 # sizes of request N (0-based) of a key: the whole body, and its tool messages
 req_info() {
@@ -69,4 +69,12 @@ ok "$(echo "$info" | grep -q '\[elided: an older tool result of [0-9]* bytes, to
 ok "$(echo "$info" | grep -q 'xxxxxxxx"}$' && echo 0 || echo 1)" "the newest result is kept"
 is "$(q "SELECT count(*) FROM agent.run_steps WHERE run_id = $r AND name = 'mcp__big__big' AND status = 'ok'")" 3 "the three calls are recorded as steps"
 q "ALTER SYSTEM RESET pg_agents.max_request_bytes" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
+# 4. an MCP server whose SSE event never ends (data lines, no blank line,
+# 40 MB): the event is cut at the body's bound, not gathered until the call's
+# time-out, and the model sees the reason
+llm_script "[[t714d]]" '[{"tool": "mcp__big__flood", "input": {"bytes": 40000000}}, {"text": "flooded"}]'
+r=$(start_run "$a" '{"prompt": "Flood [[t714d]]"}' autonomous "$OWNER")
+is "$(wait_status "$r" "succeeded|failed" 90)" succeeded "the run whose MCP event never ends still ends"
+like "$(q "SELECT output::text FROM agent.run_steps WHERE run_id = $r AND name = 'mcp__big__flood'")" \
+     "larger than 16777216 bytes" "the call fails with the bound, not with the end of the stream or a time-out"
 done_testing
