@@ -189,7 +189,10 @@ def setup():
     mk_agent("initech", "echo")
 
     for name, (ws, cron, tz) in SCHEDULES.items():
+        # created by the agent's owner: a run_as creator job fires while its
+        # creator may edit the agent (docs/cron.md)
         TRIG[name] = mk_trigger(name, kind="schedule", schedule=cron, timezone=tz,
+                                created_by="owner_" + ws,
                                 prompt="Scheduled work [[soak:%s]]" % name)
         llm_script("[[soak:%s]]" % name, [text_reply("did %s" % name)])
     # the schedules start at the simulated start, not at the real now of the INSERT
