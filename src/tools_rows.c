@@ -179,18 +179,30 @@ typedef struct RowsTable
 } RowsTable;
 
 /*
- * The first registered table of rows of collections of the type that can
- * hold a row of the collection (a parent column, or the collection's own
- * constant), with what makes a new id: the id column's identity sequence
- * or default.  false when there is none.
+ * The registered table of rows of collections of the type that holds the
+ * collection, with what makes a new id: the id column's identity sequence
+ * or default.  The table registered with the collection as its constant
+ * parent, else the single table with a parent column.  ROWS_NONE when no
+ * table can hold it; ROWS_AMBIGUOUS when several can (*tables names them,
+ * for the model's hint).
  */
-static bool
-LookupRowsTable(const char *rtype, const char *coll, RowsTable *t)
+typedef enum RowsLookup
+{
+	ROWS_FOUND,
+	ROWS_NONE,
+	ROWS_AMBIGUOUS
+} RowsLookup;
+
+static RowsLookup
+LookupRowsTable(const char *rtype, const char *coll, RowsTable *t, char **tables)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
 	Datum		vals[2];
 	int			rc;
+	uint64		n;
+	bool		constant;
 
+	*tables = NULL;
 	vals[0] = CStringGetTextDatum(rtype);
 	vals[1] = CStringGetTextDatum(coll);
 	rc = SPI_execute_with_args("SELECT r.tbl::pg_catalog.oid::pg_catalog.text, "
@@ -215,10 +227,26 @@ LookupRowsTable(const char *rtype, const char *coll, RowsTable *t)
 							   " AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
 							   "WHERE r.resource_type OPERATOR(pg_catalog.=) $1 AND r.parent_type IS NOT NULL "
 							   "AND (r.parent_column IS NOT NULL OR r.parent_id OPERATOR(pg_catalog.=) $2) "
-							   "ORDER BY r.parent_column IS NULL DESC, r.tbl::pg_catalog.oid LIMIT 1",
-							   2, types, vals, NULL, true, 1);
+							   "ORDER BY r.parent_column IS NULL DESC, 2",
+							   2, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed == 0)
-		return false;
+		return ROWS_NONE;
+
+	/* the tables of the collection's constant come first, then the others */
+	constant = SpiText(0, 6) == NULL;
+	for (n = 0; n < SPI_processed && (SpiText(n, 6) == NULL) == constant; n++)
+		;
+	if (n > 1)
+	{
+		StringInfoData names;
+		uint64		i;
+
+		initStringInfo(&names);
+		for (i = 0; i < n; i++)
+			appendStringInfo(&names, "%s%s", i ? ", " : "", SpiText(i, 2));
+		*tables = names.data;
+		return ROWS_AMBIGUOUS;
+	}
 	t->relid = SpiText(0, 1);
 	t->tbl = SpiText(0, 2);
 	t->id_col = SpiText(0, 3);
@@ -229,7 +257,7 @@ LookupRowsTable(const char *rtype, const char *coll, RowsTable *t)
 	t->parent_id = SpiText(0, 8);
 	t->id_default = SpiText(0, 9);
 	t->id_always = SpiText(0, 10) != NULL && strcmp(SpiText(0, 10), "t") == 0;
-	return true;
+	return ROWS_FOUND;
 }
 
 /*
@@ -292,6 +320,7 @@ ToolAddRow(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 	bool		failed;
 	json_t	   *r;
 	char	   *newid;
+	char	   *tables;
 
 	if (rtype == NULL || coll == NULL || !json_is_object(props))
 		return ToolGateFail(tr, "add_row", input, result, started,
@@ -312,9 +341,21 @@ ToolAddRow(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 			return ToolGateFail(tr, "add_row", input, result, started,
 								"property \"%s\": a value is at most %d bytes", key, ADD_ROW_MAX_VALUE);
 	}
-	if (!LookupRowsTable(rtype, coll, &t))
-		return ToolGateFail(tr, "add_row", input, result, started,
-							"no table of rows of collections is registered for resource type \"%s\"", rtype);
+	switch (LookupRowsTable(rtype, coll, &t, &tables))
+	{
+		case ROWS_FOUND:
+			break;
+		case ROWS_NONE:
+			return ToolGateFail(tr, "add_row", input, result, started,
+								"no table of rows of collections is registered for resource type \"%s\"", rtype);
+		case ROWS_AMBIGUOUS:
+			*result = ToolGateError("several tables of rows of resource type %s can hold collection %s", rtype, coll);
+			json_object_set_new(*result, "hint",
+								json_string(psprintf("The tables are %s. Register each collection's table with its constant parent_id, "
+													 "or keep a single table with a parent_column for the type.", tables)));
+			ToolGateRecordStep(tr->run_id, tr->workspace, "error", "add_row", input, *result, "error", 0, started);
+			return TOOL_DONE;
+	}
 	if (!RowsGate(tr, "add_row", t.parent_type, coll,
 				  psprintf("%s %s not found", t.parent_type, coll), input, result, started, &gate))
 		return gate;
