@@ -6,7 +6,7 @@
 -- keeps both values.  Two workspaces; the application role with its
 -- documented grants; a role with no grants writes nothing.
 BEGIN;
-SELECT plan(16);
+SELECT plan(20);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (991001, 'ws-runas991-a', 'r991-owner', 'run_as refusals a'),
@@ -74,6 +74,16 @@ SELECT is(agent._draft_trigger_problem('{"kind": "event", "event_name": "page.up
           'run_as applies to schedule triggers only', 'a draft event trigger with run_as is invalid');
 SELECT is(agent._draft_trigger_problem('{"kind": "schedule", "schedule": "0 9 * * *", "run_as": "shared"}'),
           NULL, 'a draft schedule with run_as is valid');
+
+-- settings: a scope key the worker does not read is refused, not stored
+SELECT throws_ok($$SELECT agent.save_settings(991001, '{"scope": {"mcp": ["crm"]}}', 'r991-owner')$$,
+                 '22023', 'unknown scope key "mcp"', 'save_settings refuses a scope key the worker ignores');
+SELECT throws_ok($$SELECT agent.save_settings(991001, '{"scope": {"llm_provider": "gemini"}}', 'r991-owner')$$,
+                 '22023', 'scope key "llm_provider" must be openai or anthropic', 'and a wire format the worker cannot speak');
+SELECT throws_ok($$SELECT agent.save_settings(991001, '{"scope": {"manage_jobs": "yes"}}', 'r991-owner')$$,
+                 '22023', 'scope key "manage_jobs" must be a boolean', 'and a manage_jobs that is not a boolean');
+SELECT lives_ok($$SELECT agent.save_settings(991001, '{"scope": {"max_tokens": 500, "needs_approval": ["write_resource"], "manage_jobs": true}}', 'r991-owner')$$,
+                'known scope keys are saved');
 
 SELECT * FROM finish();
 ROLLBACK;
