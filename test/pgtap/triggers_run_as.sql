@@ -6,7 +6,7 @@
 -- keeps both values.  Two workspaces; the application role with its
 -- documented grants; a role with no grants writes nothing.
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 
 INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES
   (991001, 'ws-runas991-a', 'r991-owner', 'run_as refusals a'),
@@ -84,6 +84,12 @@ SELECT throws_ok($$SELECT agent.save_settings(991001, '{"scope": {"manage_jobs":
                  '22023', 'scope key "manage_jobs" must be a boolean', 'and a manage_jobs that is not a boolean');
 SELECT lives_ok($$SELECT agent.save_settings(991001, '{"scope": {"max_tokens": 500, "needs_approval": ["write_resource"], "manage_jobs": true}}', 'r991-owner')$$,
                 'known scope keys are saved');
+
+SELECT throws_ok($$SELECT agent.save_settings(991001, '{"credit_limit_monthly": 100}', 'r991-owner')$$,
+                 '22023', 'settings key "credit_limit_monthly" cannot be honoured: pg_agents enforces no credit limit',
+                 'a credit limit, which nothing enforces, is refused');
+SELECT lives_ok($$SELECT agent.save_settings(991001, '{"credit_limit_monthly": null}', 'r991-owner')$$,
+                'null (no limit) is accepted');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -27,6 +27,7 @@ COMMENT ON FUNCTION agent._triggers_check_run_as() IS
   'Trigger: refuses (22023) run_as other than its default creator on a trigger whose kind is not schedule (run_as applies to schedule triggers only).';
 CREATE TRIGGER triggers_check_run_as BEFORE INSERT OR UPDATE OF kind, run_as ON agent.triggers
   FOR EACH ROW EXECUTE FUNCTION agent._triggers_check_run_as();
+COMMENT ON COLUMN agent.triggers.run_as IS 'Schedule triggers only: creator (a personal job: its runs act for created_by, with their own provider secrets, while they may edit the agent) or shared (its runs act for the workspace, with its secrets); other kinds keep the default creator, which nothing reads (run_as shared is refused there).';
 COMMENT ON TRIGGER triggers_check_run_as ON agent.triggers IS
   'run_as other than creator only on schedule triggers.';
 
