@@ -21,7 +21,12 @@
  *   - the agent's settings name a provider (scope.provider) of the run's
  *     workspace or of the cluster: that provider's base URL, key, headers,
  *     limits; its key goes to its base URL only.  Another workspace's
- *     provider is refused (the run fails), whatever the settings say;
+ *     provider is refused (the run fails), whatever the settings say.
+ *     A run that acts for a user (its key user: the requester of a manual
+ *     run, the creator of a run_as creator schedule job) who has own
+ *     secrets of the names the provider references (agent.secrets.user_id,
+ *     in the run's workspace) uses those values: a variant of the entry
+ *     made at load time; every other run the workspace's (or cluster's);
  *   - else the agent's own endpoint (scope.llm_url, allowlisted) without a
  *     key, or the default provider of the GUCs, whose key goes only to
  *     pg_agents.llm_url.
@@ -66,11 +71,20 @@ typedef struct ProviderEntry
 	int			tpm;
 	int			rl;
 	char	   *error;			/* why it cannot be used (a secret is missing ...) */
+	/* a user variant (the user's own secrets resolved): whose, and of which entry */
+	char	   *user_workspace;
+	char	   *user;
+	int64		base_id;
+	/* the references as stored (for the user variants) */
+	char	   *api_key_ref;
+	char	   *headers_json;
 } ProviderEntry;
 
 static MemoryContext prov_cxt = NULL;
 static ProviderEntry *entries = NULL;
 static int	nentries = 0;
+static ProviderEntry *uentries = NULL;	/* user variants */
+static int	nuentries = 0;
 static bool loaded = false;
 static uint64 loaded_gen = 0;
 static char *loaded_guc_key = NULL;	/* pg_agents.llm_api_key as loaded */
@@ -98,10 +112,19 @@ WipeEntries(void)
 		for (int j = 0; j < entries[i].nheaders; j++)
 			explicit_bzero(entries[i].headers[j], strlen(entries[i].headers[j]));
 	}
+	for (int i = 0; i < nuentries; i++)
+	{
+		if (uentries[i].api_key)
+			explicit_bzero(uentries[i].api_key, strlen(uentries[i].api_key));
+		for (int j = 0; j < uentries[i].nheaders; j++)
+			explicit_bzero(uentries[i].headers[j], strlen(uentries[i].headers[j]));
+	}
 	if (default_key)
 		explicit_bzero(default_key, strlen(default_key));
 	entries = NULL;
 	nentries = 0;
+	uentries = NULL;
+	nuentries = 0;
 	default_key = NULL;
 	default_key_error = NULL;
 	loaded_guc_key = NULL;
@@ -159,7 +182,7 @@ ProvidersConfigReloaded(void)
  * makes the provider unusable (e->error).
  */
 static void
-EntryHeaders(ProviderEntry *e, const char *headers_json)
+EntryHeaders(ProviderEntry *e, const char *headers_json, bool *used_user)
 {
 	json_t	   *h = headers_json ? json_loads(headers_json, 0, NULL) : NULL;
 	char	   *err = NULL;
@@ -177,7 +200,13 @@ EntryHeaders(ProviderEntry *e, const char *headers_json)
 
 			if (!json_is_string(hv) || e->error)
 				continue;
-			x = SecretsExpandIn(json_string_value(hv), e->workspace, &err);
+			{
+				bool		used = false;
+
+				x = SecretsExpandFor(json_string_value(hv), e->workspace, e->user_workspace, e->user, &used, &err);
+				if (used && used_user)
+					*used_user = true;
+			}
 			if (x == NULL)
 			{
 				e->error = psprintf("header \"%s\" of provider \"%s\" cannot be used: %s", k, e->name, err);
@@ -212,6 +241,7 @@ EntryFromRow(ProviderEntry *e, HeapTuple tup, TupleDesc td, const int *att)
 		e->error = psprintf("provider \"%s\" has an unknown kind", e->name);
 	e->base_url = SPI_getvalue(tup, td, att[PC_BASE_URL]);
 	v = SPI_getvalue(tup, td, att[PC_API_KEY]);
+	e->api_key_ref = v;
 	if (v && !e->error)
 	{
 		e->api_key = SecretsExpandIn(v, e->workspace, &err);
@@ -224,8 +254,51 @@ EntryFromRow(ProviderEntry *e, HeapTuple tup, TupleDesc td, const int *att)
 	e->max_concurrent = DatumGetInt32(SPI_getbinval(tup, td, att[PC_MAX_CONCURRENT], &isnull));
 	e->rpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_RPM], &isnull));
 	e->tpm = DatumGetInt32(SPI_getbinval(tup, td, att[PC_TPM], &isnull));
-	EntryHeaders(e, SPI_getvalue(tup, td, att[PC_HEADERS]));
+	e->headers_json = SPI_getvalue(tup, td, att[PC_HEADERS]);
+	EntryHeaders(e, e->headers_json, NULL);
 	e->rl = RateLimitFor(e->id, e->name, e->max_concurrent, e->rpm, e->tpm);
+}
+
+/*
+ * The variant of provider entry b for a user's own secrets (user of
+ * workspace uws): its key and headers resolved with that user's secrets
+ * first.  false when none of its references names a secret the user has
+ * (no variant: the user's runs use b as everyone's).
+ */
+static bool
+UserVariant(ProviderEntry *v, const ProviderEntry *b, const char *uws, const char *user)
+{
+	bool		used = false;
+	char	   *err = NULL;
+
+	if (b->error || (b->workspace && strcmp(b->workspace, uws) != 0))
+		return false;
+	if (!SecretsHasReference(b->api_key_ref) && !SecretsHasReference(b->headers_json))
+		return false;
+	*v = *b;
+	v->base_id = b->id;
+	v->user_workspace = pstrdup(uws);
+	v->user = pstrdup(user);
+	v->api_key = NULL;
+	v->headers = NULL;
+	v->nheaders = 0;
+	v->secrets = NULL;
+	v->nsecrets = 0;
+	if (b->api_key_ref)
+	{
+		v->api_key = SecretsExpandFor(b->api_key_ref, b->workspace, uws, user, &used, &err);
+		if (v->api_key == NULL)
+			v->error = psprintf("the API key of provider \"%s\" cannot be used for user \"%s\": %s", b->name, user, err);
+	}
+	EntryHeaders(v, b->headers_json, &used);
+	if (!used)
+	{
+		if (v->api_key)
+			explicit_bzero(v->api_key, strlen(v->api_key));
+		for (int j = 0; j < v->nheaders; j++)
+			explicit_bzero(v->headers[j], strlen(v->headers[j]));
+	}
+	return used;
 }
 
 /*
@@ -272,6 +345,34 @@ ProvidersLoad(void)
 		alive[i] = entries[i].id;
 	}
 	RateLimitForget(alive, nentries);
+	MemoryContextSwitchTo(old);
+
+	/*
+	 * Users' own secrets (agent.secrets.user_id): one variant of each
+	 * provider that references a secret of that name, for that user's runs
+	 * in that workspace.
+	 */
+	rc = SPI_execute("SELECT DISTINCT s.workspace_id, s.user_id FROM agent.secrets s "
+					 "WHERE s.user_id IS NOT NULL ORDER BY 1, 2", true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read agent.secrets");
+	old = MemoryContextSwitchTo(prov_cxt);
+	{
+		int			npairs = (int) SPI_processed;
+		SPITupleTable *pairs = SPI_tuptable;
+		int			cap = Max(npairs * Max(nentries, 1), 1);
+
+		uentries = palloc0(sizeof(ProviderEntry) * cap);
+		for (int u = 0; u < npairs; u++)
+		{
+			char	   *uws = SPI_getvalue(pairs->vals[u], pairs->tupdesc, 1);
+			char	   *user = SPI_getvalue(pairs->vals[u], pairs->tupdesc, 2);
+
+			for (int i = 0; i < nentries && uws && user; i++)
+				if (UserVariant(&uentries[nuentries], &entries[i], uws, user))
+					nuentries++;
+		}
+	}
 
 	/* the default provider: the GUCs, its key possibly a reference */
 	loaded_guc_key = pstrdup(pg_agents_llm_api_key ? pg_agents_llm_api_key : "");
@@ -298,6 +399,19 @@ Lookup(const char *name)
 	return NULL;
 }
 
+/* the variant of entry e for that user of that workspace, or e */
+static ProviderEntry *
+ForUser(ProviderEntry *e, const char *workspace, const char *user)
+{
+	if (user == NULL || workspace == NULL)
+		return e;
+	for (int i = 0; i < nuentries; i++)
+		if (uentries[i].base_id == e->id && strcmp(uentries[i].user, user) == 0 &&
+			strcmp(uentries[i].user_workspace, workspace) == 0)
+			return &uentries[i];
+	return e;
+}
+
 /*
  * A provider the agent's settings name (scope.provider): its row's
  * endpoint, key, limits.  Only a provider of the run's workspace or of the
@@ -305,8 +419,8 @@ Lookup(const char *name)
  * or the provider re-created in another workspace since.
  */
 static bool
-ResolveNamed(json_t *scope, const char *workspace, const char *pname, const char *agent_model,
-			 ProviderResolved *out, char **error)
+ResolveNamed(json_t *scope, const char *workspace, const char *user, const char *pname,
+			 const char *agent_model, ProviderResolved *out, char **error)
 {
 	ProviderEntry *e = Lookup(pname);
 
@@ -321,6 +435,8 @@ ResolveNamed(json_t *scope, const char *workspace, const char *pname, const char
 						  pname, workspace ? workspace : "");
 		return false;
 	}
+	/* a run acting for a user with own secrets: that user's key and headers */
+	e = ForUser(e, workspace, user);
 	if (e->error)
 	{
 		*error = pstrdup(e->error);
@@ -415,14 +531,15 @@ ResolveDefault(json_t *scope, const char *agent_model, ProviderResolved *out, ch
  * configuration re-read: some point into the GUCs).
  */
 bool
-ProviderResolve(json_t *scope, const char *workspace, const char *agent_model, ProviderResolved *out, char **error)
+ProviderResolve(json_t *scope, const char *workspace, const char *key_user, const char *agent_model,
+				ProviderResolved *out, char **error)
 {
 	const char *pname = json_string_value(json_object_get(scope, "provider"));
 
 	memset(out, 0, sizeof(*out));
 	out->ratelimit = -1;
 	if (pname)
-		return ResolveNamed(scope, workspace, pname, agent_model, out, error);
+		return ResolveNamed(scope, workspace, key_user, pname, agent_model, out, error);
 	return ResolveDefault(scope, agent_model, out, error);
 }
 

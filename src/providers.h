@@ -40,7 +40,8 @@ extern bool ProvidersStale(void);
 extern void ProvidersLoad(void);
 extern uint64 ProvidersEpoch(void);
 extern void ProvidersConfigReloaded(void);
-extern bool ProviderResolve(json_t *scope, const char *workspace, const char *agent_model, ProviderResolved *out, char **error);
+extern bool ProviderResolve(json_t *scope, const char *workspace, const char *key_user, const char *agent_model,
+							ProviderResolved *out, char **error);
 extern struct curl_slist *ProviderAddHeaders(const ProviderResolved *rp, struct curl_slist *h);
 extern char *ProviderScrub(const ProviderResolved *rp, const char *msg);
 /* secrets references in a JSON object of headers (providers, MCP servers) */

@@ -56,6 +56,7 @@ typedef struct Slot
 	char	   *workspace;
 	char	   *regime;
 	char	   *user_id;
+	char	   *key_user;		/* whose own secrets its provider uses (NULL: the workspace's) */
 	char	   *approval_mode;
 	char	   *model;
 	char	   *url;

@@ -156,7 +156,7 @@ RunSlotProvider(Slot *s, ProviderResolved *rp, char **error)
 	{
 		char	   *err = NULL;
 
-		s->rp_ok = ProviderResolve(s->scope, s->workspace, s->agent_model, &s->rp, &err);
+		s->rp_ok = ProviderResolve(s->scope, s->workspace, s->key_user, s->agent_model, &s->rp, &err);
 		if (s->rp_error)
 			pfree(s->rp_error);
 		s->rp_error = s->rp_ok ? NULL : MemoryContextStrdup(s->cxt, err ? err : "unknown error");
@@ -265,6 +265,18 @@ SlotFill(Slot *s, const ClaimedRun *cr)
 	s->workspace = SlotStrdup(s, cr->workspace);
 	s->regime = SlotStrdup(s, cr->regime);
 	s->user_id = SlotStrdup(s, cr->requested_by);
+
+	/*
+	 * The user whose own provider secrets the run uses (docs/worker.md,
+	 * "Whose key"): the requester of a manual run (chat, API trigger), the
+	 * creator of a run_as creator schedule job (its requested_by; NULL for
+	 * a shared job).  Event, mention and other autonomous runs act for
+	 * nobody's account: the workspace's key.
+	 */
+	if (cr->requested_by &&
+		((cr->regime && strcmp(cr->regime, "manual") == 0) ||
+		 (cr->origin && strcmp(cr->origin, "schedule") == 0)))
+		s->key_user = SlotStrdup(s, cr->requested_by);
 	s->approval_mode = SlotStrdup(s, cr->approval_mode);
 	s->scope = cr->scope ? json_loads(cr->scope, 0, NULL) : NULL;
 	if (s->scope == NULL)

@@ -18,10 +18,17 @@
  * and a NUL byte before it) as additional authenticated data, so that a row
  * copied under another name or into another workspace does not decrypt.
  *
- * Secrets are keyed by (workspace, name), NULL being the cluster.  A
+ * A user's own secret (set_secret's user_id, in a workspace) has the
+ * workspace, a NUL, the user and a NUL before its name.
+ *
+ * Secrets are keyed by (workspace, user, name), NULL being the cluster
+ * (and the workspace's own, for the user).  A
  * reference made by a provider or an MCP server of a workspace resolves to
  * that workspace's secret of the name, else to the cluster's; one made by a
- * cluster provider or by pg_agents.llm_api_key to the cluster's only.  A dump, a SELECT or a base
+ * cluster provider or by pg_agents.llm_api_key to the cluster's only.
+ * A user's secret is never found by these references; only the
+ * providers' copy (providers.c) resolves it, for the runs that act for
+ * that user (SecretsExpandFor).  A dump, a SELECT or a base
  * backup without the key file yields ciphertext only.
  *
  * Nothing here puts a value into an error message, a log line or a query
@@ -190,20 +197,32 @@ LoadKey(bool create, char **error)
  * is its name alone, as before workspaces existed).
  */
 static char *
-SecretAad(const char *workspace, const char *name, int *len)
+SecretAad(const char *workspace, const char *user, const char *name, int *len)
 {
+	char	   *aad;
+
 	if (workspace == NULL)
 	{
 		*len = strlen(name);
 		return pstrdup(name);
 	}
-	*len = strlen(workspace) + 1 + strlen(name);
-	return psprintf("%s%c%s", workspace, '\0', name);
+	if (user == NULL)
+	{
+		*len = strlen(workspace) + 1 + strlen(name);
+		return psprintf("%s%c%s", workspace, '\0', name);
+	}
+	/* a user's secret: workspace NUL user NUL name (names hold no NUL) */
+	*len = strlen(workspace) + 1 + strlen(user) + 1 + strlen(name);
+	aad = palloc(*len + 1);
+	memcpy(aad, workspace, strlen(workspace) + 1);
+	memcpy(aad + strlen(workspace) + 1, user, strlen(user) + 1);
+	memcpy(aad + strlen(workspace) + 1 + strlen(user) + 1, name, strlen(name) + 1);
+	return aad;
 }
 
 /* palloc'd bytea of the encrypted value; ereports (without the value) */
 static bytea *
-Encrypt(const char *workspace, const char *name, const char *value, int len)
+Encrypt(const char *workspace, const char *user, const char *name, const char *value, int len)
 {
 	EVP_CIPHER_CTX *ctx;
 	bytea	   *out;
@@ -213,7 +232,7 @@ Encrypt(const char *workspace, const char *name, const char *value, int len)
 	char	   *err = NULL;
 	bool		ok;
 	int			aadl;
-	char	   *aad = SecretAad(workspace, name, &aadl);
+	char	   *aad = SecretAad(workspace, user, name, &aadl);
 
 	if (!LoadKey(true, &err))
 		ereport(ERROR,
@@ -250,7 +269,7 @@ Encrypt(const char *workspace, const char *name, const char *value, int len)
 
 /* palloc'd plain value, or NULL with *error */
 static char *
-Decrypt(const char *workspace, const char *name, const unsigned char *p, int len, char **error)
+Decrypt(const char *workspace, const char *user, const char *name, const unsigned char *p, int len, char **error)
 {
 	EVP_CIPHER_CTX *ctx;
 	char	   *out;
@@ -268,7 +287,7 @@ Decrypt(const char *workspace, const char *name, const unsigned char *p, int len
 		*error = psprintf("secret \"%s\" is not in the format of the secrets store", name);
 		return NULL;
 	}
-	aad = SecretAad(workspace, name, &aadl);
+	aad = SecretAad(workspace, user, name, &aadl);
 	out = palloc(ctlen + 16 + 1);
 	ctx = EVP_CIPHER_CTX_new();
 	if (ctx == NULL)
@@ -344,7 +363,7 @@ SecretsLookup(const char *name, const char *workspace, char **error)
 	vals[1] = workspace ? CStringGetTextDatum(workspace) : (Datum) 0;
 	/* the workspace's secret wins over the cluster's of the same name */
 	rc = SPI_execute_with_args("SELECT s.ciphertext, s.workspace_id FROM agent.secrets s "
-							   "WHERE s.name OPERATOR(pg_catalog.=) $1 "
+							   "WHERE s.name OPERATOR(pg_catalog.=) $1 AND s.user_id IS NULL "
 							   "AND (s.workspace_id IS NULL OR s.workspace_id OPERATOR(pg_catalog.=) $2) "
 							   "ORDER BY s.workspace_id IS NULL LIMIT 1",
 							   2, types, vals, nulls, true, 1);
@@ -365,12 +384,60 @@ SecretsLookup(const char *name, const char *workspace, char **error)
 		char	   *ws = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 
-		value = Decrypt(ws, name, (unsigned char *) VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct), error);
+		value = Decrypt(ws, NULL, name, (unsigned char *) VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct), error);
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
 	if (problem)
 		*error = pstrdup(problem);
+	return value;
+}
+
+/*
+ * The value of a user's own secret of that name in that workspace
+ * (agent.set_secret(..., user_id)), palloc'd; NULL when the user has none
+ * (*error NULL) or when it cannot be read (*error set).  Needs an open
+ * transaction.
+ */
+static char *
+SecretsLookupUser(const char *name, const char *workspace, const char *user, char **error)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[3];
+	char	   *value = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	int			rc;
+
+	*error = NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+	{
+		*error = pstrdup("SPI_connect failed");
+		return NULL;
+	}
+	vals[0] = CStringGetTextDatum(name);
+	vals[1] = CStringGetTextDatum(workspace);
+	vals[2] = CStringGetTextDatum(user);
+	rc = SPI_execute_with_args("SELECT s.ciphertext FROM agent.secrets s "
+							   "WHERE s.name OPERATOR(pg_catalog.=) $1 "
+							   "AND s.workspace_id OPERATOR(pg_catalog.=) $2 "
+							   "AND s.user_id OPERATOR(pg_catalog.=) $3",
+							   3, types, vals, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+	{
+		SPI_finish();
+		*error = pstrdup("could not read the secrets store");
+		return NULL;
+	}
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		bytea	   *ct = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		value = Decrypt(workspace, user, name, (unsigned char *) VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct), error);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
 	return value;
 }
 
@@ -398,10 +465,25 @@ SecretsExpand(const char *value, char **error)
 char *
 SecretsExpandIn(const char *value, const char *workspace, char **error)
 {
+	return SecretsExpandFor(value, workspace, NULL, NULL, NULL, error);
+}
+
+/*
+ * SecretsExpandIn, where a reference first resolves to the user's own
+ * secret of that name in user_workspace (when user is not NULL and has
+ * one), and only then among the secrets of workspace (then the cluster's).
+ * *used_user (when not NULL) says whether a user's secret was used.
+ */
+char *
+SecretsExpandFor(const char *value, const char *workspace, const char *user_workspace,
+				 const char *user, bool *used_user, char **error)
+{
 	StringInfoData b;
 	const char *p = value;
 
 	*error = NULL;
+	if (used_user)
+		*used_user = false;
 	if (value == NULL)
 		return NULL;
 	if (!SecretsHasReference(value))
@@ -430,7 +512,22 @@ SecretsExpandIn(const char *value, const char *workspace, char **error)
 			return NULL;
 		}
 		n = pnstrdup(name, end - name);
-		v = SecretsLookup(n, workspace, error);
+		v = NULL;
+		if (user && user_workspace)
+		{
+			v = SecretsLookupUser(n, user_workspace, user, error);
+			if (v == NULL && *error)
+			{
+				if (used_user)
+					*used_user = true;	/* the user's own secret is unusable: say so */
+				explicit_bzero(b.data, b.len);
+				return NULL;
+			}
+			if (v && used_user)
+				*used_user = true;
+		}
+		if (v == NULL)
+			v = SecretsLookup(n, workspace, error);
 		if (v == NULL)
 		{
 			explicit_bzero(b.data, b.len);
@@ -465,12 +562,39 @@ WorkspaceArg(FunctionCallInfo fcinfo, int n)
 }
 
 /*
+ * The user argument of set_secret/drop_secret (argument n): NULL for a
+ * secret of the workspace or the cluster; a user's secret belongs to a
+ * workspace.
+ */
+static char *
+UserArg(FunctionCallInfo fcinfo, int n, const char *ws)
+{
+	char	   *user;
+
+	if (PG_NARGS() <= n || PG_ARGISNULL(n))
+		return NULL;
+	user = text_to_cstring(PG_GETARG_TEXT_PP(n));
+	if (user[0] == '\0' || strlen(user) > 200)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid user id for a secret"),
+				 errdetail("A user id has 1 to 200 characters; NULL makes a secret of the workspace or the cluster.")));
+	if (ws == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a user's secret needs a workspace"),
+				 errdetail("A user's own secret belongs to the user in one workspace."),
+				 errhint("Pass workspace_id as well as user_id.")));
+	return user;
+}
+
+/*
  * The audit row of a change of the store (secret.set, secret.drop), in the
- * workspace of the secret ('' for a cluster secret): its name and
- * workspace, never its value.
+ * workspace of the secret ('' for a cluster secret): its name, workspace
+ * and user, never its value.
  */
 static void
-AuditSecret(const char *action, const char *name, const char *workspace, bool created)
+AuditSecret(const char *action, const char *name, const char *workspace, const char *user, bool created)
 {
 	StringInfoData j;
 	char	   *target;
@@ -483,19 +607,25 @@ AuditSecret(const char *action, const char *name, const char *workspace, bool cr
 		escape_json(&j, workspace);
 	else
 		appendStringInfoString(&j, "null");
+	if (user)
+	{
+		appendStringInfoString(&j, ", \"user_id\": ");
+		escape_json(&j, user);
+	}
 	if (strcmp(action, "secret.set") == 0)
 		appendStringInfo(&j, ", \"created\": %s", created ? "true" : "false");
 	appendStringInfoString(&j, ", \"role\": ");
 	escape_json(&j, GetUserNameFromId(GetUserId(), false));
 	appendStringInfoString(&j, ", \"value\": \"[redacted]\"}");
-	target = workspace ? psprintf("%s/%s", workspace, name) : pstrdup(name);
+	target = user ? psprintf("%s/%s/%s", workspace, user, name) :
+		workspace ? psprintf("%s/%s", workspace, name) : pstrdup(name);
 	PgAgentsAuditEvent(action, "success", "secret", target, workspace ? workspace : "", NULL,
 					   DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(j.data))),
 					   psprintf(strcmp(action, "secret.set") == 0 ? "secret \"%s\" set" : "secret \"%s\" dropped", name),
 					   NULL);
 }
 
-/* agent.set_secret(name text, value text, workspace_id text DEFAULT NULL) */
+/* agent.set_secret(name text, value text, workspace_id text DEFAULT NULL, user_id text DEFAULT NULL) */
 Datum
 pg_agents_set_secret(PG_FUNCTION_ARGS)
 {
@@ -504,12 +634,13 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 	char	   *name;
 	char	   *value;
 	char	   *ws;
+	char	   *user;
 	int			vlen;
 	bytea	   *ct;
 	bool		created;
-	Oid			types[3] = {TEXTOID, BYTEAOID, TEXTOID};
-	Datum		vals[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Oid			types[4] = {TEXTOID, BYTEAOID, TEXTOID, TEXTOID};
+	Datum		vals[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -524,6 +655,7 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 				 errmsg("invalid secret name"),
 				 errdetail("A secret name has 1 to 100 letters, digits, '_', '.' or '-'.")));
 	ws = WorkspaceArg(fcinfo, 2);
+	user = UserArg(fcinfo, 3, ws);
 	vlen = VARSIZE_ANY_EXHDR(tval);
 	if (vlen == 0 || vlen > SECRET_MAX_LEN)
 		ereport(ERROR,
@@ -539,7 +671,7 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 				 errdetail("Secrets are sent in HTTP headers, where a line break is not allowed."),
 				 errhint("Strip the trailing newline, e.g. pg_catalog.btrim(pg_catalog.pg_read_file(...), E'\\n').")));
 	}
-	ct = Encrypt(ws, name, value, vlen);
+	ct = Encrypt(ws, user, name, value, vlen);
 	explicit_bzero(value, vlen);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -548,17 +680,20 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 	vals[1] = PointerGetDatum(ct);
 	vals[2] = ws ? CStringGetTextDatum(ws) : (Datum) 0;
 	nulls[2] = ws ? ' ' : 'n';
+	vals[3] = user ? CStringGetTextDatum(user) : (Datum) 0;
+	nulls[3] = user ? ' ' : 'n';
 	/*
 	 * the time in VALUES, not in DO UPDATE SET: Citus (where agent.secrets
 	 * is a reference table) refuses a non-immutable function there
 	 */
-	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext, updated_at, workspace_id) "
-							  "VALUES ($1, $2, pg_catalog.now(), $3) "
-							  "ON CONFLICT ((coalesce(workspace_id, ''::pg_catalog.text)), name) "
+	if (SPI_execute_with_args("INSERT INTO agent.secrets AS s (name, ciphertext, updated_at, workspace_id, user_id) "
+							  "VALUES ($1, $2, pg_catalog.now(), $3, $4) "
+							  "ON CONFLICT ((coalesce(workspace_id, ''::pg_catalog.text)), "
+							  "(coalesce(user_id, ''::pg_catalog.text)), name) "
 							  "DO UPDATE SET ciphertext = excluded.ciphertext, "
 							  "updated_at = excluded.updated_at "
 							  "RETURNING (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS created",
-							  3, types, vals, nulls, false, 0) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
+							  4, types, vals, nulls, false, 0) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not store secret \"%s\"", name);
 	{
 		bool		isnull;
@@ -566,43 +701,49 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 		created = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	SPI_finish();
-	AuditSecret("secret.set", name, ws, created);
+	AuditSecret("secret.set", name, ws, user, created);
 	PgAgentsConfigChanged();
 	PG_RETURN_VOID();
 }
 
-/* agent.drop_secret(name text, workspace_id text DEFAULT NULL): true when it existed */
+/* agent.drop_secret(name text, workspace_id text DEFAULT NULL, user_id text DEFAULT NULL): true when it existed */
 Datum
 pg_agents_drop_secret(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	char	   *ws;
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		vals[2];
-	char		nulls[2] = {' ', ' '};
+	char	   *user;
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[3];
+	char		nulls[3] = {' ', ' ', ' '};
 	uint64		n;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_BOOL(false);
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	ws = WorkspaceArg(fcinfo, 1);
+	user = UserArg(fcinfo, 2, ws);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	vals[0] = CStringGetTextDatum(name);
 	vals[1] = ws ? CStringGetTextDatum(ws) : (Datum) 0;
 	nulls[1] = ws ? ' ' : 'n';
+	vals[2] = user ? CStringGetTextDatum(user) : (Datum) 0;
+	nulls[2] = user ? ' ' : 'n';
 	if (SPI_execute_with_args("DELETE FROM agent.secrets s WHERE s.name OPERATOR(pg_catalog.=) $1 "
-							  "AND s.workspace_id IS NOT DISTINCT FROM $2",
-							  2, types, vals, nulls, false, 0) != SPI_OK_DELETE)
+							  "AND s.workspace_id IS NOT DISTINCT FROM $2 "
+							  "AND s.user_id IS NOT DISTINCT FROM $3",
+							  3, types, vals, nulls, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not drop secret \"%s\"", name);
 	n = SPI_processed;
 	SPI_finish();
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 ws ? errmsg("secret \"%s\" does not exist in workspace \"%s\"", name, ws)
+				 user ? errmsg("secret \"%s\" of user \"%s\" does not exist in workspace \"%s\"", name, user, ws)
+				 : ws ? errmsg("secret \"%s\" does not exist in workspace \"%s\"", name, ws)
 				 : errmsg("secret \"%s\" does not exist", name)));
-	AuditSecret("secret.drop", name, ws, false);
+	AuditSecret("secret.drop", name, ws, user, false);
 	PgAgentsConfigChanged();
 	PG_RETURN_BOOL(true);
 }

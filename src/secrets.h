@@ -19,6 +19,8 @@ extern char *SecretKeyPath(bool *inside, bool warn);
 extern void SecretKeyFileCheckAtStartup(void);
 extern char *SecretsExpand(const char *value, char **error);
 extern char *SecretsExpandIn(const char *value, const char *workspace, char **error);
+extern char *SecretsExpandFor(const char *value, const char *workspace, const char *user_workspace,
+							  const char *user, bool *used_user, char **error);
 extern bool SecretsHasReference(const char *value);
 
 #endif							/* PG_AGENTS_SECRETS_H */

@@ -318,7 +318,7 @@ COMMENT ON COLUMN agent.triggers.prompt IS 'Prompt given to the run.';
 COMMENT ON COLUMN agent.triggers.enabled IS 'Disabled triggers never fire.';
 COMMENT ON COLUMN agent.triggers.allow_self_retrigger IS 'Whether the agent''s own writes may trigger it again (the chain is counted and capped).';
 COMMENT ON COLUMN agent.triggers.show_typing IS 'UI hint: show a typing indicator while the run works.';
-COMMENT ON COLUMN agent.triggers.run_as IS 'creator (personal) or shared.';
+COMMENT ON COLUMN agent.triggers.run_as IS 'Schedule triggers only: creator (a personal job: its runs act for created_by, with their own provider secrets, while they may edit the agent) or shared (its runs act for the workspace, with its secrets); other kinds keep the default creator, which nothing reads (run_as shared is refused there).';
 COMMENT ON COLUMN agent.triggers.created_by IS 'User who created the trigger.';
 COMMENT ON COLUMN agent.triggers.created_at IS 'Creation time.';
 COMMENT ON COLUMN agent.triggers.updated_at IS 'Last change.';

@@ -567,6 +567,14 @@ BEGIN
         IF k = 'max_iterations' AND (v #>> '{}')::integer NOT BETWEEN 1 AND 200 THEN
           RAISE EXCEPTION 'settings key "max_iterations" must be between 1 and 200' USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        -- a monthly credit limit is not enforced: a value would be stored and
+        -- ignored (issue 31); null (none) is accepted
+        IF k = 'credit_limit_monthly' AND t <> 'null' THEN
+          RAISE EXCEPTION 'settings key "credit_limit_monthly" cannot be honoured: pg_agents enforces no credit limit'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The column is kept for the application; the worker counts tokens, not credits.',
+                  HINT = 'Bound an agent with hourly_run_cap, default_token_budget and max_iterations; null clears the limit.';
+        END IF;
       WHEN 'access' THEN
         IF t <> 'array' THEN
           RAISE EXCEPTION 'settings key "access" must be an array of grants' USING ERRCODE = 'invalid_parameter_value',
@@ -1541,6 +1549,14 @@ BEGIN
     m := jsonb_set(m, '{timezone}', '"UTC"');
   END IF;
   PERFORM agent._check_trigger(m, true);
+  -- run_as decides whom a schedule's runs act for; given for another kind
+  -- it would be stored and ignored (issue 31)
+  IF p ? 'run_as' AND m ->> 'kind' IS DISTINCT FROM 'schedule' THEN
+    RAISE EXCEPTION 'trigger key "run_as" cannot be set on a trigger of kind %', m ->> 'kind'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A run of an event or mention trigger acts for the event''s user, a run of an API trigger for the user who fired it.',
+            HINT = 'run_as applies to schedule triggers only; leave the key out for other kinds.';
+  END IF;
   -- A filter's view is checked against the role saving the trigger
   -- (agent.validate_filter checks the current user, which in here is this
   -- function's owner): a SECURITY DEFINER function cannot see the role that

@@ -86,6 +86,32 @@ CREATE TRIGGER triggers_validate_event
   BEFORE INSERT OR UPDATE OF kind, event_name, resource_type, resource_id, filter, saved_by ON agent.triggers
   FOR EACH ROW EXECUTE FUNCTION agent._triggers_validate_event();
 
+-- run_as says whom a schedule's runs act for (450_cron.sql); a trigger of
+-- another kind acts for the event's user (event, mention) or the caller
+-- (api), so run_as 'shared' there would be stored and ignored: refused on
+-- every write (issue 31).  Its stored 'creator' is the column's default,
+-- which no kind but schedule reads.
+CREATE FUNCTION agent._triggers_check_run_as() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF NEW.kind <> 'schedule' AND NEW.run_as IS DISTINCT FROM 'creator' THEN
+    RAISE EXCEPTION 'run_as "%" cannot be set on a trigger of kind %', NEW.run_as, NEW.kind
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A run of an event or mention trigger acts for the event''s user, a run of an API trigger for the user who fired it.',
+            HINT = 'run_as applies to schedule triggers only; leave it out for other kinds.';
+  END IF;
+  RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION agent._triggers_check_run_as() IS
+  'Trigger: refuses (22023) run_as other than its default creator on a trigger whose kind is not schedule (run_as applies to schedule triggers only).';
+CREATE TRIGGER triggers_check_run_as BEFORE INSERT OR UPDATE OF kind, run_as ON agent.triggers
+  FOR EACH ROW EXECUTE FUNCTION agent._triggers_check_run_as();
+COMMENT ON TRIGGER triggers_check_run_as ON agent.triggers IS
+  'run_as other than creator only on schedule triggers.';
+
 -- Flushes the per-backend cache of candidate triggers (every backend at
 -- commit; this one at once).
 CREATE FUNCTION agent._triggers_changed() RETURNS trigger

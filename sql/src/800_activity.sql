@@ -637,6 +637,9 @@ BEGIN
   IF t ->> 'run_as' IS NOT NULL AND t ->> 'run_as' NOT IN ('creator', 'shared') THEN
     RETURN format('run_as "%s" is not creator or shared', t ->> 'run_as');
   END IF;
+  IF t ? 'run_as' AND t ->> 'kind' IS DISTINCT FROM 'schedule' THEN
+    RETURN 'run_as applies to schedule triggers only';
+  END IF;
   IF t ? 'filter' AND jsonb_typeof(t -> 'filter') <> 'null' THEN
     -- a filter view must be readable by the session's outer role (the
     -- application's, not the owner of a SECURITY DEFINER caller such as
@@ -652,7 +655,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._draft_trigger_problem(jsonb) IS
-  'Internal: why a draft trigger is invalid (keys and types, kind, cron via agent.cron_valid, time zone, event name and resource type, run_as, filter via agent.validate_filter, whose view the session''s outer role must be allowed to read), or NULL when it is valid.';
+  'Internal: why a draft trigger is invalid (keys and types, kind, cron via agent.cron_valid, time zone, event name and resource type, run_as (schedule triggers only), filter via agent.validate_filter, whose view the session''s outer role must be allowed to read), or NULL when it is valid.';
 
 -- The JSON object in a model's answer: the whole text, a fenced block, or
 -- the outermost {...}; NULL when there is none.

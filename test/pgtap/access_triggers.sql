@@ -236,7 +236,7 @@ SELECT agent.set_trigger(:aid, '{"kind": "event", "event_name": "collection.row_
                          'trg_owner') AS r1 \gset
 SELECT agent.set_trigger(:aid, '{"kind": "schedule", "schedule": "0 9 * * 1-5", "timezone": "Europe/Paris", "prompt": "daily"}',
                          'trg_owner') AS r2 \gset
-SELECT agent.set_trigger(:aid, '{"kind": "api", "prompt": "on call", "show_typing": false, "run_as": "shared"}', 'trg_owner') AS r3 \gset
+SELECT agent.set_trigger(:aid, '{"kind": "api", "prompt": "on call", "show_typing": false}', 'trg_owner') AS r3 \gset
 SELECT id AS vkeep, snapshot -> 'triggers' AS snap FROM agent.versions WHERE agent_id = :aid ORDER BY version DESC LIMIT 1 \gset
 -- then: r1 changed, r2 deleted, r3 moved to another agent, a new one added
 SELECT agent.set_trigger(:aid, jsonb_build_object('id', :r1, 'prompt', 'ignore', 'enabled', false,

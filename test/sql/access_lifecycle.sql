@@ -46,7 +46,7 @@ SELECT (SELECT snapshot - 'triggers' FROM agent.versions WHERE agent_id = :aid A
      = (SELECT snapshot - 'triggers' FROM agent.versions WHERE agent_id = :aid AND version = 1) AS same_as_v1;
 
 -- duplicate by dan (interact), who cannot read everything the agent can
-SELECT agent.save_settings(:aid, '{"instruction_page_id": "howto", "scope": {"mcp": ["crm"]}, "hourly_run_cap": 3,
+SELECT agent.save_settings(:aid, '{"instruction_page_id": "howto", "scope": {"max_tokens": 800}, "hourly_run_cap": 3,
   "access": [{"resource_type": "page", "resource_id": "plan", "access": "edit"},
              {"resource_type": "page", "resource_id": "notes", "access": "edit"},
              {"resource_type": "collection", "resource_id": "tickets", "access": "edit"},

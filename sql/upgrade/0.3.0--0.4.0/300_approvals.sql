@@ -284,7 +284,47 @@ DECLARE
   v_rules jsonb := p_scope -> 'approval_rules';
   r       jsonb;
   v_tools jsonb;
+  v_key   text;
+  v_val   jsonb;
 BEGIN
+  -- every scope key is one the worker reads (docs/worker.md, "Per agent");
+  -- another would be stored and ignored (issue 31)
+  FOR v_key, v_val IN SELECT * FROM jsonb_each(p_scope) LOOP
+    CASE v_key
+      WHEN 'deny_ends_run', 'approval_rules' THEN
+        NULL;  -- checked below
+      WHEN 'llm_url' THEN
+        NULL;  -- checked on the agents row (the allowlist)
+      WHEN 'provider', 'embedding_model' THEN
+        IF jsonb_typeof(v_val) NOT IN ('string', 'null') THEN
+          RAISE EXCEPTION 'scope key "%" must be a string or null', v_key USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'llm_provider' THEN
+        IF jsonb_typeof(v_val) <> 'null' AND (jsonb_typeof(v_val) <> 'string' OR v_val #>> '{}' NOT IN ('openai', 'anthropic')) THEN
+          RAISE EXCEPTION 'scope key "llm_provider" must be openai or anthropic' USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'The wire format of the agent''s own endpoint (scope llm_url).';
+        END IF;
+      WHEN 'max_tokens' THEN
+        IF jsonb_typeof(v_val) <> 'null' AND NOT (jsonb_typeof(v_val) = 'number' AND (v_val #>> '{}') ~ '^[0-9]{1,8}$'
+                                              AND (v_val #>> '{}')::integer BETWEEN 1 AND 10000000) THEN
+          RAISE EXCEPTION 'scope key "max_tokens" must be an integer between 1 and 10000000, or null' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'needs_approval' THEN
+        IF jsonb_typeof(v_val) <> 'null' AND (jsonb_typeof(v_val) <> 'array'
+              OR EXISTS (SELECT 1 FROM jsonb_array_elements(v_val) t WHERE jsonb_typeof(t) <> 'string')) THEN
+          RAISE EXCEPTION 'scope key "needs_approval" must be an array of tool names' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      WHEN 'manage_jobs' THEN
+        IF jsonb_typeof(v_val) NOT IN ('boolean', 'null') THEN
+          RAISE EXCEPTION 'scope key "manage_jobs" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+      ELSE
+        RAISE EXCEPTION 'unknown scope key "%"', v_key
+          USING ERRCODE = 'invalid_parameter_value',
+                DETAIL = 'Scope keys are provider, llm_url, llm_provider, embedding_model, max_tokens, needs_approval, manage_jobs, approval_rules and deny_ends_run; the worker reads no other.',
+                HINT = 'docs/worker.md ("Per agent") says what each key does.';
+    END CASE;
+  END LOOP;
   IF p_scope ? 'deny_ends_run' AND jsonb_typeof(p_scope -> 'deny_ends_run') <> 'boolean' THEN
     RAISE EXCEPTION 'scope key "deny_ends_run" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
   END IF;
@@ -314,7 +354,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent._check_scope(jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent._check_scope(jsonb) IS
-  'Internal (agent._check_settings): refuses a scope whose "deny_ends_run" is not a boolean, or whose "approval_rules" is not an array of {"tools": [patterns], "function": signature} naming usable predicates (agent._check_approval_function).';
+  'Internal (agent._check_settings): refuses a scope with a key the worker does not read (22023; known: provider, llm_url, llm_provider, embedding_model, max_tokens, needs_approval, manage_jobs, approval_rules, deny_ends_run) or a value of the wrong type, whose "deny_ends_run" is not a boolean, or whose "approval_rules" is not an array of {"tools": [patterns], "function": signature} naming usable predicates (agent._check_approval_function).';
 
 -- an executor bound to a workspace consumes only its workspace's approvals
 CREATE OR REPLACE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean

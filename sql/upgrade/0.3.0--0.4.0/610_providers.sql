@@ -63,6 +63,14 @@ BEGIN
         IF k = 'max_iterations' AND (v #>> '{}')::integer NOT BETWEEN 1 AND 200 THEN
           RAISE EXCEPTION 'settings key "max_iterations" must be between 1 and 200' USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        -- a monthly credit limit is not enforced: a value would be stored and
+        -- ignored (issue 31); null (none) is accepted
+        IF k = 'credit_limit_monthly' AND t <> 'null' THEN
+          RAISE EXCEPTION 'settings key "credit_limit_monthly" cannot be honoured: pg_agents enforces no credit limit'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The column is kept for the application; the worker counts tokens, not credits.',
+                  HINT = 'Bound an agent with hourly_run_cap, default_token_budget and max_iterations; null clears the limit.';
+        END IF;
       WHEN 'access' THEN
         IF t <> 'array' THEN
           RAISE EXCEPTION 'settings key "access" must be an array of grants' USING ERRCODE = 'invalid_parameter_value',

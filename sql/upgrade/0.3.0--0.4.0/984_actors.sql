@@ -550,6 +550,14 @@ BEGIN
     m := jsonb_set(m, '{timezone}', '"UTC"');
   END IF;
   PERFORM agent._check_trigger(m, true);
+  -- run_as decides whom a schedule's runs act for; given for another kind
+  -- it would be stored and ignored (issue 31)
+  IF p ? 'run_as' AND m ->> 'kind' IS DISTINCT FROM 'schedule' THEN
+    RAISE EXCEPTION 'trigger key "run_as" cannot be set on a trigger of kind %', m ->> 'kind'
+      USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = 'A run of an event or mention trigger acts for the event''s user, a run of an API trigger for the user who fired it.',
+            HINT = 'run_as applies to schedule triggers only; leave the key out for other kinds.';
+  END IF;
   -- A filter's view is checked against the role saving the trigger
   -- (agent.validate_filter checks the current user, which in here is this
   -- function's owner): a SECURITY DEFINER function cannot see the role that

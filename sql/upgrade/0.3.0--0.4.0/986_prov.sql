@@ -8,12 +8,16 @@
 ALTER TABLE agent.secrets ADD COLUMN workspace_id text CHECK (workspace_id <> '');
 ALTER TABLE agent.secrets DROP CONSTRAINT secrets_pkey;
 ALTER TABLE agent.secrets ALTER COLUMN name SET NOT NULL;
-CREATE UNIQUE INDEX secrets_workspace_name_key ON agent.secrets ((coalesce(workspace_id, '')), name);
+-- (issue 31, run_as: a user's own secret, resolved for the runs acting for that user)
+ALTER TABLE agent.secrets ADD COLUMN user_id text CHECK (user_id <> ''),
+                          ADD CONSTRAINT secrets_user_workspace CHECK (user_id IS NULL OR workspace_id IS NOT NULL);
+CREATE UNIQUE INDEX secrets_workspace_name_key ON agent.secrets ((coalesce(workspace_id, '')), (coalesce(user_id, '')), name);
 COMMENT ON COLUMN agent.secrets.name IS 'Name of the secret, as in ${secret:NAME}; unique per workspace (and among the cluster''s).';
 COMMENT ON COLUMN agent.secrets.workspace_id IS 'Workspace whose providers and MCP servers may reference the secret; NULL: a cluster secret, which every provider and MCP server may reference (a workspace secret of the same name wins).';
 COMMENT ON COLUMN agent.secrets.ciphertext IS 'Format byte 0x01, 12-byte nonce, 16-byte GCM tag, ciphertext (the name, and the workspace of a workspace secret, are the additional authenticated data); useless without the key file.';
 COMMENT ON COLUMN agent.secrets.created_at IS 'When the secret was first set.';
 COMMENT ON COLUMN agent.secrets.updated_at IS 'When it was last set (rotation).';
+COMMENT ON COLUMN agent.secrets.user_id IS 'The user whose own secret this is, in workspace_id: the providers'' references of that name resolve to it for the runs that act for that user (a manual run they requested, a run_as creator schedule job they created), never for others; NULL: the workspace''s (or the cluster''s) secret.';
 ALTER TABLE agent.providers ADD COLUMN workspace_id text CHECK (workspace_id <> '');
 COMMENT ON COLUMN agent.providers.workspace_id IS 'Workspace whose agents may name the provider (its ${secret:NAME} references resolve among that workspace''s secrets, then the cluster''s); NULL: a cluster provider every workspace may use (cluster secrets only).';
 
@@ -21,17 +25,17 @@ DROP FUNCTION agent.set_secret(text, text);
 DROP FUNCTION agent.drop_secret(text);
 DROP FUNCTION agent._provider_check_key(text, text);
 
-CREATE FUNCTION agent.set_secret(name text, value text, workspace_id text DEFAULT NULL) RETURNS void
+CREATE FUNCTION agent.set_secret(name text, value text, workspace_id text DEFAULT NULL, user_id text DEFAULT NULL) RETURNS void
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'pg_agents_set_secret';
-COMMENT ON FUNCTION agent.set_secret(text, text, text) IS
-  'Stores (or replaces: rotation, effective at the worker''s next request) a secret, encrypted with the key of pg_agents.secret_key_file (created on first use); workspace_id NULL: a cluster secret, else one only that workspace''s providers and MCP servers resolve (it wins over a cluster secret of the same name). Audited as secret.set (never the value). Superusers only. Pass the value as a bind parameter or read it from a file so that it is not in the statement text (docs/worker.md, "Secrets").';
+COMMENT ON FUNCTION agent.set_secret(text, text, text, text) IS
+  'Stores (or replaces: rotation, effective at the worker''s next request) a secret, encrypted with the key of pg_agents.secret_key_file (created on first use); workspace_id NULL: a cluster secret, else one only that workspace''s providers and MCP servers resolve (it wins over a cluster secret of the same name); with user_id (and a workspace_id): that user''s own secret, which the providers'' references of that name resolve to for the runs acting for that user (docs/worker.md, "Whose key"). Audited as secret.set (never the value). Superusers only. Pass the value as a bind parameter or read it from a file so that it is not in the statement text (docs/worker.md, "Secrets").';
 
-CREATE FUNCTION agent.drop_secret(name text, workspace_id text DEFAULT NULL) RETURNS boolean
+CREATE FUNCTION agent.drop_secret(name text, workspace_id text DEFAULT NULL, user_id text DEFAULT NULL) RETURNS boolean
 LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'pg_agents_drop_secret';
-COMMENT ON FUNCTION agent.drop_secret(text, text) IS
-  'Removes a secret of the cluster (workspace_id NULL) or of a workspace (42704 when there is none); providers and MCP servers that reference it fail with a clear error until it is set again (or fall back to the cluster secret of that name). Audited as secret.drop. Superusers only.';
+COMMENT ON FUNCTION agent.drop_secret(text, text, text) IS
+  'Removes a secret of the cluster (workspace_id NULL), of a workspace, or of a user of a workspace (user_id; 42704 when there is none); providers and MCP servers that reference it fail with a clear error until it is set again (or fall back to the cluster secret of that name). Audited as secret.drop. Superusers only.';
 
 CREATE OR REPLACE FUNCTION agent._provider_settings(p_name text, p_settings jsonb, p_alter boolean)
 RETURNS jsonb
@@ -139,7 +143,7 @@ BEGIN
   END IF;
   IF NOT EXISTS (SELECT 1 FROM agent.secrets s
                   WHERE s.name = substring(p_key FROM 10 FOR length(p_key) - 10)
-                    AND (s.workspace_id IS NULL OR s.workspace_id = p_workspace_id)) THEN
+                    AND s.user_id IS NULL AND (s.workspace_id IS NULL OR s.workspace_id = p_workspace_id)) THEN
     RAISE EXCEPTION 'secret "%" does not exist', substring(p_key FROM 10 FOR length(p_key) - 10)
       USING ERRCODE = 'undefined_object',
             DETAIL = CASE WHEN p_workspace_id IS NULL THEN 'A cluster provider references cluster secrets only.'
