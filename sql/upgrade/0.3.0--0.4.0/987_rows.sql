@@ -236,7 +236,8 @@ COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
   'Removes the registration of a resource table and revokes agents_tool''s SELECT, INSERT, UPDATE on it, and removes the triggers that report its row changes to the readable sets (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 CREATE OR REPLACE FUNCTION agent.register_comment_table(tbl regclass, target_type_column name, target_id_column name,
-                                             body_column name, author_column name)
+                                             body_column name, author_column name,
+                                             workspace_column name DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
