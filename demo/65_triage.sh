@@ -6,8 +6,10 @@
 # with add_comment; the audit shows the agent and only the changed columns;
 # its own write wakes no second run and is reported; a row of a collection
 # not granted is refused; a second workspace's identical collection (same
-# table, agent, grant and trigger; its own collection id, as resource ids
-# are the host application's, unique across workspaces) is untouched.
+# table, agent, grant, trigger and the same collection id 'tickets': the
+# host application's ids are per workspace, so the table is registered with
+# workspace_column) is untouched: the agent's update_row on its row is
+# refused as other_workspace.
 . "$PG_AGENTS_ENV"
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/test/fixtures/llm.sh"
@@ -26,19 +28,21 @@ CREATE TABLE public.demo_comments (id bigserial PRIMARY KEY, target_type text NO
   body text NOT NULL, author text NOT NULL,
   workspace_id text NOT NULL DEFAULT current_setting('pg_agents.workspace'));
 SELECT agent.register_resource_table('page', 'public.demo_tickets', 'id', 'title', 'body',
-  parent_type => 'collection', parent_column => 'collection_id', writable_columns => ARRAY['status', 'assignee']::name[]);
-SELECT agent.register_comment_table('public.demo_comments', 'target_type', 'target_id', 'body', 'author');
+  parent_type => 'collection', parent_column => 'collection_id', writable_columns => ARRAY['status', 'assignee']::name[],
+  workspace_column => 'workspace_id');
+SELECT agent.register_comment_table('public.demo_comments', 'target_type', 'target_id', 'body', 'author',
+  workspace_column => 'workspace_id');
 SELECT agent.enable_allowlist('public.demo_tickets', 'page', 'id');
 SELECT agent.audit_table('public.demo_tickets', 'page', workspace_column => 'workspace_id');
 SELECT agent.watch_table('public.demo_tickets', 'collection', 'id', workspace_column => 'workspace_id');
 INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, principal, access) VALUES
   ('demo-triage', 'collection', 'tickets', 'user:alice', 'edit'),
   ('demo-triage', 'collection', 'hr-cases', 'user:alice', 'edit'),
-  ('demo-triage2', 'collection', 'tickets-2', 'user:alice', 'edit')
+  ('demo-triage2', 'collection', 'tickets', 'user:alice', 'edit')
   ON CONFLICT DO NOTHING;
 INSERT INTO public.demo_tickets (id, collection_id, workspace_id, title, body, priority) VALUES
   (1, 'hr-cases', 'demo-triage', 'Salary dispute', 'Confidential: a salary dispute.', 'high'),
-  (2, 'tickets-2', 'demo-triage2', 'Printer on fire', 'The other workspace''s printer.', 'high');
+  (2, 'tickets', 'demo-triage2', 'Printer on fire', 'The other workspace''s printer.', 'high');
 SQL
 a=$(q -c "SELECT agent.create_agent('demo-triage', 'alice', 'Ticket triager',
             jsonb_build_object('instructions', 'Triage new high-priority tickets.', 'approval_mode', 'none'))")
@@ -47,16 +51,16 @@ b=$(q -c "SELECT agent.create_agent('demo-triage2', 'alice', 'Ticket triager',
 q >/dev/null <<SQL
 UPDATE agent.agents SET scope = scope || jsonb_build_object('llm_url', '$LLM_URL') WHERE id IN ($a, $b);
 SELECT agent.grant($a, 'collection', 'tickets', 'edit', 'alice');
-SELECT agent.grant($b, 'collection', 'tickets-2', 'edit', 'alice');
+SELECT agent.grant($b, 'collection', 'tickets', 'edit', 'alice');
 INSERT INTO agent.triggers (agent_id, kind, event_name, resource_type, resource_id, filter, prompt) VALUES
   ($a, 'event', 'collection.row_added', 'collection', 'tickets',
    '{"all": [{"property": "priority", "op": "eq", "value": "high"}]}', 'Triage the new ticket [[uc06]]'),
-  ($b, 'event', 'collection.row_added', 'collection', 'tickets-2',
+  ($b, 'event', 'collection.row_added', 'collection', 'tickets',
    '{"all": [{"property": "priority", "op": "eq", "value": "high"}]}', 'Triage the new ticket [[uc06b]]'),
   ($a, 'event', 'collection.property_updated', 'collection', 'tickets', '{}', 'Look at the change [[uc06loop]]');
 SQL
 echo "  agent #$a 'Ticket triager' (workspace demo-triage, owner alice) is granted edit on collection tickets only"
-echo "  rows of collections: public.demo_tickets (parent_column collection_id, writable status, assignee); comments: public.demo_comments"
+echo "  rows of collections: public.demo_tickets (parent_column collection_id, writable status, assignee); comments: public.demo_comments; both with workspace_column workspace_id"
 echo "  triggers: collection.row_added on tickets where priority = high; collection.property_updated on tickets (a loop if unchecked)"
 
 llm_script "[[uc06]]" '[{"tool": "read_resource", "input": {"resource_type": "page", "resource_id": "101"}},

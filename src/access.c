@@ -100,7 +100,8 @@ static const char *const reason_names[] = {
 	"agent_not_found",
 	"user_required",
 	"invalid_mode",
-	"invalid_regime"
+	"invalid_regime",
+	"other_workspace"
 };
 
 /* ------------------------------------------------------------------------

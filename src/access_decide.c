@@ -175,6 +175,14 @@ AccessDecideAutonomous(AgentEntry *ag, const char *rtype, const char *rid, int m
 	const char *gid = rid;
 	AccessReason r;
 
+	/* a row of another workspace in a table that holds several: never */
+	if (AccessRowOtherWorkspace(rtype, rid, ag->workspace, snap))
+	{
+		if (want_detail)
+			*detail = psprintf("%s %s is a row of another workspace than agent %lld's",
+							   rtype, rid, (long long) ag->id);
+		return AR_OTHER_WORKSPACE;
+	}
 	if (AccessGetParent(rtype, rid, snap, &ptype, &pid) && grant == LEVEL_NONE)
 	{
 		int			pgrant = AccessAgentGrant(ag, ptype, pid, snap);
@@ -237,6 +245,13 @@ AccessDecide(AccessArgs *a, bool want_detail, char **detail)
 		const char *atype;
 		const char *aid;
 
+		if (AccessRowOtherWorkspace(a->rtype, a->rid, ag->workspace, snap))
+		{
+			if (want_detail)
+				*detail = psprintf("manual run: %s %s is a row of another workspace than agent %lld's",
+								   a->rtype, a->rid, (long long) a->agent_id);
+			return AR_OTHER_WORKSPACE;
+		}
 		if (!AccessGetParent(a->rtype, a->rid, snap, &ptype, &pid))
 			ptype = NULL;
 		AclTarget(ag->workspace, a->rtype, a->rid, ptype, pid, snap, &atype, &aid);

@@ -303,7 +303,8 @@ typedef struct ParentTable
 	char	   *ptype;			/* the collection's type */
 	char	   *sql;			/* the row's collection id by row id (a constant
 								 * for a table that is one collection) */
-	char	   *rows_sql;		/* the rows (id, collection id) of collections $1 */
+	char	   *rows_sql;		/* the rows (id, collection id, workspace) of
+								 * collections $1 in workspace $2 */
 	int			idkind;			/* ID_* below: how the row id is checked */
 } ParentTable;
 
@@ -329,6 +330,8 @@ typedef struct ParentEntry
 	char	   *rid;
 	char	   *ptype;			/* NULL: no collection */
 	char	   *pid;
+	bool		has_ws;			/* found in a table with a workspace_column */
+	char	   *rws;			/* then the row's workspace ("" for none) */
 	bool		filled;
 } ParentEntry;
 
@@ -1416,25 +1419,37 @@ GetParentTypes(const char *rtype)
 	vals[0] = CStringGetTextDatum(rtype);
 	AccessSpiRun(&elev, &plan_parent_types,
 				 "SELECT r.parent_type, NULL::pg_catalog.text, "
-				 "pg_catalog.format('SELECT %s FROM %s WHERE %s LIMIT 1', "
+				 "pg_catalog.format('SELECT %s, %s FROM %s WHERE %s LIMIT 1', "
 				 " CASE WHEN r.parent_column IS NOT NULL THEN pg_catalog.format('%I::pg_catalog.text', r.parent_column)"
-				 "  ELSE pg_catalog.format('%L::pg_catalog.text', r.parent_id) END, r.tbl,"
+				 "  WHEN r.parent_id IS NOT NULL THEN pg_catalog.format('%L::pg_catalog.text', r.parent_id)"
+				 "  ELSE 'NULL::pg_catalog.text' END,"
+				 " CASE WHEN r.workspace_column IS NOT NULL THEN"
+				 "  pg_catalog.format('COALESCE(%I::pg_catalog.text, '''')', r.workspace_column)"
+				 "  ELSE 'NULL::pg_catalog.text' END, r.tbl,"
 				 " CASE WHEN a.atttypid IN (20, 21, 23, 25, 1043, 1042) THEN"
 				 "  pg_catalog.format('%I OPERATOR(pg_catalog.=) $1::%s', r.id_column, pg_catalog.format_type(a.atttypid, NULL))"
 				 " ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) $1', r.id_column) END), "
 				 "CASE a.atttypid WHEN 21 THEN 1 WHEN 23 THEN 2 WHEN 20 THEN 3"
 				 " WHEN 25 THEN 0 WHEN 1043 THEN 0 WHEN 1042 THEN 0 ELSE 4 END, "
-				 "pg_catalog.format('SELECT %I::pg_catalog.text, %s FROM %s WHERE %s', r.id_column, "
+				 "pg_catalog.format('SELECT %I::pg_catalog.text, %s, %s FROM %s WHERE %s%s', r.id_column, "
 				 " CASE WHEN r.parent_column IS NOT NULL THEN pg_catalog.format('%I::pg_catalog.text', r.parent_column)"
-				 "  ELSE pg_catalog.format('%L::pg_catalog.text', r.parent_id) END, r.tbl,"
+				 "  ELSE pg_catalog.format('%L::pg_catalog.text', r.parent_id) END,"
+				 " CASE WHEN r.workspace_column IS NOT NULL THEN pg_catalog.format('%I::pg_catalog.text', r.workspace_column)"
+				 "  ELSE 'NULL::pg_catalog.text' END, r.tbl,"
 				 " CASE WHEN r.parent_column IS NULL THEN pg_catalog.format('%L::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_id)"
 				 "  WHEN pa.atttypid IN (25, 1043) THEN pg_catalog.format('%I OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column)"
-				 "  ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column) END) "
+				 "  ELSE pg_catalog.format('%I::pg_catalog.text OPERATOR(pg_catalog.=) ANY ($1)', r.parent_column) END,"
+				 " CASE WHEN r.workspace_column IS NULL THEN ''"
+				 "  WHEN wa.atttypid IN (25, 1043) THEN pg_catalog.format(' AND %I OPERATOR(pg_catalog.=) $2', r.workspace_column)"
+				 "  ELSE pg_catalog.format(' AND %I::pg_catalog.text OPERATOR(pg_catalog.=) $2', r.workspace_column) END) "
 				 "FROM agent.resource_tables r JOIN pg_catalog.pg_attribute a"
 				 " ON a.attrelid OPERATOR(pg_catalog.=) r.tbl AND a.attname OPERATOR(pg_catalog.=) r.id_column "
 				 "LEFT JOIN pg_catalog.pg_attribute pa"
 				 " ON pa.attrelid OPERATOR(pg_catalog.=) r.tbl AND pa.attname OPERATOR(pg_catalog.=) r.parent_column "
-				 "WHERE r.resource_type OPERATOR(pg_catalog.=) $1 AND r.parent_type IS NOT NULL "
+				 "LEFT JOIN pg_catalog.pg_attribute wa"
+				 " ON wa.attrelid OPERATOR(pg_catalog.=) r.tbl AND wa.attname OPERATOR(pg_catalog.=) r.workspace_column "
+				 "WHERE r.resource_type OPERATOR(pg_catalog.=) $1"
+				 " AND (r.parent_type IS NOT NULL OR r.workspace_column IS NOT NULL) "
 				 "ORDER BY r.tbl",
 				 1, types, vals);
 	if (SPI_processed > 0)
@@ -1449,7 +1464,7 @@ GetParentTypes(const char *rtype)
 		t->sql = AccessSpiText(r, 3, parent_type_cxt);
 		t->rows_sql = AccessSpiText(r, 5, parent_type_cxt);
 		t->idkind = isnull ? ID_ASTEXT : DatumGetInt32(kind);
-		if (t->ptype != NULL && t->sql != NULL)
+		if (t->sql != NULL)
 			e->ntables++;
 	}
 	AccessSpiDone(&elev);
@@ -1522,25 +1537,25 @@ ParentLookup(const char *sql, Oid *types, Datum *vals)
  * registered table by its id (parameterised, as the owner of schema
  * "agent"), cached per snapshot.
  */
-bool
-AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
-				const char **ptype, const char **pid)
+static ParentEntry *
+LookupRow(const char *rtype, const char *rid, Snapshot snap)
 {
 	ParentTypeEntry *te;
 	ParentEntry *e;
 	uint64		h;
 	bool		found;
 	int			i;
+	bool		row = false;
 
 	te = GetParentTypes(rtype);
 	if (te->ntables == 0)
-		return false;
+		return NULL;
 
 	h = hash_bytes_extended((const unsigned char *) rtype, strlen(rtype), 0);
 	h = hash_bytes_extended((const unsigned char *) rid, strlen(rid), h);
 	e = (ParentEntry *) hash_search(parent_cache, &h, HASH_ENTER, &found);
 	if (found && e->filled && strcmp(e->rtype, rtype) == 0 && strcmp(e->rid, rid) == 0)
-		goto done;
+		return e;
 	if (found && e->filled)
 		e = MemoryContextAllocZero(cache_cxt, sizeof(ParentEntry));
 	e->filled = false;
@@ -1548,7 +1563,9 @@ AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
 	e->rid = MemoryContextStrdup(cache_cxt, rid);
 	e->ptype = NULL;
 	e->pid = NULL;
-	for (i = 0; i < te->ntables && e->ptype == NULL; i++)
+	e->has_ws = false;
+	e->rws = NULL;
+	for (i = 0; i < te->ntables && !row; i++)
 	{
 		ParentTable *t = &te->tables[i];
 		PgaElevation elev;
@@ -1568,19 +1585,50 @@ AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
 			elog(ERROR, "pg_agents: collection lookup failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed > 0)
 		{
+			row = true;
 			e->pid = AccessSpiText(0, 1, cache_cxt);
-			if (e->pid != NULL)
+			if (e->pid != NULL && t->ptype != NULL)
 				e->ptype = MemoryContextStrdup(cache_cxt, t->ptype);
+			e->rws = AccessSpiText(0, 2, cache_cxt);
+			e->has_ws = e->rws != NULL;
 		}
 		AccessSpiDone(&elev);
 	}
 	e->filled = true;
-done:
-	if (e->ptype == NULL)
+	return e;
+}
+
+bool
+AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
+				const char **ptype, const char **pid)
+{
+	ParentEntry *e = LookupRow(rtype, rid, snap);
+
+	if (e == NULL || e->ptype == NULL)
 		return false;
 	*ptype = e->ptype;
 	*pid = e->pid;
 	return true;
+}
+
+/*
+ * Is the resource a row of a table registered with a workspace_column whose
+ * workspace is not the given one (the agent's)?  A table that holds the
+ * resources of several workspaces declares the column; its rows are then
+ * never another workspace's agent's, whatever its grants say (an id
+ * granted in one workspace may name a row of another).  Rows with no
+ * workspace count as another workspace's.  Uses the per-snapshot cache of
+ * the row's collection (one lookup of the row by its id).
+ */
+bool
+AccessRowOtherWorkspace(const char *rtype, const char *rid, const char *workspace,
+						Snapshot snap)
+{
+	ParentEntry *e = LookupRow(rtype, rid, snap);
+
+	if (e == NULL || !e->has_ws)
+		return false;
+	return workspace == NULL || strcmp(e->rws, workspace) != 0;
 }
 
 /*
@@ -1594,14 +1642,18 @@ AccessParentTables(const char *rtype, const char ***ptypes, const char ***rows_s
 	ParentTypeEntry *te = GetParentTypes(rtype);
 	int			i;
 
+	int			n = 0;
+
 	*ptypes = palloc(sizeof(char *) * (te->ntables + 1));
 	*rows_sqls = palloc(sizeof(char *) * (te->ntables + 1));
 	for (i = 0; i < te->ntables; i++)
 	{
-		(*ptypes)[i] = te->tables[i].ptype;
-		(*rows_sqls)[i] = te->tables[i].rows_sql;
+		if (te->tables[i].ptype == NULL)
+			continue;			/* a workspace_column without a parent */
+		(*ptypes)[n] = te->tables[i].ptype;
+		(*rows_sqls)[n++] = te->tables[i].rows_sql;
 	}
-	return te->ntables;
+	return n;
 }
 
 /*
@@ -1609,7 +1661,8 @@ AccessParentTables(const char *rtype, const char ***ptypes, const char ***rows_s
  * a collection), so that deciding it reads the table no more.
  */
 void
-AccessRememberParent(const char *rtype, const char *rid, const char *ptype, const char *pid)
+AccessRememberParent(const char *rtype, const char *rid, const char *ptype, const char *pid,
+					 const char *rws)
 {
 	uint64		h;
 	ParentEntry *e;
@@ -1626,6 +1679,8 @@ AccessRememberParent(const char *rtype, const char *rid, const char *ptype, cons
 	e->rid = MemoryContextStrdup(cache_cxt, rid);
 	e->ptype = MemoryContextStrdup(cache_cxt, ptype);
 	e->pid = MemoryContextStrdup(cache_cxt, pid);
+	e->has_ws = rws != NULL;
+	e->rws = rws != NULL ? MemoryContextStrdup(cache_cxt, rws) : NULL;
 	e->filled = true;
 }
 

@@ -40,7 +40,8 @@ typedef enum AccessReason
 	AR_AGENT_NOT_FOUND,
 	AR_USER_REQUIRED,
 	AR_INVALID_MODE,
-	AR_INVALID_REGIME
+	AR_INVALID_REGIME,
+	AR_OTHER_WORKSPACE
 } AccessReason;
 
 /* access levels: none < read < edit */
@@ -228,7 +229,9 @@ extern bool AccessGetParent(const char *rtype, const char *rid, Snapshot snap,
 extern int	AccessParentTables(const char *rtype, const char ***ptypes,
 							   const char ***rows_sqls);
 extern void AccessRememberParent(const char *rtype, const char *rid, const char *ptype,
-								 const char *pid);
+								 const char *pid, const char *rws);
+extern bool AccessRowOtherWorkspace(const char *rtype, const char *rid, const char *workspace,
+									Snapshot snap);
 extern bool AccessHasOwnAcl(const char *workspace, const char *rtype, const char *rid,
 							Snapshot snap);
 extern bool AccessWorkspaceShares(const char *workspace, const char *rtype, const char *rid,

@@ -251,6 +251,7 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 		int			ncolls = 0;
 		IdList		rows = {NULL, 0, 0};
 		IdList		parents = {NULL, 0, 0};
+		IdList		wss = {NULL, 0, 0};
 		MemoryContext cxt = CurrentMemoryContext;
 		uint64		r;
 		int			i;
@@ -311,12 +312,14 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 		}
 		if (ncolls > 0)
 		{
-			Oid			atypes[1] = {TEXTARRAYOID};
-			Datum		avals[1];
+			Oid			atypes[2] = {TEXTARRAYOID, TEXTOID};
+			Datum		avals[2];
 
+			/* $2: the agent's workspace (a table with a workspace_column keeps its rows) */
 			avals[0] = PointerGetDatum(construct_array(colls, ncolls, TEXTOID, -1, false,
 													   TYPALIGN_INT));
-			rc = SPI_execute_with_args(rows_sqls[t], 1, atypes, avals, NULL, true, 0);
+			avals[1] = CStringGetTextDatum(ag->workspace ? ag->workspace : "");
+			rc = SPI_execute_with_args(rows_sqls[t], 2, atypes, avals, NULL, true, 0);
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "pg_agents: rows of collections lookup failed: %s",
 					 SPI_result_code_string(rc));
@@ -324,6 +327,7 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 			{
 				char	   *rid = AccessSpiText(r, 1, cxt);
 				char	   *pid = AccessSpiText(r, 2, cxt);
+				char	   *rws = AccessSpiText(r, 3, cxt);
 
 				MemoryContext old;
 
@@ -333,6 +337,7 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 				old = MemoryContextSwitchTo(cxt);
 				IdListAdd(&rows, rid);
 				IdListAdd(&parents, pid);
+				IdListAdd(&wss, rws);
 				MemoryContextSwitchTo(old);
 			}
 		}
@@ -346,7 +351,7 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 			if (direct->n > 0 &&
 				bsearch(&rid, direct->items, direct->n, sizeof(char *), CompareCStrings) != NULL)
 				continue;
-			AccessRememberParent(rtype, rid, ptypes[t], parents.items[i]);
+			AccessRememberParent(rtype, rid, ptypes[t], parents.items[i], wss.items[i]);
 			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap,
 													false, NULL)))
 				IdListAdd(ids, rid);

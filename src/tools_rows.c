@@ -173,6 +173,8 @@ typedef struct RowsTable
 	char	   *parent_type;
 	char	   *parent_col;		/* quoted, or NULL for a constant parent_id */
 	char	   *parent_coltype; /* format_type of the parent column */
+	char	   *ws_col;			/* quoted workspace_column, or NULL */
+	char	   *ws_coltype;		/* its format_type */
 	char	   *parent_id;		/* the constant, or NULL */
 	char	   *id_default;		/* the SQL that makes a new id, or NULL */
 	bool		id_always;		/* GENERATED ALWAYS AS IDENTITY */
@@ -215,7 +217,9 @@ LookupRowsTable(const char *rtype, const char *coll, RowsTable *t, char **tables
 							   " pg_catalog.format('pg_catalog.nextval(%L::pg_catalog.regclass)', "
 							   "  pg_catalog.pg_get_serial_sequence(pg_catalog.format('%I.%I', n.nspname, c.relname), r.id_column::pg_catalog.text)) "
 							   " WHEN a.attgenerated OPERATOR(pg_catalog.=) '' THEN pg_catalog.pg_get_expr(d.adbin, d.adrelid) END, "
-							   "a.attidentity OPERATOR(pg_catalog.=) 'a' "
+							   "a.attidentity OPERATOR(pg_catalog.=) 'a', "
+							   "pg_catalog.quote_ident(r.workspace_column::pg_catalog.text), "
+							   "pg_catalog.format_type(wa.atttypid, wa.atttypmod) "
 							   "FROM agent.resource_tables r "
 							   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.tbl::pg_catalog.oid "
 							   "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
@@ -223,6 +227,8 @@ LookupRowsTable(const char *rtype, const char *coll, RowsTable *t, char **tables
 							   " AND a.attname OPERATOR(pg_catalog.=) r.id_column "
 							   "LEFT JOIN pg_catalog.pg_attribute pa ON pa.attrelid OPERATOR(pg_catalog.=) r.tbl "
 							   " AND pa.attname OPERATOR(pg_catalog.=) r.parent_column "
+							   "LEFT JOIN pg_catalog.pg_attribute wa ON wa.attrelid OPERATOR(pg_catalog.=) r.tbl "
+							   " AND wa.attname OPERATOR(pg_catalog.=) r.workspace_column "
 							   "LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) r.tbl "
 							   " AND d.adnum OPERATOR(pg_catalog.=) a.attnum "
 							   "WHERE r.resource_type OPERATOR(pg_catalog.=) $1 AND r.parent_type IS NOT NULL "
@@ -257,6 +263,8 @@ LookupRowsTable(const char *rtype, const char *coll, RowsTable *t, char **tables
 	t->parent_id = SpiText(0, 8);
 	t->id_default = SpiText(0, 9);
 	t->id_always = SpiText(0, 10) != NULL && strcmp(SpiText(0, 10), "t") == 0;
+	t->ws_col = SpiText(0, 11);
+	t->ws_coltype = SpiText(0, 12);
 	return ROWS_FOUND;
 }
 
@@ -361,9 +369,9 @@ ToolAddRow(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 		return gate;
 
 	/* the columns: each declared writable (never the id or the collection) */
-	types = palloc(sizeof(Oid) * (nprops + 2));
-	vals = palloc(sizeof(Datum) * (nprops + 2));
-	nulls = palloc(nprops + 3);
+	types = palloc(sizeof(Oid) * (nprops + 3));
+	vals = palloc(sizeof(Datum) * (nprops + 3));
+	nulls = palloc(nprops + 4);
 	initStringInfo(&cols);
 	initStringInfo(&params);
 	appendStringInfo(&cols, "%s", t.id_col);
@@ -377,6 +385,16 @@ ToolAddRow(const ToolRun *tr, json_t *input, json_t **result, TimestampTz starte
 		vals[1] = CStringGetTextDatum(coll);
 		nulls[1] = ' ';
 		i = 2;
+	}
+	/* a table of several workspaces: the row is the run's workspace's */
+	if (t.ws_col)
+	{
+		appendStringInfo(&cols, ", %s", t.ws_col);
+		appendStringInfo(&params, ", $%d::%s", i + 1, t.ws_coltype);
+		types[i] = TEXTOID;
+		vals[i] = CStringGetTextDatum(tr->workspace);
+		nulls[i] = ' ';
+		i++;
 	}
 	json_object_foreach(props, key, val)
 	{
@@ -537,8 +555,8 @@ ToolAddComment(const ToolRun *tr, json_t *input, json_t **result, TimestampTz st
 	json_t	   *err;
 	char	   *tbl;
 	char	   *sql;
-	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		vals[4];
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[5];
 	bool		failed;
 	json_t	   *r;
 	char		author[64];
@@ -559,12 +577,19 @@ ToolAddComment(const ToolRun *tr, json_t *input, json_t **result, TimestampTz st
 		return gate;
 
 	/* the registered comment table */
-	if (SPI_execute("SELECT pg_catalog.format('INSERT INTO %I.%I (%I, %I, %I, %I) VALUES ($1, $2, $3, $4)', "
-					" n.nspname, c.relname, x.target_type_column, x.target_id_column, x.body_column, x.author_column), "
+	/* (with a workspace_column, the comment is the run's workspace's: $5) */
+	if (SPI_execute("SELECT CASE WHEN x.workspace_column IS NULL THEN "
+					" pg_catalog.format('INSERT INTO %I.%I (%I, %I, %I, %I) VALUES ($1, $2, $3, $4)', "
+					"  n.nspname, c.relname, x.target_type_column, x.target_id_column, x.body_column, x.author_column) "
+					" ELSE pg_catalog.format('INSERT INTO %I.%I (%I, %I, %I, %I, %I) VALUES ($1, $2, $3, $4, $5::%s)', "
+					"  n.nspname, c.relname, x.target_type_column, x.target_id_column, x.body_column, x.author_column, "
+					"  x.workspace_column, pg_catalog.format_type(wa.atttypid, wa.atttypmod)) END, "
 					" pg_catalog.format('%I.%I', n.nspname, c.relname) "
 					"FROM agent.comment_tables x "
 					"JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) x.tbl::pg_catalog.oid "
-					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace LIMIT 1",
+					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+					"LEFT JOIN pg_catalog.pg_attribute wa ON wa.attrelid OPERATOR(pg_catalog.=) x.tbl "
+					" AND wa.attname OPERATOR(pg_catalog.=) x.workspace_column LIMIT 1",
 					true, 1) != SPI_OK_SELECT || SPI_processed == 0)
 		return ToolGateFail(tr, "add_comment", input, result, started,
 							"no comment table is registered (agent.register_comment_table)");
@@ -587,7 +612,8 @@ ToolAddComment(const ToolRun *tr, json_t *input, json_t **result, TimestampTz st
 	vals[1] = CStringGetTextDatum(rid);
 	vals[2] = CStringGetTextDatum(text);
 	vals[3] = CStringGetTextDatum(author);
-	r = ToolGateRunAsTool(sql, 4, types, vals, NULL, SPI_OK_INSERT, Inserted, NULL, &failed);
+	vals[4] = CStringGetTextDatum(tr->workspace);
+	r = ToolGateRunAsTool(sql, 5, types, vals, NULL, SPI_OK_INSERT, Inserted, NULL, &failed);
 	if (!failed)
 	{
 		json_decref(r);

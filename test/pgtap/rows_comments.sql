@@ -50,14 +50,14 @@ SELECT throws_ok($$SELECT agent.register_comment_table('rows_t.comments', 'targe
                  '42501', NULL, 'nor can the application role');
 RESET ROLE;
 -- granted the function, a non-owner still may not register another role's table
-GRANT EXECUTE ON FUNCTION agent.register_comment_table(regclass, name, name, name, name) TO rows_t_nobody;
+GRANT EXECUTE ON FUNCTION agent.register_comment_table(regclass, name, name, name, name, name) TO rows_t_nobody;
 GRANT SELECT, INSERT, UPDATE, DELETE ON agent.comment_tables TO rows_t_nobody;
 SET LOCAL ROLE rows_t_nobody;
 SELECT throws_ok($$SELECT agent.register_comment_table('rows_t.foreign_comments', 'tt', 'ti', 'b', 'a')$$,
                  '42501', 'must be owner of table rows_t.foreign_comments', 'a non-owner caller is refused');
 RESET ROLE;
 REVOKE ALL ON agent.comment_tables FROM rows_t_nobody;
-REVOKE ALL ON FUNCTION agent.register_comment_table(regclass, name, name, name, name) FROM rows_t_nobody;
+REVOKE ALL ON FUNCTION agent.register_comment_table(regclass, name, name, name, name, name) FROM rows_t_nobody;
 
 SELECT lives_ok($$SELECT agent.register_comment_table('rows_t.other_comments', 'tt', 'ti', 'b', 'a')$$,
                 'register a comment table');

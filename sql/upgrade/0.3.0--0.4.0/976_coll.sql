@@ -7,6 +7,7 @@ ALTER TABLE agent.resource_tables
   ADD COLUMN parent_column name,
   ADD COLUMN parent_id text,
   ADD COLUMN writable_columns name[],
+  ADD COLUMN workspace_column name,
   ADD CONSTRAINT resource_tables_parent_check CHECK (
       (parent_type IS NULL AND parent_column IS NULL AND parent_id IS NULL)
       OR (parent_type IS NOT NULL AND (parent_column IS NULL) <> (parent_id IS NULL)));
@@ -14,6 +15,7 @@ COMMENT ON COLUMN agent.resource_tables.parent_type IS 'Resource type of the col
 COMMENT ON COLUMN agent.resource_tables.parent_column IS 'Column holding the id of each row''s collection (compared as text); NULL when parent_id names one collection for the whole table.';
 COMMENT ON COLUMN agent.resource_tables.parent_id IS 'Id of the one collection every row of the table belongs to; NULL when parent_column is given.';
 COMMENT ON COLUMN agent.resource_tables.writable_columns IS 'Columns the built-in row tools may set (NULL or empty: none).';
+COMMENT ON COLUMN agent.resource_tables.workspace_column IS 'Column holding each row''s workspace, for a table holding the resources of several workspaces (compared as text with the agent''s workspace): an agent never reaches a row of another workspace (reason other_workspace), and add_row sets it to the run''s workspace. NULL: the ids are unique across the database (docs/access.md, "Workspaces of resource tables").';
 
 DROP FUNCTION agent.register_resource_table(text, regclass, name, name, name, name);
 -- The rows of a table registered with a parent change what agents may read
@@ -57,7 +59,8 @@ CREATE FUNCTION agent.register_resource_table(resource_type text, tbl regclass, 
                                               parent_type text DEFAULT NULL,
                                               parent_column name DEFAULT NULL,
                                               parent_id text DEFAULT NULL,
-                                              writable_columns name[] DEFAULT NULL)
+                                              writable_columns name[] DEFAULT NULL,
+                                              workspace_column name DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -115,30 +118,41 @@ BEGIN
       RAISE EXCEPTION 'invalid parent id' USING ERRCODE = 'invalid_parameter_value';
     END IF;
   END IF;
+  -- a table holding the rows of several workspaces names the column of each
+  -- row's workspace (compared as text with the agent's workspace)
+  IF workspace_column IS NOT NULL THEN
+    PERFORM agent._rls_column(tbl, workspace_column, 'workspace');
+    IF workspace_column IN (id_column, parent_column) THEN
+      RAISE EXCEPTION 'the workspace column must be another column than the id and parent columns'
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+  END IF;
   IF writable_columns IS NOT NULL THEN
     FOREACH v_w IN ARRAY writable_columns LOOP
       PERFORM agent._rls_column(tbl, v_w, 'writable');
-      IF v_w IN (id_column, parent_column) THEN
+      IF v_w IN (id_column, parent_column, workspace_column) THEN
         RAISE EXCEPTION 'column "%" cannot be writable', v_w
           USING ERRCODE = 'invalid_parameter_value',
-                DETAIL = 'The id and parent columns decide access; the row tools never change them.';
+                DETAIL = 'The id, parent and workspace columns decide access; the row tools never change them.';
       END IF;
     END LOOP;
   END IF;
   INSERT INTO agent.resource_tables AS r (tbl, resource_type, id_column, title_column, body_column,
                                           embedding_column, parent_type, parent_column, parent_id,
-                                          writable_columns)
+                                          writable_columns, workspace_column)
   VALUES (register_resource_table.tbl, register_resource_table.resource_type,
           register_resource_table.id_column, register_resource_table.title_column,
           register_resource_table.body_column, register_resource_table.embedding_column,
           register_resource_table.parent_type, register_resource_table.parent_column,
-          register_resource_table.parent_id, register_resource_table.writable_columns)
+          register_resource_table.parent_id, register_resource_table.writable_columns,
+          register_resource_table.workspace_column)
   ON CONFLICT ON CONSTRAINT resource_tables_pkey DO UPDATE
      SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
          title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
          embedding_column = EXCLUDED.embedding_column,
          parent_type = EXCLUDED.parent_type, parent_column = EXCLUDED.parent_column,
          parent_id = EXCLUDED.parent_id, writable_columns = EXCLUDED.writable_columns,
+         workspace_column = EXCLUDED.workspace_column,
          registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
   -- its rows change what agents may read: report them (rows of collections)
   PERFORM agent._rows_access_trigger(register_resource_table.tbl, register_resource_table.resource_type,
@@ -152,8 +166,8 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name, name, text, name, text, name[]) IS
-  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name, name, text, name, text, name[], name) IS
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); for a table holding the resources of several workspaces, the column of each row''s workspace (workspace_column: an agent then never reaches a row of another workspace, and add_row sets it to the run''s workspace); grants agents_tool USAGE on its schema and SELECT, UPDATE on it. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
 
 CREATE OR REPLACE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE

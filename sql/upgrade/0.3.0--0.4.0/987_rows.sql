@@ -12,6 +12,7 @@ CREATE TABLE agent.comment_tables (
     author_column      name NOT NULL,
     registered_by      text NOT NULL DEFAULT current_user,
     registered_at      timestamptz NOT NULL DEFAULT now(),
+    workspace_column   name,
     CONSTRAINT comment_tables_one_key UNIQUE (one)
 );
 COMMENT ON TABLE agent.comment_tables IS
@@ -24,6 +25,7 @@ COMMENT ON COLUMN agent.comment_tables.body_column IS 'Column holding the text o
 COMMENT ON COLUMN agent.comment_tables.author_column IS 'Column holding the author: agent:<id> (user:<id> for a manual run) for a comment of the add_comment tool.';
 COMMENT ON COLUMN agent.comment_tables.registered_by IS 'Role that registered the table.';
 COMMENT ON COLUMN agent.comment_tables.registered_at IS 'When it was registered.';
+COMMENT ON COLUMN agent.comment_tables.workspace_column IS 'Column add_comment sets to the run''s workspace, for a comment table holding the comments of several workspaces; NULL: none.';
 SELECT pg_catalog.pg_extension_config_dump('agent.comment_tables', '');
 
 CREATE OR REPLACE FUNCTION agent._grant_owned_sequences(p_tbl regclass) RETURNS void
@@ -93,7 +95,8 @@ CREATE OR REPLACE FUNCTION agent.register_resource_table(resource_type text, tbl
                                               parent_type text DEFAULT NULL,
                                               parent_column name DEFAULT NULL,
                                               parent_id text DEFAULT NULL,
-                                              writable_columns name[] DEFAULT NULL)
+                                              writable_columns name[] DEFAULT NULL,
+                                              workspace_column name DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -151,30 +154,41 @@ BEGIN
       RAISE EXCEPTION 'invalid parent id' USING ERRCODE = 'invalid_parameter_value';
     END IF;
   END IF;
+  -- a table holding the rows of several workspaces names the column of each
+  -- row's workspace (compared as text with the agent's workspace)
+  IF workspace_column IS NOT NULL THEN
+    PERFORM agent._rls_column(tbl, workspace_column, 'workspace');
+    IF workspace_column IN (id_column, parent_column) THEN
+      RAISE EXCEPTION 'the workspace column must be another column than the id and parent columns'
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+  END IF;
   IF writable_columns IS NOT NULL THEN
     FOREACH v_w IN ARRAY writable_columns LOOP
       PERFORM agent._rls_column(tbl, v_w, 'writable');
-      IF v_w IN (id_column, parent_column) THEN
+      IF v_w IN (id_column, parent_column, workspace_column) THEN
         RAISE EXCEPTION 'column "%" cannot be writable', v_w
           USING ERRCODE = 'invalid_parameter_value',
-                DETAIL = 'The id and parent columns decide access; the row tools never change them.';
+                DETAIL = 'The id, parent and workspace columns decide access; the row tools never change them.';
       END IF;
     END LOOP;
   END IF;
   INSERT INTO agent.resource_tables AS r (tbl, resource_type, id_column, title_column, body_column,
                                           embedding_column, parent_type, parent_column, parent_id,
-                                          writable_columns)
+                                          writable_columns, workspace_column)
   VALUES (register_resource_table.tbl, register_resource_table.resource_type,
           register_resource_table.id_column, register_resource_table.title_column,
           register_resource_table.body_column, register_resource_table.embedding_column,
           register_resource_table.parent_type, register_resource_table.parent_column,
-          register_resource_table.parent_id, register_resource_table.writable_columns)
+          register_resource_table.parent_id, register_resource_table.writable_columns,
+          register_resource_table.workspace_column)
   ON CONFLICT ON CONSTRAINT resource_tables_pkey DO UPDATE
      SET resource_type = EXCLUDED.resource_type, id_column = EXCLUDED.id_column,
          title_column = EXCLUDED.title_column, body_column = EXCLUDED.body_column,
          embedding_column = EXCLUDED.embedding_column,
          parent_type = EXCLUDED.parent_type, parent_column = EXCLUDED.parent_column,
          parent_id = EXCLUDED.parent_id, writable_columns = EXCLUDED.writable_columns,
+         workspace_column = EXCLUDED.workspace_column,
          registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
   -- its rows change what agents may read: report them (rows of collections)
   PERFORM agent._rows_access_trigger(register_resource_table.tbl, register_resource_table.resource_type,
@@ -198,8 +212,8 @@ BEGIN
   PERFORM agent._allowlist_insert_policy(tbl);
 END
 $$;
-COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name, name, text, name, text, name[]) IS
-  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); grants agents_tool USAGE on its schema and SELECT, UPDATE on it, and for rows of collections INSERT (the add_row tool) and USAGE on the sequences its columns own. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
+COMMENT ON FUNCTION agent.register_resource_table(text, regclass, name, name, name, name, text, name, text, name[], name) IS
+  'Registers (or re-registers) an application table holding resources of a type, with its id, title and body columns and, where pgvector is installed, an optional embedding column (vector) for semantic search, for the built-in tools and relations; optionally the collection its rows belong to (parent_type with parent_column, or a constant parent_id: a row without its own grant or ACL row is decided by its collection''s) and the columns the row tools may set (writable_columns); for a table holding the resources of several workspaces, the column of each row''s workspace (workspace_column: an agent then never reaches a row of another workspace, and add_row sets it to the run''s workspace); grants agents_tool USAGE on its schema and SELECT, UPDATE on it, and for rows of collections INSERT (the add_row tool) and USAGE on the sequences its columns own. Row access is then decided by agent.enable_allowlist and the tools'' gates.';
 
 CREATE OR REPLACE FUNCTION agent.unregister_resource_table(tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -222,7 +236,8 @@ COMMENT ON FUNCTION agent.unregister_resource_table(regclass) IS
   'Removes the registration of a resource table and revokes agents_tool''s SELECT, INSERT, UPDATE on it, and removes the triggers that report its row changes to the readable sets (its allowlist policies, if any, stay until agent.disable_allowlist).';
 
 CREATE OR REPLACE FUNCTION agent.register_comment_table(tbl regclass, target_type_column name, target_id_column name,
-                                             body_column name, author_column name)
+                                             body_column name, author_column name,
+                                             workspace_column name DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -267,13 +282,15 @@ BEGIN
     PERFORM agent._revoke_comment_table(x.tbl) FROM agent.comment_tables x WHERE x.tbl <> register_comment_table.tbl;
   END IF;
   DELETE FROM agent.comment_tables x WHERE x.tbl <> register_comment_table.tbl;
-  INSERT INTO agent.comment_tables AS x (tbl, target_type_column, target_id_column, body_column, author_column)
+  INSERT INTO agent.comment_tables AS x (tbl, target_type_column, target_id_column, body_column, author_column,
+                                         workspace_column)
   VALUES (register_comment_table.tbl, register_comment_table.target_type_column,
           register_comment_table.target_id_column, register_comment_table.body_column,
-          register_comment_table.author_column)
+          register_comment_table.author_column, register_comment_table.workspace_column)
   ON CONFLICT ON CONSTRAINT comment_tables_pkey DO UPDATE
      SET target_type_column = EXCLUDED.target_type_column, target_id_column = EXCLUDED.target_id_column,
          body_column = EXCLUDED.body_column, author_column = EXCLUDED.author_column,
+         workspace_column = EXCLUDED.workspace_column,
          registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at;
   -- the add_comment tool inserts into it as agents_tool
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'agents_tool') THEN
@@ -284,8 +301,8 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION agent.register_comment_table(regclass, name, name, name, name) IS
-  'Registers (or re-registers) the application table of comments that the add_comment tool inserts into: the columns of the commented resource''s type and id, of the text and of the author (all text or varchar); replaces a previous registration (at most one comment table); grants agents_tool USAGE on its schema, INSERT on it and USAGE on the sequences its columns own. On the caller''s own tables only.';
+COMMENT ON FUNCTION agent.register_comment_table(regclass, name, name, name, name, name) IS
+  'Registers (or re-registers) the application table of comments that the add_comment tool inserts into: the columns of the commented resource''s type and id, of the text and of the author (all text or varchar), and for a table of several workspaces the column add_comment sets to the run''s workspace (workspace_column); replaces a previous registration (at most one comment table); grants agents_tool USAGE on its schema, INSERT on it and USAGE on the sequences its columns own. On the caller''s own tables only.';
 
 CREATE OR REPLACE FUNCTION agent._revoke_comment_table(p_tbl regclass) RETURNS void
 LANGUAGE plpgsql VOLATILE
