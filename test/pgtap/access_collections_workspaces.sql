@@ -7,7 +7,7 @@
 -- (documented: ids unique across the database).  A superuser, the
 -- application role bound to each workspace, and a role with no grants.
 BEGIN;
-SELECT plan(15);
+SELECT plan(17);
 
 CREATE SCHEMA collws_t;
 CREATE TABLE collws_t.rows (id text PRIMARY KEY, workspace_id text, collection_id text NOT NULL,
@@ -67,6 +67,14 @@ SELECT set_config('pg_agents.workspace', 'ws-w1', true);
 SELECT is(agent.can_access(7610001, 'page', 'r2', 'read'), false, 'a role with no grants: refused too');
 SELECT set_config('pg_agents.workspace', '', true);
 RESET ROLE;
+
+-- a row moved to another workspace leaves the kept readable set at once
+SELECT is(ARRAY(SELECT agent.readable_resources(7610001, 'page', 'read') ORDER BY 1), ARRAY['r1'],
+          'the readable set holds r1');
+UPDATE collws_t.rows SET workspace_id = 'ws-w2' WHERE id = 'r1';
+SELECT is(ARRAY(SELECT agent.readable_resources(7610001, 'page', 'read') ORDER BY 1), '{}'::text[],
+          'r1 moved to ws-w2: the w1 agent''s readable set drops it');
+UPDATE collws_t.rows SET workspace_id = 'ws-w1' WHERE id = 'r1';
 
 -- without workspace_column: by id alone (the documented requirement: unique ids)
 SELECT agent.register_resource_table('page', 'collws_t.rows', 'id', 'title', 'body',

@@ -31,7 +31,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v_name name;
+  v_ws name;
 BEGIN
+  -- a row moved to another workspace (workspace_column) leaves the sets too
+  SELECT r.workspace_column INTO v_ws FROM agent.resource_tables r
+   WHERE r.tbl = _rows_access_trigger.tbl AND r.resource_type = _rows_access_trigger.resource_type;
   FOR v_name IN SELECT t.tgname FROM pg_catalog.pg_trigger t
                  WHERE t.tgrelid = _rows_access_trigger.tbl
                    AND t.tgname IN ('pg_agents_rows_access', 'pg_agents_rows_access_truncate') LOOP
@@ -41,8 +45,8 @@ BEGIN
     EXECUTE pg_catalog.format(
       'CREATE TRIGGER pg_agents_rows_access AFTER INSERT OR DELETE OR UPDATE OF %s ON %s '
       'FOR EACH ROW EXECUTE FUNCTION agent._access_changed(%L, %L)',
-      CASE WHEN parent_column IS NULL THEN pg_catalog.quote_ident(id_column)
-           ELSE pg_catalog.quote_ident(id_column) || ', ' || pg_catalog.quote_ident(parent_column) END,
+      pg_catalog.concat_ws(', ', pg_catalog.quote_ident(id_column), pg_catalog.quote_ident(parent_column),
+                           pg_catalog.quote_ident(v_ws)),
       tbl, resource_type, id_column);
     EXECUTE pg_catalog.format(
       'CREATE TRIGGER pg_agents_rows_access_truncate AFTER TRUNCATE ON %s '
