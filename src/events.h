@@ -32,7 +32,6 @@ extern bool PgAgentsEventHasCandidates(const char *workspace,
 									   const char *event_name,
 									   const char *resource_type,
 									   const char *resource_id);
-extern const char *PgAgentsSessionWorkspace(void);
 
 /* eventstats.c */
 extern void PgAgentsInitEventStats(void);

@@ -46,13 +46,13 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "config_gen.h"
 #include "guc.h"
 #include "http.h"
 #include "mcp.h"
 #include "mcp_tools.h"
 #include "ops.h"
-#include "providers.h"
-#include "ratelimit.h"
+#include "secrets.h"
 #include "tools.h"
 
 /*

@@ -21,4 +21,8 @@ extern char *SecretsExpand(const char *value, char **error);
 extern char *SecretsExpandIn(const char *value, const char *workspace, char **error);
 extern bool SecretsHasReference(const char *value);
 
+/* ${secret:NAME} in a JSON object's values (MCP headers), expanded in place */
+struct json_t;
+extern bool SecretsExpandJsonHeaders(struct json_t *headers, const char *workspace, char **error);
+
 #endif							/* PG_AGENTS_SECRETS_H */
