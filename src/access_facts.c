@@ -414,7 +414,7 @@ CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
  * Makes the caches those of this snapshot: kept while the snapshot is the same
  * (and they are not too big), else started afresh.
  */
-void
+static void
 AccessEnsureCache(Snapshot snap)
 {
 	CacheKey	k;
@@ -1720,7 +1720,7 @@ HasRole(Oid user, const char *name)
  * the role may read (the allowlist only ever hides rows).  Every agent
  * outside the scope is answered exactly as an id no agent holds.
  */
-AccessScopeKind
+static AccessScopeKind
 AccessSessionScope(void)
 {
 	Oid			user = GetUserId();

@@ -20,7 +20,6 @@ typedef struct FilterEval
 	int64		trigger_id;		/* for messages; 0 when none */
 	char	   *error;			/* out: why a filter view failed, or NULL */
 } FilterEval;
-extern void PgAgentsValidateFilter(Jsonb *filter);
 extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev);
 
 /* dispatch.c; workspace NULL: unknown (the event wakes nobody) */

@@ -117,7 +117,7 @@ CacheGet(int64 run_id, const char *name)
  * the run's calls (CachePut).  A workspace with no enabled MCP server costs a
  * single kept-plan query.  Needs SPI; ereports ERROR when a query fails.
  */
-void
+static void
 McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 {
 	Oid			types[2] = {INT8OID, INT8OID};
@@ -928,7 +928,7 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
  * (agent._mcp_worker_prepare).  TOOL_ASYNC: the call is prepared
  * (McpTakePrepared), to be sent once the transaction committed.
  */
-ToolOutcome
+static ToolOutcome
 McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			   TimestampTz started)
 {

@@ -16,10 +16,6 @@
 #include "http.h"
 #include "tools.h"
 
-extern void McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id);
-extern ToolOutcome McpToolExecute(const ToolRun *tr, const char *name, json_t *input,
-								  json_t **result, TimestampTz started);
-
 /* the worker loop (worker.c): the refresh, the transfers counted */
 extern bool McpRefreshLaunch(void);	/* false: do the refresh in the loop */
 extern int	McpTransfersInFlight(void);

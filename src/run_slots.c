@@ -417,7 +417,7 @@ RunsActive(void)
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
-int
+static int
 RunsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);

@@ -13,8 +13,6 @@ extern char *pg_agents_secret_key_file;
 extern char *SecretsLookup(const char *name, const char *workspace, char **error);
 
 /* secret_keyfile.c: where the key file lies */
-extern char *SecretKeyPathChoose(const char *setting, const char *config_file,
-								 const char *data_dir, bool *inside);
 extern char *SecretKeyPath(bool *inside, bool warn);
 extern void SecretKeyFileCheckAtStartup(void);
 extern char *SecretsExpand(const char *value, char **error);
