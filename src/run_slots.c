@@ -459,8 +459,8 @@ RunsClaim(void)
 
 /*
  * The result of the pending call that comes next (a tool's, a child's, an
- * asynchronous call's) appended to the slot's results, as the provider will be
- * told it; takes the result.
+ * asynchronous call's) appended to the slot's results, as the provider
+ * will be told it; takes the result.
  */
 static void
 SlotAppendResult(Slot *s, json_t *result)
@@ -484,8 +484,8 @@ SlotAppendResult(Slot *s, json_t *result)
 /*
  * Executes the remaining tool calls of the slot, inside a unit; stops at
  * a call that waits (an asynchronous call in flight, an approval, a
- * delegated child),
- * else gives the results to the model and the slot is READY again.
+ * delegated child), else gives the results to the model and the slot is
+ * READY again.
  */
 void
 RunSlotExecuteTools(Slot *s)
