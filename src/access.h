@@ -20,5 +20,6 @@ extern bool PgAgentsAgentVisible(int64 agent_id);
 extern bool PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live);
 extern int	PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids);
 extern bool PgAgentsTypeHasParent(const char *rtype, const char *ptype);
+extern const char *PgAgentsSessionWorkspace(void);
 
 #endif							/* PG_AGENTS_ACCESS_H */

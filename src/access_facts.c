@@ -39,7 +39,6 @@
 #include "utils/syscache.h"
 
 #include "access.h"
-#include "events.h"
 #include "spi_util.h"
 #include "access_int.h"
 #include "compat.h"
@@ -195,6 +194,19 @@ AccessEnsureRels(void)
 	access_rels.cf_function = LookupAtt(access_rels.config, "acl_function");
 	access_rels.lxid = PGA_MY_LXID;
 	access_rels.valid = true;
+}
+
+/*
+ * The session's pg_agents.workspace, or NULL when it sets none: the
+ * workspace a look-up routes to first (also the events', dispatch.c and
+ * watch.c).
+ */
+const char *
+PgAgentsSessionWorkspace(void)
+{
+	if (pg_agents_workspace == NULL || pg_agents_workspace[0] == '\0')
+		return NULL;
+	return pg_agents_workspace;
 }
 
 /* ------------------------------------------------------------------------
@@ -405,7 +417,7 @@ CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
  * Makes the caches those of this snapshot: kept while the snapshot is the same
  * (and they are not too big), else started afresh.
  */
-void
+static void
 AccessEnsureCache(Snapshot snap)
 {
 	CacheKey	k;
@@ -1763,7 +1775,7 @@ HasRole(Oid user, const char *name)
  * the role may read (the allowlist only ever hides rows).  Every agent
  * outside the scope is answered exactly as an id no agent holds.
  */
-AccessScopeKind
+static AccessScopeKind
 AccessSessionScope(void)
 {
 	Oid			user = GetUserId();

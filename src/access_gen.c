@@ -104,7 +104,7 @@ AccessGenXactCallback(XactEvent event, void *arg)
 			access_pending.nitems = 0;
 			break;
 		case XACT_EVENT_PREPARE:
-			/* the prepared transaction stays published (see AccessSample) */
+			/* the prepared transaction stays published (see PgAgentsAccessSampleSeq) */
 			access_published = InvalidTransactionId;
 			access_published_overflow = false;
 			access_changed = false;
@@ -311,22 +311,11 @@ AccessRetire(void)
 
 /*
  * Samples the access generation and the xids in flight (at most
- * PG_AGENTS_ACCESS_INFLIGHT, into inflight, their number in *n).  False when
- * nothing can be kept: no shared memory, or writers beyond the array.
- * Prepared transactions found ended are retired here.
- */
-bool
-PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n)
-{
-	uint64		pubseq;
-	uint64		seqs[PG_AGENTS_ACCESS_INFLIGHT];
-
-	return PgAgentsAccessSampleSeq(gen, &pubseq, inflight, seqs, n);
-}
-
-/*
- * The same, with the last seq of the change log (*pubseq) and the seq of
- * each xid in flight (inflight_seq): what PgAgentsAccessChangeGet reads.
+ * PG_AGENTS_ACCESS_INFLIGHT, into inflight, their number in *n), with the
+ * last seq of the change log (*pubseq) and the seq of each xid in flight
+ * (inflight_seq): what PgAgentsAccessChangeGet reads.  False when nothing
+ * can be kept: no shared memory, or writers beyond the array.  Prepared
+ * transactions found ended are retired here.
  */
 bool
 PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,

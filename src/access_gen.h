@@ -37,7 +37,6 @@ typedef struct PgAgentsAccessChange
 extern void PgAgentsNoteAccessChange(void);
 extern void PgAgentsNoteAccessItem(const PgAgentsAccessItem *item);
 extern bool PgAgentsAccessChangedInXact(void);
-extern bool PgAgentsAccessSample(uint64 *gen, TransactionId *inflight, int *n);
 extern bool PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
 									uint64 *inflight_seq, int *n);
 extern bool PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out);

@@ -211,10 +211,8 @@ typedef enum AccessScopeKind
 	SCOPE_ALL					/* every agent: a superuser bound to none */
 } AccessScopeKind;
 
-extern AccessScopeKind AccessSessionScope(void);
 extern bool AccessAgentVisible(const AgentEntry *ag);
 extern void AccessEnsureRels(void);
-extern void AccessEnsureCache(Snapshot snap);
 extern Snapshot AccessBegin(const char *what);
 extern AgentEntry *AccessGetAgent(int64 agent_id, Snapshot snap);
 extern int	AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap);

@@ -31,7 +31,6 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
-#include "approval.h"
 #include "redact.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_canonical_json);
@@ -190,7 +189,7 @@ CanonicalContainer(StringInfo out, JsonbContainer *jc)
  * The canonical JSON text of a jsonb value (exported for the executor and
  * for tests).
  */
-char *
+static char *
 PgAgentsCanonicalJson(Jsonb *j)
 {
 	StringInfoData out;
@@ -203,7 +202,7 @@ PgAgentsCanonicalJson(Jsonb *j)
 /*
  * Lowercase hex SHA-256 of the canonical JSON of [tool, input].
  */
-char *
+static char *
 PgAgentsApprovalKey(const char *tool, Jsonb *input)
 {
 	StringInfoData buf;

@@ -34,7 +34,6 @@
 #include "jansson_prelude.h"
 #include "approval_rules.h"
 #include "guc.h"
-#include "tools.h"
 #include "spi_util.h"
 #include "user_sql.h"
 

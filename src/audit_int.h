@@ -56,10 +56,6 @@ extern void AuditPendingPush(HeapTuple tup_in_pend_cxt);
 extern void AuditInsert(AuditRow *row);
 extern void AuditFlush(void);
 
-/* the identity and summary of a row (audit_trigger.c) */
-extern void AuditIdentity(AuditRow *row);
-extern const char *AuditCleanSummary(const char *s);
-
 /* maintenance in progress (audit_maint.c), read by the guard */
 extern bool audit_purge_active;
 extern TimestampTz audit_purge_cutoff;

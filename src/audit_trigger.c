@@ -161,7 +161,7 @@ bool		pg_agents_audit_as_worker = false;
  * Fills the identity columns from the session identity GUCs.
  */
 
-void
+static void
 AuditIdentity(AuditRow *row)
 {
 	const char *a = guc_or_null(pg_agents_actor);
@@ -244,7 +244,7 @@ AuditIdentity(AuditRow *row)
  */
 
 /* a summary is redacted and kept short */
-const char *
+static const char *
 AuditCleanSummary(const char *s)
 {
 	int			len;

@@ -27,7 +27,6 @@
 #include "utils/builtins.h"
 
 #include "deltas.h"
-#include "tools.h"
 
 #define DELTA_CHUNK			3000
 

@@ -62,6 +62,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "access.h"
 #include "compat.h"
 #include "events.h"
 #include "guc.h"
@@ -628,15 +629,6 @@ PgAgentsEventHasCandidates(const char *workspace, const char *event_name,
 	if (workspace == NULL)
 		return false;
 	return GetCandidates(workspace, event_name, resource_type, resource_id, 0, &items) > 0;
-}
-
-/* The session's pg_agents.workspace, or NULL when it sets none. */
-const char *
-PgAgentsSessionWorkspace(void)
-{
-	if (pg_agents_workspace == NULL || pg_agents_workspace[0] == '\0')
-		return NULL;
-	return pg_agents_workspace;
 }
 
 /* --------------------------------------------------------------------------

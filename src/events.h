@@ -20,7 +20,6 @@ typedef struct FilterEval
 	int64		trigger_id;		/* for messages; 0 when none */
 	char	   *error;			/* out: why a filter view failed, or NULL */
 } FilterEval;
-extern void PgAgentsValidateFilter(Jsonb *filter);
 extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev);
 
 /* dispatch.c; workspace NULL: unknown (the event wakes nobody) */
@@ -32,7 +31,6 @@ extern bool PgAgentsEventHasCandidates(const char *workspace,
 									   const char *event_name,
 									   const char *resource_type,
 									   const char *resource_id);
-extern const char *PgAgentsSessionWorkspace(void);
 
 /* eventstats.c */
 extern void PgAgentsInitEventStats(void);

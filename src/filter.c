@@ -1036,7 +1036,7 @@ ValidateCondList(JsonbValue *list, const char *name)
 /*
  * Refuses an invalid filter with an error that names the bad part.
  */
-void
+static void
 PgAgentsValidateFilter(Jsonb *filter)
 {
 	JsonbContainer *f = &filter->root;

@@ -166,7 +166,7 @@ PgAgentsActorIsAgent(const char *actor)
  * allowlist policy.  Assign hooks must not fail; ResetPlanCache only marks
  * plans invalid.
  */
-void
+static void
 PgAgentsActorAssign(const char *newval, void *extra)
 {
 	bool		is_agent = PgAgentsActorIsAgent(newval);

@@ -68,8 +68,7 @@ extern int	pg_agents_drain_timeout;
 extern void PgAgentsDefineGucs(void);
 extern int	PgAgentsEffectiveDelegationDepth(void);
 
-/* pg_agents.actor: whether it names an agent; its assign hook (guc.c) */
+/* pg_agents.actor: whether it names an agent (guc.c) */
 extern bool PgAgentsActorIsAgent(const char *actor);
-extern void PgAgentsActorAssign(const char *newval, void *extra);
 
 #endif							/* PG_AGENTS_GUC_H */

@@ -27,7 +27,7 @@ JsonbBuildKey(JsonbParseState **ps, const char *key)
 }
 
 /* an object value: a string, or JSON null for NULL */
-void
+static void
 JsonbBuildString(JsonbParseState **ps, const char *val)
 {
 	JsonbValue	v;

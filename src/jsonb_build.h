@@ -16,7 +16,6 @@
 #include "utils/jsonb.h"
 
 extern void JsonbBuildKey(JsonbParseState **ps, const char *key);
-extern void JsonbBuildString(JsonbParseState **ps, const char *val);
 extern void JsonbBuildJsonb(JsonbParseState **ps, Jsonb *j);
 extern void JsonbBuildStringArray(JsonbParseState **ps, List *strings);
 extern void JsonbBuildTextField(JsonbParseState **ps, const char *key, const char *val);

@@ -178,7 +178,7 @@ LlmHeaders(LlmProvider provider, const char *api_key)
 }
 
 /* neutral tools [{name, description, parameters}] in the provider's shape (new ref) */
-json_t *
+static json_t *
 LlmToolsFor(LlmProvider provider, json_t *neutral)
 {
 	json_t	   *out = json_array();

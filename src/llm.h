@@ -49,7 +49,6 @@ extern bool LlmParseReplyJson(LlmProvider provider, json_t *root, LlmReply *out)
 extern void LlmFreeReply(LlmReply *r);
 extern void LlmAppendUser(LlmProvider provider, json_t *messages, const char *text);
 extern void LlmAppendToolResults(LlmProvider provider, json_t *messages, json_t *results);
-extern json_t *LlmToolsFor(LlmProvider provider, json_t *neutral_tools);
 extern char *LlmErrorMessage(const char *body, size_t len);
 extern bool LlmQuotaError(const char *body, size_t len);
 

@@ -29,6 +29,7 @@
 #include "mcp.h"
 #include "mcp_sql.h"
 #include "providers.h"
+#include "secrets.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_call_input);
 

@@ -25,11 +25,12 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "config_gen.h"
 #include "guc.h"
 #include "mcp.h"
 #include "mcp_sql.h"
 #include "providers.h"
-#include "ratelimit.h"
+#include "secrets.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_mcp_url_problem);
 PG_FUNCTION_INFO_V1(pg_agents_mcp_list);

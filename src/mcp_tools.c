@@ -46,13 +46,13 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "config_gen.h"
 #include "guc.h"
 #include "http.h"
 #include "mcp.h"
 #include "mcp_tools.h"
 #include "ops.h"
-#include "providers.h"
-#include "ratelimit.h"
+#include "secrets.h"
 #include "tools.h"
 
 /*
@@ -117,7 +117,7 @@ CacheGet(int64 run_id, const char *name)
  * the run's calls (CachePut).  A workspace with no enabled MCP server costs a
  * single kept-plan query.  Needs SPI; ereports ERROR when a query fails.
  */
-void
+static void
 McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 {
 	Oid			types[2] = {INT8OID, INT8OID};
@@ -219,8 +219,9 @@ static McpEntry *entries = NULL;
 static int	transfers = 0;		/* MCP transfers in the multi handle */
 static bool exit_hook = false;
 
-struct McpCall
+typedef struct McpCall
 {
+	ToolCall	call;			/* the head the dispatcher reads (tool_family.h) */
 	/* prepared in the tool transaction */
 	int64		server_id;
 	char	   *exposed;
@@ -254,7 +255,7 @@ struct McpCall
 	long		elicit_since;	/* mcp_now_ms() when it came */
 	TimestampTz elicit_until;	/* answered "cancel" then */
 	TimestampTz poll_at;
-};
+} McpCall;
 
 #define ELICIT_NONE		0
 #define ELICIT_NEW		1		/* to be stored for people */
@@ -314,7 +315,7 @@ McpWorkerOnExit(int code, Datum arg)
 }
 
 /* closes the clients no call uses any more; outside transactions */
-void
+static void
 McpWorkerHousekeeping(void)
 {
 	McpEntry   *e = entries;
@@ -418,7 +419,7 @@ JsonFromText(const char *text)
  * state, releases its client entry (and its claim on the session's
  * initialization) and its JSON.  NULL is accepted.
  */
-void
+static void
 McpCallFree(McpCall *mc)
 {
 	if (mc == NULL)
@@ -461,10 +462,10 @@ McpCallFree(McpCall *mc)
 }
 
 /*
- * The call that the last McpToolExecute() left prepared (TOOL_MCP_ASYNC), now
+ * The call that the last McpToolExecute() left prepared (TOOL_ASYNC), now
  * owned by the caller, or NULL; clears it.
  */
-McpCall *
+static McpCall *
 McpTakePrepared(void)
 {
 	McpCall    *mc = prepared;
@@ -484,14 +485,14 @@ WaitsForSession(McpCall *mc)
  * Not in flight, no answer yet, and due (a resumed stream waits its retry
  * delay, a call waits for the session another one is initializing).
  */
-bool
+static bool
 McpCallDue(McpCall *mc, TimestampTz now)
 {
 	return mc->req == NULL && mc->answer == NULL && mc->next_at <= now && !WaitsForSession(mc);
 }
 
 /* Whether the call has a transfer in the multi handle. */
-bool
+static bool
 McpCallInFlight(McpCall *mc)
 {
 	return mc->req != NULL;
@@ -501,7 +502,7 @@ McpCallInFlight(McpCall *mc)
  * Whether the call has its answer (success or failure), ready for
  * McpCallRecord().
  */
-bool
+static bool
 McpCallAnswered(McpCall *mc)
 {
 	return mc->answer != NULL;
@@ -511,7 +512,7 @@ McpCallAnswered(McpCall *mc)
  * When the call is next due: its own retry time, or one second from now while
  * it waits for another call to initialize the session.
  */
-TimestampTz
+static TimestampTz
 McpCallNextAt(McpCall *mc)
 {
 	/* (the initializing call's answer wakes the loop) */
@@ -536,8 +537,8 @@ McpTransfersInFlight(void)
  * synchronously.  When the call cannot start, the answer is a failure at
  * once (McpCallAnswered).
  */
-void
-McpCallStart(McpCall *mc, void *owner)
+static void
+McpCallStart(McpCall *mc)
 {
 	McpClient  *c;
 	int			rc;
@@ -571,7 +572,7 @@ McpCallStart(McpCall *mc, void *owner)
 			}
 			mc->initializing = true;
 			mc->entry->initializing = mc;
-			mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, owner);
+			mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, mc);
 			transfers++;
 			return;
 		}
@@ -593,7 +594,7 @@ McpCallStart(McpCall *mc, void *owner)
 			return;
 		}
 	}
-	mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, owner);
+	mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, mc);
 	transfers++;
 	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (mcp_since) */
 }
@@ -621,7 +622,7 @@ SendReplies(McpCall *mc)
  * outside a person's wait (its transfer may last longer by
  * pg_agents.mcp_elicitation_wait): then McpCallAnswered.
  */
-void
+static void
 McpCallPump(McpCall *mc)
 {
 	if (mc->req == NULL)
@@ -650,7 +651,7 @@ McpCallPump(McpCall *mc)
 }
 
 /* a question of the server waits to be stored, or its answer to be looked for */
-bool
+static bool
 McpCallWantsUnit(McpCall *mc, TimestampTz now)
 {
 	return mc->elicit != NULL &&
@@ -658,7 +659,7 @@ McpCallWantsUnit(McpCall *mc, TimestampTz now)
 }
 
 /* a transfer of ours ended: an answer to a server's request is just freed */
-void
+static void
 McpReplyDone(HttpRequest *req)
 {
 	HttpFree(req);
@@ -670,7 +671,7 @@ McpReplyDone(HttpRequest *req)
  * answer; false when it goes on (a stream resumed after its retry delay, a
  * lost session initialized again and the call sent once more).
  */
-bool
+static bool
 McpCallCollect(McpCall *mc, HttpRequest *req)
 {
 	json_t	   *result = NULL;
@@ -812,7 +813,7 @@ JsonbArg(json_t *j)
  * (agent._mcp_worker_finish: the same outcome as agent.mcp_agent_call_input,
  * a pause for people included), its step, and the model's result.
  */
-ToolOutcome
+static ToolOutcome
 McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 {
 	Oid			types[8] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
@@ -852,7 +853,7 @@ McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
  * next pass (McpCallPump), the call's time-out starts again, and the stream
  * goes on to the tool's result.
  */
-void
+static void
 McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 {
 	TimestampTz now = GetCurrentTimestamp();
@@ -924,10 +925,10 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 /*
  * Executes one mcp__* tool call for the run, inside the tool transaction:
  * the look-up, the approval gate and the preparation
- * (agent._mcp_worker_prepare).  TOOL_MCP_ASYNC: the call is prepared
+ * (agent._mcp_worker_prepare).  TOOL_ASYNC: the call is prepared
  * (McpTakePrepared), to be sent once the transaction committed.
  */
-ToolOutcome
+static ToolOutcome
 McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			   TimestampTz started)
 {
@@ -1075,7 +1076,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	}
 	json_decref(prep);
 	prepared = mc;
-	return TOOL_MCP_ASYNC;
+	return TOOL_ASYNC;
 }
 
 /* ---------------------------------------------------------------------
@@ -1199,6 +1200,115 @@ McpFamilyExecute(const ToolRun *tr, const char *name, json_t *input, json_t **re
 	return McpToolExecute(tr, name, input, result, started);
 }
 
+/* the asynchronous call (ToolAsyncRoutine): a ToolCall is the head of an McpCall */
+static ToolCall *
+McpAsyncTake(void)
+{
+	McpCall    *mc = McpTakePrepared();
+
+	return mc ? &mc->call : NULL;
+}
+
+static void
+McpAsyncStart(ToolCall *call)
+{
+	McpCallStart((McpCall *) call);
+}
+
+static bool
+McpAsyncDue(ToolCall *call, TimestampTz now)
+{
+	return McpCallDue((McpCall *) call, now);
+}
+
+static bool
+McpAsyncInFlight(ToolCall *call)
+{
+	return McpCallInFlight((McpCall *) call);
+}
+
+static bool
+McpAsyncAnswered(ToolCall *call)
+{
+	return McpCallAnswered((McpCall *) call);
+}
+
+static TimestampTz
+McpAsyncNextAt(ToolCall *call)
+{
+	return McpCallNextAt((McpCall *) call);
+}
+
+static void
+McpAsyncPump(ToolCall *call)
+{
+	McpCallPump((McpCall *) call);
+}
+
+static bool
+McpAsyncWantsUnit(ToolCall *call, TimestampTz now)
+{
+	return McpCallWantsUnit((McpCall *) call, now);
+}
+
+static void
+McpAsyncUnitStep(const ToolRun *tr, ToolCall *call)
+{
+	McpCallElicitStep(tr, (McpCall *) call);
+}
+
+static ToolOutcome
+McpAsyncRecord(const ToolRun *tr, ToolCall *call, json_t **result)
+{
+	return McpCallRecord(tr, (McpCall *) call, result);
+}
+
+static void
+McpAsyncFree(ToolCall *call)
+{
+	McpCallFree((McpCall *) call);
+}
+
+/*
+ * A transfer of MCP ended: an answer to a server's request is freed, a
+ * call's transfer collected (*answered: the call, when it has its answer).
+ */
+static bool
+McpAsyncTransferDone(HttpRequest *req, ToolCall **answered)
+{
+	McpCall    *mc;
+
+	*answered = NULL;
+	if (req->kind == HTTP_MCP_REPLY)
+	{
+		McpReplyDone(req);
+		return true;
+	}
+	if (req->kind != HTTP_MCP)
+		return false;
+	mc = (McpCall *) req->owner;
+	CHECK_FOR_INTERRUPTS();
+	if (McpCallCollect(mc, req))
+		*answered = &mc->call;
+	return true;
+}
+
+static const ToolAsyncRoutine McpAsyncRoutine = {
+	.take = McpAsyncTake,
+	.start = McpAsyncStart,
+	.due = McpAsyncDue,
+	.in_flight = McpAsyncInFlight,
+	.answered = McpAsyncAnswered,
+	.next_at = McpAsyncNextAt,
+	.pump = McpAsyncPump,
+	.wants_unit = McpAsyncWantsUnit,
+	.unit_step = McpAsyncUnitStep,
+	.record = McpAsyncRecord,
+	.free = McpAsyncFree,
+	.transfer_done = McpAsyncTransferDone,
+	.housekeeping = McpWorkerHousekeeping,
+};
+
 const ToolFamily McpToolFamily = {
 	.family = "mcp",
 	.prefix = "mcp__",
@@ -1206,4 +1316,5 @@ const ToolFamily McpToolFamily = {
 	.base_definitions = NULL,
 	.run_definitions = McpFamilyDefinitions,
 	.execute = McpFamilyExecute,
+	.async = &McpAsyncRoutine,
 };

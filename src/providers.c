@@ -44,6 +44,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "config_gen.h"
 #include "guc.h"
 #include "llm.h"
 #include "providers.h"
@@ -601,40 +602,6 @@ ProviderScrub(const ProviderResolved *rp, const char *msg)
 	for (int i = 0; i < rp->nsecrets; i++)
 		out = ScrubOne(out, rp->secrets[i]);
 	return out;
-}
-
-/*
- * MCP header values (agent.mcp_servers.headers) may hold ${secret:NAME}:
- * replaced in place, in a transaction, at request time, among the secrets
- * of the server's workspace and the cluster's.  false with *error (naming
- * the header and the secret, never a value).
- */
-bool
-SecretsExpandJsonHeaders(json_t *headers, const char *workspace, char **error)
-{
-	const char *k;
-	json_t	   *v;
-
-	if (!json_is_object(headers))
-		return true;
-	json_object_foreach(headers, k, v)
-	{
-		char	   *x;
-		char	   *err;
-
-		if (!json_is_string(v) || !SecretsHasReference(json_string_value(v)))
-			continue;
-		x = SecretsExpandIn(json_string_value(v), workspace, &err);
-		if (x == NULL)
-		{
-			*error = psprintf("header \"%s\" cannot be sent: %s", k, err);
-			return false;
-		}
-		json_string_set(v, x);
-		explicit_bzero(x, strlen(x));
-		pfree(x);
-	}
-	return true;
 }
 
 /*

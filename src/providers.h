@@ -44,8 +44,7 @@ extern bool ProviderResolve(json_t *scope, const char *workspace, const char *ke
 							ProviderResolved *out, char **error);
 extern struct curl_slist *ProviderAddHeaders(const ProviderResolved *rp, struct curl_slist *h);
 extern char *ProviderScrub(const ProviderResolved *rp, const char *msg);
-/* secrets references in a JSON object of headers (providers, MCP servers) */
-extern bool SecretsExpandJsonHeaders(json_t *headers, const char *workspace, char **error);
+/* the workspace whose secrets an MCP server's headers resolve among */
 extern char *McpServerWorkspace(int64 server_id);
 
 #endif							/* PG_AGENTS_PROVIDERS_H */

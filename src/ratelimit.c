@@ -20,10 +20,8 @@
  * no busy loop, no 429 storm.
  *
  * Shared memory holds what the worker publishes of each bucket (for
- * agent.provider_status, any backend) and the configuration generation:
- * bumped when a transaction that changed agent.providers or agent.secrets
- * commits, so that the worker reloads providers and secrets before its
- * next request (a rotated key takes effect without a restart).
+ * agent.provider_status, any backend); the configuration generation that
+ * tells the worker to reload providers is config_gen.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,8 +29,6 @@
 
 #include <math.h>
 
-#include "access/xact.h"
-#include "commands/trigger.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -48,7 +44,6 @@
 #include "ratelimit.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_provider_headroom);
-PG_FUNCTION_INFO_V1(pg_agents_providers_changed);
 
 typedef struct RateStatus
 {
@@ -71,7 +66,6 @@ typedef struct RateStatus
 typedef struct RateShared
 {
 	slock_t		mutex;
-	pg_atomic_uint64 config_gen;
 	RateStatus	st[RATELIMIT_MAX];
 } RateShared;
 
@@ -91,8 +85,8 @@ RateShmemRequest(void)
 }
 
 /*
- * shmem_startup_hook: attaches to the shared provider state, zeroing it (and
- * starting the configuration generation at 1) when this process creates it.
+ * shmem_startup_hook: attaches to the shared provider state, zeroing it when
+ * this process creates it.
  */
 static void
 RateShmemStartup(void)
@@ -107,7 +101,6 @@ RateShmemStartup(void)
 	{
 		memset(rate_shared, 0, sizeof(RateShared));
 		SpinLockInit(&rate_shared->mutex);
-		pg_atomic_init_u64(&rate_shared->config_gen, 1);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -122,69 +115,6 @@ PgAgentsInitRateLimitShmem(void)
 	shmem_request_hook = RateShmemRequest;
 	prev_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = RateShmemStartup;
-}
-
-/* ---- the configuration generation ---- */
-
-static bool config_changed = false;
-static bool config_cb_registered = false;
-
-/*
- * Transaction callback: a transaction that changed providers or secrets bumps
- * the shared configuration generation when it commits, so that every process
- * checking it reloads them; aborted or prepared, the change is forgotten.
- */
-static void
-ConfigXactCallback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			if (config_changed && rate_shared != NULL)
-				pg_atomic_fetch_add_u64(&rate_shared->config_gen, 1);
-			config_changed = false;
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			/* a prepared transaction is picked up by the next change */
-			config_changed = false;
-			break;
-		default:
-			break;
-	}
-}
-
-/* the current transaction changed providers or secrets: bumped at commit */
-void
-PgAgentsConfigChanged(void)
-{
-	if (!config_cb_registered)
-	{
-		RegisterXactCallback(ConfigXactCallback, NULL);
-		config_cb_registered = true;
-	}
-	config_changed = true;
-}
-
-/* 0 without shared memory (then every check reloads) */
-uint64
-PgAgentsConfigGeneration(void)
-{
-	return rate_shared ? pg_atomic_read_u64(&rate_shared->config_gen) : 0;
-}
-
-/* agent._providers_changed(): statement trigger of agent.providers and agent.secrets */
-Datum
-pg_agents_providers_changed(PG_FUNCTION_ARGS)
-{
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("agent._providers_changed() must be called as a trigger")));
-	PgAgentsConfigChanged();
-	return PointerGetDatum(NULL);
 }
 
 /* ---- the worker's buckets ---- */

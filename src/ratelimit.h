@@ -2,8 +2,7 @@
  *
  * ratelimit.h
  *		Provider rate limits (ratelimit.c, docs/worker.md): the shared buckets
- *		per provider, the configuration generation that tells the worker to
- *		reload providers, and what a reply says of the provider's limits.
+ *		per provider and what a reply says of the provider's limits.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,8 +14,6 @@
 #define RATELIMIT_MAX 64
 
 extern void PgAgentsInitRateLimitShmem(void);
-extern void PgAgentsConfigChanged(void);
-extern uint64 PgAgentsConfigGeneration(void);
 
 /* what a reply says of the provider's limits */
 typedef struct RateHeaders

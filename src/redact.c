@@ -708,7 +708,7 @@ push_cstring(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int le
 }
 
 /* pushes the marker string (a redaction marker) with token tok */
-void
+static void
 PgAgentsRedactPushMarker(JsonbParseState **ps, JsonbIteratorToken tok, const char *marker)
 {
 	push_cstring(ps, tok, marker, strlen(marker));
@@ -768,7 +768,7 @@ PgAgentsRedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
  * skipNested) with the redaction rules.  depth is the nesting level the
  * value would have in the stored document (the root is 1).
  */
-JsonbValue *
+static JsonbValue *
 PgAgentsRedactPushValue(PgAgentsRedactor *r, JsonbParseState **ps,
 						JsonbIteratorToken tok, JsonbValue *v, int depth,
 						bool sensitive)

@@ -27,14 +27,9 @@ extern bool PgAgentsSensitiveName(const char *name, int len);
 extern char *PgAgentsRedactText(const char *s, int len, int *outlen);
 extern Jsonb *PgAgentsRedactJsonb(Jsonb *in);
 extern void PgAgentsRedactorInit(PgAgentsRedactor *r);
-extern void PgAgentsRedactPushMarker(JsonbParseState **ps, JsonbIteratorToken tok,
-									 const char *marker);
 extern void PgAgentsRedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
 									 JsonbIteratorToken tok, const char *s, int len,
 									 bool sensitive);
-extern JsonbValue *PgAgentsRedactPushValue(PgAgentsRedactor *r, JsonbParseState **ps,
-										   JsonbIteratorToken tok, JsonbValue *v,
-										   int depth, bool sensitive);
 extern JsonbValue *PgAgentsRedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
 										   JsonbIteratorToken tok, Jsonb *jb,
 										   int depth, bool sensitive);

@@ -325,10 +325,10 @@ ReplyUnit(Slot *s, void *arg)
 		return;
 
 	/* teams: a message arrived during the call, the run goes on */
-	if (json_array_size(r->calls) == 0 && TeamsPending(s->run_id, s->workspace))
+	if (json_array_size(r->calls) == 0 && ToolsBetweenTurnsPending(s->run_id, s->workspace))
 	{
 		json_array_append(s->messages, r->assistant);
-		(void) TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages);
+		(void) ToolsBetweenTurns(s->run_id, s->workspace, s->provider, s->messages);
 		RunSqlSaveState(s);
 		s->state = SLOT_READY;
 		return;
@@ -505,7 +505,7 @@ BatchUnit(Slot *unused, void *arg)
 		s->messages = json_copy(s->messages);
 		s->iterations++;
 		json_array_append(s->messages, it->reply.assistant);
-		(void) TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages);
+		(void) ToolsBetweenTurns(s->run_id, s->workspace, s->provider, s->messages);
 		RunSqlSaveState(s);
 	}
 }

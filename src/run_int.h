@@ -22,13 +22,11 @@
 #include "guc.h"
 #include "http.h"
 #include "llm.h"
-#include "mcp_tools.h"
 #include "ops.h"
 #include "providers.h"
 #include "ratelimit.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "teams.h"
 #include "tool_gate.h"
 #include "tools.h"
 #include "worker.h"
@@ -44,7 +42,7 @@ typedef enum SlotState
 	SLOT_BACKOFF,
 	SLOT_TOOLS,
 	SLOT_CHILD,
-	SLOT_MCP
+	SLOT_ASYNC
 } SlotState;
 
 typedef struct Slot
@@ -79,7 +77,7 @@ typedef struct Slot
 	int64		conversation_id;	/* a chat run's conversation (deltas), 0: none */
 	size_t		stream_pub;		/* published by the delta unit, once it commits */
 	int64		child_run_id;
-	McpCall    *mcp;			/* SLOT_MCP: the call in flight */
+	ToolCall   *call;			/* SLOT_ASYNC: the tool call in flight (tools.h) */
 	uint32		gen;			/* claim that filled the slot */
 	/* providers (providers.c, ratelimit.c) */
 	char	   *agent_model;	/* agents.model as claimed */

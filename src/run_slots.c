@@ -9,10 +9,12 @@
  *		BACKOFF  waiting to retry a 429, a 5xx, a time-out or a refused
  *		         connection
  *		TOOLS    tool calls of the last reply remain to be executed
- *		MCP      an MCP tool call of the reply is in flight in the same
- *		         multi handle (or due to start): prepared in the tool
- *		         transaction, sent after it committed, its answer recorded
- *		         in a transaction of its own (mcp_tools.c)
+ *		ASYNC    an asynchronous tool call of the reply (an MCP call) is in
+ *		         flight in the same multi handle (or due to start): prepared
+ *		         in the tool transaction, sent after it committed, its answer
+ *		         recorded in a transaction of its own; the slot holds it as
+ *		         an opaque ToolCall and reaches its family through the
+ *		         dispatcher (tools.h) only
  *		CHILD    waiting for a delegated child run to end
  *
  * Database work happens in short transactions (RunSlotUnit, over
@@ -103,8 +105,8 @@ RunSlotFree(Slot *s)
 		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
 	if (s->req)
 		HttpFree(s->req);
-	if (s->mcp)
-		McpCallFree(s->mcp);
+	if (s->call)
+		ToolsCallFree(s->call);
 	LlmStreamFree(s->stream);
 	if (s->scope)
 		json_decref(s->scope);
@@ -402,7 +404,7 @@ ClaimUnit(Slot *unused, void *arg)
 			continue;
 		}
 		/* teams: messages that arrived while it was queued or waiting */
-		if (s->state == SLOT_READY && TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages) > 0)
+		if (s->state == SLOT_READY && ToolsBetweenTurns(s->run_id, s->workspace, s->provider, s->messages) > 0)
 			RunSqlSaveState(s);
 	}
 }
@@ -427,7 +429,7 @@ RunsActive(void)
 }
 
 /* claims up to the free capacity; returns how many runs were claimed */
-int
+static int
 RunsClaim(void)
 {
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
@@ -469,8 +471,8 @@ RunsClaim(void)
 
 /*
  * The result of the pending call that comes next (a tool's, a child's, an
- * MCP server's) appended to the slot's results, as the provider will be
- * told it; takes the result.
+ * asynchronous call's) appended to the slot's results, as the provider
+ * will be told it; takes the result.
  */
 static void
 SlotAppendResult(Slot *s, json_t *result)
@@ -493,8 +495,9 @@ SlotAppendResult(Slot *s, json_t *result)
 
 /*
  * Executes the remaining tool calls of the slot, inside a unit; stops at
- * a call that waits (an MCP call in flight, an approval, a delegated child),
- * else gives the results to the model and the slot is READY again.
+ * a call that waits (an asynchronous call in flight, an approval, a
+ * delegated child), else gives the results to the model and the slot is
+ * READY again.
  */
 void
 RunSlotExecuteTools(Slot *s)
@@ -510,16 +513,18 @@ RunSlotExecuteTools(Slot *s)
 		const char *name = json_string_value(json_object_get(call, "name"));
 		json_t	   *result = NULL;
 		int64		child = 0;
+		ToolCall   *async = NULL;
 		ToolOutcome oc;
 
 		CHECK_FOR_INTERRUPTS();
-		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child);
-		if (oc == TOOL_MCP_ASYNC)
+		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child,
+						  &async);
+		if (oc == TOOL_ASYNC)
 		{
 			/* sent once this transaction committed (RunsStep) */
-			s->mcp = McpTakePrepared();
+			s->call = async;
 			RunSqlSaveState(s);
-			s->state = SLOT_MCP;
+			s->state = SLOT_ASYNC;
 			return;
 		}
 		if (oc == TOOL_PAUSE)
@@ -541,7 +546,7 @@ RunSlotExecuteTools(Slot *s)
 		SlotAppendResult(s, result);
 	}
 	LlmAppendToolResults(s->provider, s->messages, s->results);
-	(void) TeamsDeliver(s->run_id, s->workspace, s->provider, s->messages);	/* teams: safe point */
+	(void) ToolsBetweenTurns(s->run_id, s->workspace, s->provider, s->messages);	/* teams: safe point */
 	json_decref(s->pending);
 	json_decref(s->results);
 	s->pending = NULL;
@@ -570,7 +575,6 @@ ToolsUnit(Slot *s, void *arg)
 static void
 ChildUnit(Slot *s, void *arg)
 {
-	bool		finished;
 	json_t	   *result;
 
 	if (!RunSqlHoldLease(s->run_id, s->workspace))
@@ -578,22 +582,17 @@ ChildUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	result = ToolsChildResult(s->child_run_id, &finished);
-	if (!finished)
-	{
-		/* teams: a question of the child ends the wait */
-		result = TeamsChildQuestion(s->run_id, s->workspace, s->child_run_id);
-		if (result == NULL)
-			return;
-	}
+	result = ToolsChildPoll(s->run_id, s->workspace, s->child_run_id);
+	if (result == NULL)
+		return;
 	SlotAppendResult(s, result);
 	s->child_run_id = 0;
 	RunSlotExecuteTools(s);
 }
 
-/* the answer of the slot's MCP call is recorded, then the remaining tools run */
+/* the answer of the slot's asynchronous call is recorded, then the remaining tools run */
 static void
-McpResultUnit(Slot *s, void *arg)
+AsyncResultUnit(Slot *s, void *arg)
 {
 	ToolRun		tr = RunSlotToolRun(s);
 	json_t	   *result = NULL;
@@ -605,9 +604,9 @@ McpResultUnit(Slot *s, void *arg)
 		return;
 	}
 	ToolGateSetIdentity(&tr);
-	oc = McpCallRecord(&tr, s->mcp, &result);
-	McpCallFree(s->mcp);
-	s->mcp = NULL;
+	oc = ToolsCallRecord(&tr, s->call, &result);
+	ToolsCallFree(s->call);
+	s->call = NULL;
 	if (oc == TOOL_PAUSE)
 	{
 		RunSqlSaveState(s);
@@ -619,9 +618,12 @@ McpResultUnit(Slot *s, void *arg)
 	RunSlotExecuteTools(s);
 }
 
-/* a question of the MCP server in the call's stream: stored, or its answer looked for */
+/*
+ * The call's work inside a unit: a question of the MCP server in the call's
+ * stream stored, or its answer looked for
+ */
 static void
-McpElicitUnit(Slot *s, void *arg)
+AsyncStepUnit(Slot *s, void *arg)
 {
 	ToolRun		tr = RunSlotToolRun(s);
 
@@ -630,63 +632,56 @@ McpElicitUnit(Slot *s, void *arg)
 		s->state = SLOT_FREE;
 		return;
 	}
-	McpCallElicitStep(&tr, s->mcp);
+	ToolsCallUnitStep(&tr, s->call);
 }
 
-/* the MCP results of one pass (FlushMcpResults) */
-#define MCP_BATCH		64
-typedef struct McpBatch
+/* the asynchronous results of one pass (FlushAsyncResults) */
+#define ASYNC_BATCH		64
+typedef struct AsyncBatch
 {
 	int			n;
-	Slot	   *slots[MCP_BATCH];
-	SlotState	before[MCP_BATCH];
-	char	   *failed[MCP_BATCH];
-} McpBatch;
+	Slot	   *slots[ASYNC_BATCH];
+	SlotState	before[ASYNC_BATCH];
+	char	   *failed[ASYNC_BATCH];
+} AsyncBatch;
 
-static McpBatch mcp_batch;
+static AsyncBatch async_batch;
 
-/* a transfer of MCP (mcp_tools.c) ended */
+/* a transfer that is not an LLM call ended: its tool family takes it (tools.h) */
 static void
-McpTransferDone(HttpRequest *req)
+AsyncTransferDone(HttpRequest *req)
 {
-	Slot	   *s;
+	Slot	   *s = (Slot *) ToolsTransferDone(req);
 
-	if (req->kind == HTTP_MCP_REPLY)
+	if (s)						/* the slot's call has its answer */
 	{
-		McpReplyDone(req);
-		return;
-	}
-	s = (Slot *) req->owner;
-	CHECK_FOR_INTERRUPTS();
-	if (McpCallCollect(s->mcp, req))
-	{
-		if (mcp_batch.n < MCP_BATCH)
-			mcp_batch.slots[mcp_batch.n++] = s;	/* recorded with the others (FlushMcpResults) */
+		if (async_batch.n < ASYNC_BATCH)
+			async_batch.slots[async_batch.n++] = s;	/* recorded with the others (FlushAsyncResults) */
 		else
-			RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+			RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
 	}
 }
 
-/* one slot's MCP result, in its subtransaction (McpBatchUnit) */
+/* one slot's asynchronous result, in its subtransaction (AsyncBatchUnit) */
 static void
-McpResultBody(void *arg)
+AsyncResultBody(void *arg)
 {
-	McpResultUnit((Slot *) arg, NULL);
+	AsyncResultUnit((Slot *) arg, NULL);
 }
 
 /*
- * The MCP results that came back in one pass are recorded in one
+ * The asynchronous results that came back in one pass are recorded in one
  * transaction, each slot's in a subtransaction of its own, so that a failed
  * one fails its run only (as RunSlotUnitOrFail would).
  */
 static void
-McpBatchUnit(Slot *unused, void *arg)
+AsyncBatchUnit(Slot *unused, void *arg)
 {
-	McpBatch   *b = (McpBatch *) arg;
+	AsyncBatch *b = (AsyncBatch *) arg;
 
 	for (int i = 0; i < b->n; i++)
 	{
-		char	   *err = ToolGateInSubxact(McpResultBody, b->slots[i]);
+		char	   *err = ToolGateInSubxact(AsyncResultBody, b->slots[i]);
 
 		b->failed[i] = err ? MemoryContextStrdup(TopMemoryContext, err) : NULL;
 		if (err)
@@ -695,11 +690,11 @@ McpBatchUnit(Slot *unused, void *arg)
 	}
 }
 
-/* records the MCP results of the pass (one alone as any unit, more in McpBatchUnit) */
+/* records the asynchronous results of the pass (one alone as any unit, more in AsyncBatchUnit) */
 static void
-FlushMcpResults(void)
+FlushAsyncResults(void)
 {
-	McpBatch   *b = &mcp_batch;
+	AsyncBatch *b = &async_batch;
 	bool		ok;
 
 	if (b->n == 0)
@@ -707,12 +702,12 @@ FlushMcpResults(void)
 	if (b->n == 1)
 	{
 		b->n = 0;
-		RunSlotUnitOrFail(b->slots[0], "pg_agents: recording an MCP result", McpResultUnit, NULL);
+		RunSlotUnitOrFail(b->slots[0], "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
 		return;
 	}
 	for (int i = 0; i < b->n; i++)
 		b->before[i] = b->slots[i]->state;
-	ok = RunSlotUnit("pg_agents: recording MCP results", McpBatchUnit, NULL, b);
+	ok = RunSlotUnit("pg_agents: recording MCP results", AsyncBatchUnit, NULL, b);
 	for (int i = 0; i < b->n; i++)
 	{
 		Slot	   *s = b->slots[i];
@@ -732,9 +727,9 @@ FlushMcpResults(void)
 	b->n = 0;
 }
 
-/* starts the MCP calls that are due, with no transaction open */
+/* starts the asynchronous calls that are due, with no transaction open */
 static void
-StartDueMcp(void)
+StartDueAsync(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -742,25 +737,25 @@ StartDueMcp(void)
 	{
 		Slot	   *s = &RunSlotTable[i];
 
-		if (s->state != SLOT_MCP)
+		if (s->state != SLOT_ASYNC)
 			continue;
-		if (McpCallDue(s->mcp, now))
+		if (ToolsCallDue(s->call, now))
 		{
 			CHECK_FOR_INTERRUPTS();
-			McpCallStart(s->mcp, s);
-			if (McpCallAnswered(s->mcp))	/* could not start: a failed result */
-				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
+			ToolsCallStart(s->call, s);
+			if (ToolsCallAnswered(s->call))	/* could not start: a failed result */
+				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
 		}
-		else if (McpCallInFlight(s->mcp))
+		else if (ToolsCallInFlight(s->call))
 		{
-			McpCallPump(s->mcp);
-			if (McpCallAnswered(s->mcp))	/* timed out */
-				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", McpResultUnit, NULL);
-			else if (McpCallWantsUnit(s->mcp, now))
-				RunSlotUnitOrFail(s, "pg_agents: an MCP server asks a person", McpElicitUnit, NULL);
+			ToolsCallPump(s->call);
+			if (ToolsCallAnswered(s->call))	/* timed out */
+				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
+			else if (ToolsCallWantsUnit(s->call, now))
+				RunSlotUnitOrFail(s, "pg_agents: an MCP server asks a person", AsyncStepUnit, NULL);
 		}
 	}
-	McpWorkerHousekeeping();
+	ToolsHousekeeping();
 }
 
 /* ---------------------------------------------------------------------
@@ -911,7 +906,7 @@ RunsStep(void)
 
 		if (req->kind != HTTP_LLM)
 		{
-			McpTransferDone(req);
+			AsyncTransferDone(req);
 			continue;
 		}
 		RunCallDone(s, req);
@@ -921,21 +916,21 @@ RunsStep(void)
 		if (++done % 16 == 0 && done <= 256)
 		{
 			RunCallsFlush();
-			FlushMcpResults();
+			FlushAsyncResults();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
-			StartDueMcp();
+			StartDueAsync();
 			HttpPerform();
 		}
 	}
 	RunCallsFlush();
-	FlushMcpResults();
+	FlushAsyncResults();
 	RunCallsPublishDeltas();	/* streaming: the text deltas still due */
 
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (RunSlotTable[i].state == SLOT_TOOLS)
 			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);
-	StartDueMcp();
+	StartDueAsync();
 
 	now = GetCurrentTimestamp();
 	poll_children = TimestampDifferenceExceeds(last_child_poll, now, CHILD_POLL_MS);
@@ -970,9 +965,9 @@ RunsNextTimeout(long dflt)
 		}
 		else if (s->state == SLOT_CHILD)
 			t = Min(t, CHILD_POLL_MS);
-		else if (s->state == SLOT_MCP && !McpCallInFlight(s->mcp))
+		else if (s->state == SLOT_ASYNC && !ToolsCallInFlight(s->call))
 		{
-			long		ms = (long) ((McpCallNextAt(s->mcp) - now) / 1000);
+			long		ms = (long) ((ToolsCallNextAt(s->call) - now) / 1000);
 
 			t = Min(t, Max(ms, 0));
 		}
@@ -1039,7 +1034,7 @@ RunsDrainStep(void)
 	{
 		if (req->kind != HTTP_LLM)
 		{
-			McpTransferDone(req);
+			AsyncTransferDone(req);
 			continue;
 		}
 		RunCallDone((Slot *) req->owner, req);
@@ -1047,7 +1042,7 @@ RunsDrainStep(void)
 			RunCallsFlush();
 	}
 	RunCallsFlush();
-	FlushMcpResults();
+	FlushAsyncResults();
 	for (int i = 0; i < MAX_SLOTS; i++)
 		if (RunSlotTable[i].state == SLOT_TOOLS)
 			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);

@@ -14,7 +14,6 @@
 extern void RunsInit(void);
 extern void RunsWake(void);
 extern void RunsReclaimOnStart(void);
-extern int	RunsClaim(void);
 extern void RunsStep(void);
 extern long RunsNextTimeout(long dflt);
 extern int	RunsActive(void);

@@ -53,7 +53,7 @@ PathInside(const char *path, const char *dir)
  * from the data directory, as PostgreSQL takes its own file settings.
  * *inside: the path lies in the data directory.
  */
-char *
+static char *
 SecretKeyPathChoose(const char *setting, const char *config_file,
 					const char *data_dir, bool *inside)
 {

@@ -39,6 +39,8 @@
  */
 #include "postgres.h"
 
+#include "jansson_prelude.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,7 +59,7 @@
 #include "utils/jsonb.h"
 
 #include "audit.h"
-#include "ratelimit.h"
+#include "config_gen.h"
 #include "secrets.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_set_secret);
@@ -746,4 +748,38 @@ pg_agents_drop_secret(PG_FUNCTION_ARGS)
 	AuditSecret("secret.drop", name, ws, user, false);
 	PgAgentsConfigChanged();
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * MCP header values (agent.mcp_servers.headers) may hold ${secret:NAME}:
+ * replaced in place, in a transaction, at request time, among the secrets
+ * of the server's workspace and the cluster's.  false with *error (naming
+ * the header and the secret, never a value).
+ */
+bool
+SecretsExpandJsonHeaders(json_t *headers, const char *workspace, char **error)
+{
+	const char *k;
+	json_t	   *v;
+
+	if (!json_is_object(headers))
+		return true;
+	json_object_foreach(headers, k, v)
+	{
+		char	   *x;
+		char	   *err;
+
+		if (!json_is_string(v) || !SecretsHasReference(json_string_value(v)))
+			continue;
+		x = SecretsExpandIn(json_string_value(v), workspace, &err);
+		if (x == NULL)
+		{
+			*error = psprintf("header \"%s\" cannot be sent: %s", k, err);
+			return false;
+		}
+		json_string_set(v, x);
+		explicit_bzero(x, strlen(x));
+		pfree(x);
+	}
+	return true;
 }

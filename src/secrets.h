@@ -13,8 +13,6 @@ extern char *pg_agents_secret_key_file;
 extern char *SecretsLookup(const char *name, const char *workspace, char **error);
 
 /* secret_keyfile.c: where the key file lies */
-extern char *SecretKeyPathChoose(const char *setting, const char *config_file,
-								 const char *data_dir, bool *inside);
 extern char *SecretKeyPath(bool *inside, bool warn);
 extern void SecretKeyFileCheckAtStartup(void);
 extern char *SecretsExpand(const char *value, char **error);
@@ -22,5 +20,9 @@ extern char *SecretsExpandIn(const char *value, const char *workspace, char **er
 extern char *SecretsExpandFor(const char *value, const char *workspace, const char *user_workspace,
 							  const char *user, bool *used_user, char **error);
 extern bool SecretsHasReference(const char *value);
+
+/* ${secret:NAME} in a JSON object's values (MCP headers), expanded in place */
+struct json_t;
+extern bool SecretsExpandJsonHeaders(struct json_t *headers, const char *workspace, char **error);
 
 #endif							/* PG_AGENTS_SECRETS_H */

@@ -4,14 +4,14 @@
  *		Shared memory of pg_agents: the hooks that request and attach it, and
  *		what agent.worker_status shows of the worker.
  *
- * The segment holds three parts: the worker's status (PgAgentsWorkerInfo,
- * here, docs/operations.md), the worker's wake-up (src/wake.c) and the
- * access generation (src/access_gen.c); each part sizes and attaches its
- * own struct.  The counters of worker starts survive a crash reset of shared
+ * The segment holds four parts: the worker's status (PgAgentsWorkerInfo,
+ * here, docs/operations.md), the worker's wake-up (src/wake.c), the access
+ * generation (src/access_gen.c) and the configuration generation
+ * (src/config_gen.c); each part sizes and attaches its own struct.  The counters of worker starts survive a crash reset of shared
  * memory (carried over by the postmaster, see ShmemCarry).
  *
  * Shared memory exists only when the library is in shared_preload_libraries;
- * otherwise every function of the three parts is a harmless no-op (runs
+ * otherwise every function of the four parts is a harmless no-op (runs
  * still reach external executors through NOTIFY agent_runs; readable sets
  * are kept for one snapshot only).
  *
@@ -27,6 +27,7 @@
 #include "storage/spin.h"
 
 #include "access_gen.h"
+#include "config_gen.h"
 #include "shmem.h"
 #include "wake.h"
 
@@ -68,17 +69,18 @@ ShmemCarry(int code, Datum arg)
 	pg_agents_shared = NULL;
 }
 
-/* shmem_request_hook: the space of the three parts. */
+/* shmem_request_hook: the space of the four parts. */
 static void
 PgAgentsShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(PgAgentsShared)),
-									add_size(WakeShmemSize(), AccessGenShmemSize())));
+									add_size(WakeShmemSize(),
+											 add_size(AccessGenShmemSize(), ConfigGenShmemSize()))));
 }
 
-/* shmem_startup_hook: creates or attaches the three parts. */
+/* shmem_startup_hook: creates or attaches the four parts. */
 static void
 PgAgentsShmemStartup(void)
 {
@@ -102,6 +104,7 @@ PgAgentsShmemStartup(void)
 	}
 	WakeShmemInit();
 	AccessGenShmemInit();
+	ConfigGenShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 	/* in the postmaster: carry the counters over a crash reset (operations) */
 	if (!IsUnderPostmaster)

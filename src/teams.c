@@ -32,8 +32,9 @@
 
 #include "context.h"
 #include "llm.h"
-#include "teams.h"
 #include "tools.h"
+
+static bool TeamsPending(int64 run_id, const char *workspace);
 
 /* a string argument of a call, or NULL */
 static const char *
@@ -194,7 +195,7 @@ FormatMessage(const char *sender, const char *kind, const char *body)
  * user messages and marks them delivered (in the caller's transaction,
  * which also saves the conversation).  Returns how many.
  */
-int
+static int
 TeamsDeliver(int64 run_id, const char *workspace, LlmProvider provider, json_t *messages)
 {
 	Oid			types[1] = {INT8OID};
@@ -237,7 +238,7 @@ TeamsDeliver(int64 run_id, const char *workspace, LlmProvider provider, json_t *
 }
 
 /* whether the run has undelivered messages */
-bool
+static bool
 TeamsPending(int64 run_id, const char *workspace)
 {
 	Oid			types[2] = {INT8OID, TEXTOID};
@@ -258,7 +259,7 @@ TeamsPending(int64 run_id, const char *workspace)
  * the child asked a question, the wait ends with the question as the result
  * (the message is delivered that way).  NULL when there is none.
  */
-json_t *
+static json_t *
 TeamsChildQuestion(int64 parent_run_id, const char *workspace, int64 child_run_id)
 {
 	Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
@@ -524,4 +525,7 @@ const ToolFamily TeamsToolFamily = {
 	.base_definitions = NULL,
 	.run_definitions = TeamsAddTools,
 	.execute = TeamsExecute,
+	.between_turns = TeamsDeliver,
+	.between_turns_pending = TeamsPending,
+	.child_poll = TeamsChildQuestion,
 };

@@ -958,8 +958,8 @@ ToolDelegate(const ToolRun *tr, json_t *input, json_t **result, int64 *child,
  * The result of a child run, once terminal (*finished); a failure is a
  * motivated error result.
  */
-json_t *
-ToolsChildResult(int64 child_run_id, bool *finished)
+static json_t *
+ChildResult(int64 child_run_id, bool *finished)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		vals[1];
@@ -1052,6 +1052,16 @@ BuiltinExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	return ToolDelegate(tr, input, result, child_run_id, started);
 }
 
+/* a run waiting for its child (delegate_to_agent): the child's result once it ended */
+static json_t *
+BuiltinChildPoll(int64 run_id, const char *workspace, int64 child_run_id)
+{
+	bool		finished;
+	json_t	   *result = ChildResult(child_run_id, &finished);
+
+	return finished ? result : NULL;
+}
+
 const ToolFamily ToolsBuiltinFamily = {
 	.family = "built-in",
 	.prefix = NULL,
@@ -1059,4 +1069,5 @@ const ToolFamily ToolsBuiltinFamily = {
 	.base_definitions = BuiltinAddDefinitions,
 	.run_definitions = NULL,
 	.execute = BuiltinExecute,
+	.child_poll = BuiltinChildPoll,
 };

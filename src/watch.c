@@ -49,6 +49,7 @@
 #include "utils/numeric.h"
 #include "utils/rel.h"
 
+#include "access.h"
 #include "citus_shard.h"
 #include "events.h"
 #include "jsonb_build.h"

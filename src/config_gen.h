@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * config_gen.h
+ *		The configuration generation (config_gen.c): bumped when a
+ *		transaction that changed providers or secrets commits, so that the
+ *		worker reloads them before its next request.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_AGENTS_CONFIG_GEN_H
+#define PG_AGENTS_CONFIG_GEN_H
+
+extern Size ConfigGenShmemSize(void);
+extern void ConfigGenShmemInit(void);
+extern void PgAgentsConfigChanged(void);
+extern uint64 PgAgentsConfigGeneration(void);
+
+#endif							/* PG_AGENTS_CONFIG_GEN_H */
