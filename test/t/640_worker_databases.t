@@ -23,8 +23,8 @@ qd() { PGDATABASE=$1 psql -XAtq -v ON_ERROR_STOP=1 -c "$2"; }
 workers_in() { qd postgres "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_agents worker' AND datname = '$1'"; }
 # waits (bounded) until the count of workers in database $1 is $2
 wait_workers() {
-    local i
-    for i in $(seq 1 ${3:-200}); do [ "$(workers_in "$1")" = "$2" ] && return 0; sleep 0.05; done
+    local _
+    for _ in $(seq 1 "${3:-200}"); do [ "$(workers_in "$1")" = "$2" ] && return 0; sleep 0.05; done
     return 1
 }
 setup_db() {
@@ -38,8 +38,8 @@ run_in() {  # DB WORKSPACE KEY: an agent and a run queued in that database
 }
 st_in() { qd "$1" "SELECT status FROM agent.runs WHERE id = $2"; }
 wait_st() {
-    local i st
-    for i in $(seq 1 600); do st=$(st_in "$1" "$2"); [[ "|$3|" == *"|$st|"* ]] && break; sleep 0.05; done
+    local st
+    for _ in $(seq 1 600); do st=$(st_in "$1" "$2"); [[ "|$3|" == *"|$st|"* ]] && break; sleep 0.05; done
     echo "$st"
 }
 
