@@ -97,13 +97,30 @@ llm_script "[[t640a2]]" '[{"text": "a again"}]'
 ra2=$(run_in a640 w6 "[[t640a2]]")
 is "$(wait_st a640 "$ra2" "succeeded|failed")" "succeeded" "a640 is still served after the DROP DATABASE of b640"
 
-# 5. DROP EXTENSION stops its database's worker
+# 5. pg_agents.max_cluster_runs = 1: the run of c640 waits for a640's to finish
+qd postgres "ALTER SYSTEM SET pg_agents.max_cluster_runs = 1" >/dev/null
+qd postgres "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+llm_script "[[t640slow]]" '[{"text": "slow a", "latency": 2}]'
+llm_script "[[t640capc]]" '[{"text": "c under the cap"}]'
+rs=$(run_in a640 w6 "[[t640slow]]")
+is "$(wait_st a640 "$rs" "running")" "running" "a slow run of a640 is running"
+rcap=$(run_in c640 w6 "[[t640capc]]")
+is "$(wait_st a640 "$rs" "succeeded|failed")" "succeeded" "the slow run of a640 succeeds"
+is "$(wait_st c640 "$rcap" "succeeded|failed")" "succeeded" "the run of c640 succeeds"
+fin=$(qd a640 "SELECT finished_at FROM agent.runs WHERE id = $rs")
+is "$(qd c640 "SELECT started_at >= '$fin'::timestamptz FROM agent.runs WHERE id = $rcap")" "t" \
+   "under a cluster cap of 1, c640's run was claimed only after a640's finished"
+qd postgres "ALTER SYSTEM RESET pg_agents.max_cluster_runs" >/dev/null
+qd postgres "SELECT pg_reload_conf()" >/dev/null
+
+# 6. DROP EXTENSION stops its database's worker
 qd c640 "DROP EXTENSION pg_agents CASCADE" >/dev/null
 ok "$(wait_workers c640 0 && echo 0)" "DROP EXTENSION in c640 stops its worker"
 out=$(qd postgres "DROP DATABASE c640" 2>&1)
 is "$out" "" "then DROP DATABASE c640 succeeds"
 
-# 6. no permission for a role with no grants, and the app role's view
+# 7. no permission for a role with no grants, and the app role's view
 qd a640 "DO \$\$ BEGIN CREATE ROLE nogrant640 LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$" >/dev/null
 like "$(PGUSER=nogrant640 qd a640 "SELECT count(*) FROM agent.worker_status" 2>&1)" "permission denied" \
    "a role with no grants cannot read agent.worker_status"
