@@ -35,6 +35,8 @@ char	   *pg_agents_acting_user = NULL;
 /* worker */
 char	   *pg_agents_database = NULL;
 int			pg_agents_max_concurrent_runs = 8;
+int			pg_agents_max_cluster_runs = 0;
+int			pg_agents_launcher_naptime = 10000;
 bool		pg_agents_worker_tick = true;
 char	   *pg_agents_llm_provider = NULL;
 char	   *pg_agents_llm_url = NULL;
@@ -217,9 +219,20 @@ PgAgentsDefineGucs(void)
 							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("pg_agents.database",
-							   "Database in which the pg_agents worker runs.",
-							   NULL, &pg_agents_database, "postgres",
+							   "Database in which the pg_agents worker runs; empty: every database that has the extension.",
+							   "The launcher starts one worker per served database (docs/worker.md).",
+							   &pg_agents_database, "postgres",
 							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.launcher_naptime",
+							"How often the launcher looks for databases to serve.",
+							"A database where the extension was created is served within this time.",
+							&pg_agents_launcher_naptime, 10000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_agents.max_cluster_runs",
+							"Runs all the workers of the cluster execute at once; 0: no cap but each worker's pg_agents.max_concurrent_runs.",
+							"Each worker claims only while the runs held by all of them, as last published, stay under it.",
+							&pg_agents_max_cluster_runs, 0, 0, 100000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("pg_agents.worker_tick",
 							 "Whether the worker calls agent.tick() by itself every second.",
 							 "Off: schedules, lease reclaim and approval expiry wait for an external agent.tick() (pg_cron, a test clock).",

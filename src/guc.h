@@ -35,6 +35,8 @@ extern int	pg_agents_max_attempts;
 extern int	pg_agents_conversation_window;
 extern int	pg_agents_max_runs_per_workspace;
 extern int	pg_agents_max_concurrent_runs;
+extern int	pg_agents_max_cluster_runs;
+extern int	pg_agents_launcher_naptime;
 extern bool pg_agents_worker_tick;
 extern char *pg_agents_llm_provider;
 extern char *pg_agents_llm_url;

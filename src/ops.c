@@ -199,7 +199,11 @@ pg_agents_worker_status(PG_FUNCTION_ARGS)
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = Int32GetDatum(copy.pid);
 	nulls[0] = copy.pid == 0;
-	values[1] = CStringGetTextDatum(pg_agents_database ? pg_agents_database : "");
+	{
+		char	   *db = get_database_name(MyDatabaseId);	/* its worker's database */
+
+		values[1] = CStringGetTextDatum(db ? db : "");
+	}
 	values[2] = TimestampTzGetDatum(copy.started_at);
 	nulls[2] = copy.started_at == 0;
 	/* running or paused: as the pause flag is now (the worker publishes it a pass later) */
@@ -310,7 +314,9 @@ pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
 	{
 		char	   *db = get_database_name(MyDatabaseId);
 
-		if (db == NULL || pg_agents_database == NULL || strcmp(db, pg_agents_database) != 0)
+		/* pg_agents.database empty: every database has its worker */
+		if (db == NULL ||
+			(pg_agents_database != NULL && pg_agents_database[0] != '\0' && strcmp(db, pg_agents_database) != 0))
 		{
 			ereport(WARNING,
 					(errmsg("the pg_agents worker works in database \"%s\", not in this one",

@@ -36,6 +36,7 @@ _PG_init(void)
 	PgAgentsInitShmem();
 	PgAgentsInitRateLimitShmem();	/* providers */
 	PgAgentsInitEventStats();
-	PgAgentsRegisterWorker();
+	PgAgentsRegisterWorker();	/* the launcher, which starts the workers */
+	PgAgentsInitLauncherHooks();	/* DROP DATABASE stops its worker first */
 	SecretKeyFileCheckAtStartup();	/* a WARNING when it lies in PGDATA */
 }

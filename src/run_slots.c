@@ -37,6 +37,7 @@
 #include "jansson_prelude.h"
 
 #include "run_int.h"
+#include "shmem.h"
 
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -421,6 +422,21 @@ ActiveSlots(void)
 	return n;
 }
 
+/*
+ * The slots this worker may use: pg_agents.max_concurrent_runs, and under
+ * pg_agents.max_cluster_runs what the other databases' workers leave
+ * (shmem.c, as they last published it).
+ */
+static int
+RunsCap(void)
+{
+	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
+
+	if (pg_agents_max_cluster_runs > 0)
+		cap = Min(cap, Max(pg_agents_max_cluster_runs - PgAgentsClusterRunsElsewhere(), 0));
+	return cap;
+}
+
 /* operations: the slots in use for agent.worker_status */
 int
 RunsActive(void)
@@ -432,7 +448,7 @@ RunsActive(void)
 static int
 RunsClaim(void)
 {
-	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
+	int			cap = RunsCap();
 	int			n = cap - ActiveSlots();
 	int			got;
 	int			used = 0;
@@ -803,7 +819,7 @@ RunsReclaimOnStart(void)
 static void
 ClaimIfDue(TimestampTz now)
 {
-	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
+	int			cap = RunsCap();
 	int			free_slots = cap - ActiveSlots();
 
 	if (free_slots > 0 &&
@@ -986,7 +1002,7 @@ RunsNextTimeout(long dflt)
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;
 	}
-	if ((woken || more_work) && ActiveSlots() < pg_agents_max_concurrent_runs && HttpInFlight() == 0)
+	if ((woken || more_work) && ActiveSlots() < RunsCap() && HttpInFlight() == 0)
 		t = 0;
 	return t;
 }

@@ -33,8 +33,10 @@
 
 typedef struct PgAgentsShared
 {
-	/* operations: the worker's status (src/ops.c) */
-	PgAgentsWorkerInfo worker;
+	slock_t		slots_lock;		/* taking or freeing a slot (dboid) */
+	int			launcher_pid;	/* 0 when the launcher does not run */
+	/* operations: one slot per served database (src/ops.c, src/launcher.c) */
+	PgAgentsDbSlot slots[PGA_MAX_DB_SLOTS];
 } PgAgentsShared;
 
 static PgAgentsShared *pg_agents_shared = NULL;
@@ -48,8 +50,13 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
  * re-create it): copied out at shmem_exit, before the segment goes, and back
  * in at the next startup.
  */
-static uint64 carried_starts = 0;
-static uint64 carried_resets = 0;
+typedef struct CarriedCounters
+{
+	Oid			dboid;
+	uint64		starts;
+	uint64		resets;
+} CarriedCounters;
+static CarriedCounters carried_counters[PGA_MAX_DB_SLOTS];
 static bool carried = false;
 
 /*
@@ -61,10 +68,16 @@ ShmemCarry(int code, Datum arg)
 {
 	if (pg_agents_shared == NULL)
 		return;
-	SpinLockAcquire(&pg_agents_shared->worker.mutex);
-	carried_starts = pg_agents_shared->worker.starts;
-	carried_resets = pg_agents_shared->worker.resets + 1;
-	SpinLockRelease(&pg_agents_shared->worker.mutex);
+	for (int i = 0; i < PGA_MAX_DB_SLOTS; i++)
+	{
+		PgAgentsDbSlot *slot = &pg_agents_shared->slots[i];
+
+		SpinLockAcquire(&slot->worker.mutex);
+		carried_counters[i].dboid = slot->dboid;
+		carried_counters[i].starts = slot->worker.starts;
+		carried_counters[i].resets = slot->worker.resets + 1;
+		SpinLockRelease(&slot->worker.mutex);
+	}
 	carried = true;
 	pg_agents_shared = NULL;
 }
@@ -93,13 +106,20 @@ PgAgentsShmemStartup(void)
 	pg_agents_shared = ShmemInitStruct("pg_agents", sizeof(PgAgentsShared), &found);
 	if (!found)
 	{
-		memset(&pg_agents_shared->worker, 0, sizeof(PgAgentsWorkerInfo));
-		SpinLockInit(&pg_agents_shared->worker.mutex);
-		pg_atomic_init_u32(&pg_agents_shared->worker.paused, 0);
-		if (carried)
+		memset(pg_agents_shared, 0, sizeof(PgAgentsShared));
+		SpinLockInit(&pg_agents_shared->slots_lock);
+		for (int i = 0; i < PGA_MAX_DB_SLOTS; i++)
 		{
-			pg_agents_shared->worker.starts = carried_starts;
-			pg_agents_shared->worker.resets = carried_resets;
+			PgAgentsDbSlot *slot = &pg_agents_shared->slots[i];
+
+			SpinLockInit(&slot->worker.mutex);
+			pg_atomic_init_u32(&slot->worker.paused, 0);
+			if (carried && OidIsValid(carried_counters[i].dboid))
+			{
+				slot->dboid = carried_counters[i].dboid;
+				slot->worker.starts = carried_counters[i].starts;
+				slot->worker.resets = carried_counters[i].resets;
+			}
 		}
 	}
 	WakeShmemInit();
@@ -111,11 +131,115 @@ PgAgentsShmemStartup(void)
 		on_shmem_exit(ShmemCarry, (Datum) 0);
 }
 
-/* The worker's status (operations); NULL when the library was not preloaded. */
+/*
+ * The slot of a database: found, or taken when create is set; NULL when the
+ * library was not preloaded or every slot is taken (then that database's
+ * worker has no status and is not started: the launcher says so in the log).
+ */
+PgAgentsDbSlot *
+PgAgentsDbSlotFor(Oid dboid, bool create)
+{
+	PgAgentsDbSlot *found = NULL;
+	PgAgentsDbSlot *free_slot = NULL;
+
+	if (pg_agents_shared == NULL || !OidIsValid(dboid))
+		return NULL;
+	SpinLockAcquire(&pg_agents_shared->slots_lock);
+	for (int i = 0; i < PGA_MAX_DB_SLOTS; i++)
+	{
+		PgAgentsDbSlot *slot = &pg_agents_shared->slots[i];
+
+		if (slot->dboid == dboid)
+		{
+			found = slot;
+			break;
+		}
+		if (free_slot == NULL && !OidIsValid(slot->dboid))
+			free_slot = slot;
+	}
+	if (found == NULL && create && free_slot != NULL)
+	{
+		free_slot->dboid = dboid;
+		free_slot->stop_now = false;
+		free_slot->stop_at = 0;
+		free_slot->no_extension = false;
+		free_slot->exited_at = 0;
+		free_slot->latch = NULL;
+		found = free_slot;
+	}
+	SpinLockRelease(&pg_agents_shared->slots_lock);
+	return found;
+}
+
+/* the i-th slot (the launcher's scan), NULL without shared memory */
+PgAgentsDbSlot *
+PgAgentsDbSlotAt(int i)
+{
+	if (pg_agents_shared == NULL || i < 0 || i >= PGA_MAX_DB_SLOTS)
+		return NULL;
+	return &pg_agents_shared->slots[i];
+}
+
+/* the launcher frees the slot of a database that is gone (its worker stopped) */
+void
+PgAgentsDbSlotFree(PgAgentsDbSlot *slot)
+{
+	SpinLockAcquire(&pg_agents_shared->slots_lock);
+	slot->dboid = InvalidOid;
+	slot->stop_now = false;
+	slot->no_extension = false;
+	slot->latch = NULL;
+	memset(&slot->worker, 0, offsetof(PgAgentsWorkerInfo, paused));
+	SpinLockInit(&slot->worker.mutex);
+	pg_atomic_write_u32(&slot->worker.paused, 0);
+	SpinLockRelease(&pg_agents_shared->slots_lock);
+}
+
+/*
+ * Runs held by the workers of the other databases, as they last published
+ * them (every pass): pg_agents.max_cluster_runs caps the sum.
+ */
+int
+PgAgentsClusterRunsElsewhere(void)
+{
+	int			n = 0;
+
+	if (pg_agents_shared == NULL)
+		return 0;
+	for (int i = 0; i < PGA_MAX_DB_SLOTS; i++)
+	{
+		PgAgentsDbSlot *slot = &pg_agents_shared->slots[i];
+
+		if (slot->dboid == MyDatabaseId || !OidIsValid(slot->dboid))
+			continue;
+		SpinLockAcquire(&slot->worker.mutex);
+		if (slot->worker.pid != 0)
+			n += slot->worker.slots_in_use;
+		SpinLockRelease(&slot->worker.mutex);
+	}
+	return n;
+}
+
+/* where the launcher publishes its pid; NULL without shared memory */
+int *
+PgAgentsLauncherPid(void)
+{
+	return pg_agents_shared ? &pg_agents_shared->launcher_pid : NULL;
+}
+
+/*
+ * The status of this database's worker (operations); NULL when the library
+ * was not preloaded (or no slot is free).
+ */
 PgAgentsWorkerInfo *
 PgAgentsWorkerShmem(void)
 {
-	return pg_agents_shared ? &pg_agents_shared->worker : NULL;
+	static PgAgentsDbSlot *mine = NULL;
+
+	/* (a slot is freed only once its database is gone) */
+	if (mine == NULL || mine->dboid != MyDatabaseId)
+		mine = PgAgentsDbSlotFor(MyDatabaseId, true);
+	return mine ? &mine->worker : NULL;
 }
 
 /* Called from _PG_init: hooks in only while shared_preload_libraries loads. */

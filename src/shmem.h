@@ -57,4 +57,29 @@ typedef struct PgAgentsWorkerInfo
 
 extern PgAgentsWorkerInfo *PgAgentsWorkerShmem(void);
 
+/*
+ * The launcher (src/launcher.c) starts one worker per served database; each
+ * database has a slot of its own: its worker's status, its latch (src/wake.c)
+ * and what the launcher and DROP DATABASE tell it.  A backend's slot is its
+ * database's (PgAgentsWorkerShmem).
+ */
+#define PGA_MAX_DB_SLOTS	128
+
+typedef struct PgAgentsDbSlot
+{
+	Oid			dboid;			/* InvalidOid: a free slot */
+	bool		stop_now;		/* DROP DATABASE: exit at once, no drain */
+	TimestampTz stop_at;		/* when stop_now was set */
+	bool		no_extension;	/* its worker exited: the extension is not there */
+	TimestampTz exited_at;		/* when its worker last exited */
+	void	   *latch;			/* Latch * of its worker, NULL when none runs */
+	PgAgentsWorkerInfo worker;
+} PgAgentsDbSlot;
+
+extern PgAgentsDbSlot *PgAgentsDbSlotFor(Oid dboid, bool create);
+extern PgAgentsDbSlot *PgAgentsDbSlotAt(int i);
+extern void PgAgentsDbSlotFree(PgAgentsDbSlot *slot);
+extern int	PgAgentsClusterRunsElsewhere(void);
+extern int *PgAgentsLauncherPid(void);
+
 #endif							/* PG_AGENTS_SHMEM_H */

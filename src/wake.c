@@ -5,7 +5,8 @@
  *		transaction that queued runs commits.
  *
  * The worker publishes its latch with PgAgentsSetWorkerLatch(MyLatch) when it
- * starts (and NULL when it exits).  A backend that queues runs calls
+ * starts (and NULL when it exits), in its database's slot (shmem.h): a
+ * backend wakes the worker of its own database.  A backend that queues runs calls
  * PgAgentsRequestWake(); at commit an XactCallback sets the worker's latch,
  * once per transaction, so the worker claims the new runs without polling.
  * A rolled-back transaction wakes nobody.  Without preloading (no shared
@@ -18,11 +19,13 @@
 
 #include "access/xact.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
+#include "shmem.h"
 #include "wake.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_request_wake);
@@ -31,7 +34,6 @@ PG_FUNCTION_INFO_V1(pg_agents_wake_count);
 typedef struct WakeShared
 {
 	slock_t		mutex;
-	Latch	   *worker_latch;	/* NULL when no worker runs */
 	pg_atomic_uint64 wakeups;	/* commits that woke (or tried to wake) it */
 } WakeShared;
 
@@ -57,7 +59,6 @@ WakeShmemInit(void)
 	if (!found)
 	{
 		SpinLockInit(&wake_shared->mutex);
-		wake_shared->worker_latch = NULL;
 		pg_atomic_init_u64(&wake_shared->wakeups, 0);
 	}
 }
@@ -69,10 +70,12 @@ WakeShmemInit(void)
 void
 PgAgentsSetWorkerLatch(Latch *latch)
 {
-	if (wake_shared == NULL)
+	PgAgentsDbSlot *slot = PgAgentsDbSlotFor(MyDatabaseId, true);
+
+	if (wake_shared == NULL || slot == NULL)
 		return;
 	SpinLockAcquire(&wake_shared->mutex);
-	wake_shared->worker_latch = latch;
+	slot->latch = latch;
 	SpinLockRelease(&wake_shared->mutex);
 }
 
@@ -86,10 +89,13 @@ WakeXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			if (wake_requested && wake_shared != NULL)
 			{
-				Latch	   *latch;
+				Latch	   *latch = NULL;
+				PgAgentsDbSlot *slot = PgAgentsDbSlotFor(MyDatabaseId, false);
 
+				/* the latch of this database's worker (one per database) */
 				SpinLockAcquire(&wake_shared->mutex);
-				latch = wake_shared->worker_latch;
+				if (slot != NULL)
+					latch = (Latch *) slot->latch;
 				SpinLockRelease(&wake_shared->mutex);
 				pg_atomic_fetch_add_u64(&wake_shared->wakeups, 1);
 				if (latch != NULL)

@@ -4,8 +4,11 @@
  *		The pg_agents background worker: registration, signals and the
  *		latch loop.
  *
- * One worker per cluster, connected to pg_agents.database.  It waits
- * quietly while the extension is not created there, then loops:
+ * One worker per served database, started by the launcher (src/launcher.c)
+ * and connected by oid.  When pg_agents.database names its database it
+ * waits quietly while the extension is not created there; when it is empty
+ * (every database served) it exits instead, and the launcher looks again
+ * later.  Then it loops:
  *
  *	 wait (latch set by a backend at commit, a curl socket, or a bounded
  *	 timeout) -> reload the configuration on SIGHUP -> agent.tick() about
@@ -36,6 +39,7 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -79,6 +83,42 @@ PGDLLEXPORT void pg_agents_worker_main(Datum main_arg);
  */
 static volatile sig_atomic_t drain_requested = false;
 
+/* the name of the worker's database (for the log) */
+static char worker_dbname[NAMEDATALEN] = "";
+
+/* set by PgAgentsWorkerReady: the extension is not in the database */
+static bool extension_absent = false;
+
+/* this database's slot (shmem.h): DROP DATABASE's stop_now, the launcher's flags */
+static PgAgentsDbSlot *
+MySlot(void)
+{
+	return PgAgentsDbSlotFor(MyDatabaseId, true);
+}
+
+/*
+ * DROP DATABASE of this database asked the worker to go at once (see
+ * src/launcher.c): no drain, its runs stay as they are (the next worker
+ * reclaims them if the DROP fails).
+ */
+static void
+ExitIfDatabaseDropped(void)
+{
+	PgAgentsDbSlot *slot = MySlot();
+	bool		stop = false;
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&slot->worker.mutex);
+	stop = slot->stop_now;
+	SpinLockRelease(&slot->worker.mutex);
+	if (!stop)
+		return;
+	ereport(LOG,
+			(errmsg("pg_agents worker of database \"%s\" stops: the database is being dropped", worker_dbname)));
+	proc_exit(0);
+}
+
 /* SIGTERM: a drain is asked for (see above) */
 static void
 WorkerSigterm(SIGNAL_ARGS)
@@ -120,28 +160,6 @@ PublishStatus(bool ready)
 	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
 	w->mcp_in_flight = McpTransfersInFlight();	/* asynchronous too (mcp_tools.c) */
 	SpinLockRelease(&w->mutex);
-}
-
-/* _PG_init, while preloading: the one worker registered, restarted a second after it exits */
-void
-PgAgentsRegisterWorker(void)
-{
-	BackgroundWorker worker;
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "pg_agents", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "pg_agents_worker_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "pg_agents worker", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "pg_agents worker", BGW_MAXLEN);
-	worker.bgw_main_arg = (Datum) 0;
-	worker.bgw_notify_pid = 0;
-	RegisterBackgroundWorker(&worker);
 }
 
 /* the installed version of the extension in this database, NULL if none */
@@ -197,10 +215,10 @@ PgAgentsWorkerReady(void)
 		{
 			ereport(LOG,
 					(errmsg("pg_agents worker: extension pg_agents is at version %s in database \"%s\", this library is version %s",
-							version, pg_agents_database, PG_AGENTS_VERSION),
+							version, worker_dbname, PG_AGENTS_VERSION),
 					 errdetail("The worker waits until the versions match."),
 					 errhint("Run ALTER EXTENSION pg_agents UPDATE in database \"%s\".",
-							 pg_agents_database)));
+							 worker_dbname)));
 			strlcpy(last_mismatch, version, sizeof(last_mismatch));
 		}
 		PgAgentsWorkerSetState(PGA_WORKER_WAITING_UPDATE);	/* operations */
@@ -210,6 +228,7 @@ PgAgentsWorkerReady(void)
 		last_mismatch[0] = '\0';
 	else
 		PgAgentsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
+	extension_absent = version == NULL && last_mismatch[0] == '\0';
 	ready = version != NULL;	/* (its script made every function the worker calls) */
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -299,8 +318,15 @@ static void
 WorkerOnExit(int code, Datum arg)
 {
 	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsDbSlot *slot = MySlot();
 
 	PgAgentsSetWorkerLatch(NULL);
+	if (slot != NULL)			/* the launcher's restart delay counts from here */
+	{
+		SpinLockAcquire(&slot->worker.mutex);
+		slot->exited_at = GetCurrentTimestamp();
+		SpinLockRelease(&slot->worker.mutex);
+	}
 	if (w != NULL)				/* operations */
 	{
 		SpinLockAcquire(&w->mutex);
@@ -344,6 +370,7 @@ Drain(void)
 		(void) HttpWait(Min(Max(left, 1), 100));
 		ReloadConfigIfPending();
 		CHECK_FOR_INTERRUPTS();
+		ExitIfDatabaseDropped();
 		RunsDrainStep();
 		PublishStatus(true);
 	}
@@ -405,6 +432,30 @@ WorkerSessionSetup(void)
 	}
 }
 
+/*
+ * Every database served (pg_agents.database empty): a worker whose database
+ * has no extension (never created, or dropped) exits, and the launcher looks
+ * again after pg_agents.launcher_naptime.
+ */
+static void
+ExitIfNoExtension(void)
+{
+	PgAgentsDbSlot *slot;
+
+	if (!extension_absent || (pg_agents_database != NULL && pg_agents_database[0] != '\0'))
+		return;
+	slot = MySlot();
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->worker.mutex);
+		slot->no_extension = true;
+		SpinLockRelease(&slot->worker.mutex);
+	}
+	ereport(DEBUG1,
+			(errmsg("pg_agents worker of database \"%s\" exits: the extension is not there", worker_dbname)));
+	proc_exit(0);
+}
+
 /* the worker: connection, then the latch loop (see the top of the file) */
 void
 pg_agents_worker_main(Datum main_arg)
@@ -418,8 +469,16 @@ pg_agents_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, WorkerSigterm);	/* operations: drain, then exit */
 	BackgroundWorkerUnblockSignals();
 
-	BackgroundWorkerInitializeConnection(pg_agents_database, NULL, 0);
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg), InvalidOid, 0);
 	pgstat_report_appname("pg_agents worker");
+	{
+		char	   *name;
+
+		StartTransactionCommand();
+		name = get_database_name(MyDatabaseId);
+		strlcpy(worker_dbname, name ? name : "?", sizeof(worker_dbname));
+		CommitTransactionCommand();
+	}
 
 	WorkerSessionSetup();
 	HttpInit();
@@ -427,7 +486,7 @@ pg_agents_worker_main(Datum main_arg)
 	loopcxt = AllocSetContextCreate(TopMemoryContext, "pg_agents worker loop", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(loopcxt);
 
-	ereport(LOG, (errmsg("pg_agents worker started in database \"%s\"", pg_agents_database)));
+	ereport(LOG, (errmsg("pg_agents worker started in database \"%s\"", worker_dbname)));
 
 	for (;;)
 	{
@@ -448,6 +507,7 @@ pg_agents_worker_main(Datum main_arg)
 		MemoryContextSwitchTo(loopcxt);
 		MemoryContextReset(loopcxt);
 		CHECK_FOR_INTERRUPTS();
+		ExitIfDatabaseDropped();
 		if (drain_requested)	/* operations */
 			Drain();
 
@@ -460,7 +520,10 @@ pg_agents_worker_main(Datum main_arg)
 			last_ready_check = now;
 			ready = PgAgentsWorkerReady();
 			if (!ready)
+			{
+				ExitIfNoExtension();
 				continue;
+			}
 			RunsReclaimOnStart();
 		}
 
@@ -473,6 +536,7 @@ pg_agents_worker_main(Datum main_arg)
 			if (!PgAgentsWorkerReady())
 			{
 				ready = false;
+				ExitIfNoExtension();
 				continue;
 			}
 		}

@@ -12,7 +12,8 @@
 
 #include "access/tupdesc.h"
 
-extern void PgAgentsRegisterWorker(void);
+extern void PgAgentsRegisterWorker(void);	/* the launcher (launcher.c) */
+extern void PgAgentsInitLauncherHooks(void);
 extern bool PgAgentsWorkerReady(void);
 
 #endif							/* PG_AGENTS_WORKER_H */
