@@ -221,7 +221,7 @@ PgAgentsDefineGucs(void)
 	DefineCustomStringVariable("pg_agents.database",
 							   "Database in which the pg_agents worker runs; empty: every database that has the extension.",
 							   "The launcher starts one worker per served database (docs/worker.md).",
-							   &pg_agents_database, "postgres",
+							   &pg_agents_database, "",
 							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_agents.launcher_naptime",
 							"How often the launcher looks for databases to serve.",
