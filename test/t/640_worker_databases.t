@@ -5,7 +5,8 @@
 # runs; a third without the extension gets no worker until CREATE EXTENSION,
 # then is served without a restart; DROP DATABASE while its worker holds a
 # run succeeds and the launcher starts no worker for it again; DROP
-# EXTENSION stops its database's worker.
+# EXTENSION stops its database's worker; a pg_dump of a served database
+# restored into a new one is served and runs its agent end to end.
 . "$(dirname "$0")/../fixtures/worker_lib.sh"
 
 own=$(mktemp -d /tmp/pg_agents_640.XXXXXX)
@@ -120,7 +121,25 @@ ok "$(wait_workers c640 0 && echo 0)" "DROP EXTENSION in c640 stops its worker"
 out=$(qd postgres "DROP DATABASE c640" 2>&1)
 is "$out" "" "then DROP DATABASE c640 succeeds"
 
-# 7. no permission for a role with no grants, and the app role's view
+# 7. a pg_dump of a640 restored into a new database (docs/operations.md) is
+# the same history, and its launcher-started worker runs its agent end to end
+dumpf="$own/a640.sql"
+pg_dump --load-via-partition-root -d a640 -f "$dumpf" 2>"$own/dump.err"
+ok $? "pg_dump of a640"
+qd postgres "CREATE DATABASE r640" >/dev/null
+out=$(PGOPTIONS='-c session_replication_role=replica' PGDATABASE=r640 psql -XAtq -v ON_ERROR_STOP=1 -f "$dumpf" 2>&1)
+rc=$?; ok $rc "the dump restores into r640"; [ $rc = 0 ] || diag "${out:0:2000}"
+hist() { qd "$1" "SELECT count(*) || ' ' || md5(string_agg(id || status || coalesce(output::text, ''), '|' ORDER BY id)) FROM agent.runs"; }
+is "$(hist r640)" "$(hist a640)" "r640 has a640's runs, their statuses and answers"
+ag=$(qd r640 "SELECT min(id) FROM agent.agents")
+llm_script "[[t640restored]]" '[{"text": "answer on the restored copy"}]'
+rr=$(PGDATABASE=r640 start_run "$ag" '{"prompt": "Hello [[t640restored]]"}')
+is "$(wait_st r640 "$rr" "succeeded|failed")" "succeeded" "a run of a restored agent succeeds on the restored copy"
+is "$(qd r640 "SELECT output->>'text' FROM agent.runs WHERE id = $rr")" "answer on the restored copy" \
+   "with its own answer"
+qd postgres "DROP DATABASE r640 WITH (FORCE)" >/dev/null 2>&1
+
+# 8. no permission for a role with no grants, and the app role's view
 qd a640 "DO \$\$ BEGIN CREATE ROLE nogrant640 LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$" >/dev/null
 like "$(PGUSER=nogrant640 qd a640 "SELECT count(*) FROM agent.worker_status" 2>&1)" "permission denied" \
    "a role with no grants cannot read agent.worker_status"
