@@ -92,13 +92,17 @@ SELECT is((SELECT count(*)::int FROM agent.runs WHERE workspace_id = 'fm-1' AND 
           'none of the backlog''s runs is claimed while idle workspaces wait');
 
 -- 5. the cap: workspaces at it are skipped, the others in the fair order
+--    (the backlog gone: the walk meets the heads of the others)
+UPDATE agent.runs SET status = 'cancelled', finished_at = now() WHERE workspace_id = 'fm-1' AND status = 'queued';
+INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority)
+SELECT 'fm-' || i, 390000 + i, 'manual', 'chat', 'queued', 10 FROM unnest(ARRAY[1, 40, 41]) i;
 INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority, attempts, started_at, lease_until)
 SELECT 'fm-' || i, 390000 + i, 'autonomous', 'api', 'running', 0, 1, now(), now() + interval '5 minutes'
   FROM unnest(ARRAY[40, 40, 41, 41, 42]) i;
 SET LOCAL pg_agents.max_runs_per_workspace = 2;
 INSERT INTO expect VALUES (6, pg_temp.fair(40, 2));
 SELECT is(pg_temp.claim(40), (SELECT ids FROM expect WHERE k = 6),
-          'with a cap of 2: the workspaces at it (fm-1, fm-40, fm-41) skipped, the others in the fair order');
+          'with a cap of 2: the workspaces at it (fm-1, fm-40, fm-41, each with an interactive run queued) skipped, the others in the fair order');
 SELECT is((SELECT count(*)::int FROM agent.runs WHERE workspace_id IN ('fm-1', 'fm-40', 'fm-41') AND status = 'running'
              AND id = ANY (string_to_array((SELECT ids FROM expect WHERE k = 6), ' ')::bigint[])), 0,
           'none of theirs');
