@@ -69,8 +69,12 @@ INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority
 VALUES ('bench_b', 1000002, 'autonomous', 'api', 'queued', 0);
 ANALYZE agent.runs;
 SQL
-    read -r pos ms < <(q -F' ' <<'SQL'
+    read -r pos ms < <(q -F' ' <<'SQL' | tail -1
 BEGIN;
+-- (a claim first, rolled back: the session's first call plans the function)
+SAVEPOINT warm;
+SELECT count(*) FROM agent.claim_runs(16);
+ROLLBACK TO warm;
 CREATE TEMP TABLE got ON COMMIT DROP AS SELECT 0 AS ord, 0::float8 AS ms WHERE false;
 DO $$
 DECLARE t0 timestamptz := clock_timestamp(); v_pos int;

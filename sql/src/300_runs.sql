@@ -794,15 +794,18 @@ BEGIN
                WHERE r.status = 'running' GROUP BY r.workspace_id) b;
       v_sw := coalesce(v_sw, '{}'); v_sn := coalesce(v_sn, '{}');
       v_lim := 4 * (v_want + pg_catalog.cardinality(v_sw)) + 64;
+      -- (the runs of deleted agents dropped after the LIMIT, which then
+      -- stays a prefix of the queue's order: before it, an unknown LIMIT
+      -- made the plan test every queued run)
       WITH walk AS (
-          SELECT q.workspace_id AS w, q.priority AS pri, q.id FROM agent.runs q
+          SELECT q.workspace_id AS w, q.priority AS pri, q.id, q.agent_id FROM agent.runs q
            WHERE q.status = 'queued' AND q.id <> ALL (v_skip)
-             AND (SELECT a.deleted_at FROM agent.agents a
-                   WHERE a.workspace_id = q.workspace_id AND a.id = q.agent_id) IS NULL
            ORDER BY q.priority DESC, q.id   -- runs_queue_idx
            LIMIT v_lim
         ), heads AS (
-          SELECT DISTINCT ON (k.w) k.w, k.pri, k.id FROM walk k ORDER BY k.w, k.pri DESC, k.id
+          SELECT DISTINCT ON (k.w) k.w, k.pri, k.id FROM walk k
+           WHERE (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = k.w AND a.id = k.agent_id) IS NULL
+           ORDER BY k.w, k.pri DESC, k.id
         ), cand AS (
           SELECT h.pri, h.id, coalesce(s.running, 0) AS running
             FROM heads h
