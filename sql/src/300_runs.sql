@@ -642,6 +642,13 @@ DECLARE
   v_got   agent.runs[];
   v_aids  bigint[];
   v_owners text[];
+  -- the head walk of a claim of many workspaces: the workspaces with runs
+  -- running and their count, the walk's length, and how many of the heads
+  -- met are of workspaces with none running
+  v_sw    text[];
+  v_sn    integer[];
+  v_lim   integer;
+  v_hn    integer;
 BEGIN
   IF n IS NULL OR n < 1 THEN
     RAISE EXCEPTION 'number of runs to claim must be positive'
@@ -761,10 +768,6 @@ BEGIN
   -- workspaces' list and their running runs.
   WHILE v_one IS NULL LOOP
     v_want := n - pg_catalog.cardinality(v_rows);
-    -- 1. the workspaces with queued runs: a skip scan of runs_queue_ws_idx
-    -- (one index descent per workspace, however many runs each has queued);
-    -- on Citus, where a recursive query of a distributed table is refused,
-    -- each shard's own
     IF v_dist IS NULL THEN
       v_dist := pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
       IF v_dist THEN
@@ -772,6 +775,74 @@ BEGIN
                                  WHERE p.logicalrelid = ''agent.runs''::pg_catalog.regclass)' INTO v_dist;
       END IF;
     END IF;
+    -- The head walk (not on Citus): the queue in its global order (priority,
+    -- then id: runs_queue_idx) from its start, each workspace's first run
+    -- met being its head (its candidate at k = 1), until the walk has met
+    -- v_want workspaces with no run running.  The v_want first candidates
+    -- in the fair order are then all heads met: a workspace not met has its
+    -- head after all of those (a lower priority; or the same, with turn 1
+    -- and a larger id; or a later turn, behind v_want of turn 1), and there
+    -- are at least v_want workspaces with queued runs (k = 1).  So the pass
+    -- reads about v_want + (workspaces with runs running) heads, however
+    -- many workspaces have queued runs, and claims them in one statement.
+    -- A walk that meets fewer (a few workspaces' backlogs ahead of the
+    -- others' heads, or few workspaces) falls back to the pass below.
+    IF NOT v_dist THEN
+      SELECT pg_catalog.array_agg(b.workspace_id), pg_catalog.array_agg(b.running)
+        INTO v_sw, v_sn
+        FROM (SELECT r.workspace_id, pg_catalog.count(*)::integer AS running FROM agent.runs r
+               WHERE r.status = 'running' GROUP BY r.workspace_id) b;
+      v_sw := coalesce(v_sw, '{}'); v_sn := coalesce(v_sn, '{}');
+      v_lim := 4 * (v_want + pg_catalog.cardinality(v_sw)) + 64;
+      -- (the runs of deleted agents dropped after the LIMIT, which then
+      -- stays a prefix of the queue's order: before it, an unknown LIMIT
+      -- made the plan test every queued run)
+      WITH walk AS (
+          SELECT q.workspace_id AS w, q.priority AS pri, q.id, q.agent_id FROM agent.runs q
+           WHERE q.status = 'queued' AND q.id <> ALL (v_skip)
+           ORDER BY q.priority DESC, q.id   -- runs_queue_idx
+           LIMIT v_lim
+        ), heads AS (
+          SELECT DISTINCT ON (k.w) k.w, k.pri, k.id FROM walk k
+           WHERE (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = k.w AND a.id = k.agent_id) IS NULL
+           ORDER BY k.w, k.pri DESC, k.id
+        ), cand AS (
+          SELECT h.pri, h.id, coalesce(s.running, 0) AS running
+            FROM heads h
+            LEFT JOIN ROWS FROM (pg_catalog.unnest(v_sw), pg_catalog.unnest(v_sn)) s(w, running) ON s.w = h.w
+           WHERE v_cap = 0 OR coalesce(s.running, 0) < v_cap
+        )
+      SELECT (SELECT pg_catalog.count(*)::integer FROM cand c WHERE c.running = 0),
+             ARRAY(SELECT c.id FROM cand c ORDER BY c.pri DESC, c.running, c.id LIMIT v_want)
+        INTO v_hn, v_try;
+      IF v_hn >= v_want THEN
+        -- the candidates locked by primary key with SKIP LOCKED (the status
+        -- re-checked on the newest version, as below) and claimed
+        WITH c AS (
+            SELECT q.id FROM agent.runs q
+             WHERE q.id = ANY (v_try) AND pg_catalog.texteq(q.status, 'queued')
+             FOR UPDATE OF q SKIP LOCKED
+          ), u AS (
+          UPDATE agent.runs x
+             SET status = 'running', attempts = x.attempts + 1,
+                 started_at = coalesce(x.started_at, v_now), lease_until = v_now + v_lease
+            FROM c
+           WHERE x.id = c.id
+          RETURNING x AS run
+        )
+        SELECT pg_catalog.array_agg(u.run ORDER BY pg_catalog.array_position(v_try, (u.run).id)) INTO v_got FROM u;
+        v_rows := v_rows || coalesce(v_got, '{}');
+        EXIT WHEN pg_catalog.cardinality(v_rows) >= n;
+        -- some taken by concurrent claimers: look past them
+        v_skip := v_skip || ARRAY(SELECT x FROM pg_catalog.unnest(v_try) x
+                                   WHERE x <> ALL (ARRAY(SELECT p.id FROM pg_catalog.unnest(coalesce(v_got, '{}')) p)));
+        CONTINUE;
+      END IF;
+    END IF;
+    -- 1. the workspaces with queued runs: a skip scan of runs_queue_ws_idx
+    -- (one index descent per workspace, however many runs each has queued);
+    -- on Citus, where a recursive query of a distributed table is refused,
+    -- each shard's own
     IF v_dist THEN
       v_wss := ARRAY(SELECT DISTINCT q.workspace_id FROM agent.runs q WHERE q.status = 'queued' ORDER BY 1);
     ELSE
