@@ -50,7 +50,6 @@ build=${CITUS_LAB_BUILD:-$lab/build}
 mkdir -p "$build"; build=$(cd "$build" && pwd)
 root="$lab/install"
 bindir="$root$SYS_BINDIR"
-pids=()
 datadirs=()
 
 as_pg() {
