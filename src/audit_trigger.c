@@ -42,6 +42,7 @@
 #include "utils/datetime.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/json.h"
@@ -96,6 +97,7 @@ typedef struct AuditTrigInfo
 	char	   *target_type;
 	AttrNumber	owner_att;
 	AttrNumber	workspace_att;
+	bool		is_shard;		/* a Citus shard of a distributed table */
 	int			npk;
 	AttrNumber	pk[INDEX_MAX_KEYS];
 	int			nkeyorder;
@@ -494,6 +496,7 @@ trig_info(TriggerData *td)
 
 	/* on a Citus shard, the distributed table's name (src/citus_shard.c) */
 	shard_of = CitusShardTableName(rel);
+	e->is_shard = (shard_of != NULL);
 	e->qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 											 shard_of ? shard_of : RelationGetRelationName(rel));
 	e->target_type = pstrdup((tg->tgnargs > 0 && tg->tgargs[0][0] != '\0')
@@ -745,6 +748,34 @@ row_column_text(AuditTrigInfo *e, AttrNumber att, Datum *values, bool *nulls)
 }
 
 /*
+ * On a Citus worker, a shard's trigger runs in the backend Citus opened for
+ * a coordinator session (application_name "citus_internal gpid=…"), whose
+ * identity GUCs are only those Citus carried over: the SET LOCAL commands of
+ * the transaction (citus.propagate_set_commands = 'local').  A value set on
+ * the coordinator with set_config() or a session-level SET stays there, and
+ * the row would be written with no actor: refuse it instead (issue 35).
+ */
+#define CITUS_INTERNAL_APP_PREFIX "citus_internal gpid="
+
+static void
+audit_require_shard_identity(AuditTrigInfo *e)
+{
+	if (!e->is_shard || application_name == NULL ||
+		strncmp(application_name, CITUS_INTERNAL_APP_PREFIX,
+				strlen(CITUS_INTERNAL_APP_PREFIX)) != 0)
+		return;
+	if (guc_or_null(pg_agents_actor) != NULL ||
+		guc_or_null(pg_agents_acting_user) != NULL || pg_agents_audit_as_worker)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("pg_agents.actor is not set on the node that holds this row of \"%s\"",
+					e->qualname),
+			 errdetail("The audit row of this change is written on a Citus worker, which sees only the identity settings Citus carried from the coordinator: a value set with set_config() or a session-level SET stays on the coordinator."),
+			 errhint("Set the identity in the transaction with SET LOCAL pg_agents.actor = ... or agent.set_identity(), with citus.propagate_set_commands = 'local' (docs/scaling.md).")));
+}
+
+/*
  * agent._audit_trigger(): the triggers agent.audit_table installs.  A row
  * trigger buffers one audit row per changed row (its changes, redacted); the
  * statement triggers record a TRUNCATE and write the statement's buffer.
@@ -807,6 +838,7 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		row.action = "truncate";
 		appendStringInfo(&summary, "truncate %s", e->qualname);
 		row.summary = summary.data;
+		audit_require_shard_identity(e);
 		AuditIdentity(&row);
 		AuditInsert(&row);
 		AuditFlush();
@@ -923,6 +955,7 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		}
 		row.summary = AuditCleanSummary(line.data);
 	}
+	audit_require_shard_identity(e);
 	AuditIdentity(&row);
 	AuditInsert(&row);
 	return PointerGetDatum(NULL);
