@@ -176,6 +176,7 @@ CREATE FUNCTION agent._run_rollup_fold(p_now timestamptz DEFAULT now(), p_max_da
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
 AS $$
 DECLARE
   v_today timestamptz := pg_catalog.date_trunc('day', p_now, 'UTC');
@@ -183,9 +184,17 @@ DECLARE
   v_to timestamptz;
   v_n integer := 0;
   d record;
+  v_at timestamptz;
 BEGIN
+  -- nothing to do: no closed day after the watermark, and no dirty day or a
+  -- fold less than a minute ago (run_stats scans dirty days meanwhile); the
+  -- lock below is taken only when there is work
+  SELECT s.watermark, s.folded_at INTO v_w, v_at FROM agent.run_rollup_state s WHERE s.id;
+  IF v_w >= v_today
+     AND (v_at > p_now - interval '1 minute' OR NOT EXISTS (SELECT FROM agent.run_rollup_dirty)) THEN
+    RETURN 0;
+  END IF;
   BEGIN
-    SET LOCAL lock_timeout = '200ms';
     -- every writer that began before is committed; every later one marks
     LOCK TABLE agent.runs IN SHARE MODE;
   EXCEPTION WHEN lock_not_available THEN

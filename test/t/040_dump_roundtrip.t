@@ -29,7 +29,7 @@ psql -XAtq -d postgres -c "CREATE DATABASE $src" >/dev/null
 q() { local d=$1; shift; psql -XAtq -d "$d" -v ON_ERROR_STOP=1 "$@"; }
 
 # the tables left out of the dump on purpose (sql/src/975_dump.sql)
-left_out="templates access_config worker_control _history_holds run_queue_marks run_queue_returns locks"
+left_out="templates access_config worker_control _history_holds run_queue_marks run_queue_returns locks run_rollup run_rollup_state run_rollup_dirty"
 
 out=$(q $src 2>&1 <<'SQL'
 CREATE EXTENSION pg_agents;
