@@ -78,7 +78,7 @@ COMMENT ON TABLE agent.run_rollup_dirty IS
 CREATE FUNCTION agent._ms_bucket(ms double precision) RETURNS smallint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN CASE WHEN ms < 1 THEN 0
-            ELSE least(255, 1 + pg_catalog.floor(8 * pg_catalog.log(2::numeric, ms::numeric)))::smallint END;
+            ELSE least(255, 1 + pg_catalog.floor(8 * pg_catalog.ln(ms) / pg_catalog.ln(2::double precision)))::smallint END;
 COMMENT ON FUNCTION agent._ms_bucket(double precision) IS
   'Internal (agent.run_stats): histogram bucket of a latency in ms: 0 below 1 ms, else 1 + floor(8 * log2(ms)), at most 255.';
 
@@ -190,7 +190,7 @@ BEGIN
   -- fold less than a minute ago (run_stats scans dirty days meanwhile); the
   -- lock below is taken only when there is work
   SELECT s.watermark, s.folded_at INTO v_w, v_at FROM agent.run_rollup_state s WHERE s.id;
-  IF v_w >= v_today
+  IF (v_w >= v_today OR (v_w IS NULL AND NOT EXISTS (SELECT FROM agent.runs)))
      AND (v_at > p_now - interval '1 minute' OR NOT EXISTS (SELECT FROM agent.run_rollup_dirty)) THEN
     RETURN 0;
   END IF;
@@ -204,7 +204,7 @@ BEGIN
   IF v_w IS NULL THEN
     SELECT pg_catalog.date_trunc('day', min(r.created_at), 'UTC') INTO v_w FROM agent.runs r;
     IF v_w IS NULL THEN
-      v_w := v_today;
+      RETURN 0;   -- no run yet: the watermark stays unset (a restore loads them later)
     END IF;
   END IF;
   -- the dirty days before the watermark, again
@@ -325,3 +325,17 @@ SET search_path = pg_catalog, pg_temp
 RETURN (SELECT s.watermark FROM agent.run_rollup_state s WHERE s.id);
 COMMENT ON FUNCTION agent._run_rollup_watermark() IS
   'Internal (agent.run_stats): the UTC midnight before which agent.run_rollup holds every day (NULL: none yet).';
+
+-- After rows of agent.runs or agent.run_steps were written with the triggers
+-- off (session_replication_role = replica: a pg_restore, a bulk load), no
+-- day was marked: forget the rollup, the ticks fold it again
+CREATE FUNCTION agent.reset_run_rollup() RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+  DELETE FROM agent.run_rollup;
+  DELETE FROM agent.run_rollup_dirty;
+  UPDATE agent.run_rollup_state SET watermark = NULL, folded_at = NULL WHERE id;
+END;
+COMMENT ON FUNCTION agent.reset_run_rollup() IS
+  'Empties the daily rollup of agent.run_stats (agent.run_rollup): the ticks fold it again from agent.runs (31 days a tick), run_stats scans agent.runs meanwhile. Run it after writing runs or steps with the triggers off (session_replication_role = replica: a restore, a bulk load). Superuser (or the owner) only.';

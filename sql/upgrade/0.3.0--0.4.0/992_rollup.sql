@@ -80,9 +80,12 @@ BEGIN
     UNION ALL
     SELECT * FROM agent.run_metrics m WHERE m.created_at >= v_w
     UNION ALL
+    -- each dirty day on its own (OFFSET 0: a scan of that day's range, not
+    -- of every run joined to the few dirty days)
     SELECT m.* FROM agent._run_rollup_dirty_visible x
-      JOIN agent.run_metrics m ON m.workspace_id = x.workspace_id
-                              AND m.created_at >= x.day AND m.created_at < x.day + interval '1 day'
+     CROSS JOIN LATERAL (SELECT * FROM agent.run_metrics m
+                          WHERE m.workspace_id = x.workspace_id
+                            AND m.created_at >= x.day AND m.created_at < x.day + interval '1 day' OFFSET 0) m
      WHERE x.day >= v_d1 AND x.day < v_w),
   u AS MATERIALIZED (
     SELECT * FROM agent._run_rollup_visible u WHERE u.day >= v_d1),
