@@ -47,12 +47,15 @@ CREATE TABLE agent.run_rollup (
     queue_b         smallint[] NOT NULL,
     queue_c         bigint[] NOT NULL,
     llm_b           smallint[] NOT NULL,
-    llm_c           bigint[] NOT NULL
+    llm_c           bigint[] NOT NULL,
+    -- a row of a whole UTC month (day is its first day), merged from the
+    -- day rows once the month is before the watermark
+    month           boolean NOT NULL DEFAULT false
 );
-CREATE INDEX run_rollup_day_idx ON agent.run_rollup (day, workspace_id);
+CREATE INDEX run_rollup_day_idx ON agent.run_rollup (month, day, workspace_id);
 ALTER TABLE agent.run_rollup ENABLE ROW LEVEL SECURITY;
 COMMENT ON TABLE agent.run_rollup IS
-  'Internal (agent.run_stats): per workspace, agent, model and UTC day of created_at, the figures of the runs of that day, folded by agent.tick() up to agent.run_rollup_state.watermark. Not dumped: rebuilt from agent.runs after a restore. No role but the owner reads it (row-level security, no grant).';
+  'Internal (agent.run_stats): per workspace, agent, model and UTC day (and month: month true) of created_at, the figures of the runs of that day, folded by agent.tick() up to agent.run_rollup_state.watermark. Not dumped: rebuilt from agent.runs after a restore. No role but the owner reads it (row-level security, no grant).';
 
 CREATE TABLE agent.run_rollup_state (
     id        boolean PRIMARY KEY DEFAULT true CHECK (id),
@@ -158,7 +161,7 @@ BEGIN ATOMIC
          lx.llm_max_ms,
          g.llm_calls, g.tokens_in, g.tokens_out, g.tokens_cached, g.retries,
          coalesce(ha.duration_b, '{}'), coalesce(ha.duration_c, '{}'), coalesce(ha.queue_b, '{}'),
-         coalesce(ha.queue_c, '{}'), coalesce(ha.llm_b, '{}'), coalesce(ha.llm_c, '{}')
+         coalesce(ha.queue_c, '{}'), coalesce(ha.llm_b, '{}'), coalesce(ha.llm_c, '{}'), false
     FROM g
     LEFT JOIN ha ON ha.workspace_id = g.workspace_id AND ha.agent_id = g.agent_id
                 AND ha.model IS NOT DISTINCT FROM g.model AND ha.day = g.day
@@ -167,6 +170,68 @@ BEGIN ATOMIC
 END;
 COMMENT ON FUNCTION agent._run_rollup_compute(timestamptz, timestamptz, text) IS
   'Internal (agent.run_stats): the agent.run_rollup rows of the runs queued in [from, to), of one workspace or of all (NULL).';
+
+CREATE FUNCTION agent._utc_next_month(m timestamptz) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ((pg_catalog.date_trunc('month', m, 'UTC') AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC';
+COMMENT ON FUNCTION agent._utc_next_month(timestamptz) IS
+  'Internal (agent.run_stats): the first UTC midnight of the month after the UTC month of the given time.';
+
+-- the month rows of agent.run_rollup for the UTC month m, merged from its
+-- day rows
+CREATE FUNCTION agent._run_rollup_month(p_m timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_end timestamptz := agent._utc_next_month(p_m);
+BEGIN
+  DELETE FROM agent.run_rollup u WHERE u.month AND u.day = p_m;
+  INSERT INTO agent.run_rollup
+  WITH d AS MATERIALIZED (
+    SELECT * FROM agent.run_rollup u WHERE NOT u.month AND u.day >= p_m AND u.day < v_end),
+  g AS (
+    SELECT d.workspace_id, d.agent_id, d.model,
+           sum(d.runs)::bigint AS runs, sum(d.succeeded)::bigint AS succeeded, sum(d.failed)::bigint AS failed,
+           sum(d.budget_exceeded)::bigint AS budget_exceeded, sum(d.cancelled)::bigint AS cancelled,
+           sum(d.expired)::bigint AS expired, sum(d.active)::bigint AS active,
+           max(d.duration_max_ms) AS duration_max_ms, max(d.queue_max_ms) AS queue_max_ms,
+           max(d.llm_max_ms) AS llm_max_ms, sum(d.llm_calls)::bigint AS llm_calls,
+           sum(d.tokens_in) AS tokens_in, sum(d.tokens_out) AS tokens_out, sum(d.tokens_cached) AS tokens_cached,
+           sum(d.retries)::bigint AS retries
+      FROM d GROUP BY 1, 2, 3),
+  h AS (
+    SELECT x.workspace_id, x.agent_id, x.model, x.k, x.b, sum(x.c)::bigint AS c
+      FROM (SELECT d.workspace_id, d.agent_id, d.model, 1 AS k, y.b, y.c
+              FROM d CROSS JOIN LATERAL unnest(d.duration_b, d.duration_c) AS y(b, c)
+            UNION ALL
+            SELECT d.workspace_id, d.agent_id, d.model, 2, y.b, y.c
+              FROM d CROSS JOIN LATERAL unnest(d.queue_b, d.queue_c) AS y(b, c)
+            UNION ALL
+            SELECT d.workspace_id, d.agent_id, d.model, 3, y.b, y.c
+              FROM d CROSS JOIN LATERAL unnest(d.llm_b, d.llm_c) AS y(b, c)) x
+     GROUP BY 1, 2, 3, 4, 5),
+  ha AS (
+    SELECT h.workspace_id, h.agent_id, h.model,
+           array_agg(h.b ORDER BY h.b) FILTER (WHERE h.k = 1) AS duration_b,
+           array_agg(h.c ORDER BY h.b) FILTER (WHERE h.k = 1) AS duration_c,
+           array_agg(h.b ORDER BY h.b) FILTER (WHERE h.k = 2) AS queue_b,
+           array_agg(h.c ORDER BY h.b) FILTER (WHERE h.k = 2) AS queue_c,
+           array_agg(h.b ORDER BY h.b) FILTER (WHERE h.k = 3) AS llm_b,
+           array_agg(h.c ORDER BY h.b) FILTER (WHERE h.k = 3) AS llm_c
+      FROM h GROUP BY 1, 2, 3)
+  SELECT g.workspace_id, g.agent_id, g.model, p_m, g.runs, g.succeeded, g.failed, g.budget_exceeded,
+         g.cancelled, g.expired, g.active, g.duration_max_ms, g.queue_max_ms, g.llm_max_ms,
+         g.llm_calls, g.tokens_in, g.tokens_out, g.tokens_cached, g.retries,
+         coalesce(ha.duration_b, '{}'), coalesce(ha.duration_c, '{}'), coalesce(ha.queue_b, '{}'),
+         coalesce(ha.queue_c, '{}'), coalesce(ha.llm_b, '{}'), coalesce(ha.llm_c, '{}'), true
+    FROM g
+    LEFT JOIN ha ON ha.workspace_id = g.workspace_id AND ha.agent_id = g.agent_id
+                AND ha.model IS NOT DISTINCT FROM g.model;
+END
+$$;
+COMMENT ON FUNCTION agent._run_rollup_month(timestamptz) IS
+  'Internal (agent._run_rollup_fold): the month rows of agent.run_rollup for one UTC month, merged from its day rows.';
 
 -- Called by agent.tick(): refold the dirty days, then fold the closed days
 -- after the watermark (at most p_max_days a call, so that the first fold of
@@ -185,6 +250,8 @@ DECLARE
   v_n integer := 0;
   d record;
   v_at timestamptz;
+  v_months timestamptz[] := '{}';
+  v_m timestamptz;
 BEGIN
   -- nothing to do: no closed day after the watermark, and no dirty day or a
   -- fold less than a minute ago (run_stats scans dirty days meanwhile); the
@@ -209,19 +276,28 @@ BEGIN
   END IF;
   -- the dirty days before the watermark, again
   FOR d IN DELETE FROM agent.run_rollup_dirty x WHERE x.day < v_w RETURNING x.workspace_id, x.day LOOP
-    DELETE FROM agent.run_rollup u WHERE u.workspace_id = d.workspace_id AND u.day = d.day;
-    INSERT INTO agent.run_rollup SELECT * FROM agent._run_rollup_compute(d.day, d.day + interval '1 day', d.workspace_id);
+    DELETE FROM agent.run_rollup u WHERE NOT u.month AND u.workspace_id = d.workspace_id AND u.day = d.day;
+    v_months := v_months || pg_catalog.date_trunc('month', d.day, 'UTC');
+    INSERT INTO agent.run_rollup SELECT * FROM agent._run_rollup_compute(d.day, d.day + interval '24 hours', d.workspace_id);
     v_n := v_n + 1;
   END LOOP;
   -- the closed days after it
-  v_to := least(v_today, v_w + p_max_days * interval '1 day');
+  v_to := least(v_today, v_w + p_max_days * interval '24 hours');
   IF v_to > v_w THEN
-    DELETE FROM agent.run_rollup u WHERE u.day >= v_w AND u.day < v_to;
+    DELETE FROM agent.run_rollup u WHERE NOT u.month AND u.day >= v_w AND u.day < v_to;
+    v_months := v_months || ARRAY(SELECT pg_catalog.generate_series(pg_catalog.date_trunc('month', v_w, 'UTC'),
+                                                                    v_to - interval '24 hours', interval '24 hours'));
     INSERT INTO agent.run_rollup SELECT * FROM agent._run_rollup_compute(v_w, v_to, NULL);
     DELETE FROM agent.run_rollup_dirty x WHERE x.day >= v_w AND x.day < v_to;
-    v_n := v_n + (SELECT count(*) FROM pg_catalog.generate_series(v_w, v_to - interval '1 day', interval '1 day'))::integer;
+    v_n := v_n + (SELECT count(*) FROM pg_catalog.generate_series(v_w, v_to - interval '24 hours', interval '24 hours'))::integer;
     v_w := v_to;
   END IF;
+  -- the whole months before the watermark whose days were folded now
+  FOR v_m IN SELECT DISTINCT pg_catalog.date_trunc('month', x, 'UTC') FROM unnest(v_months) x LOOP
+    IF agent._utc_next_month(v_m) <= v_w THEN
+      PERFORM agent._run_rollup_month(v_m);
+    END IF;
+  END LOOP;
   UPDATE agent.run_rollup_state s SET watermark = v_w, folded_at = p_now WHERE s.id;
   RETURN v_n;
 END
@@ -299,16 +375,20 @@ CREATE VIEW agent._run_rollup_visible WITH (security_barrier) AS
                               '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?(\[[^]/]*\]|[^/:?#]*)') AS endpoint_host,
          u.model, u.day, u.runs, u.succeeded, u.failed, u.budget_exceeded, u.cancelled, u.expired, u.active,
          u.duration_max_ms, u.queue_max_ms, u.llm_max_ms, u.llm_calls, u.tokens_in, u.tokens_out,
-         u.tokens_cached, u.retries, u.duration_b, u.duration_c, u.queue_b, u.queue_c, u.llm_b, u.llm_c
+         u.tokens_cached, u.retries, u.duration_b, u.duration_c, u.queue_b, u.queue_c, u.llm_b, u.llm_c, u.month
     FROM agent.run_rollup u
     JOIN agent.agents a ON a.workspace_id = u.workspace_id AND a.id = u.agent_id
    WHERE u.day < (SELECT s.watermark FROM agent.run_rollup_state s WHERE s.id)
-     AND NOT EXISTS (SELECT FROM agent.run_rollup_dirty x WHERE x.workspace_id = u.workspace_id AND x.day = u.day)
+     -- a dirty day, or a month with a dirty day, is scanned instead
+     AND NOT EXISTS (SELECT FROM agent.run_rollup_dirty x
+                      WHERE x.workspace_id = u.workspace_id
+                        AND x.day >= u.day AND x.day < CASE WHEN u.month THEN agent._utc_next_month(u.day)
+                                                             ELSE u.day + interval '24 hours' END)
      AND ((SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
           OR (u.workspace_id = agent.current_workspace()
               AND (SELECT agent._may_read_workspace(agent.current_workspace()))));
 COMMENT ON VIEW agent._run_rollup_visible IS
-  'Internal (agent.run_stats): the rows of agent.run_rollup before the watermark and not dirty, with the agent''s name, provider and endpoint host; scoped like agent.run_metrics.';
+  'Internal (agent.run_stats): the rows of agent.run_rollup (days and months) before the watermark and without a dirty day, with the agent''s name, provider and endpoint host; scoped like agent.run_metrics.';
 
 CREATE VIEW agent._run_rollup_dirty_visible WITH (security_barrier) AS
   SELECT x.workspace_id, x.day

@@ -5,7 +5,7 @@
 -- which rows of the rollup (a reader bound to one workspace, one bound to
 -- none, the application, pg_monitor, a role with nothing).
 BEGIN;
-SELECT plan(32);
+SELECT plan(33);
 
 SET LOCAL client_min_messages = warning;
 CREATE ROLE rollup_nobody NOLOGIN;                           -- PUBLIC only
@@ -96,7 +96,7 @@ $$;
 -- ---------------------------------------------------------------- fold
 SELECT ok(agent._run_rollup_fold(now(), 100) > 0, 'the tick''s fold folds the closed days');
 SELECT is(agent._run_rollup_watermark(), date_trunc('day', now(), 'UTC'), 'the watermark is the last UTC midnight');
-SELECT is((SELECT sum(runs) FROM agent.run_rollup WHERE agent_id BETWEEN 996001 AND 996003),
+SELECT is((SELECT sum(runs) FROM agent.run_rollup WHERE NOT month AND agent_id BETWEEN 996001 AND 996003),
           (SELECT count(*) FROM agent.runs WHERE agent_id BETWEEN 996001 AND 996003
               AND created_at < date_trunc('day', now(), 'UTC'))::numeric,
           'the rollup holds every run before the watermark');
@@ -106,6 +106,10 @@ SELECT is(pg_temp.diff(now() - interval '1 year'), 0::bigint, 'a year: run_stats
 SELECT is(pg_temp.diff(now() - interval '30 days'), 0::bigint, '30 days: equal');
 SELECT is(pg_temp.diff(now() - interval '36 hours'), 0::bigint, '36 hours (a partial first day): equal');
 SELECT is(pg_temp.diff(now() - interval '1 day'), 0::bigint, 'the last day (no whole folded day): equal');
+SELECT is((SELECT sum(runs) FROM agent.run_rollup WHERE month AND agent_id BETWEEN 996001 AND 996003),
+          (SELECT sum(runs) FROM agent.run_rollup WHERE NOT month AND agent_id BETWEEN 996001 AND 996003
+              AND day < date_trunc('month', now(), 'UTC')),
+          'the month rows hold the runs of the whole months before the watermark');
 SELECT is(agent._run_rollup_fold(now(), 100), 0, 'a second fold has nothing to do');
 
 -- ---------------------------------------------------------------- changes to folded days
@@ -138,7 +142,8 @@ SELECT ok(agent._run_rollup_fold(now() + interval '4 minutes', 100) > 0, 'the fo
 SELECT is(pg_temp.check_all(), 0::bigint, 'after the refold: equal');
 SELECT is((SELECT count(*) FROM agent.run_rollup r WHERE NOT EXISTS (
              SELECT FROM agent.runs x WHERE x.workspace_id = r.workspace_id AND x.agent_id = r.agent_id
-                AND date_trunc('day', x.created_at, 'UTC') = r.day) AND r.agent_id BETWEEN 996001 AND 996003),
+                AND date_trunc(CASE WHEN r.month THEN 'month' ELSE 'day' END, x.created_at, 'UTC') = r.day)
+                AND r.agent_id BETWEEN 996001 AND 996003),
           0::bigint, 'no rollup row is left of deleted runs');
 
 -- ---------------------------------------------------------------- who sees what

@@ -17,9 +17,20 @@ DECLARE
   -- the first UTC midnight at or after since: whole days from there to the
   -- watermark come from the rollup (sql/src/955_rollup.sql)
   v_d1 timestamptz := pg_catalog.date_trunc('day', run_stats.since, 'UTC');
+  v_m1 timestamptz;   -- the first UTC month start at or after v_d1
+  v_mw timestamptz;   -- the month of the watermark: whole months are [v_m1, v_mw)
 BEGIN
   IF v_d1 < run_stats.since THEN
-    v_d1 := v_d1 + interval '1 day';
+    v_d1 := v_d1 + interval '24 hours';
+  END IF;
+  v_m1 := pg_catalog.date_trunc('month', v_d1, 'UTC');
+  IF v_m1 < v_d1 THEN
+    v_m1 := agent._utc_next_month(v_m1);
+  END IF;
+  v_mw := pg_catalog.date_trunc('month', v_w, 'UTC');
+  IF v_m1 >= v_mw THEN
+    v_m1 := v_w;   -- no whole month: days only
+    v_mw := v_w;
   END IF;
   IF v_w IS NULL OR v_d1 IS NULL OR v_d1 >= v_w THEN
     -- no whole day of the rollup in the window: every run scanned, exact
@@ -85,10 +96,21 @@ BEGIN
     SELECT m.* FROM agent._run_rollup_dirty_visible x
      CROSS JOIN LATERAL (SELECT * FROM agent.run_metrics m
                           WHERE m.workspace_id = x.workspace_id
-                            AND m.created_at >= x.day AND m.created_at < x.day + interval '1 day' OFFSET 0) m
+                            AND m.created_at >= x.day AND m.created_at < x.day + interval '24 hours' OFFSET 0) m
      WHERE x.day >= v_d1 AND x.day < v_w),
+  -- whole months, the days before and after them, and the days of a month
+  -- with a dirty day (its month row left out by the view)
   u AS MATERIALIZED (
-    SELECT * FROM agent._run_rollup_visible u WHERE u.day >= v_d1),
+    SELECT * FROM agent._run_rollup_visible u WHERE u.month AND u.day >= v_m1 AND u.day < v_mw
+    UNION ALL
+    SELECT * FROM agent._run_rollup_visible u
+     WHERE NOT u.month AND u.day >= v_d1 AND (u.day < v_m1 OR u.day >= v_mw)
+    UNION ALL
+    SELECT u.* FROM (SELECT DISTINCT x.workspace_id, pg_catalog.date_trunc('month', x.day, 'UTC') AS m
+                       FROM agent._run_rollup_dirty_visible x WHERE x.day >= v_m1 AND x.day < v_mw) x
+     CROSS JOIN LATERAL (SELECT * FROM agent._run_rollup_visible u
+                          WHERE NOT u.month AND u.workspace_id = x.workspace_id
+                            AND u.day >= x.m AND u.day < agent._utc_next_month(x.m) OFFSET 0) u),
   g0 AS (
     SELECT m.workspace_id, m.agent_id, m.agent_name, m.provider, m.endpoint_host, m.model,
            count(*) AS runs,
