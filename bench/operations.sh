@@ -4,10 +4,7 @@
 # every 20th run), queued evenly over 365 days; agent.queue_status with a
 # thousand active runs; agent.worker_status.  Each figure is the median of 5
 # calls in one session after a warm-up call (JIT off), beside the plain SQL
-# over agent.runs a DBA would write for the same day.  run_stats for a day,
-# 30 days and a year is measured twice: scanning agent.runs (the rollup set
-# aside, as before issue 32) and over the daily rollup (sql/src/955_rollup.sql)
-# that agent.tick() folds, after one fold of the whole year (timed).
+# over agent.runs a DBA would write for the same day.
 #   N = 1000000 (BENCH_SCALE=small: 100000).
 set -euo pipefail
 . "$PG_AGENTS_ENV"
@@ -63,41 +60,16 @@ median() {  # label sql — one session, median of 5 after a warm-up
           | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | sort -n | sed -n 3p)
     printf '  %-62s %10.2f ms\n' "$1" "$t"
 }
-# the same with the rollup set aside (every run scanned), in a transaction
-# rolled back
-median_scan() {
-    local t
-    t=$(q -c "SET jit = off" -c "BEGIN" -c "UPDATE agent.run_rollup_state SET watermark = NULL" -c "$1" \
-          -c '\timing on' -c "$1" -c "$1" -c "$1" -c "$1" -c "$1" -c "ROLLBACK" \
-          | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | head -5 | sort -n | sed -n 3p)
-    printf '%s' "$t"
-}
-side() {  # label sql — scan and rollup side by side
-    local a b
-    a=$(median_scan "$2")
-    b=$(q -c "SET jit = off" -c "$2" -c '\timing on' -c "$2" -c "$2" -c "$2" -c "$2" -c "$2" \
-          | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | sort -n | sed -n 3p)
-    printf '  %-44s scan %10.2f ms   rollup %8.2f ms   ratio %6.1f\n' "$1" "$a" "$b" "$(echo "$a / $b" | bc -l)"
-}
 runs=$(q -c "SELECT count(*) FROM agent.runs WHERE agent_id BETWEEN 8900001 AND 8900100")
 steps=$(q -c "SELECT count(*) FROM agent.run_steps")
 day=$(q -c "SELECT count(*) FROM agent.runs WHERE agent_id BETWEEN 8900001 AND 8900100 AND created_at >= now() - interval '1 day'")
 echo "operations bench: $runs runs over 365 days ($day in the last day), $steps steps, 100 agents, 10 workspaces (loaded in $((t1 - t0)) s)"
-# the rollup: the fold of the whole year at once (the ticks fold 31 days a
-# call after an install or a restore, then one day a day)
-t2=$(date +%s.%N)
-# (loaded with the triggers off: the rollup forgets what it folded before)
-q -c "SELECT agent.reset_run_rollup()" >/dev/null
-folded=$(q -c "SELECT agent._run_rollup_fold(now(), 400)")
-t3=$(date +%s.%N)
-rows=$(q -c "SELECT count(*) FROM agent.run_rollup")
-printf '  rollup: %s days folded in %.1f s, %s rows\n' "$folded" "$(echo "$t3 - $t2" | bc -l)" "$rows"
-side "run_stats(), the last day (the default)" "SELECT count(*) FROM agent.run_stats()"
-side "run_stats(now() - interval '30 days')" "SELECT count(*) FROM agent.run_stats(now() - interval '30 days')"
-side "run_stats(now() - interval '1 year')" "SELECT count(*) FROM agent.run_stats(now() - interval '1 year')"
+median "run_stats(), the last day (the default)" "SELECT count(*) FROM agent.run_stats()"
 median "plain SQL: runs by agent and model, p50/p95, the last day" \
   "SELECT count(*) FROM (SELECT agent_id, model, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY finished_at - started_at), percentile_cont(0.95) WITHIN GROUP (ORDER BY finished_at - started_at) FROM agent.runs WHERE created_at >= now() - interval '1 day' GROUP BY 1, 2) x"
 median "run_stats(now() - interval '7 days')" "SELECT count(*) FROM agent.run_stats(now() - interval '7 days')"
+median "run_stats(now() - interval '30 days')" "SELECT count(*) FROM agent.run_stats(now() - interval '30 days')"
+median "run_stats(now() - interval '1 year'), every run" "SELECT count(*) FROM agent.run_stats(now() - interval '1 year')"
 q >/dev/null <<'SQL'
 SET client_min_messages = warning;
 DROP ROLE IF EXISTS bench_ops_reader;
@@ -116,9 +88,6 @@ SET session_replication_role = replica;
 DELETE FROM agent.run_steps WHERE workspace_id LIKE 'ws-bench-ops-%';
 DELETE FROM agent.runs WHERE workspace_id LIKE 'ws-bench-ops-%';
 RESET session_replication_role;
--- the triggers were off: the rollup's rows of these runs go by hand
-DELETE FROM agent.run_rollup WHERE workspace_id LIKE 'ws-bench-ops-%';
-DELETE FROM agent.run_rollup_dirty WHERE workspace_id LIKE 'ws-bench-ops-%';
 DELETE FROM agent.agents WHERE workspace_id LIKE 'ws-bench-ops-%';
 SELECT agent.resume_worker();
 SQL

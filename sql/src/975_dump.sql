@@ -33,9 +33,6 @@ BEGIN
          '_history_holds',   -- rows live inside one function call
          'run_queue_marks',  -- claim scan marks, lowered again by the queue itself
          'run_queue_returns',
-         'run_rollup',       -- run_stats' daily rollup: rebuilt from agent.runs by the ticks after a restore
-         'run_rollup_state',
-         'run_rollup_dirty',
          'locks')            -- rows locked to serialise (claim and tick made by the script, the others on first use)
      ORDER BY c.oid
   LOOP

@@ -174,10 +174,6 @@ GRANT EXECUTE ON FUNCTION agent.set_trigger(bigint, jsonb, text), agent.delete_t
 GRANT EXECUTE ON FUNCTION agent.run_error_code(text) TO PUBLIC;
 GRANT SELECT ON agent.queue_status, agent.run_metrics TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent.run_stats(timestamptz) TO agents_app, agents_reader, pg_monitor;
--- what run_stats reads of its rollup (sql/src/955_rollup.sql), scoped like run_metrics
-GRANT SELECT ON agent._run_rollup_visible, agent._run_rollup_dirty_visible TO agents_app, agents_reader, pg_monitor;
-GRANT EXECUTE ON FUNCTION agent._run_rollup_watermark(), agent._ms_bucket(double precision),
-  agent._ms_bucket_value(smallint), agent._utc_next_month(timestamptz) TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO pg_monitor;
 GRANT SELECT ON agent.worker_status, agent.mcp_metrics TO pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._worker_status() TO pg_monitor;

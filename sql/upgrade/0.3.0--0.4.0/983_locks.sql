@@ -847,10 +847,6 @@ BEGIN
     IF to_regprocedure('agent._tick_teams(timestamptz)') IS NOT NULL THEN
       EXECUTE 'SELECT agent._tick_teams($1)' USING v_now;
     END IF;
-    -- the daily rollup of agent.run_stats (955_rollup.sql): the closed days
-    IF to_regprocedure('agent._run_rollup_fold(timestamptz,integer)') IS NOT NULL THEN
-      EXECUTE 'SELECT agent._run_rollup_fold($1)' USING v_now;
-    END IF;
   END IF;
 
   RETURN v_nmade + (SELECT count(*) FROM unnest(v_done) AS x WHERE x.ran)::integer;
