@@ -807,20 +807,21 @@ BEGIN
            WHERE (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = k.w AND a.id = k.agent_id) IS NULL
            ORDER BY k.w, k.pri DESC, k.id
         ), cand AS (
-          SELECT h.pri, h.id, coalesce(s.running, 0) AS running
+          SELECT h.w, h.pri, h.id, coalesce(s.running, 0) AS running
             FROM heads h
             LEFT JOIN ROWS FROM (pg_catalog.unnest(v_sw), pg_catalog.unnest(v_sn)) s(w, running) ON s.w = h.w
            WHERE v_cap = 0 OR coalesce(s.running, 0) < v_cap
         )
       SELECT (SELECT pg_catalog.count(*)::integer FROM cand c WHERE c.running = 0),
-             ARRAY(SELECT c.id FROM cand c ORDER BY c.pri DESC, c.running, c.id LIMIT v_want)
-        INTO v_hn, v_try;
+             ARRAY(SELECT c.id FROM cand c ORDER BY c.pri DESC, c.running, c.id LIMIT v_want),
+             ARRAY(SELECT DISTINCT c.w FROM cand c)
+        INTO v_hn, v_try, v_tw;
       IF v_hn >= v_want THEN
         -- the candidates locked by primary key with SKIP LOCKED (the status
         -- re-checked on the newest version, as below) and claimed
         WITH c AS (
             SELECT q.id FROM agent.runs q
-             WHERE q.id = ANY (v_try) AND pg_catalog.texteq(q.status, 'queued')
+             WHERE q.workspace_id = ANY (v_tw) AND q.id = ANY (v_try) AND pg_catalog.texteq(q.status, 'queued')
              FOR UPDATE OF q SKIP LOCKED
           ), u AS (
           UPDATE agent.runs x
