@@ -20,6 +20,7 @@
 #include "storage/spin.h"
 
 #include "access_gen.h"
+#include "shmem.h"
 
 typedef struct AccessInflight
 {
@@ -56,14 +57,14 @@ static void AccessPublish(bool prepared);
 static void AccessRetire(void);
 
 /* Shared memory wanted (shmem.c's request hook). */
-Size
+static Size
 AccessGenShmemSize(void)
 {
 	return MAXALIGN(sizeof(AccessGenShared));
 }
 
 /* Attaches to (or creates) the shared state, under AddinShmemInitLock. */
-void
+static void
 AccessGenShmemInit(void)
 {
 	bool		found;
@@ -78,6 +79,13 @@ AccessGenShmemInit(void)
 		access_shared->pubseq = 0;
 		memset(access_shared->log, 0, sizeof(access_shared->log));
 	}
+}
+
+/* from _PG_init: the part registered with shmem.c */
+void
+AccessGenShmemRegister(void)
+{
+	PgAgentsShmemAddPart(AccessGenShmemSize, AccessGenShmemInit);
 }
 
 /* publishes at pre-commit (pre-prepare), retires once committed or aborted */

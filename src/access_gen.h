@@ -41,8 +41,7 @@ extern bool PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *
 									uint64 *inflight_seq, int *n);
 extern bool PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out);
 
-/* shared memory, for shmem.c */
-extern Size AccessGenShmemSize(void);
-extern void AccessGenShmemInit(void);
+/* its part of the shared memory, registered from _PG_init (shmem.h) */
+extern void AccessGenShmemRegister(void);
 
 #endif							/* PG_AGENTS_ACCESS_GEN_H */

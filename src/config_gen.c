@@ -23,6 +23,7 @@
 #include "storage/shmem.h"
 
 #include "config_gen.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_providers_changed);
 
@@ -36,7 +37,7 @@ static bool config_cb_registered = false;
 static bool config_changed = false;
 
 /* Shared memory wanted (shmem.c's request hook). */
-Size
+static Size
 ConfigGenShmemSize(void)
 {
 	return MAXALIGN(sizeof(ConfigGenShared));
@@ -46,7 +47,7 @@ ConfigGenShmemSize(void)
  * Attaches to (or creates) the shared generation, starting at 1, under
  * AddinShmemInitLock.
  */
-void
+static void
 ConfigGenShmemInit(void)
 {
 	bool		found;
@@ -54,6 +55,13 @@ ConfigGenShmemInit(void)
 	config_shared = ShmemInitStruct("pg_agents configuration generation", sizeof(ConfigGenShared), &found);
 	if (!found)
 		pg_atomic_init_u64(&config_shared->gen, 1);
+}
+
+/* from _PG_init: the part registered with shmem.c */
+void
+ConfigGenShmemRegister(void)
+{
+	PgAgentsShmemAddPart(ConfigGenShmemSize, ConfigGenShmemInit);
 }
 
 /*

@@ -10,8 +10,8 @@
 #ifndef PG_AGENTS_CONFIG_GEN_H
 #define PG_AGENTS_CONFIG_GEN_H
 
-extern Size ConfigGenShmemSize(void);
-extern void ConfigGenShmemInit(void);
+/* its part of the shared memory, registered from _PG_init (shmem.h) */
+extern void ConfigGenShmemRegister(void);
 extern void PgAgentsConfigChanged(void);
 extern uint64 PgAgentsConfigGeneration(void);
 

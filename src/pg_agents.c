@@ -10,11 +10,14 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "access_gen.h"
+#include "config_gen.h"
 #include "events.h"
 #include "guc.h"
 #include "ratelimit.h"
 #include "secrets.h"
 #include "shmem.h"
+#include "wake.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -23,7 +26,8 @@ void		_PG_init(void);
 
 /*
  * Module load: defines the settings, then sets up the shared memory (general
- * state, provider rate limits, event counters) and registers the worker.
+ * state and the parts it holds, provider rate limits, event counters) and
+ * registers the worker.
  * Does nothing under pg_upgrade (binary upgrade mode).
  */
 void
@@ -34,6 +38,9 @@ _PG_init(void)
 
 	PgAgentsDefineGucs();
 	PgAgentsInitShmem();
+	WakeShmemRegister();		/* the parts of shmem.c's segment, in order */
+	AccessGenShmemRegister();
+	ConfigGenShmemRegister();
 	PgAgentsInitRateLimitShmem();	/* providers */
 	PgAgentsInitEventStats();
 	PgAgentsRegisterWorker();	/* the launcher, which starts the workers */

@@ -4,14 +4,17 @@
  *		Shared memory of pg_agents: the hooks that request and attach it, and
  *		what agent.worker_status shows of the worker.
  *
- * The segment holds four parts: the worker's status (PgAgentsWorkerInfo,
- * here, docs/operations.md), the worker's wake-up (src/wake.c), the access
+ * The segment holds the worker's status (PgAgentsWorkerInfo, here,
+ * docs/operations.md) and the parts other files register from _PG_init
+ * (PgAgentsShmemAddPart): the worker's wake-up (src/wake.c), the access
  * generation (src/access_gen.c) and the configuration generation
- * (src/config_gen.c); each part sizes and attaches its own struct.  The counters of worker starts survive a crash reset of shared
- * memory (carried over by the postmaster, see ShmemCarry).
+ * (src/config_gen.c); each part sizes and attaches its own struct, and
+ * shmem.c calls none of them by name (they call it: the database slots).
+ * The counters of worker starts survive a crash reset of shared memory
+ * (carried over by the postmaster, see ShmemCarry).
  *
  * Shared memory exists only when the library is in shared_preload_libraries;
- * otherwise every function of the four parts is a harmless no-op (runs
+ * otherwise every function of the parts is a harmless no-op (runs
  * still reach external executors through NOTIFY agent_runs; readable sets
  * are kept for one snapshot only).
  *
@@ -26,10 +29,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
-#include "access_gen.h"
-#include "config_gen.h"
 #include "shmem.h"
-#include "wake.h"
 
 typedef struct PgAgentsShared
 {
@@ -40,6 +40,16 @@ typedef struct PgAgentsShared
 } PgAgentsShared;
 
 static PgAgentsShared *pg_agents_shared = NULL;
+
+/* the parts registered (PgAgentsShmemAddPart), in the order of registration */
+#define PGA_MAX_SHMEM_PARTS	8
+typedef struct ShmemPart
+{
+	PgAgentsShmemSizeFn size;
+	PgAgentsShmemInitFn init;
+} ShmemPart;
+static ShmemPart shmem_parts[PGA_MAX_SHMEM_PARTS];
+static int	shmem_nparts = 0;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -82,18 +92,36 @@ ShmemCarry(int code, Datum arg)
 	pg_agents_shared = NULL;
 }
 
-/* shmem_request_hook: the space of the four parts. */
+/*
+ * A part of the segment, registered from _PG_init: its size (asked for by
+ * the request hook) and its attach function (called by the startup hook,
+ * under AddinShmemInitLock, after the worker's status), as PostgreSQL's own
+ * hooks take them.
+ */
+void
+PgAgentsShmemAddPart(PgAgentsShmemSizeFn size, PgAgentsShmemInitFn init)
+{
+	if (shmem_nparts >= PGA_MAX_SHMEM_PARTS)
+		elog(ERROR, "too many parts of the pg_agents shared memory");
+	shmem_parts[shmem_nparts].size = size;
+	shmem_parts[shmem_nparts].init = init;
+	shmem_nparts++;
+}
+
+/* shmem_request_hook: the space of the worker's status and of the parts. */
 static void
 PgAgentsShmemRequest(void)
 {
+	Size		size = MAXALIGN(sizeof(PgAgentsShared));
+
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(PgAgentsShared)),
-									add_size(WakeShmemSize(),
-											 add_size(AccessGenShmemSize(), ConfigGenShmemSize()))));
+	for (int i = 0; i < shmem_nparts; i++)
+		size = add_size(size, shmem_parts[i].size());
+	RequestAddinShmemSpace(size);
 }
 
-/* shmem_startup_hook: creates or attaches the four parts. */
+/* shmem_startup_hook: creates or attaches the worker's status and the parts. */
 static void
 PgAgentsShmemStartup(void)
 {
@@ -122,9 +150,8 @@ PgAgentsShmemStartup(void)
 			}
 		}
 	}
-	WakeShmemInit();
-	AccessGenShmemInit();
-	ConfigGenShmemInit();
+	for (int i = 0; i < shmem_nparts; i++)
+		shmem_parts[i].init();
 	LWLockRelease(AddinShmemInitLock);
 	/* in the postmaster: carry the counters over a crash reset (operations) */
 	if (!IsUnderPostmaster)

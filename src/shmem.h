@@ -2,8 +2,9 @@
  *
  * shmem.h
  *		Shared memory of pg_agents (shmem.c): its hooks, and what
- *		agent.worker_status shows of the worker.  The wake-up is wake.h's,
- *		the access generation access_gen.h's.
+ *		agent.worker_status shows of the worker, the database slots, the
+ *		registration of the other parts.  The wake-up is wake.h's, the
+ *		access generation access_gen.h's.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +17,15 @@
 
 extern void PgAgentsInitShmem(void);
 extern bool PgAgentsShmemAvailable(void);
+
+/*
+ * A part of the segment (wake.c, access_gen.c, config_gen.c), registered
+ * from _PG_init: its size, and its attach function, called at startup under
+ * AddinShmemInitLock.
+ */
+typedef Size (*PgAgentsShmemSizeFn) (void);
+typedef void (*PgAgentsShmemInitFn) (void);
+extern void PgAgentsShmemAddPart(PgAgentsShmemSizeFn size, PgAgentsShmemInitFn init);
 
 /*
  * What agent.worker_status shows of the worker (docs/operations.md).

@@ -43,14 +43,14 @@ static bool wake_requested = false;
 static bool xact_callback_registered = false;
 
 /* Shared memory wanted (shmem.c's request hook). */
-Size
+static Size
 WakeShmemSize(void)
 {
 	return MAXALIGN(sizeof(WakeShared));
 }
 
 /* Attaches to (or creates) the shared state, under AddinShmemInitLock. */
-void
+static void
 WakeShmemInit(void)
 {
 	bool		found;
@@ -61,6 +61,13 @@ WakeShmemInit(void)
 		SpinLockInit(&wake_shared->mutex);
 		pg_atomic_init_u64(&wake_shared->wakeups, 0);
 	}
+}
+
+/* from _PG_init: the part registered with shmem.c */
+void
+WakeShmemRegister(void)
+{
+	PgAgentsShmemAddPart(WakeShmemSize, WakeShmemInit);
 }
 
 /*

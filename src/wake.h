@@ -14,8 +14,7 @@
 extern void PgAgentsSetWorkerLatch(Latch *latch);
 extern void PgAgentsRequestWake(void);
 
-/* shared memory, for shmem.c */
-extern Size WakeShmemSize(void);
-extern void WakeShmemInit(void);
+/* its part of the shared memory, registered from _PG_init (shmem.h) */
+extern void WakeShmemRegister(void);
 
 #endif							/* PG_AGENTS_WAKE_H */
