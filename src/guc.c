@@ -18,8 +18,7 @@
 #include "utils/plancache.h"
 
 #include "guc.h"
-#include "secrets.h"
-#include "tools_web.h"
+#include "web_lists.h"
 
 #define DEFAULT_DELEGATION_DEPTH	3
 #define MAX_DELEGATION_DEPTH		5
@@ -44,6 +43,7 @@ char	   *pg_agents_llm_model = NULL;
 char	   *pg_agents_embedding_model = NULL;
 char	   *pg_agents_llm_api_key = NULL;
 char	   *pg_agents_llm_url_allowlist = NULL;
+char	   *pg_agents_secret_key_file = NULL;
 int			pg_agents_request_timeout = 60000;
 int			pg_agents_mcp_elicitation_wait = 120;
 bool		pg_agents_llm_stream = false;

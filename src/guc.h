@@ -48,6 +48,7 @@ extern int	pg_agents_mcp_elicitation_wait;
 extern bool pg_agents_llm_stream;
 extern bool pg_agents_llm_prompt_cache;
 extern char *pg_agents_llm_url_allowlist;
+extern char *pg_agents_secret_key_file;
 extern int	pg_agents_max_tool_calls_per_turn;
 extern int	pg_agents_max_reply_bytes;
 extern int	pg_agents_max_tool_result_bytes;

@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+#include "guc.h"
 #include "secrets.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_secret_key_file_info);

@@ -71,8 +71,6 @@ PG_FUNCTION_INFO_V1(pg_agents_drop_secret);
 #define SECRET_FORMAT		0x01
 #define SECRET_MAX_LEN		65536
 
-char	   *pg_agents_secret_key_file = NULL;
-
 static unsigned char secret_key[SECRET_KEY_LEN];
 static bool secret_key_loaded = false;
 
@@ -344,7 +342,7 @@ ValidName(const char *s, int len)
  * only).  Needs an open transaction; connects to SPI itself (nested
  * connections are fine).
  */
-char *
+static char *
 SecretsLookup(const char *name, const char *workspace, char **error)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};

@@ -9,12 +9,10 @@
 #ifndef PG_AGENTS_SECRETS_H
 #define PG_AGENTS_SECRETS_H
 
-extern char *pg_agents_secret_key_file;
-extern char *SecretsLookup(const char *name, const char *workspace, char **error);
-
 /* secret_keyfile.c: where the key file lies */
 extern char *SecretKeyPath(bool *inside, bool warn);
 extern void SecretKeyFileCheckAtStartup(void);
+
 extern char *SecretsExpand(const char *value, char **error);
 extern char *SecretsExpandIn(const char *value, const char *workspace, char **error);
 extern char *SecretsExpandFor(const char *value, const char *workspace, const char *user_workspace,

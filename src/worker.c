@@ -196,7 +196,7 @@ InstalledVersion(void)
  * function the worker calls exists: no probe for any).  An older version (the library was upgraded,
  * ALTER EXTENSION pg_agents UPDATE not run yet) is said once in the log.
  */
-bool
+static bool
 PgAgentsWorkerReady(void)
 {
 	static char last_mismatch[64] = "";

@@ -14,6 +14,5 @@
 
 extern void PgAgentsRegisterWorker(void);	/* the launcher (launcher.c) */
 extern void PgAgentsInitLauncherHooks(void);
-extern bool PgAgentsWorkerReady(void);
 
 #endif							/* PG_AGENTS_WORKER_H */

@@ -259,17 +259,6 @@ appendStringInfo(StringInfo s, const char *fmt,...)
 }
 
 /* no secrets outside the server */
-char	   *pg_agents_secret_key_file = NULL;
-
-char *
-SecretsLookup(const char *name, const char *workspace, char **error)
-{
-	(void) name;
-	(void) workspace;
-	*error = "no secrets in the fuzz harness";
-	return NULL;
-}
-
 char *
 SecretsExpand(const char *value, char **error)
 {
