@@ -27,8 +27,6 @@
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
-#include "llm.h"
-#include "ratelimit.h"
 
 
 static CURLM *multi = NULL;
@@ -82,7 +80,7 @@ HttpInit(void)
 
 /*
  * libcurl write callback of a request.  A 200 text/event-stream reply of a
- * streamed request is fed to its LlmStream as it arrives and only counted;
+ * streamed request is fed to its stream hook as it arrives and only counted;
  * any other reply is buffered (malloc'd) in req->resp.  Returns less than it
  * was given, which aborts the transfer, past req->max_bytes (resp_too_big
  * set), when out of memory or when the stream refuses the data.
@@ -97,7 +95,7 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 	 * A streamed reply (HTTP 200) is parsed as it arrives, never buffered
 	 * whole; an error reply of a streamed request is buffered as usual.
 	 */
-	if (req->stream && req->stream_mode == 0)
+	if (req->on_stream && req->stream_mode == 0)
 	{
 		long		code = 0;
 		char	   *ctype = NULL;
@@ -115,7 +113,7 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 			return 0;
 		}
 		req->resp_len += n;		/* counted, not kept */
-		return LlmStreamFeed(req->stream, ptr, n) ? n : 0;
+		return req->on_stream(req->stream_arg, ptr, n) ? n : 0;
 	}
 
 	/*
@@ -148,7 +146,8 @@ WriteCallback(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 /*
  * libcurl header callback of a request: keeps the request id (x-request-id or
- * request-id), passes the rate-limit headers to RateHeaderParse, aborts the
+ * request-id), passes the other lines to the request's header hook (the
+ * runs module's: the provider's rate-limit headers), aborts the
  * transfer (resp_too_big set) when Content-Length announces more than
  * req->max_bytes, and turns Retry-After (seconds or an HTTP date) into
  * req->retry_after_ms.
@@ -180,7 +179,8 @@ HeaderCallback(char *buffer, size_t size, size_t nitems, void *userdata)
 		return n;
 	}
 
-	RateHeaderParse(&req->rl, buffer, n);	/* providers: rate-limit headers */
+	if (req->on_header)
+		req->on_header(req->header_arg, buffer, n);
 
 	/* a reply announced larger than the cap is not read at all */
 	if (n > sizeof(clen) - 1 && pg_strncasecmp(buffer, clen, sizeof(clen) - 1) == 0)
@@ -250,7 +250,6 @@ HttpStart(const char *url, struct curl_slist *headers, char *body,
 	req->headers = headers;
 	req->body = body;
 	req->retry_after_ms = -1;
-	RateHeadersInit(&req->rl);
 	req->owner = owner;
 	req->max_bytes = (size_t) pg_agents_max_reply_bytes;
 
@@ -439,7 +438,7 @@ HttpNextDone(void)
 		req->done = true;
 		curl_multi_remove_handle(multi, msg->easy_handle);
 		in_flight--;
-		if (req->stream)
+		if (req->on_stream)
 			streaming--;
 		return req;
 	}
@@ -462,7 +461,7 @@ HttpFree(HttpRequest *req)
 		{
 			curl_multi_remove_handle(multi, req->easy);
 			in_flight--;
-			if (req->stream)
+			if (req->on_stream)
 				streaming--;
 		}
 		if (!req->external)
@@ -475,13 +474,25 @@ HttpFree(HttpRequest *req)
 	pfree(req);
 }
 
-/* a request in flight asks for a stream, parsed into st as it arrives */
+/*
+ * A request in flight hears its reply's header lines (HeaderCallback; set
+ * before the transfer progresses, HttpPerform or HttpWait).
+ */
 void
-HttpSetStream(HttpRequest *req, struct LlmStream *st)
+HttpSetHeaderHook(HttpRequest *req, HttpHeaderHook fn, void *arg)
 {
-	if (st == NULL || req->stream)
+	req->on_header = fn;
+	req->header_arg = arg;
+}
+
+/* a request in flight asks for a stream, fed to fn(arg) as it arrives */
+void
+HttpSetStream(HttpRequest *req, HttpStreamHook fn, void *arg)
+{
+	if (fn == NULL || req->on_stream)
 		return;
-	req->stream = st;
+	req->on_stream = fn;
+	req->stream_arg = arg;
 	if (!req->done)
 		streaming++;
 }

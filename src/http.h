@@ -11,9 +11,14 @@
 
 #include <curl/curl.h>
 
-#include "ratelimit.h"
-
-struct LlmStream;
+/*
+ * What the owner of a request hears of its reply as it arrives (the
+ * transport knows nothing of what it carries): every header line, and the
+ * body of a streamed 200 reply (text/event-stream), fed instead of being
+ * buffered; a body hook that returns false aborts the transfer.
+ */
+typedef void (*HttpHeaderHook) (void *arg, const char *line, size_t n);
+typedef bool (*HttpStreamHook) (void *arg, const char *data, size_t n);
 
 typedef struct HttpRequest
 {
@@ -27,14 +32,16 @@ typedef struct HttpRequest
 	size_t		max_bytes;		/* pg_agents.max_reply_bytes */
 	long		status;			/* HTTP status, 0 when none */
 	long		retry_after_ms; /* Retry-After header, -1 when absent */
-	RateHeaders rl;				/* rate-limit headers of the reply (ratelimit.c) */
 	CURLcode	result;
 	bool		done;
 	char		errbuf[CURL_ERROR_SIZE];
 	void	   *owner;
 	int			kind;			/* HTTP_LLM, or MCP transfers (mcp_tools.c) */
 	bool		external;		/* easy handle owned by someone else (HttpAttach) */
-	struct LlmStream *stream;	/* a streamed reply: parsed as it arrives (borrowed) */
+	HttpHeaderHook on_header;	/* HttpSetHeaderHook, NULL: none */
+	void	   *header_arg;
+	HttpStreamHook on_stream;	/* HttpSetStream: a streamed reply's body, NULL: none */
+	void	   *stream_arg;
 	int			stream_mode;	/* 0 undecided, 1 parsed as a stream, 2 buffered (an error) */
 	char		request_id[128];	/* x-request-id / request-id response header */
 } HttpRequest;
@@ -52,6 +59,7 @@ extern HttpRequest *HttpNextDone(void);
 extern void HttpFree(HttpRequest *req);
 extern int	HttpInFlight(void);
 extern void HttpPerform(void);	/* non-blocking progress */
-extern void HttpSetStream(HttpRequest *req, struct LlmStream *st);
+extern void HttpSetHeaderHook(HttpRequest *req, HttpHeaderHook fn, void *arg);
+extern void HttpSetStream(HttpRequest *req, HttpStreamHook fn, void *arg);
 
 #endif							/* PG_AGENTS_HTTP_H */

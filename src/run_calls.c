@@ -31,6 +31,20 @@
  * ---------------------------------------------------------------------
  */
 
+/* the request's header hook (http.c): the provider's rate-limit headers */
+static void
+SlotRateHeader(void *arg, const char *line, size_t n)
+{
+	RateHeaderParse((RateHeaders *) arg, line, n);
+}
+
+/* the request's stream hook (http.c): a streamed reply parsed as it arrives */
+static bool
+SlotStreamFeed(void *arg, const char *data, size_t n)
+{
+	return LlmStreamFeed((LlmStream *) arg, data, n);
+}
+
 /*
  * Starts the slot's next request, unless the run has used its turns (it
  * fails) or its provider has no headroom (it stays READY, waiting).
@@ -94,8 +108,11 @@ RunCallStart(Slot *s)
 	}
 	s->call_started = GetCurrentTimestamp();
 	s->state = SLOT_HTTP;
+	RateHeadersInit(&s->rl_headers);
 	s->req = HttpStart(url, headers, body, rp.request_timeout, s);
-	HttpSetStream(s->req, s->stream);
+	HttpSetHeaderHook(s->req, SlotRateHeader, &s->rl_headers);
+	if (s->stream)
+		HttpSetStream(s->req, SlotStreamFeed, s->stream);
 	s->rl_est = strlen(body) / 4 + 1;	/* the next request's estimate */
 	pfree(url);
 }
@@ -124,7 +141,7 @@ SlotLimiterDone(Slot *s, HttpRequest *req, int64 used, const char *error)
 	else
 		snprintf(line, sizeof(line), "unusable reply (HTTP %ld)", req->status);
 	RateLimitDone(s->rl, s->rl_est, used, req->result == CURLE_OK ? req->status : 0,
-				  req->retry_after_ms, &req->rl, error ? line : NULL);
+				  req->retry_after_ms, &s->rl_headers, error ? line : NULL);
 }
 
 

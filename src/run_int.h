@@ -72,6 +72,7 @@ typedef struct Slot
 	TimestampTz next_at;
 	TimestampTz call_started;
 	HttpRequest *req;
+	RateHeaders rl_headers;		/* what its reply says of the provider's limits */
 	LlmStream  *stream;			/* the streamed reply of the call in flight */
 	int			stream_step;	/* its model call number in the run (deltas) */
 	int64		conversation_id;	/* a chat run's conversation (deltas), 0: none */
