@@ -56,12 +56,4 @@ extern void AuditPendingPush(HeapTuple tup_in_pend_cxt);
 extern void AuditInsert(AuditRow *row);
 extern void AuditFlush(void);
 
-/* maintenance in progress (audit_maint.c), read by the guard */
-extern bool audit_purge_active;
-extern TimestampTz audit_purge_cutoff;
-extern bool audit_backdate_active;
-extern bool audit_move_active;
-extern TimestampTz audit_move_lo;
-extern TimestampTz audit_move_hi;
-
 #endif							/* PG_AGENTS_AUDIT_INT_H */

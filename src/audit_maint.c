@@ -3,8 +3,10 @@
  * audit_maint.c
  *		Maintenance of agent.audit_log: the retention purge, the move of rows
  *		out of the default partition into their month's, and the backdating
- *		of rows (tests).  Each raises a backend-local flag that lets the
- *		guard allow its deletes or updates; SQL cannot set them.
+ *		of rows (tests), and the append-only guard of the log.  Each
+ *		maintenance raises a backend-local flag that lets the guard allow
+ *		its deletes or updates; SQL cannot set them, and no other file
+ *		reads or writes them.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,9 +63,118 @@
 #include "guc.h"
 #include "redact.h"
 
+PG_FUNCTION_INFO_V1(pg_agents_audit_guard);
 PG_FUNCTION_INFO_V1(pg_agents_purge_audit);
 PG_FUNCTION_INFO_V1(pg_agents_audit_backdate);
 PG_FUNCTION_INFO_V1(pg_agents_audit_default_move);
+
+/* ------------------------------------------------------------------------
+ * The append-only guard, and the maintenance it lets through
+ * ------------------------------------------------------------------------
+ */
+
+/* The error of any change to existing audit rows. */
+static void
+refuse_change(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("agent.audit_log is append-only"),
+			 errdetail("Audit rows cannot be updated, deleted or truncated, not even by their owner or a superuser."),
+			 errhint("Rows older than pg_agents.audit_retention_days are removed by agent.purge_audit().")));
+}
+
+/*
+ * The maintenance in progress that the guard lets through: set only by
+ * purge_audit / _audit_backdate / _audit_default_move below, never from
+ * SQL, and read only by the guard.
+ */
+static bool audit_purge_active = false;
+static TimestampTz audit_purge_cutoff = 0;
+static bool audit_backdate_active = false;
+static bool audit_move_active = false;
+static TimestampTz audit_move_lo = 0;
+static TimestampTz audit_move_hi = 0;
+
+/*
+ * agent._audit_guard(): the BEFORE UPDATE/DELETE/TRUNCATE trigger of the log
+ * and its partitions; refuses every change but those of the maintenance in
+ * progress (below).
+ */
+Datum
+pg_agents_audit_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *td;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("agent._audit_guard() must be called as a trigger")));
+	td = (TriggerData *) fcinfo->context;
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+		refuse_change();
+
+	if (TRIGGER_FIRED_BY_DELETE(td->tg_event) && (audit_purge_active || audit_move_active || audit_backdate_active))
+	{
+		if (TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+			return PointerGetDatum(NULL);
+		else
+		{
+			bool		isnull;
+			TimestampTz at;
+
+			AuditLogLookup();
+			at = DatumGetTimestampTz(heap_getattr(td->tg_trigtuple, audit_al_attnum[AL_AT],
+												  RelationGetDescr(td->tg_relation), &isnull));
+			/* the retention purge: only rows past the cut-off */
+			if (audit_purge_active && !isnull && at < audit_purge_cutoff)
+				return PointerGetDatum(td->tg_trigtuple);
+			/* maintenance: rows of the new month out of the default partition */
+			if (audit_move_active && !isnull && at >= audit_move_lo && at < audit_move_hi &&
+				strcmp(RelationGetRelationName(td->tg_relation), "audit_log_default") == 0)
+				return PointerGetDatum(td->tg_trigtuple);
+			/* backdating moves a row to an older month's partition: checked as an UPDATE */
+			if (audit_backdate_active)
+				return PointerGetDatum(td->tg_trigtuple);
+		}
+	}
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event) && audit_backdate_active)
+	{
+		if (TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+			return PointerGetDatum(NULL);
+		else
+		{
+			TupleDesc	desc = RelationGetDescr(td->tg_relation);
+			bool		ok = true;
+			int			i;
+
+			AuditLogLookup();
+			/* only "at" may move, and only back in time */
+			for (i = 0; i < desc->natts && ok; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, i);
+				bool		on,
+							nn;
+				Datum		od = heap_getattr(td->tg_trigtuple, i + 1, desc, &on);
+				Datum		nd = heap_getattr(td->tg_newtuple, i + 1, desc, &nn);
+
+				if (att->attisdropped)
+					continue;
+				if (i + 1 == audit_al_attnum[AL_AT])
+					ok = !on && !nn && DatumGetTimestampTz(nd) <= DatumGetTimestampTz(od);
+				else if (on || nn)
+					ok = (on && nn);
+				else
+					ok = datumIsEqual(od, nd, att->attbyval, att->attlen);
+			}
+			if (ok)
+				return PointerGetDatum(td->tg_newtuple);
+		}
+	}
+	refuse_change();
+	return PointerGetDatum(NULL);	/* not reached */
+}
 
 /*
  * agent.purge_audit(): runs agent.maintain_audit(), then removes rows older
