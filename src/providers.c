@@ -98,7 +98,7 @@ static int	default_rl = -1;
 /*
  * Moves whenever what ProviderResolve reads may have changed (the copy
  * reloaded, the configuration file re-read): a resolution kept by a run
- * (run_slots.c) is done again then, and its pointers are not used after.
+ * (run_slot.c) is done again then, and its pointers are not used after.
  */
 static uint64 epoch = 1;
 

@@ -8,7 +8,9 @@
  *		replies published on NOTIFY agent_run_deltas as it arrives.
  *
  * Requests are only started and collected between transactions (the
- * worker loop, run_slots.c); what a reply changes is recorded in a unit.
+ * worker loop, run_loop.c); what a reply changes is recorded in a unit.
+ * Above run_slot.c, run_prompt.c and run_tools.c (a reply's tool calls);
+ * only run_loop.c calls it.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,6 +19,10 @@
 #include "jansson_prelude.h"
 
 #include "run_int.h"
+
+#include "deltas.h"
+#include "guc.h"
+#include "tool_gate.h"
 
 #include "miscadmin.h"
 #include "utils/timestamp.h"
@@ -368,7 +374,7 @@ ReplyUnit(Slot *s, void *arg)
 		json_decref(s->results);
 	s->pending = json_incref(r->calls);
 	s->results = json_array();
-	RunSlotExecuteTools(s);
+	RunToolsExecute(s);
 }
 
 /* the step of a call that is retried (the argument: its json) */

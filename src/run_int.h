@@ -1,11 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * run_int.h
- *		Private declarations of the runs in flight, shared by its files only:
- *		run_slots.c (the slot state machine of the worker loop), run_calls.c
- *		(the LLM calls of a slot: start, reply, retry, streaming deltas),
- *		run_units.c (the SQL the slots run inside their units) and
- *		run_prompt.c (what the model receives and what is recorded of it).
+ *		Private declarations of the runs in flight, shared by its files only,
+ *		in layers (each calls only the ones below it): run_units.c (the SQL
+ *		the slots run inside their units), run_slot.c (the slot itself: its
+ *		struct, units, end and failure), run_prompt.c (what the model
+ *		receives and what is recorded of it), run_tools.c (a slot's tool
+ *		calls), run_calls.c (its LLM calls: start, reply, retry, streaming
+ *		deltas) and run_loop.c (the slots' state machine, driven by the
+ *		worker loop: runs.h).  Each file includes the headers of the modules
+ *		it calls itself; this one only those its declarations need.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,21 +19,12 @@
 #include "jansson_prelude.h"
 
 #include "datatype/timestamp.h"
-#include "executor/spi.h"
 
-#include "context.h"
-#include "deltas.h"
-#include "guc.h"
 #include "http.h"
 #include "llm.h"
-#include "ops.h"
 #include "providers.h"
 #include "ratelimit.h"
-#include "runs.h"
-#include "spi_util.h"
-#include "tool_gate.h"
 #include "tools.h"
-#include "worker.h"
 
 #define MAX_SLOTS			1024
 #define CHILD_POLL_MS		200
@@ -95,10 +90,11 @@ typedef struct Slot
 	uint64		rp_epoch;		/* ProvidersEpoch when resolved */
 } Slot;
 
-/* ---- run_slots.c: the slots and their units ---- */
+/* ---- run_slot.c: the slots and their units ---- */
 
 extern Slot RunSlotTable[MAX_SLOTS];
 extern char RunSlotUnitError[1024]; /* the message of the last failed unit */
+extern bool RunSlotMoreWork;	/* a slot was freed (RunSlotFree), or the last claim was full */
 
 typedef void (*UnitFn) (Slot *s, void *arg);
 
@@ -108,7 +104,15 @@ extern void RunSlotFree(Slot *s);
 extern void RunSlotFail(Slot *s, const char *status, const char *error);
 extern ToolRun RunSlotToolRun(Slot *s);
 extern bool RunSlotProvider(Slot *s, ProviderResolved *rp, char **error);
-extern void RunSlotExecuteTools(Slot *s);
+
+/* ---- run_tools.c: the tool calls of the slots ---- */
+
+extern void RunToolsExecute(Slot *s);
+extern void RunToolsExecuteDue(void);
+extern void RunToolsPollChildren(void);
+extern void RunToolsTransferDone(HttpRequest *req);
+extern void RunToolsFlushAsync(void);
+extern void RunToolsStartDueAsync(void);
 
 /* ---- run_calls.c: the LLM calls of the slots ---- */
 

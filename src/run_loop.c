@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * run_slots.c
+ * run_loop.c
  *		The runs in flight: one slot per claimed run, driven as a small
- *		state machine by the worker loop.
+ *		state machine by the worker loop (runs.h): the claim, the pass, the
+ *		drain.
  *
  *		READY    the next LLM call can start (no transaction is open)
  *		HTTP     an LLM request is in flight in the curl multi handle
@@ -26,9 +27,11 @@
  * run paused for approval, waiting for a child, or interrupted by a crash
  * resumes exactly where it stood.
  *
- * The module's other files: run_calls.c (the LLM calls), run_units.c (the
- * SQL inside the units), run_prompt.c (what the model receives); run_int.h
- * is their private header.
+ * The top of the runs module; the files below it, which never call it:
+ * run_calls.c (the LLM calls), run_tools.c (the tool calls, asynchronous
+ * ones and children included), run_prompt.c (what the model receives),
+ * run_slot.c (the slot itself: units, end, failure), run_units.c (the SQL
+ * inside the units); run_int.h is their private header.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +40,10 @@
 #include "jansson_prelude.h"
 
 #include "run_int.h"
+
+#include "guc.h"
+#include "ops.h"
+#include "runs.h"
 #include "shmem.h"
 
 #include "miscadmin.h"
@@ -44,187 +51,11 @@
 #include "utils/timestamp.h"
 
 
-Slot		RunSlotTable[MAX_SLOTS];
-char		RunSlotUnitError[1024];
-
-static bool more_work = true;	/* a slot was freed, or the last claim was full */
 static bool woken = true;		/* a backend queued runs (latch) */
 static TimestampTz last_claim = 0;
 static TimestampTz last_child_poll = 0;
 static uint32 claim_gen = 0;
 
-
-/* ---------------------------------------------------------------------
- * Units of work
- * ---------------------------------------------------------------------
- */
-
-/* a slot's unit: its function, the slot and the argument (SpiUtilUnit takes one) */
-typedef struct SlotUnitCall
-{
-	UnitFn		fn;
-	Slot	   *s;
-	void	   *arg;
-} SlotUnitCall;
-
-/* the body SpiUtilUnit runs for a slot's unit */
-static void
-SlotUnitBody(void *arg)
-{
-	SlotUnitCall *c = (SlotUnitCall *) arg;
-
-	c->fn(c->s, c->arg);
-}
-
-/*
- * One short transaction (SpiUtilUnit, spi_util.c).  An error is logged and
- * noted for agent.worker_status, its message kept in RunSlotUnitError.
- */
-bool
-RunSlotUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
-{
-	SlotUnitCall c = {fn, s, arg};
-
-	if (SpiUtilUnit(activity, SlotUnitBody, &c, RunSlotUnitError, sizeof(RunSlotUnitError)))
-		return true;
-	ereport(LOG,
-			(errmsg("pg_agents worker: %s failed: %s", activity, RunSlotUnitError)));
-	/*
-	 * operations: agent.worker_status (pg_monitor) gets what failed and its
-	 * SQLSTATE, never the message, which may quote a workspace's content;
-	 * the server log has it
-	 */
-	PgAgentsWorkerNoteError(psprintf("%s failed: SQLSTATE %s", activity, unpack_sql_state(SpiUtilUnitErrcode)));
-	return false;
-}
-
-/* the slot's memory, requests and conversation released; the slot is free */
-void
-RunSlotFree(Slot *s)
-{
-	if (s->rl_held)				/* providers: its share of the limits comes back */
-		RateLimitDone(s->rl, s->rl_est, -1, 0, -1, NULL, NULL);
-	if (s->req)
-		HttpFree(s->req);
-	if (s->call)
-		ToolsCallFree(s->call);
-	LlmStreamFree(s->stream);
-	if (s->scope)
-		json_decref(s->scope);
-	if (s->tools)
-		json_decref(s->tools);
-	if (s->messages)
-		json_decref(s->messages);
-	if (s->pending)
-		json_decref(s->pending);
-	if (s->results)
-		json_decref(s->results);
-	if (s->cxt)
-		MemoryContextDelete(s->cxt);
-	memset(s, 0, sizeof(Slot));
-	more_work = true;
-}
-
-/* the run of the slot as the tools see it (tools.c) */
-ToolRun
-RunSlotToolRun(Slot *s)
-{
-	ToolRun		tr;
-
-	tr.run_id = s->run_id;
-	tr.agent_id = s->agent_id;
-	tr.workspace = s->workspace;
-	tr.regime = s->regime;
-	tr.user_id = strcmp(s->regime, "manual") == 0 ? s->user_id : NULL;
-	tr.approval_mode = s->approval_mode;
-	tr.scope = s->scope;
-	tr.can_delegate = s->can_delegate;
-	return tr;
-}
-
-/*
- * The slot's provider (providers.c): where its requests go, with which key,
- * headers and limits.  Resolved once for the run, and again only when the
- * providers were reloaded or the configuration re-read since
- * (ProvidersEpoch), so that a rotated key or a changed limit still takes
- * effect at the next request.  false with *error when the run cannot be
- * served.  The pointers of *rp stay valid until the epoch moves.
- */
-bool
-RunSlotProvider(Slot *s, ProviderResolved *rp, char **error)
-{
-	uint64		epoch = ProvidersEpoch();
-
-	if (!s->rp_valid || s->rp_epoch != epoch)
-	{
-		char	   *err = NULL;
-
-		s->rp_ok = ProviderResolve(s->scope, s->workspace, s->key_user, s->agent_model, &s->rp, &err);
-		if (s->rp_error)
-			pfree(s->rp_error);
-		s->rp_error = s->rp_ok ? NULL : MemoryContextStrdup(s->cxt, err ? err : "unknown error");
-		s->rp_epoch = epoch;
-		s->rp_valid = true;
-	}
-	*rp = s->rp;
-	if (!s->rp_ok)
-		*error = pstrdup(s->rp_error);
-	return s->rp_ok;
-}
-
-/* ---- failing a run ---- */
-
-typedef struct FailArg
-{
-	const char *status;
-	const char *error;
-} FailArg;
-
-/* the unit that fails a run: its error step, its end */
-static void
-FailUnit(Slot *s, void *arg)
-{
-	FailArg    *fa = (FailArg *) arg;
-
-	RunSqlRecordFailure(s, fa->status, fa->error);
-}
-
-/* ends the run with a clear error; the slot is freed whatever happens */
-void
-RunSlotFail(Slot *s, const char *status, const char *error)
-{
-	FailArg		fa;
-	char	   *copy = pstrdup(error);
-
-	fa.status = status;
-	fa.error = copy;
-	if (!RunSlotUnit("pg_agents: failing a run", FailUnit, s, &fa))
-	{
-		/* a second chance without the step, e.g. when redaction failed */
-		FailArg		fb = {status, psprintf("%s (and: %s)", copy, RunSlotUnitError)};
-
-		(void) RunSlotUnit("pg_agents: failing a run", FailUnit, s, &fb);
-	}
-	RunSlotFree(s);
-}
-
-/* runs a unit for a slot that may end the slot; a failed unit fails the run */
-void
-RunSlotUnitOrFail(Slot *s, const char *activity, UnitFn fn, void *arg)
-{
-	SlotState	before = s->state;
-
-	if (!RunSlotUnit(activity, fn, s, arg))
-	{
-		char	   *msg = psprintf("internal error of the worker: %s", RunSlotUnitError);
-
-		s->state = before;
-		RunSlotFail(s, "failed", msg);
-		return;
-	}
-	if (s->state == SLOT_FREE)
-		RunSlotFree(s);
-}
 
 /* ---------------------------------------------------------------------
  * Claiming
@@ -461,7 +292,7 @@ RunsClaim(void)
 		return 0;
 	if (PgAgentsWorkerClaimsStopped())	/* operations: paused or draining */
 	{
-		more_work = false;
+		RunSlotMoreWork = false;
 		return 0;
 	}
 	got = n;
@@ -473,305 +304,11 @@ RunsClaim(void)
 		for (int i = 0; i < MAX_SLOTS; i++)
 			if (RunSlotTable[i].state != SLOT_FREE && RunSlotTable[i].gen == claim_gen)
 				RunSlotFree(&RunSlotTable[i]);
-		more_work = false;
+		RunSlotMoreWork = false;
 		return -1;
 	}
-	more_work = (got == n);
+	RunSlotMoreWork = (got == n);
 	return got;
-}
-
-/* ---------------------------------------------------------------------
- * Tools
- * ---------------------------------------------------------------------
- */
-
-/*
- * The result of the pending call that comes next (a tool's, a child's, an
- * asynchronous call's) appended to the slot's results, as the provider
- * will be told it; takes the result.
- */
-static void
-SlotAppendResult(Slot *s, json_t *result)
-{
-	json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
-	char	   *content = json_dumps(result, JSON_COMPACT);
-	char	   *cut = content ? RunResultCapped(content) : NULL;
-
-	if (s->results == NULL)
-		s->results = json_array();
-	json_array_append_new(s->results,
-						  json_pack("{s:O,s:s,s:b}", "id", json_object_get(call, "id"),
-									"content", cut ? cut : (content ? content : "null"),
-									"is_error", json_object_get(result, "error") != NULL));
-	if (cut)
-		pfree(cut);
-	free(content);
-	json_decref(result);
-}
-
-/*
- * Executes the remaining tool calls of the slot, inside a unit; stops at
- * a call that waits (an asynchronous call in flight, an approval, a
- * delegated child), else gives the results to the model and the slot is
- * READY again.
- */
-void
-RunSlotExecuteTools(Slot *s)
-{
-	ToolRun		tr = RunSlotToolRun(s);
-
-	if (s->results == NULL)
-		s->results = json_array();
-	ToolGateSetIdentity(&tr);
-	while (json_array_size(s->results) < json_array_size(s->pending))
-	{
-		json_t	   *call = json_array_get(s->pending, json_array_size(s->results));
-		const char *name = json_string_value(json_object_get(call, "name"));
-		json_t	   *result = NULL;
-		int64		child = 0;
-		ToolCall   *async = NULL;
-		ToolOutcome oc;
-
-		CHECK_FOR_INTERRUPTS();
-		oc = ToolsExecute(&tr, name ? name : "", json_object_get(call, "input"), &result, &child,
-						  &async);
-		if (oc == TOOL_ASYNC)
-		{
-			/* sent once this transaction committed (RunsStep) */
-			s->call = async;
-			RunSqlSaveState(s);
-			s->state = SLOT_ASYNC;
-			return;
-		}
-		if (oc == TOOL_PAUSE)
-		{
-			RunSqlSaveState(s);
-			s->state = SLOT_FREE;	/* freed by the caller */
-			return;
-		}
-		if (oc == TOOL_WAIT_CHILD)
-		{
-			s->child_run_id = child;
-			RunSqlSaveState(s);
-			s->state = SLOT_CHILD;
-			/* park the run (waiting_children) until its child ends: it is re-queued then */
-			if (RunSqlParkForChildren(s->run_id))
-				s->state = SLOT_FREE;	/* freed by the caller */
-			return;
-		}
-		SlotAppendResult(s, result);
-	}
-	LlmAppendToolResults(s->provider, s->messages, s->results);
-	(void) ToolsBetweenTurns(s->run_id, s->workspace, s->provider, s->messages);	/* teams: safe point */
-	json_decref(s->pending);
-	json_decref(s->results);
-	s->pending = NULL;
-	s->results = NULL;
-	RunSqlSaveState(s);
-	s->state = SLOT_READY;
-}
-
-/* the unit of a slot with tool calls to execute */
-static void
-ToolsUnit(Slot *s, void *arg)
-{
-	if (!RunSqlHoldLease(s->run_id, s->workspace))
-	{
-		s->state = SLOT_FREE;
-		return;
-	}
-	RunSlotExecuteTools(s);
-}
-
-/*
- * The unit of a slot waiting for its child: the child's result (or its
- * question, teams) becomes the delegation's result and the remaining tools
- * run; nothing changes while the child is at work.
- */
-static void
-ChildUnit(Slot *s, void *arg)
-{
-	json_t	   *result;
-
-	if (!RunSqlHoldLease(s->run_id, s->workspace))
-	{
-		s->state = SLOT_FREE;
-		return;
-	}
-	result = ToolsChildPoll(s->run_id, s->workspace, s->child_run_id);
-	if (result == NULL)
-		return;
-	SlotAppendResult(s, result);
-	s->child_run_id = 0;
-	RunSlotExecuteTools(s);
-}
-
-/* the answer of the slot's asynchronous call is recorded, then the remaining tools run */
-static void
-AsyncResultUnit(Slot *s, void *arg)
-{
-	ToolRun		tr = RunSlotToolRun(s);
-	json_t	   *result = NULL;
-	ToolOutcome oc;
-
-	if (!RunSqlHoldLease(s->run_id, s->workspace))
-	{
-		s->state = SLOT_FREE;
-		return;
-	}
-	ToolGateSetIdentity(&tr);
-	oc = ToolsCallRecord(&tr, s->call, &result);
-	ToolsCallFree(s->call);
-	s->call = NULL;
-	if (oc == TOOL_PAUSE)
-	{
-		RunSqlSaveState(s);
-		s->state = SLOT_FREE;	/* freed by the caller */
-		return;
-	}
-	SlotAppendResult(s, result);
-	s->state = SLOT_TOOLS;
-	RunSlotExecuteTools(s);
-}
-
-/*
- * The call's work inside a unit: a question of the MCP server in the call's
- * stream stored, or its answer looked for
- */
-static void
-AsyncStepUnit(Slot *s, void *arg)
-{
-	ToolRun		tr = RunSlotToolRun(s);
-
-	if (!RunSqlHoldLease(s->run_id, s->workspace))
-	{
-		s->state = SLOT_FREE;
-		return;
-	}
-	ToolsCallUnitStep(&tr, s->call);
-}
-
-/* the asynchronous results of one pass (FlushAsyncResults) */
-#define ASYNC_BATCH		64
-typedef struct AsyncBatch
-{
-	int			n;
-	Slot	   *slots[ASYNC_BATCH];
-	SlotState	before[ASYNC_BATCH];
-	char	   *failed[ASYNC_BATCH];
-} AsyncBatch;
-
-static AsyncBatch async_batch;
-
-/* a transfer that is not an LLM call ended: its tool family takes it (tools.h) */
-static void
-AsyncTransferDone(HttpRequest *req)
-{
-	Slot	   *s = (Slot *) ToolsTransferDone(req);
-
-	if (s)						/* the slot's call has its answer */
-	{
-		if (async_batch.n < ASYNC_BATCH)
-			async_batch.slots[async_batch.n++] = s;	/* recorded with the others (FlushAsyncResults) */
-		else
-			RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
-	}
-}
-
-/* one slot's asynchronous result, in its subtransaction (AsyncBatchUnit) */
-static void
-AsyncResultBody(void *arg)
-{
-	AsyncResultUnit((Slot *) arg, NULL);
-}
-
-/*
- * The asynchronous results that came back in one pass are recorded in one
- * transaction, each slot's in a subtransaction of its own, so that a failed
- * one fails its run only (as RunSlotUnitOrFail would).
- */
-static void
-AsyncBatchUnit(Slot *unused, void *arg)
-{
-	AsyncBatch *b = (AsyncBatch *) arg;
-
-	for (int i = 0; i < b->n; i++)
-	{
-		char	   *err = ToolGateInSubxact(AsyncResultBody, b->slots[i]);
-
-		b->failed[i] = err ? MemoryContextStrdup(TopMemoryContext, err) : NULL;
-		if (err)
-			ereport(LOG,
-					(errmsg("pg_agents worker: recording an MCP result failed: %s", err)));
-	}
-}
-
-/* records the asynchronous results of the pass (one alone as any unit, more in AsyncBatchUnit) */
-static void
-FlushAsyncResults(void)
-{
-	AsyncBatch *b = &async_batch;
-	bool		ok;
-
-	if (b->n == 0)
-		return;
-	if (b->n == 1)
-	{
-		b->n = 0;
-		RunSlotUnitOrFail(b->slots[0], "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
-		return;
-	}
-	for (int i = 0; i < b->n; i++)
-		b->before[i] = b->slots[i]->state;
-	ok = RunSlotUnit("pg_agents: recording MCP results", AsyncBatchUnit, NULL, b);
-	for (int i = 0; i < b->n; i++)
-	{
-		Slot	   *s = b->slots[i];
-
-		if (!ok || b->failed[i])
-		{
-			s->state = b->before[i];
-			RunSlotFail(s, "failed", psprintf("internal error of the worker: %s",
-											  ok ? b->failed[i] : RunSlotUnitError));
-		}
-		else if (s->state == SLOT_FREE)
-			RunSlotFree(s);
-		if (b->failed[i])
-			pfree(b->failed[i]);
-		b->failed[i] = NULL;
-	}
-	b->n = 0;
-}
-
-/* starts the asynchronous calls that are due, with no transaction open */
-static void
-StartDueAsync(void)
-{
-	TimestampTz now = GetCurrentTimestamp();
-
-	for (int i = 0; i < MAX_SLOTS; i++)
-	{
-		Slot	   *s = &RunSlotTable[i];
-
-		if (s->state != SLOT_ASYNC)
-			continue;
-		if (ToolsCallDue(s->call, now))
-		{
-			CHECK_FOR_INTERRUPTS();
-			ToolsCallStart(s->call, s);
-			if (ToolsCallAnswered(s->call))	/* could not start: a failed result */
-				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
-		}
-		else if (ToolsCallInFlight(s->call))
-		{
-			ToolsCallPump(s->call);
-			if (ToolsCallAnswered(s->call))	/* timed out */
-				RunSlotUnitOrFail(s, "pg_agents: recording an MCP result", AsyncResultUnit, NULL);
-			else if (ToolsCallWantsUnit(s->call, now))
-				RunSlotUnitOrFail(s, "pg_agents: an MCP server asks a person", AsyncStepUnit, NULL);
-		}
-	}
-	ToolsHousekeeping();
 }
 
 /* ---------------------------------------------------------------------
@@ -824,7 +361,7 @@ ClaimIfDue(TimestampTz now)
 
 	if (free_slots > 0 &&
 		(woken || TimestampDifferenceExceeds(last_claim, now, 1000) ||
-		 (more_work && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
+		 (RunSlotMoreWork && (free_slots >= Max(1, cap / 16) || HttpInFlight() == 0))))
 	{
 		woken = false;
 		(void) RunsClaim();
@@ -922,7 +459,7 @@ RunsStep(void)
 
 		if (req->kind != HTTP_LLM)
 		{
-			AsyncTransferDone(req);
+			RunToolsTransferDone(req);
 			continue;
 		}
 		RunCallDone(s, req);
@@ -932,30 +469,26 @@ RunsStep(void)
 		if (++done % 16 == 0 && done <= 256)
 		{
 			RunCallsFlush();
-			FlushAsyncResults();
+			RunToolsFlushAsync();
 			ClaimIfDue(GetCurrentTimestamp());
 			StartDueCalls();
-			StartDueAsync();
+			RunToolsStartDueAsync();
 			HttpPerform();
 		}
 	}
 	RunCallsFlush();
-	FlushAsyncResults();
+	RunToolsFlushAsync();
 	RunCallsPublishDeltas();	/* streaming: the text deltas still due */
 
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (RunSlotTable[i].state == SLOT_TOOLS)
-			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);
-	StartDueAsync();
+	RunToolsExecuteDue();
+	RunToolsStartDueAsync();
 
 	now = GetCurrentTimestamp();
 	poll_children = TimestampDifferenceExceeds(last_child_poll, now, CHILD_POLL_MS);
 	if (poll_children)
 	{
 		last_child_poll = now;
-		for (int i = 0; i < MAX_SLOTS; i++)
-			if (RunSlotTable[i].state == SLOT_CHILD)
-				RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: waiting for a delegated run", ChildUnit, NULL);
+		RunToolsPollChildren();
 	}
 
 	ClaimIfDue(now);
@@ -1002,7 +535,7 @@ RunsNextTimeout(long dflt)
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;
 	}
-	if ((woken || more_work) && ActiveSlots() < RunsCap() && HttpInFlight() == 0)
+	if ((woken || RunSlotMoreWork) && ActiveSlots() < RunsCap() && HttpInFlight() == 0)
 		t = 0;
 	return t;
 }
@@ -1050,7 +583,7 @@ RunsDrainStep(void)
 	{
 		if (req->kind != HTTP_LLM)
 		{
-			AsyncTransferDone(req);
+			RunToolsTransferDone(req);
 			continue;
 		}
 		RunCallDone((Slot *) req->owner, req);
@@ -1058,10 +591,8 @@ RunsDrainStep(void)
 			RunCallsFlush();
 	}
 	RunCallsFlush();
-	FlushAsyncResults();
-	for (int i = 0; i < MAX_SLOTS; i++)
-		if (RunSlotTable[i].state == SLOT_TOOLS)
-			RunSlotUnitOrFail(&RunSlotTable[i], "pg_agents: executing tools", ToolsUnit, NULL);
+	RunToolsFlushAsync();
+	RunToolsExecuteDue();
 }
 
 typedef struct RequeueArg

@@ -15,6 +15,9 @@
 
 #include "run_int.h"
 
+#include "context.h"
+#include "guc.h"
+
 #include "utils/memutils.h"
 
 

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * run_units.c
- *		The SQL of the runs in flight: every statement the slots of
- *		run_slots.c and run_calls.c run inside their units (one short
- *		transaction each, SpiUtilUnit): the lease, the end of a run, the
+ *		The SQL of the runs in flight: every statement the slots (run_loop.c,
+ *		run_slot.c, run_tools.c, run_calls.c) run inside their units (one
+ *		short transaction each, SpiUtilUnit): the lease, the end of a run, the
  *		saved conversation, the claim, the usage of a reply, the batch of
  *		final answers, the wait for children, the reclaim and the requeue of
- *		a drain.
+ *		a drain.  The bottom of the runs module: it calls none of its files.
  *
  * Plans are prepared once and kept (PgAgentsExecPlan).  Results are read by
  * column name (SpiUtilColumnsByName), never by position.
@@ -18,6 +18,10 @@
 #include "jansson_prelude.h"
 
 #include "run_int.h"
+
+#include "guc.h"
+#include "spi_util.h"
+#include "tool_gate.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

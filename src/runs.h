@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * runs.h
- *		The runs in flight (run_slots.c; run_calls.c, run_units.c and
- *		run_prompt.c share run_int.h): the worker's run slots, claimed,
+ *		The runs in flight (run_loop.c; the other run_*.c files share
+ *		run_int.h with it): the worker's run slots, claimed,
  *		stepped and drained by the worker loop.  Prefixed Runs, not Executor,
  *		which is PostgreSQL's own executor in the same process.
  *

@@ -159,7 +159,7 @@ int			SpiUtilUnitErrcode = 0;
  * statement timestamp, transaction, SPI, snapshot, activity) around fn.
  * An error is caught and the transaction aborted; false then, with the
  * error's message in errbuf.  Every transaction of the loop but the
- * readiness probe goes through here (the slots' units of run_slots.c, the
+ * readiness probe goes through here (the slots' units of run_slot.c, the
  * tick, the MCP refresh in worker.c).
  */
 bool
