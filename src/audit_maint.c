@@ -61,7 +61,6 @@
 #include "audit_int.h"
 #include "compat.h"
 #include "guc.h"
-#include "redact.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_audit_guard);
 PG_FUNCTION_INFO_V1(pg_agents_purge_audit);

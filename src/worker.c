@@ -64,7 +64,6 @@
 #include "providers.h"
 #include "runs.h"
 #include "shmem.h"
-#include "tools.h"
 #include "wake.h"
 #include "worker.h"
 
