@@ -16,8 +16,11 @@ is "$rc:$out" "0:" "no cycle between object files; no function of run_*.c calls 
 # the check itself: three objects calling round, beside the real ones, make a cycle it prints
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp "$root"/src/*.o "$tmp"/
-for o in "$tmp"/*.o; do : >"${o%.o}.c"; done
+for o in "$root"/src/*.o; do   # (the objects of the sources there are)
+    [ -f "${o%.o}.c" ] || continue
+    cp "$o" "$tmp"/
+    : >"$tmp/$(basename "${o%.o}").c"
+done
 printf 'int layers_b(void);\nint layers_a(void) { return layers_b(); }\n' >"$tmp/zz_a.c"
 printf 'int layers_c(void);\nint layers_b(void) { return layers_c(); }\n' >"$tmp/zz_b.c"
 printf 'int layers_a(void);\nint layers_c(void) { return layers_a(); }\n' >"$tmp/zz_c.c"
