@@ -17,6 +17,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -28,8 +29,10 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/pathnodes.h"
 #include "nodes/supportnodes.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "optimizer/plancat.h"
 #include "parser/parse_func.h"
 #include "parser/parse_oper.h"
@@ -40,6 +43,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -49,6 +53,7 @@
 #include "utils/uuid.h"
 
 #include "access.h"
+#include "allowlist.h"
 #include "access_gen.h"
 #include "compat.h"
 #include "guc.h"
@@ -340,4 +345,176 @@ pg_agents_like_support(PG_FUNCTION_ARGS)
 	/* a btree prefix (lossy: the match stays as a filter), and the estimates */
 	PG_RETURN_DATUM(DirectFunctionCall1(ci ? texticlike_support : textlike_support,
 										PointerGetDatum(rawreq)));
+}
+
+/* ------------------------------------------------------------------------
+ * The query's own @@, LIKE and ILIKE under the allowlist
+ * ------------------------------------------------------------------------
+ *
+ * An application that writes WHERE tsv @@ q (not agent.ts_match) gets, as an
+ * agent, the policy first: @@ is not leakproof, so it may neither become an
+ * index condition nor run before the policy, and the only plan left probes
+ * the id index with the whole readable set (one probe per grant, whatever
+ * the term).  The rows @@ would see before the policy are not the issue when
+ * its arguments cannot make it fail: agent.ts_match, agent.like and
+ * agent.ilike are these same matches, leakproof.  So once the planner has
+ * built a relation's paths, a condition of the query on a relation that
+ * carries an allowlist policy (agent._allowlist_has among its conditions)
+ * that is
+ *
+ *		tsvector @@ <constant tsquery>		(not nested deeper than ts_match takes)
+ *		text ~~ <constant pattern>		(a pattern like_call does not refuse)
+ *		text ~~* <constant pattern>
+ *
+ * is replaced by its leakproof twin (the same answer on every row, since the
+ * constant is one the twin does not refuse), marked leakproof, and the
+ * index paths are built again: the planner then chooses by cost between
+ * the readable set as an index condition (few grants) and the text index
+ * with the readable set as a filter (a selective term), exactly as for a
+ * query written with agent.ts_match.  A condition whose other side is not
+ * a constant, or whose twin would still read a non-leakproof function,
+ * stays as it was (and after the policy).
+ */
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+/* agent.<name>(a, b), InvalidOid when this installation has none */
+static Oid
+AgentFunction2(const char *name, Oid a, Oid b)
+{
+	Oid			argtypes[2] = {a, b};
+
+	return LookupFuncName(list_make2(makeString("agent"), makeString(pstrdup(name))),
+						  2, argtypes, true);
+}
+
+/* whether the expression calls agent._allowlist_has (the policy's test) */
+static bool
+CallsAllowlistHas(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		Oid			fn = ((FuncExpr *) node)->funcid;
+		char	   *name = get_func_name(fn);
+
+		if (name != NULL && strcmp(name, "_allowlist_has") == 0 &&
+			get_func_namespace(fn) == get_namespace_oid("agent", true))
+			return true;
+	}
+	return expression_tree_walker(node, CallsAllowlistHas, context);
+}
+
+/*
+ * The leakproof twin of a condition (see above), or NULL: agent.ts_match,
+ * agent.like or agent.ilike over the same arguments.
+ */
+static Expr *
+LeakproofTwin(Expr *clause)
+{
+	OpExpr	   *op = (OpExpr *) clause;
+	Const	   *c;
+	Oid			fn;
+	Oid			twin;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2 || !IsA(lsecond(op->args), Const))
+		return NULL;
+	c = (Const *) lsecond(op->args);
+	if (c->constisnull)
+		return NULL;
+	fn = OidIsValid(op->opfuncid) ? op->opfuncid : get_opcode(op->opno);
+	switch (fn)
+	{
+		case F_TS_MATCH_VQ:
+			if (TsQueryTooDeep(DatumGetTSQuery(c->constvalue)))
+				return NULL;
+			twin = AgentFunction2("ts_match", TSVECTOROID, TSQUERYOID);
+			break;
+		case F_TEXTLIKE:
+		case F_TEXTICLIKE:
+			if (LikePatternBad(DatumGetTextPP(c->constvalue)))
+				return NULL;
+			twin = AgentFunction2(fn == F_TEXTLIKE ? "like" : "ilike", TEXTOID, TEXTOID);
+			break;
+		default:
+			return NULL;
+	}
+	if (!OidIsValid(twin) || !get_func_leakproof(twin))
+		return NULL;
+	return (Expr *) makeFuncExpr(twin, BOOLOID, copyObject(op->args), InvalidOid,
+								 op->inputcollid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * set_rel_pathlist_hook: the twins of a relation's conditions under an
+ * allowlist policy, and its index paths again when there are any.
+ */
+static void
+AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	ListCell   *lc;
+	bool		policy = false;
+	bool		changed = false;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	/*
+	 * A plain scan of one table or materialized view only: not the parent of
+	 * an inheritance tree (its children come here themselves), not under
+	 * TABLESAMPLE (whose paths are not index paths), not a relation proven
+	 * empty.
+	 */
+	if (rte->rtekind != RTE_RELATION || rel->rtekind != RTE_RELATION || rte->inh ||
+		rte->tablesample != NULL ||
+		(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW) ||
+		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
+		rel->baserestrictinfo == NIL || IS_DUMMY_REL(rel) ||
+		!PgAgentsActorIsAgent(pg_agents_actor))
+		return;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (ri->security_level == rel->baserestrict_min_security &&
+			CallsAllowlistHas((Node *) ri->clause, NULL))
+		{
+			policy = true;
+			break;
+		}
+	}
+	if (!policy)
+		return;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		Expr	   *twin;
+
+		if (ri->leakproof || ri->security_level <= rel->baserestrict_min_security ||
+			ri->orclause != NULL)
+			continue;
+		twin = LeakproofTwin(ri->clause);
+		if (twin == NULL || contain_leaked_vars((Node *) twin))
+			continue;
+		ri->clause = twin;
+		ri->leakproof = true;
+		/*
+		 * Costed again as the twin (cost_qual_eval kept the operator's): the
+		 * plan's filter then orders it as it orders agent.ts_match written
+		 * by hand, after the readable set's bisection, so that a candidate
+		 * of the text index that is not readable costs a bisection, not a
+		 * match.
+		 */
+		ri->eval_cost.startup = -1;
+		changed = true;
+	}
+	if (changed && rel->indexlist != NIL)
+		create_index_paths(root, rel);
+}
+
+/* _PG_init: the hook above */
+void
+AllowlistInitHooks(void)
+{
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = AllowlistRelPathlist;
 }

@@ -263,8 +263,9 @@ CompareUuid(const void *a, const void *b)
 }
 
 /*
- * qsort and bsearch comparator of text pointers: shorter first, then bytewise
- * (an order for searching, not a collation).
+ * qsort and bsearch comparator of text pointers: bytewise, a prefix first
+ * (an order for searching, not a collation; the order of C strings, which a
+ * readable set built from sorted ids usually has already).
  */
 static int
 CompareTextP(const void *a, const void *b)
@@ -273,10 +274,24 @@ CompareTextP(const void *a, const void *b)
 	const text *y = *(text *const *) b;
 	int			lx = VARSIZE_ANY_EXHDR(x);
 	int			ly = VARSIZE_ANY_EXHDR(y);
+	int			c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
 
-	if (lx != ly)
-		return lx < ly ? -1 : 1;
-	return memcmp(VARDATA_ANY(x), VARDATA_ANY(y), lx);
+	if (c != 0 || lx == ly)
+		return c;
+	return lx < ly ? -1 : 1;
+}
+
+/* whether the n elements of size sz at base are sorted by cmp already */
+static bool
+IsSorted(const void *base, int n, size_t sz, int (*cmp) (const void *, const void *))
+{
+	const char *p = base;
+	int			i;
+
+	for (i = 1; i < n; i++)
+		if (cmp(p + (i - 1) * sz, p + i * sz) > 0)
+			return false;
+	return true;
 }
 
 /*
@@ -313,12 +328,37 @@ HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
 	int			i;
 
 	s->perrow = false;
-	if (s->elemtype == INT8OID && !ARR_HASNULL(arr))
+	/*
+	 * The callers hand over a copy made in cxt: integers and uuids, which lie
+	 * side by side in it (8 or 16 bytes, no padding), are searched in place,
+	 * so a statement pays no per-element work for a kept set (integers are
+	 * sorted by BuildIdsArray; uuids are sorted here only if they are not
+	 * already).
+	 */
+	if ((s->elemtype == INT8OID || s->elemtype == UUIDOID) && !ARR_HASNULL(arr))
 	{
-		/* sorted by BuildIdsArray */
+		size_t		sz = s->elemtype == INT8OID ? sizeof(int64) : sizeof(pg_uuid_t);
+
 		s->n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
-		memcpy(s->ints, ARR_DATA_PTR(arr), sizeof(int64) * s->n);
+		if ((Pointer) arr != DatumGetPointer(arrd) ||
+			GetMemoryChunkContext(arr) != cxt)
+		{
+			/* detoasted, or not ours: a copy */
+			void	   *copy = palloc(sz * Max(s->n, 1));
+
+			memcpy(copy, ARR_DATA_PTR(arr), sz * s->n);
+			if (s->elemtype == INT8OID)
+				s->ints = copy;
+			else
+				s->uuids = copy;
+		}
+		else if (s->elemtype == INT8OID)
+			s->ints = (int64 *) ARR_DATA_PTR(arr);
+		else
+			s->uuids = (pg_uuid_t *) ARR_DATA_PTR(arr);
+		if (s->elemtype == UUIDOID &&
+			!IsSorted(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid))
+			qsort(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid);
 		MemoryContextSwitchTo(old);
 		return;
 	}
@@ -343,7 +383,8 @@ HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
 		s->texts = palloc(sizeof(text *) * Max(s->n, 1));
 		for (i = 0; i < s->n; i++)
 			s->texts[i] = DatumGetTextPP(elems[i]);
-		qsort(s->texts, s->n, sizeof(text *), CompareTextP);
+		if (!IsSorted(s->texts, s->n, sizeof(text *), CompareTextP))
+			qsort(s->texts, s->n, sizeof(text *), CompareTextP);
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -365,7 +406,13 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	s->rtype = MemoryContextStrdup(cxt, rtype);
 	s->mode = MemoryContextStrdup(cxt, mode);
 	s->edit = AllowlistParseMode(cstring_to_text(mode));
-	kept = AllowlistIdsKept(agent_id, rtype, s->edit, elemtype);
+	{
+		/* the copy of the set is made in cxt, where it is searched in place */
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		kept = AllowlistIdsKept(agent_id, rtype, s->edit, elemtype);
+		MemoryContextSwitchTo(old);
+	}
 	if (kept != (Datum) 0)
 		HasSetFill(s, cxt, kept);
 	else
@@ -460,8 +507,13 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 				PG_RETURN_BOOL(r == 1);
 			}
 		}
-		HasSetFill(s, fcinfo->flinfo->fn_mcxt,
-				   AllowlistIdsArray(s->agent_id, s->rtype, s->edit, s->elemtype));
+		{
+			MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+			Datum		arr = AllowlistIdsArray(s->agent_id, s->rtype, s->edit, s->elemtype);
+
+			MemoryContextSwitchTo(old);
+			HasSetFill(s, fcinfo->flinfo->fn_mcxt, arr);
+		}
 	}
 	elemtype = s->elemtype;
 	if (elemtype == INT8OID)

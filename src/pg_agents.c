@@ -10,6 +10,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "allowlist.h"
 #include "events.h"
 #include "guc.h"
 #include "ratelimit.h"
@@ -38,5 +39,6 @@ _PG_init(void)
 	PgAgentsInitEventStats();
 	PgAgentsRegisterWorker();	/* the launcher, which starts the workers */
 	PgAgentsInitLauncherHooks();	/* DROP DATABASE stops its worker first */
+	AllowlistInitHooks();		/* the query's @@ and LIKE under the allowlist */
 	SecretKeyFileCheckAtStartup();	/* a WARNING when it lies in PGDATA */
 }
