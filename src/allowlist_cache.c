@@ -103,6 +103,9 @@ static IdsEntry ids_cache[IDS_CACHE_ENTRIES];
 static int64 ids_computed = 0;	/* statistics of this backend (patched sets count) */
 static int64 ids_reused = 0;
 static int	ids_next = 0;		/* round-robin replacement */
+static uint64 ids_epoch = 0;	/* the last IdsEntry.epoch given */
+static bool ids_borrow = false; /* AllowlistIdsKeptBorrowed is asking */
+static IdsEntry *ids_borrowed = NULL;	/* and the entry it got the set of */
 
 /*
  * Fills k with what identifies the visible transaction set of snap (see
@@ -312,6 +315,7 @@ DropEntry(IdsEntry *e)
 	if (e->used)
 		MemoryContextDelete(e->cxt);
 	e->used = false;
+	e->epoch = ++ids_epoch;		/* a borrowed set of it is gone */
 }
 
 /* a fresh entry (the old one for the same arguments, or a replaced one) */
@@ -357,6 +361,7 @@ NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemty
 	e->live = false;
 	e->base = (Datum) 0;
 	e->stale_decisions = 0;
+	e->sorted = 0;
 	MemoryContextSwitchTo(oldcxt);
 	e->used = true;
 	return e;
@@ -799,6 +804,11 @@ AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemt
 					*count = ArrayCount(e->array);
 					return (Datum) 0;
 				}
+				if (ids_borrow)
+				{
+					ids_borrowed = e;
+					return e->array;
+				}
 				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 			}
 		}
@@ -894,6 +904,11 @@ AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemt
 				*count = ArrayCount(e->array);
 				return (Datum) 0;
 			}
+			if (ids_borrow)
+			{
+				ids_borrowed = e;
+				return e->array;
+			}
 			return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 		}
 		if (kept_only)
@@ -931,6 +946,36 @@ Datum
 AllowlistIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
 	return AllowlistIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+}
+
+/*
+ * The kept set like AllowlistIdsKept, but when it is the entry's own array
+ * (kept as it was), that array itself, not a copy: *from is then the entry
+ * and *epoch its epoch, and the array is good while the entry's epoch is the
+ * same (the caller checks before each use).  Otherwise *from is NULL and the
+ * result, if any, a copy in the current memory context.
+ */
+Datum
+AllowlistIdsKeptBorrowed(int64 agent_id, const char *rtype, bool edit, Oid elemtype,
+						 IdsEntry **from, uint64 *epoch)
+{
+	Datum		arr;
+
+	ids_borrow = true;
+	ids_borrowed = NULL;
+	PG_TRY();
+	{
+		arr = AllowlistIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+	}
+	PG_FINALLY();
+	{
+		ids_borrow = false;
+	}
+	PG_END_TRY();
+	*from = ids_borrowed;
+	*epoch = ids_borrowed ? ids_borrowed->epoch : 0;
+	ids_borrowed = NULL;
+	return arr;
 }
 
 /*

@@ -55,6 +55,8 @@ typedef struct IdsEntry
 	int			stale_decisions;	/* rows decided one by one since it went stale */
 	IdsSnapKey	key;			/* not shared: the snapshot */
 	MemoryContext cxt;			/* holds all of the entry */
+	uint64		epoch;			/* changes whenever array may be freed or replaced */
+	int8		sorted;			/* uuid array: 0 not checked, 1 sorted, -1 not */
 } IdsEntry;
 
 extern bool AllowlistParseMode(text *mode);
@@ -64,6 +66,8 @@ extern int AllowlistCompareInt64(const void *a, const void *b);
 extern Datum AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count, bool kept_only);
 extern Datum AllowlistIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype);
 extern Datum AllowlistIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype);
+extern Datum AllowlistIdsKeptBorrowed(int64 agent_id, const char *rtype, bool edit, Oid elemtype,
+									  IdsEntry **from, uint64 *epoch);
 extern int AllowlistIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype);
 
 #endif							/* PG_AGENTS_ALLOWLIST_INT_H */

@@ -244,6 +244,8 @@ typedef struct HasSet
 	int			decisions;		/* rows decided so */
 	int			perrow_max;		/* rows to decide so before computing the set */
 	IdsEntry   *stale;			/* the entry not kept, whose stale_decisions count */
+	IdsEntry   *src;			/* the entry whose own array is searched, or NULL */
+	uint64		src_epoch;		/* its epoch then (the array is good while the same) */
 	MemoryContext stale_cxt;	/* its memory context then (still the same entry?) */
 	int64		agent_id;
 	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
@@ -339,11 +341,22 @@ HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
 	{
 		size_t		sz = s->elemtype == INT8OID ? sizeof(int64) : sizeof(pg_uuid_t);
 
+		bool		sorted;
+
 		s->n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-		if ((Pointer) arr != DatumGetPointer(arrd) ||
-			GetMemoryChunkContext(arr) != cxt)
+		if (s->elemtype == INT8OID)
+			sorted = true;
+		else if (s->src != NULL && s->src->sorted != 0)
+			sorted = s->src->sorted > 0;	/* checked by an earlier statement */
+		else
 		{
-			/* detoasted, or not ours: a copy */
+			sorted = IsSorted(ARR_DATA_PTR(arr), s->n, sizeof(pg_uuid_t), CompareUuid);
+			if (s->src != NULL)
+				s->src->sorted = sorted ? 1 : -1;
+		}
+		if ((Pointer) arr != DatumGetPointer(arrd) || (!sorted && s->src != NULL))
+		{
+			/* detoasted, or the entry's own and to be sorted: a copy */
 			void	   *copy = palloc(sz * Max(s->n, 1));
 
 			memcpy(copy, ARR_DATA_PTR(arr), sz * s->n);
@@ -356,8 +369,7 @@ HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
 			s->ints = (int64 *) ARR_DATA_PTR(arr);
 		else
 			s->uuids = (pg_uuid_t *) ARR_DATA_PTR(arr);
-		if (s->elemtype == UUIDOID &&
-			!IsSorted(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid))
+		if (!sorted)
 			qsort(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid);
 		MemoryContextSwitchTo(old);
 		return;
@@ -407,10 +419,16 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	s->mode = MemoryContextStrdup(cxt, mode);
 	s->edit = AllowlistParseMode(cstring_to_text(mode));
 	{
-		/* the copy of the set is made in cxt, where it is searched in place */
+		/*
+		 * The kept set itself (no copy per statement: 50k grants are 400 or
+		 * 800 kB), good while its entry's epoch is the same, which
+		 * pg_agents_allowlist_has checks before each probe; or a copy made in
+		 * cxt, where it is searched in place.
+		 */
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 
-		kept = AllowlistIdsKept(agent_id, rtype, s->edit, elemtype);
+		kept = AllowlistIdsKeptBorrowed(agent_id, rtype, s->edit, elemtype,
+										&s->src, &s->src_epoch);
 		MemoryContextSwitchTo(old);
 	}
 	if (kept != (Datum) 0)
@@ -467,6 +485,9 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 	text	   *md = PG_GETARG_TEXT_PP(2);
 	Oid			elemtype;
 
+	/* the kept set searched in place replaced since (by a nested statement)? */
+	if (s != NULL && s->src != NULL && s->src->epoch != s->src_epoch)
+		s = NULL;
 	/* the same actor, type and mode as the set was built for? */
 	if (s == NULL || pg_agents_actor == NULL || strcmp(s->actor, pg_agents_actor) != 0 ||
 		strcmp(s->workspace, pg_agents_workspace ? pg_agents_workspace : "") != 0 ||
@@ -512,6 +533,7 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 			Datum		arr = AllowlistIdsArray(s->agent_id, s->rtype, s->edit, s->elemtype);
 
 			MemoryContextSwitchTo(old);
+			s->src = NULL;
 			HasSetFill(s, fcinfo->flinfo->fn_mcxt, arr);
 		}
 	}
