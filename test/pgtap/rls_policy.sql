@@ -1,7 +1,7 @@
 -- Allowlist policies: every command x regime x grant state, plan caching,
 -- FORCE for a non-superuser owner, grants effective at the next statement.
 BEGIN;
-SELECT plan(283);
+SELECT plan(284);
 
 -- ---------------------------------------------------------------- fixtures
 CREATE ROLE rls_t_owner NOLOGIN;
@@ -255,6 +255,19 @@ SELECT is((SELECT array_agg(id) FROM rls_t.docs WHERE body LIKE '%o%' AND pg_tem
           'LIKE beside a cheap function that is not leakproof: only the readable row');
 SELECT is(current_setting('rls_t.seen'), ' d_read',
           'that function sees no row outside the readable set (the twin moves ahead of the policy, it does not)');
+-- the kept set is searched in place: a statement that makes other sets kept
+-- between two rows (the backend keeps 8) replaces its entry, and the test
+-- then builds its set again instead of reading freed memory
+CREATE FUNCTION pg_temp.rls_churn(id text) RETURNS boolean LANGUAGE plpgsql AS $f$
+DECLARE rt text; md text; BEGIN
+  FOREACH rt IN ARRAY ARRAY['page', 'collection', 'skill', 'agent'] LOOP
+    FOREACH md IN ARRAY ARRAY['read', 'edit'] LOOP
+      PERFORM agent._allowlist_ids_text(rt, md), agent._allowlist_ids_int8(rt, md), agent._allowlist_ids_uuid(rt, md);
+    END LOOP;
+  END LOOP;
+  RETURN true; END $f$;
+SELECT is((SELECT array_agg(id ORDER BY id) FROM rls_t.docs WHERE body LIKE '%o%' AND pg_temp.rls_churn(id)),
+          ARRAY['d_read'], 'sets kept and replaced between the rows of a statement: the same rows');
 
 -- ------------------------------------ FORCE: a non-superuser table owner
 SET LOCAL ROLE rls_t_owner;
