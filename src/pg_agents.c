@@ -11,6 +11,7 @@
 #include "miscadmin.h"
 
 #include "access_gen.h"
+#include "allowlist.h"
 #include "config_gen.h"
 #include "events.h"
 #include "guc.h"
@@ -45,5 +46,6 @@ _PG_init(void)
 	PgAgentsInitEventStats();
 	PgAgentsRegisterWorker();	/* the launcher, which starts the workers */
 	PgAgentsInitLauncherHooks();	/* DROP DATABASE stops its worker first */
+	AllowlistInitHooks();		/* the query's @@ and LIKE under the allowlist */
 	SecretKeyFileCheckAtStartup();	/* a WARNING when it lies in PGDATA */
 }

@@ -19,7 +19,7 @@
 -- written with the leakproof agent.ts_match, starts from the text index and
 -- filters with the set, by cost.  The assign hook of
 -- pg_agents.actor invalidates cached plans when a session switches between
--- acting as an agent and not (src/allowlist.c).  With a custom ACL function
+-- acting as an agent and not (src/allowlist_support.c).  With a custom ACL function
 -- (agent.set_acl_function) the folded shape is a per-row agent.can_access;
 -- changing agent.access_config invalidates every cached plan.
 
@@ -584,7 +584,7 @@ COMMENT ON FUNCTION agent._readable_ids(bigint, text, text) IS
   'Internal to agent.readable_resources: the readable (or editable) ids of any agent among the resources of a type, sorted, computed in C by the decision of agent.can_access. Not executable by PUBLIC.';
 
 -- Planner support of the policies' membership test and of the readable set in
--- an index condition (src/allowlist.c): selectivity from the real size of the
+-- an index condition (src/allowlist_support.c): selectivity from the real size of the
 -- readable set, the index condition on the id index, and its cost.  The
 -- _allowlist_ids_* functions are VOLATILE (their result depends only on the
 -- session and the access data) so that the planner does not evaluate them

@@ -1,30 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * allowlist.c
- *		Plan-time switch of the allowlist row-level security policies.
+ * allowlist_cache.c
+ *		The allowlist's readable sets kept in the backend: computed, patched
+ *		from the access change log and reused while they cannot have changed;
+ *		the SQL functions that return them (agent._allowlist_ids_*,
+ *		agent._readable_ids, agent._readable_set_stats) and the trigger that
+ *		notes access changes (agent._access_changed).
  *
- * The policies installed by agent.enable_allowlist() read
- *
- *		NOT agent._allowlist_active() OR id = ANY (ARRAY(<granted ids>))
- *
- * agent._allowlist_active() is declared IMMUTABLE so that the planner folds
- * it: in a session that does not act as an agent the whole policy folds to
- * true and disappears (the table is planned exactly as without row-level
- * security: GIN and trigram indexes stay usable); in a session acting as an
- * agent it folds to the indexable "id = ANY(...)" alone.
- *
- * Folding a setting into a plan is only correct if no plan outlives a change
- * of that setting, so the assign hook of pg_agents.actor invalidates every
- * cached plan of the backend (ResetPlanCache) whenever the session switches
- * between acting as an agent and not.  The agent id itself is never folded:
- * the granted ids are computed at execution time from
- * agent.current_agent_id(), so a plan made for one agent and run for another
- * still filters for the second one.
- *
- * The policies also fold agent._allowlist_custom_acl() (whether a custom ACL
- * function is configured), so a change of agent.access_config invalidates
- * every cached plan of every backend at commit (a statement trigger calling
- * pg_agents_allowlist_invalidate).
+ * The plan-time switch of the policies, their membership test and its
+ * planner support are in allowlist_support.c; the leakproof operators in
+ * allowlist_ops.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -76,133 +61,12 @@
 #include "relcheck.h"
 #include "shmem.h"
 
-PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
-PG_FUNCTION_INFO_V1(pg_agents_allowlist_invalidate);
+#include "allowlist_int.h"
+
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_ids);
 PG_FUNCTION_INFO_V1(pg_agents_readable_ids);
 PG_FUNCTION_INFO_V1(pg_agents_access_changed);
 PG_FUNCTION_INFO_V1(pg_agents_readable_set_stats);
-PG_FUNCTION_INFO_V1(pg_agents_allowlist_has);
-PG_FUNCTION_INFO_V1(pg_agents_allowlist_custom_acl);
-PG_FUNCTION_INFO_V1(pg_agents_allowlist_support);
-PG_FUNCTION_INFO_V1(pg_agents_ts_match);
-PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
-PG_FUNCTION_INFO_V1(pg_agents_like);
-PG_FUNCTION_INFO_V1(pg_agents_ilike);
-PG_FUNCTION_INFO_V1(pg_agents_like_support);
-
-/*
- * agent._allowlist_active() RETURNS boolean IMMUTABLE: whether the session
- * acts as an agent.  Internal to the allowlist policies; see the header.
- */
-Datum
-pg_agents_allowlist_active(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(PgAgentsActorIsAgent(pg_agents_actor));
-}
-
-/*
- * agent._allowlist_custom_acl() RETURNS boolean IMMUTABLE: whether a custom
- * ACL function is configured (agent.access_config.acl_function), folded into
- * the plans of the policies.  Read under the latest snapshot and kept until
- * a relcache invalidation of agent.access_config or of every relation (what
- * agent._allowlist_invalidate sends when access_config changes, which also
- * drops the plans that folded it); an invalidation that arrives while it is
- * read makes the next call read again.
- */
-static bool custom_acl_valid = false;
-static bool custom_acl_value = false;
-static bool custom_acl_callback = false;
-static Oid	custom_acl_rel = InvalidOid;
-
-/*
- * Relcache callback: forgets the kept answer of agent._allowlist_custom_acl()
- * on an invalidation of agent.access_config or of every relation.
- */
-static void
-CustomAclInvalidate(Datum arg, Oid relid)
-{
-	if (!OidIsValid(relid) || relid == custom_acl_rel)
-		custom_acl_valid = false;
-}
-
-/*
- * agent._allowlist_custom_acl() (see above): true when a row of
- * agent.access_config has a non-null acl_function, false when none has, or
- * when the table does not exist (an answer that is not kept).  Scans the
- * table directly under the latest snapshot, without SPI.
- */
-Datum
-pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
-{
-	Oid			nsp;
-	Oid			relid;
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Snapshot	snap;
-	AttrNumber	att;
-	bool		found = false;
-
-	if (custom_acl_valid)
-		PG_RETURN_BOOL(custom_acl_value);
-	if (!custom_acl_callback)
-	{
-		PgaRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
-		custom_acl_callback = true;
-	}
-	custom_acl_valid = true;	/* an invalidation from here on clears it */
-	nsp = get_namespace_oid("agent", true);
-	relid = OidIsValid(nsp) ? get_relname_relid("access_config", nsp) : InvalidOid;
-	custom_acl_rel = relid;
-	if (!OidIsValid(relid))
-	{
-		custom_acl_valid = false;
-		PG_RETURN_BOOL(false);
-	}
-	if (PgaCitusManaged(relid))
-	{
-		/* read through SPI, and not kept: its statement trigger fires on the nodes */
-		custom_acl_valid = false;
-		PG_RETURN_BOOL(PgaSpiCustomAcl());
-	}
-	att = get_attnum(relid, "acl_function");
-	rel = table_open(relid, AccessShareLock);
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, InvalidOid, false, snap, 0, NULL);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		bool		isnull;
-
-		if (att != InvalidAttrNumber)
-			(void) heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
-		else
-			isnull = true;
-		if (!isnull)
-			found = true;
-	}
-	systable_endscan(scan);
-	UnregisterSnapshot(snap);
-	table_close(rel, AccessShareLock);
-	custom_acl_value = found;
-	PG_RETURN_BOOL(found);
-}
-
-/*
- * agent._allowlist_invalidate(): statement trigger on agent.access_config.
- * Sends a relcache invalidation of every relation at commit, which makes every
- * backend drop its cached plans (they may hold a folded policy).
- */
-Datum
-pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
-{
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("agent._allowlist_invalidate() must be called as a trigger")));
-	CacheInvalidateRelcacheAll();
-	return PointerGetDatum(NULL);
-}
 
 /* ------------------------------------------------------------------------
  * The readable set as a typed array, for the policies
@@ -232,44 +96,6 @@ pg_agents_allowlist_invalidate(PG_FUNCTION_ARGS)
  *   counts) and, when the transaction has written (or on a standby, or
  *   under an imported snapshot), the same transaction and command.
  */
-typedef struct IdsSnapKey
-{
-	uint64		completions;
-	TransactionId xmin;
-	TransactionId xmax;
-	uint32		xcnt;
-	int32		subxcnt;
-	bool		suboverflowed;
-	bool		recovery;
-	LocalTransactionId lxid;	/* 0 unless the transaction has written */
-	CommandId	curcid;			/* likewise */
-	TimestampTz stmt;			/* 0 unless Citus manages the access tables */
-} IdsSnapKey;
-
-typedef struct IdsEntry
-{
-	bool		used;
-	int64		agent_id;
-	bool		edit;
-	Oid			elemtype;
-	Oid			access_rel;		/* agent.access: another installation, another set */
-	char	   *rtype;
-	Datum		array;
-	bool		shared;			/* kept by the access generation, else by snapshot */
-	uint64		gen;			/* shared: the generation sampled */
-	int			ninflight;		/* shared: access writers in flight at the sample */
-	TransactionId *inflight;
-	uint64	   *inflight_seq;	/* shared: their records in the change log */
-	uint64		pubseq;			/* shared: the change log's last seq at the sample */
-	char	   *owner;			/* shared: the agent's owner (its groups count) */
-	char	   *workspace;		/* shared: the agent's workspace */
-	bool		live;			/* shared: the agent was live (else array is empty) */
-	Datum		base;			/* shared, not live: the set as if it were live, or 0 */
-	int			stale_decisions;	/* rows decided one by one since it went stale */
-	IdsSnapKey	key;			/* not shared: the snapshot */
-	MemoryContext cxt;			/* holds all of the entry */
-} IdsEntry;
-
 #define IDS_CACHE_ENTRIES 8
 
 static MemoryContext ids_cxt = NULL;
@@ -277,6 +103,9 @@ static IdsEntry ids_cache[IDS_CACHE_ENTRIES];
 static int64 ids_computed = 0;	/* statistics of this backend (patched sets count) */
 static int64 ids_reused = 0;
 static int	ids_next = 0;		/* round-robin replacement */
+static uint64 ids_epoch = 0;	/* the last IdsEntry.epoch given */
+static bool ids_borrow = false; /* AllowlistIdsKeptBorrowed is asking */
+static IdsEntry *ids_borrowed = NULL;	/* and the entry it got the set of */
 
 /*
  * Fills k with what identifies the visible transaction set of snap (see
@@ -323,8 +152,8 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
  * A mode argument: true for "edit", false for "read"; ERROR 22023 for
  * anything else.
  */
-static bool
-ParseMode(text *mode)
+bool
+AllowlistParseMode(text *mode)
 {
 	char	   *m = text_to_cstring(mode);
 
@@ -406,8 +235,8 @@ IdIsUuid(const char *s)
 }
 
 /* qsort comparator of int64 values, ascending. */
-static int
-CompareInt64(const void *a, const void *b)
+int
+AllowlistCompareInt64(const void *a, const void *b)
 {
 	int64		x = *(const int64 *) a;
 	int64		y = *(const int64 *) b;
@@ -453,7 +282,7 @@ BuildIdsArray(char **ids, int n, Oid elemtype)
 
 		for (i = 0; i < m; i++)
 			v[i] = DatumGetInt64(elems[i]);
-		qsort(v, m, sizeof(int64), CompareInt64);
+		qsort(v, m, sizeof(int64), AllowlistCompareInt64);
 		for (i = 0; i < m; i++)
 			elems[i] = Int64GetDatum(v[i]);
 	}
@@ -462,8 +291,8 @@ BuildIdsArray(char **ids, int n, Oid elemtype)
 }
 
 /* the entry for these arguments, or NULL */
-static IdsEntry *
-FindEntry(int64 agent_id, const char *rtype, bool edit, Oid elemtype, Oid access_rel)
+IdsEntry *
+AllowlistFindEntry(int64 agent_id, const char *rtype, bool edit, Oid elemtype, Oid access_rel)
 {
 	int			i;
 
@@ -486,6 +315,7 @@ DropEntry(IdsEntry *e)
 	if (e->used)
 		MemoryContextDelete(e->cxt);
 	e->used = false;
+	e->epoch = ++ids_epoch;		/* a borrowed set of it is gone */
 }
 
 /* a fresh entry (the old one for the same arguments, or a replaced one) */
@@ -531,6 +361,7 @@ NewEntry(IdsEntry *old, int64 agent_id, const char *rtype, bool edit, Oid elemty
 	e->live = false;
 	e->base = (Datum) 0;
 	e->stale_decisions = 0;
+	e->sorted = 0;
 	MemoryContextSwitchTo(oldcxt);
 	e->used = true;
 	return e;
@@ -563,7 +394,14 @@ ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool
 #define PATCH_MAX_RIDS 64
 #define PATCH_MAX_RECORDS 32
 
-static bool TextIs(text *t, const char *s);
+/* Whether t holds exactly the bytes of the C string s. */
+bool
+AllowlistTextIs(text *t, const char *s)
+{
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	return (int) strlen(s) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
 
 /*
  * Adds to rids the ids of e's resource type that change record seq concerns
@@ -649,7 +487,7 @@ ElemIsId(Datum d, Oid elemtype, const char *rid, int64 rid_int, Datum rid_uuid)
 		return DatumGetInt64(d) == rid_int;
 	if (elemtype == UUIDOID)
 		return memcmp(DatumGetUUIDP(d), DatumGetUUIDP(rid_uuid), UUID_LEN) == 0;
-	return TextIs(DatumGetTextPP(d), rid);
+	return AllowlistTextIs(DatumGetTextPP(d), rid);
 }
 
 /*
@@ -907,12 +745,12 @@ ArrayCount(Datum arr)
  * caller's memory context.  With count != NULL, only the number of ids is
  * returned there (and the result is (Datum) 0): no copy is made.
  */
-static Datum
-ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count,
+Datum
+AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count,
 						bool kept_only)
 {
 	Oid			access_rel = PgAgentsAccessRelid();
-	IdsEntry   *e = FindEntry(agent_id, rtype, edit, elemtype, access_rel);
+	IdsEntry   *e = AllowlistFindEntry(agent_id, rtype, edit, elemtype, access_rel);
 	MemoryContext scratch;
 	MemoryContext old;
 	Datum		arr;
@@ -965,6 +803,11 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 				{
 					*count = ArrayCount(e->array);
 					return (Datum) 0;
+				}
+				if (ids_borrow)
+				{
+					ids_borrowed = e;
+					return e->array;
 				}
 				return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 			}
@@ -1061,6 +904,11 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 				*count = ArrayCount(e->array);
 				return (Datum) 0;
 			}
+			if (ids_borrow)
+			{
+				ids_borrowed = e;
+				return e->array;
+			}
 			return PointerGetDatum(DatumGetArrayTypePCopy(e->array));
 		}
 		if (kept_only)
@@ -1087,32 +935,62 @@ ReadableIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemty
 }
 
 /* The readable set of these arguments, kept, patched or computed. */
-static Datum
-ReadableIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+Datum
+AllowlistIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
-	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, false);
+	return AllowlistIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, false);
 }
 
 /* the kept set, if it is still good, else (Datum) 0: nothing is computed */
-static Datum
-ReadableIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+Datum
+AllowlistIdsKept(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
-	return ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+	return AllowlistIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+}
+
+/*
+ * The kept set like AllowlistIdsKept, but when it is the entry's own array
+ * (kept as it was), that array itself, not a copy: *from is then the entry
+ * and *epoch its epoch, and the array is good while the entry's epoch is the
+ * same (the caller checks before each use).  Otherwise *from is NULL and the
+ * result, if any, a copy in the current memory context.
+ */
+Datum
+AllowlistIdsKeptBorrowed(int64 agent_id, const char *rtype, bool edit, Oid elemtype,
+						 IdsEntry **from, uint64 *epoch)
+{
+	Datum		arr;
+
+	ids_borrow = true;
+	ids_borrowed = NULL;
+	PG_TRY();
+	{
+		arr = AllowlistIdsArrayOrCount(agent_id, rtype, edit, elemtype, NULL, true);
+	}
+	PG_FINALLY();
+	{
+		ids_borrow = false;
+	}
+	PG_END_TRY();
+	*from = ids_borrowed;
+	*epoch = ids_borrowed ? ids_borrowed->epoch : 0;
+	ids_borrowed = NULL;
+	return arr;
 }
 
 /*
  * An estimate of the size of the set: that of the last set computed for
  * these arguments, good or not any more; -1 if there is none.
  */
-static int
-ReadableIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
+int
+AllowlistIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 {
 	IdsEntry   *e;
 
 	/* not even the size of the set of an agent the session may not name */
 	if (!PgAgentsAgentVisible(agent_id))
 		return -1;
-	e = FindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
+	e = AllowlistFindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
 	return e ? ArrayCount(e->array) : -1;
 }
 
@@ -1448,10 +1326,10 @@ pg_agents_allowlist_ids(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("resource_type and mode must not be NULL")));
 	rtype = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	edit = ParseMode(PG_GETARG_TEXT_PP(1));
+	edit = AllowlistParseMode(PG_GETARG_TEXT_PP(1));
 	if (!PgAgentsActorIsAgent(pg_agents_actor))
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(elemtype));
-	PG_RETURN_DATUM(ReadableIdsArray(strtoll(pg_agents_actor + 6, NULL, 10),
+	PG_RETURN_DATUM(AllowlistIdsArray(strtoll(pg_agents_actor + 6, NULL, 10),
 									 rtype, edit, elemtype));
 }
 
@@ -1467,814 +1345,8 @@ pg_agents_readable_ids(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent_id, resource_type and mode must not be NULL")));
-	PG_RETURN_DATUM(ReadableIdsArray(PG_GETARG_INT64(0),
+	PG_RETURN_DATUM(AllowlistIdsArray(PG_GETARG_INT64(0),
 									 text_to_cstring(PG_GETARG_TEXT_PP(1)),
-									 ParseMode(PG_GETARG_TEXT_PP(2)), TEXTOID));
+									 AllowlistParseMode(PG_GETARG_TEXT_PP(2)), TEXTOID));
 }
 
-/* ------------------------------------------------------------------------
- * The policies' membership test, and what the planner knows about it
- * ------------------------------------------------------------------------
- *
- * The SELECT policy of an id column reads (folded for an agent session)
- *
- *		agent._allowlist_has(id, 'page', 'read')
- *
- * a per-row membership test of the session's agent's readable set (the
- * array above, kept while it cannot have changed, searched by bisection),
- * with a planner support function that
- *
- * - estimates its selectivity from the real size of the readable set (so
- *   the planner knows a search for a rare term is best started from the
- *   text index, and a broad one from the id index);
- * - turns it into an index condition on a btree index of the id column,
- *   "id = ANY (agent._allowlist_ids_int8('page', 'read'))", whose cost is
- *   one probe per readable id (the support function of _allowlist_ids_*).
- *
- * So an agent's query is planned either way by cost: probe the id index
- * with the readable set, or scan by the query's own conditions and filter
- * with the set.  What reaches the results (rows, counts, ranks) is the same.
- */
-
-/*
- * Rows decided one by one before the readable set is computed: a decision
- * costs about half of what the set costs per id it holds, so at most twice
- * the size of the last set computed (at least HAS_PERROW_MIN): a search
- * never pays more than twice the cheaper of the two ways.  The count runs
- * across the statements that find the set not kept (the entry's
- * stale_decisions), so that selective searches after a change that makes
- * the set computed afresh do not decide row by row for ever: once they
- * have decided as many rows, the next one computes the set, kept again.
- */
-#define HAS_PERROW_MIN 1000
-
-typedef struct HasSet
-{
-	char		actor[32];		/* pg_agents.actor it was built for */
-	char	   *workspace;		/* and pg_agents.workspace ("" none) */
-	Oid			argtype;
-	bool		edit;
-	bool		perrow;			/* deciding row by row, no set yet */
-	int			decisions;		/* rows decided so */
-	int			perrow_max;		/* rows to decide so before computing the set */
-	IdsEntry   *stale;			/* the entry not kept, whose stale_decisions count */
-	MemoryContext stale_cxt;	/* its memory context then (still the same entry?) */
-	int64		agent_id;
-	Oid			elemtype;		/* INT8OID, UUIDOID or TEXTOID */
-	char	   *rtype;
-	char	   *mode;
-	int			n;
-	int64	   *ints;
-	pg_uuid_t  *uuids;
-	text	  **texts;
-} HasSet;
-
-/* qsort and bsearch comparator of uuids, bytewise. */
-static int
-CompareUuid(const void *a, const void *b)
-{
-	return memcmp(a, b, UUID_LEN);
-}
-
-/*
- * qsort and bsearch comparator of text pointers: shorter first, then bytewise
- * (an order for searching, not a collation).
- */
-static int
-CompareTextP(const void *a, const void *b)
-{
-	const text *x = *(text *const *) a;
-	const text *y = *(text *const *) b;
-	int			lx = VARSIZE_ANY_EXHDR(x);
-	int			ly = VARSIZE_ANY_EXHDR(y);
-
-	if (lx != ly)
-		return lx < ly ? -1 : 1;
-	return memcmp(VARDATA_ANY(x), VARDATA_ANY(y), lx);
-}
-
-/*
- * The element type of the readable set compared with an id of type argtype:
- * bigint for the integer types, uuid for uuid, text for anything else.
- */
-static Oid
-HasElemType(Oid argtype)
-{
-	switch (argtype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			return INT8OID;
-		case UUIDOID:
-			return UUIDOID;
-		default:
-			return TEXTOID;
-	}
-}
-
-/* Whether t holds exactly the bytes of the C string s. */
-static bool
-TextIs(text *t, const char *s)
-{
-	int			len = VARSIZE_ANY_EXHDR(t);
-
-	return (int) strlen(s) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
-}
-
-/* fill the search structure from a readable set (an array of s->elemtype) */
-static void
-HasSetFill(HasSet *s, MemoryContext cxt, Datum arrd)
-{
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	ArrayType  *arr = DatumGetArrayTypeP(arrd);
-	Datum	   *elems;
-	bool	   *nulls;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	int			i;
-
-	s->perrow = false;
-	if (s->elemtype == INT8OID && !ARR_HASNULL(arr))
-	{
-		/* sorted by BuildIdsArray */
-		s->n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
-		memcpy(s->ints, ARR_DATA_PTR(arr), sizeof(int64) * s->n);
-		MemoryContextSwitchTo(old);
-		return;
-	}
-	get_typlenbyvalalign(s->elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, s->elemtype, typlen, typbyval, typalign, &elems, &nulls, &s->n);
-	if (s->elemtype == INT8OID)
-	{
-		s->ints = palloc(sizeof(int64) * Max(s->n, 1));
-		for (i = 0; i < s->n; i++)
-			s->ints[i] = DatumGetInt64(elems[i]);
-		qsort(s->ints, s->n, sizeof(int64), CompareInt64);
-	}
-	else if (s->elemtype == UUIDOID)
-	{
-		s->uuids = palloc(sizeof(pg_uuid_t) * Max(s->n, 1));
-		for (i = 0; i < s->n; i++)
-			memcpy(&s->uuids[i], DatumGetUUIDP(elems[i]), sizeof(pg_uuid_t));
-		qsort(s->uuids, s->n, sizeof(pg_uuid_t), CompareUuid);
-	}
-	else
-	{
-		s->texts = palloc(sizeof(text *) * Max(s->n, 1));
-		for (i = 0; i < s->n; i++)
-			s->texts[i] = DatumGetTextPP(elems[i]);
-		qsort(s->texts, s->n, sizeof(text *), CompareTextP);
-	}
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * The search structure for the agent: from the kept readable set when it is
- * still good; otherwise it starts deciding row by row (see
- * pg_agents_allowlist_has), in cxt.
- */
-static HasSet *
-HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mode,
-			Oid elemtype)
-{
-	HasSet	   *s = MemoryContextAllocZero(cxt, sizeof(HasSet));
-	Datum		kept;
-
-	s->agent_id = agent_id;
-	s->elemtype = elemtype;
-	s->rtype = MemoryContextStrdup(cxt, rtype);
-	s->mode = MemoryContextStrdup(cxt, mode);
-	s->edit = ParseMode(cstring_to_text(mode));
-	kept = ReadableIdsKept(agent_id, rtype, s->edit, elemtype);
-	if (kept != (Datum) 0)
-		HasSetFill(s, cxt, kept);
-	else
-	{
-		int			n = ReadableIdsEstimate(agent_id, rtype, s->edit, elemtype);
-		IdsEntry   *e = FindEntry(agent_id, rtype, s->edit, elemtype, PgAgentsAccessRelid());
-
-		s->perrow = true;
-		s->perrow_max = n > HAS_PERROW_MIN / 2 ? 2 * n : HAS_PERROW_MIN;
-		if (e != NULL)
-		{
-			/* what earlier statements decided one by one since it went stale */
-			s->perrow_max = Max(s->perrow_max - e->stale_decisions, 0);
-			s->stale = e;
-			s->stale_cxt = e->cxt;
-		}
-	}
-	return s;
-}
-
-/* the canonical text form of an id of the policy's argument type */
-static char *
-IdText(FunctionCallInfo fcinfo, Oid argtype)
-{
-	switch (argtype)
-	{
-		case INT2OID:
-			return psprintf("%d", (int) PG_GETARG_INT16(0));
-		case INT4OID:
-			return psprintf("%d", (int) PG_GETARG_INT32(0));
-		case INT8OID:
-			return psprintf(INT64_FORMAT, PG_GETARG_INT64(0));
-		case UUIDOID:
-			return DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)));
-		default:
-			return text_to_cstring(PG_GETARG_TEXT_PP(0));
-	}
-}
-
-/*
- * agent._allowlist_has(id <bigint|integer|smallint|uuid|text>, resource_type
- * text, mode text) RETURNS boolean: whether the id is in the readable set of
- * the session's agent (false when the session does not act as an agent).
- * The set is looked up once per call site and execution, like the InitPlan
- * it replaces.  Text ids compare byte for byte.
- */
-Datum
-pg_agents_allowlist_has(PG_FUNCTION_ARGS)
-{
-	HasSet	   *s = (HasSet *) fcinfo->flinfo->fn_extra;
-	text	   *rt = PG_GETARG_TEXT_PP(1);
-	text	   *md = PG_GETARG_TEXT_PP(2);
-	Oid			elemtype;
-
-	/* the same actor, type and mode as the set was built for? */
-	if (s == NULL || pg_agents_actor == NULL || strcmp(s->actor, pg_agents_actor) != 0 ||
-		strcmp(s->workspace, pg_agents_workspace ? pg_agents_workspace : "") != 0 ||
-		!TextIs(rt, s->rtype) || !TextIs(md, s->mode))
-	{
-		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
-
-		if (!PgAgentsActorIsAgent(pg_agents_actor))
-			PG_RETURN_BOOL(false);
-		s = HasSetBuild(fcinfo->flinfo->fn_mcxt, strtoll(pg_agents_actor + 6, NULL, 10),
-						text_to_cstring(rt), text_to_cstring(md), HasElemType(argtype));
-		strlcpy(s->actor, pg_agents_actor, sizeof(s->actor));
-		s->workspace = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt,
-										   pg_agents_workspace ? pg_agents_workspace : "");
-		s->argtype = argtype;
-		fcinfo->flinfo->fn_extra = s;
-	}
-	if (s->perrow)
-	{
-		/*
-		 * The set is not kept (access data changed since it was computed):
-		 * computing it costs a probe per grant, so the first rows are
-		 * decided one by one (a probe each), as the set would decide them,
-		 * which is cheaper for the candidates of a selective search; past
-		 * perrow_max rows the set is computed after all.
-		 */
-		if (s->decisions < s->perrow_max)
-		{
-			char	   *rid = IdText(fcinfo, s->argtype);
-			int			r = PgAgentsReadableOne(s->agent_id, s->rtype, rid, s->edit);
-
-			pfree(rid);
-			if (r >= 0)
-			{
-				s->decisions++;
-				if (s->stale != NULL && s->stale->used && s->stale->cxt == s->stale_cxt)
-					s->stale->stale_decisions++;
-				PG_RETURN_BOOL(r == 1);
-			}
-		}
-		HasSetFill(s, fcinfo->flinfo->fn_mcxt,
-				   ReadableIdsArray(s->agent_id, s->rtype, s->edit, s->elemtype));
-	}
-	elemtype = s->elemtype;
-	if (elemtype == INT8OID)
-	{
-		int64		v = s->argtype == INT2OID ? (int64) PG_GETARG_INT16(0) :
-			s->argtype == INT4OID ? (int64) PG_GETARG_INT32(0) : PG_GETARG_INT64(0);
-		int			lo = 0;
-		int			hi = s->n - 1;
-
-		while (lo <= hi)
-		{
-			int			mid = lo + (hi - lo) / 2;
-			int64		m = s->ints[mid];
-
-			if (m == v)
-				PG_RETURN_BOOL(true);
-			if (m < v)
-				lo = mid + 1;
-			else
-				hi = mid - 1;
-		}
-		PG_RETURN_BOOL(false);
-	}
-	if (elemtype == UUIDOID)
-		PG_RETURN_BOOL(bsearch(PG_GETARG_UUID_P(0), s->uuids, s->n, sizeof(pg_uuid_t),
-							   CompareUuid) != NULL);
-	{
-		text	   *v = PG_GETARG_TEXT_PP(0);
-
-		PG_RETURN_BOOL(bsearch(&v, s->texts, s->n, sizeof(text *), CompareTextP) != NULL);
-	}
-}
-
-/* used when the size of the readable set cannot be known at plan time */
-#define HAS_DEFAULT_SET_SIZE 1000.0
-
-/*
- * The size of the session's agent's readable set for these (constant)
- * arguments, as the policy will see it: computed (or found kept) now, since
- * the statement needs it anyway.  Planning only estimates with it.
- */
-static struct
-{
-	bool		valid;
-	LocalTransactionId lxid;
-	CommandId	cid;
-	int64		agent_id;
-	bool		edit;
-	Oid			elemtype;
-	char		rtype[128];
-	int			n;
-}			size_memo;
-
-/*
- * The planner's estimate of the readable set's size for the rtype and mode
- * arguments of agent._allowlist_has: when both are constants and the session
- * acts as an agent, the size of the last set computed for them (else the set
- * is computed now, and kept), memoized per command; HAS_DEFAULT_SET_SIZE
- * otherwise.
- */
-static double
-ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
-{
-	Const	   *rt = (Const *) rtype_arg;
-	Const	   *md = (Const *) mode_arg;
-	char	   *mode;
-	char	   *rtype;
-	int64		agent_id;
-	bool		edit;
-	int			n = 0;
-
-	if (rt == NULL || md == NULL || !IsA(rt, Const) || !IsA(md, Const) ||
-		rt->constisnull || md->constisnull ||
-		!PgAgentsActorIsAgent(pg_agents_actor) || !ActiveSnapshotSet())
-		return HAS_DEFAULT_SET_SIZE;
-	mode = TextDatumGetCString(md->constvalue);
-	if (strcmp(mode, "read") != 0 && strcmp(mode, "edit") != 0)
-		return HAS_DEFAULT_SET_SIZE;
-	rtype = TextDatumGetCString(rt->constvalue);
-	agent_id = strtoll(pg_agents_actor + 6, NULL, 10);
-	edit = strcmp(mode, "edit") == 0;
-	/* the planner asks several times per statement: once per command */
-	if (size_memo.valid && size_memo.lxid == PGA_MY_LXID &&
-		size_memo.cid == GetCurrentCommandId(false) && size_memo.agent_id == agent_id &&
-		size_memo.edit == edit && size_memo.elemtype == elemtype &&
-		strcmp(size_memo.rtype, rtype) == 0)
-		return (double) size_memo.n;
-	/*
-	 * The size of the last set computed, even if it is not good any more
-	 * (an estimate); only when there is none is the set computed now (the
-	 * statement will likely need it, and it is kept).
-	 */
-	n = ReadableIdsEstimate(agent_id, rtype, edit, elemtype);
-	if (n < 0)
-		(void) ReadableIdsArrayOrCount(agent_id, rtype, edit, elemtype, &n, false);
-	if (strlen(rtype) < sizeof(size_memo.rtype))
-	{
-		size_memo.valid = true;
-		size_memo.lxid = PGA_MY_LXID;
-		size_memo.cid = GetCurrentCommandId(false);
-		size_memo.agent_id = agent_id;
-		size_memo.edit = edit;
-		size_memo.elemtype = elemtype;
-		strcpy(size_memo.rtype, rtype);
-		size_memo.n = n;
-	}
-	return (double) n;
-}
-
-/* agent._allowlist_ids_<type>(text, text) */
-static Oid
-IdsFunction(Oid elemtype)
-{
-	Oid			argtypes[2] = {TEXTOID, TEXTOID};
-	const char *name = elemtype == INT8OID ? "_allowlist_ids_int8" :
-		elemtype == UUIDOID ? "_allowlist_ids_uuid" : "_allowlist_ids_text";
-
-	return LookupFuncName(list_make2(makeString("agent"), makeString(pstrdup(name))),
-						  2, argtypes, true);
-}
-
-/*
- * agent._allowlist_support(internal): planner support of agent._allowlist_has
- * (selectivity, cost, index condition) and of agent._allowlist_ids_* (cost).
- */
-Datum
-pg_agents_allowlist_support(PG_FUNCTION_ARGS)
-{
-	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
-
-	if (IsA(rawreq, SupportRequestSelectivity))
-	{
-		SupportRequestSelectivity *req = (SupportRequestSelectivity *) rawreq;
-		double		n;
-		double		tuples = 0;
-		int			relid;
-		Node	   *arg0;
-
-		if (list_length(req->args) != 3)
-			PG_RETURN_POINTER(NULL);
-		arg0 = linitial(req->args);
-		n = ReadableSetSize(lsecond(req->args), lthird(req->args),
-							HasElemType(exprType(arg0)));
-		if (bms_get_singleton_member(pull_varnos(req->root, arg0), &relid) &&
-			relid > 0 && relid < req->root->simple_rel_array_size &&
-			req->root->simple_rel_array[relid] != NULL)
-			tuples = req->root->simple_rel_array[relid]->tuples;
-		if (tuples < 1)
-			tuples = Max(n * 10, 1000);
-		req->selectivity = Min(1.0, Max(n, 1.0) / tuples);
-		PG_RETURN_POINTER(req);
-	}
-	if (IsA(rawreq, SupportRequestCost))
-	{
-		SupportRequestCost *req = (SupportRequestCost *) rawreq;
-		FuncExpr   *fe = (FuncExpr *) req->node;
-
-		if (get_func_rettype(req->funcid) == BOOLOID)
-		{
-			/*
-			 * A bisection of the readable set; charged like the fetch of the
-			 * row it filters, which the planner's bitmap and sequential scan
-			 * costs underestimate against the probes of the id index (the
-			 * figure that chooses the faster plan in bench/rls.sh).
-			 */
-			req->startup = 0;
-			req->per_tuple = 10 * cpu_tuple_cost;
-		}
-		else
-		{
-			/*
-			 * The readable set in an index condition: one probe of the id
-			 * index and one heap fetch per id, which the index's own
-			 * estimate (ten elements for an array it cannot see) misses.
-			 */
-			double		n = HAS_DEFAULT_SET_SIZE;
-
-			if (fe != NULL && IsA(fe, FuncExpr) && list_length(fe->args) == 2)
-				n = ReadableSetSize(linitial(fe->args), lsecond(fe->args),
-									get_element_type(fe->funcresulttype));
-			req->startup = 0;
-			req->per_tuple = n * (random_page_cost + cpu_index_tuple_cost + cpu_tuple_cost);
-		}
-		PG_RETURN_POINTER(req);
-	}
-	if (IsA(rawreq, SupportRequestIndexCondition))
-	{
-		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
-		FuncExpr   *fe = (FuncExpr *) req->node;
-		Node	   *arg0;
-		Oid			argtype;
-		Oid			elemtype;
-		Oid			opno;
-		Oid			idsfn;
-		ScalarArrayOpExpr *sa;
-		ListCell   *lc;
-
-		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 3 || req->indexarg != 0 ||
-			req->index->relam != BTREE_AM_OID ||
-			!IsA(lsecond(fe->args), Const) || !IsA(lthird(fe->args), Const))
-			PG_RETURN_POINTER(NULL);
-		arg0 = linitial(fe->args);
-		argtype = exprType(arg0);
-		elemtype = HasElemType(argtype);
-		if (elemtype == TEXTOID &&
-			(argtype != TEXTOID ||
-			 (OidIsValid(req->indexcollation) && !get_collation_isdeterministic(req->indexcollation))))
-			PG_RETURN_POINTER(NULL);
-		/*
-		 * A query that already pins the column to a value (id = 42) probes
-		 * the index with it; the readable set as a second index condition
-		 * would only cost its preprocessing.  The test then filters.
-		 */
-		foreach(lc, req->index->rel->baserestrictinfo)
-		{
-			RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-			OpExpr	   *op = (OpExpr *) ri->clause;
-
-			if (IsA(op, OpExpr) && list_length(op->args) == 2 &&
-				get_op_opfamily_strategy(op->opno, req->opfamily) == BTEqualStrategyNumber &&
-				((equal(strip_implicit_coercions(linitial(op->args)), strip_implicit_coercions(arg0)) &&
-				  !contain_var_clause(lsecond(op->args))) ||
-				 (equal(strip_implicit_coercions(lsecond(op->args)), strip_implicit_coercions(arg0)) &&
-				  !contain_var_clause(linitial(op->args)))))
-				PG_RETURN_POINTER(NULL);
-		}
-		opno = get_opfamily_member(req->opfamily, argtype, elemtype, BTEqualStrategyNumber);
-		idsfn = IdsFunction(elemtype);
-		if (!OidIsValid(opno) || !OidIsValid(idsfn))
-			PG_RETURN_POINTER(NULL);
-		sa = makeNode(ScalarArrayOpExpr);
-		sa->opno = opno;
-		sa->opfuncid = get_opcode(opno);
-		sa->useOr = true;
-		sa->inputcollid = elemtype == TEXTOID ? req->indexcollation : InvalidOid;
-		sa->args = list_make2(copyObject(arg0),
-							  makeFuncExpr(idsfn, get_array_type(elemtype),
-										   list_make2(copyObject(lsecond(fe->args)),
-													  copyObject(lthird(fe->args))),
-										   elemtype == TEXTOID ? DEFAULT_COLLATION_OID : InvalidOid,
-										   DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL));
-		sa->location = -1;
-		/*
-		 * Exact: the same set, the same equality (integers, uuids, text
-		 * under a deterministic collation, that is byte for byte), so the
-		 * test is not evaluated again on the rows the probe returns.
-		 */
-		req->lossy = false;
-		PG_RETURN_POINTER(list_make1(sa));
-	}
-	PG_RETURN_POINTER(NULL);
-}
-
-/* ------------------------------------------------------------------------
- * agent.ts_match: a leakproof full-text match
- * ------------------------------------------------------------------------
- *
- * Row-level security evaluates the policies before any condition whose
- * function is not LEAKPROOF, and only a leakproof condition may become an
- * index condition beneath them.  pg_catalog's tsvector @@ tsquery is not
- * marked LEAKPROOF (and changing pg_catalog is not ours to do), so under the
- * allowlist an agent's search cannot start from the text index.
- * agent.ts_match(tsvector, tsquery) is the same match, marked LEAKPROOF:
- * its result depends on its arguments only and it raises no error that
- * depends on them (ts_match_vq searches the vector for the query's lexemes;
- * the one data-dependent error it could raise, stack depth on a deeply
- * nested query, is avoided: a query nested deeper than TS_MATCH_MAX_DEPTH
- * levels matches nothing).  Its support function lets the planner use a
- * GIN or GiST index whose operator family has @@ (the default tsvector_ops)
- * and estimate it as @@.
- */
-#define TS_MATCH_MAX_DEPTH 256
-
-/*
- * Whether the query nests deeper than TS_MATCH_MAX_DEPTH levels (or is
- * malformed), walked with an explicit stack so that the check itself cannot
- * run out of stack.
- */
-static bool
-TsQueryTooDeep(TSQuery q)
-{
-	QueryItem  *items = GETQUERY(q);
-	int		   *stack;
-	int		   *depth;
-	int			top = 0;
-	bool		deep = false;
-
-	if (q->size <= TS_MATCH_MAX_DEPTH)
-		return false;			/* the depth is at most the number of items */
-	stack = palloc(sizeof(int) * q->size);
-	depth = palloc(sizeof(int) * q->size);
-	stack[top] = 0;
-	depth[top++] = 1;
-	while (top > 0 && !deep)
-	{
-		int			i = stack[--top];
-		int			d = depth[top];
-
-		if (d > TS_MATCH_MAX_DEPTH)
-			deep = true;
-		else if (i >= 0 && i < q->size && items[i].type == QI_OPR)
-		{
-			/* operands: item + 1, and for binary operators item + left */
-			if (top + 2 > q->size)
-			{
-				deep = true;	/* malformed: never reached for a valid query */
-				break;
-			}
-			stack[top] = i + 1;
-			depth[top++] = d + 1;
-			if (items[i].qoperator.oper != OP_NOT)
-			{
-				stack[top] = i + items[i].qoperator.left;
-				depth[top++] = d + 1;
-			}
-		}
-	}
-	pfree(stack);
-	pfree(depth);
-	return deep;
-}
-
-/*
- * agent.ts_match(tsvector, tsquery) RETURNS boolean (see above): tsvector @@
- * tsquery, but false for a query TsQueryTooDeep refuses.
- */
-Datum
-pg_agents_ts_match(PG_FUNCTION_ARGS)
-{
-	TSQuery		q = PG_GETARG_TSQUERY(1);
-
-	if (TsQueryTooDeep(q))
-		PG_RETURN_BOOL(false);
-	return DirectFunctionCall2Coll(ts_match_vq, PG_GET_COLLATION(),
-								   PG_GETARG_DATUM(0), PointerGetDatum(q));
-}
-
-/* pg_catalog.@@ (tsvector, tsquery) */
-static Oid
-TsMatchOperator(void)
-{
-	return LookupOperName(NULL, list_make2(makeString("pg_catalog"), makeString("@@")),
-						  TSVECTOROID, TSQUERYOID, true, -1);
-}
-
-/*
- * agent._ts_match_support(internal): planner support of agent.ts_match: the
- * selectivity of @@, and @@ as an index condition on a tsvector index.
- */
-Datum
-pg_agents_ts_match_support(PG_FUNCTION_ARGS)
-{
-	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
-	Oid			op;
-
-	if (IsA(rawreq, SupportRequestSelectivity))
-	{
-		SupportRequestSelectivity *req = (SupportRequestSelectivity *) rawreq;
-
-		op = TsMatchOperator();
-		if (!OidIsValid(op) || list_length(req->args) != 2)
-			PG_RETURN_POINTER(NULL);
-		if (req->is_join)
-			req->selectivity = join_selectivity(req->root, op, req->args, req->inputcollid,
-												req->jointype, req->sjinfo);
-		else
-			req->selectivity = restriction_selectivity(req->root, op, req->args,
-													   req->inputcollid, req->varRelid);
-		PG_RETURN_POINTER(req);
-	}
-	if (IsA(rawreq, SupportRequestIndexCondition))
-	{
-		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
-		FuncExpr   *fe = (FuncExpr *) req->node;
-		Node	   *query;
-
-		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 2 || req->indexarg != 0)
-			PG_RETURN_POINTER(NULL);
-		op = TsMatchOperator();
-		if (!OidIsValid(op) || !op_in_opfamily(op, req->opfamily))
-			PG_RETURN_POINTER(NULL);
-		query = lsecond(fe->args);
-		/* a constant query too deep for ts_match stays ts_match's */
-		if (IsA(query, Const) && !((Const *) query)->constisnull &&
-			TsQueryTooDeep(DatumGetTSQuery(((Const *) query)->constvalue)))
-			PG_RETURN_POINTER(NULL);
-		req->lossy = false;
-		PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
-												   (Expr *) copyObject(linitial(fe->args)),
-												   (Expr *) copyObject(query),
-												   InvalidOid, fe->inputcollid)));
-	}
-	PG_RETURN_POINTER(NULL);
-}
-
-/* ------------------------------------------------------------------------
- * agent.like and agent.ilike: leakproof LIKE and ILIKE
- * ------------------------------------------------------------------------
- *
- * The same matches as text LIKE and ILIKE (~~, ~~*), marked LEAKPROOF, so
- * that under the allowlist a pattern search can start from a trigram index
- * (pg_trgm's gin_trgm_ops or gist_trgm_ops, whose operator families have ~~
- * and ~~*) or a btree prefix, and filter with the policy afterwards.  The
- * errors of LIKE that depend on its arguments (a pattern ending with the
- * escape character; running out of stack on thousands of %) are avoided:
- * such a pattern matches nothing.  (ILIKE
- * lower-cases both sides first, which raises nothing on text that is valid
- * in the database encoding, as PostgreSQL ensures all stored text is.)
- */
-
-/*
- * Could LIKE raise an error on this pattern, whatever the string?  A pattern
- * ending with an unpaired escape character (a backslash) always can; one
- * with more than LIKE_MAX_WILDCARDS % signs could run out of stack (the
- * matcher recurses once per %) depending on the string.  Such patterns match
- * nothing through agent.like.
- */
-#define LIKE_MAX_WILDCARDS 256
-
-/*
- * The test described above LIKE_MAX_WILDCARDS; bytes that are not valid text
- * in the database encoding are refused too.
- */
-static bool
-LikePatternBad(text *pat)
-{
-	const char *p = VARDATA_ANY(pat);
-	int			len = VARSIZE_ANY_EXHDR(pat);
-	int			wildcards = 0;
-
-	while (len > 0)
-	{
-		int			l;
-
-		if (*p == '%' && ++wildcards > LIKE_MAX_WILDCARDS)
-			return true;
-		if (*p == '\\')
-		{
-			if (len == 1)
-				return true;
-			p++;
-			len--;
-		}
-		l = pg_mblen(p);
-		if (l > len)
-			return true;		/* not valid text: never from the database */
-		p += l;
-		len -= l;
-	}
-	return false;
-}
-
-/*
- * agent.like / agent.ilike: false for a pattern LikePatternBad refuses,
- * otherwise the matcher's (textlike or texticlike) answer
- */
-static Datum
-like_call(FunctionCallInfo fcinfo, PGFunction matcher)
-{
-	text	   *pat = PG_GETARG_TEXT_PP(1);
-
-	if (LikePatternBad(pat))
-		PG_RETURN_BOOL(false);
-	return DirectFunctionCall2Coll(matcher, PG_GET_COLLATION(), PG_GETARG_DATUM(0),
-								   PointerGetDatum(pat));
-}
-
-/* agent.like(text, text) RETURNS boolean: LIKE, through like_call. */
-Datum
-pg_agents_like(PG_FUNCTION_ARGS)
-{
-	return like_call(fcinfo, textlike);
-}
-
-/* agent.ilike(text, text) RETURNS boolean: ILIKE, through like_call. */
-Datum
-pg_agents_ilike(PG_FUNCTION_ARGS)
-{
-	return like_call(fcinfo, texticlike);
-}
-
-/*
- * agent._like_support(internal): planner support of agent.like and
- * agent.ilike: the estimates and btree prefix conditions of LIKE and ILIKE
- * (their own support functions), and ~~ / ~~* as the index condition on an
- * index whose operator family has it (pg_trgm).
- */
-Datum
-pg_agents_like_support(PG_FUNCTION_ARGS)
-{
-	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
-	bool		ci;
-	Oid			op;
-
-	if (IsA(rawreq, SupportRequestSelectivity))
-		ci = ((SupportRequestSelectivity *) rawreq)->funcid != InvalidOid &&
-			strcmp(get_func_name(((SupportRequestSelectivity *) rawreq)->funcid), "ilike") == 0;
-	else if (IsA(rawreq, SupportRequestIndexCondition))
-		ci = strcmp(get_func_name(((SupportRequestIndexCondition *) rawreq)->funcid), "ilike") == 0;
-	else
-		PG_RETURN_POINTER(NULL);
-
-	if (IsA(rawreq, SupportRequestIndexCondition))
-	{
-		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
-		FuncExpr   *fe = (FuncExpr *) req->node;
-		Node	   *pattern;
-
-		if (!IsA(fe, FuncExpr) || list_length(fe->args) != 2 || req->indexarg != 0)
-			PG_RETURN_POINTER(NULL);
-		pattern = lsecond(fe->args);
-		op = LookupOperName(NULL, list_make2(makeString("pg_catalog"), makeString(ci ? "~~*" : "~~")),
-							TEXTOID, TEXTOID, true, -1);
-		if (OidIsValid(op) && op_in_opfamily(op, req->opfamily))
-		{
-			/*
-			 * The index's recheck runs ~~ itself on the candidates: only a
-			 * constant pattern, known not to make it fail.
-			 */
-			if (!IsA(pattern, Const) || ((Const *) pattern)->constisnull ||
-				LikePatternBad(DatumGetTextPP(((Const *) pattern)->constvalue)))
-				PG_RETURN_POINTER(NULL);
-			req->lossy = false;
-			PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
-													   (Expr *) copyObject(linitial(fe->args)),
-													   (Expr *) copyObject(pattern),
-													   InvalidOid, fe->inputcollid)));
-		}
-	}
-	/* a btree prefix (lossy: the match stays as a filter), and the estimates */
-	PG_RETURN_DATUM(DirectFunctionCall1(ci ? texticlike_support : textlike_support,
-										PointerGetDatum(rawreq)));
-}
