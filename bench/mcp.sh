@@ -6,7 +6,7 @@
 # install it, and our test server (test/fixtures/mcp_server.py, JSON bodies).
 #   direct   curl, one process, keep-alive, the same POST on an open session
 #            (it reads each answer to the end of the HTTP response)
-#   probe    bin/pg_agents_mcp -n N (src/mcp.c: one session; it stops reading
+#   probe    bin/pg_agents_mcp -n N (src/mcp_*.c: one session; it stops reading
 #            an SSE stream as soon as the matching response arrived)
 #   sql      agent.mcp_call() N times in one backend (session kept per process)
 # BENCH_SCALE=small runs 100 calls instead of 1000.
@@ -102,7 +102,7 @@ SQL
 
     echo "server: $server, $N tools/call '$tool' per client, one session each"
     printf '  direct HTTP (curl, keep-alive)   %s\n' "$(rate "$N" "$direct")"
-    printf '  probe (src/mcp.c)                %s\n' "$(rate "$N" "$probe")"
+    printf '  probe (src/mcp_*.c)              %s\n' "$(rate "$N" "$probe")"
     [ -n "$sqlt" ] && printf '  SQL agent.mcp_call (one backend) %s\n' "$(rate "$N" "$sqlt")"
     python3 - "$N" "$direct" "$probe" "${sqlt:-0}" <<'PY'
 import sys
