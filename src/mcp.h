@@ -211,7 +211,7 @@ extern char *mcp_result_text(json_t *result);
 
 /*
  * Asynchronous tools/call, for a caller that drives libcurl's multi
- * interface itself (the worker, src/mcp_tools.c).  mcp_client_ready first
+ * interface itself (the worker, src/mcp_tools_async.c).  mcp_client_ready first
  * (it may initialize a session or discover, synchronously), then
  * mcp_async_call prepares the POST on a handle of its own: the caller adds
  * mcp_async_handle() to its multi handle and, once the transfer is done,
