@@ -120,12 +120,14 @@ $(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(
 
 all: $(DATA_built)
 
-# The MCP probe: the extension's own client (src/mcp.c) on the command line.
+# The MCP probe: the extension's own client (src/mcp_transport.c,
+# mcp_protocol.c, mcp_async.c) on the command line.
+MCP_CLIENT_SRCS = src/mcp_transport.c src/mcp_protocol.c src/mcp_async.c
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c src/mcp.c src/mcp.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h src/http_easy.h pg_agents.control
+bin/pg_agents_mcp: tools/pg_agents_mcp.c $(MCP_CLIENT_SRCS) src/mcp.h src/mcp_int.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h src/http_easy.h pg_agents.control
 	@mkdir -p bin
 	$(if $(Q),@echo "  CC      $@")
-	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c src/mcp.c src/mcp_oauth.c -lcurl -ljansson -lcrypto
+	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c $(MCP_CLIENT_SRCS) src/mcp_oauth.c -lcurl -ljansson -lcrypto
 
 .PHONY: deps demo test bench soak check-tools test-matrix deb test-deb valgrind fuzz
 deps:

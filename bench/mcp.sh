@@ -6,13 +6,13 @@
 # install it, and our test server (test/fixtures/mcp_server.py, JSON bodies).
 #   direct   curl, one process, keep-alive, the same POST on an open session
 #            (it reads each answer to the end of the HTTP response)
-#   probe    bin/pg_agents_mcp -n N (src/mcp.c: one session; it stops reading
+#   probe    bin/pg_agents_mcp -n N (src/mcp_*.c: one session; it stops reading
 #            an SSE stream as soon as the matching response arrived)
 #   sql      agent.mcp_call() N times in one backend (session kept per process)
 # BENCH_SCALE=small runs 100 calls instead of 1000.
 #
 # Then MCP tools in the worker (the calls go through its curl multi handle,
-# src/mcp_tools.c), with the scripted LLM (test/fixtures/llm_server.py) and
+# src/mcp_tools_async.c), with the scripted LLM (test/fixtures/llm_server.py) and
 # mcp_server.py --async-tools, pg_agents.max_concurrent_runs = 32:
 #   builtin  runs calling a built-in tool (read_resource), then answering
 #   mcp      the same runs calling an MCP tool that answers after 200 ms:
@@ -102,7 +102,7 @@ SQL
 
     echo "server: $server, $N tools/call '$tool' per client, one session each"
     printf '  direct HTTP (curl, keep-alive)   %s\n' "$(rate "$N" "$direct")"
-    printf '  probe (src/mcp.c)                %s\n' "$(rate "$N" "$probe")"
+    printf '  probe (src/mcp_*.c)              %s\n' "$(rate "$N" "$probe")"
     [ -n "$sqlt" ] && printf '  SQL agent.mcp_call (one backend) %s\n' "$(rate "$N" "$sqlt")"
     python3 - "$N" "$direct" "$probe" "${sqlt:-0}" <<'PY'
 import sys

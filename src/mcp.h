@@ -3,9 +3,10 @@
  * mcp.h
  *		MCP client: Streamable HTTP JSON-RPC over libcurl and jansson.
  *
- * This header and src/mcp.c use no PostgreSQL backend facility (no palloc,
- * no ereport), so that the command-line probe tools/pg_agents_mcp.c links
- * the very same client as the extension.  Memory is malloc'd: whatever the
+ * This header and the client (src/mcp_transport.c, mcp_protocol.c,
+ * mcp_async.c; their private mcp_int.h) use no PostgreSQL backend facility
+ * (no palloc, no ereport), so that the command-line probe
+ * tools/pg_agents_mcp.c links the very same client as the extension.  Memory is malloc'd: whatever the
  * client returns (json_t, strings) is released by the caller with
  * json_decref()/free() before anything that can ereport.
  *
@@ -210,7 +211,7 @@ extern char *mcp_result_text(json_t *result);
 
 /*
  * Asynchronous tools/call, for a caller that drives libcurl's multi
- * interface itself (the worker, src/mcp_tools.c).  mcp_client_ready first
+ * interface itself (the worker, src/mcp_tools_async.c).  mcp_client_ready first
  * (it may initialize a session or discover, synchronously), then
  * mcp_async_call prepares the POST on a handle of its own: the caller adds
  * mcp_async_handle() to its multi handle and, once the transfer is done,

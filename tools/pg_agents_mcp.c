@@ -7,7 +7,8 @@
  * prints {"protocolVersion", "serverInfo", "tools"} as JSON.  With TOOL it
  * calls it with ARGS_JSON (default {}) and prints the CallToolResult as one
  * line of JSON.  Exit code 0 on success, 1 on any failure, a tool result with
- * "isError": true included.  Built from src/mcp.c, the extension's own client.
+ * "isError": true included.  Built from the extension's own client
+ * (src/mcp_transport.c, mcp_protocol.c, mcp_async.c).
  *
  * Options (they may come before the URL, as the MCP conformance runner
  * appends the server URL to the command):

@@ -1,7 +1,8 @@
 /*
- * The scripted libcurl of fake_curl.h.  Only what src/mcp.c and
- * src/mcp_oauth.c call is replaced; curl_slist_*, curl_url_* and
- * curl_easy_strerror are libcurl's own (the harness links -lcurl).
+ * The scripted libcurl of fake_curl.h.  Only what the MCP client
+ * (src/mcp_transport.c, mcp_protocol.c, mcp_async.c) and src/mcp_oauth.c call
+ * is replaced; curl_slist_*, curl_url_* and curl_easy_strerror are libcurl's
+ * own (the harness links -lcurl).
  */
 #define _GNU_SOURCE				/* memmem */
 #include <stdarg.h>

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kind: libfuzzer
-# Fuzz the MCP client (src/mcp.c) against a hostile server: JSON and SSE
-# answers, JSON-RPC messages, negotiation, lists, calls, input_required and
-# elicitation, sync and async; the network is test/fuzz/fake_curl.c.
+# Fuzz the MCP client (src/mcp_transport.c, mcp_protocol.c, mcp_async.c)
+# against a hostile server: JSON and SSE answers, JSON-RPC messages,
+# negotiation, lists, calls, input_required and elicitation, sync and async;
+# the network is test/fuzz/fake_curl.c.
 # See mcp_fuzz.c.
 #   test/fuzz/mcp.sh short|long|SECONDS
 # Limits: 1 s per input, 256 MB of memory, inputs up to 256 kB.

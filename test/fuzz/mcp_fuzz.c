@@ -1,13 +1,14 @@
 /*
- * libFuzzer harness for the MCP client (src/mcp.c) as a hostile server
- * sees it: JSON and SSE answers (the SSE reader, resumption ids and retry
- * delays, JSON-RPC ids, batches, server requests and notifications in the
- * stream), initialize / server/discover / version negotiation, tools/list
- * pages and x-mcp-header annotations, tools/call results, input_required
- * rounds and elicitation (the requested schema's defaults), through the
- * synchronous calls and the asynchronous ones of the worker.  The network
- * is fake_curl.c: each HTTP exchange is answered by the next response of
- * the input's script, its body in chunks cut anywhere.
+ * libFuzzer harness for the MCP client (src/mcp_transport.c, mcp_protocol.c,
+ * mcp_async.c) as a hostile server sees it: JSON and SSE answers (the SSE
+ * reader, resumption ids and retry delays, JSON-RPC ids, batches, server
+ * requests and notifications in the stream), initialize / server/discover /
+ * version negotiation, tools/list pages and x-mcp-header annotations,
+ * tools/call results, input_required rounds and elicitation (the requested
+ * schema's defaults), through the synchronous calls and the asynchronous ones
+ * of the worker.  The network is fake_curl.c: each HTTP exchange is answered
+ * by the next response of the input's script, its body in chunks cut
+ * anywhere.
  *
  * Input: one byte of flags (bits 0-1: the protocol, auto / 2025-11-25 /
  * 2026-07-28 / 2025-03-26; bit 2: an elicitation callback that accepts;

@@ -6,7 +6,7 @@
  * responses of the code, refresh and client-credentials grants, the
  * authorization redirect's query (authorize=auto), and the export/import
  * of what was learnt; also through an McpClient that meets a 401.  The
- * network is fake_curl.c (src/mcp.c and src/mcp_oauth.c are linked whole).
+ * network is fake_curl.c (the MCP client, src/mcp_*.c, and src/mcp_oauth.c are linked whole).
  *
  * Input: one byte of flags (bit 0: client credentials, else the code
  * grant; bit 1: a pre-registered client; bit 2: client_secret_post; bit 3:

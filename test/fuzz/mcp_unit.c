@@ -1,3 +1,6 @@
-/* src/mcp.c with the fake clock of fake_curl.c (the MCP and OAuth harnesses) */
+/* the MCP client (src/mcp_transport.c, mcp_protocol.c, mcp_async.c) with the
+ * fake clock of fake_curl.c (the MCP and OAuth harnesses) */
 #include "fake_time.h"
-#include "../../src/mcp.c"
+#include "../../src/mcp_transport.c"
+#include "../../src/mcp_protocol.c"
+#include "../../src/mcp_async.c"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The MCP client (bin/pg_agents_mcp, built from src/mcp.c) against our own
-# Python MCP server: pagination, SSE, sessions, protocol headers, lost
-# sessions, errors of every kind, the URL policy.
+# The MCP client (bin/pg_agents_mcp, built from src/mcp_transport.c,
+# mcp_protocol.c, mcp_async.c) against our own Python MCP server: pagination,
+# SSE, sessions, protocol headers, lost sessions, errors of every kind, the
+# URL policy.
 . "$(dirname "$0")/../fixtures/mcp_tap.sh"
 [ -x "$MCP_PROBE" ] || skip_all "bin/pg_agents_mcp is not built (run make)"
 start_py_server 0 --tools 25 --page-size 10
