@@ -106,11 +106,15 @@ const AccessQueryDef access_queries[AQ_NQUERIES] = {
 	},
 };
 
-/* the backend of a query's relation in this transaction (AccessEnsureRels) */
+/*
+ * The backend of a query's relation in this transaction (AccessEnsureRels;
+ * kept by an invalidation until the next look-up, so that a held read is
+ * released by the backend that holds it).
+ */
 const AccessRowsOps *
 AccessRowsSource(AccessQuery qid)
 {
-	Assert(access_rels.valid && access_rels.src[qid] != NULL);
+	Assert(access_rels.src[qid] != NULL);
 	return access_rels.src[qid];
 }
 
