@@ -1344,7 +1344,8 @@ LookupRow(const char *rtype, const char *rid, Snapshot snap)
 		if (!IdFits(rid, t->idkind))
 			continue;
 		vals[0] = CStringGetTextDatum(rid);
-		PgaCitusCheckNotParallel();
+		if (PgAgentsAccessOnCitus())
+			PgaCitusCheckNotParallel();
 		PgaElevate(&elev);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_agents: SPI_connect failed");

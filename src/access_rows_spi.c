@@ -21,6 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "access.h"
 #include "access_int.h"
 #include "spi_util.h"
 
@@ -29,7 +30,9 @@ static SPIPlanPtr plans[AQ_NQUERIES][2];
 
 /*
  * Runs a kept read-only plan, elevated and connected (also for
- * access_readable.c); AccessSpiDone ends it.
+ * access_readable.c); AccessSpiDone ends it.  Where Citus manages the access
+ * tables, never in a parallel worker (Citus runs no query there); on one
+ * node a parallel worker reads through SPI as the leader does.
  */
 void
 AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
@@ -37,7 +40,8 @@ AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid 
 {
 	int			rc;
 
-	PgaCitusCheckNotParallel();
+	if (PgAgentsAccessOnCitus())
+		PgaCitusCheckNotParallel();
 	PgaElevate(e);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");

@@ -425,7 +425,7 @@ PgAgentsDefineGucs(void)
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("pg_agents.access_backend",
 							 "How access decisions read their tables: auto (index scans, queries for a table Citus manages) or spi (queries for every table).",
-							 "A developer setting: spi reads a local table as a Citus-managed one is read, so that the tests prove both give the same answers; slower, and not in parallel workers.",
+							 "A developer setting: spi reads a local table as a Citus-managed one is read, so that the tests prove both give the same answers; slower.",
 							 &pg_agents_access_backend, PGA_ACCESS_BACKEND_AUTO,
 							 access_backend_options, PGC_SUSET, 0, NULL, NULL, NULL);
 
