@@ -155,8 +155,10 @@ extern const AccessRowsOps *AccessRowsSource(AccessQuery qid);
 
 /*
  * Begins reading the rows of a query by its keys (AK_ROUTE may be NULL).
- * bound (queries marked bounded): past bound matching rows, or past 16 *
- * bound rows looked at, the read stops with truncated set.
+ * bound (queries marked bounded): the reader needs at most bound + 1 rows;
+ * the SPI backend returns no more (LIMIT), the index backend, which checks
+ * in C what its index does not, stops with truncated set once it has
+ * looked at 16 * Max(bound, 1) rows.
  */
 static inline void
 AccessRowsBegin(AccessRows *rs, AccessQuery qid, const AccessKey *keys, Snapshot snap,
