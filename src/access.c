@@ -39,9 +39,10 @@
  * none.
  *
  * Speed matters: can_access sits in WHERE clauses over millions of rows. So
- * there is no SPI here: every lookup is a direct index scan on the tables'
- * keys; relation and index OIDs are looked up, and the relations locked, once
- * per transaction.  What is read is cached for as long as the active snapshot
+ * there is no SPI here for a local table: every lookup is a direct index scan
+ * on the tables' keys (the row source of access_rows.h; SPI only for a table
+ * Citus manages, or with pg_agents.access_backend = spi); relation and index
+ * OIDs are looked up, and the relations locked, once per transaction.  What is read is cached for as long as the active snapshot
  * is the same (same transaction, command id and visible transaction set),
  * which in practice is one statement: the agent rows, the users' groups, the
  * ACL setting, the agent.resource_acl rows of each resource, and, for an agent

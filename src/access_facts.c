@@ -110,13 +110,13 @@ AccessRelsInvalCallback(Datum arg, Oid relid)
 
 /*
  * The index of spec, checked, locked for the rest of the transaction;
- * nothing when Citus manages its table (no direct scan then).
+ * nothing when its table is read through SPI (no direct scan then).
  */
 static Oid
-CheckedIndex(const PgaIndexSpec *spec, bool managed, PgaIndexInfo *ix)
+CheckedIndex(const PgaIndexSpec *spec, bool by_spi, PgaIndexInfo *ix)
 {
 	memset(ix, 0, sizeof(*ix));
-	if (managed)
+	if (by_spi)
 		return InvalidOid;
 	*ix = *PgaCheckIndex(spec);
 	LockRelationOid(ix->indexid, AccessShareLock);
@@ -127,19 +127,24 @@ CheckedIndex(const PgaIndexSpec *spec, bool managed, PgaIndexInfo *ix)
  * Looks the relations, indexes and columns up and locks them, once per
  * transaction (again after a relcache invalidation): the indexes scanned
  * are checked column by column (an error names one that is not what the
- * scans need), and a table Citus manages is marked to be read through SPI.
+ * scans need), and the row source of each is chosen (access_rows.h): SPI
+ * for a table Citus manages, or for every table with
+ * pg_agents.access_backend = spi; else the index scans.
  */
 void
 AccessEnsureRels(void)
 {
 	Oid			nsp;
+	bool		spi = pg_agents_access_backend == PGA_ACCESS_BACKEND_SPI;
+	int			q;
 
 	if (!rels_callback_registered)
 	{
 		PgaRegisterRelcacheCallback(AccessRelsInvalCallback, (Datum) 0);
 		rels_callback_registered = true;
 	}
-	if (access_rels.valid && access_rels.lxid == PGA_MY_LXID)
+	if (access_rels.valid && access_rels.lxid == PGA_MY_LXID &&
+		access_rels.backend == pg_agents_access_backend)
 		return;
 	access_rels.valid = false;
 	nsp = get_namespace_oid("agent", true);
@@ -167,16 +172,30 @@ AccessEnsureRels(void)
 	access_rels.acl_citus = PgaCitusManaged(access_rels.acl);
 	access_rels.members_citus = PgaCitusManaged(access_rels.members);
 	access_rels.config_citus = PgaCitusManaged(access_rels.config);
-	access_rels.agents_pkey = CheckedIndex(&agents_pkey_spec, access_rels.agents_citus,
+	access_rels.agents_pkey = CheckedIndex(&agents_pkey_spec, spi || access_rels.agents_citus,
 										   &access_rels.agents_pkey_ix);
-	access_rels.access_pkey = CheckedIndex(&access_pkey_spec, access_rels.access_citus,
+	access_rels.access_pkey = CheckedIndex(&access_pkey_spec, spi || access_rels.access_citus,
 										   &access_rels.access_pkey_ix);
-	access_rels.acl_pkey = CheckedIndex(&acl_pkey_spec, access_rels.acl_citus,
+	access_rels.acl_pkey = CheckedIndex(&acl_pkey_spec, spi || access_rels.acl_citus,
 										&access_rels.acl_pkey_ix);
-	access_rels.acl_principal_idx = CheckedIndex(&acl_principal_spec, access_rels.acl_citus,
+	access_rels.acl_principal_idx = CheckedIndex(&acl_principal_spec,
+												 spi || access_rels.acl_citus,
 												 &access_rels.acl_principal_ix);
-	access_rels.members_user_idx = CheckedIndex(&members_user_spec, access_rels.members_citus,
+	access_rels.members_user_idx = CheckedIndex(&members_user_spec,
+												spi || access_rels.members_citus,
 												&access_rels.members_user_ix);
+	for (q = 0; q < AQ_NQUERIES; q++)
+	{
+		Oid		   *heap = access_queries[q].heap;
+		bool		managed = heap == &access_rels.agents ? access_rels.agents_citus :
+			heap == &access_rels.access ? access_rels.access_citus :
+			heap == &access_rels.acl ? access_rels.acl_citus :
+			heap == &access_rels.members ? access_rels.members_citus :
+			access_rels.config_citus;
+
+		access_rels.src[q] = spi || managed ? &access_rows_spi : &access_rows_index;
+	}
+	access_rels.backend = pg_agents_access_backend;
 	access_rels.ag_workspace = LookupAtt(access_rels.agents, "workspace_id");
 	access_rels.ag_owner = LookupAtt(access_rels.agents, "owner_id");
 	access_rels.ag_status = LookupAtt(access_rels.agents, "status");
@@ -444,145 +463,12 @@ AccessEnsureCache(Snapshot snap)
 	cache_key = k;
 }
 
-/* ------------------------------------------------------------------------
- * The same lookups through SPI, for a table Citus manages (its rows are
- * on the nodes holding its shards, not in the local heap): read-only under
- * the active snapshot, as the owner of schema "agent" (a direct scan checks
- * no permission either), each statement naming the workspace when the
- * table is distributed by it
- * ------------------------------------------------------------------------
- */
-static SPIPlanPtr plan_agent_ws = NULL;
-static SPIPlanPtr plan_agent_any = NULL;
-static SPIPlanPtr plan_grant = NULL;
-static SPIPlanPtr plan_groups = NULL;
-static SPIPlanPtr plan_acl = NULL;
-static SPIPlanPtr plan_config = NULL;
+/* the kept plans of the statements the access module runs through SPI itself */
 static SPIPlanPtr plan_parent_types = NULL;
 static SPIPlanPtr plan_reader_bound = NULL;
 
-/*
- * Runs a kept read-only plan, elevated and connected (also for
- * access_readable.c); AccessSpiDone ends it.
- */
-void
-AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
-	   Datum *vals)
-{
-	int			rc;
-
-	PgaCitusCheckNotParallel();
-	PgaElevate(e);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_agents: SPI_connect failed");
-	rc = SpiUtilExecPlan(plan, sql, nargs, types, vals, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "pg_agents: access lookup failed: %s", SPI_result_code_string(rc));
-}
-
-void
-AccessSpiDone(PgaElevation *e)
-{
-	SPI_finish();
-	PgaRestore(e);
-}
-
-/* text column i (1-based) of SPI result row r, palloc'd in cxt; NULL if null */
-char *
-AccessSpiText(uint64 r, int i, MemoryContext cxt)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, i, &isnull);
-	MemoryContext old;
-	char	   *s;
-
-	if (isnull)
-		return NULL;
-	old = MemoryContextSwitchTo(cxt);
-	s = TextDatumGetCString(d);
-	MemoryContextSwitchTo(old);
-	return s;
-}
-
-/*
- * The agent's row through SPI: in the session's workspace first (a query
- * routed to one shard), then by id alone (as the direct scan finds it).
- */
-static void
-SpiGetAgent(AgentEntry *e, int64 agent_id)
-{
-	PgaElevation elev;
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		vals[2];
-	const char *ws = PgAgentsSessionWorkspace();
-	int			pass;
-
-	vals[0] = Int64GetDatum(agent_id);
-	for (pass = ws != NULL ? 0 : 1; pass < 2 && !e->found; pass++)
-	{
-		if (pass == 0)
-		{
-			vals[1] = CStringGetTextDatum(ws);
-			AccessSpiRun(&elev, &plan_agent_ws,
-				   "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at IS NOT NULL "
-				   "FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
-				   "AND a.id OPERATOR(pg_catalog.=) $1", 2, types, vals);
-		}
-		else
-			AccessSpiRun(&elev, &plan_agent_any,
-				   "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at IS NOT NULL "
-				   "FROM agent.agents a WHERE a.id OPERATOR(pg_catalog.=) $1", 1, types, vals);
-		if (SPI_processed > 0)
-		{
-			bool		isnull;
-			char	   *status = AccessSpiText(0, 3, CurrentMemoryContext);
-
-			e->found = true;
-			e->workspace = AccessSpiText(0, 1, cache_cxt);
-			e->owner = AccessSpiText(0, 2, cache_cxt);
-			if (e->workspace == NULL)
-				e->workspace = MemoryContextStrdup(cache_cxt, "");
-			if (e->owner == NULL)
-				e->owner = MemoryContextStrdup(cache_cxt, "");
-			e->suspended = status != NULL && strcmp(status, "suspended") == 0;
-			e->deleted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-													SPI_tuptable->tupdesc, 4, &isnull));
-		}
-		AccessSpiDone(&elev);
-	}
-}
-
-/* the level of the agent's grant on (type, id) through SPI, in its workspace */
-static int
-SpiGetGrant(const char *workspace, int64 agent_id, const char *rtype, const char *rid)
-{
-	PgaElevation elev;
-	Oid			types[4] = {TEXTOID, INT8OID, TEXTOID, TEXTOID};
-	Datum		vals[4];
-	int			level = LEVEL_NONE;
-
-	vals[0] = CStringGetTextDatum(workspace);
-	vals[1] = Int64GetDatum(agent_id);
-	vals[2] = CStringGetTextDatum(rtype);
-	vals[3] = CStringGetTextDatum(rid);
-	AccessSpiRun(&elev, &plan_grant,
-		   "SELECT g.access FROM agent.access g "
-		   "WHERE g.workspace_id OPERATOR(pg_catalog.=) $1 AND g.agent_id OPERATOR(pg_catalog.=) $2 "
-		   "AND g.resource_type OPERATOR(pg_catalog.=) $3 AND g.resource_id OPERATOR(pg_catalog.=) $4",
-		   4, types, vals);
-	if (SPI_processed > 0)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		level = isnull ? LEVEL_NONE : TextLevel(d);
-	}
-	AccessSpiDone(&elev);
-	return level;
-}
-
 /* ------------------------------------------------------------------------
- * Lookups by index scan
+ * The facts, one function each, read from the row source (access_rows.h)
  * ------------------------------------------------------------------------
  */
 
@@ -655,11 +541,8 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 {
 	AgentEntry *e;
 	bool		found;
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData key;
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	keys[2];
 
 	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
 	if (found && e->filled)
@@ -677,34 +560,28 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 	e->set_failed = false;
 	e->set = NULL;
 
-	if (access_rels.agents_citus)
-	{
-		SpiGetAgent(e, agent_id);
-		e->filled = true;
-		return e;
-	}
-	scan = AccessScanBegin(access_rels.agents, access_rels.agents_pkey, snap, 1,
-						   &heap, &index, &slot);
-	PgaIndexKey(&key, &access_rels.agents_pkey_ix, 0, Int64GetDatum(agent_id));
-	index_rescan(scan, &key, 1, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	/* routed to the session's workspace first, else by id alone */
+	keys[0] = (AccessKey) {NULL, agent_id};
+	keys[1] = (AccessKey) {PgAgentsSessionWorkspace(), 0};
+	AccessRowsBegin(&rs, AQ_AGENT, keys, snap, 0);
+	if (AccessRowsNext(&rs))
 	{
 		bool		isnull;
 		Datum		d;
-		MemoryContext old = MemoryContextSwitchTo(cache_cxt);
 
 		e->found = true;
-		d = slot_getattr(slot, access_rels.ag_workspace, &isnull);
-		e->workspace = isnull ? pstrdup("") : TextDatumGetCString(d);
-		d = slot_getattr(slot, access_rels.ag_owner, &isnull);
-		e->owner = isnull ? pstrdup("") : TextDatumGetCString(d);
-		d = slot_getattr(slot, access_rels.ag_status, &isnull);
+		e->workspace = AccessRowsText(&rs, 0, cache_cxt);
+		if (e->workspace == NULL)
+			e->workspace = MemoryContextStrdup(cache_cxt, "");
+		e->owner = AccessRowsText(&rs, 1, cache_cxt);
+		if (e->owner == NULL)
+			e->owner = MemoryContextStrdup(cache_cxt, "");
+		d = AccessRowsGet(&rs, 2, &isnull);
 		e->suspended = !isnull && TextEq(d, "suspended", 9);
-		(void) slot_getattr(slot, access_rels.ag_deleted, &isnull);
+		(void) AccessRowsGet(&rs, 3, &isnull);
 		e->deleted = !isnull;
-		MemoryContextSwitchTo(old);
 	}
-	AccessScanEnd(scan, slot, index, heap);
+	AccessRowsEnd(&rs);
 	e->filled = true;
 	return e;
 }
@@ -716,11 +593,8 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	uint64		h;
 	GroupsEntry *e;
 	bool		found;
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData key;
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	keys[2];
 	int			cap = 0;
 	int			wslen = strlen(workspace);
 	MemoryContext old;
@@ -739,47 +613,14 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 	e->groups = NULL;
 	MemoryContextSwitchTo(old);
 
-	if (access_rels.members_citus)
+	keys[0] = (AccessKey) {user, 0};
+	keys[1] = (AccessKey) {workspace, 0};
+	AccessRowsBegin(&rs, AQ_GROUPS, keys, snap, 0);
+	while (AccessRowsNext(&rs))
 	{
-		PgaElevation elev;
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		vals[2];
-		uint64		r;
+		char	   *g = AccessRowsText(&rs, 0, cache_cxt);
 
-		vals[0] = CStringGetTextDatum(user);
-		vals[1] = CStringGetTextDatum(workspace);
-		AccessSpiRun(&elev, &plan_groups,
-			   "SELECT m.group_id FROM agent.group_members m "
-			   "WHERE m.user_id OPERATOR(pg_catalog.=) $1 "
-			   "AND (m.workspace_id IS NULL OR m.workspace_id OPERATOR(pg_catalog.=) $2)",
-			   2, types, vals);
-		e->groups = SPI_processed > 0 ?
-			MemoryContextAlloc(cache_cxt, sizeof(char *) * SPI_processed) : NULL;
-		for (r = 0; r < SPI_processed; r++)
-		{
-			char	   *g = AccessSpiText(r, 1, cache_cxt);
-
-			if (g != NULL)
-				e->groups[e->ngroups++] = g;
-		}
-		AccessSpiDone(&elev);
-		e->filled = true;
-		return e;
-	}
-	scan = AccessScanBegin(access_rels.members, access_rels.members_user_idx, snap, 1,
-						   &heap, &index, &slot);
-	InitTextKey(&key, &access_rels.members_user_ix, 0, user);
-	index_rescan(scan, &key, 1, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		bool		isnull;
-		Datum		d;
-
-		d = slot_getattr(slot, access_rels.gm_workspace, &isnull);
-		if (!isnull && !TextEq(d, workspace, wslen))
-			continue;
-		d = slot_getattr(slot, access_rels.gm_group, &isnull);
-		if (isnull)
+		if (g == NULL)
 			continue;
 		old = MemoryContextSwitchTo(cache_cxt);
 		if (e->ngroups == cap)
@@ -788,10 +629,10 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 			e->groups = e->groups == NULL ? palloc(sizeof(char *) * cap)
 				: repalloc(e->groups, sizeof(char *) * cap);
 		}
-		e->groups[e->ngroups++] = TextDatumGetCString(d);
+		e->groups[e->ngroups++] = g;
 		MemoryContextSwitchTo(old);
 	}
-	AccessScanEnd(scan, slot, index, heap);
+	AccessRowsEnd(&rs);
 	e->filled = true;
 	return e;
 }
@@ -800,33 +641,32 @@ GetGroups(const char *workspace, const char *user, Snapshot snap)
 int
 AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap)
 {
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData keys[3];
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	keys[4];
 	int			level = LEVEL_NONE;
 
-	if (access_rels.access_citus)
+	keys[0] = (AccessKey) {NULL, agent_id};
+	keys[1] = (AccessKey) {rtype, 0};
+	keys[2] = (AccessKey) {rid, 0};
+	keys[3] = (AccessKey) {NULL, 0};
+	if (AccessRowsRouted(AQ_GRANT))
 	{
+		/* routed to the agent's workspace: nothing for an unknown agent */
 		AgentEntry *ag = AccessGetAgent(agent_id, snap);
 
-		return ag->found ? SpiGetGrant(ag->workspace, agent_id, rtype, rid) : LEVEL_NONE;
+		if (!ag->found)
+			return LEVEL_NONE;
+		keys[3].s = ag->workspace;
 	}
-	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 3,
-						   &heap, &index, &slot);
-	PgaIndexKey(&keys[0], &access_rels.access_pkey_ix, 0, Int64GetDatum(agent_id));
-	InitTextKey(&keys[1], &access_rels.access_pkey_ix, 1, rtype);
-	InitTextKey(&keys[2], &access_rels.access_pkey_ix, 2, rid);
-	index_rescan(scan, keys, 3, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	AccessRowsBegin(&rs, AQ_GRANT, keys, snap, 0);
+	if (AccessRowsNext(&rs))
 	{
 		bool		isnull;
-		Datum		d = slot_getattr(slot, access_rels.ac_access, &isnull);
+		Datum		d = AccessRowsGet(&rs, 0, &isnull);
 
 		level = isnull ? LEVEL_NONE : TextLevel(d);
 	}
-	AccessScanEnd(scan, slot, index, heap);
+	AccessRowsEnd(&rs);
 	return level;
 }
 
@@ -913,11 +753,8 @@ DropColdGrantSets(void)
 static bool
 LoadGrantSet(AgentEntry *ag, Snapshot snap)
 {
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData key;
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	key = {NULL, ag->id};
 	int			n = 0;
 	int			cap = 64;
 	int			ntypes = 0;
@@ -940,11 +777,8 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	levels = palloc(sizeof(uint8) * cap);
 	hashes = palloc(sizeof(uint32) * cap);
 	initStringInfo(&strings);
-	scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 1,
-						   &heap, &index, &slot);
-	PgaIndexKey(&key, &access_rels.access_pkey_ix, 0, Int64GetDatum(ag->id));
-	index_rescan(scan, &key, 1, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	AccessRowsBegin(&rs, AQ_GRANTS_ALL, &key, snap, 0);
+	while (AccessRowsNext(&rs))
 	{
 		bool		isnull;
 		Datum		d;
@@ -953,7 +787,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		int			level;
 		int			ti;
 
-		d = slot_getattr(slot, access_rels.ac_access, &isnull);
+		d = AccessRowsGet(&rs, 2, &isnull);
 		level = isnull ? LEVEL_NONE : TextLevel(d);
 		if (level == LEVEL_NONE)
 			continue;
@@ -972,7 +806,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 			hashes = repalloc(hashes, sizeof(uint32) * cap);
 		}
 		/* its type, stored once */
-		d = slot_getattr(slot, access_rels.ac_type, &isnull);
+		d = AccessRowsGet(&rs, 0, &isnull);
 		t = isnull ? NULL : DatumGetTextPP(d);
 		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
 		for (ti = 0; ti < ntypes; ti++)
@@ -993,7 +827,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 			ntypes++;
 		}
 		/* its id */
-		d = slot_getattr(slot, access_rels.ac_id, &isnull);
+		d = AccessRowsGet(&rs, 1, &isnull);
 		t = isnull ? NULL : DatumGetTextPP(d);
 		len = t ? VARSIZE_ANY_EXHDR(t) : 0;
 		if (len > GRANTSET_MAX_IDLEN)
@@ -1010,7 +844,7 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		levels[n] = (uint8) level;
 		n++;
 	}
-	AccessScanEnd(scan, slot, index, heap);
+	AccessRowsEnd(&rs);
 	MemoryContextSwitchTo(old);
 	RememberGrantCount(ag->id, ok ? n : Max(n, GRANTSET_MAX_AGENT));
 	ag->known_grants = ok ? n : Max(n, GRANTSET_MAX_AGENT);
@@ -1064,7 +898,7 @@ int
 AccessAgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap)
 {
 	check_clock++;
-	if (ag->set == NULL && !ag->set_failed && !access_rels.access_citus &&
+	if (ag->set == NULL && !ag->set_failed && AccessRowsOffers(AQ_GRANTS_ALL) &&
 		check_clock >= load_blocked_until &&
 		++ag->checks >= (GRANTSET_AFTER_CHECKS << Min(ag->loads, 16)) &&
 		ag->checks >= ag->known_grants / GRANTSET_LOAD_RATIO)
@@ -1090,44 +924,21 @@ AccessGetWorkspaceGrant(AgentEntry *ag, Snapshot snap)
 Oid
 AccessGetAclFunction(Snapshot snap)
 {
-	Relation	heap;
-	SysScanDesc scan;
-	HeapTuple	tup;
+	AccessRows	rs;
 
 	if (acl_fn_loaded)
 		return acl_fn_oid;
 	acl_fn_oid = InvalidOid;
-	if (access_rels.config_citus)
-	{
-		PgaElevation elev;
-		uint64		r;
-
-		AccessSpiRun(&elev, &plan_config,
-			   "SELECT c.acl_function::pg_catalog.oid FROM agent.access_config c", 0, NULL, NULL);
-		for (r = 0; r < SPI_processed; r++)
-		{
-			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
-
-			if (!isnull)
-				acl_fn_oid = DatumGetObjectId(d);
-		}
-		AccessSpiDone(&elev);
-		goto loaded;
-	}
-	heap = table_open(access_rels.config, NoLock);
-	scan = systable_beginscan(heap, InvalidOid, false, snap, 0, NULL);
-	while ((tup = systable_getnext(scan)) != NULL)
+	AccessRowsBegin(&rs, AQ_CONFIG, NULL, snap, 0);
+	while (AccessRowsNext(&rs))
 	{
 		bool		isnull;
-		Datum		d = heap_getattr(tup, access_rels.cf_function, RelationGetDescr(heap), &isnull);
+		Datum		d = AccessRowsGet(&rs, 0, &isnull);
 
 		if (!isnull)
 			acl_fn_oid = DatumGetObjectId(d);
 	}
-	systable_endscan(scan);
-	table_close(heap, NoLock);
-loaded:
+	AccessRowsEnd(&rs);
 	if (OidIsValid(acl_fn_oid))
 		fmgr_info_cxt(acl_fn_oid, &acl_fn_info, cache_cxt);
 	acl_fn_loaded = true;
@@ -1160,83 +971,31 @@ CallAclFunction(const char *user, const char *rtype, const char *rid, int mode)
 
 
 /*
- * While the readable set is computed, one scan of agent.resource_acl serves
- * every resource (index_rescan), instead of opening the relations and a scan
- * for each.
- */
-AccessAclProbe access_acl_probe;
-
-/*
- * Reads the agent.resource_acl rows of one resource into e (allocated in cxt),
- * through the open probe of the readable set when there is one.
+ * Reads the agent.resource_acl rows of one resource into e (allocated in
+ * cxt), through the read the readable set holds open when there is one
+ * (AccessRowsHold).
  */
 static void
 LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 			MemoryContext cxt)
 {
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData keys[2];
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	keys[2];
 	int			cap = 0;
 
 	e->nrows = 0;
 	e->rows = NULL;
-	if (access_rels.acl_citus)
-	{
-		PgaElevation elev;
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		vals[2];
-		uint64		r;
-
-		vals[0] = CStringGetTextDatum(rtype);
-		vals[1] = CStringGetTextDatum(rid);
-		AccessSpiRun(&elev, &plan_acl,
-			   "SELECT l.principal, l.access, l.workspace_id FROM agent.resource_acl l "
-			   "WHERE l.resource_type OPERATOR(pg_catalog.=) $1 AND l.resource_id OPERATOR(pg_catalog.=) $2",
-			   2, types, vals);
-		e->rows = SPI_processed > 0 ?
-			MemoryContextAlloc(cxt, sizeof(AclRow) * SPI_processed) : NULL;
-		for (r = 0; r < SPI_processed; r++)
-		{
-			AclRow	   *row = &e->rows[e->nrows];
-			char	   *level = AccessSpiText(r, 2, CurrentMemoryContext);
-
-			row->principal = AccessSpiText(r, 1, cxt);
-			if (row->principal == NULL)
-				continue;
-			row->plen = strlen(row->principal);
-			row->level = level == NULL ? LEVEL_NONE :
-				strcmp(level, "edit") == 0 ? LEVEL_EDIT :
-				strcmp(level, "read") == 0 ? LEVEL_READ : LEVEL_NONE;
-			row->workspace = AccessSpiText(r, 3, cxt);
-			e->nrows++;
-		}
-		AccessSpiDone(&elev);
-		return;
-	}
-	if (access_acl_probe.active)
-	{
-		heap = access_acl_probe.heap;
-		index = access_acl_probe.index;
-		slot = access_acl_probe.slot;
-		scan = access_acl_probe.scan;
-	}
-	else
-		scan = AccessScanBegin(access_rels.acl, access_rels.acl_pkey, snap, 2,
-							   &heap, &index, &slot);
-	InitTextKey(&keys[0], &access_rels.acl_pkey_ix, 0, rtype);
-	InitTextKey(&keys[1], &access_rels.acl_pkey_ix, 1, rid);
-	index_rescan(scan, keys, 2, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	keys[0] = (AccessKey) {rtype, 0};
+	keys[1] = (AccessKey) {rid, 0};
+	AccessRowsBegin(&rs, AQ_ACL, keys, snap, 0);
+	while (AccessRowsNext(&rs))
 	{
 		bool		isnull;
 		Datum		d;
 		AclRow	   *r;
 		MemoryContext old;
 
-		d = slot_getattr(slot, access_rels.acl_principal, &isnull);
+		d = AccessRowsGet(&rs, 0, &isnull);
 		if (isnull)
 			continue;
 		old = MemoryContextSwitchTo(cxt);
@@ -1249,16 +1008,13 @@ LoadAclRows(AclEntry *e, const char *rtype, const char *rid, Snapshot snap,
 		r = &e->rows[e->nrows++];
 		r->principal = TextDatumGetCString(d);
 		r->plen = strlen(r->principal);
-		d = slot_getattr(slot, access_rels.acl_access, &isnull);
+		d = AccessRowsGet(&rs, 1, &isnull);
 		r->level = isnull ? LEVEL_NONE : TextLevel(d);
-		d = slot_getattr(slot, access_rels.acl_workspace, &isnull);
+		d = AccessRowsGet(&rs, 2, &isnull);
 		r->workspace = isnull ? NULL : TextDatumGetCString(d);
 		MemoryContextSwitchTo(old);
 	}
-	pfree(DatumGetPointer(keys[0].sk_argument));
-	pfree(DatumGetPointer(keys[1].sk_argument));
-	if (!access_acl_probe.active)
-		AccessScanEnd(scan, slot, index, heap);
+	AccessRowsEnd(&rs);
 }
 
 /*
@@ -1588,7 +1344,8 @@ LookupRow(const char *rtype, const char *rid, Snapshot snap)
 		if (!IdFits(rid, t->idkind))
 			continue;
 		vals[0] = CStringGetTextDatum(rid);
-		PgaCitusCheckNotParallel();
+		if (PgAgentsAccessOnCitus())
+			PgaCitusCheckNotParallel();
 		PgaElevate(&elev);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_agents: SPI_connect failed");

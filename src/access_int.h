@@ -25,6 +25,7 @@
 
 #include "compat.h"
 #include "relcheck.h"
+#include "access_rows.h"
 
 /* the reason codes, stable and documented */
 typedef enum AccessReason
@@ -79,6 +80,9 @@ typedef struct AccessRels
 	bool		acl_citus;
 	bool		members_citus;
 	bool		config_citus;
+	/* the row source of each query (access_rows.h), chosen with them */
+	const struct AccessRowsOps *src[AQ_NQUERIES];
+	int			backend;		/* pg_agents.access_backend they were chosen for */
 	/* attribute numbers in the heaps */
 	AttrNumber	ag_workspace;
 	AttrNumber	ag_owner;
@@ -115,22 +119,6 @@ typedef struct AgentEntry
 	struct GrantSet *set;		/* all its grants, once loaded */
 	bool		filled;			/* false while (or if an error stopped) filling it */
 } AgentEntry;
-
-/*
- * While the readable set is computed, one scan of agent.resource_acl serves
- * every resource (index_rescan), instead of opening the relations and a scan
- * for each.
- */
-typedef struct AccessAclProbe
-{
-	bool		active;
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-} AccessAclProbe;
-
-extern AccessAclProbe access_acl_probe;
 
 /* ------------------------------------------------------------------------
  * Small helpers on text datums
@@ -197,7 +185,7 @@ AccessScanEnd(IndexScanDesc scan, TupleTableSlot *slot, Relation index, Relation
  * The facts (access_facts.c): relations, per-snapshot caches, lookups
  * ------------------------------------------------------------------------
  */
-/* SPI reads of the tables Citus manages (access_facts.c) */
+/* SPI reads of the access module (access_rows_spi.c) */
 extern void AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs,
 						 Oid *types, Datum *vals);
 extern void AccessSpiDone(PgaElevation *e);

@@ -44,9 +44,6 @@
 #include "compat.h"
 #include "guc.h"
 
-static SPIPlanPtr plan_acl_of = NULL;
-static SPIPlanPtr plan_grants_of_type = NULL;
-static SPIPlanPtr plan_shared_of_type = NULL;
 static SPIPlanPtr plan_grants_of_parent = NULL;
 static SPIPlanPtr plan_shared_parents = NULL;
 static Oid	shared_types[2] = {TEXTOID, TEXTOID};
@@ -123,70 +120,27 @@ int
 PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids)
 {
 	Snapshot	snap = AccessBegin("the readable set");
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData key;
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	keys[2];
 	int			n = 0;
-	int			seen = 0;
-	int			rtype_len = strlen(rtype);
 
-	if (access_rels.acl_citus)
+	keys[0] = (AccessKey) {principal, 0};
+	keys[1] = (AccessKey) {rtype, 0};
+	AccessRowsBegin(&rs, AQ_ACL_OF_PRINCIPAL, keys, snap, max);
+	while (n >= 0 && AccessRowsNext(&rs))
 	{
-		PgaElevation elev;
-		Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-		Datum		vals[3];
-		MemoryContext cxt = CurrentMemoryContext;
-		uint64		r;
+		char	   *id = AccessRowsText(&rs, 0, CurrentMemoryContext);
 
-		vals[0] = CStringGetTextDatum(principal);
-		vals[1] = CStringGetTextDatum(rtype);
-		vals[2] = Int64GetDatum((int64) max + 1);
-		AccessSpiRun(&elev, &plan_acl_of,
-					   "SELECT l.resource_id FROM agent.resource_acl l "
-					   "WHERE l.principal OPERATOR(pg_catalog.=) $1 AND l.resource_type OPERATOR(pg_catalog.=) $2 "
-					   "LIMIT $3", 3, types, vals);
-		for (r = 0; r < SPI_processed && n >= 0; r++)
-		{
-			char	   *id = AccessSpiText(r, 1, cxt);
-
-			if (id == NULL)
-				continue;
-			if (n >= max)
-				n = -1;
-			else
-				ids[n++] = id;
-		}
-		AccessSpiDone(&elev);
-		return n;
-	}
-	scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
-						   &heap, &index, &slot);
-	InitTextKey(&key, &access_rels.acl_principal_ix, 0, principal);
-	index_rescan(scan, &key, 1, NULL, 0);
-	while (n >= 0 && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		bool		isnull;
-		Datum		d;
-
-		if (++seen > 16 * Max(max, 1))
-		{
-			n = -1;
-			break;
-		}
-		d = slot_getattr(slot, access_rels.acl_type, &isnull);
-		if (isnull || !TextEq(d, rtype, rtype_len))
-			continue;
-		d = slot_getattr(slot, access_rels.acl_id, &isnull);
-		if (isnull)
+		if (id == NULL)
 			continue;
 		if (n >= max)
 			n = -1;
 		else
-			ids[n++] = TextDatumGetCString(d);
+			ids[n++] = id;
 	}
-	AccessScanEnd(scan, slot, index, heap);
+	if (rs.truncated)
+		n = -1;
+	AccessRowsEnd(&rs);
 	return n;
 }
 
@@ -389,12 +343,8 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	bool		want_shared;
 	IdList		ids = {NULL, 0, 0};
 	IdList		direct = {NULL, 0, 0};
-	int			rtype_len = strlen(rtype);
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData keys[2];
-	TupleTableSlot *slot;
+	AccessRows	rs;
+	AccessKey	keys[3];
 	int			nparents;
 	const char **ptypes;
 	const char **rows_sqls;
@@ -418,82 +368,32 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	want_direct = want_shared || nparents > 0;
 
 	/* the direct grants of the type, each decided with its level */
-	if (access_rels.access_citus)
+	keys[0] = (AccessKey) {NULL, agent_id};
+	keys[1] = (AccessKey) {rtype, 0};
+	keys[2] = (AccessKey) {ag->workspace, 0};
+	AccessRowsBegin(&rs, AQ_GRANTS_OF_TYPE, keys, snap, 0);
+	while (AccessRowsNext(&rs))
 	{
-		PgaElevation elev;
-		Oid			types[3] = {TEXTOID, INT8OID, TEXTOID};
-		Datum		vals[3];
-		MemoryContext cxt = CurrentMemoryContext;
-		char	  **rids;
-		int		   *levels;
-		int			ng = 0;
-		int			i;
-		uint64		r;
+		bool		isnull;
+		Datum		d;
+		int			level;
+		char	   *rid;
 
-		vals[0] = CStringGetTextDatum(ag->workspace);
-		vals[1] = Int64GetDatum(agent_id);
-		vals[2] = CStringGetTextDatum(rtype);
-		AccessSpiRun(&elev, &plan_grants_of_type,
-					   "SELECT g.resource_id, g.access FROM agent.access g "
-					   "WHERE g.workspace_id OPERATOR(pg_catalog.=) $1 AND g.agent_id OPERATOR(pg_catalog.=) $2 "
-					   "AND g.resource_type OPERATOR(pg_catalog.=) $3", 3, types, vals);
-		rids = MemoryContextAlloc(cxt, sizeof(char *) * (SPI_processed + 1));
-		levels = MemoryContextAlloc(cxt, sizeof(int) * (SPI_processed + 1));
-		for (r = 0; r < SPI_processed; r++)
-		{
-			char	   *lv = AccessSpiText(r, 2, CurrentMemoryContext);
-			int			level = lv == NULL ? LEVEL_NONE :
-				strcmp(lv, "edit") == 0 ? LEVEL_EDIT :
-				strcmp(lv, "read") == 0 ? LEVEL_READ : LEVEL_NONE;
-			char	   *rid = AccessSpiText(r, 1, cxt);
-
-			if (level == LEVEL_NONE || rid == NULL)
-				continue;
-			rids[ng] = rid;
-			levels[ng++] = level;
-		}
-		AccessSpiDone(&elev);
-		/* decided outside SPI: the decision may itself read through SPI */
-		for (i = 0; i < ng; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			if (want_direct)
-				IdListAdd(&direct, rids[i]);
-			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rids[i], mode, levels[i], snap, false, NULL)))
-				IdListAdd(&ids, rids[i]);
-		}
+		CHECK_FOR_INTERRUPTS();
+		d = AccessRowsGet(&rs, 1, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
+		rid = AccessRowsText(&rs, 0, CurrentMemoryContext);
+		if (rid == NULL)
+			continue;
+		/* a direct grant decides its resource, allowed or not */
+		if (want_direct)
+			IdListAdd(&direct, rid);
+		if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
+			IdListAdd(&ids, rid);
 	}
-	else
-	{
-		scan = AccessScanBegin(access_rels.access, access_rels.access_pkey, snap, 2,
-							   &heap, &index, &slot);
-		PgaIndexKey(&keys[0], &access_rels.access_pkey_ix, 0, Int64GetDatum(agent_id));
-		InitTextKey(&keys[1], &access_rels.access_pkey_ix, 1, rtype);
-		index_rescan(scan, keys, 2, NULL, 0);
-		while (index_getnext_slot(scan, ForwardScanDirection, slot))
-		{
-			bool		isnull;
-			Datum		d;
-			int			level;
-			char	   *rid;
-
-			CHECK_FOR_INTERRUPTS();
-			d = slot_getattr(slot, access_rels.ac_access, &isnull);
-			level = isnull ? LEVEL_NONE : TextLevel(d);
-			if (level == LEVEL_NONE)
-				continue;
-			d = slot_getattr(slot, access_rels.ac_id, &isnull);
-			if (isnull)
-				continue;
-			rid = TextDatumGetCString(d);
-			/* a direct grant decides its resource, allowed or not */
-			if (want_direct)
-				IdListAdd(&direct, rid);
-			if (ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, level, snap, false, NULL)))
-				IdListAdd(&ids, rid);
-		}
-		AccessScanEnd(scan, slot, index, heap);
-	}
+	AccessRowsEnd(&rs);
 
 	/* what is shared with the whole workspace and holds no direct grant */
 	if (want_direct)
@@ -504,73 +404,21 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 	if (nparents > 0)
 		AddRowsOfCollections(ag, rtype, mode, snap, want_shared, nparents, ptypes, rows_sqls,
 							 &direct, &ids);
-	if (want_shared && access_rels.acl_citus)
+	if (want_shared)
 	{
-		PgaElevation elev;
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		vals[2];
-		MemoryContext cxt = CurrentMemoryContext;
-		IdList		shared = {NULL, 0, 0};
-		int			i;
-		uint64		r;
-
-		vals[0] = CStringGetTextDatum(rtype);
-		vals[1] = CStringGetTextDatum(ag->workspace);
-		AccessSpiRun(&elev, &plan_shared_of_type,
-					   "SELECT l.resource_id FROM agent.resource_acl l "
-					   "WHERE l.principal OPERATOR(pg_catalog.=) 'workspace' "
-					   "AND l.resource_type OPERATOR(pg_catalog.=) $1 AND l.workspace_id OPERATOR(pg_catalog.=) $2",
-					   2, types, vals);
-		for (r = 0; r < SPI_processed; r++)
+		/* shared with the agent's own workspace, by name */
+		keys[0] = (AccessKey) {"workspace", 0};
+		keys[1] = (AccessKey) {rtype, 0};
+		keys[2] = (AccessKey) {ag->workspace, 0};
+		AccessRowsBegin(&rs, AQ_SHARED_OF_TYPE, keys, snap, 0);
+		while (AccessRowsNext(&rs))
 		{
-			char	   *rid = AccessSpiText(r, 1, cxt);
-
-			if (rid != NULL)
-			{
-				/* the list outlives SPI: grow it in the caller's context */
-				MemoryContext old = MemoryContextSwitchTo(cxt);
-
-				IdListAdd(&shared, rid);
-				MemoryContextSwitchTo(old);
-			}
-		}
-		AccessSpiDone(&elev);
-		for (i = 0; i < shared.n; i++)
-		{
-			char	   *rid = shared.items[i];
-
-			CHECK_FOR_INTERRUPTS();
-			if ((direct.n > 0 &&
-				 bsearch(&rid, direct.items, direct.n, sizeof(char *), CompareCStrings) != NULL) ||
-				!ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap, false, NULL)))
-				continue;
-			IdListAdd(&ids, rid);
-		}
-	}
-	else if (want_shared)
-	{
-		scan = AccessScanBegin(access_rels.acl, access_rels.acl_principal_idx, snap, 1,
-							   &heap, &index, &slot);
-		InitTextKey(&keys[0], &access_rels.acl_principal_ix, 0, "workspace");
-		index_rescan(scan, keys, 1, NULL, 0);
-		while (index_getnext_slot(scan, ForwardScanDirection, slot))
-		{
-			bool		isnull;
-			Datum		d;
 			char	   *rid;
 
 			CHECK_FOR_INTERRUPTS();
-			d = slot_getattr(slot, access_rels.acl_type, &isnull);
-			if (isnull || !TextEq(d, rtype, rtype_len))
+			rid = AccessRowsText(&rs, 0, CurrentMemoryContext);
+			if (rid == NULL)
 				continue;
-			/* shared with the agent's own workspace, by name (NULL: none) */
-			d = slot_getattr(slot, access_rels.acl_workspace, &isnull);
-			if (isnull || !TextEq(d, ag->workspace, strlen(ag->workspace)))
-				continue;
-			d = slot_getattr(slot, access_rels.acl_id, &isnull);
-			if (isnull)
-				continue;
-			rid = TextDatumGetCString(d);
 			if ((direct.n > 0 &&
 				 bsearch(&rid, direct.items, direct.n, sizeof(char *), CompareCStrings) != NULL) ||
 				!ReasonAllows(AccessDecideAutonomous(ag, rtype, rid, mode, LEVEL_NONE, snap, false, NULL)))
@@ -580,7 +428,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
 			}
 			IdListAdd(&ids, rid);
 		}
-		AccessScanEnd(scan, slot, index, heap);
+		AccessRowsEnd(&rs);
 	}
 
 	/* sorted and distinct (a resource may be shared by several ACL rows) */
@@ -615,28 +463,19 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *
 	AccessEnsureRels();
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
-	Assert(!access_acl_probe.active);
-	if (access_rels.acl_citus)
-		return ReadableIds(agent_id, rtype, edit, n, custom_acl);	/* no direct probe */
-	access_acl_probe.scan = AccessScanBegin(access_rels.acl, access_rels.acl_pkey,
-											GetActiveSnapshot(), 2,
-											&access_acl_probe.heap,
-											&access_acl_probe.index,
-											&access_acl_probe.slot);
-	access_acl_probe.active = true;
+	/* one read of agent.resource_acl serves the owner's ACL of every candidate */
+	AccessRowsHold(AQ_ACL, GetActiveSnapshot());
 	PG_TRY();
 	{
 		ids = ReadableIds(agent_id, rtype, edit, n, custom_acl);
 	}
 	PG_CATCH();
 	{
-		access_acl_probe.active = false;	/* the transaction's abort releases the rest */
+		AccessRowsRelease(AQ_ACL, true);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	access_acl_probe.active = false;
-	AccessScanEnd(access_acl_probe.scan, access_acl_probe.slot,
-				  access_acl_probe.index, access_acl_probe.heap);
+	AccessRowsRelease(AQ_ACL, false);
 	return ids;
 }
 

@@ -80,6 +80,13 @@ int			pg_agents_approval_rule_timeout = 200;
 
 /* access */
 int			pg_agents_access_cache_grants = 1048576;
+int			pg_agents_access_backend = PGA_ACCESS_BACKEND_AUTO;
+
+static const struct config_enum_entry access_backend_options[] = {
+	{"auto", PGA_ACCESS_BACKEND_AUTO, false},
+	{"spi", PGA_ACCESS_BACKEND_SPI, false},
+	{NULL, 0, false}
+};
 
 /* operations (docs/operations.md) */
 int			pg_agents_log_runs = 0;
@@ -416,6 +423,11 @@ PgAgentsDefineGucs(void)
 							"0 makes every check probe the index.",
 							&pg_agents_access_cache_grants, 1048576, 0, 16 * 1024 * 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("pg_agents.access_backend",
+							 "How access decisions read their tables: auto (index scans, queries for a table Citus manages) or spi (queries for every table).",
+							 "A developer setting: spi reads a local table as a Citus-managed one is read, so that the tests prove both give the same answers; slower.",
+							 &pg_agents_access_backend, PGA_ACCESS_BACKEND_AUTO,
+							 access_backend_options, PGC_SUSET, 0, NULL, NULL, NULL);
 
 	/* operations (docs/operations.md) */
 	DefineCustomEnumVariable("pg_agents.log_runs",

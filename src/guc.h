@@ -64,6 +64,11 @@ extern int	pg_agents_self_retrigger_cap;
 extern int	pg_agents_filter_view_timeout;
 extern int	pg_agents_approval_rule_timeout;
 extern int	pg_agents_access_cache_grants;
+
+/* pg_agents.access_backend: how access facts read their tables (access_rows.h) */
+#define PGA_ACCESS_BACKEND_AUTO	0
+#define PGA_ACCESS_BACKEND_SPI	1
+extern int	pg_agents_access_backend;
 /* operations (docs/operations.md) */
 extern int	pg_agents_log_runs;
 extern int	pg_agents_drain_timeout;
