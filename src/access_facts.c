@@ -44,8 +44,6 @@
 #include "compat.h"
 #include "guc.h"
 
-AccessRels access_rels;
-
 /* The OID of agent.<name>, or an error saying the extension is missing. */
 static Oid
 LookupRel(Oid nsp, const char *name)
@@ -1185,6 +1183,7 @@ GetParentTypes(const char *rtype)
 	e->ntables = 0;
 	e->tables = NULL;
 	vals[0] = CStringGetTextDatum(rtype);
+	AccessEnsureRels();	/* AccessSpiRun reads its Citus flags */
 	AccessSpiRun(&elev, &plan_parent_types,
 				 "SELECT r.parent_type, NULL::pg_catalog.text, "
 				 "pg_catalog.format('SELECT %s, %s FROM %s WHERE %s LIMIT 1', "
@@ -1488,6 +1487,7 @@ ReaderBound(Oid user, const char *workspace)
 	uint64		r;
 
 	vals[0] = CStringGetTextDatum(workspace);
+	AccessEnsureRels();	/* AccessSpiRun reads its Citus flags */
 	AccessSpiRun(&elev, &plan_reader_bound,
 		   "SELECT b.role_id::pg_catalog.oid FROM agent.reader_workspaces b "
 		   "WHERE b.workspace_id OPERATOR(pg_catalog.=) $1", 1, types, vals);
@@ -1613,6 +1613,5 @@ bool
 PgAgentsAccessOnCitus(void)
 {
 	AccessEnsureRels();
-	return access_rels.agents_citus || access_rels.access_citus || access_rels.acl_citus ||
-		access_rels.members_citus || access_rels.config_citus;
+	return AccessRelsOnCitus();
 }

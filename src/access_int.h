@@ -103,6 +103,14 @@ typedef struct AccessRels
 
 extern AccessRels access_rels;
 
+/* whether Citus manages any access table (access_rels filled: AccessEnsureRels) */
+static inline bool
+AccessRelsOnCitus(void)
+{
+	return access_rels.agents_citus || access_rels.access_citus || access_rels.acl_citus ||
+		access_rels.members_citus || access_rels.config_citus;
+}
+
 typedef struct AgentEntry
 {
 	int64		id;				/* hash key */

@@ -213,6 +213,7 @@ AddRowsOfCollections(AgentEntry *ag, const char *rtype, int mode, Snapshot snap,
 
 		vals[0] = Int64GetDatum(ag->id);
 		vals[1] = CStringGetTextDatum(ptypes[t]);
+		AccessEnsureRels();	/* AccessSpiRun reads its Citus flags */
 		AccessSpiRun(&elev, &plan_grants_of_parent,
 					 "SELECT g.resource_id FROM agent.access g "
 					 "WHERE g.agent_id OPERATOR(pg_catalog.=) $1 AND g.resource_type OPERATOR(pg_catalog.=) $2 "

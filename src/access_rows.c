@@ -17,6 +17,10 @@
 
 #include "access_int.h"
 
+/* The relations of the facts and their row sources, chosen once per
+ * transaction by AccessEnsureRels (access_facts.c). */
+AccessRels access_rels;
+
 #define OPEQ " OPERATOR(pg_catalog.=) "
 
 const AccessQueryDef access_queries[AQ_NQUERIES] = {

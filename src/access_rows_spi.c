@@ -32,7 +32,8 @@ static SPIPlanPtr plans[AQ_NQUERIES][2];
  * Runs a kept read-only plan, elevated and connected (also for
  * access_readable.c); AccessSpiDone ends it.  Where Citus manages the access
  * tables, never in a parallel worker (Citus runs no query there); on one
- * node a parallel worker reads through SPI as the leader does.
+ * node a parallel worker reads through SPI as the leader does.  Its
+ * callers hold a row source, so access_rels is filled.
  */
 void
 AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
@@ -40,7 +41,7 @@ AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid 
 {
 	int			rc;
 
-	if (PgAgentsAccessOnCitus())
+	if (AccessRelsOnCitus())
 		PgaCitusCheckNotParallel();
 	PgaElevate(e);
 	if (SPI_connect() != SPI_OK_CONNECT)
