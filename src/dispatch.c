@@ -913,6 +913,11 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
  * launch that meets the other launcher calls agent._launch_first, which
  * counts and reports it.
  */
+static bool LaunchMemoKey(EventCtx *ev, Candidate *c, char *key);
+static bool LaunchMemoFound(const char *key);
+static void LaunchMemoRemember(const char *key);
+static void LastRunForget(void);
+
 static bool
 LaunchFirst(EventCtx *ev, Candidate *c)
 {
@@ -921,8 +926,13 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	int			ret;
+	char		key[33];
+	bool		memo;
 
 	if (pg_agents_dedup_window <= 0)
+		return true;
+	memo = LaunchMemoKey(ev, c, key);
+	if (memo && LaunchMemoFound(key))
 		return true;
 	SpiUtilKeptPlan(&plan_launch,
 				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
@@ -956,8 +966,13 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	if (ret != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed > 0)
+	{
+		if (memo)
+			LaunchMemoRemember(key);
 		return true;
+	}
 	/* the other launcher came first (its row is locked now): count it */
+	LastRunForget();
 	SpiUtilKeptPlan(&plan_launch_other,
 				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
 				8, types);
@@ -965,6 +980,179 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull;
+}
+
+/*
+ * The triggers whose last_run_at this transaction already set.  now() does
+ * not move within a transaction and the first UPDATE holds the trigger's row
+ * until the end, so a second UPDATE would write the same value again: a new
+ * row version per event (a chain every later read of the row walks) and a
+ * statement with its triggers, for nothing.  Forgotten at the end of the
+ * transaction, and wholly when a subtransaction rolls back (its UPDATE may
+ * have been undone: the next event writes it again, which is always right).
+ */
+typedef struct LastRunMemo
+{
+	int64		trigger_id;		/* hash key */
+	char	   *workspace_id;
+} LastRunMemo;
+
+/*
+ * The launches (agent.event_launches) this transaction already recorded as
+ * first, by their key: the same launcher again on the same key within the
+ * transaction would upsert the same row to the same values (seen_at is
+ * now(), the source the same; the row stays locked by this transaction), so
+ * it is first again without a statement.  Forgotten like the memo above, and
+ * whenever a launch meets the other launcher (agent._launch_first may change
+ * the row).
+ */
+typedef struct LaunchMemo
+{
+	char		key[33];		/* md5 of workspace, trigger, launch key, source */
+} LaunchMemo;
+
+static MemoryContext last_run_cxt = NULL;
+static HTAB *last_run_memo = NULL;
+static HTAB *launch_memo = NULL;
+static bool last_run_callbacks = false;
+
+static void
+LastRunForget(void)
+{
+	last_run_memo = NULL;
+	launch_memo = NULL;
+	if (last_run_cxt != NULL)
+		MemoryContextReset(last_run_cxt);
+}
+
+static void
+LastRunXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			LastRunForget();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+LastRunSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		LastRunForget();
+}
+
+/* the callbacks (once a process) and the memos' memory context */
+static void
+MemoInit(void)
+{
+	if (!last_run_callbacks)
+	{
+		RegisterXactCallback(LastRunXactCallback, NULL);
+		RegisterSubXactCallback(LastRunSubXactCallback, NULL);
+		last_run_callbacks = true;
+	}
+	if (last_run_cxt == NULL)
+		last_run_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents dispatch memo",
+											 ALLOCSET_SMALL_SIZES);
+}
+
+/* whether this transaction already set the trigger's last_run_at */
+static bool
+LastRunDone(const Candidate *c)
+{
+	LastRunMemo *m;
+
+	if (last_run_memo == NULL)
+		return false;
+	m = hash_search(last_run_memo, &c->id, HASH_FIND, NULL);
+	return m != NULL && strcmp(m->workspace_id, c->workspace_id) == 0;
+}
+
+/* records that this transaction set the trigger's last_run_at */
+static void
+LastRunRemember(const Candidate *c)
+{
+	LastRunMemo *m;
+	bool		found;
+
+	MemoInit();
+	if (last_run_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(LastRunMemo);
+		ctl.hcxt = last_run_cxt;
+		last_run_memo = hash_create("pg_agents last_run memo", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	m = hash_search(last_run_memo, &c->id, HASH_ENTER, &found);
+	/* (two workspaces' triggers of one id: the later one is remembered) */
+	m->workspace_id = MemoryContextStrdup(last_run_cxt, c->workspace_id);
+}
+
+/*
+ * The memo key of a launch, or false when the launch is not memoized (a
+ * row_id that is not a string: its ->> text is left to SQL).
+ */
+static bool
+LaunchMemoKey(EventCtx *ev, Candidate *c, char *key)
+{
+	StringInfoData buf;
+	const char *errstr = NULL;
+	JsonbValue *v = NULL;
+
+	if (JsonContainerIsObject(&ev->payload->root))
+		v = getKeyJsonValueFromContainer(&ev->payload->root, "row_id", 6, NULL);
+	if (v != NULL && v->type != jbvString && v->type != jbvNull)
+		return false;
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s%c" INT64_FORMAT "%c%s%c%s%c%s%c", c->workspace_id, '\0', c->id, '\0',
+					 ev->event_name, '\0', ev->resource_type, '\0',
+					 ev->resource_id ? ev->resource_id : "", '\0');
+	if (v != NULL && v->type == jbvString)
+		appendBinaryStringInfo(&buf, v->val.string.val, v->val.string.len);
+	appendStringInfoChar(&buf, '\0');
+	if (ev->automation)
+		appendStringInfo(&buf, "automation:%s", ev->automation);
+	else
+		appendStringInfoString(&buf, "trigger");
+	if (!pg_md5_hash(buf.data, buf.len, key, &errstr))
+		elog(ERROR, "pg_agents: could not compute launch key: %s", errstr ? errstr : "?");
+	pfree(buf.data);
+	return true;
+}
+
+static bool
+LaunchMemoFound(const char *key)
+{
+	return launch_memo != NULL && hash_search(launch_memo, key, HASH_FIND, NULL) != NULL;
+}
+
+static void
+LaunchMemoRemember(const char *key)
+{
+	MemoInit();
+	if (launch_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = 33;
+		ctl.entrysize = sizeof(LaunchMemo);
+		ctl.hcxt = last_run_cxt;
+		launch_memo = hash_create("pg_agents launch memo", 16, &ctl,
+								  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	(void) hash_search(launch_memo, key, HASH_ENTER, NULL);
 }
 
 /*
@@ -1029,7 +1217,8 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		elog(ERROR, "pg_agents: agent._enqueue_run returned NULL");
 	run_id = DatumGetInt64(d);
 
-	/* the trigger remembers when it last queued a run */
+	/* the trigger remembers when it last queued a run (once a transaction) */
+	if (!LastRunDone(c))
 	{
 		Oid			ltypes[2] = {INT8OID, TEXTOID};
 		Datum		largs[2] = {Int64GetDatum(c->id), CStringGetTextDatum(c->workspace_id)};
@@ -1041,6 +1230,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
 		if (ret != SPI_OK_UPDATE)
 			elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
+		LastRunRemember(c);
 	}
 	return run_id;
 }
