@@ -64,6 +64,7 @@
 
 #include "access.h"
 #include "compat.h"
+#include "enqueue.h"
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
@@ -696,23 +697,53 @@ Fingerprint(EventCtx *ev)
 	return ev->fingerprint;
 }
 
-/* Whether the agent (of the trigger's workspace) exists, is not deleted and is active. */
-static bool
-AgentIsActive(int64 agent_id, const char *workspace_id)
+/* what the agent's row says, read once for the checks and the run */
+typedef struct AgentFacts
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		args[2] = {Int64GetDatum(agent_id), CStringGetTextDatum(workspace_id)};
+	bool		has_cap;
+	int64		cap;			/* hourly_run_cap */
+	bool		own_type_registered;	/* the event's resource type is a resource table's */
+} AgentFacts;
+
+/*
+ * Whether the agent (of the trigger's workspace) exists, is not deleted and
+ * is active; with its hourly cap, and whether the event's own resource type
+ * is registered (agent._withhold_payload then checks the resource).
+ */
+static bool
+AgentIsActive(int64 agent_id, const char *workspace_id, const char *resource_type, AgentFacts *f)
+{
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		args[3] = {Int64GetDatum(agent_id), CStringGetTextDatum(workspace_id), (Datum) 0};
+	char		nulls[3] = {' ', ' ', 'n'};
 	int			ret;
+	bool		isnull;
+	Datum		d;
 
 	SpiUtilKeptPlan(&plan_agent,
-				"SELECT 1 FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+				"SELECT a.hourly_run_cap::pg_catalog.int8, "
+				"  $3 IS NOT NULL AND EXISTS (SELECT 1 FROM agent.resource_tables r "
+				"    WHERE r.resource_type OPERATOR(pg_catalog.=) $3) "
+				"FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
 				"AND a.id OPERATOR(pg_catalog.=) $1 "
 				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
-				2, types);
-	ret = SPI_execute_plan(plan_agent, args, NULL, false, 1);
+				3, types);
+	if (resource_type != NULL)
+	{
+		args[2] = CStringGetTextDatum(resource_type);
+		nulls[2] = ' ';
+	}
+	ret = SPI_execute_plan(plan_agent, args, nulls, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
-	return SPI_processed > 0;
+	if (SPI_processed == 0)
+		return false;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	f->has_cap = !isnull;
+	f->cap = isnull ? 0 : DatumGetInt64(d);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	f->own_type_registered = isnull || DatumGetBool(d);
+	return true;
 }
 
 /*
@@ -1155,12 +1186,25 @@ LaunchMemoRemember(const char *key)
 	(void) hash_search(launch_memo, key, HASH_ENTER, NULL);
 }
 
+/* whether a payload has the shape of a row: "table", and "row" or "old" (agent._withhold_payload) */
+static bool
+PayloadHasRow(Jsonb *payload)
+{
+	JsonbContainer *jc = &payload->root;
+
+	if (!JsonContainerIsObject(jc))
+		return false;
+	return getKeyJsonValueFromContainer(jc, "table", 5, NULL) != NULL &&
+		(getKeyJsonValueFromContainer(jc, "row", 3, NULL) != NULL ||
+		 getKeyJsonValueFromContainer(jc, "old", 3, NULL) != NULL);
+}
+
 /*
  * the run of one matched trigger (agent._enqueue_run), with the event as its
  * input; returns the run's id
  */
 static int64
-Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
+Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain, const AgentFacts *facts)
 {
 	Oid			types[8] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
 	Datum		args[8];
@@ -1171,6 +1215,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	bool		isnull;
 	Datum		d;
 	int64		run_id;
+	EnqueueArgs ea;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	PushEventFields(&st, ev);
@@ -1179,43 +1224,69 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		JsonbBuildTextField(&st, "automation", ev->automation);
 	if (self_chain > 0)
 		JsonbBuildIntField(&st, "self_chain", self_chain);
-	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
 	/*
 	 * The payload is stored as the agent may see it: a row of a registered
 	 * resource it may not read is replaced by a reference and the reason
 	 * (agent._withhold_payload), so that runs.input, claim_runs, the
-	 * activity and run_detail never carry it.
+	 * activity and run_detail never carry it.  A payload of neither shape
+	 * it checks (the event's own resource of a registered type; a row:
+	 * "table" with "row" or "old") is what _withhold_payload returns
+	 * unchanged: it is put in as it is, without calling it.
 	 */
-	SpiUtilKeptPlan(&plan_enqueue,
-				"SELECT agent._enqueue_run($1, 'autonomous', $2, "
-				"$3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
-				"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8)), $4, $5)",
-				8, types);
-	args[0] = Int64GetDatum(c->agent_id);
-	args[1] = CStringGetTextDatum(mention ? "mention" : "event");
-	args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
-	args[3] = Int64GetDatum(c->id);
-	if (ev->actor)
-		args[4] = CStringGetTextDatum(ev->actor);
-	else
-		nulls[4] = 'n';
-	args[5] = JsonbPGetDatum(ev->payload);
-	/* the event's own resource is checked too (a watcher's is a table) */
-	if (ev->own_resource && ev->resource_id)
+	if (!facts->own_type_registered && !PayloadHasRow(ev->payload))
 	{
-		args[6] = CStringGetTextDatum(ev->resource_type);
-		args[7] = CStringGetTextDatum(ev->resource_id);
+		JsonbBuildKey(&st, "payload");
+		JsonbBuildJsonb(&st, ev->payload);
+		res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+		d = JsonbPGetDatum(JsonbValueToJsonb(res));
 	}
 	else
-		nulls[6] = nulls[7] = 'n';
-	ret = SPI_execute_plan(plan_enqueue, args, nulls, false, 0);
-	if (ret != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "pg_agents: could not queue run: %s", SPI_result_code_string(ret));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		elog(ERROR, "pg_agents: agent._enqueue_run returned NULL");
-	run_id = DatumGetInt64(d);
+	{
+		res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+		SpiUtilKeptPlan(&plan_enqueue,
+					"SELECT $3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
+					"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8))",
+					8, types);
+		args[0] = Int64GetDatum(c->agent_id);
+		args[1] = CStringGetTextDatum(mention ? "mention" : "event");
+		args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
+		args[3] = Int64GetDatum(c->id);
+		if (ev->actor)
+			args[4] = CStringGetTextDatum(ev->actor);
+		else
+			nulls[4] = 'n';
+		args[5] = JsonbPGetDatum(ev->payload);
+		/* the event's own resource is checked too (a watcher's is a table) */
+		if (ev->own_resource && ev->resource_id)
+		{
+			args[6] = CStringGetTextDatum(ev->resource_type);
+			args[7] = CStringGetTextDatum(ev->resource_id);
+		}
+		else
+			nulls[6] = nulls[7] = 'n';
+		ret = SPI_execute_plan(plan_enqueue, args, nulls, false, 0);
+		if (ret != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "pg_agents: could not make a run's input: %s", SPI_result_code_string(ret));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (isnull)
+			elog(ERROR, "pg_agents: a run's input is NULL");
+	}
+
+	/* agent._enqueue_run, called directly (this runs as its owner already) */
+	memset(&ea, 0, sizeof(ea));
+	ea.has_agent = true;
+	ea.agent_id = c->agent_id;
+	ea.regime = "autonomous";
+	ea.origin = mention ? "mention" : "event";
+	ea.input = DatumGetJsonbP(d);
+	ea.has_trigger = true;
+	ea.trigger_id = c->id;
+	ea.requested_by = ev->actor;
+	ea.agent_workspace = c->workspace_id;
+	ea.has_cap = facts->has_cap;
+	ea.cap = facts->cap;
+	run_id = PgAgentsEnqueueRun(&ea);
 
 	/* the trigger remembers when it last queued a run (once a transaction) */
 	if (!LastRunDone(c))
@@ -1285,6 +1356,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		Candidate  *c = &items[i];
 		int			self_chain = 0;
 		int64		run_id;
+		AgentFacts	facts;
 
 		/* anti-loop: an agent's own writes do not wake it, unless allowed */
 		if (actor_agent != 0 && actor_agent == c->agent_id && !c->allow_self)
@@ -1307,7 +1379,8 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 				continue;
 		}
 		/* suspended or deleted agents: silent */
-		if (!AgentIsActive(c->agent_id, c->workspace_id))
+		if (!AgentIsActive(c->agent_id, c->workspace_id,
+						   ev->own_resource && ev->resource_id ? ev->resource_type : NULL, &facts))
 			continue;
 		if (actor_agent != 0 && actor_agent == c->agent_id)
 		{
@@ -1322,7 +1395,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 			continue;
 		if (!LaunchFirst(ev, c))
 			continue;
-		run_id = Enqueue(ev, c, mention, self_chain);
+		run_id = Enqueue(ev, c, mention, self_chain, &facts);
 		{
 			MemoryContext old = MemoryContextSwitchTo(outer);
 			int64	   *v = palloc(sizeof(int64));
