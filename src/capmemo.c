@@ -25,6 +25,8 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "capmemo.h"
+
 PG_FUNCTION_INFO_V1(pg_agents_cap_memo);
 PG_FUNCTION_INFO_V1(pg_agents_cap_memo_set);
 
@@ -158,38 +160,29 @@ MemoInit(void)
 	}
 }
 
-/* agent._cap_memo(agent_id bigint) RETURNS bigint: NULL when not counted yet */
-Datum
-pg_agents_cap_memo(PG_FUNCTION_ARGS)
+/* the agent's count carried in this transaction; false when not counted yet */
+bool
+PgAgentsCapMemoGet(int64 agent_id, int64 *count)
 {
-	int64		agent_id;
 	CapMemoEntry *e;
 
-	if (PG_ARGISNULL(0) || memo == NULL || !IsTransactionState())
-		PG_RETURN_NULL();
-	agent_id = PG_GETARG_INT64(0);
+	if (memo == NULL || !IsTransactionState())
+		return false;
 	e = hash_search(memo, &agent_id, HASH_FIND, NULL);
 	if (e == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(e->count);
+		return false;
+	*count = e->count;
+	return true;
 }
 
-/* agent._cap_memo_set(agent_id bigint, n bigint) RETURNS void */
-Datum
-pg_agents_cap_memo_set(PG_FUNCTION_ARGS)
+/* records the agent's count for the rest of this transaction (undone with a rolled-back subtransaction) */
+void
+PgAgentsCapMemoSet(int64 agent_id, int64 n)
 {
-	int64		agent_id;
-	int64		n;
 	CapMemoEntry *e;
 	bool		found;
 	int			level = GetCurrentTransactionNestLevel();
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("agent id and count must not be NULL")));
-	agent_id = PG_GETARG_INT64(0);
-	n = PG_GETARG_INT64(1);
 	if (n < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -209,5 +202,27 @@ pg_agents_cap_memo_set(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 	}
 	e->count = n;
+}
+
+/* agent._cap_memo(agent_id bigint) RETURNS bigint: NULL when not counted yet */
+Datum
+pg_agents_cap_memo(PG_FUNCTION_ARGS)
+{
+	int64		count;
+
+	if (PG_ARGISNULL(0) || !PgAgentsCapMemoGet(PG_GETARG_INT64(0), &count))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(count);
+}
+
+/* agent._cap_memo_set(agent_id bigint, n bigint) RETURNS void */
+Datum
+pg_agents_cap_memo_set(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("agent id and count must not be NULL")));
+	PgAgentsCapMemoSet(PG_GETARG_INT64(0), PG_GETARG_INT64(1));
 	PG_RETURN_VOID();
 }

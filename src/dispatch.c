@@ -64,6 +64,7 @@
 
 #include "access.h"
 #include "compat.h"
+#include "enqueue.h"
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
@@ -696,23 +697,53 @@ Fingerprint(EventCtx *ev)
 	return ev->fingerprint;
 }
 
-/* Whether the agent (of the trigger's workspace) exists, is not deleted and is active. */
-static bool
-AgentIsActive(int64 agent_id, const char *workspace_id)
+/* what the agent's row says, read once for the checks and the run */
+typedef struct AgentFacts
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		args[2] = {Int64GetDatum(agent_id), CStringGetTextDatum(workspace_id)};
+	bool		has_cap;
+	int64		cap;			/* hourly_run_cap */
+	bool		own_type_registered;	/* the event's resource type is a resource table's */
+} AgentFacts;
+
+/*
+ * Whether the agent (of the trigger's workspace) exists, is not deleted and
+ * is active; with its hourly cap, and whether the event's own resource type
+ * is registered (agent._withhold_payload then checks the resource).
+ */
+static bool
+AgentIsActive(int64 agent_id, const char *workspace_id, const char *resource_type, AgentFacts *f)
+{
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		args[3] = {Int64GetDatum(agent_id), CStringGetTextDatum(workspace_id), (Datum) 0};
+	char		nulls[3] = {' ', ' ', 'n'};
 	int			ret;
+	bool		isnull;
+	Datum		d;
 
 	SpiUtilKeptPlan(&plan_agent,
-				"SELECT 1 FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+				"SELECT a.hourly_run_cap::pg_catalog.int8, "
+				"  $3 IS NOT NULL AND EXISTS (SELECT 1 FROM agent.resource_tables r "
+				"    WHERE r.resource_type OPERATOR(pg_catalog.=) $3) "
+				"FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
 				"AND a.id OPERATOR(pg_catalog.=) $1 "
 				"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
-				2, types);
-	ret = SPI_execute_plan(plan_agent, args, NULL, false, 1);
+				3, types);
+	if (resource_type != NULL)
+	{
+		args[2] = CStringGetTextDatum(resource_type);
+		nulls[2] = ' ';
+	}
+	ret = SPI_execute_plan(plan_agent, args, nulls, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
-	return SPI_processed > 0;
+	if (SPI_processed == 0)
+		return false;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	f->has_cap = !isnull;
+	f->cap = isnull ? 0 : DatumGetInt64(d);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	f->own_type_registered = isnull || DatumGetBool(d);
+	return true;
 }
 
 /*
@@ -913,6 +944,11 @@ DedupFirstSeen(EventCtx *ev, Candidate *c)
  * launch that meets the other launcher calls agent._launch_first, which
  * counts and reports it.
  */
+static bool LaunchMemoKey(EventCtx *ev, Candidate *c, char *key);
+static bool LaunchMemoFound(const char *key);
+static void LaunchMemoRemember(const char *key);
+static void LastRunForget(void);
+
 static bool
 LaunchFirst(EventCtx *ev, Candidate *c)
 {
@@ -921,8 +957,13 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	int			ret;
+	char		key[33];
+	bool		memo;
 
 	if (pg_agents_dedup_window <= 0)
+		return true;
+	memo = LaunchMemoKey(ev, c, key);
+	if (memo && LaunchMemoFound(key))
 		return true;
 	SpiUtilKeptPlan(&plan_launch,
 				"INSERT INTO agent.event_launches AS x (workspace_id, trigger_id, launch_key, seen_at, source) "
@@ -956,8 +997,13 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 	if (ret != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "pg_agents: launch dedup failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed > 0)
+	{
+		if (memo)
+			LaunchMemoRemember(key);
 		return true;
+	}
 	/* the other launcher came first (its row is locked now): count it */
+	LastRunForget();
 	SpiUtilKeptPlan(&plan_launch_other,
 				"SELECT agent._launch_first($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.->>) 'row_id', $8)",
 				8, types);
@@ -968,11 +1014,197 @@ LaunchFirst(EventCtx *ev, Candidate *c)
 }
 
 /*
+ * The triggers whose last_run_at this transaction already set.  now() does
+ * not move within a transaction and the first UPDATE holds the trigger's row
+ * until the end, so a second UPDATE would write the same value again: a new
+ * row version per event (a chain every later read of the row walks) and a
+ * statement with its triggers, for nothing.  Forgotten at the end of the
+ * transaction, and wholly when a subtransaction rolls back (its UPDATE may
+ * have been undone: the next event writes it again, which is always right).
+ */
+typedef struct LastRunMemo
+{
+	int64		trigger_id;		/* hash key */
+	char	   *workspace_id;
+} LastRunMemo;
+
+/*
+ * The launches (agent.event_launches) this transaction already recorded as
+ * first, by their key: the same launcher again on the same key within the
+ * transaction would upsert the same row to the same values (seen_at is
+ * now(), the source the same; the row stays locked by this transaction), so
+ * it is first again without a statement.  Forgotten like the memo above, and
+ * whenever a launch meets the other launcher (agent._launch_first may change
+ * the row).
+ */
+typedef struct LaunchMemo
+{
+	char		key[33];		/* md5 of workspace, trigger, launch key, source */
+} LaunchMemo;
+
+static MemoryContext last_run_cxt = NULL;
+static HTAB *last_run_memo = NULL;
+static HTAB *launch_memo = NULL;
+static bool last_run_callbacks = false;
+
+static void
+LastRunForget(void)
+{
+	last_run_memo = NULL;
+	launch_memo = NULL;
+	if (last_run_cxt != NULL)
+		MemoryContextReset(last_run_cxt);
+}
+
+static void
+LastRunXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			LastRunForget();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+LastRunSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		LastRunForget();
+}
+
+/* the callbacks (once a process) and the memos' memory context */
+static void
+MemoInit(void)
+{
+	if (!last_run_callbacks)
+	{
+		RegisterXactCallback(LastRunXactCallback, NULL);
+		RegisterSubXactCallback(LastRunSubXactCallback, NULL);
+		last_run_callbacks = true;
+	}
+	if (last_run_cxt == NULL)
+		last_run_cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents dispatch memo",
+											 ALLOCSET_SMALL_SIZES);
+}
+
+/* whether this transaction already set the trigger's last_run_at */
+static bool
+LastRunDone(const Candidate *c)
+{
+	LastRunMemo *m;
+
+	if (last_run_memo == NULL)
+		return false;
+	m = hash_search(last_run_memo, &c->id, HASH_FIND, NULL);
+	return m != NULL && strcmp(m->workspace_id, c->workspace_id) == 0;
+}
+
+/* records that this transaction set the trigger's last_run_at */
+static void
+LastRunRemember(const Candidate *c)
+{
+	LastRunMemo *m;
+	bool		found;
+
+	MemoInit();
+	if (last_run_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(LastRunMemo);
+		ctl.hcxt = last_run_cxt;
+		last_run_memo = hash_create("pg_agents last_run memo", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	m = hash_search(last_run_memo, &c->id, HASH_ENTER, &found);
+	/* (two workspaces' triggers of one id: the later one is remembered) */
+	m->workspace_id = MemoryContextStrdup(last_run_cxt, c->workspace_id);
+}
+
+/*
+ * The memo key of a launch, or false when the launch is not memoized (a
+ * row_id that is not a string: its ->> text is left to SQL).
+ */
+static bool
+LaunchMemoKey(EventCtx *ev, Candidate *c, char *key)
+{
+	StringInfoData buf;
+	const char *errstr = NULL;
+	JsonbValue *v = NULL;
+
+	if (JsonContainerIsObject(&ev->payload->root))
+		v = getKeyJsonValueFromContainer(&ev->payload->root, "row_id", 6, NULL);
+	if (v != NULL && v->type != jbvString && v->type != jbvNull)
+		return false;
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s%c" INT64_FORMAT "%c%s%c%s%c%s%c", c->workspace_id, '\0', c->id, '\0',
+					 ev->event_name, '\0', ev->resource_type, '\0',
+					 ev->resource_id ? ev->resource_id : "", '\0');
+	if (v != NULL && v->type == jbvString)
+		appendBinaryStringInfo(&buf, v->val.string.val, v->val.string.len);
+	appendStringInfoChar(&buf, '\0');
+	if (ev->automation)
+		appendStringInfo(&buf, "automation:%s", ev->automation);
+	else
+		appendStringInfoString(&buf, "trigger");
+	if (!pg_md5_hash(buf.data, buf.len, key, &errstr))
+		elog(ERROR, "pg_agents: could not compute launch key: %s", errstr ? errstr : "?");
+	pfree(buf.data);
+	return true;
+}
+
+static bool
+LaunchMemoFound(const char *key)
+{
+	return launch_memo != NULL && hash_search(launch_memo, key, HASH_FIND, NULL) != NULL;
+}
+
+static void
+LaunchMemoRemember(const char *key)
+{
+	MemoInit();
+	if (launch_memo == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = 33;
+		ctl.entrysize = sizeof(LaunchMemo);
+		ctl.hcxt = last_run_cxt;
+		launch_memo = hash_create("pg_agents launch memo", 16, &ctl,
+								  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	(void) hash_search(launch_memo, key, HASH_ENTER, NULL);
+}
+
+/* whether a payload has the shape of a row: "table", and "row" or "old" (agent._withhold_payload) */
+static bool
+PayloadHasRow(Jsonb *payload)
+{
+	JsonbContainer *jc = &payload->root;
+
+	if (!JsonContainerIsObject(jc))
+		return false;
+	return getKeyJsonValueFromContainer(jc, "table", 5, NULL) != NULL &&
+		(getKeyJsonValueFromContainer(jc, "row", 3, NULL) != NULL ||
+		 getKeyJsonValueFromContainer(jc, "old", 3, NULL) != NULL);
+}
+
+/*
  * the run of one matched trigger (agent._enqueue_run), with the event as its
  * input; returns the run's id
  */
 static int64
-Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
+Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain, const AgentFacts *facts)
 {
 	Oid			types[8] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
 	Datum		args[8];
@@ -983,6 +1215,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 	bool		isnull;
 	Datum		d;
 	int64		run_id;
+	EnqueueArgs ea;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	PushEventFields(&st, ev);
@@ -991,45 +1224,72 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		JsonbBuildTextField(&st, "automation", ev->automation);
 	if (self_chain > 0)
 		JsonbBuildIntField(&st, "self_chain", self_chain);
-	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
 	/*
 	 * The payload is stored as the agent may see it: a row of a registered
 	 * resource it may not read is replaced by a reference and the reason
 	 * (agent._withhold_payload), so that runs.input, claim_runs, the
-	 * activity and run_detail never carry it.
+	 * activity and run_detail never carry it.  A payload of neither shape
+	 * it checks (the event's own resource of a registered type; a row:
+	 * "table" with "row" or "old") is what _withhold_payload returns
+	 * unchanged: it is put in as it is, without calling it.
 	 */
-	SpiUtilKeptPlan(&plan_enqueue,
-				"SELECT agent._enqueue_run($1, 'autonomous', $2, "
-				"$3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
-				"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8)), $4, $5)",
-				8, types);
-	args[0] = Int64GetDatum(c->agent_id);
-	args[1] = CStringGetTextDatum(mention ? "mention" : "event");
-	args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
-	args[3] = Int64GetDatum(c->id);
-	if (ev->actor)
-		args[4] = CStringGetTextDatum(ev->actor);
-	else
-		nulls[4] = 'n';
-	args[5] = JsonbPGetDatum(ev->payload);
-	/* the event's own resource is checked too (a watcher's is a table) */
-	if (ev->own_resource && ev->resource_id)
+	if (!facts->own_type_registered && !PayloadHasRow(ev->payload))
 	{
-		args[6] = CStringGetTextDatum(ev->resource_type);
-		args[7] = CStringGetTextDatum(ev->resource_id);
+		JsonbBuildKey(&st, "payload");
+		JsonbBuildJsonb(&st, ev->payload);
+		res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+		d = JsonbPGetDatum(JsonbValueToJsonb(res));
 	}
 	else
-		nulls[6] = nulls[7] = 'n';
-	ret = SPI_execute_plan(plan_enqueue, args, nulls, false, 0);
-	if (ret != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "pg_agents: could not queue run: %s", SPI_result_code_string(ret));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		elog(ERROR, "pg_agents: agent._enqueue_run returned NULL");
-	run_id = DatumGetInt64(d);
+	{
+		res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+		SpiUtilKeptPlan(&plan_enqueue,
+					"SELECT $3 OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('payload', "
+					"agent._withhold_payload($1, $6, 'autonomous', NULL, $7, $8))",
+					8, types);
+		args[0] = Int64GetDatum(c->agent_id);
+		args[1] = CStringGetTextDatum(mention ? "mention" : "event");
+		args[2] = JsonbPGetDatum(JsonbValueToJsonb(res));
+		args[3] = Int64GetDatum(c->id);
+		if (ev->actor)
+			args[4] = CStringGetTextDatum(ev->actor);
+		else
+			nulls[4] = 'n';
+		args[5] = JsonbPGetDatum(ev->payload);
+		/* the event's own resource is checked too (a watcher's is a table) */
+		if (ev->own_resource && ev->resource_id)
+		{
+			args[6] = CStringGetTextDatum(ev->resource_type);
+			args[7] = CStringGetTextDatum(ev->resource_id);
+		}
+		else
+			nulls[6] = nulls[7] = 'n';
+		ret = SPI_execute_plan(plan_enqueue, args, nulls, false, 0);
+		if (ret != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "pg_agents: could not make a run's input: %s", SPI_result_code_string(ret));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (isnull)
+			elog(ERROR, "pg_agents: a run's input is NULL");
+	}
 
-	/* the trigger remembers when it last queued a run */
+	/* agent._enqueue_run, called directly (this runs as its owner already) */
+	memset(&ea, 0, sizeof(ea));
+	ea.has_agent = true;
+	ea.agent_id = c->agent_id;
+	ea.regime = "autonomous";
+	ea.origin = mention ? "mention" : "event";
+	ea.input = DatumGetJsonbP(d);
+	ea.has_trigger = true;
+	ea.trigger_id = c->id;
+	ea.requested_by = ev->actor;
+	ea.agent_workspace = c->workspace_id;
+	ea.has_cap = facts->has_cap;
+	ea.cap = facts->cap;
+	run_id = PgAgentsEnqueueRun(&ea);
+
+	/* the trigger remembers when it last queued a run (once a transaction) */
+	if (!LastRunDone(c))
 	{
 		Oid			ltypes[2] = {INT8OID, TEXTOID};
 		Datum		largs[2] = {Int64GetDatum(c->id), CStringGetTextDatum(c->workspace_id)};
@@ -1041,6 +1301,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain)
 		ret = SPI_execute_plan(plan_last_run, largs, NULL, false, 0);
 		if (ret != SPI_OK_UPDATE)
 			elog(ERROR, "pg_agents: could not update trigger: %s", SPI_result_code_string(ret));
+		LastRunRemember(c);
 	}
 	return run_id;
 }
@@ -1095,6 +1356,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		Candidate  *c = &items[i];
 		int			self_chain = 0;
 		int64		run_id;
+		AgentFacts	facts;
 
 		/* anti-loop: an agent's own writes do not wake it, unless allowed */
 		if (actor_agent != 0 && actor_agent == c->agent_id && !c->allow_self)
@@ -1117,7 +1379,8 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 				continue;
 		}
 		/* suspended or deleted agents: silent */
-		if (!AgentIsActive(c->agent_id, c->workspace_id))
+		if (!AgentIsActive(c->agent_id, c->workspace_id,
+						   ev->own_resource && ev->resource_id ? ev->resource_type : NULL, &facts))
 			continue;
 		if (actor_agent != 0 && actor_agent == c->agent_id)
 		{
@@ -1132,7 +1395,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 			continue;
 		if (!LaunchFirst(ev, c))
 			continue;
-		run_id = Enqueue(ev, c, mention, self_chain);
+		run_id = Enqueue(ev, c, mention, self_chain, &facts);
 		{
 			MemoryContext old = MemoryContextSwitchTo(outer);
 			int64	   *v = palloc(sizeof(int64));

@@ -13,81 +13,19 @@ CREATE OR REPLACE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, 
                                    p_parent_run_id bigint DEFAULT NULL,
                                    p_token_budget bigint DEFAULT NULL)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE C VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  a        agent.agents%ROWTYPE;
-  p        agent.runs%ROWTYPE;
-  v_cap    integer;
-  v_recent bigint;
-  v_status text := 'queued';
-  v_error  text;
-  v_id     bigint;
-  v_ws     text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
-BEGIN
-  -- every statement names the workspace: the session's, or the agent's own
-  -- (a session bound to none, such as agent.tick's, or an event of a row of
-  -- another workspace than the session's: the callers check the boundary)
-  SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
-  IF NOT FOUND THEN
-    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = p_agent_id;
-    SELECT * INTO a FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = p_agent_id;
-  END IF;
-  IF NOT FOUND OR a.deleted_at IS NOT NULL THEN
-    RAISE EXCEPTION 'agent % does not exist', p_agent_id USING ERRCODE = 'undefined_object';
-  END IF;
-  IF p_parent_run_id IS NOT NULL THEN
-    SELECT * INTO p FROM agent.runs x WHERE x.workspace_id = a.workspace_id AND x.id = p_parent_run_id;
-  END IF;
-  IF p_regime = 'autonomous' THEN
-    v_cap := coalesce(a.hourly_run_cap, current_setting('pg_agents.hourly_run_cap')::integer);
-    -- one queue decision at a time per agent, so that concurrent events
-    -- respect the cap: the agent's row of agent.locks, which no other role
-    -- can lock (the row made by agent._lock on the agent's first queueing)
-    PERFORM FROM agent.locks l WHERE l.purpose = 'cap' AND l.key = p_agent_id::text FOR UPDATE;
-    IF NOT FOUND THEN
-      PERFORM agent._lock('cap', p_agent_id::text);
-    END IF;
-    -- Counting stops at the cap: the check costs at most cap rows.  While this
-    -- transaction holds the lock no other one queues for the agent, and now()
-    -- does not move, so the count only grows by the runs queued here: it is
-    -- counted once per transaction and then carried in backend memory
-    -- (agent._cap_memo, src/capmemo.c: undone with a rolled-back
-    -- subtransaction, like the rows; never a setting a session could set).
-    v_recent := agent._cap_memo(p_agent_id);
-    IF v_recent IS NULL THEN
-      SELECT count(*) INTO v_recent FROM (
-        SELECT 1 FROM agent.runs r
-         WHERE r.workspace_id = a.workspace_id AND r.agent_id = p_agent_id AND r.regime = 'autonomous'
-           AND r.created_at > now() - interval '1 hour' AND r.status <> 'budget_exceeded'
-         LIMIT v_cap) s;
-    END IF;
-    IF v_recent >= v_cap THEN
-      v_status := 'budget_exceeded';
-      v_error := format('hourly run cap of %s reached', v_cap);
-    END IF;
-  END IF;
-  -- the id is taken first so that a root run is its own root in one INSERT
-  v_id := nextval(pg_get_serial_sequence('agent.runs', 'id'));
-  INSERT INTO agent.runs (id, workspace_id, agent_id, trigger_id, parent_run_id, root_run_id, depth, regime,
-                          origin, requested_by, status, priority, input, error, token_budget, finished_at)
-  VALUES (v_id, a.workspace_id, p_agent_id, p_trigger_id, p_parent_run_id, coalesce(p.root_run_id, v_id),
-          coalesce(p.depth + 1, 0), p_regime, p_origin, p_requested_by, v_status,
-          CASE WHEN p_regime = 'manual' THEN 10 ELSE 0 END,
-          coalesce(p_input, '{}'), v_error, p_token_budget,
-          CASE WHEN v_status <> 'queued' THEN now() END);
-  IF p_regime = 'autonomous' THEN
-    PERFORM agent._cap_memo_set(p_agent_id, v_recent + CASE WHEN v_status = 'queued' THEN 1 ELSE 0 END);
-  END IF;
-  PERFORM pg_notify('agent_runs', json_build_object('run_id', v_id, 'agent_id', p_agent_id,
-                                                    'status', v_status)::text);
-  IF v_status = 'queued' THEN
-    PERFORM agent._request_wake();  -- sets the worker's latch at commit
-  END IF;
-  RETURN v_id;
-END
-$$;
+AS 'MODULE_PATHNAME', 'pg_agents_enqueue_run';
+-- C (src/enqueue.c), with kept plans: the agent (of the session's workspace,
+-- or its own: a session bound to none, such as agent.tick's, or an event of
+-- a row of another workspace than the session's: the callers check the
+-- boundary; every statement names the workspace), the parent run of a
+-- child, for an autonomous run the hourly cap (one queue decision at a time
+-- per agent: the agent's row of agent.locks FOR UPDATE, made by agent._lock
+-- on its first queueing; the recent runs counted once a transaction, up to
+-- the cap, then carried by agent._cap_memo's memo), the id taken first (a
+-- root run is its own root), the run row (budget_exceeded and finished at
+-- once past the cap), NOTIFY agent_runs and the worker's wake-up at commit.
 REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
   'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit); the one path every origin uses.';
