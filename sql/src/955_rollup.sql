@@ -392,3 +392,22 @@ CREATE VIEW agent._run_rollup_visible WITH (security_barrier) AS
           AND (SELECT agent._may_read_workspace(agent.current_workspace())));
 COMMENT ON VIEW agent._run_rollup_visible IS
   'Internal (agent.run_stats): the rows of agent.run_rollup with the agent''s name, provider and endpoint host; scoped like agent.run_metrics (the workspaces the querying role may read; every workspace for pg_monitor and superusers).';
+DO $$
+DECLARE
+  c record;
+BEGIN
+  -- the view's columns: those of agent.run_rollup, and of agent.run_metrics
+  -- for the agent's name, provider and endpoint host
+  FOR c IN
+    SELECT a.attname, coalesce(pg_catalog.col_description('agent.run_rollup'::pg_catalog.regclass, r.attnum),
+                               pg_catalog.col_description('agent.run_metrics'::pg_catalog.regclass, m.attnum)) AS d
+      FROM pg_catalog.pg_attribute a
+      LEFT JOIN pg_catalog.pg_attribute r ON r.attrelid = 'agent.run_rollup'::pg_catalog.regclass AND r.attname = a.attname
+      LEFT JOIN pg_catalog.pg_attribute m ON m.attrelid = 'agent.run_metrics'::pg_catalog.regclass AND m.attname = a.attname
+     WHERE a.attrelid = 'agent._run_rollup_visible'::pg_catalog.regclass AND a.attnum > 0
+     ORDER BY a.attnum
+  LOOP
+    EXECUTE pg_catalog.format('COMMENT ON COLUMN agent._run_rollup_visible.%I IS %L', c.attname, c.d);
+  END LOOP;
+END
+$$;
