@@ -377,16 +377,18 @@ COMMENT ON TRIGGER agents_run_rollup_forget ON agent.agents IS
 -- What agent.run_stats reads of the rollup, scoped like agent.run_metrics,
 -- with the agent's name, provider and endpoint host as they are now
 CREATE VIEW agent._run_rollup_visible WITH (security_barrier) AS
-  SELECT u.workspace_id, u.agent_id, a.name AS agent_name,
-         coalesce(a.scope ->> 'llm_provider', nullif(pg_catalog.current_setting('pg_agents.llm_provider', true), ''),
-                  'openai') AS provider,
-         pg_catalog.substring(coalesce(a.scope ->> 'llm_url', pg_catalog.current_setting('pg_agents.llm_url', true)),
-                              '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?(\[[^]/]*\]|[^/:?#]*)') AS endpoint_host,
+  SELECT u.workspace_id, u.agent_id, a.agent_name, a.provider, a.endpoint_host,
          u.model, u.day, u.month, u.runs, u.succeeded, u.failed, u.budget_exceeded, u.cancelled, u.expired,
          u.active, u.duration_max_ms, u.duration_h, u.queue_max_ms, u.queue_h, u.llm_calls, u.llm_max_ms, u.llm_h,
          u.tokens_in, u.tokens_out, u.tokens_cached, u.retries
     FROM agent.run_rollup u
-    JOIN agent.agents a ON a.workspace_id = u.workspace_id AND a.id = u.agent_id
+    -- computed once per agent (OFFSET 0: not once per rollup row)
+    JOIN (SELECT a.workspace_id, a.id, a.name AS agent_name,
+                 coalesce(a.scope ->> 'llm_provider', nullif(pg_catalog.current_setting('pg_agents.llm_provider', true), ''),
+                          'openai') AS provider,
+                 pg_catalog.substring(coalesce(a.scope ->> 'llm_url', pg_catalog.current_setting('pg_agents.llm_url', true)),
+                                      '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?(\[[^]/]*\]|[^/:?#]*)') AS endpoint_host
+            FROM agent.agents a OFFSET 0) a ON a.workspace_id = u.workspace_id AND a.id = u.agent_id
    WHERE (SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
       OR (u.workspace_id = agent.current_workspace()
           AND (SELECT agent._may_read_workspace(agent.current_workspace())));
