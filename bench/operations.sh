@@ -55,7 +55,7 @@ q -c "VACUUM ANALYZE agent.runs" -c "VACUUM ANALYZE agent.run_steps" >/dev/null
 t1=$(date +%s)
 # run_stats' rollup (docs/operations.md): the runs were loaded with their
 # past created_at, so it is folded again from scratch, as the ticks would
-# (31 days a fold; the worker's ticks fold too meanwhile)
+# (7 days a fold; the worker's ticks fold too meanwhile)
 r0=$(date +%s%N)
 q -c "SELECT agent.reset_run_rollup()" >/dev/null
 for i in $(seq 1 200); do

@@ -212,12 +212,12 @@ COMMENT ON FUNCTION agent._run_rollup_months(text, timestamptz[]) IS
 
 -- ---------------------------------------------------------------------------
 -- The fold, called by agent.tick(): the closed days after the watermark, at
--- most max_days a call (a first fold of a year of history is spread over
+-- most max_days a call, 7 by default (a first fold of a year of history is spread over
 -- ticks), up to the first of: today (UTC), the day the oldest open
 -- transaction of the database began, the day of the oldest active run.
 -- One fold at a time (agent._lock); no lock on agent.runs.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION agent._run_rollup_fold(p_max_days integer DEFAULT 31) RETURNS integer
+CREATE FUNCTION agent._run_rollup_fold(p_max_days integer DEFAULT 7) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -348,7 +348,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION agent.reset_run_rollup() FROM PUBLIC;
 COMMENT ON FUNCTION agent.reset_run_rollup() IS
-  'Empties the rollup of agent.run_stats (agent.run_rollup): the ticks fold it again from agent.runs (31 days a tick); run_stats scans agent.runs meanwhile, exactly. Run it after writing runs with a created_at before the watermark (a bulk load, a restore of runs alone) or changing ended runs by hand. Superuser (or the owner) only.';
+  'Empties the rollup of agent.run_stats (agent.run_rollup): the ticks fold it again from agent.runs (7 days a tick); run_stats scans agent.runs meanwhile, exactly. Run it after writing runs with a created_at before the watermark (a bulk load, a restore of runs alone) or changing ended runs by hand. Superuser (or the owner) only.';
 
 CREATE FUNCTION agent._run_rollup_watermark() RETURNS timestamptz
 LANGUAGE sql STABLE SECURITY DEFINER
