@@ -2311,11 +2311,13 @@ BEGIN
   ELSE
     v_d0 := NULL;   -- nothing from the rollup
   END IF;
-  RETURN QUERY
+  -- planned for these bounds at every call (EXECUTE): a generic plan
+  -- would not know how few rows the ranges hold
+  RETURN QUERY EXECUTE $q$
   WITH m AS MATERIALIZED (
-    SELECT * FROM agent.run_metrics m WHERE m.created_at >= run_stats.since AND m.created_at < v_end1
+    SELECT * FROM agent.run_metrics m WHERE m.created_at >= $1 AND m.created_at < $2
     UNION ALL
-    SELECT * FROM agent.run_metrics m WHERE m.created_at >= v_beg2),
+    SELECT * FROM agent.run_metrics m WHERE m.created_at >= $3),
   rg AS (
     SELECT m.workspace_id, m.agent_id, m.agent_name, m.provider, m.endpoint_host, m.model,
            count(*) AS runs,
@@ -2354,9 +2356,9 @@ BEGIN
            u.queue_max_ms, u.queue_h, u.llm_calls, u.llm_max_ms, u.llm_h, u.tokens_in, u.tokens_out,
            u.tokens_cached, u.retries
       FROM agent._run_rollup_visible u
-     WHERE (u.month AND u.day >= v_m1 AND u.day < v_m2)
-        OR (NOT u.month AND u.day >= v_d0 AND u.day < v_m1)
-        OR (NOT u.month AND u.day >= v_m2 AND u.day < v_w)),
+     WHERE (u.month AND u.day >= $4 AND u.day < $5)
+        OR (NOT u.month AND u.day >= $6 AND u.day < $4)
+        OR (NOT u.month AND u.day >= $5 AND u.day < $7)),
   g AS (
     SELECT p.workspace_id, p.agent_id, p.agent_name, p.provider, p.endpoint_host, p.model,
            sum(p.runs)::bigint AS runs, sum(p.succeeded)::bigint AS succeeded, sum(p.failed)::bigint AS failed,
@@ -2379,7 +2381,8 @@ BEGIN
          g.llm_calls, agent._hist_quantile(g.llm_h, 0.5), agent._hist_quantile(g.llm_h, 0.95), g.llm_max_ms,
          g.tokens_in, g.tokens_out, g.tokens_cached, g.retries
     FROM g
-   ORDER BY g.workspace_id, g.agent_id, g.provider, g.endpoint_host, g.model;
+   ORDER BY g.workspace_id, g.agent_id, g.provider, g.endpoint_host, g.model
+  $q$ USING run_stats.since, v_end1, v_beg2, v_m1, v_m2, v_d0, v_w;
 END
 $$;
 COMMENT ON FUNCTION agent.run_stats(timestamptz) IS
