@@ -293,9 +293,14 @@ BEGIN
   -- would not know how few rows the ranges hold
   RETURN QUERY EXECUTE $q$
   WITH m AS MATERIALIZED (
-    SELECT * FROM agent.run_metrics m WHERE m.created_at >= $1 AND m.created_at < $2
+    -- only the columns used: the view computes no other
+    SELECT m.workspace_id, m.agent_id, m.agent_name, m.provider, m.endpoint_host, m.model, m.status,
+           m.duration_ms, m.queue_ms, m.llm_calls, m.llm_ms, m.retries, m.tokens_in, m.tokens_out, m.tokens_cached
+      FROM agent.run_metrics m WHERE m.created_at >= $1 AND m.created_at < $2
     UNION ALL
-    SELECT * FROM agent.run_metrics m WHERE m.created_at >= $3),
+    SELECT m.workspace_id, m.agent_id, m.agent_name, m.provider, m.endpoint_host, m.model, m.status,
+           m.duration_ms, m.queue_ms, m.llm_calls, m.llm_ms, m.retries, m.tokens_in, m.tokens_out, m.tokens_cached
+      FROM agent.run_metrics m WHERE m.created_at >= $3),
   rg AS (
     SELECT m.workspace_id, m.agent_id, m.agent_name, m.provider, m.endpoint_host, m.model,
            count(*) AS runs,

@@ -24,6 +24,13 @@
 -- created_at before the watermark (a bulk load, a restore of runs alone) or
 -- changed by hand are not seen: agent.reset_run_rollup() folds again.
 
+-- What run_stats still reads from agent.runs (the partial first day, and
+-- today) is a narrow range of created_at; runs_times_brin reads every page
+-- range that holds one such run, and the runs updated since they were
+-- queued (claims, leases, ends) sit scattered over the whole table: a btree
+-- reads their pages only
+CREATE INDEX runs_created_idx ON agent.runs (created_at);
+
 CREATE TABLE agent.run_rollup (
     workspace_id    text NOT NULL,
     agent_id        bigint NOT NULL,
