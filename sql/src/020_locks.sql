@@ -24,7 +24,7 @@ REVOKE ALL ON agent.locks FROM PUBLIC;
 COMMENT ON TABLE agent.locks IS
   'Rows the extension locks (SELECT ... FOR UPDATE) to serialise the hourly run cap of an agent, claims under pg_agents.max_runs_per_workspace, the tick''s periodic work and the creation of a workspace''s assistant; granted to no role, so that no role but the owner can take or hold these locks (docs/security.md, "Locks").';
 COMMENT ON COLUMN agent.locks.purpose IS 'What the lock serialises: cap (queueing for one agent), claim, tick or assistant (creating one workspace''s assistant agent).';
-COMMENT ON COLUMN agent.locks.key IS 'The agent id (cap), the workspace (assistant), or empty (claim, tick).';
+COMMENT ON COLUMN agent.locks.key IS 'The agent id (cap), the workspace (assistant), run_rollup (tick: the fold of the rollup of agent.run_stats), or empty (claim, tick).';
 INSERT INTO agent.locks (purpose, key) VALUES ('claim', ''), ('tick', '');
 
 -- Takes the lock of purpose and key until the transaction ends (made on

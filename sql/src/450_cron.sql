@@ -415,6 +415,10 @@ BEGIN
     IF to_regprocedure('agent._tick_teams(timestamptz)') IS NOT NULL THEN
       EXECUTE 'SELECT agent._tick_teams($1)' USING v_now;
     END IF;
+    -- run_stats' rollup (955_rollup.sql): the closed days folded
+    IF to_regprocedure('agent._run_rollup_fold(integer)') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._run_rollup_fold()';
+    END IF;
   END IF;
 
   RETURN v_nmade + (SELECT count(*) FROM unnest(v_done) AS x WHERE x.ran)::integer;

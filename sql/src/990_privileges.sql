@@ -174,6 +174,14 @@ GRANT EXECUTE ON FUNCTION agent.set_trigger(bigint, jsonb, text), agent.delete_t
 GRANT EXECUTE ON FUNCTION agent.run_error_code(text) TO PUBLIC;
 GRANT SELECT ON agent.queue_status, agent.run_metrics TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent.run_stats(timestamptz) TO agents_app, agents_reader, pg_monitor;
+-- run_stats' rollup (sql/src/955_rollup.sql): what run_stats (security
+-- invoker) reads of it, scoped like run_metrics; the tables themselves no
+-- role reads
+GRANT SELECT ON agent._run_rollup_visible TO agents_app, agents_reader, pg_monitor;
+GRANT EXECUTE ON FUNCTION agent._run_rollup_watermark(), agent._utc_next_month(timestamptz),
+  agent._hist_add(internal, double precision), agent._hist_merge_add(internal, bigint[]), agent._hist_final(internal),
+  agent._hist(double precision), agent._hist_merge(bigint[]), agent._hist_quantile(bigint[], double precision)
+  TO agents_app, agents_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._may_read_workspace(text) TO pg_monitor;
 GRANT SELECT ON agent.worker_status, agent.mcp_metrics TO pg_monitor;
 GRANT EXECUTE ON FUNCTION agent._worker_status() TO pg_monitor;

@@ -71,6 +71,8 @@ CREATE TEMP TABLE ops_direct_queue AS
      AND (status IN ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_children')
           OR started_at >= now() - interval '1 minute' OR finished_at >= now() - interval '1 minute')
    GROUP BY 1, 2;
+-- the percentiles are run_stats' histogram quantiles (agent._hist_quantile,
+-- docs/operations.md), computed here from the rows themselves
 CREATE TEMP TABLE ops_direct_stats AS
   WITH r AS (SELECT * FROM agent.runs WHERE agent_id BETWEEN 995001 AND 995003 AND created_at >= now() - interval '1 day'),
   runs AS (
@@ -81,19 +83,19 @@ CREATE TEMP TABLE ops_direct_stats AS
            count(*) FILTER (WHERE finished_at IS NULL) AS active,
            round(count(*) FILTER (WHERE status IN ('failed', 'budget_exceeded', 'expired'))::numeric
                  / nullif(count(*) FILTER (WHERE finished_at IS NOT NULL), 0), 4) AS failure_rate,
-           round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at)))::numeric * 1000, 3) AS d50,
-           round((percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at)))::numeric * 1000, 3) AS d95,
+           round(agent._hist_quantile(agent._hist(date_part('epoch', finished_at - started_at) * 1000), 0.5)::numeric, 3) AS d50,
+           round(agent._hist_quantile(agent._hist(date_part('epoch', finished_at - started_at) * 1000), 0.95)::numeric, 3) AS d95,
            round(max(extract(epoch FROM finished_at - started_at)) * 1000, 3) AS dmax,
-           round((percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)))::numeric * 1000, 3) AS q95,
+           round(agent._hist_quantile(agent._hist(date_part('epoch', started_at - created_at) * 1000), 0.95)::numeric, 3) AS q95,
            sum(tokens_in) AS tokens_in, sum(tokens_out) AS tokens_out
       FROM r GROUP BY 1, 2),
   steps AS (
     SELECT r.agent_id, coalesce(r.model, '-') AS model,
            count(*) FILTER (WHERE s.kind = 'llm') AS llm_calls,
-           round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM s.finished_at - s.started_at))
-                    FILTER (WHERE s.kind = 'llm'))::numeric * 1000, 3) AS l50,
-           round((percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM s.finished_at - s.started_at))
-                    FILTER (WHERE s.kind = 'llm'))::numeric * 1000, 3) AS l95,
+           round(agent._hist_quantile(agent._hist(date_part('epoch', s.finished_at - s.started_at) * 1000)
+                                       FILTER (WHERE s.kind = 'llm'), 0.5)::numeric, 3) AS l50,
+           round(agent._hist_quantile(agent._hist(date_part('epoch', s.finished_at - s.started_at) * 1000)
+                                       FILTER (WHERE s.kind = 'llm'), 0.95)::numeric, 3) AS l95,
            count(*) FILTER (WHERE s.kind = 'error' AND s.status = 'retry') AS retries
       FROM r JOIN agent.run_steps s ON s.run_id = r.id GROUP BY 1, 2)
   SELECT runs.*, coalesce(steps.llm_calls, 0) AS llm_calls, steps.l50, steps.l95, coalesce(steps.retries, 0) AS retries

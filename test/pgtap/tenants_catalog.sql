@@ -292,6 +292,10 @@ SELECT is(ARRAY(SELECT col FROM tc_monitor_cols
                          'agent.provider_status.endpoint_host', 'agent.provider_status.kind',
                          'agent.provider_status.model', 'agent.provider_status.name',
                          'agent.provider_status.workspace_id',
+                         -- run_stats' rollup: the same ids as run_metrics
+                         'agent._run_rollup_visible.workspace_id', 'agent._run_rollup_visible.agent_name',
+                         'agent._run_rollup_visible.endpoint_host', 'agent._run_rollup_visible.model',
+                         'agent._run_rollup_visible.provider',
                          -- status lines in the worker's own words: "HTTP 400",
                          -- "transport error: <libcurl's reason>", "<activity>
                          -- failed: SQLSTATE xxxxx" (test/t/633, 622)

@@ -103,18 +103,20 @@ psql -XAtq -c "SET ROLE s622_app" -c "SELECT count(*) FROM agent.worker_status" 
 ok "$(grep -q "permission denied for view worker_status" "$errf" && echo 0)" "nor does the application read the worker status"
 
 for r in $s1 $s2; do wait_status "$r" "succeeded" 30 >/dev/null; done
+# the percentiles are run_stats' histogram quantiles (agent._hist_quantile,
+# docs/operations.md), computed here from the rows themselves
 cmp_stats="
   WITH direct AS (
     SELECT r.agent_id, coalesce(r.model, '-') AS model, count(*) AS runs, sum((r.status = 'succeeded')::int) AS ok,
            sum((r.status = 'failed')::int) AS failed,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM r.finished_at - r.started_at) * 1000) AS d95,
+           agent._hist_quantile(agent._hist(date_part('epoch', r.finished_at - r.started_at) * 1000), 0.95) AS d95,
            max(extract(epoch FROM r.started_at - r.created_at) * 1000) AS qmax,
            sum(r.tokens_in) AS tin, sum(r.tokens_out) AS tout
       FROM agent.runs r WHERE r.created_at >= now() - interval '1 hour' GROUP BY 1, 2),
   steps AS (
     SELECT r.agent_id, coalesce(r.model, '-') AS model,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM s.finished_at - s.started_at) * 1000)
-             FILTER (WHERE s.kind = 'llm') AS l50,
+           agent._hist_quantile(agent._hist(date_part('epoch', s.finished_at - s.started_at) * 1000)
+                                 FILTER (WHERE s.kind = 'llm'), 0.5) AS l50,
            sum((s.kind = 'error' AND s.status = 'retry')::int) AS retries
       FROM agent.runs r JOIN agent.run_steps s ON s.run_id = r.id
      WHERE r.created_at >= now() - interval '1 hour' GROUP BY 1, 2),

@@ -1512,6 +1512,7 @@ DECLARE
   v_cand   bigint[];
   v_locked bigint[];
   v_n      bigint;
+  v_rdays  timestamptz[];
 BEGIN
   IF batch_size IS NULL OR batch_size < 1 THEN
     RAISE EXCEPTION 'batch_size must be positive' USING ERRCODE = 'invalid_parameter_value';
@@ -1550,9 +1551,14 @@ BEGIN
     WITH d AS (
       DELETE FROM agent.runs x
        WHERE x.workspace_id = v_ws AND (x.root_run_id = ANY (v_locked) OR x.id = ANY (v_locked))
-      RETURNING 1)
-    SELECT pg_catalog.count(*) INTO v_n FROM d;
+      RETURNING x.created_at)
+    SELECT pg_catalog.count(*), pg_catalog.array_agg(DISTINCT pg_catalog.date_trunc('day', d.created_at, 'UTC'))
+      INTO v_n, v_rdays FROM d;
     v_runs := v_runs + v_n;
+    -- run_stats' rollup (955_rollup.sql): the days of these runs folded again
+    IF to_regprocedure('agent._run_rollup_redo(text, timestamp with time zone[])') IS NOT NULL THEN
+      EXECUTE 'SELECT agent._run_rollup_redo($1, $2)' USING v_ws, v_rdays;
+    END IF;
     v_roots := coalesce(v_roots, '{}') || v_locked;
   END LOOP;
 

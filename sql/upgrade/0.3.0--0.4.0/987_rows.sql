@@ -436,7 +436,9 @@ AS $$
     -- local: stay on each node
     (34, 'agent.worker_control', 'local', 'The pause switch of the background worker of the node it is on (one row per node).'),
     (35, 'agent._history_holds', 'local', 'Transient: rows live only inside one function call of the transaction that writes them, on the node that runs it.'),
-    (37, 'agent.locks', 'local', 'The rows the functions of the node lock to serialise its queue decisions (hourly cap, claims, tick, assistant), as the advisory locks they replace were per node.')
+    (37, 'agent.locks', 'local', 'The rows the functions of the node lock to serialise its queue decisions (hourly cap, claims, tick, assistant), as the advisory locks they replace were per node.'),
+    (38, 'agent.run_rollup', 'distributed', 'The rollup of agent.run_stats: per workspace, agent, model and UTC day or month, co-located with the runs it sums.'),
+    (39, 'agent.run_rollup_state', 'local', 'The watermark of the rollup of agent.run_stats, kept by the node whose ticks fold it.')
     ) AS p(n, t, k, r)
    ORDER BY p.n
 $$;
