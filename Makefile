@@ -105,18 +105,35 @@ MAKEFLAGS += --silent
 	$(Q)$(COMPILE.c) -o $@ $<
 endif
 
-$(INSTALL_built): $(SQL_PARTS) sql/src pg_agents.control
+# A line `\ir PATH` of a part (psql's include, PATH relative to the part)
+# stands for the file it names: each function or view that install and
+# upgrade both define is written once, in sql/functions/ or sql/views/, and
+# included by both (docs/hacking.md, "SQL written once").  SQL_EXPAND prints
+# a file with its includes expanded (recursively), so that the generated
+# scripts stay plain SQL; a missing file fails the build.
+SQL_ONCE    = $(wildcard sql/functions/*.sql sql/views/*.sql)
+SQL_EXPAND  = awk 'function out(f, d, l, p, r) { d = f; sub(/[^\/]*$$/, "", d); \
+	while ((r = (getline l < f)) > 0) { \
+	  if (l ~ /^\\ir[ \t]/) { p = l; sub(/^\\ir[ \t]+/, "", p); sub(/[ \t\r]+$$/, "", p); \
+	    if (p !~ /^\//) p = d p; \
+	    if ((getline l < p) < 0) { print "make: " f ": \\ir names no file: " p > "/dev/stderr"; exit 1 } \
+	    close(p); out(p) } \
+	  else print l } \
+	if (r < 0) { print "make: cannot read " f > "/dev/stderr"; exit 1 } close(f) } \
+	BEGIN { for (i = 1; i < ARGC; i++) out(ARGV[i]); exit 0 }'
+
+$(INSTALL_built): $(SQL_PARTS) $(SQL_ONCE) sql/src pg_agents.control
 	@{ echo "-- pg_agents $(EXTVERSION): generated from sql/src/*.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "CREATE EXTENSION pg_agents" to load this file. \quit'; \
-	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; cat $$f; done; } > $@
+	   for f in $(SQL_PARTS); do echo; echo "-- ---- $$f ----"; $(SQL_EXPAND) $$f || exit 1; done; } > $@ || { rm -f $@; exit 1; }
 
-$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(UPGRADE_TAIL) pg_agents.control $(SQL_PARTS)
+$(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(UPGRADE_TAIL) pg_agents.control $(SQL_PARTS) $(SQL_ONCE)
 	@{ echo "-- pg_agents $(UPGRADE_FROM) -> $(EXTVERSION): generated from sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION)/*.sql, sql/src/980_labels.sql and sql/src/990_privileges.sql by make; do not edit."; \
 	   printf '%s\n' '\echo Use "ALTER EXTENSION pg_agents UPDATE" to load this file. \quit'; \
 	   for f in $(UPGRADE_PARTS) $(UPGRADE_TAIL); do \
 	     case $$f in *.include) src=$$(cat $$f); [ -f "$$src" ] || { echo "$$f names no file: $$src" >&2; exit 1; }; \
-	       echo; echo "-- ---- $$f: $$src ----"; cat "$$src" ;; \
-	     *) echo; echo "-- ---- $$f ----"; cat $$f ;; esac; done; } > $@
+	       echo; echo "-- ---- $$f: $$src ----"; $(SQL_EXPAND) "$$src" || exit 1 ;; \
+	     *) echo; echo "-- ---- $$f ----"; $(SQL_EXPAND) $$f || exit 1 ;; esac; done; } > $@ || { rm -f $@; exit 1; }
 
 all: $(DATA_built)
 
