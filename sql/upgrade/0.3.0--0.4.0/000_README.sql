@@ -7,3 +7,6 @@
 -- (sql/pg_agents--A--B.sql) are frozen once their version is released.
 -- A part named NNN_area.include holds the path of a file of sql/src/ that is
 -- new in 0.4.0: make puts that file in the upgrade as it is (written once).
+-- A line `\ir ../../functions/<schema.name>.sql` (also sql/views/,
+-- sql/tables/, sql/types/) includes an object that sql/src/ defines too,
+-- written once (docs/hacking.md, "SQL written once"): change it there.
