@@ -41,37 +41,7 @@ $$;
 COMMENT ON FUNCTION agent.current_agent_id() IS
   'The agent id when the session acts as an agent (pg_agents.actor = ''agent:<id>''), else NULL.';
 
-CREATE FUNCTION agent.set_identity(actor text, workspace text DEFAULT NULL,
-                                   run_id bigint DEFAULT NULL,
-                                   surface text DEFAULT 'sql',
-                                   on_behalf_of text DEFAULT NULL)
-RETURNS void
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-  IF actor IS NOT NULL AND actor !~ '^(user:.+|agent:[0-9]{1,18}|system)$' THEN
-    RAISE EXCEPTION 'invalid actor "%"', actor
-      USING ERRCODE = 'invalid_parameter_value',
-            DETAIL = 'An actor is written user:<id>, agent:<id> or system.';
-  END IF;
-  IF surface IS NOT NULL AND surface NOT IN ('sql','tool','http','frontend','cli','mcp','a2a') THEN
-    RAISE EXCEPTION 'invalid surface "%"', surface
-      USING ERRCODE = 'invalid_parameter_value',
-            DETAIL = 'A surface is one of sql, tool, http, frontend, cli, mcp, a2a.';
-  END IF;
-  -- SET LOCAL statements rather than set_config(): on Citus (with
-  -- citus.propagate_set_commands = 'local') they reach the workers too,
-  -- where shard triggers and policies read them (docs/scaling.md)
-  EXECUTE pg_catalog.format('SET LOCAL pg_agents.actor = %L', coalesce(actor, ''));
-  EXECUTE pg_catalog.format('SET LOCAL pg_agents.workspace = %L', coalesce(workspace, ''));
-  EXECUTE pg_catalog.format('SET LOCAL pg_agents.run_id = %L', coalesce(run_id::text, ''));
-  EXECUTE pg_catalog.format('SET LOCAL pg_agents.surface = %L', coalesce(surface, ''));
-  EXECUTE pg_catalog.format('SET LOCAL pg_agents.on_behalf_of = %L', coalesce(on_behalf_of, ''));
-END
-$$;
-COMMENT ON FUNCTION agent.set_identity(text, text, bigint, text, text) IS
-  'Sets the session identity GUCs for the current transaction (like SET LOCAL).';
+\ir ../functions/agent.set_identity.sql
 
 -- ---------------------------------------------------------------------------
 -- Agents
@@ -132,23 +102,7 @@ COMMENT ON COLUMN agent.agents.deleted_at IS 'Soft-deletion time; a deleted agen
 -- runs), and the session's workspace is left alone: a reference table's
 -- trigger runs on every node, where the session's settings are not set, and
 -- would store a different row on each (docs/scaling.md).
-CREATE FUNCTION agent._fill_workspace() RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-  IF NEW.workspace_id IS NULL THEN
-    IF TG_ARGV[0] = 'agent' THEN
-      SELECT a.workspace_id INTO NEW.workspace_id FROM agent.agents a WHERE a.id = NEW.agent_id;
-    ELSIF TG_ARGV[0] = 'run' THEN
-      SELECT r.workspace_id INTO NEW.workspace_id FROM agent.runs r WHERE r.id = NEW.run_id;
-    ELSIF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
-      NEW.workspace_id := nullif(current_setting('pg_agents.workspace', true), '');
-    END IF;
-  END IF;
-  RETURN NEW;
-END
-$$;
+\ir ../functions/agent._fill_workspace.sql
 
 -- ---------------------------------------------------------------------------
 -- Access: grants, shares, groups, owner ACL
@@ -390,21 +344,7 @@ CREATE TRIGGER runs_fill_workspace BEFORE INSERT ON agent.runs
 -- SET NULL did; Citus refuses that action on a key holding workspace_id).
 -- As the owner, like a foreign key's action: the deleting role needs no
 -- right on agent.runs.
-CREATE FUNCTION agent._triggers_clear_runs() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-  -- (the runs of an agent being deleted go with it: left alone, so that
-  -- their update does not check the foreign key to the deleted agent)
-  UPDATE agent.runs r SET trigger_id = NULL
-   WHERE r.workspace_id = OLD.workspace_id AND r.trigger_id = OLD.id
-     AND EXISTS (SELECT 1 FROM agent.agents a WHERE a.workspace_id = r.workspace_id AND a.id = r.agent_id);
-  RETURN OLD;
-END
-$$;
-COMMENT ON FUNCTION agent._triggers_clear_runs() IS
-  'Internal (trigger triggers_clear_runs): clears agent.runs.trigger_id of the runs of a trigger being deleted, in its workspace.';
+\ir ../functions/agent._triggers_clear_runs.sql
 CREATE TRIGGER triggers_clear_runs BEFORE DELETE ON agent.triggers
   FOR EACH ROW EXECUTE FUNCTION agent._triggers_clear_runs();
 COMMENT ON TABLE agent.runs IS 'One execution of an agent: queued, claimed by an executor, finished with a status.';

@@ -9,53 +9,7 @@
 -- Audit log (the C audit triggers and _audit_event write it)
 -- ---------------------------------------------------------------------------
 
-CREATE TABLE agent.audit_log (
-    id           bigint GENERATED ALWAYS AS IDENTITY,
-    at           timestamptz NOT NULL DEFAULT clock_timestamp(),
-    actor_kind   text NOT NULL CHECK (actor_kind IN ('agent', 'human', 'system')),
-    actor_id     text,
-    on_behalf_of text,
-    db_user      text NOT NULL DEFAULT session_user,
-    run_id       bigint,
-    surface      text,
-    action       text NOT NULL,
-    status       text NOT NULL DEFAULT 'success' CHECK (status IN ('success', 'error', 'denied')),
-    error_code   text,
-    target_type  text,
-    target_id    text,
-    owner_id     text,
-    workspace_id text NOT NULL,
-    inputs       jsonb,
-    changes      jsonb,
-    summary      text,
-    txid         bigint NOT NULL DEFAULT txid_current()
-) PARTITION BY RANGE (at);
--- One partition per month (UTC) and a default one (200_audit.sql); only the
--- indexes the documented reads need (docs/audit.md, "Storage").
-CREATE INDEX audit_log_at_brin ON agent.audit_log USING brin (at);
-CREATE INDEX audit_log_workspace_at_idx ON agent.audit_log (workspace_id, at);
-CREATE INDEX audit_log_target_idx ON agent.audit_log (target_type, target_id);
-CREATE INDEX audit_log_run_idx ON agent.audit_log (run_id) WHERE run_id IS NOT NULL;
-COMMENT ON TABLE agent.audit_log IS 'Append-only, redacted, tenant-scoped record of who changed what, human or agent; partitioned by month of at.';
-COMMENT ON COLUMN agent.audit_log.id IS 'Audit row id.';
-COMMENT ON COLUMN agent.audit_log.at IS 'When it happened.';
-COMMENT ON COLUMN agent.audit_log.actor_kind IS 'agent, human or system.';
-COMMENT ON COLUMN agent.audit_log.actor_id IS 'Agent id or user id of the actor.';
-COMMENT ON COLUMN agent.audit_log.on_behalf_of IS 'User an agent acted for.';
-COMMENT ON COLUMN agent.audit_log.db_user IS 'PostgreSQL session user, always recorded.';
-COMMENT ON COLUMN agent.audit_log.run_id IS 'Agent run, when the change came from one.';
-COMMENT ON COLUMN agent.audit_log.surface IS 'sql, tool, http, frontend, cli, mcp or a2a.';
-COMMENT ON COLUMN agent.audit_log.action IS 'insert, update, delete, or a named action such as agent.grant.';
-COMMENT ON COLUMN agent.audit_log.status IS 'success, error or denied.';
-COMMENT ON COLUMN agent.audit_log.error_code IS 'Reason code or SQLSTATE of a refusal or error.';
-COMMENT ON COLUMN agent.audit_log.target_type IS 'Kind of the changed object.';
-COMMENT ON COLUMN agent.audit_log.target_id IS 'Id (primary key) of the changed object.';
-COMMENT ON COLUMN agent.audit_log.owner_id IS 'Owner of the changed object, when known.';
-COMMENT ON COLUMN agent.audit_log.workspace_id IS 'Workspace (tenant) of the row, '''' for an action of no workspace; reads are scoped by it (the distribution column on Citus, never NULL).';
-COMMENT ON COLUMN agent.audit_log.inputs IS 'Inputs of a named action (redacted).';
-COMMENT ON COLUMN agent.audit_log.changes IS 'Row data: new row, changed columns {col: {old, new}}, or old row (redacted).';
-COMMENT ON COLUMN agent.audit_log.summary IS 'One line in clear.';
-COMMENT ON COLUMN agent.audit_log.txid IS 'Transaction id of the change.';
+\ir ../tables/agent.audit_log.sql
 
 CREATE FUNCTION agent._audit_event(p_action text, p_status text DEFAULT 'success',
                                    p_target_type text DEFAULT NULL, p_target_id text DEFAULT NULL,
@@ -92,29 +46,7 @@ REVOKE ALL ON FUNCTION agent._cap_memo_set(bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._cap_memo_set(bigint, bigint) IS
   'Internal (agent._enqueue_run): records the agent''s count of autonomous runs of the last hour for the rest of this transaction (undone if the current subtransaction rolls back).';
 
-CREATE FUNCTION agent._enqueue_run(p_agent_id bigint, p_regime text, p_origin text,
-                                   p_input jsonb DEFAULT '{}',
-                                   p_trigger_id bigint DEFAULT NULL,
-                                   p_requested_by text DEFAULT NULL,
-                                   p_parent_run_id bigint DEFAULT NULL,
-                                   p_token_budget bigint DEFAULT NULL)
-RETURNS bigint
-LANGUAGE C VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'pg_agents_enqueue_run';
--- C (src/enqueue.c), with kept plans: the agent (of the session's workspace,
--- or its own: a session bound to none, such as agent.tick's, or an event of
--- a row of another workspace than the session's: the callers check the
--- boundary; every statement names the workspace), the parent run of a
--- child, for an autonomous run the hourly cap (one queue decision at a time
--- per agent: the agent's row of agent.locks FOR UPDATE, made by agent._lock
--- on its first queueing; the recent runs counted once a transaction, up to
--- the cap, then carried by agent._cap_memo's memo), the id taken first (a
--- root run is its own root), the run row (budget_exceeded and finished at
--- once past the cap), NOTIFY agent_runs and the worker's wake-up at commit.
-REVOKE ALL ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION agent._enqueue_run(bigint, text, text, jsonb, bigint, text, bigint, bigint) IS
-  'Internal: queues one run (hourly cap for autonomous runs, NOTIFY agent_runs, worker wake-up at commit); the one path every origin uses.';
+\ir ../functions/agent._enqueue_run.sql
 
 -- ---------------------------------------------------------------------------
 -- The role under which the worker runs tool SQL

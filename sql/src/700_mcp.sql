@@ -237,15 +237,7 @@ COMMENT ON FUNCTION agent._mcp_match(text, jsonb) IS
 
 -- The same list as LIKE patterns (for name LIKE ANY (...)), computed once
 -- per agent rather than once per tool.
-CREATE FUNCTION agent._mcp_like_patterns(p_patterns jsonb) RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-  SELECT coalesce(array_agg(replace(replace(replace(replace(pat, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%')), '{}')
-    FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(p_patterns) = 'array' THEN p_patterns ELSE '[]' END) AS pat
-$$;
-COMMENT ON FUNCTION agent._mcp_like_patterns(jsonb) IS
-  'Internal: a JSON array of names or * patterns as LIKE patterns (agent._mcp_match''s rules), for name LIKE ANY (...).';
+\ir ../functions/agent._mcp_like_patterns.sql
 
 -- ---------------------------------------------------------------------------
 -- Administration
@@ -402,58 +394,7 @@ COMMENT ON FUNCTION agent.mcp_set_tool_approval(bigint, text, boolean) IS
 -- Refresh: connect, initialize, list tools (from this backend)
 -- ---------------------------------------------------------------------------
 
-CREATE FUNCTION agent.mcp_refresh(server_id bigint)
-RETURNS TABLE(id bigint, name text, connected boolean, tool_count integer, error text)
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  s agent.mcp_servers%ROWTYPE;
-  r jsonb;
-  t jsonb;
-  v_names text[] := '{}';
-  v_name text;
-BEGIN
-  SELECT * INTO s FROM agent.mcp_servers m
-   WHERE m.id = mcp_refresh.server_id AND agent._workspace_ok(m.workspace_id) FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'MCP server % does not exist', mcp_refresh.server_id USING ERRCODE = 'undefined_object';
-  END IF;
-  r := agent._mcp_list(s.id, s.url, s.headers);
-  IF NOT (r->>'ok')::boolean THEN
-    UPDATE agent.mcp_servers m SET last_error = r->>'error' WHERE m.id = s.id;
-    RETURN QUERY SELECT s.id, s.name, false, NULL::integer, r->>'error';
-    RETURN;
-  END IF;
-  FOR t IN SELECT * FROM jsonb_array_elements(r->'tools') LOOP
-    v_name := t->>'name';
-    IF v_name IS NULL OR v_name = ANY (v_names) THEN
-      CONTINUE;
-    END IF;
-    v_names := v_names || v_name;
-    INSERT INTO agent.mcp_tools AS mt (workspace_id, server_id, name, exposed_name, description,
-                                       input_schema, annotations, refreshed_at)
-    VALUES (s.workspace_id, s.id, v_name, agent._mcp_exposed_name(s.id, v_name), t->>'description',
-            CASE WHEN jsonb_typeof(t->'inputSchema') = 'object' THEN t->'inputSchema'
-                 ELSE '{"type": "object"}' END,
-            t->'annotations', now())
-    ON CONFLICT ON CONSTRAINT mcp_tools_pkey DO UPDATE
-       SET description = EXCLUDED.description, input_schema = EXCLUDED.input_schema,
-           annotations = EXCLUDED.annotations, refreshed_at = EXCLUDED.refreshed_at;
-  END LOOP;
-  DELETE FROM agent.mcp_tools mt WHERE mt.server_id = s.id AND NOT (mt.name = ANY (v_names));
-  UPDATE agent.mcp_servers m
-     SET last_error = NULL, tools_refreshed_at = now(),
-         protocol_version = r->>'protocolVersion', server_info = r->'serverInfo',
-         tools_ttl_ms = CASE WHEN jsonb_typeof(r->'ttlMs') = 'number' THEN (r->>'ttlMs')::integer END,
-         tools_stale = false
-   WHERE m.id = s.id;
-  RETURN QUERY SELECT s.id, s.name, true, cardinality(v_names), NULL::text;
-END
-$$;
-REVOKE ALL ON FUNCTION agent.mcp_refresh(bigint) FROM PUBLIC;
-COMMENT ON FUNCTION agent.mcp_refresh(bigint) IS
-  'Connects to one MCP server from this backend (initialize, tools/list to the last page) and replaces its tools in agent.mcp_tools; a failure is recorded in last_error and returned, never raised.';
+\ir ../functions/agent.mcp_refresh.sql
 
 CREATE FUNCTION agent.mcp_refresh(server text DEFAULT NULL,
                                   workspace_id text DEFAULT agent.current_workspace(),
@@ -555,151 +496,27 @@ COMMENT ON FUNCTION agent.mcp_call(text, text, jsonb, text, text) IS
 
 -- The user whose personal MCP servers serve a run: the requester of a
 -- manual run, the agent's owner for an autonomous one.
-CREATE FUNCTION agent._mcp_run_user(p_run_id bigint) RETURNS text
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  -- the run's workspace (Citus routes by it): the session's, else the run's own
-  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
-BEGIN
-  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
-  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.runs x WHERE x.workspace_id = v_ws AND x.id = p_run_id) THEN
-    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = p_run_id;
-  END IF;
-  RETURN (SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END
-            FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id
-           WHERE r.workspace_id = v_ws AND r.id = p_run_id);
-END
-$$;
+\ir ../functions/agent._mcp_run_user.sql
 REVOKE ALL ON FUNCTION agent._mcp_run_user(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent._mcp_run_user(bigint) IS
   'Internal: whose personal MCP servers serve the run: its requester for a manual run, the agent''s owner for an autonomous one.';
 
-CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint, user_id text)
-RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
-              input_schema jsonb, needs_approval boolean, read_only boolean)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-DECLARE
-  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
-  v_ws text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
-  v_sp text[];
-  v_tp text[];
-  v_ap text[];
-BEGIN
-  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
-  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id) THEN
-    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_tools.agent_id;
-  END IF;
-  -- the agent's patterns once
-  SELECT agent._mcp_like_patterns(x.scope->'mcp_servers'), agent._mcp_like_patterns(x.scope->'mcp_tools'),
-         agent._mcp_like_patterns(x.scope->'needs_approval')
-    INTO v_sp, v_tp, v_ap
-    FROM agent.agents x
-   WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id AND x.deleted_at IS NULL;
-  IF NOT FOUND THEN
-    RETURN;
-  END IF;
-  RETURN QUERY
-  SELECT t.exposed_name, s.id, s.name, t.name, t.description, t.input_schema,
-         t.needs_approval OR t.exposed_name LIKE ANY (v_ap),
-         coalesce((t.annotations->>'readOnlyHint')::boolean, false)
-    FROM agent.mcp_servers s
-    JOIN agent.mcp_tools t ON t.workspace_id = s.workspace_id AND t.server_id = s.id
-   WHERE s.workspace_id = v_ws
-     AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = mcp_agent_tools.user_id))
-     AND s.enabled
-     AND (s.name LIKE ANY (v_sp) OR t.exposed_name LIKE ANY (v_tp))
-   ORDER BY t.exposed_name;
-END
-$$;
+\ir ../functions/agent.mcp_agent_tools.sql
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint, text) IS
   'MCP tools an agent may use in a run of user_id: enabled servers of its workspace and user_id''s own personal ones (none when NULL), filtered by the agent''s scope (mcp_servers: server names or patterns; mcp_tools: exposed names or patterns; none by default). needs_approval is the tool''s flag or a match in scope.needs_approval (names or * patterns). The worker passes agent._mcp_run_user(run).';
 
-CREATE FUNCTION agent.mcp_agent_tools(agent_id bigint)
-RETURNS TABLE(exposed_name text, server_id bigint, server text, tool text, description text,
-              input_schema jsonb, needs_approval boolean, read_only boolean)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
-  v_ws    text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
-  v_owner text;
-BEGIN
-  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
-  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_tools.agent_id) THEN
-    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_tools.agent_id;
-  END IF;
-  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = mcp_agent_tools.agent_id;
-  RETURN QUERY SELECT * FROM agent.mcp_agent_tools(mcp_agent_tools.agent_id, v_owner);
-END
-$$;
+\ir ../functions/agent.mcp_agent_tools_2.sql
 REVOKE ALL ON FUNCTION agent.mcp_agent_tools(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_tools(bigint) IS
   'MCP tools of the agent''s autonomous runs: agent.mcp_agent_tools(agent_id, <its owner>) (the workspace servers and its owner''s personal ones).';
 
-CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb, user_id text)
-RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET pg_agents.acting_user = ''
-AS $$
-DECLARE
-  v_server_id bigint;
-  v_tool text;
-  s agent.mcp_servers%ROWTYPE;
-  r jsonb;
-BEGIN
-  -- the audit rows of this call name user_id as actor (docs/audit.md)
-  PERFORM pg_catalog.set_config('pg_agents.acting_user', coalesce(mcp_agent_call.user_id, ''), true);
-  SELECT m.server_id, m.tool INTO v_server_id, v_tool
-    FROM agent.mcp_agent_tools(mcp_agent_call.agent_id, mcp_agent_call.user_id) m
-   WHERE m.exposed_name = mcp_agent_call.exposed_name;
-  IF v_server_id IS NULL THEN
-    RETURN jsonb_build_object('ok', false, 'denied', true,
-                              'error', format('tool "%s" is not available to this agent', exposed_name),
-                              'result', agent._mcp_failed_result(format('tool "%s" is not available to this agent', exposed_name)));
-  END IF;
-  SELECT * INTO s FROM agent.mcp_servers m WHERE m.id = v_server_id;
-  IF arguments IS NULL OR jsonb_typeof(arguments) <> 'object' THEN
-    arguments := '{}';
-  END IF;
-  r := agent._mcp_call(s.id, s.url, s.headers, v_tool, arguments);
-  IF (r->>'ok')::boolean THEN
-    RETURN jsonb_build_object('ok', NOT coalesce((r->'result'->>'isError')::boolean, false),
-                              'server', s.name, 'tool', v_tool, 'result', r->'result');
-  END IF;
-  RETURN jsonb_build_object('ok', false, 'server', s.name, 'tool', v_tool, 'error', r->>'error',
-                            'result', agent._mcp_failed_result(r->>'error', r->'rpc_error'));
-END
-$$;
+\ir ../functions/agent.mcp_agent_call.sql
 REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb, text) IS
   'Worker entry point: calls an MCP tool by its exposed name for an agent in a run of user_id (checked against agent.mcp_agent_tools(agent_id, user_id)); returns {"ok", "server", "tool", "result": CallToolResult, "error"?}; a refused, failed or unreachable call is a failed result, never an exception.';
 
-CREATE FUNCTION agent.mcp_agent_call(agent_id bigint, exposed_name text, arguments jsonb DEFAULT '{}')
-RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  -- the agent's workspace (Citus routes by it): the session's, else the agent's own
-  v_ws    text := nullif(pg_catalog.current_setting('pg_agents.workspace', true), '');
-  v_owner text;
-BEGIN
-  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
-  IF v_ws IS NULL OR NOT EXISTS (SELECT 1 FROM agent.agents x WHERE x.workspace_id = v_ws AND x.id = mcp_agent_call.agent_id) THEN
-    SELECT x.workspace_id INTO v_ws FROM agent.agents x WHERE x.id = mcp_agent_call.agent_id;
-  END IF;
-  SELECT a.owner_id INTO v_owner FROM agent.agents a WHERE a.workspace_id = v_ws AND a.id = mcp_agent_call.agent_id;
-  RETURN agent.mcp_agent_call(mcp_agent_call.agent_id, mcp_agent_call.exposed_name, mcp_agent_call.arguments, v_owner);
-END
-$$;
+\ir ../functions/agent.mcp_agent_call_2.sql
 REVOKE ALL ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_agent_call(bigint, text, jsonb) IS
   'agent.mcp_agent_call(agent_id, exposed_name, arguments, <its owner>): a call as in the agent''s autonomous runs.';
@@ -735,53 +552,7 @@ COMMENT ON COLUMN agent.mcp_status.tools_refreshed_at IS 'Last successful refres
 COMMENT ON COLUMN agent.mcp_status.protocol_version IS 'Negotiated MCP protocol version.';
 COMMENT ON COLUMN agent.mcp_status.server_info IS 'serverInfo reported by the server.';
 
-CREATE FUNCTION agent.mcp_status(workspace_id text DEFAULT agent.current_workspace(),
-                                 owner_id text DEFAULT NULL)
-RETURNS jsonb
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-DECLARE
-  -- the session's workspace (42501 for a non-superuser session bound to none)
-  v_ws  text := agent._session_workspace();
-  v_srv jsonb;
-BEGIN
-  -- (plpgsql, not sql: Citus plans no SQL function with a distributed table)
-  IF v_ws IS NOT NULL AND v_ws IS DISTINCT FROM mcp_status.workspace_id THEN
-    v_ws := NULL;  -- another workspace than the session's: nothing
-  ELSE
-    v_ws := mcp_status.workspace_id;
-  END IF;
-  -- the servers first, then their tools (each statement names the workspace)
-  SELECT coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'name', m.name, 'enabled', m.enabled,
-                                               'connected', m.enabled AND m.last_error IS NULL AND m.tools_refreshed_at IS NOT NULL,
-                                               'last_error', m.last_error)), '[]')
-    INTO v_srv
-    FROM agent.mcp_servers m
-   WHERE m.workspace_id = v_ws
-     AND (m.scope = 'workspace' OR m.owner_id = mcp_status.owner_id);
-  RETURN (
-    WITH s AS (
-      SELECT (e ->> 'id')::bigint AS id, e ->> 'name' AS name, (e ->> 'enabled')::boolean AS enabled,
-             (e ->> 'connected')::boolean AS connected, e ->> 'last_error' AS last_error
-        FROM jsonb_array_elements(v_srv) e
-    ), t AS (
-      SELECT s.name AS source, t.exposed_name, t.description
-        FROM agent.mcp_tools t JOIN s ON s.id = t.server_id
-       WHERE t.workspace_id = v_ws AND t.server_id = ANY (ARRAY(SELECT s.id FROM s WHERE s.connected))
-    )
-    SELECT jsonb_build_object(
-      'configuredServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.enabled),
-      'connectedServers', (SELECT coalesce(jsonb_agg(s.name ORDER BY s.name), '[]') FROM s WHERE s.connected),
-      'totalTools', (SELECT count(*) FROM t),
-      'tools', (SELECT coalesce(jsonb_agg(jsonb_build_object('source', t.source, 'name', t.exposed_name,
-                                                             'description', t.description)
-                                          ORDER BY t.exposed_name), '[]') FROM t),
-      'errors', (SELECT coalesce(jsonb_object_agg(s.name, s.last_error), '{}')
-                   FROM s WHERE s.enabled AND s.last_error IS NOT NULL)));
-END
-$$;
+\ir ../functions/agent.mcp_status.sql
 REVOKE ALL ON FUNCTION agent.mcp_status(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION agent.mcp_status(text, text) IS
   'MCP client status of a workspace (and of one user''s personal servers), shaped like /mcp/status: configuredServers, connectedServers, totalTools, tools [{source, name, description}], errors {server: error}. Only the session''s workspace (pg_agents.workspace): another workspace is reported empty, as if it had no server; a superuser session that sets none may name any.';

@@ -29,55 +29,16 @@
 -- A claim takes a step when it has walked about 256 ids past the mark or
 -- its candidate, so the marks are written once per 256 runs or so (each
 -- write a row version that a held snapshot keeps too).
-CREATE TABLE agent.run_queue_marks (
-    workspace_id text NOT NULL,
-    priority     smallint NOT NULL,
-    low_id       bigint NOT NULL,
-    next_id      bigint,
-    next_wait    text[],
-    PRIMARY KEY (workspace_id, priority)
-);
-COMMENT ON TABLE agent.run_queue_marks IS
-  'Internal (agent.claim_runs): per workspace and priority, an id below which no run of that queue is queued, so that a claim starts its scan past the entries of claimed runs that a held snapshot keeps. Raised in two steps by agent._queue_advance, lowered by the trigger runs_queue_mark when a run is queued again.';
-COMMENT ON COLUMN agent.run_queue_marks.workspace_id IS 'Workspace of the queue.';
-COMMENT ON COLUMN agent.run_queue_marks.priority IS 'Priority of the queue.';
-COMMENT ON COLUMN agent.run_queue_marks.low_id IS 'No run of this workspace and priority with a smaller id is queued.';
-COMMENT ON COLUMN agent.run_queue_marks.next_id IS 'Candidate for low_id, taken when the transactions of next_wait were open.';
-COMMENT ON COLUMN agent.run_queue_marks.next_wait IS 'Virtual transaction ids (pg_locks.virtualtransaction) that held agent.runs or its id sequence for writing when next_id was taken; next_id becomes low_id once they have all ended.';
+\ir ../../tables/agent.run_queue_marks.sql
 
-CREATE TABLE agent.run_queue_returns (
-    workspace_id text NOT NULL,
-    priority     smallint NOT NULL,
-    run_id       bigint NOT NULL
-);
-CREATE INDEX run_queue_returns_idx ON agent.run_queue_returns (workspace_id, priority, run_id);
-COMMENT ON TABLE agent.run_queue_returns IS
-  'Internal (agent.claim_runs): runs queued again below the mark (or candidate) of their queue in agent.run_queue_marks; a claim reads the queue from the lowest of the mark and these, and agent._queue_advance folds them into the mark.';
-COMMENT ON COLUMN agent.run_queue_returns.workspace_id IS 'Workspace of the queue.';
-COMMENT ON COLUMN agent.run_queue_returns.priority IS 'Priority of the queue.';
-COMMENT ON COLUMN agent.run_queue_returns.run_id IS 'The run queued again.';
+\ir ../../tables/agent.run_queue_returns.sql
 
 -- A run queued again below its queue's mark or candidate: noted for the
 -- claims (an INSERT, which waits for no one).  A step that takes a new
 -- candidate while this transaction is open waits for it (it holds
 -- agent.runs for writing); one already taken at or below this run's id, or
 -- a mark raised to at most that candidate, never passes the run.
-CREATE FUNCTION agent._queue_mark_lower() RETURNS trigger
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-  IF EXISTS (SELECT 1 FROM agent.run_queue_marks m
-              WHERE m.workspace_id = NEW.workspace_id AND m.priority = NEW.priority
-                AND (m.low_id > NEW.id OR m.next_id > NEW.id)) THEN
-    INSERT INTO agent.run_queue_returns (workspace_id, priority, run_id) VALUES (NEW.workspace_id, NEW.priority, NEW.id);
-  END IF;
-  RETURN NULL;
-END
-$$;
-REVOKE ALL ON FUNCTION agent._queue_mark_lower() FROM PUBLIC;
-COMMENT ON FUNCTION agent._queue_mark_lower() IS
-  'Internal (trigger runs_queue_mark on agent.runs): a run that becomes queued again (or changes queue) below the mark or candidate of its workspace and priority is noted in agent.run_queue_returns, where the claims find it.';
+\ir ../../functions/agent._queue_mark_lower.sql
 CREATE TRIGGER runs_queue_mark AFTER UPDATE OF status, priority, workspace_id ON agent.runs
   FOR EACH ROW WHEN (NEW.status = 'queued' AND (OLD.status <> 'queued' OR OLD.priority <> NEW.priority
                                                 OR OLD.workspace_id <> NEW.workspace_id))

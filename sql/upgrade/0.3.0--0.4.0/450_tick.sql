@@ -3,34 +3,14 @@
 -- (agent._tick_outcome) instead of parallel arrays; the same behaviour.
 -- A due schedule of agent.tick, locked: the trigger, its agent's liveness
 -- and (ok) whether the set-based path may take it.
-CREATE TYPE agent._tick_slot AS (
-  id          bigint,
-  agent_id    bigint,
-  schedule    text,
-  timezone    text,
-  prompt      text,
-  due         timestamptz,
-  created_by  text,
-  live        boolean,
-  ok          boolean
-);
+\ir ../../types/agent._tick_slot.sql
 COMMENT ON TYPE agent._tick_slot IS
   'A due schedule trigger of agent.tick: id, agent, schedule, time zone, prompt, the slot it is due for, its creator, whether its agent is active (live) and whether the set-based path may take it (ok).';
 
 -- What agent.tick did with a schedule: the run it made (run_id, agent_id,
 -- status, error of a run the queue ended at once) or, on the per-trigger
 -- path, the next slot and whether a run was made.
-CREATE TYPE agent._tick_outcome AS (
-  trigger_id  bigint,
-  run_id      bigint,
-  agent_id    bigint,
-  next_run_at timestamptz,
-  ran         boolean,
-  status      text,
-  error       text
-);
-COMMENT ON TYPE agent._tick_outcome IS
-  'What agent.tick did with one schedule trigger: the run made (run_id, agent_id), the next slot, whether a run was made, and the status and error of a run the queue ended at once.';
+\ir ../../types/agent._tick_outcome.sql
 
 -- The due schedules at p_now (index triggers_due_idx), locked in one
 -- statement, in (due, id) order.  SKIP LOCKED: a trigger another tick is

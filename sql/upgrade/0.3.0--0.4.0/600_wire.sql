@@ -4,96 +4,7 @@
 ALTER TABLE agent.runs ADD COLUMN tokens_cached bigint NOT NULL DEFAULT 0;
 COMMENT ON COLUMN agent.runs.tokens_cached IS 'Prompt tokens of this run read from the provider''s prompt cache (Anthropic cache_read_input_tokens, OpenAI prompt_tokens_details.cached_tokens); a part of tokens_in.';
 
-CREATE OR REPLACE FUNCTION agent._worker_finish_replies(p_replies jsonb, p_lease_secs integer)
-RETURNS TABLE(run_id bigint, outcome text)
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-DECLARE
-  v_rows agent.runs[];
-  v_out  text[];
-  v_ids  bigint[];
-  v_all  bigint[];
-BEGIN
-  IF EXISTS (SELECT 1 FROM jsonb_to_recordset(p_replies) AS x(tokens_in int, tokens_out int, tokens_cached int)
-              WHERE x.tokens_in IS NULL OR x.tokens_out IS NULL OR x.tokens_in < 0 OR x.tokens_out < 0
-                 OR x.tokens_cached < 0) THEN
-    RAISE EXCEPTION 'token counts must be non-negative' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-
-  -- One statement.  The update finds the runs among the running ones
-  -- (status = 'running': the small partial index runs_lease_idx, whatever
-  -- the size of agent.runs), locks them (a root run's row is its tree
-  -- lock), adds the usage (agent.add_usage of a root run: no
-  -- ancestor) and ends them as agent._finish_run does, unless messages wait
-  -- (then the lease is renewed); the steps are written as src/tools.c
-  -- ToolsRecordStep does; the state of ended runs is forgotten.
-  v_all := ARRAY(SELECT (e ->> 'run_id')::bigint FROM jsonb_array_elements(p_replies) e);
-    WITH x AS MATERIALIZED (
-      SELECT x.*, agent.redact(x.input) AS step_input, agent.redact(x.output) AS step_output,
-             EXISTS (SELECT 1 FROM agent.run_messages m
-                      WHERE m.run_id = x.run_id AND m.delivered_at IS NULL) AS waits
-        FROM jsonb_to_recordset(p_replies)
-          AS x(run_id bigint, model text, input jsonb, output jsonb, tokens integer,
-               tokens_in integer, tokens_out integer, tokens_cached integer, started_us bigint, text text)),
-    u AS (
-      UPDATE agent.runs r
-         SET tokens_total = r.tokens_total + x.tokens_in + x.tokens_out,
-             tokens_in = r.tokens_in + x.tokens_in, tokens_out = r.tokens_out + x.tokens_out,
-             tokens_cached = r.tokens_cached + coalesce(x.tokens_cached, 0),
-             model = coalesce(x.model, r.model),
-             -- the live progress of the step (agent._teams_steps_inserted then finds it done)
-             current_step = 'llm' || coalesce(':' || x.model, ''),
-             preview = agent._teams_step_preview('llm', x.step_output),
-             status = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN 'budget_exceeded'
-                           WHEN x.waits THEN r.status ELSE 'succeeded' END,
-             output = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN r.output
-                           WHEN x.waits THEN r.output ELSE jsonb_build_object('text', coalesce(x.text, '')) END,
-             error = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget)
-                            THEN format('token budget of %s exhausted (%s used)', coalesce(r.token_budget, a.default_token_budget),
-                                        r.tokens_total + x.tokens_in + x.tokens_out)
-                          WHEN x.waits THEN r.error END,
-             finished_at = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN now()
-                                WHEN x.waits THEN r.finished_at ELSE now() END,
-             lease_until = CASE WHEN r.tokens_total + x.tokens_in + x.tokens_out >= coalesce(r.token_budget, a.default_token_budget) THEN NULL
-                                WHEN x.waits THEN now() + make_interval(secs => p_lease_secs) END
-        FROM x, agent.agents a
-       WHERE r.id = ANY (v_all) AND r.id = x.run_id AND a.id = r.agent_id
-         AND r.status = 'running' AND r.parent_run_id IS NULL AND r.root_run_id = r.id
-         AND NOT EXISTS (SELECT 1 FROM agent.runs c
-                          WHERE c.parent_run_id = r.id AND agent._run_is_active(c.status))
-      RETURNING r AS run, r.status <> 'running' AS ended),
-    s AS (
-      INSERT INTO agent.run_steps (workspace_id, run_id, seq, kind, name, input, output, status, tokens,
-                                   started_at, finished_at)
-      SELECT (u.run).workspace_id, x.run_id,
-             coalesce((SELECT max(st.seq) FROM agent.run_steps st WHERE st.run_id = x.run_id), 0) + 1,
-             'llm', x.model, x.step_input, x.step_output, 'ok', x.tokens,
-             timestamptz 'epoch' + x.started_us * interval '1 microsecond', clock_timestamp()
-        FROM u JOIN x ON x.run_id = (u.run).id
-       ORDER BY x.run_id),
-    d AS (
-      DELETE FROM agent.run_state st USING u WHERE st.run_id = (u.run).id AND u.ended)
-    SELECT array_agg(u.run ORDER BY (u.run).id) FILTER (WHERE u.ended),
-           array_agg(CASE WHEN u.ended THEN 'finished' ELSE 'continue' END ORDER BY (u.run).id),
-           array_agg((u.run).id ORDER BY (u.run).id)
-      INTO v_rows, v_out, v_ids
-      FROM u;
-
-  IF v_rows IS NOT NULL THEN
-    PERFORM agent._finish_runs_effects(v_rows);
-  END IF;
-
-  -- the others: no longer running (gone), or left to the one-reply path (single)
-  RETURN QUERY
-  SELECT x.run_id,
-         coalesce(v_out[array_position(v_ids, x.run_id)],
-                  CASE WHEN (SELECT r.status FROM agent.runs r WHERE r.id = x.run_id) IS DISTINCT FROM 'running'
-                       THEN 'gone' ELSE 'single' END)
-    FROM jsonb_to_recordset(p_replies) AS x(run_id bigint);
-END
-$$;
+\ir ../../functions/agent._worker_finish_replies.sql
 REVOKE ALL ON FUNCTION agent._worker_finish_replies(jsonb, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._worker_finish_replies(jsonb, integer) IS
   'Internal (worker): records a batch of final answers [{"run_id","model","input","output","tokens","tokens_in","tokens_out","tokens_cached","started_us" (microseconds since 1970),"text"}] in one transaction: llm step, usage, end of the run (succeeded, or budget_exceeded) and its state, for root runs still running without active children; returns each run''s outcome: finished, continue (messages wait: lease renewed, the worker delivers them), gone (no longer running) or single (the worker records it alone).';
@@ -236,33 +147,7 @@ $$;
 COMMENT ON FUNCTION agent.insights(bigint, text, timestamptz, timestamptz) IS
   'Insights of one agent over [since, until) of created_at (full level only, 42501 otherwise, unknown agents and agents of another workspace than the session''s included): one row per section and key — total, status, day and week (UTC), model, origin: runs, succeeded, failed (failed, budget_exceeded, expired), failure_rate over finished runs, own tokens — and resource: granted (agent.access now) versus actually read (read steps of the period), with runs that read it and a state granted_and_read, granted_not_read or read_not_granted.';
 
-CREATE OR REPLACE VIEW agent.run_metrics WITH (security_barrier) AS
-  SELECT r.id AS run_id, r.workspace_id, r.agent_id, a.name AS agent_name, r.origin, r.trigger_id,
-         r.parent_run_id, r.status,
-         coalesce(a.scope ->> 'llm_provider', nullif(pg_catalog.current_setting('pg_agents.llm_provider', true), ''),
-                  'openai') AS provider,
-         pg_catalog.substring(coalesce(a.scope ->> 'llm_url', pg_catalog.current_setting('pg_agents.llm_url', true)),
-                              '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?(\[[^]/]*\]|[^/:?#]*)') AS endpoint_host,
-         r.model, r.created_at, r.started_at, r.finished_at,
-         pg_catalog.date_part('epoch', r.started_at - r.created_at) * 1000 AS queue_ms,
-         pg_catalog.date_part('epoch', r.finished_at - r.started_at) * 1000 AS duration_ms,
-         r.tokens_in, r.tokens_out, r.tokens_cached, r.tokens_total, r.attempts,
-         agent.run_error_code(r.error) AS error_code,
-         coalesce(s.llm_calls, 0) AS llm_calls, s.llm_ms, coalesce(s.retries, 0) AS retries
-    FROM agent.runs r
-    JOIN agent.agents a ON a.id = r.agent_id
-    LEFT JOIN LATERAL (
-      SELECT count(*) FILTER (WHERE st.kind = 'llm') AS llm_calls,
-             pg_catalog.array_agg(pg_catalog.date_part('epoch', st.finished_at - st.started_at) * 1000 ORDER BY st.seq)
-               FILTER (WHERE st.kind = 'llm' AND st.finished_at IS NOT NULL) AS llm_ms,
-             count(*) FILTER (WHERE st.kind = 'error' AND st.status = 'retry') AS retries
-        FROM agent.run_steps st
-       WHERE st.run_id = r.id AND st.kind IN ('llm', 'error')) s ON true
-   WHERE (SELECT pg_catalog.pg_has_role('pg_monitor', 'USAGE'))
-      OR (r.workspace_id = agent.current_workspace()
-          AND (SELECT agent._may_read_workspace(agent.current_workspace())));
-COMMENT ON VIEW agent.run_metrics IS
-  'One row per run, without its content: ids, status, provider kind and endpoint host (the agent''s scope, else the settings, as they are now), model, times, queue wait and duration (ms), tokens, attempts, error code, LLM calls with their latencies (ms) and retries. Rows of the workspaces the querying role may read; every workspace for pg_monitor and superusers.';
+\ir ../../views/agent.run_metrics.sql
 COMMENT ON COLUMN agent.run_metrics.run_id IS 'Run.';
 COMMENT ON COLUMN agent.run_metrics.workspace_id IS 'Workspace.';
 COMMENT ON COLUMN agent.run_metrics.agent_id IS 'Agent.';

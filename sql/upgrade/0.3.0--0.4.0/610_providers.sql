@@ -2,150 +2,8 @@
 -- and the settings key "provider" (kept in scope.provider) of
 -- agent._check_settings / agent._apply_settings (sql/src/100_access.sql).
 
-CREATE OR REPLACE FUNCTION agent._check_settings(p_settings jsonb) RETURNS void
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  k text;
-  v jsonb;
-  e jsonb;
-  t text;
-BEGIN
-  IF p_settings IS NULL OR jsonb_typeof(p_settings) <> 'object' THEN
-    RAISE EXCEPTION 'settings must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  FOR k, v IN SELECT * FROM jsonb_each(p_settings) LOOP
-    t := jsonb_typeof(v);
-    CASE k
-      WHEN 'instructions', 'name' THEN
-        IF t <> 'string' THEN
-          RAISE EXCEPTION 'settings key "%" must be a string', k USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        IF k = 'name' AND length(btrim(v #>> '{}')) NOT BETWEEN 1 AND 200 THEN
-          RAISE EXCEPTION 'settings key "name" must have 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-      WHEN 'instruction_page_id', 'model' THEN
-        IF t NOT IN ('string', 'null') THEN
-          RAISE EXCEPTION 'settings key "%" must be a string or null', k USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-      WHEN 'approval_mode' THEN
-        IF t <> 'string' OR v #>> '{}' NOT IN ('none', 'writes', 'all') THEN
-          RAISE EXCEPTION 'settings key "approval_mode" must be none, writes or all' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-      WHEN 'scope' THEN
-        IF t <> 'object' THEN
-          RAISE EXCEPTION 'settings key "scope" must be an object' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        PERFORM agent._check_scope(v);
-      WHEN 'provider' THEN
-        -- kept in scope.provider; that it exists is checked on the agents row
-        -- (agent._agents_provider_check)
-        IF t NOT IN ('string', 'null') THEN
-          RAISE EXCEPTION 'settings key "provider" must be a provider name or null' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-      WHEN 'web_access' THEN
-        IF t <> 'boolean' THEN
-          RAISE EXCEPTION 'settings key "web_access" must be a boolean' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-      WHEN 'delegation' THEN
-        IF t <> 'array' OR EXISTS (SELECT 1 FROM jsonb_array_elements(v) x
-                                    WHERE jsonb_typeof(x) <> 'number' OR (x #>> '{}') !~ '^[0-9]{1,18}$') THEN
-          RAISE EXCEPTION 'settings key "delegation" must be an array of agent ids' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-      WHEN 'max_iterations', 'hourly_run_cap', 'credit_limit_monthly', 'default_token_budget' THEN
-        IF NOT (t = 'number' AND (v #>> '{}') ~ '^[0-9]{1,9}$'
-                OR t = 'null' AND k IN ('hourly_run_cap', 'credit_limit_monthly')) THEN
-          RAISE EXCEPTION 'settings key "%" must be a non-negative integer%', k,
-                CASE WHEN k IN ('hourly_run_cap', 'credit_limit_monthly') THEN ' or null' ELSE '' END
-            USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        IF k = 'max_iterations' AND (v #>> '{}')::integer NOT BETWEEN 1 AND 200 THEN
-          RAISE EXCEPTION 'settings key "max_iterations" must be between 1 and 200' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        -- a monthly credit limit is not enforced: a value would be stored and
-        -- ignored (issue 31); null (none) is accepted
-        IF k = 'credit_limit_monthly' AND t <> 'null' THEN
-          RAISE EXCEPTION 'settings key "credit_limit_monthly" cannot be honoured: pg_agents enforces no credit limit'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'The column is kept for the application; the worker counts tokens, not credits.',
-                  HINT = 'Bound an agent with hourly_run_cap, default_token_budget and max_iterations; null clears the limit.';
-        END IF;
-      WHEN 'access' THEN
-        IF t <> 'array' THEN
-          RAISE EXCEPTION 'settings key "access" must be an array of grants' USING ERRCODE = 'invalid_parameter_value',
-                DETAIL = 'A grant is {"resource_type": ..., "resource_id": ..., "access": "read" | "edit"}.';
-        END IF;
-        FOR e IN SELECT * FROM jsonb_array_elements(v) LOOP
-          IF jsonb_typeof(e) <> 'object' OR EXISTS (SELECT 1 FROM jsonb_object_keys(e) ok
-                                                     WHERE ok NOT IN ('resource_type', 'resource_id', 'access')) THEN
-            RAISE EXCEPTION 'settings key "access" must be an array of grants' USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'A grant is {"resource_type": ..., "resource_id": ..., "access": "read" | "edit"}.';
-          END IF;
-          PERFORM agent._check_grant(e ->> 'resource_type', e ->> 'resource_id', coalesce(e ->> 'access', 'read'));
-        END LOOP;
-      WHEN 'triggers' THEN
-        RAISE EXCEPTION 'settings key "triggers" cannot be saved with the settings'
-          USING ERRCODE = 'invalid_parameter_value',
-                HINT = 'Use agent.set_trigger and agent.delete_trigger; the version snapshots record the triggers.';
-      ELSE
-        RAISE EXCEPTION 'unknown settings key "%"', k
-          USING ERRCODE = 'invalid_parameter_value',
-                DETAIL = 'Known keys: name, instructions, instruction_page_id, model, approval_mode, scope, web_access, delegation, access, max_iterations, hourly_run_cap, credit_limit_monthly, default_token_budget.';
-    END CASE;
-  END LOOP;
-END
-$$;
+\ir ../../functions/agent._check_settings.sql
 
-CREATE OR REPLACE FUNCTION agent._apply_settings(p_agent_id bigint, p_settings jsonb, p_by_user text)
-RETURNS void
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  s jsonb := p_settings;
-BEGIN
-  IF s ? 'delegation' THEN
-    PERFORM agent._check_delegation(p_agent_id, s -> 'delegation');
-  END IF;
-  UPDATE agent.agents a SET
-    name                 = CASE WHEN s ? 'name' THEN btrim(s ->> 'name') ELSE a.name END,
-    instructions         = CASE WHEN s ? 'instructions' THEN s ->> 'instructions' ELSE a.instructions END,
-    instruction_page_id  = CASE WHEN s ? 'instruction_page_id' THEN s ->> 'instruction_page_id' ELSE a.instruction_page_id END,
-    model                = CASE WHEN s ? 'model' THEN s ->> 'model' ELSE a.model END,
-    approval_mode        = CASE WHEN s ? 'approval_mode' THEN s ->> 'approval_mode' ELSE a.approval_mode END,
-    scope                = CASE WHEN s ? 'provider' AND jsonb_typeof(s -> 'provider') = 'string'
-                                  THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}')
-                                       || jsonb_build_object('provider', s -> 'provider')
-                                  WHEN s ? 'provider'
-                                  THEN coalesce(CASE WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END, '{}') - 'provider'
-                                  WHEN s ? 'scope' THEN s -> 'scope' ELSE a.scope END,
-    web_access           = CASE WHEN s ? 'web_access' THEN (s ->> 'web_access')::boolean ELSE a.web_access END,
-    delegation           = CASE WHEN s ? 'delegation' THEN s -> 'delegation' ELSE a.delegation END,
-    max_iterations       = CASE WHEN s ? 'max_iterations' THEN (s ->> 'max_iterations')::integer ELSE a.max_iterations END,
-    hourly_run_cap       = CASE WHEN s ? 'hourly_run_cap' THEN (s ->> 'hourly_run_cap')::integer ELSE a.hourly_run_cap END,
-    credit_limit_monthly = CASE WHEN s ? 'credit_limit_monthly' THEN (s ->> 'credit_limit_monthly')::integer ELSE a.credit_limit_monthly END,
-    default_token_budget = CASE WHEN s ? 'default_token_budget' THEN (s ->> 'default_token_budget')::bigint ELSE a.default_token_budget END,
-    updated_at           = now()
-  WHERE a.id = p_agent_id;
-  IF s ? 'access' THEN
-    DELETE FROM agent.access g
-     WHERE g.agent_id = p_agent_id
-       AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(s -> 'access') e
-                        WHERE e ->> 'resource_type' = g.resource_type AND e ->> 'resource_id' = g.resource_id);
-    INSERT INTO agent.access AS g (workspace_id, agent_id, resource_type, resource_id, access, granted_by)
-    SELECT DISTINCT ON (e ->> 'resource_type', e ->> 'resource_id')
-           a.workspace_id, p_agent_id, e ->> 'resource_type', e ->> 'resource_id',
-           coalesce(e ->> 'access', 'read'), p_by_user
-      FROM agent.agents a, jsonb_array_elements(s -> 'access') WITH ORDINALITY AS x(e, n)
-     WHERE a.id = p_agent_id
-     ORDER BY e ->> 'resource_type', e ->> 'resource_id', n DESC
-    ON CONFLICT (agent_id, resource_type, resource_id) DO UPDATE
-      SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now()
-      WHERE g.access IS DISTINCT FROM EXCLUDED.access;
-  END IF;
-END
-$$;
 
 -- ===========================================================================
 -- LLM providers and the secrets store (docs/worker.md, "Providers" and
@@ -213,11 +71,7 @@ SELECT pg_catalog.pg_extension_config_dump('agent.providers', '');
 SELECT pg_catalog.pg_extension_config_dump('agent.providers_id_seq', '');
 
 -- The worker reloads providers and secrets when a change commits
-CREATE FUNCTION agent._providers_changed() RETURNS trigger
-LANGUAGE C
-AS 'MODULE_PATHNAME', 'pg_agents_providers_changed';
-COMMENT ON FUNCTION agent._providers_changed() IS
-  'Internal trigger: a change of agent.providers or agent.secrets makes the worker reload them before its next request, once the transaction commits.';
+\ir ../../functions/agent._providers_changed.sql
 CREATE TRIGGER providers_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON agent.providers
   FOR EACH STATEMENT EXECUTE FUNCTION agent._providers_changed();
 COMMENT ON TRIGGER providers_changed ON agent.providers IS 'The worker reloads providers at its next request.';
@@ -330,25 +184,7 @@ $$;
 COMMENT ON FUNCTION agent._provider_settings(text, jsonb, boolean) IS
   'Internal: checks the settings of agent.add_provider / agent.alter_provider (22023 with the key at fault).';
 
-CREATE FUNCTION agent._provider_check_url(p_name text, p_url text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-  IF p_url IS NULL OR p_url !~ '^https?://[^/\s]+(/\S*)?$' THEN
-    RAISE EXCEPTION 'invalid base_url for provider "%"', p_name
-      USING ERRCODE = 'invalid_parameter_value',
-            DETAIL = 'The base URL is http:// or https:// followed by a host, as the provider''s SDK takes it, e.g. https://api.openai.com/v1.';
-  END IF;
-  IF p_url ~ '^https?://[^/]*@' THEN
-    RAISE EXCEPTION 'base_url of provider "%" must not hold credentials', p_name
-      USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Store the key with agent.set_secret and give it as api_key => ''${secret:NAME}''.';
-  END IF;
-END
-$$;
-COMMENT ON FUNCTION agent._provider_check_url(text, text) IS
-  'Internal: a provider''s base URL is http(s)://host[/path], without user:password@.';
+\ir ../../functions/agent._provider_check_url.sql
 
 CREATE FUNCTION agent._provider_check_key(p_name text, p_key text) RETURNS void
 LANGUAGE plpgsql STABLE
@@ -442,27 +278,7 @@ $$;
 COMMENT ON FUNCTION agent.alter_provider(text, jsonb) IS
   'Changes a provider''s settings (the keys of agent.add_provider, plus base_url and api_key; null removes a limit); the worker uses them from its next request. The kind cannot change. Superusers only.';
 
-CREATE FUNCTION agent.drop_provider(name text) RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  n bigint;
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM agent.providers p WHERE p.name = drop_provider.name) THEN
-    RAISE EXCEPTION 'provider "%" does not exist', coalesce(drop_provider.name, 'NULL')
-      USING ERRCODE = 'undefined_object';
-  END IF;
-  SELECT count(*) INTO n FROM agent.agents a
-   WHERE a.scope ->> 'provider' = drop_provider.name AND a.deleted_at IS NULL;
-  IF n > 0 THEN
-    RAISE EXCEPTION 'provider "%" is used by % agent(s)', drop_provider.name, n
-      USING ERRCODE = 'dependent_objects_still_exist',
-            HINT = 'Save those agents with another provider first ({"provider": null} goes back to the default).';
-  END IF;
-  DELETE FROM agent.providers p WHERE p.name = drop_provider.name;
-END
-$$;
+\ir ../../functions/agent.drop_provider.sql
 COMMENT ON FUNCTION agent.drop_provider(text) IS
   'Removes a provider no live agent names (2BP01 otherwise). Superusers only.';
 
@@ -506,14 +322,7 @@ COMMENT ON TRIGGER agents_provider_check ON agent.agents IS
 -- ---------------------------------------------------------------------------
 -- agent.provider_status: what anyone allowed may see (never the key)
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION agent._provider_headroom()
-RETURNS TABLE (name text, in_flight integer, max_concurrent integer, requests_available double precision,
-               tokens_available double precision, limited_until timestamptz, requests bigint, waits bigint,
-               rate_limited bigint, last_error text, last_error_at timestamptz)
-LANGUAGE C VOLATILE
-AS 'MODULE_PATHNAME', 'pg_agents_provider_headroom';
-COMMENT ON FUNCTION agent._provider_headroom() IS
-  'Internal: what the worker last published of each provider''s limiter (shared memory; '''' is the default provider of the GUCs); no rows when the library was not preloaded.';
+\ir ../../functions/agent._provider_headroom.sql
 
 CREATE VIEW agent.provider_status WITH (security_barrier) AS
 SELECT p.name,

@@ -92,12 +92,7 @@ COMMENT ON POLICY messages_workspace_read ON agent.messages IS
 
 -- size estimate of the history window: characters / 4, rounded up (the
 -- trigger below writes the same expression inline)
-CREATE FUNCTION agent._message_tokens(p_content text) RETURNS integer
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT ((coalesce(pg_catalog.length(p_content), 0) + 3) / 4)::integer $$;
-COMMENT ON FUNCTION agent._message_tokens(text) IS
-  'Internal: the estimated size of a message in tokens (characters / 4, rounded up).';
+\ir ../../functions/agent._message_tokens.sql
 
 -- conversation_id is both an argument and a column of the result (INOUT):
 -- SELECT * FROM agent.send_message(...) gives (conversation_id, run_id).
@@ -193,42 +188,7 @@ $$;
 COMMENT ON FUNCTION agent.conversation_messages(bigint, text) IS
   'The messages of a conversation, in order, as the user may see them: a chat is visible to its user and to full-level users, the autonomous conversation at the full and edit levels (an interact user sees only their own chats); unknown, invisible or of another workspace than the session''s: nothing.';
 
-CREATE FUNCTION agent.conversations_of(agent_id bigint, user_id text)
-RETURNS TABLE(conversation_id bigint, kind text, conversation_user text, trigger_id bigint,
-              messages bigint, created_at timestamptz, last_message_at timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_variable
-DECLARE
-  v_agent bigint := agent_id;
-  v_user  text := user_id;
-  v_level text;
-BEGIN
-  IF v_agent IS NULL THEN
-    RAISE EXCEPTION 'agent_id must not be NULL' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  PERFORM agent._check_user(v_user);
-  IF NOT agent._workspace_ok((SELECT a.workspace_id FROM agent.agents a WHERE a.id = v_agent)) THEN
-    RETURN;
-  END IF;
-  v_level := agent._user_level(v_user, v_agent);
-  IF v_level IS NULL THEN
-    RETURN;
-  END IF;
-  RETURN QUERY
-  SELECT x.id, x.kind, x.user_id, x.trigger_id, x.n, x.created_at, x.last_at
-    FROM (SELECT c.id, c.kind, c.user_id, c.trigger_id, c.created_at,
-                 (SELECT pg_catalog.count(*) FROM agent.messages m WHERE m.conversation_id = c.id) AS n,
-                 coalesce((SELECT m.created_at FROM agent.messages m WHERE m.conversation_id = c.id
-                            ORDER BY m.id DESC LIMIT 1), c.created_at) AS last_at
-            FROM agent.conversations c
-           WHERE c.agent_id = v_agent
-             AND ((c.kind = 'chat' AND (c.user_id = v_user OR v_level = 'full'))
-                  OR (c.kind = 'autonomous' AND v_level IN ('full', 'edit')))) x
-   ORDER BY x.last_at DESC, x.id DESC;
-END
-$$;
+\ir ../../functions/agent.conversations_of.sql
 COMMENT ON FUNCTION agent.conversations_of(bigint, text) IS
   'The conversations of an agent the user may see (the rules of agent.conversation_messages), with their message count and the time of the last message, most recent first; no access, unknown agent or one of another workspace: nothing.';
 
@@ -239,33 +199,7 @@ COMMENT ON FUNCTION agent.conversations_of(bigint, text) IS
 -- user message.  Only a run started by agent.send_message has history: the
 -- conversation must be a chat of the run's agent and user holding the
 -- run's own user message.
-CREATE FUNCTION agent._conversation_history(p_run_id bigint, p_window integer)
-RETURNS TABLE(role text, content text)
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-  WITH own AS (
-    SELECT m.id, m.conversation_id
-      FROM agent.runs r
-      JOIN agent.conversations c ON c.id = (CASE WHEN (r.input ->> 'conversation_id') ~ '^[0-9]{1,18}$'
-                                                 THEN (r.input ->> 'conversation_id')::bigint END)
-                                AND c.workspace_id = r.workspace_id AND c.agent_id = r.agent_id
-                                AND c.kind = 'chat' AND c.user_id = r.requested_by
-      JOIN agent.messages m ON m.conversation_id = c.id AND m.run_id = r.id AND m.role = 'user'
-     WHERE r.id = p_run_id AND r.regime = 'manual'
-     ORDER BY m.id LIMIT 1
-  ), earlier AS (
-    SELECT m.id, m.role, m.content,
-           pg_catalog.sum(m.tokens) OVER (ORDER BY m.id DESC) AS used
-      FROM own JOIN agent.messages m ON m.conversation_id = own.conversation_id AND m.id < own.id
-     WHERE m.role IN ('user', 'assistant')
-  ), kept AS (
-    SELECT e.* FROM earlier e WHERE e.used <= greatest(p_window, 0)
-  )
-  SELECT k.role, k.content FROM kept k
-   WHERE k.id >= (SELECT pg_catalog.min(u.id) FROM kept u WHERE u.role = 'user')
-   ORDER BY k.id
-$$;
+\ir ../../functions/agent._conversation_history.sql
 REVOKE ALL ON FUNCTION agent._conversation_history(bigint, integer) FROM PUBLIC;
 COMMENT ON FUNCTION agent._conversation_history(bigint, integer) IS
   'Internal (worker): the earlier turns of a chat run, oldest first: the user and assistant messages before the run''s own, the newest that fit in the window of estimated tokens (oldest dropped first), starting with a user message; nothing for a run not started by agent.send_message.';
@@ -355,22 +289,4 @@ CREATE TRIGGER runs_conversation AFTER UPDATE OF status ON agent.runs
 -- in id order (ids follow created_at), so that a batch reads only old rows.
 -- Conversations stay (an application may continue a chat by id); a chat
 -- whose messages all went shows an empty history.
-CREATE FUNCTION agent._purge_messages(cutoff timestamptz, batch_size integer) RETURNS bigint
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  n bigint;
-BEGIN
-  IF cutoff IS NULL OR batch_size IS NULL OR batch_size < 1 THEN
-    RETURN 0;
-  END IF;
-  DELETE FROM agent.messages m
-   WHERE m.id IN (SELECT x.id FROM agent.messages x WHERE x.created_at < cutoff
-                   ORDER BY x.id LIMIT batch_size);
-  GET DIAGNOSTICS n = ROW_COUNT;
-  RETURN n;
-END
-$$;
-COMMENT ON FUNCTION agent._purge_messages(timestamptz, integer) IS
-  'Internal (agent.purge_runs): deletes up to batch_size messages created before cutoff, oldest first; conversations are kept. Returns how many. Superuser only.';
+\ir ../../functions/agent._purge_messages.sql

@@ -1,0 +1,34 @@
+CREATE OR REPLACE FUNCTION agent.consume_approval(run_id bigint, tool text, input jsonb) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  v_key text := agent.approval_key(tool, coalesce(consume_approval.input, '{}'));
+  ap    agent.approvals%ROWTYPE;
+  v_at  timestamptz;
+  -- the session's workspace (42501 for a non-superuser session bound to none)
+  v_ws  text := agent._session_workspace();
+BEGIN
+  IF v_ws IS NULL THEN
+    SELECT x.workspace_id INTO v_ws FROM agent.runs x WHERE x.id = consume_approval.run_id;
+  END IF;
+  -- (the time as a value: Citus refuses volatile functions in an UPDATE)
+  v_at := clock_timestamp();
+  UPDATE agent.approvals p SET consumed_at = v_at
+   WHERE p.workspace_id = v_ws
+     AND p.id = (SELECT q.id FROM agent.approvals q
+                  WHERE q.workspace_id = v_ws AND q.run_id = consume_approval.run_id AND q.approval_key = v_key
+                    AND q.status = 'approved' AND q.consumed_at IS NULL
+                  ORDER BY q.id LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+     AND p.consumed_at IS NULL
+  RETURNING * INTO ap;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM agent._audit_event('approval.consume', 'success', 'approval', ap.id::text, ap.workspace_id, NULL,
+                             jsonb_build_object('run_id', ap.run_id, 'tool', ap.tool, 'approval_key', ap.approval_key),
+                             format('run %s executes the approved call of %s', ap.run_id, ap.tool));
+  RETURN true;
+END
+$$;
