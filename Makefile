@@ -5,7 +5,8 @@ EXTENSION   = pg_agents
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" pg_agents.control)
 MODULE_big  = pg_agents
 
-SRCS        = $(sort $(wildcard src/*.c))
+# one folder per module (docs/hacking.md): src/pg_agents.c and src/<module>/*.c
+SRCS        = $(sort $(wildcard src/*.c src/*/*.c))
 OBJS        = $(SRCS:.c=.o)
 
 # The install script is generated from the ordered parts in sql/src/, so that
@@ -46,7 +47,7 @@ PG_CPPFLAGS += $(NO_UNTERMINATED_WARNING)
 # and in bin/pg_agents_mcp.
 WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
 PG_CPPFLAGS += $(WERROR_FLAG)
-# libxml2's HTML parser reduces the pages web_fetch reads to text (src/tools_web.c)
+# libxml2's HTML parser reduces the pages web_fetch reads to text (src/tools/tools_web.c)
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null)
 XML2_LIBS   := $(or $(shell pkg-config --libs libxml-2.0 2>/dev/null),-lxml2)
 PG_CPPFLAGS += $(XML2_CFLAGS)
@@ -96,7 +97,7 @@ all:
 	@echo "pg_agents: PostgreSQL server development files are missing ($(PG_CONFIG)); run 'make deps' first (make test and make demo do it for you)" >&2; exit 1
 endif
 
-# Short compiler lines ("  CC src/audit.c"); V=1 shows the whole commands.
+# Short compiler lines ("  CC src/audit/audit_writer.c"); V=1 shows the whole commands.
 ifneq ($(V),1)
 Q = @
 MAKEFLAGS += --silent
@@ -137,14 +138,14 @@ $(UPGRADE_built): $(UPGRADE_PARTS) sql/upgrade/$(UPGRADE_FROM)--$(EXTVERSION) $(
 
 all: $(DATA_built)
 
-# The MCP probe: the extension's own client (src/mcp_transport.c,
+# The MCP probe: the extension's own client (src/mcp/mcp_transport.c,
 # mcp_protocol.c, mcp_async.c) on the command line.
-MCP_CLIENT_SRCS = src/mcp_transport.c src/mcp_protocol.c src/mcp_async.c
+MCP_CLIENT_SRCS = src/mcp/mcp_transport.c src/mcp/mcp_protocol.c src/mcp/mcp_async.c
 all: bin/pg_agents_mcp
-bin/pg_agents_mcp: tools/pg_agents_mcp.c $(MCP_CLIENT_SRCS) src/mcp.h src/mcp_int.h src/mcp_oauth.c src/mcp_oauth.h src/jansson_prelude.h src/http_easy.h pg_agents.control
+bin/pg_agents_mcp: tools/pg_agents_mcp.c $(MCP_CLIENT_SRCS) src/mcp/mcp.h src/mcp/mcp_int.h src/mcp/mcp_oauth.c src/mcp/mcp_oauth.h src/util/jansson_prelude.h src/mcp/http_easy.h pg_agents.control
 	@mkdir -p bin
 	$(if $(Q),@echo "  CC      $@")
-	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c $(MCP_CLIENT_SRCS) src/mcp_oauth.c -lcurl -ljansson -lcrypto
+	$(Q)$(CC) -std=gnu99 -O2 -Wall -Wextra -Wno-unused-parameter $(WERROR_FLAG) -Isrc -DPG_AGENTS_VERSION='"$(EXTVERSION)"' -o $@ tools/pg_agents_mcp.c $(MCP_CLIENT_SRCS) src/mcp/mcp_oauth.c -lcurl -ljansson -lcrypto
 
 .PHONY: deps demo test bench soak check-tools test-matrix deb test-deb valgrind fuzz
 deps:
@@ -195,4 +196,4 @@ deb: deps
 
 test-deb: deb
 	@tools/deb.sh test
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)

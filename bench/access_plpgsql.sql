@@ -1,4 +1,4 @@
--- The same access rules as agent.can_access (src/access.c), written plainly
+-- The same access rules as agent.can_access (src/access/access.c), written plainly
 -- in PL/pgSQL with one SQL query per lookup: the reference the C version is
 -- measured against in bench/access.sh.  Default ACL tables only.  Not part of
 -- the extension.

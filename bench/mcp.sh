@@ -12,7 +12,7 @@
 # BENCH_SCALE=small runs 100 calls instead of 1000.
 #
 # Then MCP tools in the worker (the calls go through its curl multi handle,
-# src/mcp_tools_async.c), with the scripted LLM (test/fixtures/llm_server.py) and
+# src/mcp/mcp_tools_async.c), with the scripted LLM (test/fixtures/llm_server.py) and
 # mcp_server.py --async-tools, pg_agents.max_concurrent_runs = 32:
 #   builtin  runs calling a built-in tool (read_resource), then answering
 #   mcp      the same runs calling an MCP tool that answers after 200 ms:

@@ -153,7 +153,7 @@ echo "rls: $ROWS pages, $GRANTS grants, built in $(( $(date +%s) - t0 )) s; medi
 # leakproof agent.ts_match (and the old shape with @@, for comparison)
 QUERY="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
 QUERY_TS="SELECT id, title, ts_rank(tsv, q) AS r FROM pages, to_tsquery('simple', '%s') q WHERE agent.ts_match(tsv, q) ORDER BY r DESC LIMIT 20"
-# the worker's search_resources (src/tools.c, ToolSearch), as agents_tool;
+# the worker's search_resources (src/tools/tools.c, ToolSearch), as agents_tool;
 # unrestricted: the same query without its agent.can_access condition, in a
 # session that does not act as an agent, before the allowlist
 WORKER="SELECT s.rt, s.id, s.title, s.snippet FROM (SELECT 'page'::text AS rt, t.id::text AS id, t.title::text AS title, left(t.body::text, 200) AS snippet, ts_rank(t.tsv, plainto_tsquery('simple'::regconfig, '%s')) AS rank FROM public.pages t WHERE agent.can_access(1, 'page', t.id::text, 'read', 'autonomous', NULL) AND agent.ts_match(t.tsv, plainto_tsquery('simple'::regconfig, '%s'))) s ORDER BY s.rank DESC, s.rt, s.id LIMIT 20"

@@ -10,16 +10,16 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "access_gen.h"
-#include "allowlist.h"
-#include "config_gen.h"
-#include "events.h"
-#include "guc.h"
-#include "ratelimit.h"
-#include "secrets.h"
-#include "shmem.h"
-#include "wake.h"
-#include "worker.h"
+#include "access/access_gen.h"
+#include "access/allowlist.h"
+#include "events/events.h"
+#include "llm/ratelimit.h"
+#include "llm/secrets.h"
+#include "runs/worker.h"
+#include "util/config_gen.h"
+#include "util/guc.h"
+#include "util/shmem.h"
+#include "util/wake.h"
 
 PG_MODULE_MAGIC;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/check_layers.sh [OBJDIR]: the layering the built objects show (nm),
-# checked (issue 34; test/t/050_layers.t runs it, docs/hacking.md).
+# checked over the objects under OBJDIR (default src/, every folder) (issue
+# 34; test/t/050_layers.t runs it, docs/hacking.md).
 #
 # Two rules, over the global symbols each object defines (nm --defined-only
 # -g) and uses (nm -u); an object whose source file is gone (a stale object
@@ -31,16 +32,16 @@
 set -euo pipefail
 dir=${1:-$(cd "$(dirname "$0")/../src" && pwd)}
 command -v nm >/dev/null || { echo "check_layers: nm not found (binutils)" >&2; exit 2; }
-shopt -s nullglob
+shopt -s nullglob globstar
 objs=()
-for o in "$dir"/*.o; do
+for o in "$dir"/**/*.o; do
     [ -f "${o%.o}.c" ] && objs+=("$o")
 done
 runs=()
 for o in "${objs[@]}"; do
     case $(basename "$o") in run_*.o) runs+=("$o") ;; esac
 done
-[ ${#runs[@]} -gt 0 ] || { echo "check_layers: no run_*.o in $dir (run make first)" >&2; exit 2; }
+[ ${#runs[@]} -gt 0 ] || { echo "check_layers: no run_*.o under $dir (run make first)" >&2; exit 2; }
 
 # symbol -> the object defining it (global definitions only); the symbols
 # each object defines and uses, for the graph

@@ -8,7 +8,7 @@
  * calls it with ARGS_JSON (default {}) and prints the CallToolResult as one
  * line of JSON.  Exit code 0 on success, 1 on any failure, a tool result with
  * "isError": true included.  Built from the extension's own client
- * (src/mcp_transport.c, mcp_protocol.c, mcp_async.c).
+ * (src/mcp/mcp_transport.c, mcp_protocol.c, mcp_async.c).
  *
  * Options (they may come before the URL, as the MCP conformance runner
  * appends the server URL to the command):
@@ -41,8 +41,8 @@
 
 #include <jansson.h>
 
-#include "mcp.h"
-#include "mcp_oauth.h"
+#include "mcp/mcp.h"
+#include "mcp/mcp_oauth.h"
 
 static json_t *elicit_answer = NULL;
 

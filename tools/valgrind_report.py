@@ -24,7 +24,7 @@ LIBC = re.compile(r"sysdeps/|libio/|/libc[.-]|vgpreload|vg_replace|ld-linux|stri
 
 
 def ours(frame):
-    return "pg_agents.so" in frame or srcdir in frame or re.search(r"[ (]src/\w+\.c:\d+", frame)
+    return "pg_agents.so" in frame or srcdir in frame or re.search(r"[ (]src/(?:\w+/)*\w+\.c:\d+", frame)
 
 
 def first_stack(block):

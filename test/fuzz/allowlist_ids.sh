@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz harness: the conversion of granted ids to the id column's type in the
-# allowlist policies (src/allowlist_cache.c, IdIsInt8 / IdIsUuid), through SQL.
+# allowlist policies (src/access/allowlist_cache.c, IdIsInt8 / IdIsUuid), through SQL.
 # Random id strings (digits, signs, leading zeros, spaces, letters, 19-20
 # digit edges, uuids in every case and shape) are granted to an agent; the
 # arrays agent._allowlist_ids_int8 / _uuid / _text return must equal a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kind: libfuzzer
-# Fuzz the cron parser, describer and next-match search (src/cron_parse.c)
+# Fuzz the cron parser, describer and next-match search (src/events/cron_parse.c)
 # with libFuzzer + AddressSanitizer + UBSan.
 #   test/fuzz/cron.sh short     about 20 seconds (what make test runs)
 #   test/fuzz/cron.sh long      10 minutes
@@ -33,7 +33,7 @@ mkdir -p "$work/corpus" "$artifacts"
 trap 'rm -rf "$work/corpus" "$work/cron_fuzz"' EXIT
 
 if ! "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -I"$here/src" "$here/src/cron_parse.c" "$here/test/fuzz/cron_fuzz.c" \
+        -I"$here/src" "$here/src/events/cron_parse.c" "$here/test/fuzz/cron_fuzz.c" \
         -o "$work/cron_fuzz" 2>"$work/build.log"; then
     cat "$work/build.log" >&2
     echo "cron fuzz: could not build the harness (is libclang-rt-dev installed?)" >&2

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the cron parser, describer and next-match search
- * (src/cron_parse.c, which has no PostgreSQL dependency).
+ * (src/events/cron_parse.c, which has no PostgreSQL dependency).
  *
  * Input: 16 configuration bytes, then the expression.  The configuration
  * picks `after` (years 1900-2300), a time zone (UTC, a fixed offset, or a
@@ -15,14 +15,14 @@
  *     minute (zones with whole-minute offsets).
  *
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *          src/cron_parse.c test/fuzz/cron_fuzz.c   (test/fuzz/cron.sh does it)
+ *          src/events/cron_parse.c test/fuzz/cron_fuzz.c   (test/fuzz/cron.sh does it)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cron_parse.h"
+#include "events/cron_parse.h"
 
 typedef struct FuzzZone
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SQL-level randomized fuzzer of the trigger filter evaluator (src/filter.c).
+"""SQL-level randomized fuzzer of the trigger filter evaluator (src/events/filter.c).
 
 Throws random filters (valid-looking and garbage) and random payloads at
 agent.validate_filter and agent.filter_matches and checks that:

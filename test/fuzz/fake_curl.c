@@ -1,6 +1,6 @@
 /*
  * The scripted libcurl of fake_curl.h.  Only what the MCP client
- * (src/mcp_transport.c, mcp_protocol.c, mcp_async.c) and src/mcp_oauth.c call
+ * (src/mcp/mcp_transport.c, mcp_protocol.c, mcp_async.c) and src/mcp/mcp_oauth.c call
  * is replaced; curl_slist_*, curl_url_* and curl_easy_strerror are libcurl's
  * own (the harness links -lcurl).
  */

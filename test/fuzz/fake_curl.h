@@ -3,7 +3,7 @@
  * transfer (curl_easy_perform, or a handle of a multi handle) is answered
  * with the next response of a script, its body handed to the write
  * callback in chunks whose lengths come from a seed; no network.  The
- * clock of src/mcp_transport.c is a fake one too (fuzz_clock_gettime advances 1 ms
+ * clock of src/mcp/mcp_transport.c is a fake one too (fuzz_clock_gettime advances 1 ms
  * a reading, fuzz_nanosleep and curl_multi_poll advance it by their time),
  * so that retry delays and deadlines cost nothing and every wait ends.
  *

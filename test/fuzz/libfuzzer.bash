@@ -41,7 +41,7 @@ fuzz_main() {
     mkdir -p "$work/corpus" "$artifacts"
     local srcs=()
     for s in "$@"; do srcs+=("$root/$s"); done
-    sh "$root/test/fuzz/shim/guc_vars.sh" "$root/src/guc.c" > "$work/guc_vars.c"
+    sh "$root/test/fuzz/shim/guc_vars.sh" "$root/src/util/guc.c" > "$work/guc_vars.c"
     if ! "$cc" -g -O1 -std=gnu99 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Werror=implicit-function-declaration \
             -DCURL_DISABLE_TYPECHECK -DPG_AGENTS_VERSION='"fuzz"' \
             -I"$root/test/fuzz/shim" -I"$root/src" -I"$root/test/fuzz" \

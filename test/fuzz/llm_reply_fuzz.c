@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the whole (not streamed) replies of both LLM wire
- * formats (src/llm.c, built against test/fuzz/shim): LlmParseReply, the
+ * formats (src/llm/llm.c, built against test/fuzz/shim): LlmParseReply, the
  * stop-reason reader LlmStopKindOf, the usage fields, LlmErrorMessage and
  * LlmQuotaError.
  *
@@ -16,10 +16,10 @@
  */
 #include "postgres.h"
 
-#include "jansson_prelude.h"
+#include "util/jansson_prelude.h"
 
-#include "llm.h"
-#include "guc.h"
+#include "llm/llm.h"
+#include "util/guc.h"
 #include "shim/pg_shim.h"
 
 static const int call_caps[] = {64, 1, 2, 10000};

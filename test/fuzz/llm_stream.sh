@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kind: libfuzzer
-# Fuzz the streamed replies of both LLM wire formats (src/llm.c: the SSE
+# Fuzz the streamed replies of both LLM wire formats (src/llm/llm.c: the SSE
 # reader, LlmStreamNew/Feed/Finish, then LlmParseReplyJson and
 # LlmStopKindOf), chunk boundaries anywhere; see llm_stream_fuzz.c.
 #   test/fuzz/llm_stream.sh short|long|SECONDS
@@ -11,4 +11,4 @@
 set -uo pipefail
 . "$(dirname "$0")/libfuzzer.bash"
 fuzz_main llm_stream "${1:-short}" -timeout=2 -rss_limit_mb=256 -max_len=262144 -- \
-    src/llm.c test/fuzz/shim/pg_shim.c test/fuzz/llm_stream_fuzz.c
+    src/llm/llm.c test/fuzz/shim/pg_shim.c test/fuzz/llm_stream_fuzz.c

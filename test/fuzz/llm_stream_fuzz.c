@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the streamed replies of both LLM wire formats
- * (src/llm.c, built against test/fuzz/shim): the server-sent-events reader
+ * (src/llm/llm.c, built against test/fuzz/shim): the server-sent-events reader
  * and the folding of OpenAI chunks and Anthropic events into a body
  * (LlmStreamNew/Feed/Finish), then that body through LlmParseReplyJson and
  * LlmStopKindOf as the worker does.
@@ -22,10 +22,10 @@
  */
 #include "postgres.h"
 
-#include "jansson_prelude.h"
+#include "util/jansson_prelude.h"
 
-#include "llm.h"
-#include "guc.h"
+#include "llm/llm.h"
+#include "util/guc.h"
 #include "shim/pg_shim.h"
 
 static const int call_caps[] = {64, 1, 2, 10000};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kind: libfuzzer
-# Fuzz the MCP client (src/mcp_transport.c, mcp_protocol.c, mcp_async.c)
+# Fuzz the MCP client (src/mcp/mcp_transport.c, mcp_protocol.c, mcp_async.c)
 # against a hostile server: JSON and SSE answers, JSON-RPC messages,
 # negotiation, lists, calls, input_required and elicitation, sync and async;
 # the network is test/fuzz/fake_curl.c.

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the MCP client (src/mcp_transport.c, mcp_protocol.c,
+ * libFuzzer harness for the MCP client (src/mcp/mcp_transport.c, mcp_protocol.c,
  * mcp_async.c) as a hostile server sees it: JSON and SSE answers (the SSE
  * reader, resumption ids and retry delays, JSON-RPC ids, batches, server
  * requests and notifications in the stream), initialize / server/discover /
@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "fake_curl.h"
-#include "mcp.h"
+#include "mcp/mcp.h"
 
 static const char *const protocols[] = {NULL, "2025-11-25", "2026-07-28", "2025-03-26"};
 

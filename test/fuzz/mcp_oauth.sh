@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kind: libfuzzer
-# Fuzz OAuth for MCP servers (src/mcp_oauth.c) against hostile resource and
+# Fuzz OAuth for MCP servers (src/mcp/mcp_oauth.c) against hostile resource and
 # authorization servers: challenge, metadata, registration, token
 # responses, redirect, export/import; the network is
 # test/fuzz/fake_curl.c.  See mcp_oauth_fuzz.c.

@@ -1,12 +1,12 @@
 /*
- * libFuzzer harness for OAuth 2.1 of remote MCP servers (src/mcp_oauth.c)
+ * libFuzzer harness for OAuth 2.1 of remote MCP servers (src/mcp/mcp_oauth.c)
  * as a hostile resource or authorization server sees it: the
  * WWW-Authenticate challenge, protected-resource and authorization-server
  * metadata (with their fallbacks), dynamic registration, the token
  * responses of the code, refresh and client-credentials grants, the
  * authorization redirect's query (authorize=auto), and the export/import
  * of what was learnt; also through an McpClient that meets a 401.  The
- * network is fake_curl.c (the MCP client, src/mcp_*.c, and src/mcp_oauth.c are linked whole).
+ * network is fake_curl.c (the MCP client, src/mcp_*.c, and src/mcp/mcp_oauth.c are linked whole).
  *
  * Input: one byte of flags (bit 0: client credentials, else the code
  * grant; bit 1: a pre-registered client; bit 2: client_secret_post; bit 3:
@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "fake_curl.h"
-#include "mcp.h"
-#include "mcp_oauth.h"
+#include "mcp/mcp.h"
+#include "mcp/mcp_oauth.h"
 
 static void
 check_roundtrip(McpOAuthConfig *o)

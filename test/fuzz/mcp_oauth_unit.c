@@ -1,3 +1,3 @@
-/* src/mcp_oauth.c with the fake clock of fake_curl.c (the OAuth harness) */
+/* src/mcp/mcp_oauth.c with the fake clock of fake_curl.c (the OAuth harness) */
 #include "fake_time.h"
-#include "../../src/mcp_oauth.c"
+#include "../../src/mcp/mcp_oauth.c"

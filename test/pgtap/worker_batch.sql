@@ -1,6 +1,6 @@
 -- The worker records a batch of final answers in one transaction
 -- (agent._worker_finish_replies, agent._finish_runs_effects): every run must end
--- with exactly the rows the one-reply path writes (src/run_calls.c ReplyUnit:
+-- with exactly the rows the one-reply path writes (src/runs/run_calls.c ReplyUnit:
 -- lease, llm step, agent.add_usage, agent.finish_run, state forgotten).
 -- Each case runs twice, once per path, on twin runs, and the two snapshots
 -- are compared.
@@ -38,7 +38,7 @@ CREATE FUNCTION pg_temp.reply(p_run bigint, p_text text, p_in int, p_out int) RE
            'started_us', 1790000000000000, 'text', p_text)
 $$;
 
--- the one-reply path (src/run_calls.c ReplyUnit, src/tools.c ToolsRecordStep)
+-- the one-reply path (src/runs/run_calls.c ReplyUnit, src/tools/tools.c ToolsRecordStep)
 CREATE FUNCTION pg_temp.one(p jsonb) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   v_run bigint := (p ->> 'run_id')::bigint;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Distribution readiness of the C code's SPI strings (issue 24, the C half of
 # test/pgtap/scaling_schema.sql): every INSERT INTO agent.<table> ... ON
-# CONFLICT (target) in src/*.c names a target that PostgreSQL infers to
+# CONFLICT (target) in src/**/*.c names a target that PostgreSQL infers to
 # exactly one unique index of that table (EXPLAIN on the test database), and
 # none on a distributed table (agent.distribution_plan()) has now(), a like
 # function or interval arithmetic (timestamptz - interval is STABLE) in a
@@ -110,9 +110,12 @@ violations() {
     done
 }
 
-sites "$PG_AGENTS_SRC"/src/*.c > "$work/sites"
+# every C file, in every folder of src/ (none found: the next check fails)
+mapfile -t c_files < <(find "$PG_AGENTS_SRC/src" -name '*.c' | sort)
+: > "$work/sites"
+[ ${#c_files[@]} -gt 0 ] && sites "${c_files[@]}" > "$work/sites"
 n=$(wc -l < "$work/sites")
-[ "$n" -ge 5 ]; ok $? "the ON CONFLICT statements of src/*.c are found ($n: $(cut -f1 "$work/sites" | tr '\n' ' '))"
+[ ${#c_files[@]} -gt 0 ] && [ "$n" -ge 5 ]; ok $? "the ON CONFLICT statements of src/**/*.c are found (${#c_files[@]} files; $n: $(cut -f1 "$work/sites" | tr '\n' ' '))"
 grep -q $'^run_units.c:[0-9]*\trun_state\t(run_id, workspace_id)\t-\t' "$work/sites"
 ok $? "run_units.c's run_state upsert is read with its whole target"
 # no now() or a like function in a DO UPDATE SET of a distributed or
@@ -120,12 +123,12 @@ ok $? "run_units.c's run_state upsert is read with its whole target"
 set_now=$(while IFS=$'\t' read -r where tbl target called in_set; do
     [ "$in_set" = - ] || echo "$where: ON CONFLICT ... DO UPDATE SET calls $in_set on agent.$tbl"
 done < "$work/sites")
-is "$set_now" "" "no ON CONFLICT ... DO UPDATE SET in src/*.c calls now() or a like function"
+is "$set_now" "" "no ON CONFLICT ... DO UPDATE SET in src/**/*.c calls now() or a like function"
 # every INSERT into a distributed table names workspace_id itself
-no_ws=$(inserts "$PG_AGENTS_SRC"/src/*.c | inserts_without_workspace)
-is "$no_ws" "" "every INSERT of src/*.c into a distributed table names workspace_id"
+no_ws=$(inserts "${c_files[@]}" | inserts_without_workspace)
+is "$no_ws" "" "every INSERT of src/**/*.c into a distributed table names workspace_id"
 v=$(violations < "$work/sites")
-is "$v" "" "every ON CONFLICT target in src/*.c matches exactly one unique index, and none calls now() in a conflict WHERE of a distributed table"
+is "$v" "" "every ON CONFLICT target in src/**/*.c matches exactly one unique index, and none calls now() in a conflict WHERE of a distributed table"
 
 # the checks catch the old statements: run_state's target before the key
 # held workspace_id, the dedup cutoff taken with now(), a step INSERT

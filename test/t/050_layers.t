@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layering the built objects show (issue 34), over nm of src/*.o
+# The layering the built objects show (issue 34), over nm of the objects under src/
 # (tools/check_layers.sh): no cycle at all in the call graph between object
 # files, and the runs module reaches a tool family (MCP, teams, the built-in
 # tools ...) only through the dispatcher and its ToolFamily table, never by

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # access: the two row sources of the access facts agree (issue 34).  The
 # facts read a local table by checked index scan and a table Citus manages
-# through SPI (src/access_rows.h); the developer setting
+# through SPI (src/access/access_rows.h); the developer setting
 # pg_agents.access_backend = spi makes a single node read every table the
 # SPI way, and the access and allowlist matrices, run again under it, must
 # give the same answers.  The setting is a superuser's, and it does switch

@@ -122,7 +122,7 @@ SELECT count(*) FROM public.pages WHERE agent.ts_match(tsv, to_tsquery('english'
 SELECT count(*), max(ts_rank(tsv, q)) FROM public.pages, to_tsquery('english', 'zebrafish7q & acquisition') q
  WHERE agent.ts_match(tsv, q);
 SELECT count(*) FROM public.pages WHERE agent.ts_match(tsv, to_tsquery('english', 'budget'));
--- the worker's search_resources query (src/tools.c)
+-- the worker's search_resources query (src/tools/tools.c)
 SELECT s.id, s.title, s.snippet, s.rank FROM (
   SELECT t.id::text AS id, t.title, left(t.body, 200) AS snippet,
          ts_rank(t.tsv, plainto_tsquery('english', 'zebrafish7q acquisition budget')) AS rank

@@ -2,7 +2,7 @@
 # The readable set behind the allowlist policies is computed in C once per
 # statement and kept, in the backend, while the data it was computed from
 # cannot have changed: no transaction changing access data (grants, ACL,
-# groups, agents, ACL setting) has committed since (src/shmem.c), or, in
+# groups, agents, ACL setting) has committed since (src/util/shmem.c), or, in
 # REPEATABLE READ and in a transaction that changed access data itself, the
 # same snapshot and command.  This test keeps ONE agent
 # session open and changes grants, the owner's ACL, group membership,

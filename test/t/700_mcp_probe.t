@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MCP client (bin/pg_agents_mcp, built from src/mcp_transport.c,
+# The MCP client (bin/pg_agents_mcp, built from src/mcp/mcp_transport.c,
 # mcp_protocol.c, mcp_async.c) against our own Python MCP server: pagination,
 # SSE, sessions, protocol headers, lost sessions, errors of every kind, the
 # URL policy.

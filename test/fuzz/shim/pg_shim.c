@@ -1,7 +1,7 @@
 /*
  * The functions behind the headers of test/fuzz/shim: palloc as malloc with every
  * block on a list released by fuzz_pg_reset() after each input, StringInfo,
- * the settings src/llm.c reads (their defaults of src/guc.c), and no
+ * the settings src/llm/llm.c reads (their defaults of src/util/guc.c), and no
  * secrets.  ereport(ERROR) lands in fuzz_pg_error, which jumps to the
  * harness's fuzz_pg_jmp when it is set and aborts otherwise.
  */
@@ -13,8 +13,8 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 
-#include "guc.h"
-#include "secrets.h"
+#include "llm/secrets.h"
+#include "util/guc.h"
 
 #include "pg_shim.h"
 

@@ -1,6 +1,6 @@
 /*
  * postgres.h for the fuzz harnesses (test/fuzz/shim): the little of the
- * server's API that src/llm.c uses, without the server, so that its
+ * server's API that src/llm/llm.c uses, without the server, so that its
  * parsers can be linked into a libFuzzer harness unchanged.  palloc and
  * friends are malloc'd and released between inputs (fuzz_pg_reset);
  * ereport/elog at ERROR or above jump back to the harness (fuzz_pg_error).
