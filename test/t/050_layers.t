@@ -16,7 +16,8 @@ is "$rc:$out" "0:" "no cycle between object files; no function of run_*.c calls 
 # the check itself: three objects calling round, beside the real ones, make a cycle it prints
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for o in "$root"/src/*.o; do   # (the objects of the sources there are)
+shopt -s globstar nullglob
+for o in "$root"/src/**/*.o; do   # (the objects of the sources there are, flattened)
     [ -f "${o%.o}.c" ] || continue
     cp "$o" "$tmp"/
     : >"$tmp/$(basename "${o%.o}").c"

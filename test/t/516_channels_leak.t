@@ -18,10 +18,14 @@ trap cleanup EXIT
 q "DROP ROLE IF EXISTS s516_nobody; DROP ROLE IF EXISTS s516_app;
    CREATE ROLE s516_nobody LOGIN; CREATE ROLE s516_app LOGIN IN ROLE agents_app" >/dev/null
 
-channels=$(grep -ohE "pg_notify\('[a-z_]+'" "$root"/sql/src/*.sql "$root"/src/*.c | sed -E "s/pg_notify\('//; s/'$//" | sort -u)
+# the sources: every C file under src/, and the SQL the install script is made
+# of (sql/src and the files it includes: sql/functions, views, tables, types)
+mapfile -t srcs < <(find "$root/src" -name '*.c'; find "$root/sql" -name '*.sql' -not -path '*/released/*' -not -path '*/upgrade/*' -not -name 'pg_agents--*')
+[ ${#srcs[@]} -gt 50 ] || { echo "Bail out! the sources were not found under $root (${#srcs[@]} files)"; exit 1; }
+channels=$(grep -ohE "pg_notify\('[a-z_]+'|Async_Notify\(\"[a-z_]+\"" "${srcs[@]}" | sed -E "s/pg_notify\('//; s/Async_Notify\(\"//; s/['\"]$//" | sort -u)
 is "$(echo "$channels" | tr '\n' ' ')" "agent_run_deltas agent_run_steps agent_runs " "the channels the extension notifies, from its source"
-is "$(grep -lE "Async_Notify *\(|^[[:space:]]*NOTIFY[[:space:]]|EXECUTE .NOTIFY " "$root"/src/*.c "$root"/sql/src/*.sql 2>/dev/null | wc -l)" "0" \
-   "no other way of notifying (Async_Notify, NOTIFY statements) in the source"
+is "$(grep -lE "Async_Notify *\( *[^\" ]|^[[:space:]]*NOTIFY[[:space:]]|EXECUTE .NOTIFY " "${srcs[@]}" | wc -l)" "0" \
+   "no other way of notifying (Async_Notify of a channel not written out, NOTIFY statements) in the source"
 
 ( for c in $channels; do echo "LISTEN $c;"; done
   while [ ! -e "$STOP" ]; do echo "SELECT 1;"; sleep 0.1; done ) |

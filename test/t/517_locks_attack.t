@@ -127,8 +127,8 @@ touch "$STOP"; wait "$HPID"; HPID=
 #    role but its owner may lock
 is "$(q -c "SELECT string_agg(purpose || ':' || key, ' ' ORDER BY purpose, key) FROM agent.locks
              WHERE purpose IN ('claim', 'tick') OR key IN ('517001', '517002', 'wc517', 'wd517')")" \
-   "assistant:wc517 assistant:wd517 cap:517001 cap:517002 claim: tick:" \
-   "the calls locked rows of agent.locks: the cap of each agent, claim, tick, each workspace's assistant"
+   "assistant:wc517 assistant:wd517 cap:517001 cap:517002 claim: tick: tick:run_rollup" \
+   "the calls locked rows of agent.locks: the cap of each agent, claim, tick, the tick's run_stats rollup fold, each workspace's assistant"
 for r in l517_nobody l517_app; do
     is "$(psql -XAtq -U $r -c "SET pg_agents.workspace = 'wa517'" -c "BEGIN" \
               -c "SELECT 1 FROM agent.locks WHERE purpose = 'cap' AND key = '517001' FOR UPDATE" 2>&1 | grep -c 'permission denied')" "1" \
