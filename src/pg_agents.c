@@ -37,15 +37,15 @@ _PG_init(void)
 	if (IsBinaryUpgrade)
 		return;
 
-	PgAgentsDefineGucs();
-	PgAgentsInitShmem();
+	GucDefineAll();
+	ShmemInitAll();
 	WakeShmemRegister();		/* the parts of shmem.c's segment, in order */
 	AccessGenShmemRegister();
 	ConfigGenShmemRegister();
-	PgAgentsInitRateLimitShmem();	/* providers */
-	PgAgentsInitEventStats();
-	PgAgentsRegisterWorker();	/* the launcher, which starts the workers */
-	PgAgentsInitLauncherHooks();	/* DROP DATABASE stops its worker first */
+	RateInitShmem();	/* providers */
+	EventsInitStats();
+	RunsRegisterWorker();	/* the launcher, which starts the workers */
+	RunsInitLauncherHooks();	/* DROP DATABASE stops its worker first */
 	AllowlistInitHooks();		/* the query's @@ and LIKE under the allowlist */
 	SecretKeyFileCheckAtStartup();	/* a WARNING when it lies in PGDATA */
 }

@@ -16,14 +16,14 @@
 #    through it, then the symbols of each of its calls:
 #      cycle: shmem.o -> wake.o -> shmem.o
 #        shmem.o -> wake.o: WakeShmemInit WakeShmemSize
-#        wake.o -> shmem.o: PgAgentsDbSlotFor
+#        wake.o -> shmem.o: ShmemDbSlotFor
 #
 # 2. The runs module (run_*.o) reaches a tool family only through the
 #    dispatcher (tools.o) and the family's ToolFamily table (tool_family.h),
 #    as PostgreSQL reaches an index access method only through its
 #    IndexAmRoutine: no symbol a run_*.o file uses may be defined in a
 #    family's object (one that defines a *Family table) or in an MCP client
-#    object, nor be named Mcp*, mcp_*, Teams*, or Tools* outside tools.o.
+#    object, nor be named Mcp*, Teams*, or Tools* outside tools.o.
 #    Prints one line per call that breaks it ("run_loop.o -> McpCallFree
 #    (mcp_tools.o)").
 #
@@ -138,7 +138,7 @@ for o in "${runs[@]}"; do
             why=$at
         else
             case $sym in
-                Mcp*|mcp_*|Teams*) why=${at:-undefined here} ;;
+                Mcp*|Teams*) why=${at:-undefined here} ;;
                 Tools*) [ "$at" = tools.o ] || why=${at:-undefined here} ;;
             esac
         fi

@@ -64,7 +64,7 @@ print_result(json_t *result, int quiet)
 
 	if (quiet)
 	{
-		char	   *t = mcp_result_text(result);
+		char	   *t = McpResultText(result);
 
 		puts(t);
 		free(t);
@@ -105,7 +105,7 @@ run_script(McpClient *c, json_t *script, int quiet)
 
 		if (json_is_true(json_object_get(step, "list")))
 		{
-			rc = mcp_list_tools(c, &result);
+			rc = McpListTools(c, &result);
 			if (rc == MCP_OK)
 			{
 				json_t	   *out = json_pack("{s:o}", "tools", result);
@@ -119,14 +119,14 @@ run_script(McpClient *c, json_t *script, int quiet)
 		}
 		else if (json_is_string(json_object_get(step, "call")))
 		{
-			rc = mcp_call_tool(c, json_string_value(json_object_get(step, "call")),
+			rc = McpCallTool(c, json_string_value(json_object_get(step, "call")),
 							   json_object_get(step, "arguments"), &result);
 			if (rc == MCP_OK)
 				status |= print_result(result, quiet);
 		}
 		else if (json_is_string(json_object_get(step, "request")))
 		{
-			rc = mcp_request(c, json_string_value(json_object_get(step, "request")),
+			rc = McpRequest(c, json_string_value(json_object_get(step, "request")),
 							 json_object_get(step, "params"), &result);
 			if (rc == MCP_OK)
 			{
@@ -146,7 +146,7 @@ run_script(McpClient *c, json_t *script, int quiet)
 		fflush(stdout);
 		if (rc != MCP_OK)
 		{
-			fprintf(stderr, "pg_agents_mcp: %s\n", mcp_client_error(c));
+			fprintf(stderr, "pg_agents_mcp: %s\n", McpClientError(c));
 			status = 1;
 			if (rc == MCP_UNAUTHORIZED || rc == MCP_ABORTED)
 				break;			/* no more requests to a server that refuses us */
@@ -189,7 +189,7 @@ main(int argc, char **argv)
 	const char *problem;
 	const char *protocol = NULL;
 	json_t	   *script = NULL;
-	McpOAuthConfig *oauth = mcp_oauth_config_new();
+	McpOAuthConfig *oauth = McpOauthConfigNew();
 	int			use_oauth = 0;
 
 	while ((opt = getopt(argc, argv, "t:a:H:T:n:sqvhP:C:e:o:")) != -1)
@@ -226,7 +226,7 @@ main(int argc, char **argv)
 						return 1;
 					}
 					key = strndup(optarg, eq - optarg);
-					if (mcp_oauth_config_set(oauth, key, eq + 1) != 0)
+					if (McpOauthConfigSet(oauth, key, eq + 1) != 0)
 					{
 						fprintf(stderr, "pg_agents_mcp: unknown OAuth option \"%s\"\n", key);
 						free(key);
@@ -292,7 +292,7 @@ main(int argc, char **argv)
 	if (optind < argc)
 		usage();
 
-	problem = mcp_url_problem(url);
+	problem = McpUrlProblem(url);
 	if (problem)
 	{
 		fprintf(stderr, "pg_agents_mcp: URL refused: %s\n", problem);
@@ -310,14 +310,14 @@ main(int argc, char **argv)
 		}
 	}
 
-	c = mcp_client_new(url, headers, timeout);
+	c = McpClientNew(url, headers, timeout);
 	json_decref(headers);
-	mcp_client_set_protocol(c, protocol);
+	McpClientSetProtocol(c, protocol);
 	if (elicit_answer)
-		mcp_client_set_elicitation(c, probe_elicit, NULL);
+		McpClientSetElicitation(c, probe_elicit, NULL);
 	/* with -o, a 401 starts the OAuth flow */
 	if (use_oauth)
-		mcp_oauth_attach(c, oauth);
+		McpOauthAttach(c, oauth);
 
 	if (script)
 		status = run_script(c, script, quiet);
@@ -325,16 +325,16 @@ main(int argc, char **argv)
 	{
 		json_t	   *tools = NULL;
 
-		if (mcp_list_tools(c, &tools) != MCP_OK)
+		if (McpListTools(c, &tools) != MCP_OK)
 		{
-			fprintf(stderr, "pg_agents_mcp: %s\n", mcp_client_error(c));
+			fprintf(stderr, "pg_agents_mcp: %s\n", McpClientError(c));
 			status = 1;
 		}
 		else
 		{
 			json_t	   *out = json_pack("{s:s, s:O, s:o}",
-										"protocolVersion", mcp_client_protocol_version(c),
-										"serverInfo", mcp_client_server_info(c) ? mcp_client_server_info(c) : json_null(),
+										"protocolVersion", McpClientProtocolVersion(c),
+										"serverInfo", McpClientServerInfo(c) ? McpClientServerInfo(c) : json_null(),
 										"tools", tools);
 			char	   *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
@@ -359,12 +359,12 @@ main(int argc, char **argv)
 				if (fgets(line, sizeof(line), stdin) == NULL)
 					break;
 			}
-			rc = mcp_call_tool(c, tool, args, &result);
+			rc = McpCallTool(c, tool, args, &result);
 			if (rc == MCP_OK)
 				status |= print_result(result, quiet);
 			else
 			{
-				fprintf(stderr, "pg_agents_mcp: %s\n", mcp_client_error(c));
+				fprintf(stderr, "pg_agents_mcp: %s\n", McpClientError(c));
 				status = 1;
 			}
 			if (result)
@@ -374,11 +374,11 @@ main(int argc, char **argv)
 	}
 	if (verbose)
 		fprintf(stderr, "pg_agents_mcp: protocol %s, session %s, initializations %d\n",
-				mcp_client_protocol_version(c) ? mcp_client_protocol_version(c) : "-",
-				mcp_client_session_id(c) ? "yes" : "none",
-				mcp_client_initializations(c));
-	mcp_client_close(c);
-	mcp_oauth_config_free(oauth);
+				McpClientProtocolVersion(c) ? McpClientProtocolVersion(c) : "-",
+				McpClientSessionId(c) ? "yes" : "none",
+				McpClientInitializations(c));
+	McpClientClose(c);
+	McpOauthConfigFree(oauth);
 	if (args)
 		json_decref(args);
 	if (script)

@@ -11,15 +11,15 @@
 #ifndef PG_AGENTS_ACCESS_H
 #define PG_AGENTS_ACCESS_H
 
-extern char **PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n,
+extern char **AccessReadableIds(int64 agent_id, const char *rtype, bool edit, int *n,
 								  bool *custom_acl);
-extern Oid	PgAgentsAccessRelid(void);
-extern bool PgAgentsAccessOnCitus(void);
-extern int	PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
-extern bool PgAgentsAgentVisible(int64 agent_id);
-extern bool PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live);
-extern int	PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids);
-extern bool PgAgentsTypeHasParent(const char *rtype, const char *ptype);
-extern const char *PgAgentsSessionWorkspace(void);
+extern Oid	AccessRelid(void);
+extern bool AccessOnCitus(void);
+extern int	AccessReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit);
+extern bool AccessAgentIdVisible(int64 agent_id);
+extern bool AccessAgentState(int64 agent_id, char **owner, char **workspace, bool *live);
+extern int	AccessAclResourcesOf(const char *principal, const char *rtype, int max, char **ids);
+extern bool AccessTypeHasParent(const char *rtype, const char *ptype);
+extern const char *AccessSessionWorkspace(void);
 
 #endif							/* PG_AGENTS_ACCESS_H */

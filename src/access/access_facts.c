@@ -97,13 +97,13 @@ static void
 AccessRelsInvalCallback(Datum arg, Oid relid)
 {
 	if (!OidIsValid(relid) ||
-		relid == access_rels.agents || relid == access_rels.agents_pkey ||
-		relid == access_rels.access || relid == access_rels.access_pkey ||
-		relid == access_rels.acl || relid == access_rels.acl_pkey ||
-		relid == access_rels.acl_principal_idx ||
-		relid == access_rels.members || relid == access_rels.members_user_idx ||
-		relid == access_rels.config)
-		access_rels.valid = false;
+		relid == AccessRelations.agents || relid == AccessRelations.agents_pkey ||
+		relid == AccessRelations.access || relid == AccessRelations.access_pkey ||
+		relid == AccessRelations.acl || relid == AccessRelations.acl_pkey ||
+		relid == AccessRelations.acl_principal_idx ||
+		relid == AccessRelations.members || relid == AccessRelations.members_user_idx ||
+		relid == AccessRelations.config)
+		AccessRelations.valid = false;
 }
 
 /*
@@ -116,7 +116,7 @@ CheckedIndex(const PgaIndexSpec *spec, bool by_spi, PgaIndexInfo *ix)
 	memset(ix, 0, sizeof(*ix));
 	if (by_spi)
 		return InvalidOid;
-	*ix = *PgaCheckIndex(spec);
+	*ix = *RelcheckIndex(spec);
 	LockRelationOid(ix->indexid, AccessShareLock);
 	return ix->indexid;
 }
@@ -138,79 +138,79 @@ AccessEnsureRels(void)
 
 	if (!rels_callback_registered)
 	{
-		PgaRegisterRelcacheCallback(AccessRelsInvalCallback, (Datum) 0);
+		RelcheckRegisterCallback(AccessRelsInvalCallback, (Datum) 0);
 		rels_callback_registered = true;
 	}
-	if (access_rels.valid && access_rels.lxid == PGA_MY_LXID &&
-		access_rels.backend == pg_agents_access_backend)
+	if (AccessRelations.valid && AccessRelations.lxid == PGA_MY_LXID &&
+		AccessRelations.backend == pg_agents_access_backend)
 		return;
-	access_rels.valid = false;
+	AccessRelations.valid = false;
 	nsp = get_namespace_oid("agent", true);
 	if (!OidIsValid(nsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_SCHEMA),
 				 errmsg("schema \"agent\" does not exist"),
 				 errhint("Is the pg_agents extension installed in this database?")));
-	access_rels.agents = LookupRel(nsp, "agents");
-	access_rels.access = LookupRel(nsp, "access");
-	access_rels.acl = LookupRel(nsp, "resource_acl");
-	access_rels.members = LookupRel(nsp, "group_members");
-	access_rels.config = LookupRel(nsp, "access_config");
+	AccessRelations.agents = LookupRel(nsp, "agents");
+	AccessRelations.access = LookupRel(nsp, "access");
+	AccessRelations.acl = LookupRel(nsp, "resource_acl");
+	AccessRelations.members = LookupRel(nsp, "group_members");
+	AccessRelations.config = LookupRel(nsp, "access_config");
 	/*
 	 * Lock them once for the rest of the transaction (as any query reading
 	 * them would), so that each check opens them without the lock manager.
 	 */
-	LockRelationOid(access_rels.agents, AccessShareLock);
-	LockRelationOid(access_rels.access, AccessShareLock);
-	LockRelationOid(access_rels.acl, AccessShareLock);
-	LockRelationOid(access_rels.members, AccessShareLock);
-	LockRelationOid(access_rels.config, AccessShareLock);
-	access_rels.agents_citus = PgaCitusManaged(access_rels.agents);
-	access_rels.access_citus = PgaCitusManaged(access_rels.access);
-	access_rels.acl_citus = PgaCitusManaged(access_rels.acl);
-	access_rels.members_citus = PgaCitusManaged(access_rels.members);
-	access_rels.config_citus = PgaCitusManaged(access_rels.config);
-	access_rels.agents_pkey = CheckedIndex(&agents_pkey_spec, spi || access_rels.agents_citus,
-										   &access_rels.agents_pkey_ix);
-	access_rels.access_pkey = CheckedIndex(&access_pkey_spec, spi || access_rels.access_citus,
-										   &access_rels.access_pkey_ix);
-	access_rels.acl_pkey = CheckedIndex(&acl_pkey_spec, spi || access_rels.acl_citus,
-										&access_rels.acl_pkey_ix);
-	access_rels.acl_principal_idx = CheckedIndex(&acl_principal_spec,
-												 spi || access_rels.acl_citus,
-												 &access_rels.acl_principal_ix);
-	access_rels.members_user_idx = CheckedIndex(&members_user_spec,
-												spi || access_rels.members_citus,
-												&access_rels.members_user_ix);
+	LockRelationOid(AccessRelations.agents, AccessShareLock);
+	LockRelationOid(AccessRelations.access, AccessShareLock);
+	LockRelationOid(AccessRelations.acl, AccessShareLock);
+	LockRelationOid(AccessRelations.members, AccessShareLock);
+	LockRelationOid(AccessRelations.config, AccessShareLock);
+	AccessRelations.agents_citus = RelcheckCitusManaged(AccessRelations.agents);
+	AccessRelations.access_citus = RelcheckCitusManaged(AccessRelations.access);
+	AccessRelations.acl_citus = RelcheckCitusManaged(AccessRelations.acl);
+	AccessRelations.members_citus = RelcheckCitusManaged(AccessRelations.members);
+	AccessRelations.config_citus = RelcheckCitusManaged(AccessRelations.config);
+	AccessRelations.agents_pkey = CheckedIndex(&agents_pkey_spec, spi || AccessRelations.agents_citus,
+										   &AccessRelations.agents_pkey_ix);
+	AccessRelations.access_pkey = CheckedIndex(&access_pkey_spec, spi || AccessRelations.access_citus,
+										   &AccessRelations.access_pkey_ix);
+	AccessRelations.acl_pkey = CheckedIndex(&acl_pkey_spec, spi || AccessRelations.acl_citus,
+										&AccessRelations.acl_pkey_ix);
+	AccessRelations.acl_principal_idx = CheckedIndex(&acl_principal_spec,
+												 spi || AccessRelations.acl_citus,
+												 &AccessRelations.acl_principal_ix);
+	AccessRelations.members_user_idx = CheckedIndex(&members_user_spec,
+												spi || AccessRelations.members_citus,
+												&AccessRelations.members_user_ix);
 	for (q = 0; q < AQ_NQUERIES; q++)
 	{
-		Oid		   *heap = access_queries[q].heap;
-		bool		managed = heap == &access_rels.agents ? access_rels.agents_citus :
-			heap == &access_rels.access ? access_rels.access_citus :
-			heap == &access_rels.acl ? access_rels.acl_citus :
-			heap == &access_rels.members ? access_rels.members_citus :
-			access_rels.config_citus;
+		Oid		   *heap = AccessQueries[q].heap;
+		bool		managed = heap == &AccessRelations.agents ? AccessRelations.agents_citus :
+			heap == &AccessRelations.access ? AccessRelations.access_citus :
+			heap == &AccessRelations.acl ? AccessRelations.acl_citus :
+			heap == &AccessRelations.members ? AccessRelations.members_citus :
+			AccessRelations.config_citus;
 
-		access_rels.src[q] = spi || managed ? &access_rows_spi : &access_rows_index;
+		AccessRelations.src[q] = spi || managed ? &AccessRowsSpi : &AccessRowsIndex;
 	}
-	access_rels.backend = pg_agents_access_backend;
-	access_rels.ag_workspace = LookupAtt(access_rels.agents, "workspace_id");
-	access_rels.ag_owner = LookupAtt(access_rels.agents, "owner_id");
-	access_rels.ag_status = LookupAtt(access_rels.agents, "status");
-	access_rels.ag_deleted = LookupAtt(access_rels.agents, "deleted_at");
-	access_rels.ac_type = LookupAtt(access_rels.access, "resource_type");
-	access_rels.acl_type = LookupAtt(access_rels.acl, "resource_type");
-	access_rels.acl_id = LookupAtt(access_rels.acl, "resource_id");
-	access_rels.ac_id = LookupAtt(access_rels.access, "resource_id");
-	access_rels.ac_access = LookupAtt(access_rels.access, "access");
-	access_rels.acl_workspace = LookupAtt(access_rels.acl, "workspace_id");
-	access_rels.acl_principal = LookupAtt(access_rels.acl, "principal");
-	access_rels.acl_access = LookupAtt(access_rels.acl, "access");
-	access_rels.gm_workspace = LookupAtt(access_rels.members, "workspace_id");
-	access_rels.gm_group = LookupAtt(access_rels.members, "group_id");
-	access_rels.cf_function = LookupAtt(access_rels.config, "acl_function");
-	access_rels.lxid = PGA_MY_LXID;
-	access_rels.valid = true;
+	AccessRelations.backend = pg_agents_access_backend;
+	AccessRelations.ag_workspace = LookupAtt(AccessRelations.agents, "workspace_id");
+	AccessRelations.ag_owner = LookupAtt(AccessRelations.agents, "owner_id");
+	AccessRelations.ag_status = LookupAtt(AccessRelations.agents, "status");
+	AccessRelations.ag_deleted = LookupAtt(AccessRelations.agents, "deleted_at");
+	AccessRelations.ac_type = LookupAtt(AccessRelations.access, "resource_type");
+	AccessRelations.acl_type = LookupAtt(AccessRelations.acl, "resource_type");
+	AccessRelations.acl_id = LookupAtt(AccessRelations.acl, "resource_id");
+	AccessRelations.ac_id = LookupAtt(AccessRelations.access, "resource_id");
+	AccessRelations.ac_access = LookupAtt(AccessRelations.access, "access");
+	AccessRelations.acl_workspace = LookupAtt(AccessRelations.acl, "workspace_id");
+	AccessRelations.acl_principal = LookupAtt(AccessRelations.acl, "principal");
+	AccessRelations.acl_access = LookupAtt(AccessRelations.acl, "access");
+	AccessRelations.gm_workspace = LookupAtt(AccessRelations.members, "workspace_id");
+	AccessRelations.gm_group = LookupAtt(AccessRelations.members, "group_id");
+	AccessRelations.cf_function = LookupAtt(AccessRelations.config, "acl_function");
+	AccessRelations.lxid = PGA_MY_LXID;
+	AccessRelations.valid = true;
 }
 
 /*
@@ -219,7 +219,7 @@ AccessEnsureRels(void)
  * watch.c).
  */
 const char *
-PgAgentsSessionWorkspace(void)
+AccessSessionWorkspace(void)
 {
 	if (pg_agents_workspace == NULL || pg_agents_workspace[0] == '\0')
 		return NULL;
@@ -560,7 +560,7 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 
 	/* routed to the session's workspace first, else by id alone */
 	keys[0] = (AccessKey) {NULL, agent_id};
-	keys[1] = (AccessKey) {PgAgentsSessionWorkspace(), 0};
+	keys[1] = (AccessKey) {AccessSessionWorkspace(), 0};
 	AccessRowsBegin(&rs, AQ_AGENT, keys, snap, 0);
 	if (AccessRowsNext(&rs))
 	{
@@ -1343,9 +1343,9 @@ LookupRow(const char *rtype, const char *rid, Snapshot snap)
 		if (!IdFits(rid, t->idkind))
 			continue;
 		vals[0] = CStringGetTextDatum(rid);
-		if (PgAgentsAccessOnCitus())
-			PgaCitusCheckNotParallel();
-		PgaElevate(&elev);
+		if (AccessOnCitus())
+			RelcheckCitusNotParallel();
+		RelcheckElevate(&elev);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_agents: SPI_connect failed");
 		rc = ParentLookup(t->sql, types, vals);
@@ -1553,7 +1553,7 @@ AccessSessionScope(void)
 	scope.user = user;
 	scope.workspace = MemoryContextStrdup(cache_cxt, ws);
 	scope.actor = MemoryContextStrdup(cache_cxt, actor);
-	scope.self = PgAgentsActorIsAgent(actor) ? strtoll(actor + 6, NULL, 10) : 0;
+	scope.self = GucActorIsAgent(actor) ? strtoll(actor + 6, NULL, 10) : 0;
 	scope.valid = true;
 	return scope.kind;
 }
@@ -1597,10 +1597,10 @@ AccessBegin(const char *what)
 
 /* The OID of agent.access in this transaction (an installation's identity). */
 Oid
-PgAgentsAccessRelid(void)
+AccessRelid(void)
 {
 	AccessEnsureRels();
-	return access_rels.access;
+	return AccessRelations.access;
 }
 
 /*
@@ -1610,7 +1610,7 @@ PgAgentsAccessRelid(void)
  * them may be kept across statements (src/access/allowlist_cache.c).
  */
 bool
-PgAgentsAccessOnCitus(void)
+AccessOnCitus(void)
 {
 	AccessEnsureRels();
 	return AccessRelsOnCitus();

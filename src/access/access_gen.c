@@ -85,7 +85,7 @@ AccessGenShmemInit(void)
 void
 AccessGenShmemRegister(void)
 {
-	PgAgentsShmemAddPart(AccessGenShmemSize, AccessGenShmemInit);
+	ShmemAddPart(AccessGenShmemSize, AccessGenShmemInit);
 }
 
 /* publishes at pre-commit (pre-prepare), retires once committed or aborted */
@@ -112,7 +112,7 @@ AccessGenXactCallback(XactEvent event, void *arg)
 			access_pending.nitems = 0;
 			break;
 		case XACT_EVENT_PREPARE:
-			/* the prepared transaction stays published (see PgAgentsAccessSampleSeq) */
+			/* the prepared transaction stays published (see AccessSampleSeq) */
 			access_published = InvalidTransactionId;
 			access_published_overflow = false;
 			access_changed = false;
@@ -129,7 +129,7 @@ AccessGenXactCallback(XactEvent event, void *arg)
  * ------------------------------------------------------------------------
  *
  * A transaction that changes access data (statement triggers on the access
- * tables call PgAgentsNoteAccessChange, row triggers PgAgentsNoteAccessItem)
+ * tables call AccessNoteChange, row triggers AccessNoteItem)
  * publishes its xid at pre-commit, with what it changed in the change log,
  * before it becomes visible, and retires it after it became visible (or
  * aborted); each step increments the generation.  A reader samples the
@@ -159,7 +159,7 @@ AccessGenRegister(void)
  * afresh once it commits.
  */
 void
-PgAgentsNoteAccessChange(void)
+AccessNoteChange(void)
 {
 	AccessGenRegister();
 	access_changed = true;
@@ -183,7 +183,7 @@ AccessItemEqual(const PgAgentsAccessItem *a, const PgAgentsAccessItem *b)
  * into "that agent", and past that everything counts as changed.
  */
 void
-PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
+AccessNoteItem(const PgAgentsAccessItem *item)
 {
 	PgAgentsAccessChange *p = &access_pending;
 	int			i,
@@ -234,7 +234,7 @@ PgAgentsNoteAccessItem(const PgAgentsAccessItem *item)
 
 /* Whether the current transaction has changed access data. */
 bool
-PgAgentsAccessChangedInXact(void)
+AccessChangedInXact(void)
 {
 	return access_changed;
 }
@@ -321,12 +321,12 @@ AccessRetire(void)
  * Samples the access generation and the xids in flight (at most
  * PG_AGENTS_ACCESS_INFLIGHT, into inflight, their number in *n), with the
  * last seq of the change log (*pubseq) and the seq of each xid in flight
- * (inflight_seq): what PgAgentsAccessChangeGet reads.  False when nothing
+ * (inflight_seq): what AccessChangeGet reads.  False when nothing
  * can be kept: no shared memory, or writers beyond the array.  Prepared
  * transactions found ended are retired here.
  */
 bool
-PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
+AccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
 						uint64 *inflight_seq, int *n)
 {
 	int			i;
@@ -383,7 +383,7 @@ PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
  * *out; false when it is not there any more (the log wrapped) or not yet.
  */
 bool
-PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out)
+AccessChangeGet(uint64 seq, PgAgentsAccessChange *out)
 {
 	PgAgentsAccessChange *rec;
 	bool		ok;

@@ -34,12 +34,12 @@ typedef struct PgAgentsAccessChange
 	PgAgentsAccessItem items[PG_AGENTS_ACCESS_ITEMS];
 } PgAgentsAccessChange;
 
-extern void PgAgentsNoteAccessChange(void);
-extern void PgAgentsNoteAccessItem(const PgAgentsAccessItem *item);
-extern bool PgAgentsAccessChangedInXact(void);
-extern bool PgAgentsAccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
+extern void AccessNoteChange(void);
+extern void AccessNoteItem(const PgAgentsAccessItem *item);
+extern bool AccessChangedInXact(void);
+extern bool AccessSampleSeq(uint64 *gen, uint64 *pubseq, TransactionId *inflight,
 									uint64 *inflight_seq, int *n);
-extern bool PgAgentsAccessChangeGet(uint64 seq, PgAgentsAccessChange *out);
+extern bool AccessChangeGet(uint64 seq, PgAgentsAccessChange *out);
 
 /* its part of the shared memory, registered from _PG_init (shmem.h) */
 extern void AccessGenShmemRegister(void);

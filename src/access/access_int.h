@@ -101,14 +101,14 @@ typedef struct AccessRels
 	AttrNumber	cf_function;
 } AccessRels;
 
-extern AccessRels access_rels;
+extern AccessRels AccessRelations;
 
-/* whether Citus manages any access table (access_rels filled: AccessEnsureRels) */
+/* whether Citus manages any access table (AccessRelations filled: AccessEnsureRels) */
 static inline bool
 AccessRelsOnCitus(void)
 {
-	return access_rels.agents_citus || access_rels.access_citus || access_rels.acl_citus ||
-		access_rels.members_citus || access_rels.config_citus;
+	return AccessRelations.agents_citus || AccessRelations.access_citus || AccessRelations.acl_citus ||
+		AccessRelations.members_citus || AccessRelations.config_citus;
 }
 
 typedef struct AgentEntry
@@ -161,7 +161,7 @@ TextLevel(Datum d)
 static inline void
 InitTextKey(ScanKey key, const PgaIndexInfo *ix, int col, const char *value)
 {
-	PgaIndexKey(key, ix, col, CStringGetTextDatum(value));
+	RelcheckIndexKey(key, ix, col, CStringGetTextDatum(value));
 }
 
 /*

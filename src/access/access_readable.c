@@ -56,7 +56,7 @@ static Oid	shared_types[2] = {TEXTOID, TEXTOID};
  * when a custom ACL function is configured (the set follows other rules).
  */
 int
-PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit)
+AccessReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edit)
 {
 	Snapshot	snap;
 	AgentEntry *ag;
@@ -82,7 +82,7 @@ PgAgentsReadableOne(int64 agent_id, const char *rtype, const char *rid, bool edi
  * and is emptied or restored by a change of liveness (src/access/allowlist_cache.c).
  */
 bool
-PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live)
+AccessAgentState(int64 agent_id, char **owner, char **workspace, bool *live)
 {
 	Snapshot	snap = AccessBegin("the readable set");
 	AgentEntry *ag = AccessGetAgent(agent_id, snap);
@@ -102,7 +102,7 @@ PgAgentsAgentState(int64 agent_id, char **owner, char **workspace, bool *live)
  * empty set, before any kept set is looked at.
  */
 bool
-PgAgentsAgentVisible(int64 agent_id)
+AccessAgentIdVisible(int64 agent_id)
 {
 	Snapshot	snap = AccessBegin("the readable set");
 
@@ -117,7 +117,7 @@ PgAgentsAgentVisible(int64 agent_id)
  * change in a readable set (src/access/allowlist_cache.c).
  */
 int
-PgAgentsAclResourcesOf(const char *principal, const char *rtype, int max, char **ids)
+AccessAclResourcesOf(const char *principal, const char *rtype, int max, char **ids)
 {
 	Snapshot	snap = AccessBegin("the readable set");
 	AccessRows	rs;
@@ -457,7 +457,7 @@ ReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_a
  * says whether a custom ACL function answered (its sources are unknown).
  */
 char	  **
-PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
+AccessReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *custom_acl)
 {
 	char	  **ids;
 
@@ -487,7 +487,7 @@ PgAgentsReadableIds(int64 agent_id, const char *rtype, bool edit, int *n, bool *
  * ids does not cover (src/access/allowlist_cache.c, PatchCollect).
  */
 bool
-PgAgentsTypeHasParent(const char *rtype, const char *ptype)
+AccessTypeHasParent(const char *rtype, const char *ptype)
 {
 	const char **ptypes;
 	const char **rows_sqls;

@@ -19,16 +19,16 @@
 
 /* The relations of the facts and their row sources, chosen once per
  * transaction by AccessEnsureRels (access_facts.c). */
-AccessRels access_rels;
+AccessRels AccessRelations;
 
 #define OPEQ " OPERATOR(pg_catalog.=) "
 
-const AccessQueryDef access_queries[AQ_NQUERIES] = {
+const AccessQueryDef AccessQueries[AQ_NQUERIES] = {
 	[AQ_AGENT] = {
-		"agent", &access_rels.agents, &access_rels.agents_pkey, &access_rels.agents_pkey_ix,
+		"agent", &AccessRelations.agents, &AccessRelations.agents_pkey, &AccessRelations.agents_pkey_ix,
 		2, {{AK_INDEX, INT8OID, NULL}, {AK_ROUTE, TEXTOID, NULL}},
-		4, {&access_rels.ag_workspace, &access_rels.ag_owner, &access_rels.ag_status,
-		&access_rels.ag_deleted},
+		4, {&AccessRelations.ag_workspace, &AccessRelations.ag_owner, &AccessRelations.ag_status,
+		&AccessRelations.ag_deleted},
 		"SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at FROM agent.agents a "
 		"WHERE a.id" OPEQ "$1 AND a.workspace_id" OPEQ "$2",
 		"SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at FROM agent.agents a "
@@ -36,19 +36,19 @@ const AccessQueryDef access_queries[AQ_NQUERIES] = {
 		true, false
 	},
 	[AQ_GROUPS] = {
-		"groups", &access_rels.members, &access_rels.members_user_idx,
-		&access_rels.members_user_ix,
-		2, {{AK_INDEX, TEXTOID, NULL}, {AK_NULL_OR_EQ, TEXTOID, &access_rels.gm_workspace}},
-		1, {&access_rels.gm_group},
+		"groups", &AccessRelations.members, &AccessRelations.members_user_idx,
+		&AccessRelations.members_user_ix,
+		2, {{AK_INDEX, TEXTOID, NULL}, {AK_NULL_OR_EQ, TEXTOID, &AccessRelations.gm_workspace}},
+		1, {&AccessRelations.gm_group},
 		"SELECT m.group_id FROM agent.group_members m WHERE m.user_id" OPEQ "$1 "
 		"AND (m.workspace_id IS NULL OR m.workspace_id" OPEQ "$2)",
 		NULL, false, false
 	},
 	[AQ_GRANT] = {
-		"grant", &access_rels.access, &access_rels.access_pkey, &access_rels.access_pkey_ix,
+		"grant", &AccessRelations.access, &AccessRelations.access_pkey, &AccessRelations.access_pkey_ix,
 		4, {{AK_INDEX, INT8OID, NULL}, {AK_INDEX, TEXTOID, NULL}, {AK_INDEX, TEXTOID, NULL},
 		{AK_ROUTE, TEXTOID, NULL}},
-		1, {&access_rels.ac_access},
+		1, {&AccessRelations.ac_access},
 		"SELECT g.access FROM agent.access g WHERE g.agent_id" OPEQ "$1 "
 		"AND g.resource_type" OPEQ "$2 AND g.resource_id" OPEQ "$3 AND g.workspace_id" OPEQ "$4",
 		"SELECT g.access FROM agent.access g WHERE g.agent_id" OPEQ "$1 "
@@ -56,10 +56,10 @@ const AccessQueryDef access_queries[AQ_NQUERIES] = {
 		false, false
 	},
 	[AQ_GRANTS_OF_TYPE] = {
-		"grants of a type", &access_rels.access, &access_rels.access_pkey,
-		&access_rels.access_pkey_ix,
+		"grants of a type", &AccessRelations.access, &AccessRelations.access_pkey,
+		&AccessRelations.access_pkey_ix,
 		3, {{AK_INDEX, INT8OID, NULL}, {AK_INDEX, TEXTOID, NULL}, {AK_ROUTE, TEXTOID, NULL}},
-		2, {&access_rels.ac_id, &access_rels.ac_access},
+		2, {&AccessRelations.ac_id, &AccessRelations.ac_access},
 		"SELECT g.resource_id, g.access FROM agent.access g WHERE g.agent_id" OPEQ "$1 "
 		"AND g.resource_type" OPEQ "$2 AND g.workspace_id" OPEQ "$3",
 		"SELECT g.resource_id, g.access FROM agent.access g WHERE g.agent_id" OPEQ "$1 "
@@ -68,43 +68,43 @@ const AccessQueryDef access_queries[AQ_NQUERIES] = {
 	},
 	[AQ_GRANTS_ALL] = {
 		/* the grant sets: loaded by index scan only (one probe each through SPI) */
-		"every grant", &access_rels.access, &access_rels.access_pkey,
-		&access_rels.access_pkey_ix,
+		"every grant", &AccessRelations.access, &AccessRelations.access_pkey,
+		&AccessRelations.access_pkey_ix,
 		1, {{AK_INDEX, INT8OID, NULL}},
-		3, {&access_rels.ac_type, &access_rels.ac_id, &access_rels.ac_access},
+		3, {&AccessRelations.ac_type, &AccessRelations.ac_id, &AccessRelations.ac_access},
 		NULL, NULL, false, false
 	},
 	[AQ_ACL] = {
-		"acl", &access_rels.acl, &access_rels.acl_pkey, &access_rels.acl_pkey_ix,
+		"acl", &AccessRelations.acl, &AccessRelations.acl_pkey, &AccessRelations.acl_pkey_ix,
 		2, {{AK_INDEX, TEXTOID, NULL}, {AK_INDEX, TEXTOID, NULL}},
-		3, {&access_rels.acl_principal, &access_rels.acl_access, &access_rels.acl_workspace},
+		3, {&AccessRelations.acl_principal, &AccessRelations.acl_access, &AccessRelations.acl_workspace},
 		"SELECT l.principal, l.access, l.workspace_id FROM agent.resource_acl l "
 		"WHERE l.resource_type" OPEQ "$1 AND l.resource_id" OPEQ "$2",
 		NULL, false, false
 	},
 	[AQ_ACL_OF_PRINCIPAL] = {
-		"acl of a principal", &access_rels.acl, &access_rels.acl_principal_idx,
-		&access_rels.acl_principal_ix,
-		2, {{AK_INDEX, TEXTOID, NULL}, {AK_EQ, TEXTOID, &access_rels.acl_type}},
-		1, {&access_rels.acl_id},
+		"acl of a principal", &AccessRelations.acl, &AccessRelations.acl_principal_idx,
+		&AccessRelations.acl_principal_ix,
+		2, {{AK_INDEX, TEXTOID, NULL}, {AK_EQ, TEXTOID, &AccessRelations.acl_type}},
+		1, {&AccessRelations.acl_id},
 		"SELECT l.resource_id FROM agent.resource_acl l WHERE l.principal" OPEQ "$1 "
 		"AND l.resource_type" OPEQ "$2 LIMIT $3",
 		NULL, false, true
 	},
 	[AQ_SHARED_OF_TYPE] = {
-		"shared of a type", &access_rels.acl, &access_rels.acl_principal_idx,
-		&access_rels.acl_principal_ix,
-		3, {{AK_INDEX, TEXTOID, NULL}, {AK_EQ, TEXTOID, &access_rels.acl_type},
-		{AK_EQ, TEXTOID, &access_rels.acl_workspace}},
-		1, {&access_rels.acl_id},
+		"shared of a type", &AccessRelations.acl, &AccessRelations.acl_principal_idx,
+		&AccessRelations.acl_principal_ix,
+		3, {{AK_INDEX, TEXTOID, NULL}, {AK_EQ, TEXTOID, &AccessRelations.acl_type},
+		{AK_EQ, TEXTOID, &AccessRelations.acl_workspace}},
+		1, {&AccessRelations.acl_id},
 		"SELECT l.resource_id FROM agent.resource_acl l WHERE l.principal" OPEQ "$1 "
 		"AND l.resource_type" OPEQ "$2 AND l.workspace_id" OPEQ "$3",
 		NULL, false, false
 	},
 	[AQ_CONFIG] = {
-		"config", &access_rels.config, NULL, NULL,
+		"config", &AccessRelations.config, NULL, NULL,
 		0, {{0}},
-		1, {&access_rels.cf_function},
+		1, {&AccessRelations.cf_function},
 		"SELECT c.acl_function::pg_catalog.oid FROM agent.access_config c",
 		NULL, false, false
 	},
@@ -118,8 +118,8 @@ const AccessQueryDef access_queries[AQ_NQUERIES] = {
 const AccessRowsOps *
 AccessRowsSource(AccessQuery qid)
 {
-	Assert(access_rels.src[qid] != NULL);
-	return access_rels.src[qid];
+	Assert(AccessRelations.src[qid] != NULL);
+	return AccessRelations.src[qid];
 }
 
 /* text column col of the current row as a C string in cxt, NULL if null */

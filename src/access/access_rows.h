@@ -92,7 +92,7 @@ typedef struct AccessKeyDef
 typedef struct AccessQueryDef
 {
 	const char *name;
-	Oid		   *heap;			/* into access_rels */
+	Oid		   *heap;			/* into AccessRelations */
 	Oid		   *index;
 	struct PgaIndexInfo *ix;
 	int			nkeys;
@@ -105,7 +105,7 @@ typedef struct AccessQueryDef
 	bool		bounded;		/* takes a bound (AccessRowsBegin) */
 } AccessQueryDef;
 
-extern const AccessQueryDef access_queries[AQ_NQUERIES];
+extern const AccessQueryDef AccessQueries[AQ_NQUERIES];
 
 /* an open read of a query's rows (on the caller's stack) */
 typedef struct AccessRows
@@ -147,8 +147,8 @@ typedef struct AccessRowsOps
 	void		(*release) (AccessQuery qid, bool abort);
 } AccessRowsOps;
 
-extern const AccessRowsOps access_rows_index;
-extern const AccessRowsOps access_rows_spi;
+extern const AccessRowsOps AccessRowsIndex;
+extern const AccessRowsOps AccessRowsSpi;
 
 /* the backend of a query's relation in this transaction (AccessEnsureRels) */
 extern const AccessRowsOps *AccessRowsSource(AccessQuery qid);
@@ -165,7 +165,7 @@ AccessRowsBegin(AccessRows *rs, AccessQuery qid, const AccessKey *keys, Snapshot
 				int bound)
 {
 	rs->ops = AccessRowsSource(qid);
-	rs->q = &access_queries[qid];
+	rs->q = &AccessQueries[qid];
 	rs->qid = qid;
 	rs->truncated = false;
 	rs->ops->begin(rs, keys, snap, bound);
@@ -202,7 +202,7 @@ AccessRowsOffers(AccessQuery qid)
 static inline bool
 AccessRowsRouted(AccessQuery qid)
 {
-	return AccessRowsSource(qid) == &access_rows_spi;
+	return AccessRowsSource(qid) == &AccessRowsSpi;
 }
 
 /*

@@ -101,7 +101,7 @@ IndexBegin(AccessRows *rs, const AccessKey *keys, Snapshot snap, int bound)
 			d = CStringGetTextDatum(keys[k].s);
 			rs->text_keys[rs->ntext_keys++] = d;
 		}
-		PgaIndexKey(&sk[nsk], q->ix, nsk, d);
+		RelcheckIndexKey(&sk[nsk], q->ix, nsk, d);
 		nsk++;
 	}
 	index_rescan(rs->scan, sk, nsk, NULL, 0);
@@ -185,7 +185,7 @@ IndexEnd(AccessRows *rs)
 static void
 IndexHold(AccessQuery qid, Snapshot snap)
 {
-	const AccessQueryDef *q = &access_queries[qid];
+	const AccessQueryDef *q = &AccessQueries[qid];
 	HeldScan   *h = &held[qid];
 
 	Assert(!h->active && q->index != NULL);
@@ -206,6 +206,6 @@ IndexRelease(AccessQuery qid, bool abort)
 		AccessScanEnd(h->scan, h->slot, h->index, h->heap);
 }
 
-const AccessRowsOps access_rows_index = {
+const AccessRowsOps AccessRowsIndex = {
 	"index", IndexOffers, IndexBegin, IndexNext, IndexGet, IndexEnd, IndexHold, IndexRelease
 };

@@ -33,7 +33,7 @@ static SPIPlanPtr plans[AQ_NQUERIES][2];
  * access_readable.c); AccessSpiDone ends it.  Where Citus manages the access
  * tables, never in a parallel worker (Citus runs no query there); on one
  * node a parallel worker reads through SPI as the leader does.  Its
- * callers hold a row source, so access_rels is filled.
+ * callers hold a row source, so AccessRelations is filled.
  */
 void
 AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
@@ -42,8 +42,8 @@ AccessSpiRun(PgaElevation *e, SPIPlanPtr *plan, const char *sql, int nargs, Oid 
 	int			rc;
 
 	if (AccessRelsOnCitus())
-		PgaCitusCheckNotParallel();
-	PgaElevate(e);
+		RelcheckCitusNotParallel();
+	RelcheckElevate(e);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	rc = SpiUtilExecPlan(plan, sql, nargs, types, vals, NULL, true, 0);
@@ -55,7 +55,7 @@ void
 AccessSpiDone(PgaElevation *e)
 {
 	SPI_finish();
-	PgaRestore(e);
+	RelcheckRestore(e);
 }
 
 /* text column i (1-based) of SPI result row r, palloc'd in cxt; NULL if null */
@@ -78,7 +78,7 @@ AccessSpiText(uint64 r, int i, MemoryContext cxt)
 static bool
 SpiOffers(AccessQuery qid)
 {
-	return access_queries[qid].sql != NULL;
+	return AccessQueries[qid].sql != NULL;
 }
 
 /* runs one statement of the query and copies its rows into rs->cxt */
@@ -192,6 +192,6 @@ SpiRelease(AccessQuery qid, bool abort)
 {
 }
 
-const AccessRowsOps access_rows_spi = {
+const AccessRowsOps AccessRowsSpi = {
 	"spi", SpiOffers, SpiBegin, SpiNext, SpiGet, SpiEnd, SpiHold, SpiRelease
 };

@@ -77,7 +77,7 @@ PG_FUNCTION_INFO_V1(pg_agents_readable_set_stats);
  *		id = ANY ((SELECT agent._allowlist_ids_int8('page', 'read'))::bigint[])
  *
  * an InitPlan evaluated once per statement whose array feeds the index on the
- * id column.  The array is computed by PgAgentsReadableIds (access_readable.c, the
+ * id column.  The array is computed by AccessReadableIds (access_readable.c, the
  * decision of agent.can_access for each candidate) and kept in the backend
  * for as long as the access data it was computed from cannot have changed.
  * Two ways to know:
@@ -140,7 +140,7 @@ IdsSnapKeyFor(Snapshot snap, IdsSnapKey *k)
 	 * With Citus, a change committed on another node leaves this node's
 	 * snapshots alike: the set is then good for this statement only.
 	 */
-	if (PgAgentsAccessOnCitus())
+	if (AccessOnCitus())
 	{
 		k->lxid = PGA_MY_LXID;
 		k->curcid = snap->curcid;
@@ -372,7 +372,7 @@ static Datum
 ComputeIdsArray(int64 agent_id, const char *rtype, bool edit, Oid elemtype, bool *custom_acl)
 {
 	int			n;
-	char	  **ids = PgAgentsReadableIds(agent_id, rtype, edit, &n, custom_acl);
+	char	  **ids = AccessReadableIds(agent_id, rtype, edit, &n, custom_acl);
 
 	return BuildIdsArray(ids, n, elemtype);
 }
@@ -417,7 +417,7 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 	PgAgentsAccessChange c;
 	int			i;
 
-	if (!PgAgentsAccessChangeGet(seq, &c) || c.all)
+	if (!AccessChangeGet(seq, &c) || c.all)
 		return false;
 	for (i = 0; i < c.nitems; i++)
 	{
@@ -444,7 +444,7 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 			if (e->owner != NULL && strcmp(it->rid, e->owner) != 0)
 				continue;		/* another user's groups */
 			/* the groups may read collections whose rows the set holds */
-			if (PgAgentsTypeHasParent(e->rtype, NULL))
+			if (AccessTypeHasParent(e->rtype, NULL))
 				return false;
 			/*
 			 * The owner joined or left group it->rtype: what changes is its
@@ -453,7 +453,7 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 			if (e->owner == NULL || it->rtype[0] == '\0' || *nrids >= PATCH_MAX_RIDS)
 				return false;
 			principal = psprintf("group:%s", it->rtype);
-			n = PgAgentsAclResourcesOf(principal, e->rtype, PATCH_MAX_RIDS - *nrids,
+			n = AccessAclResourcesOf(principal, e->rtype, PATCH_MAX_RIDS - *nrids,
 									   rids + *nrids);
 			pfree(principal);
 			if (n < 0)
@@ -468,7 +468,7 @@ PatchCollect(IdsEntry *e, uint64 seq, char **rids, int *nrids, bool *agent_row)
 		if (strcmp(it->rtype, e->rtype) != 0)
 		{
 			/* a grant or ACL of a collection whose rows the set holds */
-			if (PgAgentsTypeHasParent(e->rtype, it->rtype))
+			if (AccessTypeHasParent(e->rtype, it->rtype))
 				return false;
 			continue;
 		}
@@ -515,7 +515,7 @@ PatchInt8Set(IdsEntry *e, ArrayType *arr, char **rids, int nrids)
 
 		if (!IdIsInt8(rids[i], &id))
 			continue;			/* never in a set of this type */
-		r = PgAgentsReadableOne(e->agent_id, e->rtype, rids[i], e->edit);
+		r = AccessReadableOne(e->agent_id, e->rtype, rids[i], e->edit);
 		if (r < 0)
 			return (Datum) 0;
 		while (lo < hi)
@@ -612,7 +612,7 @@ PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged, bool *live, Datum *bas
 		char	   *workspace;
 
 		/* the same owner and workspace as the set was computed for? */
-		ok = PgAgentsAgentState(e->agent_id, &owner, &workspace, live) &&
+		ok = AccessAgentState(e->agent_id, &owner, &workspace, live) &&
 			e->owner != NULL && e->workspace != NULL &&
 			strcmp(owner, e->owner) == 0 && strcmp(workspace, e->workspace) == 0;
 	}
@@ -673,7 +673,7 @@ PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged, bool *live, Datum *bas
 				continue;
 			rid_uuid = DirectFunctionCall1(uuid_in, CStringGetDatum(rids[i]));
 		}
-		r = PgAgentsReadableOne(e->agent_id, e->rtype, rids[i], e->edit);
+		r = AccessReadableOne(e->agent_id, e->rtype, rids[i], e->edit);
 		if (r < 0)
 		{
 			PopActiveSnapshot();
@@ -725,9 +725,9 @@ PatchKeptSet(IdsEntry *e, uint64 pubseq, bool *unchanged, bool *live, Datum *bas
 static bool
 CanKeepAcrossStatements(void)
 {
-	return PgAgentsShmemAvailable() && !IsolationUsesXactSnapshot() &&
+	return ShmemAvailable() && !IsolationUsesXactSnapshot() &&
 		!RecoveryInProgress() && !IsInParallelMode() &&
-		!PgAgentsAccessChangedInXact() && !PgAgentsAccessOnCitus();
+		!AccessChangedInXact() && !AccessOnCitus();
 }
 
 /* the number of elements of an array datum */
@@ -749,7 +749,7 @@ Datum
 AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemtype, int *count,
 						bool kept_only)
 {
-	Oid			access_rel = PgAgentsAccessRelid();
+	Oid			access_rel = AccessRelid();
 	IdsEntry   *e = AllowlistFindEntry(agent_id, rtype, edit, elemtype, access_rel);
 	MemoryContext scratch;
 	MemoryContext old;
@@ -759,7 +759,7 @@ AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemt
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "pg_agents: the readable set needs an active snapshot");
 	/* an agent the session may not name has no set, kept or not */
-	if (!PgAgentsAgentVisible(agent_id))
+	if (!AccessAgentIdVisible(agent_id))
 	{
 		if (count)
 		{
@@ -778,7 +778,7 @@ AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemt
 		TransactionId inflight[PG_AGENTS_ACCESS_INFLIGHT];
 		uint64		inflight_seq[PG_AGENTS_ACCESS_INFLIGHT];
 		int			ninflight;
-		bool		keep = PgAgentsAccessSampleSeq(&gen, &pubseq, inflight, inflight_seq,
+		bool		keep = AccessSampleSeq(&gen, &pubseq, inflight, inflight_seq,
 											   &ninflight);
 		bool		patched = false;
 		bool		unchanged = false;
@@ -841,7 +841,7 @@ AllowlistIdsArrayOrCount(int64 agent_id, const char *rtype, bool edit, Oid elemt
 			old = MemoryContextSwitchTo(scratch);
 			PushActiveSnapshot(GetLatestSnapshot());
 			arr = ComputeIdsArray(agent_id, rtype, edit, elemtype, &custom_acl);
-			(void) PgAgentsAgentState(agent_id, &owner, &workspace, &live);
+			(void) AccessAgentState(agent_id, &owner, &workspace, &live);
 			base = (Datum) 0;	/* live: the set itself; else not known */
 			PopActiveSnapshot();
 			MemoryContextSwitchTo(old);
@@ -988,9 +988,9 @@ AllowlistIdsEstimate(int64 agent_id, const char *rtype, bool edit, Oid elemtype)
 	IdsEntry   *e;
 
 	/* not even the size of the set of an agent the session may not name */
-	if (!PgAgentsAgentVisible(agent_id))
+	if (!AccessAgentIdVisible(agent_id))
 		return -1;
-	e = AllowlistFindEntry(agent_id, rtype, edit, elemtype, PgAgentsAccessRelid());
+	e = AllowlistFindEntry(agent_id, rtype, edit, elemtype, AccessRelid());
 	return e ? ArrayCount(e->array) : -1;
 }
 
@@ -1058,13 +1058,13 @@ NoteRegisteredRow(Trigger *trig, Relation rel, HeapTuple tup)
 	if (rid == NULL || strlen(rid) >= PG_AGENTS_ACCESS_ITEM_LEN ||
 		strlen(trig->tgargs[0]) >= PG_AGENTS_ACCESS_ITEM_LEN)
 	{
-		PgAgentsNoteAccessChange();
+		AccessNoteChange();
 		return;
 	}
 	strlcpy(it.rtype, trig->tgargs[0], sizeof(it.rtype));
 	strlcpy(it.rid, rid, sizeof(it.rid));
 	pfree(rid);
-	PgAgentsNoteAccessItem(&it);
+	AccessNoteItem(&it);
 }
 
 /*
@@ -1100,7 +1100,7 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 	{
 		if (!RowInt8(tup, desc, "agent_id", &it.agent_id))
 		{
-			PgAgentsNoteAccessChange();
+			AccessNoteChange();
 			return;
 		}
 		it.kind = PGA_CHANGE_GRANT;
@@ -1119,7 +1119,7 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 		if (!RowText(tup, desc, "resource_type", it.rtype) ||
 			!RowText(tup, desc, "resource_id", it.rid))
 		{
-			PgAgentsNoteAccessChange();
+			AccessNoteChange();
 			return;
 		}
 	}
@@ -1129,7 +1129,7 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 		it.kind = PGA_CHANGE_USER;
 		if (!RowText(tup, desc, "user_id", it.rid))
 		{
-			PgAgentsNoteAccessChange();
+			AccessNoteChange();
 			return;
 		}
 		if (!RowText(tup, desc, "group_id", it.rtype))
@@ -1140,16 +1140,16 @@ NoteAccessRow(Relation rel, HeapTuple tup)
 		it.kind = PGA_CHANGE_AGENT;
 		if (!RowInt8(tup, desc, "id", &it.agent_id))
 		{
-			PgAgentsNoteAccessChange();
+			AccessNoteChange();
 			return;
 		}
 	}
 	else
 	{
-		PgAgentsNoteAccessChange();
+		AccessNoteChange();
 		return;
 	}
-	PgAgentsNoteAccessItem(&it);
+	AccessNoteItem(&it);
 }
 
 /* is column col the same in both rows (byte for byte; a missing one is not)? */
@@ -1205,7 +1205,7 @@ NoteAgentUpdate(Relation rel, HeapTuple oldtup, HeapTuple newtup)
 		RowColumnSame(oldtup, newtup, desc, "deleted_at"))
 		return;
 	it.kind = PGA_CHANGE_AGENT_ROW;
-	PgAgentsNoteAccessItem(&it);
+	AccessNoteItem(&it);
 }
 
 /*
@@ -1282,7 +1282,7 @@ pg_agents_access_changed(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_FOR_ROW(td->tg_event))
 	{
 		if (!TRIGGER_FIRED_AFTER(td->tg_event))
-			PgAgentsNoteAccessChange();
+			AccessNoteChange();
 		else if (td->tg_trigger->tgnargs == 2)
 		{
 			NoteRegisteredRow(td->tg_trigger, td->tg_relation, td->tg_trigtuple);
@@ -1301,7 +1301,7 @@ pg_agents_access_changed(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 	}
 	if (!RowTriggerDescribes(td, fcinfo->flinfo->fn_oid))
-		PgAgentsNoteAccessChange();
+		AccessNoteChange();
 	return PointerGetDatum(NULL);
 }
 
@@ -1327,7 +1327,7 @@ pg_agents_allowlist_ids(PG_FUNCTION_ARGS)
 				 errmsg("resource_type and mode must not be NULL")));
 	rtype = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	edit = AllowlistParseMode(PG_GETARG_TEXT_PP(1));
-	if (!PgAgentsActorIsAgent(pg_agents_actor))
+	if (!GucActorIsAgent(pg_agents_actor))
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(elemtype));
 	PG_RETURN_DATUM(AllowlistIdsArray(strtoll(pg_agents_actor + 6, NULL, 10),
 									 rtype, edit, elemtype));

@@ -469,7 +469,7 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 		(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW) ||
 		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
 		rel->baserestrictinfo == NIL || IS_DUMMY_REL(rel) ||
-		!PgAgentsActorIsAgent(pg_agents_actor))
+		!GucActorIsAgent(pg_agents_actor))
 		return;
 	foreach(lc, rel->baserestrictinfo)
 	{

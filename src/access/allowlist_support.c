@@ -92,7 +92,7 @@ PG_FUNCTION_INFO_V1(pg_agents_allowlist_support);
 Datum
 pg_agents_allowlist_active(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(PgAgentsActorIsAgent(pg_agents_actor));
+	PG_RETURN_BOOL(GucActorIsAgent(pg_agents_actor));
 }
 
 /*
@@ -142,7 +142,7 @@ pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(custom_acl_value);
 	if (!custom_acl_callback)
 	{
-		PgaRegisterRelcacheCallback(CustomAclInvalidate, (Datum) 0);
+		RelcheckRegisterCallback(CustomAclInvalidate, (Datum) 0);
 		custom_acl_callback = true;
 	}
 	custom_acl_valid = true;	/* an invalidation from here on clears it */
@@ -154,11 +154,11 @@ pg_agents_allowlist_custom_acl(PG_FUNCTION_ARGS)
 		custom_acl_valid = false;
 		PG_RETURN_BOOL(false);
 	}
-	if (PgaCitusManaged(relid))
+	if (RelcheckCitusManaged(relid))
 	{
 		/* read through SPI, and not kept: its statement trigger fires on the nodes */
 		custom_acl_valid = false;
-		PG_RETURN_BOOL(PgaSpiCustomAcl());
+		PG_RETURN_BOOL(RelcheckSpiCustomAcl());
 	}
 	att = get_attnum(relid, "acl_function");
 	rel = table_open(relid, AccessShareLock);
@@ -436,7 +436,7 @@ HasSetBuild(MemoryContext cxt, int64 agent_id, const char *rtype, const char *mo
 	else
 	{
 		int			n = AllowlistIdsEstimate(agent_id, rtype, s->edit, elemtype);
-		IdsEntry   *e = AllowlistFindEntry(agent_id, rtype, s->edit, elemtype, PgAgentsAccessRelid());
+		IdsEntry   *e = AllowlistFindEntry(agent_id, rtype, s->edit, elemtype, AccessRelid());
 
 		s->perrow = true;
 		s->perrow_max = n > HAS_PERROW_MIN / 2 ? 2 * n : HAS_PERROW_MIN;
@@ -495,7 +495,7 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 	{
 		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 
-		if (!PgAgentsActorIsAgent(pg_agents_actor))
+		if (!GucActorIsAgent(pg_agents_actor))
 			PG_RETURN_BOOL(false);
 		s = HasSetBuild(fcinfo->flinfo->fn_mcxt, strtoll(pg_agents_actor + 6, NULL, 10),
 						text_to_cstring(rt), text_to_cstring(md), HasElemType(argtype));
@@ -517,7 +517,7 @@ pg_agents_allowlist_has(PG_FUNCTION_ARGS)
 		if (s->decisions < s->perrow_max)
 		{
 			char	   *rid = IdText(fcinfo, s->argtype);
-			int			r = PgAgentsReadableOne(s->agent_id, s->rtype, rid, s->edit);
+			int			r = AccessReadableOne(s->agent_id, s->rtype, rid, s->edit);
 
 			pfree(rid);
 			if (r >= 0)
@@ -609,7 +609,7 @@ ReadableSetSize(Node *rtype_arg, Node *mode_arg, Oid elemtype)
 
 	if (rt == NULL || md == NULL || !IsA(rt, Const) || !IsA(md, Const) ||
 		rt->constisnull || md->constisnull ||
-		!PgAgentsActorIsAgent(pg_agents_actor) || !ActiveSnapshotSet())
+		!GucActorIsAgent(pg_agents_actor) || !ActiveSnapshotSet())
 		return HAS_DEFAULT_SET_SIZE;
 	mode = TextDatumGetCString(md->constvalue);
 	if (strcmp(mode, "read") != 0 && strcmp(mode, "edit") != 0)

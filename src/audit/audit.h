@@ -29,7 +29,7 @@
 
 #include "utils/jsonb.h"
 
-extern void PgAgentsAuditEvent(const char *action, const char *status,
+extern void AuditEvent(const char *action, const char *status,
 							   const char *target_type, const char *target_id,
 							   const char *workspace_id, const char *owner_id,
 							   Jsonb *inputs, const char *summary,

@@ -24,8 +24,8 @@ enum
 };
 
 /* agent.audit_log and its columns' numbers (AuditLogLookup) */
-extern Oid	audit_al_relid;
-extern AttrNumber audit_al_attnum[AL_NCOLS];
+extern Oid	AuditLogRelid;
+extern AttrNumber AuditLogAttnum[AL_NCOLS];
 
 /* one audit row, before it is formed */
 typedef struct AuditRow
@@ -49,7 +49,7 @@ typedef struct AuditRow
 } AuditRow;
 
 /* the writer (audit_writer.c) */
-extern MemoryContext audit_pend_cxt;	/* the buffer's context (AuditPendingBegin) */
+extern MemoryContext AuditPendingCxt;	/* the buffer's context (AuditPendingBegin) */
 extern void AuditLogLookup(void);
 extern void AuditPendingBegin(void);
 extern void AuditPendingPush(HeapTuple tup_in_pend_cxt);

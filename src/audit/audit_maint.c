@@ -124,7 +124,7 @@ pg_agents_audit_guard(PG_FUNCTION_ARGS)
 			TimestampTz at;
 
 			AuditLogLookup();
-			at = DatumGetTimestampTz(heap_getattr(td->tg_trigtuple, audit_al_attnum[AL_AT],
+			at = DatumGetTimestampTz(heap_getattr(td->tg_trigtuple, AuditLogAttnum[AL_AT],
 												  RelationGetDescr(td->tg_relation), &isnull));
 			/* the retention purge: only rows past the cut-off */
 			if (audit_purge_active && !isnull && at < audit_purge_cutoff)
@@ -160,7 +160,7 @@ pg_agents_audit_guard(PG_FUNCTION_ARGS)
 
 				if (att->attisdropped)
 					continue;
-				if (i + 1 == audit_al_attnum[AL_AT])
+				if (i + 1 == AuditLogAttnum[AL_AT])
 					ok = !on && !nn && DatumGetTimestampTz(nd) <= DatumGetTimestampTz(od);
 				else if (on || nn)
 					ok = (on && nn);
@@ -245,7 +245,7 @@ pg_agents_purge_audit(PG_FUNCTION_ARGS)
 				 "{\"retention_days\": %d, \"deleted\": " INT64_FORMAT
 				 ", \"dropped_partitions\": %d}",
 				 days, total, nparts);
-		PgAgentsAuditEvent("audit.purge", "success", "audit_log", NULL, NULL, NULL,
+		AuditEvent("audit.purge", "success", "audit_log", NULL, NULL, NULL,
 						   DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(inputs))),
 						   psprintf("purged " INT64_FORMAT " audit rows older than %d days (%d partitions dropped)",
 									total, days, nparts),
@@ -302,7 +302,7 @@ pg_agents_audit_default_move(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 
 	/* the rows wait in the buffer of this subtransaction */
-	rel = RelationIdGetRelation(audit_al_relid);
+	rel = RelationIdGetRelation(AuditLogRelid);
 	desc = RelationGetDescr(rel);
 	if (SPI_tuptable->tupdesc->natts != desc->natts)
 		elog(ERROR, "agent.audit_log_default does not have the columns of agent.audit_log");
@@ -314,7 +314,7 @@ pg_agents_audit_default_move(PG_FUNCTION_ARGS)
 		HeapTuple	tup;
 
 		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
-		old = MemoryContextSwitchTo(audit_pend_cxt);
+		old = MemoryContextSwitchTo(AuditPendingCxt);
 		tup = heap_form_tuple(desc, values, nulls);
 		MemoryContextSwitchTo(old);
 		/* not pending_add: no flush before the partition exists */
@@ -382,7 +382,7 @@ pg_agents_audit_backdate(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 	SPI_finish();
 
-	PgAgentsAuditEvent("audit.backdate", "success", "audit_log", NULL, NULL, NULL, NULL,
+	AuditEvent("audit.backdate", "success", "audit_log", NULL, NULL, NULL, NULL,
 					   psprintf("backdated " INT64_FORMAT " audit rows by %s", n,
 								DatumGetCString(DirectFunctionCall1(interval_out,
 																	PG_GETARG_DATUM(1)))),

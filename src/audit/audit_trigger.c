@@ -145,7 +145,7 @@ audit_init_cache(void)
 	}
 	if (!callback_registered)
 	{
-		PgaRegisterRelcacheCallback(audit_relcache_callback, (Datum) 0);
+		RelcheckRegisterCallback(audit_relcache_callback, (Datum) 0);
 		callback_registered = true;
 	}
 }
@@ -157,7 +157,7 @@ guc_or_null(const char *v)
 	return (v == NULL || v[0] == '\0') ? NULL : v;
 }
 
-bool		pg_agents_audit_as_worker = false;
+bool		AuditAsWorker = false;
 
 /*
  * Fills the identity columns from the session identity GUCs.
@@ -183,7 +183,7 @@ AuditIdentity(AuditRow *row)
 		row->actor_kind = "human";
 		row->actor_id = u;
 	}
-	else if (a == NULL && pg_agents_audit_as_worker)
+	else if (a == NULL && AuditAsWorker)
 	{
 		/* the worker's own bookkeeping: no human acts */
 		row->actor_kind = "system";
@@ -256,7 +256,7 @@ AuditCleanSummary(const char *s)
 	if (s == NULL)
 		return NULL;
 	len = strlen(s);
-	red = PgAgentsRedactText(s, len, &red_len);
+	red = RedactText(s, len, &red_len);
 	if (red == NULL)
 	{
 		red = pstrdup(s);
@@ -277,7 +277,7 @@ AuditCleanSummary(const char *s)
  * nothing when pg_agents.audit_enabled is off.
  */
 void
-PgAgentsAuditEvent(const char *action, const char *status,
+AuditEvent(const char *action, const char *status,
 				   const char *target_type, const char *target_id,
 				   const char *workspace_id, const char *owner_id,
 				   Jsonb *inputs, const char *summary, const char *error_code)
@@ -308,7 +308,7 @@ PgAgentsAuditEvent(const char *action, const char *status,
 	row.target_type = target_type;
 	row.target_id = target_id;
 	row.owner_id = owner_id;
-	row.inputs = inputs ? PgAgentsRedactJsonb(inputs) : NULL;
+	row.inputs = inputs ? RedactJsonb(inputs) : NULL;
 	row.summary = AuditCleanSummary(summary);
 	AuditInsert(&row);
 	AuditFlush();
@@ -331,7 +331,7 @@ text_arg(FunctionCallInfo fcinfo, int n)
 Datum
 pg_agents_audit_event(PG_FUNCTION_ARGS)
 {
-	PgAgentsAuditEvent(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
+	AuditEvent(text_arg(fcinfo, 0), text_arg(fcinfo, 1),
 					   text_arg(fcinfo, 2), text_arg(fcinfo, 3),
 					   text_arg(fcinfo, 4), text_arg(fcinfo, 5),
 					   PG_ARGISNULL(6) ? NULL : PG_GETARG_JSONB_P(6),
@@ -381,7 +381,7 @@ pg_agents_audit_table_event(PG_FUNCTION_ARGS)
 						 target_type ? target_type : relname);
 	else
 		appendStringInfo(&buf, "audit off %s", qual);
-	PgAgentsAuditEvent(action, "success", "table", qual, NULL, NULL, NULL,
+	AuditEvent(action, "success", "table", qual, NULL, NULL, NULL,
 					   buf.data, NULL);
 	PG_RETURN_VOID();
 }
@@ -520,7 +520,7 @@ trig_info(TriggerData *td)
 		c->typlen = att->attlen;
 		c->typbyval = att->attbyval;
 		c->kind = column_kind(att->atttypid);
-		c->sensitive = PgAgentsSensitiveName(c->name, strlen(c->name));
+		c->sensitive = RedactSensitiveName(c->name, strlen(c->name));
 		getTypeOutputInfo(att->atttypid, &outfn, &varlena);
 		fmgr_info_cxt(outfn, &c->out, e->cxt);
 	}
@@ -642,7 +642,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 					t = DatumGetTextPSlice(d, 0, REDACT_MAX_STRING + REDACT_SCAN_MARGIN);
 				else
 					t = DatumGetTextPP(d);
-				PgAgentsRedactPushString(r, ps, tok, VARDATA_ANY(t), (int) raw,
+				RedactPushString(r, ps, tok, VARDATA_ANY(t), (int) raw,
 										 c->sensitive);
 				return;
 			}
@@ -650,11 +650,11 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 			{
 				char	   *s = NameStr(*DatumGetName(d));
 
-				PgAgentsRedactPushString(r, ps, tok, s, strlen(s), c->sensitive);
+				RedactPushString(r, ps, tok, s, strlen(s), c->sensitive);
 				return;
 			}
 		case 'j':
-			(void) PgAgentsRedactPushJsonb(r, ps, tok, DatumGetJsonbP(d), depth,
+			(void) RedactPushJsonb(r, ps, tok, DatumGetJsonbP(d), depth,
 										   c->sensitive);
 			return;
 		case 'J':
@@ -662,7 +662,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 				Datum		jb = DirectFunctionCall1(jsonb_in,
 													 CStringGetDatum(TextDatumGetCString(d)));
 
-				(void) PgAgentsRedactPushJsonb(r, ps, tok, DatumGetJsonbP(jb), depth,
+				(void) RedactPushJsonb(r, ps, tok, DatumGetJsonbP(jb), depth,
 											   c->sensitive);
 				return;
 			}
@@ -671,7 +671,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 				/* pushed strings are referenced, not copied: no stack buffer */
 				char	   *buf = JsonEncodeDateTime(NULL, d, c->basetypid, NULL);
 
-				PgAgentsRedactPushString(r, ps, tok, buf, strlen(buf), c->sensitive);
+				RedactPushString(r, ps, tok, buf, strlen(buf), c->sensitive);
 				return;
 			}
 		default:
@@ -681,7 +681,7 @@ push_column(PgAgentsRedactor *r, JsonbParseState **ps, JsonbIteratorToken tok,
 	{
 		char	   *s = OutputFunctionCall(&c->out, d);
 
-		PgAgentsRedactPushString(r, ps, tok, s, strlen(s), c->sensitive);
+		RedactPushString(r, ps, tok, s, strlen(s), c->sensitive);
 	}
 }
 
@@ -765,7 +765,7 @@ audit_require_shard_identity(AuditTrigInfo *e)
 				strlen(CITUS_INTERNAL_APP_PREFIX)) != 0)
 		return;
 	if (guc_or_null(pg_agents_actor) != NULL ||
-		guc_or_null(pg_agents_acting_user) != NULL || pg_agents_audit_as_worker)
+		guc_or_null(pg_agents_acting_user) != NULL || AuditAsWorker)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -851,7 +851,7 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 	}
 
-	PgAgentsRedactorInit(&r);
+	RedactInit(&r);
 	(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
 
 	/* the row's columns, deformed once (natts: the trigger's description) */
@@ -916,7 +916,7 @@ pg_agents_audit_trigger(PG_FUNCTION_ARGS)
 		if (r.budget <= 0)
 		{
 			ps = NULL;
-			PgAgentsRedactorInit(&r);
+			RedactInit(&r);
 			(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
 			for (i = 0; i < e->natts; i++)
 			{

@@ -74,9 +74,9 @@ static const char *const al_names[AL_NCOLS] = {
 	"changes", "summary", "txid"
 };
 
-Oid			audit_al_relid = InvalidOid;
+Oid			AuditLogRelid = InvalidOid;
 static Oid	al_seqid = InvalidOid;
-AttrNumber	audit_al_attnum[AL_NCOLS];
+AttrNumber	AuditLogAttnum[AL_NCOLS];
 
 static Oid	db_user_oid = InvalidOid;
 static char db_user_name[NAMEDATALEN];
@@ -108,7 +108,7 @@ typedef struct PendingRow
 	SubTransactionId subid;
 } PendingRow;
 
-MemoryContext audit_pend_cxt = NULL;
+MemoryContext AuditPendingCxt = NULL;
 static PendingRow *pend = NULL;
 static int	npend = 0;
 static int	maxpend = 0;
@@ -160,10 +160,10 @@ audit_log_relcache_callback(Datum arg, Oid relid)
 {
 	int			i;
 
-	if (relid == InvalidOid || relid == audit_al_relid || relid == leaf_relid)
+	if (relid == InvalidOid || relid == AuditLogRelid || relid == leaf_relid)
 		leaf_relid = InvalidOid;
-	if (relid == InvalidOid || relid == audit_al_relid)
-		audit_al_relid = InvalidOid;
+	if (relid == InvalidOid || relid == AuditLogRelid)
+		AuditLogRelid = InvalidOid;
 	if (OidIsValid(leaf_ix_relid))
 	{
 		bool		drop = (relid == InvalidOid || relid == leaf_ix_relid);
@@ -185,10 +185,10 @@ AuditLogLookup(void)
 
 	if (!log_callback_registered)
 	{
-		PgaRegisterRelcacheCallback(audit_log_relcache_callback, (Datum) 0);
+		RelcheckRegisterCallback(audit_log_relcache_callback, (Datum) 0);
 		log_callback_registered = true;
 	}
-	if (OidIsValid(audit_al_relid))
+	if (OidIsValid(AuditLogRelid))
 		return;
 	nsp = get_namespace_oid("agent", true);
 	relid = OidIsValid(nsp) ? get_relname_relid("audit_log", nsp) : InvalidOid;
@@ -199,12 +199,12 @@ AuditLogLookup(void)
 				 errhint("Run CREATE EXTENSION pg_agents in this database.")));
 	for (i = 0; i < AL_NCOLS; i++)
 	{
-		audit_al_attnum[i] = get_attnum(relid, al_names[i]);
-		if (audit_al_attnum[i] == InvalidAttrNumber)
+		AuditLogAttnum[i] = get_attnum(relid, al_names[i]);
+		if (AuditLogAttnum[i] == InvalidAttrNumber)
 			elog(ERROR, "column \"%s\" of agent.audit_log does not exist", al_names[i]);
 	}
-	al_seqid = PgaGetIdentitySequence(relid, audit_al_attnum[AL_ID], false);
-	audit_al_relid = relid;
+	al_seqid = PgaGetIdentitySequence(relid, AuditLogAttnum[AL_ID], false);
+	AuditLogRelid = relid;
 }
 
 /* The session user's name (the db_user column), cached per role. */
@@ -227,7 +227,7 @@ session_user_name(void)
 static inline void
 set_text(Datum *values, bool *nulls, int col, const char *s)
 {
-	int			a = audit_al_attnum[col] - 1;
+	int			a = AuditLogAttnum[col] - 1;
 
 	if (s == NULL)
 		return;
@@ -250,7 +250,7 @@ clean_target_id(const char *s)
 	if (s == NULL)
 		return NULL;
 	len = strlen(s);
-	red = PgAgentsRedactText(s, len, &red_len);
+	red = RedactText(s, len, &red_len);
 	if (red == NULL && len <= REDACT_MAX_STRING)
 		return s;
 	if (red == NULL)
@@ -267,7 +267,7 @@ clean_target_id(const char *s)
 static void
 pending_forget(void)
 {
-	audit_pend_cxt = NULL;
+	AuditPendingCxt = NULL;
 	pend = NULL;
 	npend = 0;
 	maxpend = 0;
@@ -347,7 +347,7 @@ insert_state_open(AuditInsertState *st)
 
 	AuditLogLookup();
 	memset(st, 0, sizeof(*st));
-	st->rel = table_open(audit_al_relid, RowExclusiveLock);
+	st->rel = table_open(AuditLogRelid, RowExclusiveLock);
 	st->estate = CreateExecutorState();
 	st->cid = GetCurrentCommandId(true);
 	st->estate->es_output_cid = st->cid;
@@ -422,7 +422,7 @@ leaf_remember(Relation leaf)
 	/* only a partition with the row layout of the parent (no conversion) */
 	{
 		TupleDesc	pdesc;
-		Relation	parent = RelationIdGetRelation(audit_al_relid);
+		Relation	parent = RelationIdGetRelation(AuditLogRelid);
 		bool		same = RelationIsValid(parent);
 		int			i;
 
@@ -619,7 +619,7 @@ audit_flush_leaf(SubTransactionId cur)
 		return false;
 	AuditLogLookup();
 	/* as an INSERT through the parent: no partition detached under us */
-	parent = table_open(audit_al_relid, RowExclusiveLock);
+	parent = table_open(AuditLogRelid, RowExclusiveLock);
 	pdesc = RelationGetDescr(parent);
 	for (i = 0; i < npend; i++)
 	{
@@ -628,7 +628,7 @@ audit_flush_leaf(SubTransactionId cur)
 
 		if (pend[i].subid != cur)
 			continue;
-		at = DatumGetTimestampTz(heap_getattr(pend[i].tup, audit_al_attnum[AL_AT], pdesc, &isnull));
+		at = DatumGetTimestampTz(heap_getattr(pend[i].tup, AuditLogAttnum[AL_AT], pdesc, &isnull));
 		if (isnull || at < leaf_lo || at >= leaf_hi)
 			break;
 		if (++n > AUDIT_BATCH_ROWS)
@@ -705,12 +705,12 @@ audit_flush_spi(SubTransactionId cur)
 		else
 			pend[keep++] = pend[i];
 	}
-	PgaSpiInsertTuples(audit_al_relid, tuples, n);
+	RelcheckSpiInsertTuples(AuditLogRelid, tuples, n);
 	pfree(tuples);
 	npend = keep;
 	if (npend == 0)
 	{
-		MemoryContextReset(audit_pend_cxt);
+		MemoryContextReset(AuditPendingCxt);
 		pend = NULL;
 		maxpend = 0;
 		pend_bytes = 0;
@@ -742,19 +742,19 @@ AuditFlush(void)
 
 	/* a log Citus manages is written through SPI, never directly */
 	AuditLogLookup();
-	if (PgaCitusManaged(audit_al_relid))
+	if (RelcheckCitusManaged(AuditLogRelid))
 	{
 		audit_flush_spi(cur);
 		return;
 	}
 
-	old = MemoryContextSwitchTo(audit_pend_cxt);
+	old = MemoryContextSwitchTo(AuditPendingCxt);
 	if (audit_flush_leaf(cur))
 	{
 		MemoryContextSwitchTo(old);
 		if (npend == 0)
 		{
-			MemoryContextReset(audit_pend_cxt);
+			MemoryContextReset(AuditPendingCxt);
 			pend = NULL;
 			maxpend = 0;
 			pend_bytes = 0;
@@ -814,7 +814,7 @@ AuditFlush(void)
 	if (npend == 0)
 	{
 		/* all written: the memory is reused */
-		MemoryContextReset(audit_pend_cxt);
+		MemoryContextReset(AuditPendingCxt);
 		pend = NULL;
 		maxpend = 0;
 		pend_bytes = 0;
@@ -828,7 +828,7 @@ AuditPendingPush(HeapTuple tup_in_pend_cxt)
 	if (pend == NULL)
 	{
 		maxpend = 64;
-		pend = MemoryContextAlloc(audit_pend_cxt, sizeof(PendingRow) * maxpend);
+		pend = MemoryContextAlloc(AuditPendingCxt, sizeof(PendingRow) * maxpend);
 	}
 	else if (npend == maxpend)
 	{
@@ -860,10 +860,10 @@ AuditPendingBegin(void)
 		RegisterSubXactCallback(audit_subxact_callback, NULL);
 		xact_callback_registered = true;
 	}
-	if (audit_pend_cxt != NULL && pend_lxid == PGA_MY_LXID)
+	if (AuditPendingCxt != NULL && pend_lxid == PGA_MY_LXID)
 		return;
 	pending_forget();
-	audit_pend_cxt = AllocSetContextCreate(TopTransactionContext, "pg_agents audit rows",
+	AuditPendingCxt = AllocSetContextCreate(TopTransactionContext, "pg_agents audit rows",
 									 ALLOCSET_DEFAULT_SIZES);
 	pend_lxid = PGA_MY_LXID;
 }
@@ -894,7 +894,7 @@ AuditInsert(AuditRow *row)
 	AuditLogLookup();
 	AuditPendingBegin();
 	/* held to the end of the transaction, as an INSERT would */
-	rel = table_open(audit_al_relid, RowExclusiveLock);
+	rel = table_open(AuditLogRelid, RowExclusiveLock);
 	desc = RelationGetDescr(rel);
 	natts = desc->natts;
 	values = palloc0(sizeof(Datum) * natts);
@@ -902,17 +902,17 @@ AuditInsert(AuditRow *row)
 	for (i = 0; i < natts; i++)
 		nulls[i] = true;
 
-	values[audit_al_attnum[AL_ID] - 1] = Int64GetDatum(nextval_internal(al_seqid, false));
-	nulls[audit_al_attnum[AL_ID] - 1] = false;
-	values[audit_al_attnum[AL_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
-	nulls[audit_al_attnum[AL_AT] - 1] = false;
-	values[audit_al_attnum[AL_TXID] - 1] =
+	values[AuditLogAttnum[AL_ID] - 1] = Int64GetDatum(nextval_internal(al_seqid, false));
+	nulls[AuditLogAttnum[AL_ID] - 1] = false;
+	values[AuditLogAttnum[AL_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	nulls[AuditLogAttnum[AL_AT] - 1] = false;
+	values[AuditLogAttnum[AL_TXID] - 1] =
 		Int64GetDatum((int64) U64FromFullTransactionId(GetTopFullTransactionId()));
-	nulls[audit_al_attnum[AL_TXID] - 1] = false;
+	nulls[AuditLogAttnum[AL_TXID] - 1] = false;
 	if (row->has_run_id)
 	{
-		values[audit_al_attnum[AL_RUN_ID] - 1] = Int64GetDatum(row->run_id);
-		nulls[audit_al_attnum[AL_RUN_ID] - 1] = false;
+		values[AuditLogAttnum[AL_RUN_ID] - 1] = Int64GetDatum(row->run_id);
+		nulls[AuditLogAttnum[AL_RUN_ID] - 1] = false;
 	}
 	set_text(values, nulls, AL_ACTOR_KIND, row->actor_kind);
 	set_text(values, nulls, AL_ACTOR_ID, row->actor_id);
@@ -929,16 +929,16 @@ AuditInsert(AuditRow *row)
 	set_text(values, nulls, AL_SUMMARY, row->summary);
 	if (row->inputs)
 	{
-		values[audit_al_attnum[AL_INPUTS] - 1] = JsonbPGetDatum(row->inputs);
-		nulls[audit_al_attnum[AL_INPUTS] - 1] = false;
+		values[AuditLogAttnum[AL_INPUTS] - 1] = JsonbPGetDatum(row->inputs);
+		nulls[AuditLogAttnum[AL_INPUTS] - 1] = false;
 	}
 	if (row->changes)
 	{
-		values[audit_al_attnum[AL_CHANGES] - 1] = JsonbPGetDatum(row->changes);
-		nulls[audit_al_attnum[AL_CHANGES] - 1] = false;
+		values[AuditLogAttnum[AL_CHANGES] - 1] = JsonbPGetDatum(row->changes);
+		nulls[AuditLogAttnum[AL_CHANGES] - 1] = false;
 	}
 
-	old = MemoryContextSwitchTo(audit_pend_cxt);
+	old = MemoryContextSwitchTo(AuditPendingCxt);
 	tup = heap_form_tuple(desc, values, nulls);
 	MemoryContextSwitchTo(old);
 	table_close(rel, NoLock);

@@ -162,7 +162,7 @@ MemoInit(void)
 
 /* the agent's count carried in this transaction; false when not counted yet */
 bool
-PgAgentsCapMemoGet(int64 agent_id, int64 *count)
+EventsCapMemoGet(int64 agent_id, int64 *count)
 {
 	CapMemoEntry *e;
 
@@ -177,7 +177,7 @@ PgAgentsCapMemoGet(int64 agent_id, int64 *count)
 
 /* records the agent's count for the rest of this transaction (undone with a rolled-back subtransaction) */
 void
-PgAgentsCapMemoSet(int64 agent_id, int64 n)
+EventsCapMemoSet(int64 agent_id, int64 n)
 {
 	CapMemoEntry *e;
 	bool		found;
@@ -210,7 +210,7 @@ pg_agents_cap_memo(PG_FUNCTION_ARGS)
 {
 	int64		count;
 
-	if (PG_ARGISNULL(0) || !PgAgentsCapMemoGet(PG_GETARG_INT64(0), &count))
+	if (PG_ARGISNULL(0) || !EventsCapMemoGet(PG_GETARG_INT64(0), &count))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(count);
 }
@@ -223,6 +223,6 @@ pg_agents_cap_memo_set(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("agent id and count must not be NULL")));
-	PgAgentsCapMemoSet(PG_GETARG_INT64(0), PG_GETARG_INT64(1));
+	EventsCapMemoSet(PG_GETARG_INT64(0), PG_GETARG_INT64(1));
 	PG_RETURN_VOID();
 }

@@ -6,8 +6,8 @@
 #define PG_AGENTS_CAPMEMO_H
 
 /* the agent's count carried in this transaction; false when not counted yet */
-extern bool PgAgentsCapMemoGet(int64 agent_id, int64 *count);
+extern bool EventsCapMemoGet(int64 agent_id, int64 *count);
 /* records the agent's count for the rest of this transaction */
-extern void PgAgentsCapMemoSet(int64 agent_id, int64 count);
+extern void EventsCapMemoSet(int64 agent_id, int64 count);
 
 #endif							/* PG_AGENTS_CAPMEMO_H */

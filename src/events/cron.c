@@ -33,7 +33,7 @@ ParseOrError(const char *expr, CronSpec *spec)
 {
 	char		err[CRON_ERR_LEN];
 
-	if (!cron_parse(expr, spec, err))
+	if (!CronParse(expr, spec, err))
 	{
 		if (strlen(expr) > CRON_MAX_EXPR_LEN)
 			ereport(ERROR,
@@ -110,7 +110,7 @@ pg_agents_cron_valid(PG_FUNCTION_ARGS)
 	CronSpec	spec;
 	char		err[CRON_ERR_LEN];
 
-	PG_RETURN_BOOL(cron_parse(expr, &spec, err));
+	PG_RETURN_BOOL(CronParse(expr, &spec, err));
 }
 
 /* agent.cron_describe(text) returns text: the schedule in plain English. */
@@ -122,7 +122,7 @@ pg_agents_cron_describe(PG_FUNCTION_ARGS)
 	char		buf[CRON_DESC_LEN];
 
 	ParseOrError(expr, &spec);
-	cron_describe_spec(&spec, buf);
+	CronDescribeSpec(&spec, buf);
 	PG_RETURN_TEXT_P(cstring_to_text(buf));
 }
 
@@ -159,7 +159,7 @@ pg_agents_cron_next(PG_FUNCTION_ARGS)
 		after_secs--;
 	after_secs += PG_EPOCH_UNIX_SECS;
 
-	if (!cron_next_instant(&spec, &zone, after_secs, CRON_HORIZON_SECS, &next))
+	if (!CronNextInstant(&spec, &zone, after_secs, CRON_HORIZON_SECS, &next))
 		PG_RETURN_NULL();
 	/* past the end of the timestamptz range: no next run */
 	if (next - PG_EPOCH_UNIX_SECS >= END_TIMESTAMP / USECS_PER_SEC)

@@ -283,7 +283,7 @@ parse_field(int f, const char *s, size_t n, CronSpec *spec, char *err)
  * partly filled.  Expressions longer than CRON_MAX_EXPR_LEN are refused.
  */
 bool
-cron_parse(const char *expr, CronSpec *spec, char *err)
+CronParse(const char *expr, CronSpec *spec, char *err)
 {
 	size_t		len = strlen(expr);
 	const char *p = expr;
@@ -321,7 +321,7 @@ cron_parse(const char *expr, CronSpec *spec, char *err)
 		{
 			if (strlen(cron_macros[k].name) == wl &&
 				strncasecmp(cron_macros[k].name, w, wl) == 0)
-				return cron_parse(cron_macros[k].expansion, spec, err);
+				return CronParse(cron_macros[k].expansion, spec, err);
 		}
 		set_err(err, "unknown macro \"%.*s\" (use @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)",
 				QLEN(wl), w);
@@ -374,7 +374,7 @@ floordiv(int64_t a, int64_t b)
 
 /* Howard Hinnant's days_from_civil / civil_from_days. */
 int64_t
-cron_days_from_civil(int64_t y, int m, int d)
+CronDaysFromCivil(int64_t y, int m, int d)
 {
 	int64_t		era;
 	int64_t		yoe,
@@ -391,10 +391,10 @@ cron_days_from_civil(int64_t y, int m, int d)
 
 /*
  * The proleptic Gregorian date (*y, *m 1-12, *d 1-31) of day z, counted from
- * 1970-01-01; the inverse of cron_days_from_civil.
+ * 1970-01-01; the inverse of CronDaysFromCivil.
  */
 void
-cron_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+CronCivilFromDays(int64_t z, int64_t *y, int *m, int *d)
 {
 	int64_t		era,
 				doe,
@@ -451,10 +451,10 @@ day_matches(const CronSpec *spec, int day, int wday)
 
 /* Whether a local (civil) date and time matches every field of spec. */
 bool
-cron_matches_civil(const CronSpec *spec, int year, int month, int day,
+CronMatchesCivil(const CronSpec *spec, int year, int month, int day,
 				   int hour, int minute)
 {
-	int64_t		days = cron_days_from_civil(year, month, day);
+	int64_t		days = CronDaysFromCivil(year, month, day);
 
 	return HAS(spec, CRON_MINUTE, minute) && HAS(spec, CRON_HOUR, hour) &&
 		HAS(spec, CRON_MONTH, month) &&
@@ -497,7 +497,7 @@ civil_next(const CronSpec *spec, int64_t start, int64_t limit, int64_t *out)
 			days++;
 		}
 	}
-	cron_civil_from_days(days, &y, &m, &d);
+	CronCivilFromDays(days, &y, &m, &d);
 	for (;;)
 	{
 		int			hh,
@@ -594,7 +594,7 @@ earlier_occurrence(const CronZone *zone, int64_t c, int64_t x)
  * repeated time, nothing for a skipped one).
  */
 bool
-cron_next_instant(const CronSpec *spec, const CronZone *zone, int64_t after,
+CronNextInstant(const CronSpec *spec, const CronZone *zone, int64_t after,
 				  int64_t horizon, int64_t *result)
 {
 	/* Vixie cron's "wildcard" jobs: the minute or hour field starts with * */
@@ -870,7 +870,7 @@ full_step(const CronSpec *spec, int f)
  * day_matches does), then the months.  Long descriptions are truncated.
  */
 void
-cron_describe_spec(const CronSpec *spec, char *out)
+CronDescribeSpec(const CronSpec *spec, char *out)
 {
 	Buf			b = {out, 0};
 	int			nmin = popcount64(spec->bits[CRON_MINUTE]);

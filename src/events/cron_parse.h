@@ -64,24 +64,24 @@ typedef struct CronZone
  * into err (CRON_ERR_LEN bytes) why, naming the field, e.g.
  * minute field "61" is out of range 0-59.
  */
-extern bool cron_parse(const char *expr, CronSpec *spec, char *err);
+extern bool CronParse(const char *expr, CronSpec *spec, char *err);
 
 /* Whether a local (civil) date and time matches the spec. */
-extern bool cron_matches_civil(const CronSpec *spec, int year, int month,
+extern bool CronMatchesCivil(const CronSpec *spec, int year, int month,
 							   int day, int hour, int minute);
 
 /*
  * The first firing instant strictly after 'after' and at most 'horizon'
  * seconds later; false when there is none.  DST rules: see docs/cron.md.
  */
-extern bool cron_next_instant(const CronSpec *spec, const CronZone *zone,
+extern bool CronNextInstant(const CronSpec *spec, const CronZone *zone,
 							  int64_t after, int64_t horizon, int64_t *result);
 
 /* Plain English description into buf (CRON_DESC_LEN bytes). */
-extern void cron_describe_spec(const CronSpec *spec, char *buf);
+extern void CronDescribeSpec(const CronSpec *spec, char *buf);
 
 /* Civil calendar helpers (proleptic Gregorian, days since 1970-01-01). */
-extern int64_t cron_days_from_civil(int64_t y, int m, int d);
-extern void cron_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+extern int64_t CronDaysFromCivil(int64_t y, int m, int d);
+extern void CronCivilFromDays(int64_t days, int64_t *y, int *m, int *d);
 
 #endif							/* CRON_PARSE_H */

@@ -264,7 +264,7 @@ RefreshCache(void)
 
 	if (!callback_registered)
 	{
-		PgaRegisterRelcacheCallback(TriggersInvalCallback, (Datum) 0);
+		RelcheckRegisterCallback(TriggersInvalCallback, (Datum) 0);
 		callback_registered = true;
 	}
 	/* see trigger changes committed by other sessions */
@@ -448,8 +448,8 @@ ScanCandidates(const PgaIndexInfo *ix, const char *workspace, const char *event_
 	heap = table_open(triggers_relid, AccessShareLock);
 	index = index_open(ix->indexid, AccessShareLock);
 	slot = table_slot_create(heap, NULL);
-	PgaIndexKey(&keys[0], ix, 0, CStringGetTextDatum(workspace));
-	PgaIndexKey(&keys[1], ix, 1, CStringGetTextDatum(event_name));
+	RelcheckIndexKey(&keys[0], ix, 0, CStringGetTextDatum(workspace));
+	RelcheckIndexKey(&keys[1], ix, 1, CStringGetTextDatum(event_name));
 	scan = index_beginscan(heap, index, GetActiveSnapshot(), 4, 0);
 	for (probe = 0; probe < 3; probe++)
 	{
@@ -459,19 +459,19 @@ ScanCandidates(const PgaIndexInfo *ix, const char *workspace, const char *event_
 		{
 			if (resource_id == NULL)
 				continue;		/* "resource_id = NULL" matches nothing */
-			PgaIndexKey(&keys[2], ix, 2, CStringGetTextDatum(resource_type));
-			PgaIndexKey(&keys[3], ix, 3, CStringGetTextDatum(resource_id));
+			RelcheckIndexKey(&keys[2], ix, 2, CStringGetTextDatum(resource_type));
+			RelcheckIndexKey(&keys[3], ix, 3, CStringGetTextDatum(resource_id));
 			nkeys = 4;
 		}
 		else if (probe == 1)
 		{
-			PgaIndexKey(&keys[2], ix, 2, CStringGetTextDatum(resource_type));
-			PgaIndexNullKey(&keys[3], 3);
+			RelcheckIndexKey(&keys[2], ix, 2, CStringGetTextDatum(resource_type));
+			RelcheckIndexNullKey(&keys[3], 3);
 			nkeys = 4;
 		}
 		else
 		{
-			PgaIndexNullKey(&keys[2], 2);
+			RelcheckIndexNullKey(&keys[2], 2);
 			nkeys = 3;
 		}
 		index_rescan(scan, keys, nkeys, NULL, 0);
@@ -546,12 +546,12 @@ QueryWithElevation(const char *workspace, const char *event_name, const char *re
 	PgaElevation	elev;
 	int			n;
 
-	PgaElevate(&elev);
+	RelcheckElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	n = QueryCandidates(workspace, event_name, resource_type, resource_id, mention_agent, cxt, out);
 	SPI_finish();
-	PgaRestore(&elev);
+	RelcheckRestore(&elev);
 	return n;
 }
 
@@ -576,7 +576,7 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 	 * another's candidates */
 	len = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", workspace, event_name, resource_type,
 				   resource_id ? resource_id : "\x1e");
-	citus = OidIsValid(triggers_relid) && PgaCitusManaged(triggers_relid);
+	citus = OidIsValid(triggers_relid) && RelcheckCitusManaged(triggers_relid);
 	cacheable = mention_agent == 0 && !cache_stale && len < CACHE_KEY_LEN &&
 		!IsolationUsesXactSnapshot() && OidIsValid(triggers_relid) && !citus;
 	if (cacheable)
@@ -596,7 +596,7 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
 
 		/* locked first, so that the index checked is the one scanned */
 		LockRelationOid(triggers_relid, AccessShareLock);
-		ix = *PgaCheckIndex(&triggers_event_spec);
+		ix = *RelcheckIndex(&triggers_event_spec);
 		n = ScanCandidates(&ix, workspace, event_name, resource_type, resource_id, cxt, out);
 	}
 	else
@@ -622,7 +622,7 @@ GetCandidates(const char *workspace, const char *event_name, const char *resourc
  * filters).  The watchers call it before building a payload.
  */
 bool
-PgAgentsEventHasCandidates(const char *workspace, const char *event_name,
+EventsHasCandidates(const char *workspace, const char *event_name,
 						   const char *resource_type, const char *resource_id)
 {
 	Candidate  *items;
@@ -1286,7 +1286,7 @@ Enqueue(EventCtx *ev, Candidate *c, bool mention, int self_chain, const AgentFac
 	ea.agent_workspace = c->workspace_id;
 	ea.has_cap = facts->has_cap;
 	ea.cap = facts->cap;
-	run_id = PgAgentsEnqueueRun(&ea);
+	run_id = EventsEnqueueRun(&ea);
 
 	/* the trigger remembers when it last queued a run (once a transaction) */
 	if (!LastRunDone(c))
@@ -1348,7 +1348,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 	int			i;
 	MemoryContext outer = CurrentMemoryContext;
 
-	PgaElevate(&elev);
+	RelcheckElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	for (i = 0; i < n; i++)
@@ -1372,7 +1372,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 			memset(&fe, 0, sizeof(fe));
 			fe.role = c->saved_by;
 			fe.trigger_id = c->id;
-			match = PgAgentsFilterMatches(c->filter, ev->payload, &fe);
+			match = EventsFilterMatches(c->filter, ev->payload, &fe);
 			if (fe.error != NULL)
 				RecordFilterError(c, fe.error);
 			if (!match)
@@ -1406,7 +1406,7 @@ ProcessCandidates(EventCtx *ev, Candidate *items, int n, bool mention, List **ru
 		}
 	}
 	SPI_finish();
-	PgaRestore(&elev);
+	RelcheckRestore(&elev);
 }
 
 /*
@@ -1428,7 +1428,7 @@ DispatchEvent(const char *workspace, const char *event_name, const char *resourc
 
 	if (workspace == NULL)
 	{
-		PgAgentsCountUnknownWorkspace(event_name, resource_type, resource_id,
+		EventsCountUnknownWorkspace(event_name, resource_type, resource_id,
 									  "The session sets no pg_agents.workspace.");
 		return NIL;
 	}
@@ -1477,7 +1477,7 @@ DispatchEvent(const char *workspace, const char *event_name, const char *resourc
 
 /* The watchers' entry point: resource_id is the watched table. */
 List *
-PgAgentsDispatch(const char *workspace, const char *event_name, const char *resource_type,
+EventsDispatch(const char *workspace, const char *event_name, const char *resource_type,
 				 const char *resource_id, Jsonb *payload, const char *actor,
 				 const char *event_id)
 {
@@ -1550,7 +1550,7 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 	 * without one fires an event of no workspace, which wakes nobody (and is
 	 * counted).
 	 */
-	workspace = PgAgentsSessionWorkspace();
+	workspace = AccessSessionWorkspace();
 	if (workspace == NULL && !superuser_arg(GetOuterUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -8,7 +8,7 @@
  *		NOTIFY agent_runs, the worker's wake-up at commit.
  *
  * In C with kept plans (it was PL/pgSQL): fire_event calls it for every
- * matching event (PgAgentsEnqueueRun, already acting as the owner of schema
+ * matching event (EventsEnqueueRun, already acting as the owner of schema
  * "agent"), and the interpreter, the SECURITY DEFINER switch and a dozen
  * statement executions a call were most of what separated a matching event
  * from a plain INSERT of its run row (docs/events.md, "What a matching
@@ -76,7 +76,7 @@ NextRunId(void)
 
 		if (!seq_callback)
 		{
-			PgaRegisterRelcacheCallback(SeqInvalidate, (Datum) 0);
+			RelcheckRegisterCallback(SeqInvalidate, (Datum) 0);
 			seq_callback = true;
 		}
 		SpiUtilKeptPlan(&plan_seq,
@@ -108,7 +108,7 @@ SpiInt8(int col, int64 *out)
 }
 
 int64
-PgAgentsEnqueueRun(const EnqueueArgs *a)
+EventsEnqueueRun(const EnqueueArgs *a)
 {
 	const char *ws_setting = GetConfigOption("pg_agents.workspace", true, false);
 	char	   *ws = NULL;
@@ -246,7 +246,7 @@ PgAgentsEnqueueRun(const EnqueueArgs *a)
 		 * that lock, in this transaction, at a level that did not roll back
 		 * (the memo's undo follows the subtransactions): it is still held.
 		 */
-		if (!PgAgentsCapMemoGet(a->agent_id, &recent))
+		if (!EventsCapMemoGet(a->agent_id, &recent))
 		{
 			memo = false;
 			args[0] = CStringGetTextDatum(key);
@@ -361,14 +361,14 @@ PgAgentsEnqueueRun(const EnqueueArgs *a)
 			elog(ERROR, "pg_agents: could not queue run: %s", SPI_result_code_string(ret));
 
 		if (autonomous)
-			PgAgentsCapMemoSet(a->agent_id, recent + (queued ? 1 : 0));
+			EventsCapMemoSet(a->agent_id, recent + (queued ? 1 : 0));
 		/* as pg_notify(): the payload json_build_object(...)::text wrote */
 		PreventCommandDuringRecovery("NOTIFY");
 		Async_Notify("agent_runs",
 					 psprintf("{\"run_id\" : " INT64_FORMAT ", \"agent_id\" : " INT64_FORMAT ", \"status\" : \"%s\"}",
 							  id, a->agent_id, status));
 		if (queued)
-			PgAgentsRequestWake();	/* sets the worker's latch at commit */
+			WakeRequest();	/* sets the worker's latch at commit */
 	}
 	SPI_finish();
 	return id;
@@ -404,5 +404,5 @@ pg_agents_enqueue_run(PG_FUNCTION_ARGS)
 	a.has_token_budget = !PG_ARGISNULL(7);
 	if (a.has_token_budget)
 		a.token_budget = PG_GETARG_INT64(7);
-	PG_RETURN_INT64(PgAgentsEnqueueRun(&a));
+	PG_RETURN_INT64(EventsEnqueueRun(&a));
 }

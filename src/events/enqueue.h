@@ -37,6 +37,6 @@ typedef struct EnqueueArgs
  * search_path pg_catalog (agent._enqueue_run is SECURITY DEFINER; fire_event
  * elevates).  Returns the run's id.
  */
-extern int64 PgAgentsEnqueueRun(const EnqueueArgs *args);
+extern int64 EventsEnqueueRun(const EnqueueArgs *args);
 
 #endif							/* PG_AGENTS_ENQUEUE_H */

@@ -20,21 +20,21 @@ typedef struct FilterEval
 	int64		trigger_id;		/* for messages; 0 when none */
 	char	   *error;			/* out: why a filter view failed, or NULL */
 } FilterEval;
-extern bool PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev);
+extern bool EventsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev);
 
 /* dispatch.c; workspace NULL: unknown (the event wakes nobody) */
-extern List *PgAgentsDispatch(const char *workspace, const char *event_name,
+extern List *EventsDispatch(const char *workspace, const char *event_name,
 							  const char *resource_type,
 							  const char *resource_id, Jsonb *payload,
 							  const char *actor, const char *event_id);
-extern bool PgAgentsEventHasCandidates(const char *workspace,
+extern bool EventsHasCandidates(const char *workspace,
 									   const char *event_name,
 									   const char *resource_type,
 									   const char *resource_id);
 
 /* eventstats.c */
-extern void PgAgentsInitEventStats(void);
-extern void PgAgentsCountUnknownWorkspace(const char *event_name,
+extern void EventsInitStats(void);
+extern void EventsCountUnknownWorkspace(const char *event_name,
 										  const char *resource_type,
 										  const char *resource_id,
 										  const char *why);

@@ -95,7 +95,7 @@ EvStatShmemStartup(void)
 
 /* Called from _PG_init: hooks in only while shared_preload_libraries loads. */
 void
-PgAgentsInitEventStats(void)
+EventsInitStats(void)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -139,7 +139,7 @@ FillSlot(EvStatSlot *s, const char *event_name, const char *resource_type,
  * why says where the workspace should have come from.
  */
 void
-PgAgentsCountUnknownWorkspace(const char *event_name, const char *resource_type,
+EventsCountUnknownWorkspace(const char *event_name, const char *resource_type,
 							  const char *resource_id, const char *why)
 {
 	if (evstat != NULL)

@@ -852,7 +852,7 @@ ViewMatches(const JsonbValue *viewname, JsonbContainer *payload, FilterEval *ev)
  * ev->role; a view that fails sets ev->error (the first such message).
  */
 bool
-PgAgentsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev)
+EventsFilterMatches(Jsonb *filter, Jsonb *payload, FilterEval *ev)
 {
 	JsonbContainer *f = filter ? &filter->root : NULL;
 	JsonbContainer *p = payload ? &payload->root : NULL;
@@ -1149,7 +1149,7 @@ pg_agents_filter_matches(PG_FUNCTION_ARGS)
 	/* evaluated with the caller's own rights */
 	memset(&ev, 0, sizeof(ev));
 	ev.role = GetUserId();
-	PG_RETURN_BOOL(PgAgentsFilterMatches(filter, payload, &ev));
+	PG_RETURN_BOOL(EventsFilterMatches(filter, payload, &ev));
 }
 
 /*

@@ -135,7 +135,7 @@ LoadParent(WatchState *st, TupleDesc desc)
 	int			rc;
 
 	vals[0] = ObjectIdGetDatum(st->relid);
-	PgaElevate(&elev);
+	RelcheckElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	rc = SPI_execute_with_args("SELECT r.parent_type, r.parent_column::pg_catalog.text, r.parent_id "
@@ -172,7 +172,7 @@ LoadParent(WatchState *st, TupleDesc desc)
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
-	PgaRestore(&elev);
+	RelcheckRestore(&elev);
 }
 
 /*
@@ -208,7 +208,7 @@ GetState(FunctionCallInfo fcinfo, TriggerData *td)
 		ctl.hcxt = watch_cxt;
 		watch_cache = hash_create("pg_agents watch states", 16, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		PgaRegisterRelcacheCallback(WatchInvalCallback, (Datum) 0);
+		RelcheckRegisterCallback(WatchInvalCallback, (Datum) 0);
 	}
 	entry = hash_search(watch_cache, &tg->tgoid, HASH_FIND, NULL);
 	if (entry != NULL && entry->st != NULL && entry->st->relid == RelationGetRelid(rel))
@@ -509,7 +509,7 @@ ChangeWorkspace(WatchState *st, TupleDesc desc, const WatchedChange *wc, const c
 	}
 	else
 	{
-		workspace = PgAgentsSessionWorkspace();
+		workspace = AccessSessionWorkspace();
 		*why = "The table has no workspace column and the session sets no pg_agents.workspace.";
 	}
 	return workspace;
@@ -626,7 +626,7 @@ DispatchChange(WatchState *st, const char *workspace, const WatchedChange *wc,
 
 	PushBase(&ps, st, wc);
 	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-	(void) PgAgentsDispatch(workspace, wc->event, rtype, rid,
+	(void) EventsDispatch(workspace, wc->event, rtype, rid,
 							JsonbValueToJsonb(res), NULL, wc->event_id);
 }
 
@@ -648,7 +648,7 @@ DispatchMentions(WatchState *st, const char *workspace, const WatchedChange *wc,
 		JsonbBuildKey(&ps, "columns");
 		JsonbBuildStringArray(&ps, wc->mention_cols);
 		res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-		(void) PgAgentsDispatch(workspace, "agent.mentioned", rtype, rid,
+		(void) EventsDispatch(workspace, "agent.mentioned", rtype, rid,
 								JsonbValueToJsonb(res), NULL,
 								psprintf("%s:mention:" INT64_FORMAT, wc->event_id, id));
 	}
@@ -690,16 +690,16 @@ pg_agents_watch_row(PG_FUNCTION_ARGS)
 	workspace = ChangeWorkspace(st, desc, &wc, &why);
 	EventResource(st, desc, &wc, &rtype, &rid);
 	has_event = wc.event != NULL && workspace != NULL &&
-		PgAgentsEventHasCandidates(workspace, wc.event, rtype, rid);
+		EventsHasCandidates(workspace, wc.event, rtype, rid);
 	AddedMentions(st, desc, &wc);
 
 	if (workspace == NULL)
 	{
 		/* wakes nobody, but is counted (and warned about) */
 		if (wc.event != NULL)
-			PgAgentsCountUnknownWorkspace(wc.event, rtype, rid, why);
+			EventsCountUnknownWorkspace(wc.event, rtype, rid, why);
 		if (wc.mentioned != NIL)
-			PgAgentsCountUnknownWorkspace("agent.mentioned", rtype, rid, why);
+			EventsCountUnknownWorkspace("agent.mentioned", rtype, rid, why);
 		return PointerGetDatum(NULL);
 	}
 	if (!has_event && wc.mentioned == NIL)

@@ -144,7 +144,7 @@ GucKeyChanged(void)
 bool
 ProvidersStale(void)
 {
-	uint64		gen = PgAgentsConfigGeneration();
+	uint64		gen = ConfigGeneration();
 
 	return !loaded || gen == 0 || gen != loaded_gen || GucKeyChanged();
 }
@@ -311,7 +311,7 @@ void
 ProvidersLoad(void)
 {
 	MemoryContext old;
-	uint64		gen = PgAgentsConfigGeneration();
+	uint64		gen = ConfigGeneration();
 	int64	   *alive;
 	char	   *err = NULL;
 	int			rc;

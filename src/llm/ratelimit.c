@@ -107,7 +107,7 @@ RateShmemStartup(void)
 
 /* from _PG_init */
 void
-PgAgentsInitRateLimitShmem(void)
+RateInitShmem(void)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;

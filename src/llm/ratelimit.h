@@ -13,7 +13,7 @@
 
 #define RATELIMIT_MAX 64
 
-extern void PgAgentsInitRateLimitShmem(void);
+extern void RateInitShmem(void);
 
 /* what a reply says of the provider's limits */
 typedef struct RateHeaders

@@ -619,7 +619,7 @@ AuditSecret(const char *action, const char *name, const char *workspace, const c
 	appendStringInfoString(&j, ", \"value\": \"[redacted]\"}");
 	target = user ? psprintf("%s/%s/%s", workspace, user, name) :
 		workspace ? psprintf("%s/%s", workspace, name) : pstrdup(name);
-	PgAgentsAuditEvent(action, "success", "secret", target, workspace ? workspace : "", NULL,
+	AuditEvent(action, "success", "secret", target, workspace ? workspace : "", NULL,
 					   DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(j.data))),
 					   psprintf(strcmp(action, "secret.set") == 0 ? "secret \"%s\" set" : "secret \"%s\" dropped", name),
 					   NULL);
@@ -702,7 +702,7 @@ pg_agents_set_secret(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	AuditSecret("secret.set", name, ws, user, created);
-	PgAgentsConfigChanged();
+	ConfigChanged();
 	PG_RETURN_VOID();
 }
 
@@ -744,7 +744,7 @@ pg_agents_drop_secret(PG_FUNCTION_ARGS)
 				 : ws ? errmsg("secret \"%s\" does not exist in workspace \"%s\"", name, ws)
 				 : errmsg("secret \"%s\" does not exist", name)));
 	AuditSecret("secret.drop", name, ws, user, false);
-	PgAgentsConfigChanged();
+	ConfigChanged();
 	PG_RETURN_BOOL(true);
 }
 

@@ -10,7 +10,7 @@
  * client returns (json_t, strings) is released by the caller with
  * json_decref()/free() before anything that can ereport.
  *
- * Protocol generations (chosen per server, see mcp_client_set_protocol):
+ * Protocol generations (chosen per server, see McpClientSetProtocol):
  *   2026-07-28, stateless: no initialize and no session; every request
  *     carries MCP-Protocol-Version, Mcp-Method (and Mcp-Name for tools/call,
  *     resources/read, prompts/get), Mcp-Param-* headers for the tool
@@ -72,23 +72,23 @@ typedef int (*McpAbortCallback) (void *arg);
  * loopback host (127.0.0.0/8, ::1, localhost).  Returns NULL when it is, or a
  * static sentence saying why not.
  */
-extern const char *mcp_url_problem(const char *url);
-extern char *mcp_header_value(const char *buf, size_t n, size_t name_len);
+extern const char *McpUrlProblem(const char *url);
+extern char *McpHeaderValue(const char *buf, size_t n, size_t name_len);
 
 /*
  * New client for one server.  headers is a JSON object of extra HTTP headers
  * (e.g. {"Authorization": "Bearer ..."}) or NULL; it is copied.  timeout_ms
  * bounds every call (each initialize, list or call as a whole).
  */
-extern McpClient *mcp_client_new(const char *url, json_t *headers, long timeout_ms);
-extern void mcp_client_set_abort(McpClient *c, McpAbortCallback cb, void *arg);
-extern void mcp_client_set_timeout(McpClient *c, long timeout_ms);
+extern McpClient *McpClientNew(const char *url, json_t *headers, long timeout_ms);
+extern void McpClientSetAbort(McpClient *c, McpAbortCallback cb, void *arg);
+extern void McpClientSetTimeout(McpClient *c, long timeout_ms);
 
 /*
  * The protocol to speak: NULL or "auto" (discover), or one version among
  * 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26.  Before the first request.
  */
-extern void mcp_client_set_protocol(McpClient *c, const char *version);
+extern void McpClientSetProtocol(McpClient *c, const char *version);
 
 /*
  * Elicitation: called for a server's elicitation/create (a 2025-11-25
@@ -101,80 +101,80 @@ extern void mcp_client_set_protocol(McpClient *c, const char *version);
  * answer.  Without a callback, elicitation is not declared as a capability.
  */
 typedef json_t *(*McpElicitCallback) (void *arg, json_t *params);
-extern void mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg);
+extern void McpClientSetElicitation(McpClient *c, McpElicitCallback cb, void *arg);
 
 /*
  * Elicitation answered later, by people (the worker): declared to 2026-07-28
  * servers only, whose input_required results come back as
- * MCP_INPUT_REQUIRED to be answered with mcp_call_tool_with_input once
+ * MCP_INPUT_REQUIRED to be answered with McpCallToolWithInput once
  * someone has; a 2025-11-25 server is not told the client elicits, since a
  * synchronous call cannot wait for a person with its stream open.
  */
-extern void mcp_client_defer_elicitation(McpClient *c);
+extern void McpClientDeferElicitation(McpClient *c);
 
 /*
  * Elicitation in the stream of a stateful (2025-11-25) server, answered by
  * people while the stream stays open (the worker): declared to such
  * servers; an elicitation/create request in the stream of an asynchronous
- * call is held (mcp_async_take_elicitation) instead of being answered, and
+ * call is held (McpAsyncTakeElicitation) instead of being answered, and
  * the call's transfer may last hold_ms longer than the client's timeout (the
- * caller bounds the time outside a person's wait, mcp_async_soft_deadline).
+ * caller bounds the time outside a person's wait, McpAsyncSoftDeadline).
  * 0: not declared (the default).
  */
-extern void mcp_client_hold_elicitation(McpClient *c, long hold_ms);
+extern void McpClientHoldElicitation(McpClient *c, long hold_ms);
 
 /*
  * Authorization: called when the server answers 401, or 403 with
  * error="insufficient_scope", with the HTTP status and the
  * WWW-Authenticate header (or NULL).  Returns 0 after it set a new
- * credential with mcp_client_set_bearer (the request is retried), non-zero
- * to give up (it may set the error with mcp_client_set_error).  At most
+ * credential with McpClientSetBearer (the request is retried), non-zero
+ * to give up (it may set the error with McpClientSetError).  At most
  * MCP_MAX_AUTH_RETRIES attempts per request.
  */
 #define MCP_MAX_AUTH_RETRIES	3
 typedef int (*McpAuthCallback) (void *arg, McpClient *c, long status, const char *www_authenticate);
-extern void mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg);
+extern void McpClientSetAuth(McpClient *c, McpAuthCallback cb, void *arg);
 /* "Authorization: Bearer <token>" on every request from now on (NULL: none). */
-extern void mcp_client_set_bearer(McpClient *c, const char *token);
-extern void mcp_client_set_error(McpClient *c, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-extern const char *mcp_client_url(McpClient *c);
-extern long mcp_client_timeout(McpClient *c);
+extern void McpClientSetBearer(McpClient *c, const char *token);
+extern void McpClientSetError(McpClient *c, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern const char *McpClientUrl(McpClient *c);
+extern long McpClientTimeout(McpClient *c);
 
 /* Sends DELETE for the session (if any), then frees everything. */
-extern void mcp_client_close(McpClient *c);
+extern void McpClientClose(McpClient *c);
 
 /*
  * initialize + notifications/initialized.  Called implicitly by list/call
  * when the client is not initialized yet.
  */
-extern int	mcp_initialize(McpClient *c);
+extern int	McpInitialize(McpClient *c);
 
 /*
  * tools/list, following nextCursor to the end: *tools is a new array.  The
  * schemas are kept as sent (JSON Schema 2020-12 keywords, $ref never
  * dereferenced).  A tool whose x-mcp-header annotations are invalid is left
- * out (and cannot be called); mcp_client_rejected_tools lists them.  The
+ * out (and cannot be called); McpClientRejectedTools lists them.  The
  * list is kept for the Mcp-Param-* headers of later calls, and listed again
  * before a call once its ttlMs (when the server gave one) has passed.
  */
-extern int	mcp_list_tools(McpClient *c, json_t **tools);
+extern int	McpListTools(McpClient *c, json_t **tools);
 /* ttlMs of the last tools/list (smallest of its pages), or -1 when none was given. */
-extern long mcp_client_tools_ttl_ms(McpClient *c);
+extern long McpClientToolsTtlMs(McpClient *c);
 /* Borrowed array of {"name", "reason"} of the tools left out by the last list. */
-extern json_t *mcp_client_rejected_tools(McpClient *c);
+extern json_t *McpClientRejectedTools(McpClient *c);
 
 /*
  * Any request (e.g. resources/read), with the same transport rules; on
  * MCP_OK *result is the result object, on MCP_RPC_ERROR the error object.
  */
-extern int	mcp_request(McpClient *c, const char *method, json_t *params, json_t **result);
+extern int	McpRequest(McpClient *c, const char *method, json_t *params, json_t **result);
 
 /*
  * tools/call.  On MCP_OK, *result is the CallToolResult object (it may carry
  * "isError": true: a failed tool is a result, not a transport error).  On
  * MCP_RPC_ERROR, *result is the JSON-RPC error object ({code, message}).
  */
-extern int	mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result);
+extern int	McpCallTool(McpClient *c, const char *name, json_t *arguments, json_t **result);
 
 /*
  * tools/call continuing an input_required round: input_responses (object)
@@ -182,92 +182,92 @@ extern int	mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json
  * when the server asks again (and the callback could not answer): *result
  * is then the input_required result ({"inputRequests", "requestState"?}).
  */
-extern int	mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
+extern int	McpCallToolWithInput(McpClient *c, const char *name, json_t *arguments,
 									 json_t *input_responses, const char *request_state,
 									 json_t **result);
 
 /* Base64 (urlsafe: the URL alphabet without padding), malloc'd. */
-extern char *mcp_base64(const void *data, size_t len, int urlsafe);
+extern char *McpBase64(const void *data, size_t len, int urlsafe);
 
 /* Applies the defaults of an elicitation's requestedSchema to an accepted answer (SEP-1034). */
-extern void mcp_elicitation_apply_defaults(json_t *params, json_t *answer);
+extern void McpElicitationApplyDefaults(json_t *params, json_t *answer);
 
 /* The last error in clear (never contains a header value), or "". */
-extern const char *mcp_client_error(McpClient *c);
+extern const char *McpClientError(McpClient *c);
 
 /* After initialization: negotiated version, session id (or NULL), serverInfo. */
-extern const char *mcp_client_protocol_version(McpClient *c);
-extern const char *mcp_client_session_id(McpClient *c);
-extern json_t *mcp_client_server_info(McpClient *c);
+extern const char *McpClientProtocolVersion(McpClient *c);
+extern const char *McpClientSessionId(McpClient *c);
+extern json_t *McpClientServerInfo(McpClient *c);
 
 /* How many times the client (re-)initialized, and lost its session. */
-extern int	mcp_client_initializations(McpClient *c);
+extern int	McpClientInitializations(McpClient *c);
 
 /*
  * A CallToolResult as one text: the text parts joined by newlines, other
  * parts as compact JSON.  malloc'd.
  */
-extern char *mcp_result_text(json_t *result);
+extern char *McpResultText(json_t *result);
 
 /*
  * Asynchronous tools/call, for a caller that drives libcurl's multi
- * interface itself (the worker, src/mcp/mcp_tools_async.c).  mcp_client_ready first
+ * interface itself (the worker, src/mcp/mcp_tools_async.c).  McpClientReady first
  * (it may initialize a session or discover, synchronously), then
- * mcp_async_call prepares the POST on a handle of its own: the caller adds
- * mcp_async_handle() to its multi handle and, once the transfer is done,
- * gives its CURLcode to mcp_async_done, which returns MCP_OK,
+ * McpAsyncCall prepares the POST on a handle of its own: the caller adds
+ * McpAsyncHandle() to its multi handle and, once the transfer is done,
+ * gives its CURLcode to McpAsyncDone, which returns MCP_OK,
  * MCP_RPC_ERROR, MCP_INPUT_REQUIRED (with *result as for
- * mcp_call_tool_with_input), MCP_ERROR/MCP_UNAUTHORIZED (the client error
+ * McpCallToolWithInput), MCP_ERROR/MCP_UNAUTHORIZED (the client error
  * says why), MCP_SESSION_GONE (the server forgot the session: forget it,
  * get ready again and call again) or MCP_AGAIN (the SSE stream closed
- * before the response: add the same handle again after mcp_async_delay_ms,
+ * before the response: add the same handle again after McpAsyncDelayMs,
  * it resumes with GET + Last-Event-ID).  Several calls may be in flight on
  * one client.  tool_def is the tool as listed (its inputSchema gives the
  * Mcp-Param-* headers of 2026-07-28), or NULL.  Requests the server makes
- * in the stream are answered through mcp_async_next_reply (POSTs the
+ * in the stream are answered through McpAsyncNextReply (POSTs the
  * caller sends), never synchronously.
  */
 #define MCP_SESSION_GONE	(-6)
 #define MCP_AGAIN			(-7)
 
-extern int	mcp_client_ready(McpClient *c);
-extern void mcp_client_forget_session(McpClient *c);
-extern int	mcp_client_stateless(McpClient *c);
-extern int	mcp_client_is_ready(McpClient *c);
+extern int	McpClientReady(McpClient *c);
+extern void McpClientForgetSession(McpClient *c);
+extern int	McpClientStateless(McpClient *c);
+extern int	McpClientIsReady(McpClient *c);
 
 /*
- * A session server whose version is known (set with mcp_client_set_protocol,
+ * A session server whose version is known (set with McpClientSetProtocol,
  * or negotiated before) can be initialized asynchronously too:
- * mcp_async_initialize prepares initialize (NULL when the client cannot,
- * e.g. in auto mode: then mcp_client_ready), mcp_async_done answers
+ * McpAsyncInitialize prepares initialize (NULL when the client cannot,
+ * e.g. in auto mode: then McpClientReady), McpAsyncDone answers
  * MCP_AGAIN once with delay 0 (the same handle now sends
  * notifications/initialized), then MCP_OK when the session is ready.
  */
-extern int	mcp_client_wants_session(McpClient *c);
-extern McpAsync *mcp_async_initialize(McpClient *c);
-extern McpAsync *mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
+extern int	McpClientWantsSession(McpClient *c);
+extern McpAsync *McpAsyncInitialize(McpClient *c);
+extern McpAsync *McpAsyncCall(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
 								json_t *input_responses, const char *request_state);
-extern CURL *mcp_async_handle(McpAsync *a);
-extern int	mcp_async_done(McpAsync *a, int curl_code, json_t **result);
-extern long mcp_async_delay_ms(McpAsync *a);
+extern CURL *McpAsyncHandle(McpAsync *a);
+extern int	McpAsyncDone(McpAsync *a, int curl_code, json_t **result);
+extern long McpAsyncDelayMs(McpAsync *a);
 /* notifications/tools/list_changed came in the stream */
-extern int	mcp_async_list_changed(McpAsync *a);
+extern int	McpAsyncListChanged(McpAsync *a);
 /* 1 with a POST to send (headers and body malloc'd, the caller's), 0 when none is left */
-extern int	mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body);
-extern void mcp_async_free(McpAsync *a);
+extern int	McpAsyncNextReply(McpAsync *a, struct curl_slist **headers, char **body);
+extern void McpAsyncRequestFree(McpAsync *a);
 
 /*
- * Held elicitation (mcp_client_hold_elicitation): the next elicitation/create
+ * Held elicitation (McpClientHoldElicitation): the next elicitation/create
  * request the server made in the stream (a new reference, {"id", "method",
  * "params"}), or NULL; its answer (an ElicitResult, the requested schema's
  * defaults applied to an accepted one) goes out through
- * mcp_async_next_reply.  The soft deadline (mcp_now_ms() clock) is when the
- * call times out outside a person's wait; mcp_async_extend moves it.
+ * McpAsyncNextReply.  The soft deadline (McpNowMs() clock) is when the
+ * call times out outside a person's wait; McpAsyncExtend moves it.
  */
-extern json_t *mcp_async_take_elicitation(McpAsync *a);
-extern void mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer);
-extern long mcp_async_soft_deadline(McpAsync *a);
-extern void mcp_async_extend(McpAsync *a, long ms);
-extern long mcp_now_ms(void);
+extern json_t *McpAsyncTakeElicitation(McpAsync *a);
+extern void McpAsyncAnswerElicitation(McpAsync *a, json_t *request, json_t *answer);
+extern long McpAsyncSoftDeadline(McpAsync *a);
+extern void McpAsyncExtend(McpAsync *a, long ms);
+extern long McpNowMs(void);
 
 #endif							/* PG_AGENTS_MCP_H */

@@ -36,7 +36,7 @@ struct McpAsync
 	char	   *payload;
 	struct curl_slist *hl;
 	long		deadline;
-	long		soft_deadline;	/* mcp_now_ms() bound without the people's wait */
+	long		soft_deadline;	/* McpNowMs() bound without the people's wait */
 	int			resumes;
 	long		delay_ms;
 	char		curl_error[CURL_ERROR_SIZE];
@@ -46,18 +46,18 @@ struct McpAsync
 static void
 async_setup(McpAsync *a)
 {
-	mcp_setup_handle(a->c, a->easy, a->deadline);
+	McpSetupHandle(a->c, a->easy, a->deadline);
 	curl_easy_setopt(a->easy, CURLOPT_NOPROGRESS, 1L);
 	curl_easy_setopt(a->easy, CURLOPT_ERRORBUFFER, a->curl_error);
-	curl_easy_setopt(a->easy, CURLOPT_WRITEFUNCTION, mcp_write_cb);
+	curl_easy_setopt(a->easy, CURLOPT_WRITEFUNCTION, McpWriteCb);
 	curl_easy_setopt(a->easy, CURLOPT_WRITEDATA, &a->x);
-	curl_easy_setopt(a->easy, CURLOPT_HEADERFUNCTION, mcp_header_cb);
+	curl_easy_setopt(a->easy, CURLOPT_HEADERFUNCTION, McpHeaderCb);
 	curl_easy_setopt(a->easy, CURLOPT_HEADERDATA, &a->x);
 	a->curl_error[0] = '\0';
 	a->x.have_type = 0;
 	a->x.skip_lf = 0;
-	mcp_sb_reset(&a->x.line);
-	mcp_sb_reset(&a->x.data);
+	McpSbReset(&a->x.line);
+	McpSbReset(&a->x.data);
 	a->x.event[0] = '\0';
 }
 
@@ -79,10 +79,10 @@ async_new(McpClient *c, int kind)
 	if (a->easy == NULL)
 	{
 		free(a);
-		mcp_set_error(c, "could not initialize libcurl");
+		McpSetError(c, "could not initialize libcurl");
 		return NULL;
 	}
-	a->deadline = mcp_now_ms() + c->timeout_ms;
+	a->deadline = McpNowMs() + c->timeout_ms;
 	a->soft_deadline = a->deadline;
 	a->delay_ms = -1;
 	a->x.c = c;
@@ -107,9 +107,9 @@ async_post(McpAsync *a, json_t *msg, int is_init)
 		curl_slist_free_all(a->hl);
 	a->hl = curl_slist_append(NULL, "Content-Type: application/json");
 	a->hl = curl_slist_append(a->hl, "Accept: application/json, text/event-stream");
-	a->hl = mcp_base_headers(c, a->hl, !is_init);
+	a->hl = McpBaseHeaders(c, a->hl, !is_init);
 	if (c->stateless)
-		a->hl = mcp_routing_headers(c, msg, a->hl);
+		a->hl = McpRoutingHeaders(c, msg, a->hl);
 	curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, a->hl);
 	curl_easy_setopt(a->easy, CURLOPT_POST, 1L);
 	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, a->payload);
@@ -119,17 +119,17 @@ async_post(McpAsync *a, json_t *msg, int is_init)
 /*
  * Whether the client needs a session initialized and knows which version to
  * ask for (negotiated before, or configured as a stateful version), so that
- * mcp_async_initialize can do it.
+ * McpAsyncInitialize can do it.
  */
 int
-mcp_client_wants_session(McpClient *c)
+McpClientWantsSession(McpClient *c)
 {
 	if (c->initialized || c->stateless)
 		return 0;
 	if (c->era == 1 && c->protocol_version[0])
 		return 1;
-	return c->want_version != NULL && mcp_supported_version(c->want_version) &&
-		!mcp_stateless_version(c->want_version);
+	return c->want_version != NULL && McpSupportedVersion(c->want_version) &&
+		!McpStatelessVersion(c->want_version);
 }
 
 /*
@@ -138,26 +138,26 @@ mcp_client_wants_session(McpClient *c)
  * is not known (auto mode), or no handle could be made.
  */
 McpAsync *
-mcp_async_initialize(McpClient *c)
+McpAsyncInitialize(McpClient *c)
 {
 	McpAsync   *a;
 	json_t	   *req;
 	const char *want = (c->era == 1 && c->protocol_version[0]) ? c->protocol_version : c->want_version;
 	char		version[32];
 
-	if (!mcp_client_wants_session(c))
+	if (!McpClientWantsSession(c))
 		return NULL;
 	snprintf(version, sizeof(version), "%s", want);
 	a = async_new(c, ASYNC_INIT);
 	if (a == NULL)
 		return NULL;
-	mcp_session_forget(c);			/* a fresh session */
+	McpSessionForget(c);			/* a fresh session */
 	a->id = c->next_id++;
 	a->x.want_id = a->id;
 	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
 					"jsonrpc", "2.0", "id", a->id, "method", "initialize",
 					"params", "protocolVersion", version,
-					"capabilities", mcp_client_capabilities(c),
+					"capabilities", McpClientCapabilities(c),
 					"clientInfo", "name", MCP_CLIENT_NAME, "version", MCP_CLIENT_VERSION);
 	async_post(a, req, 1);
 	json_decref(req);
@@ -172,7 +172,7 @@ mcp_async_initialize(McpClient *c)
  * NULL, with the client error set, when no handle could be made.
  */
 McpAsync *
-mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
+McpAsyncCall(McpClient *c, const char *name, json_t *arguments, json_t *tool_def,
 			   json_t *input_responses, const char *request_state)
 {
 	McpAsync   *a = async_new(c, ASYNC_CALL);
@@ -198,14 +198,14 @@ mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_d
 	/*
 	 * A server may ask a person something in the stream: the transfer's own
 	 * bound leaves room for the wait, the caller bounds the rest
-	 * (mcp_async_soft_deadline).
+	 * (McpAsyncSoftDeadline).
 	 */
 	a->soft_deadline = a->deadline;
 	if (c->elicit_hold_ms > 0 && !c->stateless)
 		a->deadline += c->elicit_hold_ms;
 	a->id = c->next_id++;
 	a->x.want_id = a->id;
-	msg = mcp_build_request(c, "tools/call", params, a->id);
+	msg = McpBuildRequest(c, "tools/call", params, a->id);
 	json_decref(params);
 	async_post(a, msg, 0);
 	json_decref(msg);
@@ -214,7 +214,7 @@ mcp_async_call(McpClient *c, const char *name, json_t *arguments, json_t *tool_d
 
 /* The easy handle of the request, for the caller's multi handle. */
 CURL *
-mcp_async_handle(McpAsync *a)
+McpAsyncHandle(McpAsync *a)
 {
 	return a->easy;
 }
@@ -224,14 +224,14 @@ mcp_async_handle(McpAsync *a)
  * otherwise.
  */
 long
-mcp_async_delay_ms(McpAsync *a)
+McpAsyncDelayMs(McpAsync *a)
 {
 	return a->delay_ms;
 }
 
 /* Whether notifications/tools/list_changed came in the stream. */
 int
-mcp_async_list_changed(McpAsync *a)
+McpAsyncListChanged(McpAsync *a)
 {
 	return a->x.list_changed;
 }
@@ -246,7 +246,7 @@ async_resume(McpAsync *a)
 	async_setup(a);
 	curl_slist_free_all(a->hl);
 	a->hl = curl_slist_append(NULL, "Accept: text/event-stream");
-	a->hl = mcp_base_headers(a->c, a->hl, 1);
+	a->hl = McpBaseHeaders(a->c, a->hl, 1);
 	snprintf(line, sizeof(line), "Last-Event-ID: %s", a->x.last_event_id);
 	a->hl = curl_slist_append(a->hl, line);
 	curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, a->hl);
@@ -269,17 +269,17 @@ async_initialized(McpAsync *a)
 
 	if (json_is_object(json_object_get(resp, "error")))
 	{
-		mcp_rpc_error_text(c, "initialize", json_object_get(resp, "error"));
+		McpRpcErrorText(c, "initialize", json_object_get(resp, "error"));
 		return MCP_ERROR;
 	}
 	if (!json_is_object(res) || version == NULL)
 	{
-		mcp_set_error(c, "initialize: the server's answer has no protocolVersion");
+		McpSetError(c, "initialize: the server's answer has no protocolVersion");
 		return MCP_ERROR;
 	}
-	if (!mcp_supported_version(version) || mcp_stateless_version(version))
+	if (!McpSupportedVersion(version) || McpStatelessVersion(version))
 	{
-		mcp_set_error(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2026-07-28 without initialize, 2025-11-25, 2025-06-18, 2025-03-26)",
+		McpSetError(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2026-07-28 without initialize, 2025-11-25, 2025-06-18, 2025-03-26)",
 				  version);
 		return MCP_ERROR;
 	}
@@ -298,7 +298,7 @@ async_initialized(McpAsync *a)
 	json_decref(a->x.response);
 	a->x.response = NULL;
 	a->x.is_sse = 0;
-	mcp_sb_reset(&a->x.body);
+	McpSbReset(&a->x.body);
 	a->resumes = 0;
 	a->x.want_id = -1;
 	note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
@@ -318,7 +318,7 @@ async_initialized(McpAsync *a)
  * a new reference, else NULL; the client error says why on failure.
  */
 int
-mcp_async_done(McpAsync *a, int curl_code, json_t **result)
+McpAsyncDone(McpAsync *a, int curl_code, json_t **result)
 {
 	McpClient  *c = a->c;
 	Xfer	   *x = &a->x;
@@ -334,13 +334,13 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 	curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (x->too_big)
 	{
-		mcp_set_error(c, "%s: the response is larger than %d bytes", what, MCP_MAX_BODY);
+		McpSetError(c, "%s: the response is larger than %d bytes", what, MCP_MAX_BODY);
 		return MCP_ERROR;
 	}
 	if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->response))
 	{
 		memcpy(c->curl_error, a->curl_error, sizeof(c->curl_error));
-		return mcp_curl_failure(c, rc, what);
+		return McpCurlFailure(c, rc, what);
 	}
 	if (a->kind == ASYNC_NOTE)
 	{
@@ -348,7 +348,7 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 		if (status >= 200 && status < 300)
 			return MCP_OK;
 		c->initialized = 0;
-		mcp_set_error(c, "%s: the server answered HTTP %ld", what, status);
+		McpSetError(c, "%s: the server answered HTTP %ld", what, status);
 		return status == 401 || status == 403 ? MCP_UNAUTHORIZED : MCP_ERROR;
 	}
 	if (a->resumes == 0)
@@ -358,19 +358,19 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 		if (status < 200 || status >= 300)
 		{
 			json_t	   *hold;
-			const char *m = mcp_body_rpc_message(x, &hold);
+			const char *m = McpBodyRpcMessage(x, &hold);
 
-			if (status == 400 && c->session_id && a->kind == ASYNC_CALL && m && mcp_contains_ci(m, "session"))
+			if (status == 400 && c->session_id && a->kind == ASYNC_CALL && m && McpContainsCi(m, "session"))
 			{
 				if (hold)
 					json_decref(hold);
 				return MCP_SESSION_GONE;
 			}
 			if (status == 401 || status == 403)
-				mcp_set_error(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
+				McpSetError(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
 						  m ? ": " : "", m ? m : "");
 			else
-				mcp_set_error(c, "%s: the server answered HTTP %ld%s%s", what, status,
+				McpSetError(c, "%s: the server answered HTTP %ld%s%s", what, status,
 						  m ? ": " : "", m ? m : "");
 			if (hold)
 				json_decref(hold);
@@ -383,23 +383,23 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 
 			if (x->body.len == 0)
 			{
-				mcp_set_error(c, "%s: the server sent an empty answer (HTTP %ld)", what, status);
+				McpSetError(c, "%s: the server sent an empty answer (HTTP %ld)", what, status);
 				return MCP_ERROR;
 			}
 			j = json_loadb(x->body.data, x->body.len, 0, &jerr);
 			if (j == NULL)
 			{
-				mcp_set_error(c, "%s: the server did not answer JSON-RPC (invalid JSON at line %d: %s)",
+				McpSetError(c, "%s: the server did not answer JSON-RPC (invalid JSON at line %d: %s)",
 						  what, jerr.line, jerr.text);
 				return MCP_ERROR;
 			}
-			mcp_handle_message(x, j);
+			McpHandleMessage(x, j);
 			json_decref(j);
 		}
 	}
 	else if (x->response == NULL && (status < 200 || status >= 300))
 	{
-		mcp_set_error(c, "%s: the stream closed before the response and resuming it failed (HTTP %ld)",
+		McpSetError(c, "%s: the stream closed before the response and resuming it failed (HTTP %ld)",
 				  what, status);
 		return MCP_ERROR;
 	}
@@ -407,9 +407,9 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 	{
 		long		wait = x->retry_ms >= 0 ? x->retry_ms : MCP_DEFAULT_RETRY;
 
-		if (mcp_now_ms() + wait >= a->deadline)
+		if (McpNowMs() + wait >= a->deadline)
 		{
-			mcp_set_error(c, "%s timed out after %ld ms", what, c->timeout_ms);
+			McpSetError(c, "%s timed out after %ld ms", what, c->timeout_ms);
 			return MCP_ERROR;
 		}
 		async_resume(a);
@@ -418,7 +418,7 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 	}
 	if (x->response == NULL)
 	{
-		mcp_set_error(c, "%s: the server sent no JSON-RPC response with id %lld", what, (long long) a->id);
+		McpSetError(c, "%s: the server sent no JSON-RPC response with id %lld", what, (long long) a->id);
 		return MCP_ERROR;
 	}
 	err = json_object_get(x->response, "error");
@@ -426,20 +426,20 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
 		return async_initialized(a);
 	if (json_is_object(err))
 	{
-		mcp_rpc_error_text(c, what, err);
+		McpRpcErrorText(c, what, err);
 		*result = json_incref(err);
 		return MCP_RPC_ERROR;
 	}
 	if (!json_is_object(json_object_get(x->response, "result")))
 	{
-		mcp_set_error(c, "%s: the server's response has no result object", what);
+		McpSetError(c, "%s: the server's response has no result object", what);
 		return MCP_ERROR;
 	}
 	*result = json_incref(json_object_get(x->response, "result"));
 	rt = json_string_value(json_object_get(*result, "resultType"));
 	if (rt && strcmp(rt, "input_required") == 0)
 	{
-		mcp_set_error(c, "tools/call: the server asks for input during the call");
+		McpSetError(c, "tools/call: the server asks for input during the call");
 		return MCP_INPUT_REQUIRED;
 	}
 	return MCP_OK;
@@ -451,7 +451,7 @@ mcp_async_done(McpAsync *a, int curl_code, json_t **result)
  * could not be encoded, then it is dropped).
  */
 int
-mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body)
+McpAsyncNextReply(McpAsync *a, struct curl_slist **headers, char **body)
 {
 	json_t	   *m;
 
@@ -464,7 +464,7 @@ mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body)
 		return 0;
 	*headers = curl_slist_append(NULL, "Content-Type: application/json");
 	*headers = curl_slist_append(*headers, "Accept: application/json, text/event-stream");
-	*headers = mcp_base_headers(a->c, *headers, 1);
+	*headers = McpBaseHeaders(a->c, *headers, 1);
 	return 1;
 }
 
@@ -473,7 +473,7 @@ mcp_async_next_reply(McpAsync *a, struct curl_slist **headers, char **body)
  * queue; NULL when none is held.
  */
 json_t *
-mcp_async_take_elicitation(McpAsync *a)
+McpAsyncTakeElicitation(McpAsync *a)
 {
 	json_t	   *m;
 
@@ -485,12 +485,12 @@ mcp_async_take_elicitation(McpAsync *a)
 }
 
 /*
- * Queues the answer to a held elicitation request for mcp_async_next_reply:
+ * Queues the answer to a held elicitation request for McpAsyncNextReply:
  * a copy of answer (or "cancel" when it is not an object) with the
  * requested schema's defaults applied.
  */
 void
-mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer)
+McpAsyncAnswerElicitation(McpAsync *a, json_t *request, json_t *answer)
 {
 	json_t	   *params = json_object_get(request, "params");
 	json_t	   *res = json_deep_copy(answer);
@@ -501,23 +501,23 @@ mcp_async_answer_elicitation(McpAsync *a, json_t *request, json_t *answer)
 			json_decref(res);
 		res = json_pack("{s:s}", "action", "cancel");
 	}
-	mcp_elicitation_apply_defaults(params, res);
+	McpElicitationApplyDefaults(params, res);
 	if (a->x.outbox == NULL)
 		a->x.outbox = json_array();
 	json_array_append_new(a->x.outbox, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0",
 												 "id", json_object_get(request, "id"), "result", res));
 }
 
-/* The call's deadline outside a person's wait (mcp_now_ms clock). */
+/* The call's deadline outside a person's wait (McpNowMs clock). */
 long
-mcp_async_soft_deadline(McpAsync *a)
+McpAsyncSoftDeadline(McpAsync *a)
 {
 	return a->soft_deadline;
 }
 
 /* Moves the soft deadline ms later (the time a person took to answer). */
 void
-mcp_async_extend(McpAsync *a, long ms)
+McpAsyncExtend(McpAsync *a, long ms)
 {
 	a->soft_deadline += ms;
 }
@@ -527,7 +527,7 @@ mcp_async_extend(McpAsync *a, long ms)
  * caller removes the handle from its multi handle first.
  */
 void
-mcp_async_free(McpAsync *a)
+McpAsyncRequestFree(McpAsync *a)
 {
 	if (a == NULL)
 		return;
@@ -536,6 +536,6 @@ mcp_async_free(McpAsync *a)
 	if (a->hl)
 		curl_slist_free_all(a->hl);
 	free(a->payload);
-	mcp_xfer_free(&a->x);
+	McpXferFree(&a->x);
 	free(a);
 }

@@ -69,7 +69,7 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_ARGISNULL(4))
 		PG_RETURN_NULL();
 	url = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	problem = mcp_url_problem(url);
+	problem = McpUrlProblem(url);
 	if (problem)
 	{
 		out = json_pack("{s:b, s:s}", "ok", 0, "error", problem);
@@ -95,14 +95,14 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 		out = json_pack("{s:b, s:s}", "ok", 0, "error", serr);
 		goto finish;
 	}
-	c = mcp_client_new(url, headers, pg_agents_request_timeout);
+	c = McpClientNew(url, headers, pg_agents_request_timeout);
 	if (headers)
 		json_decref(headers);
-	mcp_client_set_abort(c, ElicitInterrupted, NULL);
-	mcp_client_defer_elicitation(c);
+	McpClientSetAbort(c, ElicitInterrupted, NULL);
+	McpClientDeferElicitation(c);
 	/* called for servers recorded as stateless: no server/discover first */
-	mcp_client_set_protocol(c, MCP_STATELESS_VERSION);
-	rc = mcp_call_tool_with_input(c, tool, json_is_object(args) ? args : NULL,
+	McpClientSetProtocol(c, MCP_STATELESS_VERSION);
+	rc = McpCallToolWithInput(c, tool, json_is_object(args) ? args : NULL,
 								  json_is_object(responses) ? responses : NULL, state, &result);
 	if (rc == MCP_OK)
 		out = json_pack("{s:b, s:O}", "ok", 1, "result", result);
@@ -111,16 +111,16 @@ pg_agents_mcp_call_input(PG_FUNCTION_ARGS)
 		out = json_pack("{s:b, s:b, s:O?, s:O?, s:s}", "ok", 0, "input_required", 1,
 						"input_requests", json_object_get(result, "inputRequests"),
 						"request_state", json_object_get(result, "requestState"),
-						"error", mcp_client_error(c));
+						"error", McpClientError(c));
 	}
 	else if (rc == MCP_RPC_ERROR)
-		out = json_pack("{s:b, s:s, s:O}", "ok", 0, "error", mcp_client_error(c),
+		out = json_pack("{s:b, s:s, s:O}", "ok", 0, "error", McpClientError(c),
 						"rpc_error", result ? result : json_null());
 	else
-		out = json_pack("{s:b, s:s}", "ok", 0, "error", mcp_client_error(c));
+		out = json_pack("{s:b, s:s}", "ok", 0, "error", McpClientError(c));
 	if (result)
 		json_decref(result);
-	mcp_client_close(c);
+	McpClientClose(c);
 	if (args)
 		json_decref(args);
 	if (responses)

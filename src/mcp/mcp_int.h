@@ -26,7 +26,7 @@
 #define MCP_MAX_BODY		(16 * 1024 * 1024)	/* biggest response kept */
 #define MCP_MAX_RESUMES		5	/* GET reconnections of one request */
 #define MCP_DEFAULT_RETRY	1000	/* ms before a resume without retry: */
-#define MCP_SESSION_LOST	(-10)	/* mcp_rpc_send: the server forgot our session */
+#define MCP_SESSION_LOST	(-10)	/* McpRpcSend: the server forgot our session */
 
 typedef struct StrBuf
 {
@@ -100,32 +100,32 @@ typedef struct Xfer
 } Xfer;
 
 /* mcp_transport.c: helpers */
-extern void mcp_sb_append(StrBuf *b, const char *s, size_t n);
-extern void mcp_sb_reset(StrBuf *b);
-extern char *mcp_xstrdup(const char *s);
-extern void mcp_set_error(McpClient *c, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-extern int mcp_contains_ci(const char *s, const char *word);
+extern void McpSbAppend(StrBuf *b, const char *s, size_t n);
+extern void McpSbReset(StrBuf *b);
+extern char *McpXstrdup(const char *s);
+extern void McpSetError(McpClient *c, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern int McpContainsCi(const char *s, const char *word);
 
 /* mcp_transport.c: libcurl, headers, SSE and JSON-RPC */
-extern size_t mcp_header_cb(char *buf, size_t size, size_t nitems, void *arg);
-extern size_t mcp_write_cb(char *ptr, size_t size, size_t nmemb, void *arg);
-extern struct curl_slist *mcp_base_headers(McpClient *c, struct curl_slist *h, int with_version);
-extern long mcp_setup_handle(McpClient *c, CURL *h, long deadline);
-extern struct curl_slist *mcp_routing_headers(McpClient *c, json_t *msg, struct curl_slist *h);
-extern const char *mcp_x_header_problem(json_t *tool);
-extern void mcp_handle_message(Xfer *x, json_t *msg);
-extern int mcp_curl_failure(McpClient *c, CURLcode rc, const char *what);
-extern const char *mcp_body_rpc_message(Xfer *x, json_t **hold);
-extern void mcp_xfer_free(Xfer *x);
-extern int mcp_rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
+extern size_t McpHeaderCb(char *buf, size_t size, size_t nitems, void *arg);
+extern size_t McpWriteCb(char *ptr, size_t size, size_t nmemb, void *arg);
+extern struct curl_slist *McpBaseHeaders(McpClient *c, struct curl_slist *h, int with_version);
+extern long McpSetupHandle(McpClient *c, CURL *h, long deadline);
+extern struct curl_slist *McpRoutingHeaders(McpClient *c, json_t *msg, struct curl_slist *h);
+extern const char *McpXHeaderProblem(json_t *tool);
+extern void McpHandleMessage(Xfer *x, json_t *msg);
+extern int McpCurlFailure(McpClient *c, CURLcode rc, const char *what);
+extern const char *McpBodyRpcMessage(Xfer *x, json_t **hold);
+extern void McpXferFree(Xfer *x);
+extern int McpRpcSend(McpClient *c, json_t *msg, json_int_t id, const char *what,
 						json_t **response, char **session_out);
 
 /* mcp_protocol.c */
-extern int mcp_supported_version(const char *v);
-extern int mcp_stateless_version(const char *v);
-extern void mcp_rpc_error_text(McpClient *c, const char *what, json_t *err);
-extern json_t *mcp_client_capabilities(McpClient *c);
-extern json_t *mcp_build_request(McpClient *c, const char *method, json_t *params, json_int_t id);
-extern void mcp_session_forget(McpClient *c);
+extern int McpSupportedVersion(const char *v);
+extern int McpStatelessVersion(const char *v);
+extern void McpRpcErrorText(McpClient *c, const char *what, json_t *err);
+extern json_t *McpClientCapabilities(McpClient *c);
+extern json_t *McpBuildRequest(McpClient *c, const char *method, json_t *params, json_int_t id);
+extern void McpSessionForget(McpClient *c);
 
 #endif							/* PG_AGENTS_MCP_INT_H */

@@ -113,7 +113,7 @@ set_str(char **field, const char *value)
 
 static void oauth_error(McpOAuthConfig *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
-/* Sets the error message that mcp_oauth_error() returns (truncated to fit). */
+/* Sets the error message that McpOauthError() returns (truncated to fit). */
 static void
 oauth_error(McpOAuthConfig *o, const char *fmt,...)
 {
@@ -174,7 +174,7 @@ hdr_write(char *buf, size_t size, size_t nitems, void *arg)
 	if (n > 9 && strncasecmp(buf, "location:", 9) == 0)
 	{
 		free(h->location);
-		h->location = mcp_header_value(buf, n, 9);
+		h->location = McpHeaderValue(buf, n, 9);
 	}
 	return n;
 }
@@ -194,7 +194,7 @@ http_call(McpOAuthConfig *o, const char *url, const char *form, const char *json
 	struct curl_slist *hl = NULL;
 	CURLcode	rc;
 	long		status = 0;
-	const char *problem = mcp_url_problem(url);
+	const char *problem = McpUrlProblem(url);
 	char		errbuf[CURL_ERROR_SIZE] = "";
 
 	if (out)
@@ -418,7 +418,7 @@ random_token(int bytes)
 		bytes = 64;
 	if (RAND_bytes(buf, bytes) != 1)
 		abort();
-	return mcp_base64(buf, bytes, 1);
+	return McpBase64(buf, bytes, 1);
 }
 
 /* The PKCE S256 code challenge of a verifier: base64url(SHA-256), malloc'd. */
@@ -429,7 +429,7 @@ s256(const char *verifier)
 	unsigned int mdl = 0;
 
 	EVP_Digest(verifier, strlen(verifier), md, &mdl, EVP_sha256(), NULL);
-	return mcp_base64(md, mdl, 1);
+	return McpBase64(md, mdl, 1);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -441,7 +441,7 @@ s256(const char *verifier)
  * default redirect URI http://localhost:3000/callback and a 30 s timeout.
  */
 McpOAuthConfig *
-mcp_oauth_config_new(void)
+McpOauthConfigNew(void)
 {
 	McpOAuthConfig *o = calloc(1, sizeof(McpOAuthConfig));
 
@@ -474,7 +474,7 @@ clear_discovery(McpOAuthConfig *o)
  * pending state).  NULL is accepted.
  */
 void
-mcp_oauth_config_free(McpOAuthConfig *o)
+McpOauthConfigFree(McpOAuthConfig *o)
 {
 	if (o == NULL)
 		return;
@@ -508,7 +508,7 @@ mcp_oauth_config_free(McpOAuthConfig *o)
  * unknown key or an unreadable key file.
  */
 int
-mcp_oauth_config_set(McpOAuthConfig *o, const char *key, const char *value)
+McpOauthConfigSet(McpOAuthConfig *o, const char *key, const char *value)
 {
 	if (strcmp(key, "client_id") == 0)
 		set_str(&o->client_id, value);
@@ -553,27 +553,27 @@ mcp_oauth_config_set(McpOAuthConfig *o, const char *key, const char *value)
 
 /* The message of the last failure ("" when none since the last prepare). */
 const char *
-mcp_oauth_error(McpOAuthConfig *o)
+McpOauthError(McpOAuthConfig *o)
 {
 	return o->error;
 }
 
 /* The current access token, or NULL; owned by the configuration. */
 const char *
-mcp_oauth_access_token(McpOAuthConfig *o)
+McpOauthAccessToken(McpOAuthConfig *o)
 {
 	return o->access_token;
 }
 
 long
-mcp_oauth_expires_at(McpOAuthConfig *o)
+McpOauthExpiresAt(McpOAuthConfig *o)
 {
 	return o->expires_at;
 }
 
 /* The state of the pending authorization request, or NULL when none. */
 const char *
-mcp_oauth_state(McpOAuthConfig *o)
+McpOauthState(McpOAuthConfig *o)
 {
 	return o->state;
 }
@@ -791,7 +791,7 @@ has_scope(const char *list, const char *scope)
  * 0, or -1 with the error set.
  */
 int
-mcp_oauth_prepare(McpOAuthConfig *o, const char *server_url, long status, const char *www)
+McpOauthPrepare(McpOAuthConfig *o, const char *server_url, long status, const char *www)
 {
 	json_t	   *prm;
 	char	   *challenged = www_param(www, "scope");
@@ -1100,8 +1100,8 @@ client_assertion(McpOAuthConfig *o)
 	c = json_dumps(claims, JSON_COMPACT);
 	json_decref(hdr);
 	json_decref(claims);
-	hb = mcp_base64(h, strlen(h), 1);
-	cb = mcp_base64(c, strlen(c), 1);
+	hb = McpBase64(h, strlen(h), 1);
+	cb = McpBase64(c, strlen(c), 1);
 	free(h);
 	free(c);
 	input = malloc(strlen(hb) + strlen(cb) + 2);
@@ -1133,13 +1133,13 @@ client_assertion(McpOAuthConfig *o)
 				BN_bn2binpad(r, raw, 32);
 				BN_bn2binpad(s, raw + 32, 32);
 				ECDSA_SIG_free(es);
-				sigb = mcp_base64(raw, 64, 1);
+				sigb = McpBase64(raw, 64, 1);
 			}
 			else
 				sigb = NULL;
 		}
 		else
-			sigb = mcp_base64(sig, siglen, 1);
+			sigb = McpBase64(sig, siglen, 1);
 		if (sigb)
 		{
 			out = malloc(strlen(input) + strlen(sigb) + 2);
@@ -1205,7 +1205,7 @@ client_auth(McpOAuthConfig *o, char **form, char **basic)
 		if (pair == NULL)
 			abort();
 		snprintf(pair, l, "%s:%s", ei, es);
-		b = mcp_base64(pair, strlen(pair), 0);
+		b = McpBase64(pair, strlen(pair), 0);
 		*basic = malloc(strlen(b) + 32);
 		if (*basic == NULL)
 			abort();
@@ -1306,7 +1306,7 @@ token_request(McpOAuthConfig *o, char *form, const char *what)
  * failure.
  */
 char *
-mcp_oauth_authorization_url(McpOAuthConfig *o)
+McpOauthAuthorizationUrl(McpOAuthConfig *o)
 {
 	char	   *challenge;
 	char	   *q = NULL;
@@ -1358,7 +1358,7 @@ mcp_oauth_authorization_url(McpOAuthConfig *o)
  * exchange has been tried.  Returns 0, or -1 with the error set.
  */
 int
-mcp_oauth_complete(McpOAuthConfig *o, const char *code, const char *state, const char *iss)
+McpOauthComplete(McpOAuthConfig *o, const char *code, const char *state, const char *iss)
 {
 	char	   *form = NULL;
 	int			rc;
@@ -1425,7 +1425,7 @@ grant_form(McpOAuthConfig *o, const char *grant_type, const char *need, const ch
  * is dropped.  Returns 0, or -1 with the error set.
  */
 int
-mcp_oauth_refresh(McpOAuthConfig *o)
+McpOauthRefresh(McpOAuthConfig *o)
 {
 	char	   *form = grant_form(o, "refresh_token", o->refresh_token, "no refresh token");
 
@@ -1446,7 +1446,7 @@ mcp_oauth_refresh(McpOAuthConfig *o)
  * error set.
  */
 int
-mcp_oauth_client_credentials(McpOAuthConfig *o)
+McpOauthClientCredentials(McpOAuthConfig *o)
 {
 	char	   *form = grant_form(o, "client_credentials", o->client_id,
 								  "the client credentials grant needs a client_id");
@@ -1500,7 +1500,7 @@ query_param(const char *url, const char *name)
 static int
 authorize_without_browser(McpOAuthConfig *o)
 {
-	char	   *url = mcp_oauth_authorization_url(o);
+	char	   *url = McpOauthAuthorizationUrl(o);
 	char	   *location = NULL;
 	char	   *code,
 			   *state,
@@ -1533,7 +1533,7 @@ authorize_without_browser(McpOAuthConfig *o)
 	state = query_param(location, "state");
 	iss = query_param(location, "iss");
 	free(location);
-	rc = mcp_oauth_complete(o, code, state, iss);
+	rc = McpOauthComplete(o, code, state, iss);
 	wipe(&code);
 	free(state);
 	free(iss);
@@ -1556,17 +1556,17 @@ oauth_callback(void *arg, McpClient *c, long status, const char *www)
 	/* an expired token: the refresh token first */
 	if (status == 401 && o->access_token && o->refresh_token && !cc)
 	{
-		if (mcp_oauth_refresh(o) == 0)
+		if (McpOauthRefresh(o) == 0)
 		{
-			mcp_client_set_bearer(c, o->access_token);
+			McpClientSetBearer(c, o->access_token);
 			return 0;
 		}
 	}
-	if (mcp_oauth_prepare(o, mcp_client_url(c), status, www) != 0)
+	if (McpOauthPrepare(o, McpClientUrl(c), status, www) != 0)
 		goto fail;
 	if (cc)
 	{
-		if (mcp_oauth_client_credentials(o) != 0)
+		if (McpOauthClientCredentials(o) != 0)
 			goto fail;
 	}
 	else if (o->authorize_auto)
@@ -1580,10 +1580,10 @@ oauth_callback(void *arg, McpClient *c, long status, const char *www)
 					o->issuer ? "; authorize it first" : "");
 		goto fail;
 	}
-	mcp_client_set_bearer(c, o->access_token);
+	McpClientSetBearer(c, o->access_token);
 	return 0;
 fail:
-	mcp_client_set_error(c, "authorization failed: %s", o->error);
+	McpClientSetError(c, "authorization failed: %s", o->error);
 	return -1;
 }
 
@@ -1592,11 +1592,11 @@ fail:
  * token, if any, as its bearer.
  */
 void
-mcp_oauth_attach(McpClient *c, McpOAuthConfig *o)
+McpOauthAttach(McpClient *c, McpOAuthConfig *o)
 {
-	mcp_client_set_auth(c, oauth_callback, o);
+	McpClientSetAuth(c, oauth_callback, o);
 	if (o->access_token)
-		mcp_client_set_bearer(c, o->access_token);
+		McpClientSetBearer(c, o->access_token);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1616,7 +1616,7 @@ put(json_t *j, const char *k, const char *v)
  * holds secrets.
  */
 json_t *
-mcp_oauth_export(McpOAuthConfig *o)
+McpOauthExport(McpOAuthConfig *o)
 {
 	json_t	   *j = mcp_json_object();
 
@@ -1643,11 +1643,11 @@ mcp_oauth_export(McpOAuthConfig *o)
 }
 
 /*
- * Loads what mcp_oauth_export() produced, replacing every such field (absent
+ * Loads what McpOauthExport() produced, replacing every such field (absent
  * ones become NULL or 0); ignores anything that is not an object.
  */
 void
-mcp_oauth_import(McpOAuthConfig *o, json_t *j)
+McpOauthImport(McpOAuthConfig *o, json_t *j)
 {
 	if (!json_is_object(j))
 		return;

@@ -45,8 +45,8 @@
 
 typedef struct McpOAuthConfig McpOAuthConfig;
 
-extern McpOAuthConfig *mcp_oauth_config_new(void);
-extern void mcp_oauth_config_free(McpOAuthConfig *o);
+extern McpOAuthConfig *McpOauthConfigNew(void);
+extern void McpOauthConfigFree(McpOAuthConfig *o);
 
 /*
  * Settings: client_id, client_secret, client_metadata_url, redirect_uri,
@@ -56,31 +56,31 @@ extern void mcp_oauth_config_free(McpOAuthConfig *o);
  * authorize (auto: follow the authorization endpoint's redirect without a
  * browser, for tests), timeout_ms.  Returns -1 for an unknown key.
  */
-extern int	mcp_oauth_config_set(McpOAuthConfig *o, const char *key, const char *value);
+extern int	McpOauthConfigSet(McpOAuthConfig *o, const char *key, const char *value);
 
-/* Makes c answer 401/403 with this configuration (mcp_client_set_auth). */
-extern void mcp_oauth_attach(McpClient *c, McpOAuthConfig *o);
+/* Makes c answer 401/403 with this configuration (McpClientSetAuth). */
+extern void McpOauthAttach(McpClient *c, McpOAuthConfig *o);
 
 /*
  * The steps, for a caller that drives the consent itself (the SQL path):
  * discover + register after a 401 (www_authenticate may be NULL), build the
  * authorization URL (a new state and PKCE verifier), then complete it with
  * the redirect's code, state and iss (iss NULL when absent).  Each returns
- * 0, or -1 with mcp_oauth_error set.
+ * 0, or -1 with McpOauthError set.
  */
-extern int	mcp_oauth_prepare(McpOAuthConfig *o, const char *server_url, long status,
+extern int	McpOauthPrepare(McpOAuthConfig *o, const char *server_url, long status,
 							  const char *www_authenticate);
-extern char *mcp_oauth_authorization_url(McpOAuthConfig *o);
-extern int	mcp_oauth_complete(McpOAuthConfig *o, const char *code, const char *state,
+extern char *McpOauthAuthorizationUrl(McpOAuthConfig *o);
+extern int	McpOauthComplete(McpOAuthConfig *o, const char *code, const char *state,
 							   const char *iss);
-extern int	mcp_oauth_refresh(McpOAuthConfig *o);
-extern int	mcp_oauth_client_credentials(McpOAuthConfig *o);
+extern int	McpOauthRefresh(McpOAuthConfig *o);
+extern int	McpOauthClientCredentials(McpOAuthConfig *o);
 
-extern const char *mcp_oauth_error(McpOAuthConfig *o);
-extern const char *mcp_oauth_access_token(McpOAuthConfig *o);
+extern const char *McpOauthError(McpOAuthConfig *o);
+extern const char *McpOauthAccessToken(McpOAuthConfig *o);
 /* Seconds since the epoch when the access token expires, 0 when unknown. */
-extern long mcp_oauth_expires_at(McpOAuthConfig *o);
-extern const char *mcp_oauth_state(McpOAuthConfig *o);
+extern long McpOauthExpiresAt(McpOAuthConfig *o);
+extern const char *McpOauthState(McpOAuthConfig *o);
 
 /*
  * Everything learnt and obtained (metadata, registration, tokens, pending
@@ -88,7 +88,7 @@ extern const char *mcp_oauth_state(McpOAuthConfig *o);
  * in its superuser-only table between the authorization URL and the
  * callback, and between runs.  The export holds secrets.
  */
-extern json_t *mcp_oauth_export(McpOAuthConfig *o);
-extern void mcp_oauth_import(McpOAuthConfig *o, json_t *state);
+extern json_t *McpOauthExport(McpOAuthConfig *o);
+extern void McpOauthImport(McpOAuthConfig *o, json_t *state);
 
 #endif							/* PG_AGENTS_MCP_OAUTH_H */

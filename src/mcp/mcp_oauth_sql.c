@@ -42,19 +42,19 @@ PG_FUNCTION_INFO_V1(pg_agents_mcp_oauth_refresh);
 static McpOAuthConfig *
 OAuthConfig(json_t *config, json_t *state)
 {
-	McpOAuthConfig *o = mcp_oauth_config_new();
+	McpOAuthConfig *o = McpOauthConfigNew();
 	const char *k;
 	json_t	   *v;
 	char		t[32];
 
 	snprintf(t, sizeof(t), "%d", pg_agents_request_timeout > 0 ? pg_agents_request_timeout : 30000);
-	mcp_oauth_config_set(o, "timeout_ms", t);
+	McpOauthConfigSet(o, "timeout_ms", t);
 	json_object_foreach(config, k, v)
 	{
 		if (json_is_string(v) && strcmp(k, "private_key_file") != 0 && strcmp(k, "authorize") != 0)
-			(void) mcp_oauth_config_set(o, k, json_string_value(v));
+			(void) McpOauthConfigSet(o, k, json_string_value(v));
 	}
-	mcp_oauth_import(o, state);
+	McpOauthImport(o, state);
 	return o;
 }
 
@@ -69,16 +69,16 @@ OAuthResult(McpOAuthConfig *o, int rc, const char *url)
 	json_t	   *out;
 
 	if (rc != 0)
-		return json_pack("{s:b, s:s}", "ok", 0, "error", mcp_oauth_error(o));
-	out = json_pack("{s:b, s:o}", "ok", 1, "state", mcp_oauth_export(o));
+		return json_pack("{s:b, s:s}", "ok", 0, "error", McpOauthError(o));
+	out = json_pack("{s:b, s:o}", "ok", 1, "state", McpOauthExport(o));
 	if (url)
 		json_object_set_new(out, "authorization_url", json_string(url));
-	if (mcp_oauth_state(o))
-		json_object_set_new(out, "oauth_state", json_string(mcp_oauth_state(o)));
-	if (mcp_oauth_access_token(o))
+	if (McpOauthState(o))
+		json_object_set_new(out, "oauth_state", json_string(McpOauthState(o)));
+	if (McpOauthAccessToken(o))
 		json_object_set_new(out, "authorized", json_true());
-	if (mcp_oauth_expires_at(o))
-		json_object_set_new(out, "expires_at", json_integer(mcp_oauth_expires_at(o)));
+	if (McpOauthExpiresAt(o))
+		json_object_set_new(out, "expires_at", json_integer(McpOauthExpiresAt(o)));
 	return out;
 }
 
@@ -125,7 +125,7 @@ OAuthFinish(McpOAuthConfig *o, int rc, const char *auth_url, json_t *config, jso
 {
 	json_t	   *out = OAuthResult(o, rc, auth_url);
 
-	mcp_oauth_config_free(o);
+	McpOauthConfigFree(o);
 	json_decref(config);
 	json_decref(state);
 	return OAuthToJsonb(out);
@@ -164,19 +164,19 @@ pg_agents_mcp_oauth_begin(PG_FUNCTION_ARGS)
 	}
 	grant = json_string_value(json_object_get(config, "grant"));
 	o = OAuthConfig(config, state);
-	c = mcp_client_new(url, NULL, pg_agents_request_timeout);
-	mcp_client_set_abort(c, OAuthInterrupted, NULL);
-	mcp_client_set_auth(c, OAuthCapture, &ch);
-	if (mcp_list_tools(c, &tools) == MCP_OK && tools)
+	c = McpClientNew(url, NULL, pg_agents_request_timeout);
+	McpClientSetAbort(c, OAuthInterrupted, NULL);
+	McpClientSetAuth(c, OAuthCapture, &ch);
+	if (McpListTools(c, &tools) == MCP_OK && tools)
 		json_decref(tools);
-	mcp_client_close(c);
-	rc = mcp_oauth_prepare(o, url, ch.status ? ch.status : 401, ch.www);
+	McpClientClose(c);
+	rc = McpOauthPrepare(o, url, ch.status ? ch.status : 401, ch.www);
 	free(ch.www);
 	if (rc == 0 && grant && strcmp(grant, "client_credentials") == 0)
-		rc = mcp_oauth_client_credentials(o);
+		rc = McpOauthClientCredentials(o);
 	else if (rc == 0)
 	{
-		auth_url = mcp_oauth_authorization_url(o);
+		auth_url = McpOauthAuthorizationUrl(o);
 		if (auth_url == NULL)
 			rc = -1;
 	}
@@ -195,7 +195,7 @@ pg_agents_mcp_oauth_complete(PG_FUNCTION_ARGS)
 	char	   *oauth_state = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	char	   *iss = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	McpOAuthConfig *o = OAuthConfig(config, state);
-	int			rc = mcp_oauth_complete(o, code, oauth_state, iss);
+	int			rc = McpOauthComplete(o, code, oauth_state, iss);
 
 	memset(code, 0, strlen(code));
 	PG_RETURN_DATUM(OAuthFinish(o, rc, NULL, config, state));
@@ -212,8 +212,8 @@ pg_agents_mcp_oauth_refresh(PG_FUNCTION_ARGS)
 	int			rc;
 
 	if (grant && strcmp(grant, "client_credentials") == 0)
-		rc = mcp_oauth_client_credentials(o);
+		rc = McpOauthClientCredentials(o);
 	else
-		rc = mcp_oauth_refresh(o);
+		rc = McpOauthRefresh(o);
 	PG_RETURN_DATUM(OAuthFinish(o, rc, NULL, config, state));
 }

@@ -81,7 +81,7 @@ is_loopback_host(const char *host)
  * first use); the answer is a static sentence, or NULL when url is fine.
  */
 const char *
-mcp_url_problem(const char *url)
+McpUrlProblem(const char *url)
 {
 	CURLU	   *u;
 	char	   *scheme = NULL;
@@ -127,7 +127,7 @@ mcp_url_problem(const char *url)
  * network traffic until the first request.
  */
 McpClient *
-mcp_client_new(const char *url, json_t *headers, long timeout_ms)
+McpClientNew(const char *url, json_t *headers, long timeout_ms)
 {
 	McpClient  *c;
 
@@ -139,7 +139,7 @@ mcp_client_new(const char *url, json_t *headers, long timeout_ms)
 	c = calloc(1, sizeof(McpClient));
 	if (c == NULL)
 		abort();
-	c->url = mcp_xstrdup(url);
+	c->url = McpXstrdup(url);
 	c->headers = (headers && json_is_object(headers)) ? json_deep_copy(headers) : mcp_json_object();
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
 	c->next_id = 1;
@@ -153,7 +153,7 @@ mcp_client_new(const char *url, json_t *headers, long timeout_ms)
  * transfer under way (MCP_ABORTED).
  */
 void
-mcp_client_set_abort(McpClient *c, McpAbortCallback cb, void *arg)
+McpClientSetAbort(McpClient *c, McpAbortCallback cb, void *arg)
 {
 	c->abort_cb = cb;
 	c->abort_arg = arg;
@@ -161,7 +161,7 @@ mcp_client_set_abort(McpClient *c, McpAbortCallback cb, void *arg)
 
 /* Sets the bound of later calls; a value <= 0 leaves it unchanged. */
 void
-mcp_client_set_timeout(McpClient *c, long timeout_ms)
+McpClientSetTimeout(McpClient *c, long timeout_ms)
 {
 	if (timeout_ms > 0)
 		c->timeout_ms = timeout_ms;
@@ -169,45 +169,45 @@ mcp_client_set_timeout(McpClient *c, long timeout_ms)
 
 /* The last error, in the client's own buffer (see mcp.h). */
 const char *
-mcp_client_error(McpClient *c)
+McpClientError(McpClient *c)
 {
 	return c->error;
 }
 
 /* The negotiated protocol version, or NULL before initialization. */
 const char *
-mcp_client_protocol_version(McpClient *c)
+McpClientProtocolVersion(McpClient *c)
 {
 	return c->initialized ? c->protocol_version : NULL;
 }
 
 /* The Mcp-Session-Id the server gave, or NULL (borrowed). */
 const char *
-mcp_client_session_id(McpClient *c)
+McpClientSessionId(McpClient *c)
 {
 	return c->session_id;
 }
 
 /* The server's serverInfo (borrowed), or NULL when none was sent. */
 json_t *
-mcp_client_server_info(McpClient *c)
+McpClientServerInfo(McpClient *c)
 {
 	return c->server_info;
 }
 
 /* How many times the client (re-)initialized a session. */
 int
-mcp_client_initializations(McpClient *c)
+McpClientInitializations(McpClient *c)
 {
 	return c->initializations;
 }
 
 /*
  * Sets the client error from outside (e.g. an auth callback), masked like
- * every error (see mcp_set_error); truncated to 1 kB.
+ * every error (see McpSetError); truncated to 1 kB.
  */
 void
-mcp_client_set_error(McpClient *c, const char *fmt,...)
+McpClientSetError(McpClient *c, const char *fmt,...)
 {
 	va_list		ap;
 	char		buf[1024];
@@ -215,19 +215,19 @@ mcp_client_set_error(McpClient *c, const char *fmt,...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	mcp_set_error(c, "%s", buf);
+	McpSetError(c, "%s", buf);
 }
 
 /* The server URL (borrowed). */
 const char *
-mcp_client_url(McpClient *c)
+McpClientUrl(McpClient *c)
 {
 	return c->url;
 }
 
 /* The bound of every call, in milliseconds. */
 long
-mcp_client_timeout(McpClient *c)
+McpClientTimeout(McpClient *c)
 {
 	return c->timeout_ms;
 }
@@ -237,10 +237,10 @@ mcp_client_timeout(McpClient *c)
  * checked against the supported list when the first request is made.
  */
 void
-mcp_client_set_protocol(McpClient *c, const char *version)
+McpClientSetProtocol(McpClient *c, const char *version)
 {
 	free(c->want_version);
-	c->want_version = (version && *version && strcmp(version, "auto") != 0) ? mcp_xstrdup(version) : NULL;
+	c->want_version = (version && *version && strcmp(version, "auto") != 0) ? McpXstrdup(version) : NULL;
 }
 
 /*
@@ -248,7 +248,7 @@ mcp_client_set_protocol(McpClient *c, const char *version)
  * elicitation capability.
  */
 void
-mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
+McpClientSetElicitation(McpClient *c, McpElicitCallback cb, void *arg)
 {
 	c->elicit_cb = cb;
 	c->elicit_arg = arg;
@@ -259,21 +259,21 @@ mcp_client_set_elicitation(McpClient *c, McpElicitCallback cb, void *arg)
  * negative values count as 0 (not declared).
  */
 void
-mcp_client_hold_elicitation(McpClient *c, long hold_ms)
+McpClientHoldElicitation(McpClient *c, long hold_ms)
 {
 	c->elicit_hold_ms = hold_ms > 0 ? hold_ms : 0;
 }
 
 /* Declares deferred elicitation to 2026-07-28 servers (see mcp.h). */
 void
-mcp_client_defer_elicitation(McpClient *c)
+McpClientDeferElicitation(McpClient *c)
 {
 	c->elicit_deferred = 1;
 }
 
 /* Sets the callback called on 401/403 answers (see mcp.h). */
 void
-mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg)
+McpClientSetAuth(McpClient *c, McpAuthCallback cb, void *arg)
 {
 	c->auth_cb = cb;
 	c->auth_arg = arg;
@@ -284,26 +284,26 @@ mcp_client_set_auth(McpClient *c, McpAuthCallback cb, void *arg)
  * removes the Authorization header.
  */
 void
-mcp_client_set_bearer(McpClient *c, const char *token)
+McpClientSetBearer(McpClient *c, const char *token)
 {
 	if (c->bearer)
 	{
 		memset(c->bearer, 0, strlen(c->bearer));
 		free(c->bearer);
 	}
-	c->bearer = (token && *token) ? mcp_xstrdup(token) : NULL;
+	c->bearer = (token && *token) ? McpXstrdup(token) : NULL;
 }
 
 /* ttlMs of the last tools/list, or -1 (see mcp.h). */
 long
-mcp_client_tools_ttl_ms(McpClient *c)
+McpClientToolsTtlMs(McpClient *c)
 {
 	return c->tools_ttl_ms;
 }
 
 /* Tools left out by the last tools/list (borrowed, or NULL before one). */
 json_t *
-mcp_client_rejected_tools(McpClient *c)
+McpClientRejectedTools(McpClient *c)
 {
 	return c->rejected;
 }
@@ -314,7 +314,7 @@ mcp_client_rejected_tools(McpClient *c)
 
 /* Whether v is a protocol version this client speaks. */
 int
-mcp_supported_version(const char *v)
+McpSupportedVersion(const char *v)
 {
 	return v && (strcmp(v, MCP_STATELESS_VERSION) == 0 ||
 				 strcmp(v, "2025-11-25") == 0 ||
@@ -324,7 +324,7 @@ mcp_supported_version(const char *v)
 
 /* Whether v is the stateless (2026-07-28) protocol version. */
 int
-mcp_stateless_version(const char *v)
+McpStatelessVersion(const char *v)
 {
 	return v && strcmp(v, MCP_STATELESS_VERSION) == 0;
 }
@@ -347,19 +347,19 @@ best_version(json_t *list)
 
 /* A JSON-RPC error response to the client error text. */
 void
-mcp_rpc_error_text(McpClient *c, const char *what, json_t *err)
+McpRpcErrorText(McpClient *c, const char *what, json_t *err)
 {
 	json_t	   *code = json_object_get(err, "code");
 	const char *m = json_string_value(json_object_get(err, "message"));
 
-	mcp_set_error(c, "%s: the server answered JSON-RPC error %lld: %s", what,
+	McpSetError(c, "%s: the server answered JSON-RPC error %lld: %s", what,
 			  (long long) (json_is_integer(code) ? json_integer_value(code) : 0),
 			  m ? m : "(no message)");
 }
 
 /* Capabilities we declare: elicitation when someone can answer; never sampling or roots. */
 json_t *
-mcp_client_capabilities(McpClient *c)
+McpClientCapabilities(McpClient *c)
 {
 	json_t	   *caps = mcp_json_object();
 
@@ -370,7 +370,7 @@ mcp_client_capabilities(McpClient *c)
 }
 
 /*
- * mcp_rpc_send, and on 401 (or 403 insufficient_scope) the authorization
+ * McpRpcSend, and on 401 (or 403 insufficient_scope) the authorization
  * callback, then again, at most MCP_MAX_AUTH_RETRIES times.
  */
 static int
@@ -381,7 +381,7 @@ send_authorized(McpClient *c, json_t *msg, json_int_t id, const char *what,
 
 	for (;;)
 	{
-		int			rc = mcp_rpc_send(c, msg, id, what, response, session_out);
+		int			rc = McpRpcSend(c, msg, id, what, response, session_out);
 		char	   *wa;
 		int			r;
 
@@ -391,11 +391,11 @@ send_authorized(McpClient *c, json_t *msg, json_int_t id, const char *what,
 			return rc;
 		if (tries++ >= MCP_MAX_AUTH_RETRIES)
 		{
-			mcp_set_error(c, "%s: the server still refuses the credentials after %d authorizations",
+			McpSetError(c, "%s: the server still refuses the credentials after %d authorizations",
 					  what, MCP_MAX_AUTH_RETRIES);
 			return rc;
 		}
-		wa = c->www_auth ? mcp_xstrdup(c->www_auth) : NULL;
+		wa = c->www_auth ? McpXstrdup(c->www_auth) : NULL;
 		r = c->auth_cb(c->auth_arg, c, c->auth_status, wa);
 		free(wa);
 		if (r != 0)
@@ -405,7 +405,7 @@ send_authorized(McpClient *c, json_t *msg, json_int_t id, const char *what,
 
 /* A request message; in stateless mode params carry _meta. */
 json_t *
-mcp_build_request(McpClient *c, const char *method, json_t *params, json_int_t id)
+McpBuildRequest(McpClient *c, const char *method, json_t *params, json_int_t id)
 {
 	json_t	   *p = json_is_object(params) ? json_copy(params) : mcp_json_object();
 
@@ -417,7 +417,7 @@ mcp_build_request(McpClient *c, const char *method, json_t *params, json_int_t i
 		json_object_set_new(meta, "io.modelcontextprotocol/protocolVersion", json_string(c->protocol_version));
 		json_object_set_new(meta, "io.modelcontextprotocol/clientInfo",
 							json_pack("{s:s, s:s}", "name", MCP_CLIENT_NAME, "version", MCP_CLIENT_VERSION));
-		json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", mcp_client_capabilities(c));
+		json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", McpClientCapabilities(c));
 		json_object_set_new(p, "_meta", meta);
 	}
 	return json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method, "params", p);
@@ -425,7 +425,7 @@ mcp_build_request(McpClient *c, const char *method, json_t *params, json_int_t i
 
 /* forgets the client's session before a new initialize (counted) */
 void
-mcp_session_forget(McpClient *c)
+McpSessionForget(McpClient *c)
 {
 	free(c->session_id);
 	c->session_id = NULL;
@@ -458,12 +458,12 @@ initialize_version(McpClient *c, const char *want)
 	int			rc;
 	json_int_t	id = c->next_id++;
 
-	mcp_session_forget(c);			/* a fresh session */
+	McpSessionForget(c);			/* a fresh session */
 
 	req = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
 					"jsonrpc", "2.0", "id", id, "method", "initialize",
 					"params", "protocolVersion", want,
-					"capabilities", mcp_client_capabilities(c),
+					"capabilities", McpClientCapabilities(c),
 					"clientInfo", "name", MCP_CLIENT_NAME, "version", MCP_CLIENT_VERSION);
 	rc = send_authorized(c, req, id, "initialize", &resp, &session);
 	json_decref(req);
@@ -476,7 +476,7 @@ initialize_version(McpClient *c, const char *want)
 	}
 	if (json_is_object(json_object_get(resp, "error")))
 	{
-		mcp_rpc_error_text(c, "initialize", json_object_get(resp, "error"));
+		McpRpcErrorText(c, "initialize", json_object_get(resp, "error"));
 		json_decref(resp);
 		free(session);
 		return MCP_ERROR;
@@ -485,14 +485,14 @@ initialize_version(McpClient *c, const char *want)
 	version = json_string_value(json_object_get(result, "protocolVersion"));
 	if (!json_is_object(result) || version == NULL)
 	{
-		mcp_set_error(c, "initialize: the server's answer has no protocolVersion");
+		McpSetError(c, "initialize: the server's answer has no protocolVersion");
 		json_decref(resp);
 		free(session);
 		return MCP_ERROR;
 	}
-	if (!mcp_supported_version(version) || mcp_stateless_version(version))
+	if (!McpSupportedVersion(version) || McpStatelessVersion(version))
 	{
-		mcp_set_error(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2026-07-28 without initialize, 2025-11-25, 2025-06-18, 2025-03-26)",
+		McpSetError(c, "initialize: unsupported protocol version \"%.40s\" (supported: 2026-07-28 without initialize, 2025-11-25, 2025-06-18, 2025-03-26)",
 				  version);
 		json_decref(resp);
 		free(session);
@@ -511,7 +511,7 @@ initialize_version(McpClient *c, const char *want)
 	if (rc == MCP_SESSION_LOST)
 	{
 		/* an internal code: never returned by the public calls */
-		mcp_set_error(c, "notifications/initialized: the server no longer knows the session it has just created");
+		McpSetError(c, "notifications/initialized: the server no longer knows the session it has just created");
 		rc = MCP_ERROR;
 	}
 	if (rc != MCP_OK)
@@ -528,11 +528,11 @@ initialize_version(McpClient *c, const char *want)
  * the newest stateful one).
  */
 int
-mcp_initialize(McpClient *c)
+McpInitialize(McpClient *c)
 {
 	const char *v = c->want_version;
 
-	if (v == NULL || mcp_stateless_version(v))
+	if (v == NULL || McpStatelessVersion(v))
 		v = (c->era == 1 && c->protocol_version[0]) ? c->protocol_version : MCP_PROTOCOL_VERSION;
 	return initialize_version(c, v);
 }
@@ -571,7 +571,7 @@ discover(McpClient *c)
 	go_stateless(c, MCP_STATELESS_VERSION);
 	c->initialized = 0;
 	c->last_http_status = 0;
-	req = mcp_build_request(c, "server/discover", NULL, id);
+	req = McpBuildRequest(c, "server/discover", NULL, id);
 	rc = send_authorized(c, req, id, "server/discover", &resp, NULL);
 	json_decref(req);
 	c->stateless = 0;
@@ -591,7 +591,7 @@ discover(McpClient *c)
 	else if (json_is_integer(json_object_get(err, "code")) &&
 			 json_integer_value(json_object_get(err, "code")) == -32022)
 		v = best_version(json_object_get(json_object_get(err, "data"), "supported"));
-	if (v && mcp_stateless_version(v))
+	if (v && McpStatelessVersion(v))
 	{
 		go_stateless(c, v);
 		if (c->server_info)
@@ -624,12 +624,12 @@ ensure_ready(McpClient *c)
 	}
 	if (c->era == 1)
 		return initialize_version(c, c->protocol_version);
-	if (v && !mcp_supported_version(v))
+	if (v && !McpSupportedVersion(v))
 	{
-		mcp_set_error(c, "unsupported protocol version \"%.40s\" (supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, auto)", v);
+		McpSetError(c, "unsupported protocol version \"%.40s\" (supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, auto)", v);
 		return MCP_ERROR;
 	}
-	if (v && mcp_stateless_version(v))
+	if (v && McpStatelessVersion(v))
 	{
 		go_stateless(c, v);
 		return MCP_OK;
@@ -664,7 +664,7 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 		if (rc != MCP_OK)
 			return rc;
 		id = c->next_id++;
-		req = mcp_build_request(c, method, params, id);
+		req = McpBuildRequest(c, method, params, id);
 		rc = send_authorized(c, req, id, method, &resp, NULL);
 		json_decref(req);
 		if (rc == MCP_SESSION_LOST)
@@ -675,7 +675,7 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 			c->session_id = NULL;
 			if (!lost++)
 				continue;
-			mcp_set_error(c, "%s: the server lost the session again right after a new initialization", method);
+			McpSetError(c, "%s: the server lost the session again right after a new initialization", method);
 			return MCP_ERROR;
 		}
 		if (rc != MCP_OK)
@@ -690,7 +690,7 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 			if (v)
 			{
 				json_decref(resp);
-				if (mcp_stateless_version(v))
+				if (McpStatelessVersion(v))
 					go_stateless(c, v);
 				else
 				{
@@ -704,14 +704,14 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 		}
 		if (json_is_object(err))
 		{
-			mcp_rpc_error_text(c, method, err);
+			McpRpcErrorText(c, method, err);
 			*result = json_incref(err);
 			json_decref(resp);
 			return MCP_RPC_ERROR;
 		}
 		if (!json_is_object(json_object_get(resp, "result")))
 		{
-			mcp_set_error(c, "%s: the server's response has no result object", method);
+			McpSetError(c, "%s: the server's response has no result object", method);
 			json_decref(resp);
 			return MCP_ERROR;
 		}
@@ -719,13 +719,13 @@ request(McpClient *c, const char *method, json_t *params, json_t **result)
 		json_decref(resp);
 		return MCP_OK;
 	}
-	mcp_set_error(c, "%s: no protocol version in common with the server", method);
+	McpSetError(c, "%s: no protocol version in common with the server", method);
 	return MCP_ERROR;
 }
 
 /* Any JSON-RPC request under the transport rules (see mcp.h and request). */
 int
-mcp_request(McpClient *c, const char *method, json_t *params, json_t **result)
+McpRequest(McpClient *c, const char *method, json_t *params, json_t **result)
 {
 	return request(c, method, params, result);
 }
@@ -737,7 +737,7 @@ mcp_request(McpClient *c, const char *method, json_t *params, json_t **result)
  * replaced; on failure they are left as they were and *tools is NULL.
  */
 int
-mcp_list_tools(McpClient *c, json_t **tools)
+McpListTools(McpClient *c, json_t **tools)
 {
 	json_t	   *all = json_array();
 	json_t	   *cache = mcp_json_object();
@@ -773,7 +773,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 		page = json_object_get(result, "tools");
 		if (!json_is_array(page))
 		{
-			mcp_set_error(c, "tools/list: the server's result has no tools array");
+			McpSetError(c, "tools/list: the server's result has no tools array");
 			json_decref(result);
 			json_decref(all);
 			json_decref(cache);
@@ -793,7 +793,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 			if (!json_is_object(t) || !json_is_string(json_object_get(t, "name")))
 				continue;
 			name = json_string_value(json_object_get(t, "name"));
-			problem = mcp_x_header_problem(t);
+			problem = McpXHeaderProblem(t);
 			if (problem)
 			{
 				json_array_append_new(rejected, json_pack("{s:s, s:s}", "name", name, "reason", problem));
@@ -810,7 +810,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 		}
 		if (cursor && strcmp(cursor, json_string_value(next)) == 0)
 		{
-			mcp_set_error(c, "tools/list: the server returned the same cursor twice");
+			McpSetError(c, "tools/list: the server returned the same cursor twice");
 			json_decref(result);
 			json_decref(all);
 			json_decref(cache);
@@ -819,11 +819,11 @@ mcp_list_tools(McpClient *c, json_t **tools)
 			return MCP_ERROR;
 		}
 		free(cursor);
-		cursor = mcp_xstrdup(json_string_value(next));
+		cursor = McpXstrdup(json_string_value(next));
 		json_decref(result);
 		if (++pages >= MCP_MAX_PAGES)
 		{
-			mcp_set_error(c, "tools/list: more than %d pages", MCP_MAX_PAGES);
+			McpSetError(c, "tools/list: more than %d pages", MCP_MAX_PAGES);
 			json_decref(all);
 			json_decref(cache);
 			json_decref(rejected);
@@ -839,7 +839,7 @@ mcp_list_tools(McpClient *c, json_t **tools)
 		json_decref(c->rejected);
 	c->rejected = rejected;
 	c->tools_ttl_ms = ttl;
-	c->tools_listed_at = mcp_now_ms();
+	c->tools_listed_at = McpNowMs();
 	*tools = all;
 	return MCP_OK;
 }
@@ -868,11 +868,11 @@ rejected_reason(McpClient *c, const char *name)
  * elicitation) the result is returned as MCP_INPUT_REQUIRED.
  */
 int
-mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
+McpCallToolWithInput(McpClient *c, const char *name, json_t *arguments,
 						 json_t *input_responses, const char *request_state, json_t **result)
 {
 	json_t	   *responses = input_responses ? json_incref(input_responses) : NULL;
-	char	   *state = request_state ? mcp_xstrdup(request_state) : NULL;
+	char	   *state = request_state ? McpXstrdup(request_state) : NULL;
 	const char *why;
 	int			round;
 	int			rc = MCP_ERROR;
@@ -881,17 +881,17 @@ mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
 	/* 2026-07-28: the tool's definition gives its Mcp-Param-* headers */
 	if (ensure_ready(c) == MCP_OK && c->stateless &&
 		(c->tools_cache == NULL || json_object_get(c->tools_cache, name) == NULL ||
-		 (c->tools_ttl_ms > 0 && mcp_now_ms() - c->tools_listed_at > c->tools_ttl_ms)) &&
+		 (c->tools_ttl_ms > 0 && McpNowMs() - c->tools_listed_at > c->tools_ttl_ms)) &&
 		(c->rejected == NULL || rejected_reason(c, name) == NULL))
 	{
 		json_t	   *tools = NULL;
 
-		if (mcp_list_tools(c, &tools) == MCP_OK)
+		if (McpListTools(c, &tools) == MCP_OK)
 			json_decref(tools);
 	}
 	if (c->rejected && (why = rejected_reason(c, name)) != NULL)
 	{
-		mcp_set_error(c, "tool \"%.100s\" is refused: its definition is invalid (%s)", name, why);
+		McpSetError(c, "tool \"%.100s\" is refused: its definition is invalid (%s)", name, why);
 		if (responses)
 			json_decref(responses);
 		free(state);
@@ -927,7 +927,7 @@ mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
 		requests = json_object_get(*result, "inputRequests");
 		if (!json_is_object(requests) || c->elicit_cb == NULL)
 		{
-			mcp_set_error(c, "tools/call: the server asks for input during the call");
+			McpSetError(c, "tools/call: the server asks for input during the call");
 			return MCP_INPUT_REQUIRED;
 		}
 		answers = mcp_json_object();
@@ -947,33 +947,33 @@ mcp_call_tool_with_input(McpClient *c, const char *name, json_t *arguments,
 				problem = "the server asks for input during the call";
 				break;
 			}
-			mcp_elicitation_apply_defaults(json_object_get(ir, "params"), ans);
+			McpElicitationApplyDefaults(json_object_get(ir, "params"), ans);
 			json_object_set_new(answers, key, ans);
 		}
 		if (problem)
 		{
 			json_decref(answers);
-			mcp_set_error(c, "tools/call: %s", problem);
+			McpSetError(c, "tools/call: %s", problem);
 			return MCP_INPUT_REQUIRED;
 		}
 		responses = answers;
 		if (json_is_string(json_object_get(*result, "requestState")))
-			state = mcp_xstrdup(json_string_value(json_object_get(*result, "requestState")));
+			state = McpXstrdup(json_string_value(json_object_get(*result, "requestState")));
 		json_decref(*result);
 		*result = NULL;
 	}
 	if (responses)
 		json_decref(responses);
 	free(state);
-	mcp_set_error(c, "tools/call: the server asked for input more than %d times", MCP_MAX_INPUT_ROUNDS);
+	McpSetError(c, "tools/call: the server asked for input more than %d times", MCP_MAX_INPUT_ROUNDS);
 	return MCP_ERROR;
 }
 
-/* tools/call without input responses (see mcp_call_tool_with_input). */
+/* tools/call without input responses (see McpCallToolWithInput). */
 int
-mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result)
+McpCallTool(McpClient *c, const char *name, json_t *arguments, json_t **result)
 {
-	return mcp_call_tool_with_input(c, name, arguments, NULL, NULL, result);
+	return McpCallToolWithInput(c, name, arguments, NULL, NULL, result);
 }
 
 /*
@@ -982,7 +982,7 @@ mcp_call_tool(McpClient *c, const char *name, json_t *arguments, json_t **result
  * answer is ignored.  The bearer token is wiped.  NULL is accepted.
  */
 void
-mcp_client_close(McpClient *c)
+McpClientClose(McpClient *c)
 {
 	if (c == NULL)
 		return;
@@ -994,8 +994,8 @@ mcp_client_close(McpClient *c)
 
 		/* the goodbye must go out even when the caller is being cancelled */
 		c->abort_cb = NULL;
-		mcp_setup_handle(c, c->curl, mcp_now_ms() + t);
-		h = mcp_base_headers(c, h, 1);
+		McpSetupHandle(c, c->curl, McpNowMs() + t);
+		h = McpBaseHeaders(c, h, 1);
 		curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, "DELETE");
 		curl_easy_setopt(c->curl, CURLOPT_NOBODY, 1L);
@@ -1009,7 +1009,7 @@ mcp_client_close(McpClient *c)
 	free(c->url);
 	free(c->want_version);
 	free(c->www_auth);
-	mcp_client_set_bearer(c, NULL);
+	McpClientSetBearer(c, NULL);
 	if (c->tools_cache)
 		json_decref(c->tools_cache);
 	if (c->rejected)
@@ -1027,7 +1027,7 @@ mcp_client_close(McpClient *c)
  * memory).
  */
 char *
-mcp_result_text(json_t *result)
+McpResultText(json_t *result)
 {
 	StrBuf		b = {0};
 	json_t	   *content = json_object_get(result, "content");
@@ -1041,12 +1041,12 @@ mcp_result_text(json_t *result)
 			const char *type = json_string_value(json_object_get(part, "type"));
 
 			if (b.len > 0)
-				mcp_sb_append(&b, "\n", 1);
+				McpSbAppend(&b, "\n", 1);
 			if (type && strcmp(type, "text") == 0 && json_is_string(json_object_get(part, "text")))
 			{
 				json_t	   *t = json_object_get(part, "text");
 
-				mcp_sb_append(&b, json_string_value(t), json_string_length(t));
+				McpSbAppend(&b, json_string_value(t), json_string_length(t));
 			}
 			else
 			{
@@ -1054,7 +1054,7 @@ mcp_result_text(json_t *result)
 
 				if (s)
 				{
-					mcp_sb_append(&b, s, strlen(s));
+					McpSbAppend(&b, s, strlen(s));
 					free(s);
 				}
 			}
@@ -1066,12 +1066,12 @@ mcp_result_text(json_t *result)
 
 		if (s)
 		{
-			mcp_sb_append(&b, s, strlen(s));
+			McpSbAppend(&b, s, strlen(s));
 			free(s);
 		}
 	}
 	if (b.data == NULL)
-		return mcp_xstrdup("");
+		return McpXstrdup("");
 	return b.data;
 }
 
@@ -1081,17 +1081,17 @@ mcp_result_text(json_t *result)
  * asynchronous calls; MCP_OK or an error code (see ensure_ready).
  */
 int
-mcp_client_ready(McpClient *c)
+McpClientReady(McpClient *c)
 {
 	return ensure_ready(c);
 }
 
 /*
  * Drops the session (after MCP_SESSION_GONE) without a DELETE, so that the
- * next mcp_client_ready initializes again.
+ * next McpClientReady initializes again.
  */
 void
-mcp_client_forget_session(McpClient *c)
+McpClientForgetSession(McpClient *c)
 {
 	c->initialized = 0;
 	free(c->session_id);
@@ -1100,14 +1100,14 @@ mcp_client_forget_session(McpClient *c)
 
 /* Whether the client speaks the stateless (2026-07-28) protocol. */
 int
-mcp_client_stateless(McpClient *c)
+McpClientStateless(McpClient *c)
 {
 	return c->stateless;
 }
 
 /* Whether the client is initialized (or stateless and ready). */
 int
-mcp_client_is_ready(McpClient *c)
+McpClientIsReady(McpClient *c)
 {
 	return c->initialized;
 }

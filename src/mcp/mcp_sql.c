@@ -56,7 +56,7 @@ static bool mcp_exit_hook = false;
 static void
 McpCloseAt(int i)
 {
-	mcp_client_close(mcp_cache[i].client);
+	McpClientClose(mcp_cache[i].client);
 	free(mcp_cache[i].key);
 	memmove(&mcp_cache[i], &mcp_cache[i + 1], sizeof(McpCached) * (mcp_cached - i - 1));
 	mcp_cached--;
@@ -103,8 +103,8 @@ McpClientFor(int64 server_id, const char *url, const char *headers_text, json_t 
 		{
 			free(key);
 			c = mcp_cache[i].client;
-			mcp_client_set_timeout(c, pg_agents_request_timeout);
-			mcp_client_set_abort(c, McpInterrupted, NULL);
+			McpClientSetTimeout(c, pg_agents_request_timeout);
+			McpClientSetAbort(c, McpInterrupted, NULL);
 			return c;
 		}
 		McpCloseAt(i);			/* the configuration changed */
@@ -112,8 +112,8 @@ McpClientFor(int64 server_id, const char *url, const char *headers_text, json_t 
 	}
 	if (mcp_cached == MCP_CACHE_SIZE)
 		McpCloseAt(0);
-	c = mcp_client_new(url, headers, pg_agents_request_timeout);
-	mcp_client_set_abort(c, McpInterrupted, NULL);
+	c = McpClientNew(url, headers, pg_agents_request_timeout);
+	McpClientSetAbort(c, McpInterrupted, NULL);
 	mcp_cache[mcp_cached].server_id = server_id;
 	mcp_cache[mcp_cached].key = key;
 	mcp_cache[mcp_cached].client = c;
@@ -194,7 +194,7 @@ FailureJson(const char *error)
 static json_t *
 FailureAndForget(McpClient *c, int64 server_id)
 {
-	json_t	   *out = FailureJson(mcp_client_error(c));
+	json_t	   *out = FailureJson(McpClientError(c));
 
 	McpForget(server_id);
 	return out;
@@ -239,7 +239,7 @@ ClientForArgs(int64 server_id, const char *url, Jsonb *hjb, const char **error)
 		*error = serr;
 		return NULL;
 	}
-	htext = psprintf("%s\n%llu", htext, (unsigned long long) PgAgentsConfigGeneration());
+	htext = psprintf("%s\n%llu", htext, (unsigned long long) ConfigGeneration());
 	c = McpClientFor(server_id, url, htext, headers);
 	if (headers)
 		json_decref(headers);
@@ -250,13 +250,13 @@ ClientForArgs(int64 server_id, const char *url, Jsonb *hjb, const char **error)
 
 /*
  * agent._mcp_url_problem(url) RETURNS text: why url is not acceptable (see
- * mcp_url_problem), or NULL when it is.
+ * McpUrlProblem), or NULL when it is.
  */
 Datum
 pg_agents_mcp_url_problem(PG_FUNCTION_ARGS)
 {
 	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	const char *problem = mcp_url_problem(url);
+	const char *problem = McpUrlProblem(url);
 
 	if (problem == NULL)
 		PG_RETURN_NULL();
@@ -280,7 +280,7 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 	json_t	   *tools = NULL;
 	McpClient  *c;
 	int			rc;
-	const char *problem = mcp_url_problem(url);
+	const char *problem = McpUrlProblem(url);
 
 	if (problem)
 		return JanssonToJsonb(FailureJson(problem));
@@ -288,17 +288,17 @@ pg_agents_mcp_list(PG_FUNCTION_ARGS)
 	if (c == NULL)
 		return JanssonToJsonb(FailureJson(problem));
 
-	rc = mcp_list_tools(c, &tools);
+	rc = McpListTools(c, &tools);
 	if (rc == MCP_OK)
 	{
-		json_t	   *info = mcp_client_server_info(c);
+		json_t	   *info = McpClientServerInfo(c);
 
 		out = json_pack("{s:b, s:s, s:O, s:o}", "ok", 1,
-						"protocolVersion", mcp_client_protocol_version(c),
+						"protocolVersion", McpClientProtocolVersion(c),
 						"serverInfo", info ? info : json_null(),
 						"tools", tools);
-		if (mcp_client_tools_ttl_ms(c) >= 0)
-			json_object_set_new(out, "ttlMs", json_integer(mcp_client_tools_ttl_ms(c)));
+		if (McpClientToolsTtlMs(c) >= 0)
+			json_object_set_new(out, "ttlMs", json_integer(McpClientToolsTtlMs(c)));
 	}
 	else
 		out = FailureAndForget(c, server_id);
@@ -326,7 +326,7 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 	json_t	   *out;
 	McpClient  *c;
 	int			rc;
-	const char *problem = mcp_url_problem(url);
+	const char *problem = McpUrlProblem(url);
 
 	if (problem)
 		return JanssonToJsonb(FailureJson(problem));
@@ -344,12 +344,12 @@ pg_agents_mcp_call(PG_FUNCTION_ARGS)
 		return JanssonToJsonb(FailureJson(problem));
 	}
 
-	rc = mcp_call_tool(c, tool, args, &result);
+	rc = McpCallTool(c, tool, args, &result);
 	json_decref(args);
 	if (rc == MCP_OK)
 		out = json_pack("{s:b, s:o}", "ok", 1, "result", result);
 	else if (rc == MCP_RPC_ERROR)
-		out = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", mcp_client_error(c),
+		out = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", McpClientError(c),
 						"rpc_error", result ? result : mcp_json_object());
 	else
 	{

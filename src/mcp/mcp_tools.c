@@ -296,7 +296,7 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 		if (mc->key == NULL)
 			elog(ERROR, "out of memory");
 		snprintf(mc->key, kl, "%s\n%s\n%s\n%llu", mc->url, h ? h : "", mc->protocol ? mc->protocol : "",
-				 (unsigned long long) PgAgentsConfigGeneration());
+				 (unsigned long long) ConfigGeneration());
 		if (h)
 		{
 			memset(h, 0, strlen(h));

@@ -113,8 +113,8 @@ EntryClose(McpEntry *e)
 	 * server was answering: one that failed may not answer it either.
 	 */
 	if (e->broken)
-		mcp_client_forget_session(e->client);
-	mcp_client_close(e->client);
+		McpClientForgetSession(e->client);
+	McpClientClose(e->client);
 	free(e->key);
 	free(e->init_error);
 	free(e);
@@ -177,19 +177,19 @@ EntryFor(McpCall *mc)
 		elog(FATAL, "out of memory");
 	e->server_id = mc->server_id;
 	e->key = McpXdup(mc->key);
-	e->client = mcp_client_new(mc->url, mc->headers, pg_agents_request_timeout);
+	e->client = McpClientNew(mc->url, mc->headers, pg_agents_request_timeout);
 	if (mc->protocol && strcmp(mc->protocol, MCP_STATELESS_VERSION) == 0)
 	{
-		mcp_client_set_protocol(e->client, MCP_STATELESS_VERSION);
+		McpClientSetProtocol(e->client, MCP_STATELESS_VERSION);
 		/* input_required comes back to be answered by people */
-		mcp_client_defer_elicitation(e->client);
+		McpClientDeferElicitation(e->client);
 	}
 	else
 	{
-		mcp_client_set_protocol(e->client, mc->protocol);	/* NULL: discover */
+		McpClientSetProtocol(e->client, mc->protocol);	/* NULL: discover */
 		/* a 2025-11-25 server's question in the stream waits for people */
 		if (pg_agents_mcp_elicitation_wait > 0)
-			mcp_client_hold_elicitation(e->client, pg_agents_mcp_elicitation_wait * 1000L);
+			McpClientHoldElicitation(e->client, pg_agents_mcp_elicitation_wait * 1000L);
 	}
 	e->refs = 1;
 	e->next = entries;
@@ -243,7 +243,7 @@ McpCallFree(McpCall *mc)
 		HttpFree(mc->req);		/* removed from the multi handle */
 		transfers--;
 	}
-	mcp_async_free(mc->async);
+	McpAsyncRequestFree(mc->async);
 	if (mc->entry)
 	{
 		mc->entry->refs--;
@@ -359,7 +359,7 @@ McpCallStart(McpCall *mc)
 
 	if (mc->async == NULL)
 	{
-		const char *problem = mcp_url_problem(mc->url);
+		const char *problem = McpUrlProblem(mc->url);
 
 		if (problem)
 		{
@@ -369,48 +369,48 @@ McpCallStart(McpCall *mc)
 		if (mc->entry == NULL)
 			mc->entry = EntryFor(mc);
 		c = mc->entry->client;
-		mcp_client_set_timeout(c, pg_agents_request_timeout);
-		if (!mcp_client_is_ready(c) && mc->entry->init_error)
+		McpClientSetTimeout(c, pg_agents_request_timeout);
+		if (!McpClientIsReady(c) && mc->entry->init_error)
 		{
 			/* the initialization this call waited for failed: so does the call */
 			SetAnswer(mc, Failure(mc->entry->init_error));
 			return;
 		}
-		if (!mcp_client_is_ready(c) && mcp_client_wants_session(c))
+		if (!McpClientIsReady(c) && McpClientWantsSession(c))
 		{
-			mc->async = mcp_async_initialize(c);
+			mc->async = McpAsyncInitialize(c);
 			if (mc->async == NULL)
 			{
-				SetAnswer(mc, Failure(mcp_client_error(c)));
+				SetAnswer(mc, Failure(McpClientError(c)));
 				return;
 			}
 			mc->initializing = true;
 			mc->entry->initializing = mc;
-			mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, mc);
+			mc->req = HttpAttach(McpAsyncHandle(mc->async), HTTP_MCP, mc);
 			transfers++;
 			return;
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
-		rc = mcp_client_ready(c);	/* stateless: at once; unknown protocol: discover */
+		rc = McpClientReady(c);	/* stateless: at once; unknown protocol: discover */
 		if (rc != MCP_OK)
 		{
-			SetAnswer(mc, Failure(mcp_client_error(c)));
+			SetAnswer(mc, Failure(McpClientError(c)));
 			mc->entry->stale = mc->entry->broken = true;	/* start afresh next time */
 			return;
 		}
 		free(mc->session);
-		mc->session = mcp_client_session_id(c) ? McpXdup(mcp_client_session_id(c)) : NULL;
-		mc->async = mcp_async_call(c, mc->tool, mc->arguments, mc->tool_def, mc->responses,
+		mc->session = McpClientSessionId(c) ? McpXdup(McpClientSessionId(c)) : NULL;
+		mc->async = McpAsyncCall(c, mc->tool, mc->arguments, mc->tool_def, mc->responses,
 								   mc->request_state);
 		if (mc->async == NULL)
 		{
-			SetAnswer(mc, Failure(mcp_client_error(c)));
+			SetAnswer(mc, Failure(McpClientError(c)));
 			return;
 		}
 	}
-	mc->req = HttpAttach(mcp_async_handle(mc->async), HTTP_MCP, mc);
+	mc->req = HttpAttach(McpAsyncHandle(mc->async), HTTP_MCP, mc);
 	transfers++;
-	PgAgentsWorkerNoteMcp(true);	/* operations: agent.worker_status (mcp_since) */
+	RunsWorkerNoteMcp(true);	/* operations: agent.worker_status (mcp_since) */
 }
 
 /* answers to the server's requests in the stream (ping): POSTs of their own */
@@ -420,7 +420,7 @@ SendReplies(McpCall *mc)
 	struct curl_slist *h;
 	char	   *body;
 
-	while (mc->async && mcp_async_next_reply(mc->async, &h, &body))
+	while (mc->async && McpAsyncNextReply(mc->async, &h, &body))
 	{
 		HttpRequest *r = HttpStart(mc->url, h, body, Min(pg_agents_request_timeout, 5000), NULL);
 
@@ -444,14 +444,14 @@ McpCallPump(McpCall *mc)
 	SendReplies(mc);
 	if (mc->elicit == NULL && mc->async && !mc->initializing)
 	{
-		mc->elicit = mcp_async_take_elicitation(mc->async);
+		mc->elicit = McpAsyncTakeElicitation(mc->async);
 		if (mc->elicit)
 		{
 			mc->elicit_state = ELICIT_NEW;
-			mc->elicit_since = mcp_now_ms();
+			mc->elicit_since = McpNowMs();
 			return;
 		}
-		if (mcp_now_ms() > mcp_async_soft_deadline(mc->async))
+		if (McpNowMs() > McpAsyncSoftDeadline(mc->async))
 		{
 			char		why[128];
 
@@ -493,19 +493,19 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 	int			rc;
 
 	Assert(req == mc->req);
-	rc = mcp_async_done(mc->async, (int) req->result, &result);
+	rc = McpAsyncDone(mc->async, (int) req->result, &result);
 	HttpFree(req);
 	mc->req = NULL;
 	transfers--;
 	SendReplies(mc);
-	if (mcp_async_list_changed(mc->async))
+	if (McpAsyncListChanged(mc->async))
 		mc->list_changed = true;
 	if (mc->initializing && rc != MCP_AGAIN)
 	{
 		/* the session's initialization ended: the call (and those waiting) go on */
 		mc->initializing = false;
 		mc->entry->initializing = NULL;
-		mcp_async_free(mc->async);
+		McpAsyncRequestFree(mc->async);
 		mc->async = NULL;
 		if (result)
 			json_decref(result);
@@ -517,7 +517,7 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 			return false;
 		}
 		free(mc->entry->init_error);
-		mc->entry->init_error = McpXdup(mcp_client_error(c));
+		mc->entry->init_error = McpXdup(McpClientError(c));
 		mc->entry->stale = mc->entry->broken = true;	/* start afresh next time */
 		SetAnswer(mc, Failure(mc->entry->init_error));
 		return true;
@@ -531,21 +531,21 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 			SetAnswer(mc, json_pack("{s:b, s:b, s:O?, s:O?, s:s}", "ok", 0, "input_required", 1,
 									"input_requests", json_object_get(result, "inputRequests"),
 									"request_state", json_object_get(result, "requestState"),
-									"error", mcp_client_error(c)));
+									"error", McpClientError(c)));
 			break;
 		case MCP_RPC_ERROR:
-			SetAnswer(mc, json_pack("{s:b, s:s, s:O}", "ok", 0, "error", mcp_client_error(c),
+			SetAnswer(mc, json_pack("{s:b, s:s, s:O}", "ok", 0, "error", McpClientError(c),
 									"rpc_error", result ? result : json_null()));
 			break;
 		case MCP_AGAIN:
-			mc->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), mcp_async_delay_ms(mc->async));
+			mc->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), McpAsyncDelayMs(mc->async));
 			break;
 		case MCP_SESSION_GONE:
 			/* the server forgot the session (a restart): a new one, once */
-			if (mc->session && mcp_client_session_id(c) &&
-				strcmp(mc->session, mcp_client_session_id(c)) == 0)
-				mcp_client_forget_session(c);	/* (unless a new one is already there) */
-			mcp_async_free(mc->async);
+			if (mc->session && McpClientSessionId(c) &&
+				strcmp(mc->session, McpClientSessionId(c)) == 0)
+				McpClientForgetSession(c);	/* (unless a new one is already there) */
+			McpAsyncRequestFree(mc->async);
 			mc->async = NULL;
 			if (mc->session_retries++ == 0)
 			{
@@ -561,7 +561,7 @@ McpCallCollect(McpCall *mc, HttpRequest *req)
 			 * server that restarted answers the next call 404, and the
 			 * session is initialized again then.
 			 */
-			SetAnswer(mc, Failure(mcp_client_error(c)));
+			SetAnswer(mc, Failure(McpClientError(c)));
 			break;
 	}
 	if (result)
@@ -591,7 +591,7 @@ McpRecordCall(const ToolRun *tr, const char *name, json_t *input, json_t *call, 
 	}
 	ok = json_is_true(json_object_get(call, "ok"));
 	res = json_object_get(call, "result");
-	text = mcp_result_text(res);
+	text = McpResultText(res);
 	if (ok)
 	{
 		*result = json_pack("{s:s}", "result", text);
@@ -724,9 +724,9 @@ McpCallElicitStep(const ToolRun *tr, McpCall *mc)
 		answer = McpJsonFromText(text);
 		if (mc->async)
 		{
-			mcp_async_answer_elicitation(mc->async, mc->elicit, answer);
+			McpAsyncAnswerElicitation(mc->async, mc->elicit, answer);
 			/* request_timeout again from now: the wait for a person is not the server's */
-			mcp_async_extend(mc->async, mcp_now_ms() - mc->elicit_since);
+			McpAsyncExtend(mc->async, McpNowMs() - mc->elicit_since);
 		}
 		if (answer)
 			json_decref(answer);

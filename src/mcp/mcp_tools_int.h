@@ -54,7 +54,7 @@ typedef struct McpCall
 	json_t	   *elicit;			/* its elicitation/create request */
 	int			elicit_state;	/* ELICIT_* */
 	int64		elicit_id;		/* agent.mcp_elicitations.id */
-	long		elicit_since;	/* mcp_now_ms() when it came */
+	long		elicit_since;	/* McpNowMs() when it came */
 	TimestampTz elicit_until;	/* answered "cancel" then */
 	TimestampTz poll_at;
 } McpCall;

@@ -35,7 +35,7 @@
  * (doubling from 256 bytes) and aborts when out of memory.
  */
 void
-mcp_sb_append(StrBuf *b, const char *s, size_t n)
+McpSbAppend(StrBuf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap)
 	{
@@ -55,7 +55,7 @@ mcp_sb_append(StrBuf *b, const char *s, size_t n)
 
 /* Empties b, keeping its memory for reuse. */
 void
-mcp_sb_reset(StrBuf *b)
+McpSbReset(StrBuf *b)
 {
 	b->len = 0;
 	if (b->data)
@@ -73,7 +73,7 @@ sb_free(StrBuf *b)
 
 /* strdup that aborts when out of memory; NULL is copied as "". */
 char *
-mcp_xstrdup(const char *s)
+McpXstrdup(const char *s)
 {
 	char	   *r = strdup(s ? s : "");
 
@@ -114,7 +114,7 @@ mask_secret(char *text, const char *secret)
 
 /* See the prototype above: the bearer token and header values are masked. */
 void
-mcp_set_error(McpClient *c, const char *fmt,...)
+McpSetError(McpClient *c, const char *fmt,...)
 {
 	va_list		ap;
 	const char *key;
@@ -167,7 +167,7 @@ now_ms(void)
 
 /* The monotonic clock of the client's deadlines, in milliseconds. */
 long
-mcp_now_ms(void)
+McpNowMs(void)
 {
 	return now_ms();
 }
@@ -195,7 +195,7 @@ ascii_prefix_ci(const char *s, const char *prefix)
 
 /* Whether word occurs anywhere in s, ignoring ASCII case. */
 int
-mcp_contains_ci(const char *s, const char *word)
+McpContainsCi(const char *s, const char *word)
 {
 	for (; *s; s++)
 		if (ascii_prefix_ci(s, word))
@@ -228,7 +228,7 @@ progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow,
  * and line ends after trimmed.  NULL when out of memory.
  */
 char *
-mcp_header_value(const char *buf, size_t n, size_t name_len)
+McpHeaderValue(const char *buf, size_t n, size_t name_len)
 {
 	const char *v = buf + name_len;
 	size_t		vl = n - name_len;
@@ -252,7 +252,7 @@ mcp_header_value(const char *buf, size_t n, size_t name_len)
  * Aborts when out of memory.
  */
 size_t
-mcp_header_cb(char *buf, size_t size, size_t nitems, void *arg)
+McpHeaderCb(char *buf, size_t size, size_t nitems, void *arg)
 {
 	Xfer	   *x = (Xfer *) arg;
 	size_t		n = size * nitems;
@@ -260,14 +260,14 @@ mcp_header_cb(char *buf, size_t size, size_t nitems, void *arg)
 	if (n > 15 && ascii_prefix_ci(buf, "mcp-session-id:"))
 	{
 		free(x->session_hdr);
-		x->session_hdr = mcp_header_value(buf, n, 15);
+		x->session_hdr = McpHeaderValue(buf, n, 15);
 		if (x->session_hdr == NULL)
 			abort();
 	}
 	else if (n > 17 && ascii_prefix_ci(buf, "www-authenticate:"))
 	{
 		free(x->www_auth_hdr);
-		x->www_auth_hdr = mcp_header_value(buf, n, 17);
+		x->www_auth_hdr = McpHeaderValue(buf, n, 17);
 		if (x->www_auth_hdr == NULL)
 			abort();
 	}
@@ -276,7 +276,7 @@ mcp_header_cb(char *buf, size_t size, size_t nitems, void *arg)
 
 /* Adds the common headers (user's, session, version) to a list. */
 struct curl_slist *
-mcp_base_headers(McpClient *c, struct curl_slist *h, int with_version)
+McpBaseHeaders(McpClient *c, struct curl_slist *h, int with_version)
 {
 	const char *key;
 	json_t	   *val;
@@ -339,7 +339,7 @@ mcp_base_headers(McpClient *c, struct curl_slist *h, int with_version)
  * alphabet without padding; malloc'd, aborts when out of memory.
  */
 char *
-mcp_base64(const void *data, size_t len, int urlsafe)
+McpBase64(const void *data, size_t len, int urlsafe)
 {
 	static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	static const char url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -420,7 +420,7 @@ append_encoded_header(struct curl_slist *h, const char *name, const char *value)
 	}
 	else
 	{
-		char	   *b = mcp_base64(value, n, 0);
+		char	   *b = McpBase64(value, n, 0);
 
 		ll = strlen(name) + strlen(b) + 16;
 		line = malloc(ll);
@@ -441,21 +441,21 @@ param_text(json_t *v)
 	char		buf[64];
 
 	if (json_is_string(v))
-		return mcp_xstrdup(json_string_value(v));
+		return McpXstrdup(json_string_value(v));
 	if (json_is_integer(v))
 	{
 		snprintf(buf, sizeof(buf), "%lld", (long long) json_integer_value(v));
-		return mcp_xstrdup(buf);
+		return McpXstrdup(buf);
 	}
 	if (json_is_real(v))
 	{
 		snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
-		return mcp_xstrdup(buf);
+		return McpXstrdup(buf);
 	}
 	if (json_is_true(v))
-		return mcp_xstrdup("true");
+		return McpXstrdup("true");
 	if (json_is_false(v))
-		return mcp_xstrdup("false");
+		return McpXstrdup("false");
 	return NULL;
 }
 
@@ -464,7 +464,7 @@ param_text(json_t *v)
  * for the parameters its inputSchema marks with x-mcp-header.
  */
 struct curl_slist *
-mcp_routing_headers(McpClient *c, json_t *msg, struct curl_slist *h)
+McpRoutingHeaders(McpClient *c, json_t *msg, struct curl_slist *h)
 {
 	const char *method = json_string_value(json_object_get(msg, "method"));
 	json_t	   *params = json_object_get(msg, "params");
@@ -512,7 +512,7 @@ mcp_routing_headers(McpClient *c, json_t *msg, struct curl_slist *h)
  * primitive (string, number, integer, boolean) top-level property.
  */
 const char *
-mcp_x_header_problem(json_t *tool)
+McpXHeaderProblem(json_t *tool)
 {
 	json_t	   *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
 	const char *pname;
@@ -581,7 +581,7 @@ static json_t *server_reply(McpClient *c, json_t *msg);
 
 /* One complete JSON-RPC message (or batch) received: look for ours. */
 void
-mcp_handle_message(Xfer *x, json_t *msg)
+McpHandleMessage(Xfer *x, json_t *msg)
 {
 	if (json_is_array(msg))
 	{
@@ -589,7 +589,7 @@ mcp_handle_message(Xfer *x, json_t *msg)
 		json_t	   *m;
 
 		json_array_foreach(msg, i, m)
-			mcp_handle_message(x, m);
+			McpHandleMessage(x, m);
 		return;
 	}
 	if (!json_is_object(msg) || x->response)
@@ -604,7 +604,7 @@ mcp_handle_message(Xfer *x, json_t *msg)
 			if (x->outbox && x->c->elicit_hold_ms > 0 && !x->c->stateless &&
 				method && strcmp(method, "elicitation/create") == 0)
 			{
-				/* answered once a person did (mcp_async_take_elicitation) */
+				/* answered once a person did (McpAsyncTakeElicitation) */
 				if (x->held == NULL)
 					x->held = json_array();
 				json_array_append(x->held, msg);
@@ -650,11 +650,11 @@ sse_dispatch(Xfer *x)
 		msg = json_loadb(x->data.data, x->data.len, 0, &jerr);
 		if (msg)
 		{
-			mcp_handle_message(x, msg);
+			McpHandleMessage(x, msg);
 			json_decref(msg);
 		}
 	}
-	mcp_sb_reset(&x->data);
+	McpSbReset(&x->data);
 	x->event[0] = '\0';
 }
 
@@ -702,8 +702,8 @@ sse_line(Xfer *x, const char *line, size_t n)
 			x->too_big = 1;
 			return;
 		}
-		mcp_sb_append(&x->data, v, vl);
-		mcp_sb_append(&x->data, "\n", 1);
+		McpSbAppend(&x->data, v, vl);
+		McpSbAppend(&x->data, "\n", 1);
 	}
 	else if (fl == 5 && memcmp(line, "event", 5) == 0)
 	{
@@ -764,7 +764,7 @@ sse_feed(Xfer *x, const char *p, size_t n)
 		if (ch == '\r' || ch == '\n')
 		{
 			sse_line(x, x->line.data ? x->line.data : "", x->line.len);
-			mcp_sb_reset(&x->line);
+			McpSbReset(&x->line);
 			if (x->too_big)
 				return;
 			if (ch == '\r')
@@ -772,7 +772,7 @@ sse_feed(Xfer *x, const char *p, size_t n)
 		}
 		else
 		{
-			mcp_sb_append(&x->line, &ch, 1);
+			McpSbAppend(&x->line, &ch, 1);
 			if (x->line.len > MCP_MAX_BODY)
 			{
 				x->too_big = 1;
@@ -789,7 +789,7 @@ sse_feed(Xfer *x, const char *p, size_t n)
  * stream or the answer exceeds MCP_MAX_BODY (too_big set).
  */
 size_t
-mcp_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
+McpWriteCb(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	Xfer	   *x = (Xfer *) arg;
 	size_t		n = size * nmemb;
@@ -816,7 +816,7 @@ mcp_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 		x->too_big = 1;
 		return 0;
 	}
-	mcp_sb_append(&x->body, ptr, n);
+	McpSbAppend(&x->body, ptr, n);
 	return n;
 }
 
@@ -825,7 +825,7 @@ mcp_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
  * a value <= 0 when the deadline passed.
  */
 long
-mcp_setup_handle(McpClient *c, CURL *h, long deadline)
+McpSetupHandle(McpClient *c, CURL *h, long deadline)
 {
 	long		left = deadline - now_ms();
 
@@ -844,17 +844,17 @@ mcp_setup_handle(McpClient *c, CURL *h, long deadline)
 
 /* Describes a failed curl transfer into the client error. */
 int
-mcp_curl_failure(McpClient *c, CURLcode rc, const char *what)
+McpCurlFailure(McpClient *c, CURLcode rc, const char *what)
 {
 	if (rc == CURLE_ABORTED_BY_CALLBACK)
 	{
-		mcp_set_error(c, "%s interrupted", what);
+		McpSetError(c, "%s interrupted", what);
 		return MCP_ABORTED;
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		mcp_set_error(c, "%s timed out after %ld ms", what, c->timeout_ms);
+		McpSetError(c, "%s timed out after %ld ms", what, c->timeout_ms);
 	else
-		mcp_set_error(c, "%s failed: %s", what,
+		McpSetError(c, "%s failed: %s", what,
 				  c->curl_error[0] ? c->curl_error : curl_easy_strerror(rc));
 	/* curl's buffer ends with a newline at times */
 	{
@@ -868,7 +868,7 @@ mcp_curl_failure(McpClient *c, CURLcode rc, const char *what)
 
 /* The "message" of a JSON-RPC error body, if the body is one. */
 const char *
-mcp_body_rpc_message(Xfer *x, json_t **hold)
+McpBodyRpcMessage(Xfer *x, json_t **hold)
 {
 	json_t	   *j;
 	json_t	   *e;
@@ -888,7 +888,7 @@ mcp_body_rpc_message(Xfer *x, json_t **hold)
 
 /* Releases everything a transfer holds and zeroes it for reuse. */
 void
-mcp_xfer_free(Xfer *x)
+McpXferFree(Xfer *x)
 {
 	sb_free(&x->body);
 	sb_free(&x->line);
@@ -940,14 +940,14 @@ perform_post(McpClient *c, long deadline)
 	gx.want_id = -2;			/* no response is awaited there */
 	gx.retry_ms = -1;
 	gx.handle = g;
-	mcp_setup_handle(c, g, deadline);
+	McpSetupHandle(c, g, deadline);
 	gh = curl_slist_append(NULL, "Accept: text/event-stream");
-	gh = mcp_base_headers(c, gh, 1);
+	gh = McpBaseHeaders(c, gh, 1);
 	curl_easy_setopt(g, CURLOPT_HTTPHEADER, gh);
 	curl_easy_setopt(g, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(g, CURLOPT_WRITEFUNCTION, mcp_write_cb);
+	curl_easy_setopt(g, CURLOPT_WRITEFUNCTION, McpWriteCb);
 	curl_easy_setopt(g, CURLOPT_WRITEDATA, &gx);
-	curl_easy_setopt(g, CURLOPT_HEADERFUNCTION, mcp_header_cb);
+	curl_easy_setopt(g, CURLOPT_HEADERFUNCTION, McpHeaderCb);
 	curl_easy_setopt(g, CURLOPT_HEADERDATA, &gx);
 	/* the GET's error buffer must not be the POST's; its own connection */
 	curl_easy_setopt(g, CURLOPT_ERRORBUFFER, NULL);
@@ -1016,7 +1016,7 @@ perform_post(McpClient *c, long deadline)
 	curl_easy_cleanup(g);
 	curl_slist_free_all(gh);
 	curl_multi_cleanup(m);
-	mcp_xfer_free(&gx);
+	McpXferFree(&gx);
 	return result;
 }
 
@@ -1024,14 +1024,14 @@ perform_post(McpClient *c, long deadline)
 static void
 set_xfer_callbacks(McpClient *c, Xfer *x)
 {
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, mcp_write_cb);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, McpWriteCb);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, mcp_header_cb);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, McpHeaderCb);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, x);
 }
 
 /*
- * mcp_rpc_send's first step: encodes msg and POSTs it with the session, version
+ * McpRpcSend's first step: encodes msg and POSTs it with the session, version
  * and routing headers, the answer read into x.  Returns MCP_OK when the POST
  * ran (*rc and *status then say how), else an error already set.
  */
@@ -1045,20 +1045,20 @@ rpc_post(McpClient *c, Xfer *x, json_t *msg, const char *what, int is_init,
 	payload = json_dumps(msg, JSON_COMPACT);
 	if (payload == NULL)
 	{
-		mcp_set_error(c, "%s: could not encode the request", what);
+		McpSetError(c, "%s: could not encode the request", what);
 		return MCP_ERROR;
 	}
-	if (mcp_setup_handle(c, c->curl, deadline) <= 0)
+	if (McpSetupHandle(c, c->curl, deadline) <= 0)
 	{
 		free(payload);
-		mcp_set_error(c, "%s timed out after %ld ms", what, c->timeout_ms);
+		McpSetError(c, "%s timed out after %ld ms", what, c->timeout_ms);
 		return MCP_ERROR;
 	}
 	h = curl_slist_append(h, "Content-Type: application/json");
 	h = curl_slist_append(h, "Accept: application/json, text/event-stream");
-	h = mcp_base_headers(c, h, !is_init);
+	h = McpBaseHeaders(c, h, !is_init);
 	if (c->stateless)
-		h = mcp_routing_headers(c, msg, h);
+		h = McpRoutingHeaders(c, msg, h);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
@@ -1074,7 +1074,7 @@ rpc_post(McpClient *c, Xfer *x, json_t *msg, const char *what, int is_init,
 }
 
 /*
- * mcp_rpc_send's second step: judges the POST's transport result and HTTP
+ * McpRpcSend's second step: judges the POST's transport result and HTTP
  * status.  Returns 1 with *result set when the exchange ends here (a failure,
  * a lost session, refused credentials, or an unsupported-version JSON-RPC
  * error handed to the caller in *response); 0 when the body is to be read.
@@ -1086,12 +1086,12 @@ rpc_check_status(McpClient *c, Xfer *x, CURLcode rc, long status, const char *wh
 	*result = MCP_ERROR;
 	if (x->too_big)
 	{
-		mcp_set_error(c, "%s: the response is larger than %d bytes", what, MCP_MAX_BODY);
+		McpSetError(c, "%s: the response is larger than %d bytes", what, MCP_MAX_BODY);
 		return 1;
 	}
 	if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->response))
 	{
-		*result = mcp_curl_failure(c, rc, what);
+		*result = McpCurlFailure(c, rc, what);
 		return 1;
 	}
 	if (status == 404 && c->session_id && !is_init)
@@ -1100,16 +1100,16 @@ rpc_check_status(McpClient *c, Xfer *x, CURLcode rc, long status, const char *wh
 		return 1;
 	}
 	if (status == 401 ||
-		(status == 403 && x->www_auth_hdr && mcp_contains_ci(x->www_auth_hdr, "insufficient_scope")))
+		(status == 403 && x->www_auth_hdr && McpContainsCi(x->www_auth_hdr, "insufficient_scope")))
 	{
 		json_t	   *hold;
-		const char *m = mcp_body_rpc_message(x, &hold);
+		const char *m = McpBodyRpcMessage(x, &hold);
 
 		c->auth_status = status;
 		free(c->www_auth);
 		c->www_auth = x->www_auth_hdr;
 		x->www_auth_hdr = NULL;
-		mcp_set_error(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
+		McpSetError(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
 				  m ? ": " : "", m ? m : "");
 		if (hold)
 			json_decref(hold);
@@ -1119,7 +1119,7 @@ rpc_check_status(McpClient *c, Xfer *x, CURLcode rc, long status, const char *wh
 	if (status < 200 || status >= 300)
 	{
 		json_t	   *hold;
-		const char *m = mcp_body_rpc_message(x, &hold);
+		const char *m = McpBodyRpcMessage(x, &hold);
 		json_t	   *err = hold ? json_object_get(hold, "error") : NULL;
 
 		/* 2026-07-28: an unsupported version is a JSON-RPC error for the caller */
@@ -1136,13 +1136,13 @@ rpc_check_status(McpClient *c, Xfer *x, CURLcode rc, long status, const char *wh
 		 * answer 400 "No valid session ID" instead of 404 once they forgot a
 		 * session: treated as a lost session as well.
 		 */
-		if (status == 400 && c->session_id && !is_init && m && mcp_contains_ci(m, "session"))
+		if (status == 400 && c->session_id && !is_init && m && McpContainsCi(m, "session"))
 			*result = MCP_SESSION_LOST;
 		else if (status == 401 || status == 403)
-			mcp_set_error(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
+			McpSetError(c, "%s: the server refused the credentials (HTTP %ld)%s%s", what, status,
 					  m ? ": " : "", m ? m : "");
 		else
-			mcp_set_error(c, "%s: the server answered HTTP %ld%s%s", what, status,
+			McpSetError(c, "%s: the server answered HTTP %ld%s%s", what, status,
 					  m ? ": " : "", m ? m : "");
 		if (hold)
 			json_decref(hold);
@@ -1152,7 +1152,7 @@ rpc_check_status(McpClient *c, Xfer *x, CURLcode rc, long status, const char *wh
 }
 
 /*
- * mcp_rpc_send's plain-JSON step: a body that is not an SSE stream is one
+ * McpRpcSend's plain-JSON step: a body that is not an SSE stream is one
  * JSON-RPC message, handled like a stream's event.  Returns 0 on failure
  * (error set).
  */
@@ -1164,17 +1164,17 @@ rpc_read_json_body(McpClient *c, Xfer *x, long status, const char *what)
 
 	if (x->body.len == 0)
 	{
-		mcp_set_error(c, "%s: the server sent an empty answer (HTTP %ld)", what, status);
+		McpSetError(c, "%s: the server sent an empty answer (HTTP %ld)", what, status);
 		return 0;
 	}
 	j = json_loadb(x->body.data, x->body.len, 0, &jerr);
 	if (j == NULL)
 	{
-		mcp_set_error(c, "%s: the server did not answer JSON-RPC (invalid JSON at line %d: %s)",
+		McpSetError(c, "%s: the server did not answer JSON-RPC (invalid JSON at line %d: %s)",
 				  what, jerr.line, jerr.text);
 		return 0;
 	}
-	mcp_handle_message(x, j);
+	McpHandleMessage(x, j);
 	json_decref(j);
 	return 1;
 }
@@ -1192,7 +1192,7 @@ rpc_resume_wait(McpClient *c, Xfer *x, const char *what, long deadline)
 
 	if (now_ms() + wait >= deadline)
 	{
-		mcp_set_error(c, "%s timed out after %ld ms", what, c->timeout_ms);
+		McpSetError(c, "%s timed out after %ld ms", what, c->timeout_ms);
 		return MCP_ERROR;
 	}
 	t0 = now_ms();
@@ -1200,7 +1200,7 @@ rpc_resume_wait(McpClient *c, Xfer *x, const char *what, long deadline)
 	{
 		if (c->abort_cb && c->abort_cb(c->abort_arg))
 		{
-			mcp_set_error(c, "%s interrupted", what);
+			McpSetError(c, "%s interrupted", what);
 			return MCP_ABORTED;
 		}
 		sleep_ms(wait - (now_ms() - t0) < 20 ? wait - (now_ms() - t0) : 20);
@@ -1209,7 +1209,7 @@ rpc_resume_wait(McpClient *c, Xfer *x, const char *what, long deadline)
 }
 
 /*
- * mcp_rpc_send's resumption step: while an SSE stream closed before our
+ * McpRpcSend's resumption step: while an SSE stream closed before our
  * response, waits and re-opens it with GET + Last-Event-ID (at most
  * MCP_MAX_RESUMES times).  Returns MCP_OK when the loop ended without a
  * failure (x->response may still be NULL), else the failure (set).
@@ -1230,9 +1230,9 @@ rpc_resume(McpClient *c, Xfer *x, const char *what, long deadline)
 		if (r != MCP_OK)
 			return r;
 		resumes++;
-		mcp_setup_handle(c, c->curl, deadline);
+		McpSetupHandle(c, c->curl, deadline);
 		h = curl_slist_append(NULL, "Accept: text/event-stream");
-		h = mcp_base_headers(c, h, 1);
+		h = McpBaseHeaders(c, h, 1);
 		snprintf(line, sizeof(line), "Last-Event-ID: %s", x->last_event_id);
 		h = curl_slist_append(h, line);
 		curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
@@ -1240,8 +1240,8 @@ rpc_resume(McpClient *c, Xfer *x, const char *what, long deadline)
 		set_xfer_callbacks(c, x);
 		x->have_type = 0;
 		x->skip_lf = 0;
-		mcp_sb_reset(&x->line);
-		mcp_sb_reset(&x->data);
+		McpSbReset(&x->line);
+		McpSbReset(&x->data);
 		x->event[0] = '\0';
 		rc = curl_easy_perform(c->curl);
 		curl_slist_free_all(h);
@@ -1249,10 +1249,10 @@ rpc_resume(McpClient *c, Xfer *x, const char *what, long deadline)
 		if (x->response)
 			break;
 		if (rc != CURLE_OK)
-			return mcp_curl_failure(c, rc, what);
+			return McpCurlFailure(c, rc, what);
 		if (status < 200 || status >= 300)
 		{
-			mcp_set_error(c, "%s: the stream closed before the response and resuming it failed (HTTP %ld)",
+			McpSetError(c, "%s: the stream closed before the response and resuming it failed (HTTP %ld)",
 					  what, status);
 			return MCP_ERROR;
 		}
@@ -1269,7 +1269,7 @@ rpc_resume(McpClient *c, Xfer *x, const char *what, long deadline)
  * MCP_SESSION_LOST when the server no longer knows our session.
  */
 int
-mcp_rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
+McpRpcSend(McpClient *c, json_t *msg, json_int_t id, const char *what,
 		 json_t **response, char **session_out)
 {
 	Xfer		x;
@@ -1283,7 +1283,7 @@ mcp_rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 		*response = NULL;
 	if (c->curl == NULL)
 	{
-		mcp_set_error(c, "could not initialize libcurl");
+		McpSetError(c, "could not initialize libcurl");
 		return MCP_ERROR;
 	}
 	memset(&x, 0, sizeof(x));
@@ -1315,7 +1315,7 @@ mcp_rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 	result = MCP_ERROR;
 	if (x.response == NULL)
 	{
-		mcp_set_error(c, "%s: the server sent no JSON-RPC response with id %lld",
+		McpSetError(c, "%s: the server sent no JSON-RPC response with id %lld",
 				  what, (long long) id);
 		goto done;
 	}
@@ -1326,7 +1326,7 @@ mcp_rpc_send(McpClient *c, json_t *msg, json_int_t id, const char *what,
 	}
 	result = MCP_OK;
 done:
-	mcp_xfer_free(&x);
+	McpXferFree(&x);
 	return result;
 }
 
@@ -1349,7 +1349,7 @@ server_reply(McpClient *c, json_t *msg)
 
 		if (answer == NULL)
 			answer = json_pack("{s:s}", "action", "decline");
-		mcp_elicitation_apply_defaults(params, answer);
+		McpElicitationApplyDefaults(params, answer);
 		return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"),
 						 "result", answer);
 	}
@@ -1380,10 +1380,10 @@ reply_to_server_request(McpClient *c, json_t *msg)
 	memset(&sink, 0, sizeof(sink));
 	sink.c = c;
 	sink.want_id = -1;
-	mcp_setup_handle(c, h, now_ms() + (c->timeout_ms < 5000 ? c->timeout_ms : 5000));
+	McpSetupHandle(c, h, now_ms() + (c->timeout_ms < 5000 ? c->timeout_ms : 5000));
 	hl = curl_slist_append(hl, "Content-Type: application/json");
 	hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
-	hl = mcp_base_headers(c, hl, 1);
+	hl = McpBaseHeaders(c, hl, 1);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long) strlen(payload));
@@ -1403,7 +1403,7 @@ reply_to_server_request(McpClient *c, json_t *msg)
 	curl_slist_free_all(hl);
 	curl_easy_cleanup(h);
 	free(payload);
-	mcp_xfer_free(&sink);
+	McpXferFree(&sink);
 }
 
 /*
@@ -1412,7 +1412,7 @@ reply_to_server_request(McpClient *c, json_t *msg)
  * (content is created when missing).
  */
 void
-mcp_elicitation_apply_defaults(json_t *params, json_t *answer)
+McpElicitationApplyDefaults(json_t *params, json_t *answer)
 {
 	json_t	   *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
 	json_t	   *content;

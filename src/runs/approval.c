@@ -298,7 +298,7 @@ pg_agents_has_credential(PG_FUNCTION_ARGS)
 		switch (tok)
 		{
 			case WJB_KEY:
-				after_sensitive_key = PgAgentsSensitiveName(v.val.string.val, v.val.string.len);
+				after_sensitive_key = RedactSensitiveName(v.val.string.val, v.val.string.len);
 				break;
 			case WJB_BEGIN_ARRAY:
 			case WJB_BEGIN_OBJECT:
@@ -313,7 +313,7 @@ pg_agents_has_credential(PG_FUNCTION_ARGS)
 
 					if (sensitive)
 						PG_RETURN_BOOL(true);
-					if (PgAgentsRedactText(v.val.string.val, v.val.string.len, &outlen) != NULL)
+					if (RedactText(v.val.string.val, v.val.string.len, &outlen) != NULL)
 						PG_RETURN_BOOL(true);
 				}
 				break;

@@ -425,7 +425,7 @@ Delegation(const ToolRun *tr, ContextRun *cr)
 static int
 DepthLimit(void)
 {
-	return PgAgentsEffectiveDelegationDepth();
+	return GucEffectiveDelegationDepth();
 }
 
 /* ---------------------------------------------------------------------

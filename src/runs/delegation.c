@@ -134,7 +134,7 @@ ColText(int col)
 Datum
 pg_agents_delegation_depth_limit(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(PgAgentsEffectiveDelegationDepth());
+	PG_RETURN_INT32(GucEffectiveDelegationDepth());
 }
 
 /* the arguments of one agent._delegate call, and the caller's memory context */
@@ -390,7 +390,7 @@ CheckChain(const DelegateCall *dc, const ParentRun *p, Refusal *r)
 static void
 CheckDepth(const DelegateCall *dc, const ParentRun *p, Refusal *r)
 {
-	int			max_depth = PgAgentsEffectiveDelegationDepth();
+	int			max_depth = GucEffectiveDelegationDepth();
 
 	if (p->depth + 1 <= max_depth)
 		return;

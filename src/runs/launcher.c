@@ -89,7 +89,7 @@ static ProcessUtility_hook_type prev_utility_hook = NULL;
 
 /* _PG_init, while preloading: the launcher registered, restarted a second after it exits */
 void
-PgAgentsRegisterWorker(void)
+RunsRegisterWorker(void)
 {
 	BackgroundWorker worker;
 
@@ -143,7 +143,7 @@ EntryRunning(LauncherEntry *e)
 static void
 MaybeStart(LauncherEntry *e, TimestampTz now)
 {
-	PgAgentsDbSlot *slot = PgAgentsDbSlotFor(e->dboid, true);
+	PgAgentsDbSlot *slot = ShmemDbSlotFor(e->dboid, true);
 	BackgroundWorker w;
 	BackgroundWorkerHandle *handle;
 	bool		no_extension;
@@ -293,7 +293,7 @@ LauncherPass(void)
 	{
 		for (int i = 0; i < PGA_MAX_DB_SLOTS; i++)
 		{
-			PgAgentsDbSlot *slot = PgAgentsDbSlotAt(i);
+			PgAgentsDbSlot *slot = ShmemDbSlotAt(i);
 			bool		exists = false;
 			int			pid;
 
@@ -305,7 +305,7 @@ LauncherPass(void)
 			pid = slot->worker.pid;
 			SpinLockRelease(&slot->worker.mutex);
 			if (!exists && pid == 0)
-				PgAgentsDbSlotFree(slot);
+				ShmemDbSlotFree(slot);
 		}
 	}
 }
@@ -314,7 +314,7 @@ LauncherPass(void)
 static void
 LauncherOnExit(int code, Datum arg)
 {
-	int		   *pid = PgAgentsLauncherPid();
+	int		   *pid = ShmemLauncherPid();
 
 	if (pid != NULL)
 		*pid = 0;
@@ -331,8 +331,8 @@ pg_agents_launcher_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("pg_agents launcher");
-	if (PgAgentsLauncherPid() != NULL)
-		*PgAgentsLauncherPid() = MyProcPid;
+	if (ShmemLauncherPid() != NULL)
+		*ShmemLauncherPid() = MyProcPid;
 	before_shmem_exit(LauncherOnExit, (Datum) 0);
 	cxt = AllocSetContextCreate(TopMemoryContext, "pg_agents launcher", ALLOCSET_DEFAULT_SIZES);
 
@@ -372,7 +372,7 @@ StopWorkerOfDatabase(const char *dbname)
 
 	if (!OidIsValid(dboid))
 		return;
-	slot = PgAgentsDbSlotFor(dboid, false);
+	slot = ShmemDbSlotFor(dboid, false);
 	if (slot == NULL)
 		return;
 	SpinLockAcquire(&slot->worker.mutex);
@@ -402,7 +402,7 @@ PgAgentsProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnl
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (parsetree != NULL && IsA(parsetree, DropdbStmt) && PgAgentsShmemAvailable())
+	if (parsetree != NULL && IsA(parsetree, DropdbStmt) && ShmemAvailable())
 		StopWorkerOfDatabase(((DropdbStmt *) parsetree)->dbname);
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
@@ -412,7 +412,7 @@ PgAgentsProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnl
 
 /* _PG_init: the DROP DATABASE hook */
 void
-PgAgentsInitLauncherHooks(void)
+RunsInitLauncherHooks(void)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;

@@ -65,9 +65,9 @@ static uint32 sync_seq = 0;
  * the status functions; no-op without shared memory.
  */
 void
-PgAgentsWorkerSetState(PgAgentsWorkerState state)
+RunsWorkerSetState(PgAgentsWorkerState state)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 
 	if (w == NULL)
 		return;
@@ -78,16 +78,16 @@ PgAgentsWorkerSetState(PgAgentsWorkerState state)
 
 /* the last error of the worker, redacted and cut to PGA_WORKER_ERROR_LEN */
 void
-PgAgentsWorkerNoteError(const char *msg)
+RunsWorkerNoteError(const char *msg)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 	char	   *red;
 	int			len;
 
 	if (w == NULL || msg == NULL)
 		return;
 	/* NULL when there was nothing to redact */
-	red = PgAgentsRedactText(msg, strlen(msg), &len);
+	red = RedactText(msg, strlen(msg), &len);
 	SpinLockAcquire(&w->mutex);
 	strlcpy(w->last_error, red ? red : msg, sizeof(w->last_error));
 	w->last_error_at = GetCurrentTimestamp();
@@ -98,9 +98,9 @@ PgAgentsWorkerNoteError(const char *msg)
 
 /* an MCP call of a tool starts or ends (it blocks the worker meanwhile) */
 void
-PgAgentsWorkerNoteMcp(bool starting)
+RunsWorkerNoteMcp(bool starting)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 
 	if (w == NULL || !PGA_IS_BACKGROUND_WORKER)
 		return;
@@ -120,26 +120,26 @@ PgAgentsWorkerNoteMcp(bool starting)
  * shared memory); false when there is no shared memory.
  */
 bool
-PgAgentsWorkerPaused(void)
+RunsWorkerPaused(void)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 
 	return w != NULL && pg_atomic_read_u32(&w->paused) != 0;
 }
 
 /* whether the worker may claim runs now: not paused, not draining */
 bool
-PgAgentsWorkerClaimsStopped(void)
+RunsWorkerClaimsStopped(void)
 {
-	return worker_draining || PgAgentsWorkerPaused();
+	return worker_draining || RunsWorkerPaused();
 }
 
 /*
  * Called by the worker when it starts draining (shutting down): from then on
- * it claims no more runs (PgAgentsWorkerClaimsStopped).  Process-local.
+ * it claims no more runs (RunsWorkerClaimsStopped).  Process-local.
  */
 void
-PgAgentsWorkerDraining(bool on)
+RunsWorkerDraining(bool on)
 {
 	worker_draining = on;
 }
@@ -184,7 +184,7 @@ Datum
 pg_agents_worker_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 	PgAgentsWorkerInfo copy;
 	Datum		values[14];
 	bool		nulls[14];
@@ -249,7 +249,7 @@ PauseXactCallback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			w = PgAgentsWorkerShmem();
+			w = ShmemWorker();
 			if (pause_pending >= 0 && w != NULL)
 			{
 				SpinLockAcquire(&w->mutex);
@@ -277,9 +277,9 @@ PauseXactCallback(XactEvent event, void *arg)
  * before the statement and writes only if no change committed since.
  */
 void
-PgAgentsWorkerPauseSyncBegin(void)
+RunsWorkerPauseSyncBegin(void)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 
 	if (w == NULL)
 		return;
@@ -292,13 +292,13 @@ PgAgentsWorkerPauseSyncBegin(void)
  * agent._worker_sync_pause(paused boolean): the shared cache of the pause
  * state takes this value when the transaction commits (and the worker is
  * woken).  In the worker itself (syncing from the table) it is immediate,
- * unless a change committed since PgAgentsWorkerPauseSyncBegin.
+ * unless a change committed since RunsWorkerPauseSyncBegin.
  */
 Datum
 pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
 {
 	bool		paused = PG_GETARG_BOOL(0);
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 
 	if (w == NULL)
 		PG_RETURN_VOID();
@@ -327,7 +327,7 @@ pg_agents_worker_sync_pause(PG_FUNCTION_ARGS)
 		}
 	}
 	/* the wake-up's callback first, so that ours runs before it at commit */
-	PgAgentsRequestWake();
+	WakeRequest();
 	if (!pause_callback)
 	{
 		RegisterXactCallback(PauseXactCallback, NULL);

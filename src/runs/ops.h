@@ -11,12 +11,12 @@
 
 #include "util/shmem.h"
 
-extern void PgAgentsWorkerSetState(PgAgentsWorkerState state);
-extern void PgAgentsWorkerNoteError(const char *msg);
-extern void PgAgentsWorkerNoteMcp(bool starting);
-extern bool PgAgentsWorkerPaused(void);
-extern void PgAgentsWorkerPauseSyncBegin(void);
-extern bool PgAgentsWorkerClaimsStopped(void);
-extern void PgAgentsWorkerDraining(bool on);
+extern void RunsWorkerSetState(PgAgentsWorkerState state);
+extern void RunsWorkerNoteError(const char *msg);
+extern void RunsWorkerNoteMcp(bool starting);
+extern bool RunsWorkerPaused(void);
+extern void RunsWorkerPauseSyncBegin(void);
+extern bool RunsWorkerClaimsStopped(void);
+extern void RunsWorkerDraining(bool on);
 
 #endif							/* PG_AGENTS_OPS_H */

@@ -264,7 +264,7 @@ RunsCap(void)
 	int			cap = Min(pg_agents_max_concurrent_runs, MAX_SLOTS);
 
 	if (pg_agents_max_cluster_runs > 0)
-		cap = Min(cap, Max(pg_agents_max_cluster_runs - PgAgentsClusterRunsElsewhere(), 0));
+		cap = Min(cap, Max(pg_agents_max_cluster_runs - ShmemClusterRunsElsewhere(), 0));
 	return cap;
 }
 
@@ -290,7 +290,7 @@ RunsClaim(void)
 	n = Min(n, MAX_SLOTS - used);
 	if (n <= 0)
 		return 0;
-	if (PgAgentsWorkerClaimsStopped())	/* operations: paused or draining */
+	if (RunsWorkerClaimsStopped())	/* operations: paused or draining */
 	{
 		RunSlotMoreWork = false;
 		return 0;

@@ -70,7 +70,7 @@ RunSlotUnit(const char *activity, UnitFn fn, Slot *s, void *arg)
 	 * SQLSTATE, never the message, which may quote a workspace's content;
 	 * the server log has it
 	 */
-	PgAgentsWorkerNoteError(psprintf("%s failed: SQLSTATE %s", activity, unpack_sql_state(SpiUtilUnitErrcode)));
+	RunsWorkerNoteError(psprintf("%s failed: SQLSTATE %s", activity, unpack_sql_state(SpiUtilUnitErrcode)));
 	return false;
 }
 

@@ -92,7 +92,7 @@ static bool extension_absent = false;
 static PgAgentsDbSlot *
 MySlot(void)
 {
-	return PgAgentsDbSlotFor(MyDatabaseId, true);
+	return ShmemDbSlotFor(MyDatabaseId, true);
 }
 
 /*
@@ -147,13 +147,13 @@ ReloadConfigIfPending(void)
 static void
 PublishStatus(bool ready)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 
 	if (w == NULL)
 		return;
 	SpinLockAcquire(&w->mutex);
 	if (ready && w->state != PGA_WORKER_DRAINING)
-		w->state = PgAgentsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
+		w->state = RunsWorkerPaused() ? PGA_WORKER_PAUSED : PGA_WORKER_RUNNING;
 	w->slots_in_use = RunsActive();
 	w->max_slots = pg_agents_max_concurrent_runs;
 	w->llm_in_flight = HttpInFlight() - McpTransfersInFlight();
@@ -220,13 +220,13 @@ PgAgentsWorkerReady(void)
 							 worker_dbname)));
 			strlcpy(last_mismatch, version, sizeof(last_mismatch));
 		}
-		PgAgentsWorkerSetState(PGA_WORKER_WAITING_UPDATE);	/* operations */
+		RunsWorkerSetState(PGA_WORKER_WAITING_UPDATE);	/* operations */
 		version = NULL;			/* not ready */
 	}
 	else if (version != NULL)
 		last_mismatch[0] = '\0';
 	else
-		PgAgentsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
+		RunsWorkerSetState(PGA_WORKER_WAITING_EXTENSION);	/* operations */
 	extension_absent = version == NULL && last_mismatch[0] == '\0';
 	ready = version != NULL;	/* (its script made every function the worker calls) */
 	PopActiveSnapshot();
@@ -251,7 +251,7 @@ TickBody(void *arg)
 	if (SPI_execute("SELECT agent._worker_cleanup()", false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "agent._worker_cleanup() failed");
 	/* operations: the pause state of agent.worker_control (survives restarts) */
-	PgAgentsWorkerPauseSyncBegin();
+	RunsWorkerPauseSyncBegin();
 	if (SPI_execute("SELECT agent._worker_sync_pause(coalesce((SELECT c.paused FROM agent.worker_control c), false))",
 					false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read agent.worker_control");
@@ -267,14 +267,14 @@ TickUnit(void)
 	{
 		ereport(LOG, (errmsg("pg_agents worker: tick failed: %s", err)));
 		/* operations: the SQLSTATE only (agent.worker_status, pg_monitor), the message is in the log */
-		PgAgentsWorkerNoteError(psprintf("tick failed: SQLSTATE %s", unpack_sql_state(SpiUtilUnitErrcode)));
+		RunsWorkerNoteError(psprintf("tick failed: SQLSTATE %s", unpack_sql_state(SpiUtilUnitErrcode)));
 		return;
 	}
-	if (PgAgentsWorkerShmem())	/* operations */
+	if (ShmemWorker())	/* operations */
 	{
-		SpinLockAcquire(&PgAgentsWorkerShmem()->mutex);
-		PgAgentsWorkerShmem()->last_tick = GetCurrentTimestamp();
-		SpinLockRelease(&PgAgentsWorkerShmem()->mutex);
+		SpinLockAcquire(&ShmemWorker()->mutex);
+		ShmemWorker()->last_tick = GetCurrentTimestamp();
+		SpinLockRelease(&ShmemWorker()->mutex);
 	}
 }
 
@@ -316,10 +316,10 @@ TickMcpOAuth(void)
 static void
 WorkerOnExit(int code, Datum arg)
 {
-	PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+	PgAgentsWorkerInfo *w = ShmemWorker();
 	PgAgentsDbSlot *slot = MySlot();
 
-	PgAgentsSetWorkerLatch(NULL);
+	WakeSetWorkerLatch(NULL);
 	if (slot != NULL)			/* the launcher's restart delay counts from here */
 	{
 		SpinLockAcquire(&slot->worker.mutex);
@@ -352,8 +352,8 @@ Drain(void)
 	int			held = RunsHeld();
 	int			requeued;
 
-	PgAgentsWorkerDraining(true);
-	PgAgentsWorkerSetState(PGA_WORKER_DRAINING);
+	RunsWorkerDraining(true);
+	RunsWorkerSetState(PGA_WORKER_DRAINING);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pg_agents_drain_timeout);
 	ereport(LOG,
 			(errmsg("pg_agents worker: draining: %d runs held, %d requests in flight, up to %d ms",
@@ -412,15 +412,15 @@ WorkerSessionSetup(void)
 		for (int i = 0; i < lengthof(identity); i++)
 			SetConfigOption(identity[i], "", PGC_SUSET, PGC_S_OVERRIDE);
 		/* so its own audit rows name it (system, 'worker') */
-		pg_agents_audit_as_worker = true;
+		AuditAsWorker = true;
 	}
 
 	/* backends that queue runs set this latch at commit (src/util/wake.c) */
-	PgAgentsSetWorkerLatch(MyLatch);
+	WakeSetWorkerLatch(MyLatch);
 	before_shmem_exit(WorkerOnExit, (Datum) 0);
-	if (PgAgentsWorkerShmem())	/* operations: agent.worker_status */
+	if (ShmemWorker())	/* operations: agent.worker_status */
 	{
-		PgAgentsWorkerInfo *w = PgAgentsWorkerShmem();
+		PgAgentsWorkerInfo *w = ShmemWorker();
 
 		SpinLockAcquire(&w->mutex);
 		w->pid = MyProcPid;

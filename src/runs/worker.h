@@ -12,7 +12,7 @@
 
 #include "access/tupdesc.h"
 
-extern void PgAgentsRegisterWorker(void);	/* the launcher (launcher.c) */
-extern void PgAgentsInitLauncherHooks(void);
+extern void RunsRegisterWorker(void);	/* the launcher (launcher.c) */
+extern void RunsInitLauncherHooks(void);
 
 #endif							/* PG_AGENTS_WORKER_H */

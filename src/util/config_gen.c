@@ -61,7 +61,7 @@ ConfigGenShmemInit(void)
 void
 ConfigGenShmemRegister(void)
 {
-	PgAgentsShmemAddPart(ConfigGenShmemSize, ConfigGenShmemInit);
+	ShmemAddPart(ConfigGenShmemSize, ConfigGenShmemInit);
 }
 
 /*
@@ -93,7 +93,7 @@ ConfigXactCallback(XactEvent event, void *arg)
 
 /* the current transaction changed providers or secrets: bumped at commit */
 void
-PgAgentsConfigChanged(void)
+ConfigChanged(void)
 {
 	if (!config_cb_registered)
 	{
@@ -105,7 +105,7 @@ PgAgentsConfigChanged(void)
 
 /* 0 without shared memory (then every check reloads) */
 uint64
-PgAgentsConfigGeneration(void)
+ConfigGeneration(void)
 {
 	return config_shared ? pg_atomic_read_u64(&config_shared->gen) : 0;
 }
@@ -118,6 +118,6 @@ pg_agents_providers_changed(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("agent._providers_changed() must be called as a trigger")));
-	PgAgentsConfigChanged();
+	ConfigChanged();
 	return PointerGetDatum(NULL);
 }

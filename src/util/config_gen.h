@@ -12,7 +12,7 @@
 
 /* its part of the shared memory, registered from _PG_init (shmem.h) */
 extern void ConfigGenShmemRegister(void);
-extern void PgAgentsConfigChanged(void);
-extern uint64 PgAgentsConfigGeneration(void);
+extern void ConfigChanged(void);
+extern uint64 ConfigGeneration(void);
 
 #endif							/* PG_AGENTS_CONFIG_GEN_H */

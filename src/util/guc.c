@@ -153,7 +153,7 @@ static bool actor_is_agent = false;
  * agent.current_agent_id().
  */
 bool
-PgAgentsActorIsAgent(const char *actor)
+GucActorIsAgent(const char *actor)
 {
 	const char *p;
 	int			n = 0;
@@ -178,7 +178,7 @@ PgAgentsActorIsAgent(const char *actor)
 static void
 PgAgentsActorAssign(const char *newval, void *extra)
 {
-	bool		is_agent = PgAgentsActorIsAgent(newval);
+	bool		is_agent = GucActorIsAgent(newval);
 
 	if (is_agent != actor_is_agent)
 	{
@@ -191,7 +191,7 @@ PgAgentsActorAssign(const char *newval, void *extra)
  * Defines every pg_agents.* setting and reserves the prefix (from _PG_init).
  */
 void
-PgAgentsDefineGucs(void)
+GucDefineAll(void)
 {
 	/* switching to or from an agent invalidates cached plans (allowlist policies) */
 	DefineCustomStringVariable("pg_agents.actor",
@@ -449,7 +449,7 @@ PgAgentsDefineGucs(void)
  * default, a setting above the hard ceiling is clamped to it.
  */
 int
-PgAgentsEffectiveDelegationDepth(void)
+GucEffectiveDelegationDepth(void)
 {
 	if (pg_agents_max_delegation_depth < 0)
 		return DEFAULT_DELEGATION_DEPTH;

@@ -16,7 +16,7 @@ extern char *pg_agents_actor;
  * (run.claim, run.finish, ...) without an identity name it, actor_kind
  * 'system' and actor_id 'worker' (src/audit/audit_trigger.c).
  */
-extern bool pg_agents_audit_as_worker;
+extern bool AuditAsWorker;
 extern char *pg_agents_workspace;
 extern char *pg_agents_run_id;
 extern char *pg_agents_surface;
@@ -73,10 +73,10 @@ extern int	pg_agents_access_backend;
 extern int	pg_agents_log_runs;
 extern int	pg_agents_drain_timeout;
 
-extern void PgAgentsDefineGucs(void);
-extern int	PgAgentsEffectiveDelegationDepth(void);
+extern void GucDefineAll(void);
+extern int	GucEffectiveDelegationDepth(void);
 
 /* pg_agents.actor: whether it names an agent (guc.c) */
-extern bool PgAgentsActorIsAgent(const char *actor);
+extern bool GucActorIsAgent(const char *actor);
 
 #endif							/* PG_AGENTS_GUC_H */

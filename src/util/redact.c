@@ -112,7 +112,7 @@ ascii_lower(unsigned char c)
  * sensitive_fragment.
  */
 bool
-PgAgentsSensitiveName(const char *name, int len)
+RedactSensitiveName(const char *name, int len)
 {
 	char		joined[129];
 	int			nj = 0;
@@ -502,7 +502,7 @@ pair_value(const char *s, int i, int len, int *skip)
 }
 
 /*
- * The rules of PgAgentsRedactText.  Each looks at the token that starts at
+ * The rules of RedactText.  Each looks at the token that starts at
  * s[i] and, when it applies, redacts what it matched and returns where the
  * scan goes on; -1 when it does not apply.
  */
@@ -606,7 +606,7 @@ rule_name_value(Scan *sc, int i)
 	/* the separator first: the name test is the costly part */
 	if (!(j < len && (s[j] == '=' || s[j] == ':') &&
 		  !(s[j] == ':' && starts_with(s, j, len, "://")) &&
-		  PgAgentsSensitiveName(s + i, w)))
+		  RedactSensitiveName(s + i, w)))
 		return -1;
 	j++;
 	while (j < len && s[j] == ' ')
@@ -645,7 +645,7 @@ rule_opaque_token(Scan *sc, int i)
  * rules are tried in order at the start of each token.
  */
 char *
-PgAgentsRedactText(const char *s, int len, int *outlen)
+RedactText(const char *s, int len, int *outlen)
 {
 	Scan		sc;
 	int			i = 0;
@@ -690,7 +690,7 @@ PgAgentsRedactText(const char *s, int len, int *outlen)
 
 /* a redactor with the payload budget of one document */
 void
-PgAgentsRedactorInit(PgAgentsRedactor *r)
+RedactInit(PgAgentsRedactor *r)
 {
 	r->budget = REDACT_MAX_PAYLOAD;
 }
@@ -721,7 +721,7 @@ PgAgentsRedactPushMarker(JsonbParseState **ps, JsonbIteratorToken tok, const cha
  * the scanned window.
  */
 void
-PgAgentsRedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
+RedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
 						 JsonbIteratorToken tok, const char *s, int len,
 						 bool sensitive)
 {
@@ -740,7 +740,7 @@ PgAgentsRedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
 		return;
 	}
 	scan_len = Min(len, REDACT_MAX_STRING + REDACT_SCAN_MARGIN);
-	red = PgAgentsRedactText(s, scan_len, &red_len);
+	red = RedactText(s, scan_len, &red_len);
 	if (red == NULL)
 	{
 		red = (char *) s;
@@ -784,7 +784,7 @@ PgAgentsRedactPushValue(PgAgentsRedactor *r, JsonbParseState **ps,
 	switch (v->type)
 	{
 		case jbvString:
-			PgAgentsRedactPushString(r, ps, tok, v->val.string.val,
+			RedactPushString(r, ps, tok, v->val.string.val,
 									 v->val.string.len, sensitive);
 			return NULL;
 		case jbvNull:
@@ -847,7 +847,7 @@ PgAgentsRedactPushValue(PgAgentsRedactor *r, JsonbParseState **ps,
 			r->budget -= key.val.string.len;
 			(void) pushJsonbValue(ps, WJB_KEY, &key);
 			PgAgentsRedactPushValue(r, ps, WJB_VALUE, &val, depth + 1,
-									PgAgentsSensitiveName(key.val.string.val,
+									RedactSensitiveName(key.val.string.val,
 														  key.val.string.len));
 		}
 		else if (t == WJB_ELEM)
@@ -883,7 +883,7 @@ PgAgentsRedactPushValue(PgAgentsRedactor *r, JsonbParseState **ps,
  * Returns the finished root when the document is the root of *ps.
  */
 JsonbValue *
-PgAgentsRedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
+RedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
 						JsonbIteratorToken tok, Jsonb *jb, int depth,
 						bool sensitive)
 {
@@ -899,7 +899,7 @@ PgAgentsRedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
  * The redacted copy of a jsonb document.
  */
 Jsonb *
-PgAgentsRedactJsonb(Jsonb *in)
+RedactJsonb(Jsonb *in)
 {
 	PgAgentsRedactor r;
 	JsonbParseState *ps = NULL;
@@ -907,7 +907,7 @@ PgAgentsRedactJsonb(Jsonb *in)
 
 	if (in == NULL)
 		return NULL;
-	PgAgentsRedactorInit(&r);
+	RedactInit(&r);
 	if (JB_ROOT_IS_SCALAR(in))
 	{
 		JsonbValue	arr;
@@ -917,11 +917,11 @@ PgAgentsRedactJsonb(Jsonb *in)
 		arr.val.array.nElems = 1;
 		arr.val.array.elems = NULL;
 		(void) pushJsonbValue(&ps, WJB_BEGIN_ARRAY, &arr);
-		(void) PgAgentsRedactPushJsonb(&r, &ps, WJB_ELEM, in, 1, false);
+		(void) RedactPushJsonb(&r, &ps, WJB_ELEM, in, 1, false);
 		res = pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
 	}
 	else
-		res = PgAgentsRedactPushJsonb(&r, &ps, WJB_VALUE, in, 1, false);
+		res = RedactPushJsonb(&r, &ps, WJB_VALUE, in, 1, false);
 	if (res == NULL)
 		elog(ERROR, "could not redact jsonb value");
 	return JsonbValueToJsonb(res);
@@ -931,5 +931,5 @@ PgAgentsRedactJsonb(Jsonb *in)
 Datum
 pg_agents_redact(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_JSONB_P(PgAgentsRedactJsonb(PG_GETARG_JSONB_P(0)));
+	PG_RETURN_JSONB_P(RedactJsonb(PG_GETARG_JSONB_P(0)));
 }

@@ -23,14 +23,14 @@ typedef struct PgAgentsRedactor
 	int64		budget;			/* bytes of text still allowed */
 } PgAgentsRedactor;
 
-extern bool PgAgentsSensitiveName(const char *name, int len);
-extern char *PgAgentsRedactText(const char *s, int len, int *outlen);
-extern Jsonb *PgAgentsRedactJsonb(Jsonb *in);
-extern void PgAgentsRedactorInit(PgAgentsRedactor *r);
-extern void PgAgentsRedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
+extern bool RedactSensitiveName(const char *name, int len);
+extern char *RedactText(const char *s, int len, int *outlen);
+extern Jsonb *RedactJsonb(Jsonb *in);
+extern void RedactInit(PgAgentsRedactor *r);
+extern void RedactPushString(PgAgentsRedactor *r, JsonbParseState **ps,
 									 JsonbIteratorToken tok, const char *s, int len,
 									 bool sensitive);
-extern JsonbValue *PgAgentsRedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
+extern JsonbValue *RedactPushJsonb(PgAgentsRedactor *r, JsonbParseState **ps,
 										   JsonbIteratorToken tok, Jsonb *jb,
 										   int depth, bool sensitive);
 

@@ -119,7 +119,7 @@ EnsureCallback(void)
  * slots); once per backend, like it.
  */
 void
-PgaRegisterRelcacheCallback(RelcacheCallbackFunction fn, Datum arg)
+RelcheckRegisterCallback(RelcacheCallbackFunction fn, Datum arg)
 {
 	EnsureCallback();
 	if (nlisteners >= RELCHECK_MAX_LISTENERS)
@@ -303,7 +303,7 @@ CheckIndex(const PgaIndexSpec *spec, PgaIndexInfo *info)
  * stays valid until the next invalidation is processed.
  */
 const PgaIndexInfo *
-PgaCheckIndex(const PgaIndexSpec *spec)
+RelcheckIndex(const PgaIndexSpec *spec)
 {
 	int			i;
 	int			free_slot = -1;
@@ -328,7 +328,7 @@ PgaCheckIndex(const PgaIndexSpec *spec)
 
 /* a scan key: checked column col (0-based) equals value */
 void
-PgaIndexKey(ScanKey key, const PgaIndexInfo *ix, int col, Datum value)
+RelcheckIndexKey(ScanKey key, const PgaIndexInfo *ix, int col, Datum value)
 {
 	Assert(col >= 0 && col < ix->ncols);
 	ScanKeyEntryInitialize(key, 0, col + 1, BTEqualStrategyNumber, InvalidOid,
@@ -337,7 +337,7 @@ PgaIndexKey(ScanKey key, const PgaIndexInfo *ix, int col, Datum value)
 
 /* a scan key: column col (0-based) IS NULL */
 void
-PgaIndexNullKey(ScanKey key, int col)
+RelcheckIndexNullKey(ScanKey key, int col)
 {
 	ScanKeyEntryInitialize(key, SK_ISNULL | SK_SEARCHNULL, col + 1, InvalidStrategy,
 						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
@@ -376,7 +376,7 @@ LookupManaged(Oid relid)
  * sends one when it records or drops the relation in its metadata).
  */
 bool
-PgaCitusManaged(Oid relid)
+RelcheckCitusManaged(Oid relid)
 {
 	int			i;
 	int			free_slot = -1;
@@ -401,11 +401,11 @@ PgaCitusManaged(Oid relid)
 
 /*
  * Acts as the owner of schema "agent" with search_path = pg_catalog until
- * PgaRestore (an error unwinds both with the transaction): what a direct
+ * RelcheckRestore (an error unwinds both with the transaction): what a direct
  * read does without permission checks, SPI does as the owner.
  */
 void
-PgaElevate(PgaElevation *e)
+RelcheckElevate(PgaElevation *e)
 {
 	Oid			nsp = get_namespace_oid("agent", false);
 	HeapTuple	tup;
@@ -424,9 +424,9 @@ PgaElevate(PgaElevation *e)
 							 GUC_ACTION_SAVE, true, 0, false);
 }
 
-/* undoes PgaElevate: the search_path and the user of the caller */
+/* undoes RelcheckElevate: the search_path and the user of the caller */
 void
-PgaRestore(PgaElevation *e)
+RelcheckRestore(PgaElevation *e)
 {
 	AtEOXact_GUC(true, e->nest);
 	SetUserIdAndSecContext(e->save_userid, e->save_sec);
@@ -440,7 +440,7 @@ PgaRestore(PgaElevation *e)
  * rows go to the nodes of their shards.
  */
 void
-PgaSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples)
+RelcheckSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -465,7 +465,7 @@ PgaSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples)
 	}
 	per_stmt = Max(1, Min(1000, 65535 / Max(ncols, 1)));
 
-	PgaElevate(&elev);
+	RelcheckElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	while (done < ntuples)
@@ -513,7 +513,7 @@ PgaSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples)
 		done += n;
 	}
 	SPI_finish();
-	PgaRestore(&elev);
+	RelcheckRestore(&elev);
 	table_close(rel, NoLock);
 }
 
@@ -522,13 +522,13 @@ PgaSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples)
  * through SPI (a reference table under Citus), as the owner of schema "agent".
  */
 bool
-PgaSpiCustomAcl(void)
+RelcheckSpiCustomAcl(void)
 {
 	PgaElevation elev;
 	bool		found;
 	int			rc;
 
-	PgaElevate(&elev);
+	RelcheckElevate(&elev);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_agents: SPI_connect failed");
 	rc = SPI_execute("SELECT 1 FROM agent.access_config c WHERE c.acl_function IS NOT NULL LIMIT 1",
@@ -537,7 +537,7 @@ PgaSpiCustomAcl(void)
 		elog(ERROR, "pg_agents: access_config lookup failed: %s", SPI_result_code_string(rc));
 	found = SPI_processed > 0;
 	SPI_finish();
-	PgaRestore(&elev);
+	RelcheckRestore(&elev);
 	return found;
 }
 
@@ -548,7 +548,7 @@ PgaSpiCustomAcl(void)
  * functions are PARALLEL SAFE for the single-node case.
  */
 void
-PgaCitusCheckNotParallel(void)
+RelcheckCitusNotParallel(void)
 {
 	if (IsParallelWorker())
 		ereport(ERROR,

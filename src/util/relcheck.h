@@ -49,15 +49,15 @@ typedef struct PgaIndexSpec
 	struct List *(*restriction) (Oid heapid);
 } PgaIndexSpec;
 
-extern const PgaIndexInfo *PgaCheckIndex(const PgaIndexSpec *spec);
-extern void PgaIndexKey(ScanKey key, const PgaIndexInfo *ix, int col, Datum value);
-extern void PgaIndexNullKey(ScanKey key, int col);
+extern const PgaIndexInfo *RelcheckIndex(const PgaIndexSpec *spec);
+extern void RelcheckIndexKey(ScanKey key, const PgaIndexInfo *ix, int col, Datum value);
+extern void RelcheckIndexNullKey(ScanKey key, int col);
 
-extern bool PgaCitusManaged(Oid relid);
-extern void PgaCitusCheckNotParallel(void);
-extern void PgaRegisterRelcacheCallback(void (*fn) (Datum arg, Oid relid), Datum arg);
-extern void PgaSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples);
-extern bool PgaSpiCustomAcl(void);
+extern bool RelcheckCitusManaged(Oid relid);
+extern void RelcheckCitusNotParallel(void);
+extern void RelcheckRegisterCallback(void (*fn) (Datum arg, Oid relid), Datum arg);
+extern void RelcheckSpiInsertTuples(Oid relid, HeapTuple *tuples, int ntuples);
+extern bool RelcheckSpiCustomAcl(void);
 
 /* acting as the owner of schema "agent" with search_path = pg_catalog */
 typedef struct PgaElevation
@@ -67,7 +67,7 @@ typedef struct PgaElevation
 	int			nest;
 } PgaElevation;
 
-extern void PgaElevate(PgaElevation *e);
-extern void PgaRestore(PgaElevation *e);
+extern void RelcheckElevate(PgaElevation *e);
+extern void RelcheckRestore(PgaElevation *e);
 
 #endif							/* PG_AGENTS_RELCHECK_H */

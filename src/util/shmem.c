@@ -6,7 +6,7 @@
  *
  * The segment holds the worker's status (PgAgentsWorkerInfo, here,
  * docs/operations.md) and the parts other files register from _PG_init
- * (PgAgentsShmemAddPart): the worker's wake-up (src/util/wake.c), the access
+ * (ShmemAddPart): the worker's wake-up (src/util/wake.c), the access
  * generation (src/access/access_gen.c) and the configuration generation
  * (src/util/config_gen.c); each part sizes and attaches its own struct, and
  * shmem.c calls none of them by name (they call it: the database slots).
@@ -41,7 +41,7 @@ typedef struct PgAgentsShared
 
 static PgAgentsShared *pg_agents_shared = NULL;
 
-/* the parts registered (PgAgentsShmemAddPart), in the order of registration */
+/* the parts registered (ShmemAddPart), in the order of registration */
 #define PGA_MAX_SHMEM_PARTS	8
 typedef struct ShmemPart
 {
@@ -99,7 +99,7 @@ ShmemCarry(int code, Datum arg)
  * hooks take them.
  */
 void
-PgAgentsShmemAddPart(PgAgentsShmemSizeFn size, PgAgentsShmemInitFn init)
+ShmemAddPart(PgAgentsShmemSizeFn size, PgAgentsShmemInitFn init)
 {
 	if (shmem_nparts >= PGA_MAX_SHMEM_PARTS)
 		elog(ERROR, "too many parts of the pg_agents shared memory");
@@ -164,7 +164,7 @@ PgAgentsShmemStartup(void)
  * worker has no status and is not started: the launcher says so in the log).
  */
 PgAgentsDbSlot *
-PgAgentsDbSlotFor(Oid dboid, bool create)
+ShmemDbSlotFor(Oid dboid, bool create)
 {
 	PgAgentsDbSlot *found = NULL;
 	PgAgentsDbSlot *free_slot = NULL;
@@ -200,7 +200,7 @@ PgAgentsDbSlotFor(Oid dboid, bool create)
 
 /* the i-th slot (the launcher's scan), NULL without shared memory */
 PgAgentsDbSlot *
-PgAgentsDbSlotAt(int i)
+ShmemDbSlotAt(int i)
 {
 	if (pg_agents_shared == NULL || i < 0 || i >= PGA_MAX_DB_SLOTS)
 		return NULL;
@@ -209,7 +209,7 @@ PgAgentsDbSlotAt(int i)
 
 /* the launcher frees the slot of a database that is gone (its worker stopped) */
 void
-PgAgentsDbSlotFree(PgAgentsDbSlot *slot)
+ShmemDbSlotFree(PgAgentsDbSlot *slot)
 {
 	SpinLockAcquire(&pg_agents_shared->slots_lock);
 	slot->dboid = InvalidOid;
@@ -227,7 +227,7 @@ PgAgentsDbSlotFree(PgAgentsDbSlot *slot)
  * them (every pass): pg_agents.max_cluster_runs caps the sum.
  */
 int
-PgAgentsClusterRunsElsewhere(void)
+ShmemClusterRunsElsewhere(void)
 {
 	int			n = 0;
 
@@ -249,7 +249,7 @@ PgAgentsClusterRunsElsewhere(void)
 
 /* where the launcher publishes its pid; NULL without shared memory */
 int *
-PgAgentsLauncherPid(void)
+ShmemLauncherPid(void)
 {
 	return pg_agents_shared ? &pg_agents_shared->launcher_pid : NULL;
 }
@@ -259,19 +259,19 @@ PgAgentsLauncherPid(void)
  * was not preloaded (or no slot is free).
  */
 PgAgentsWorkerInfo *
-PgAgentsWorkerShmem(void)
+ShmemWorker(void)
 {
 	static PgAgentsDbSlot *mine = NULL;
 
 	/* (a slot is freed only once its database is gone) */
 	if (mine == NULL || mine->dboid != MyDatabaseId)
-		mine = PgAgentsDbSlotFor(MyDatabaseId, true);
+		mine = ShmemDbSlotFor(MyDatabaseId, true);
 	return mine ? &mine->worker : NULL;
 }
 
 /* Called from _PG_init: hooks in only while shared_preload_libraries loads. */
 void
-PgAgentsInitShmem(void)
+ShmemInitAll(void)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -283,7 +283,7 @@ PgAgentsInitShmem(void)
 
 /* Whether the shared state exists (the library was preloaded). */
 bool
-PgAgentsShmemAvailable(void)
+ShmemAvailable(void)
 {
 	return pg_agents_shared != NULL;
 }

@@ -15,8 +15,8 @@
 #include "port/atomics.h"
 #include "storage/spin.h"
 
-extern void PgAgentsInitShmem(void);
-extern bool PgAgentsShmemAvailable(void);
+extern void ShmemInitAll(void);
+extern bool ShmemAvailable(void);
 
 /*
  * A part of the segment (wake.c, access_gen.c, config_gen.c), registered
@@ -25,7 +25,7 @@ extern bool PgAgentsShmemAvailable(void);
  */
 typedef Size (*PgAgentsShmemSizeFn) (void);
 typedef void (*PgAgentsShmemInitFn) (void);
-extern void PgAgentsShmemAddPart(PgAgentsShmemSizeFn size, PgAgentsShmemInitFn init);
+extern void ShmemAddPart(PgAgentsShmemSizeFn size, PgAgentsShmemInitFn init);
 
 /*
  * What agent.worker_status shows of the worker (docs/operations.md).
@@ -65,13 +65,13 @@ typedef struct PgAgentsWorkerInfo
 	pg_atomic_uint32 paused;	/* agent.worker_control.paused, as last synced */
 } PgAgentsWorkerInfo;
 
-extern PgAgentsWorkerInfo *PgAgentsWorkerShmem(void);
+extern PgAgentsWorkerInfo *ShmemWorker(void);
 
 /*
  * The launcher (src/runs/launcher.c) starts one worker per served database; each
  * database has a slot of its own: its worker's status, its latch (src/util/wake.c)
  * and what the launcher and DROP DATABASE tell it.  A backend's slot is its
- * database's (PgAgentsWorkerShmem).
+ * database's (ShmemWorker).
  */
 #define PGA_MAX_DB_SLOTS	128
 
@@ -86,10 +86,10 @@ typedef struct PgAgentsDbSlot
 	PgAgentsWorkerInfo worker;
 } PgAgentsDbSlot;
 
-extern PgAgentsDbSlot *PgAgentsDbSlotFor(Oid dboid, bool create);
-extern PgAgentsDbSlot *PgAgentsDbSlotAt(int i);
-extern void PgAgentsDbSlotFree(PgAgentsDbSlot *slot);
-extern int	PgAgentsClusterRunsElsewhere(void);
-extern int *PgAgentsLauncherPid(void);
+extern PgAgentsDbSlot *ShmemDbSlotFor(Oid dboid, bool create);
+extern PgAgentsDbSlot *ShmemDbSlotAt(int i);
+extern void ShmemDbSlotFree(PgAgentsDbSlot *slot);
+extern int	ShmemClusterRunsElsewhere(void);
+extern int *ShmemLauncherPid(void);
 
 #endif							/* PG_AGENTS_SHMEM_H */

@@ -4,10 +4,10 @@
  *		The worker's wake-up: its latch in shared memory, set once when a
  *		transaction that queued runs commits.
  *
- * The worker publishes its latch with PgAgentsSetWorkerLatch(MyLatch) when it
+ * The worker publishes its latch with WakeSetWorkerLatch(MyLatch) when it
  * starts (and NULL when it exits), in its database's slot (shmem.h): a
  * backend wakes the worker of its own database.  A backend that queues runs calls
- * PgAgentsRequestWake(); at commit an XactCallback sets the worker's latch,
+ * WakeRequest(); at commit an XactCallback sets the worker's latch,
  * once per transaction, so the worker claims the new runs without polling.
  * A rolled-back transaction wakes nobody.  Without preloading (no shared
  * memory) it is a no-op: runs still reach external executors through NOTIFY
@@ -67,7 +67,7 @@ WakeShmemInit(void)
 void
 WakeShmemRegister(void)
 {
-	PgAgentsShmemAddPart(WakeShmemSize, WakeShmemInit);
+	ShmemAddPart(WakeShmemSize, WakeShmemInit);
 }
 
 /*
@@ -75,9 +75,9 @@ WakeShmemRegister(void)
  * No-op when the library was not preloaded.
  */
 void
-PgAgentsSetWorkerLatch(Latch *latch)
+WakeSetWorkerLatch(Latch *latch)
 {
-	PgAgentsDbSlot *slot = PgAgentsDbSlotFor(MyDatabaseId, true);
+	PgAgentsDbSlot *slot = ShmemDbSlotFor(MyDatabaseId, true);
 
 	if (wake_shared == NULL || slot == NULL)
 		return;
@@ -97,7 +97,7 @@ WakeXactCallback(XactEvent event, void *arg)
 			if (wake_requested && wake_shared != NULL)
 			{
 				Latch	   *latch = NULL;
-				PgAgentsDbSlot *slot = PgAgentsDbSlotFor(MyDatabaseId, false);
+				PgAgentsDbSlot *slot = ShmemDbSlotFor(MyDatabaseId, false);
 
 				/* the latch of this database's worker (one per database) */
 				SpinLockAcquire(&wake_shared->mutex);
@@ -126,7 +126,7 @@ WakeXactCallback(XactEvent event, void *arg)
  * Several calls in one transaction wake it once.
  */
 void
-PgAgentsRequestWake(void)
+WakeRequest(void)
 {
 	if (!xact_callback_registered)
 	{
@@ -140,7 +140,7 @@ PgAgentsRequestWake(void)
 Datum
 pg_agents_request_wake(PG_FUNCTION_ARGS)
 {
-	PgAgentsRequestWake();
+	WakeRequest();
 	PG_RETURN_VOID();
 }
 

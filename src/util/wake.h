@@ -11,8 +11,8 @@
 
 #include "storage/latch.h"
 
-extern void PgAgentsSetWorkerLatch(Latch *latch);
-extern void PgAgentsRequestWake(void);
+extern void WakeSetWorkerLatch(Latch *latch);
+extern void WakeRequest(void);
 
 /* its part of the shared memory, registered from _PG_init (shmem.h) */
 extern void WakeShmemRegister(void);

@@ -87,7 +87,7 @@ local_of(FuzzZone *z, int64_t t, int64_t *y, int *mo, int *d, int *h, int *mi, i
 	int64_t		days = fdiv(cs, 86400);
 	int			sod = (int) (cs - days * 86400);
 
-	cron_civil_from_days(days, y, mo, d);
+	CronCivilFromDays(days, y, mo, d);
 	*h = sod / 3600;
 	*mi = (sod % 3600) / 60;
 	*sec = sod % 60;
@@ -105,7 +105,7 @@ matches_at(const CronSpec *spec, FuzzZone *z, int64_t t)
 				s;
 
 	local_of(z, t, &y, &mo, &d, &h, &mi, &s);
-	return s == 0 && cron_matches_civil(spec, (int) y, mo, d, h, mi);
+	return s == 0 && CronMatchesCivil(spec, (int) y, mo, d, h, mi);
 }
 
 /* Whether some civil minute in [from, to) (civil seconds) matches. */
@@ -122,8 +122,8 @@ civil_range_matches(const CronSpec *spec, int64_t from, int64_t to)
 					mo,
 					d;
 
-		cron_civil_from_days(days, &y, &mo, &d);
-		if (cron_matches_civil(spec, (int) y, mo, d, sod / 3600, (sod % 3600) / 60))
+		CronCivilFromDays(days, &y, &mo, &d);
+		if (CronMatchesCivil(spec, (int) y, mo, d, sod / 3600, (sod % 3600) / 60))
 			return true;
 	}
 	return false;
@@ -217,13 +217,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(expr, data + 16, n);
 	expr[n] = '\0';
 
-	if (!cron_parse(expr, &spec, err))
+	if (!CronParse(expr, &spec, err))
 	{
 		if (err[0] == '\0' || strlen(err) >= CRON_ERR_LEN)
 			abort();
 		return 0;
 	}
-	cron_describe_spec(&spec, desc);
+	CronDescribeSpec(&spec, desc);
 	if (desc[0] == '\0' || strlen(desc) >= CRON_DESC_LEN)
 		abort();
 
@@ -246,7 +246,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* the full search: invariants */
 	horizon = (cfg[5] & 2) ? CRON_HORIZON_SECS : 400 * 86400;
-	found = cron_next_instant(&spec, &zone, after, horizon, &next);
+	found = CronNextInstant(&spec, &zone, after, horizon, &next);
 	if (found)
 	{
 		if (next <= after || next > after + horizon)
@@ -267,7 +267,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fz.kind == 1 && fz.o1 % 60 != 0)
 		return 0;
 	horizon = 3 * 86400;
-	found = cron_next_instant(&spec, &zone, after, horizon, &next);
+	found = CronNextInstant(&spec, &zone, after, horizon, &next);
 	bfound = brute_next(&spec, &fz, after, horizon, &bnext);
 	if (found != bfound || (found && next != bnext))
 	{

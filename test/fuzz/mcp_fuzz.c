@@ -46,7 +46,7 @@ accept_cb(void *arg, json_t *params)
 	json_t	   *answer = json_pack("{s:s,s:{s:s}}", "action", "accept", "content", "name", "x");
 
 	(void) arg;
-	mcp_elicitation_apply_defaults(params, json_object_get(answer, "content"));
+	McpElicitationApplyDefaults(params, json_object_get(answer, "content"));
 	return answer;
 }
 
@@ -58,7 +58,7 @@ check_result(int rc, json_t *result)
 		abort();
 	if (rc == MCP_OK && result)
 	{
-		char	   *t = mcp_result_text(result);
+		char	   *t = McpResultText(result);
 
 		if (t)
 			(void) strlen(t);
@@ -80,39 +80,39 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	fake_curl_script(data + 2, size - 2, data[1]);
-	c = mcp_client_new("https://mcp.example/mcp", NULL, 10000);
+	c = McpClientNew("https://mcp.example/mcp", NULL, 10000);
 	if (c == NULL)
 		abort();
-	mcp_client_set_protocol(c, protocols[data[0] & 3]);
+	McpClientSetProtocol(c, protocols[data[0] & 3]);
 	if (data[0] & 4)
-		mcp_client_set_elicitation(c, accept_cb, NULL);
+		McpClientSetElicitation(c, accept_cb, NULL);
 	if (data[0] & 8)
-		mcp_client_hold_elicitation(c, 1000);
+		McpClientHoldElicitation(c, 1000);
 	else if (data[0] & 16)
-		mcp_client_defer_elicitation(c);
+		McpClientDeferElicitation(c);
 
 	/* synchronous: list, call, any request (not with held elicitation: the worker's async calls only) */
 	args = json_pack("{s:s,s:i}", "region", "eu", "n", 1);
 	if (data[0] & 8)
 		goto async;
-	rc = mcp_list_tools(c, &tools);
+	rc = McpListTools(c, &tools);
 	check_code(rc);
 	if (rc == MCP_OK && !json_is_array(tools))
 		abort();
 	if (tools)
 		json_decref(tools);
-	(void) mcp_client_rejected_tools(c);
-	(void) mcp_client_tools_ttl_ms(c);
-	(void) mcp_client_server_info(c);
-	(void) strlen(mcp_client_error(c));
+	(void) McpClientRejectedTools(c);
+	(void) McpClientToolsTtlMs(c);
+	(void) McpClientServerInfo(c);
+	(void) strlen(McpClientError(c));
 
-	rc = mcp_call_tool(c, "search", args, &result);
+	rc = McpCallTool(c, "search", args, &result);
 	check_result(rc, result);
 	result = NULL;
 	{
 		json_t	   *params = json_pack("{s:s}", "uri", "file:///a");
 
-		rc = mcp_request(c, "resources/read", params, &result);
+		rc = McpRequest(c, "resources/read", params, &result);
 		json_decref(params);
 	}
 	check_result(rc, result);
@@ -120,9 +120,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* asynchronous, as the worker calls */
 async:
-	if (mcp_client_ready(c) == MCP_OK)
+	if (McpClientReady(c) == MCP_OK)
 	{
-		McpAsync   *a = mcp_async_call(c, "search", args, NULL, NULL, NULL);
+		McpAsync   *a = McpAsyncCall(c, "search", args, NULL, NULL, NULL);
 
 		for (int round = 0; a && round < 8; round++)
 		{
@@ -130,18 +130,18 @@ async:
 			char	   *body;
 			json_t	   *el;
 
-			rc = mcp_async_done(a, fake_curl_run(mcp_async_handle(a)), &result);
+			rc = McpAsyncDone(a, fake_curl_run(McpAsyncHandle(a)), &result);
 			check_code(rc);
-			(void) mcp_async_list_changed(a);
-			while ((el = mcp_async_take_elicitation(a)) != NULL)
+			(void) McpAsyncListChanged(a);
+			while ((el = McpAsyncTakeElicitation(a)) != NULL)
 			{
 				json_t	   *answer = json_pack("{s:s}", "action", "decline");
 
-				mcp_async_answer_elicitation(a, el, answer);	/* copies it */
+				McpAsyncAnswerElicitation(a, el, answer);	/* copies it */
 				json_decref(answer);
 				json_decref(el);
 			}
-			while (mcp_async_next_reply(a, &h, &body))
+			while (McpAsyncNextReply(a, &h, &body))
 			{
 				curl_slist_free_all(h);
 				free(body);
@@ -156,9 +156,9 @@ async:
 				json_decref(result);
 			result = NULL;
 		}
-		mcp_async_free(a);
+		McpAsyncRequestFree(a);
 	}
 	json_decref(args);
-	mcp_client_close(c);
+	McpClientClose(c);
 	return 0;
 }

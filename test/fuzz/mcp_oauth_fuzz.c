@@ -31,24 +31,24 @@
 static void
 check_roundtrip(McpOAuthConfig *o)
 {
-	json_t	   *a = mcp_oauth_export(o);
-	McpOAuthConfig *p = mcp_oauth_config_new();
+	json_t	   *a = McpOauthExport(o);
+	McpOAuthConfig *p = McpOauthConfigNew();
 	json_t	   *b;
 
-	mcp_oauth_import(p, a);
-	b = mcp_oauth_export(p);
+	McpOauthImport(p, a);
+	b = McpOauthExport(p);
 	if (!json_equal(a, b))
 		abort();
 	json_decref(a);
 	json_decref(b);
-	mcp_oauth_config_free(p);
-	(void) mcp_oauth_expires_at(o);
+	McpOauthConfigFree(p);
+	(void) McpOauthExpiresAt(o);
 }
 
 static void
 check_step(McpOAuthConfig *o, int rc)
 {
-	if (rc != 0 && (mcp_oauth_error(o) == NULL || mcp_oauth_error(o)[0] == '\0'))
+	if (rc != 0 && (McpOauthError(o) == NULL || McpOauthError(o)[0] == '\0'))
 		abort();
 }
 
@@ -70,61 +70,61 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		www = strndup((const char *) data + 2, nl - (data + 2));
 	fake_curl_script(nl + 1, size - (nl + 1 - data), data[1]);
 
-	o = mcp_oauth_config_new();
-	mcp_oauth_config_set(o, "redirect_uri", "http://127.0.0.1:5000/callback");
-	mcp_oauth_config_set(o, "timeout_ms", "5000");
+	o = McpOauthConfigNew();
+	McpOauthConfigSet(o, "redirect_uri", "http://127.0.0.1:5000/callback");
+	McpOauthConfigSet(o, "timeout_ms", "5000");
 	if (flags & 1)
-		mcp_oauth_config_set(o, "grant", "client_credentials");
+		McpOauthConfigSet(o, "grant", "client_credentials");
 	if ((flags & 2) || (flags & 1))
 	{
-		mcp_oauth_config_set(o, "client_id", "pre-registered");
-		mcp_oauth_config_set(o, "client_secret", "secret");
+		McpOauthConfigSet(o, "client_id", "pre-registered");
+		McpOauthConfigSet(o, "client_secret", "secret");
 	}
 	if (flags & 4)
-		mcp_oauth_config_set(o, "auth_method", "client_secret_post");
+		McpOauthConfigSet(o, "auth_method", "client_secret_post");
 
 	if (flags & 8)
 	{
-		McpClient  *c = mcp_client_new("https://mcp.example/mcp", NULL, 10000);
+		McpClient  *c = McpClientNew("https://mcp.example/mcp", NULL, 10000);
 		json_t	   *tools = NULL;
 
-		mcp_oauth_config_set(o, "authorize", "auto");
-		mcp_client_set_protocol(c, "2025-11-25");
-		mcp_oauth_attach(c, o);
-		if (mcp_list_tools(c, &tools) == MCP_OK)
+		McpOauthConfigSet(o, "authorize", "auto");
+		McpClientSetProtocol(c, "2025-11-25");
+		McpOauthAttach(c, o);
+		if (McpListTools(c, &tools) == MCP_OK)
 			json_decref(tools);
-		(void) strlen(mcp_client_error(c));
-		mcp_client_close(c);
+		(void) strlen(McpClientError(c));
+		McpClientClose(c);
 	}
 	else
 	{
-		int			rc = mcp_oauth_prepare(o, "https://mcp.example/mcp", (flags & 16) ? 403 : 401, www);
+		int			rc = McpOauthPrepare(o, "https://mcp.example/mcp", (flags & 16) ? 403 : 401, www);
 
 		check_step(o, rc);
 		if (rc == 0 && (flags & 1))
-			check_step(o, mcp_oauth_client_credentials(o));
+			check_step(o, McpOauthClientCredentials(o));
 		else if (rc == 0)
 		{
-			char	   *url = mcp_oauth_authorization_url(o);
+			char	   *url = McpOauthAuthorizationUrl(o);
 
 			check_step(o, url ? 0 : -1);
 			if (url)
 			{
-				json_t	   *e = mcp_oauth_export(o);
+				json_t	   *e = McpOauthExport(o);
 				const char *iss = json_string_value(json_object_get(e, "issuer"));
-				char	   *state = mcp_oauth_state(o) ? strdup(mcp_oauth_state(o)) : NULL;
+				char	   *state = McpOauthState(o) ? strdup(McpOauthState(o)) : NULL;
 
-				check_step(o, mcp_oauth_complete(o, "code-1", state, (flags & 32) ? iss : NULL));
+				check_step(o, McpOauthComplete(o, "code-1", state, (flags & 32) ? iss : NULL));
 				json_decref(e);
 				free(state);
 				free(url);
-				if (mcp_oauth_access_token(o))
-					check_step(o, mcp_oauth_refresh(o));
+				if (McpOauthAccessToken(o))
+					check_step(o, McpOauthRefresh(o));
 			}
 		}
 	}
 	check_roundtrip(o);
-	mcp_oauth_config_free(o);
+	McpOauthConfigFree(o);
 	free(www);
 	return 0;
 }
