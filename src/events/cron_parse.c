@@ -373,7 +373,7 @@ floordiv(int64_t a, int64_t b)
 }
 
 /* Howard Hinnant's days_from_civil / civil_from_days. */
-int64_t
+static int64_t
 CronDaysFromCivil(int64_t y, int m, int d)
 {
 	int64_t		era;

@@ -80,8 +80,7 @@ extern bool CronNextInstant(const CronSpec *spec, const CronZone *zone,
 /* Plain English description into buf (CRON_DESC_LEN bytes). */
 extern void CronDescribeSpec(const CronSpec *spec, char *buf);
 
-/* Civil calendar helpers (proleptic Gregorian, days since 1970-01-01). */
-extern int64_t CronDaysFromCivil(int64_t y, int m, int d);
+/* Days since 1970-01-01 to the proleptic Gregorian date. */
 extern void CronCivilFromDays(int64_t days, int64_t *y, int *m, int *d);
 
 #endif							/* CRON_PARSE_H */
