@@ -72,6 +72,13 @@ REGRESS      = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
 # pg_regress, which cannot drop it while pg_cron's launcher is connected.
 REGRESS_OPTS = --inputdir=test --use-existing
 REGRESS_PREP = installcheck-db
+# isolationtester specs (interleavings of sessions, step by step): the specs
+# in test/isolation/specs, the expected outputs in test/isolation/expected,
+# the results in output_iso/.  pg_isolation_regress makes their database
+# fresh with the extension in it (--load-extension); it is not the one the
+# worker serves (pg_agents.database), so the worker claims no run of theirs.
+ISOLATION      = $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test/isolation --load-extension=pg_agents
 
 # JIT bitcode is not needed and would require clang on the build machine.
 override with_llvm = no
@@ -83,6 +90,7 @@ include $(PGXS)
 # cluster uses too (expected/worker_settings.out shows it); after the include,
 # which sets contrib_regression
 CONTRIB_TESTDB = pg_agents_regress
+ISOLATION_TESTDB = pg_agents_isolation
 
 .PHONY: installcheck-db
 installcheck-db:

@@ -2,6 +2,9 @@
 # make test: start a throwaway cluster, then run every test suite against it:
 #   1. pg_regress  (test/sql, expected/; results/)    exact outputs
 #   2. pgTAP       (test/pgtap/*.sql, via pg_prove)     behaviour matrices
+#   2b. isolation  (test/isolation/specs/*.spec, via pg_isolation_regress;
+#                   expected in test/isolation/expected/, results in
+#                   output_iso/)                        interleavings
 #   3. integration (test/t/*.t, via prove)             worker, faults, peers
 #   4. fuzzing     (test/fuzz, a short run)
 #   5. the soak    (tools/soak.sh, SOAK_MINUTES=5; 0 leaves it out)
@@ -93,6 +96,24 @@ fi
 pgtap_files=$(pick test/pgtap/*.sql)
 if [ -n "$pgtap_files" ]; then
     suite "pgTAP" pg_prove --host "$PGHOST" --port "$PGPORT" --username postgres --dbname "$PG_AGENTS_REGRESS_DB" $pgtap_files
+fi
+
+# 2b. isolation specs: interleavings of sessions, step by step (lock waits
+# seen by isolationtester, no sleeps), in their own database made fresh with
+# the extension (the worker serves another one, so it claims nothing here)
+iso_tests=$(pick test/isolation/specs/*.spec | xargs -r -n1 basename | sed 's/\.spec$//' | sort)
+if [ -n "$iso_tests" ]; then
+    pgxs_dir="$($PG_CONFIG --pkglibdir)/pgxs"
+    run_isolation() {
+        rm -rf output_iso
+        "$pgxs_dir/src/test/isolation/pg_isolation_regress" --inputdir=test/isolation --outputdir=output_iso \
+            --bindir="$PG_AGENTS_BINDIR" --host="$PGHOST" --port="$PGPORT" --user=postgres \
+            --dbname=pg_agents_isolation --load-extension=pg_agents $iso_tests
+        local rc=$?
+        if [ $rc -ne 0 ] && [ -f output_iso/regression.diffs ]; then head -c 20000 output_iso/regression.diffs; fi
+        return $rc
+    }
+    suite "isolation" run_isolation
 fi
 
 # 3. integration tests (executables that print TAP)
