@@ -26,6 +26,7 @@
 #   CITUS_LAB_KEEP=1      keep the temporary directory (logs, data)
 #   PG_CONFIG=...         the PostgreSQL to use (default: tools/pg_version.sh)
 #   CITUS_LAB_EVENTS=N    events of the throughput figure (default 2000)
+#   CITUS_LAB_ONLY=pat    source only the tools/citus_lab.d/*.sh files matching
 #
 # Exit status 0 when every step passed. It prints one line per step.
 set -euo pipefail
@@ -321,6 +322,18 @@ item2b=$(psqlc -v ON_ERROR_STOP=1 -c "BEGIN" -c "SET LOCAL pg_agents.workspace =
 set -e
 printf 'known   transactional call (issue 35 item 2): the same transaction as the owner of schema agent gives: %s\n' \
     "$(printf '%s' "$item2b" | grep -v NOTICE | tr '\n' ' ')"
+
+# ---------------------------------------------------------------- 5b. more checks
+# tools/citus_lab.d/*.sh, in name order, are sourced here: each adds its own
+# checks and figures (check, check_error, step) on the doc's cluster, with
+# psqlc/as_app (the coordinator), ports (coordinator, worker1, worker2),
+# bindir, DB, lab and here.  CITUS_LAB_ONLY=pattern sources only the files
+# whose name contains it.
+for f in "$here"/tools/citus_lab.d/*.sh; do
+    [ -e "$f" ] || continue
+    if [ -n "${CITUS_LAB_ONLY:-}" ] && [[ "$(basename "$f")" != *$CITUS_LAB_ONLY* ]]; then continue; fi
+    . "$f"
+done
 
 # ---------------------------------------------------------------- 6. figures
 # fire_event through the coordinator, one transaction each, alternating the
