@@ -14,7 +14,7 @@ CREATE TABLE agent.run_stream_text (
     created_at timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT run_stream_text_pkey PRIMARY KEY (workspace_id, run_id, step, attempt, "offset"),
     FOREIGN KEY (workspace_id, run_id) REFERENCES agent.runs (workspace_id, id) ON DELETE CASCADE
-);
+) WITH (toast_tuple_target = 8160);  -- a delta (<= 3,000 bytes) is stored as it is: no pglz per row
 COMMENT ON TABLE agent.run_stream_text IS
   'The text of each delta of a streamed reply, as published on NOTIFY agent_run_deltas (whose payload holds its ids only); read through agent.run_deltas; removed with its run.';
 

@@ -24,14 +24,14 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "deltas.h"
 
 #define DELTA_CHUNK			3000
 
-static SPIPlanPtr notify_plan = NULL;
-static SPIPlanPtr insert_plan = NULL;
+static SPIPlanPtr publish_plan = NULL;
 
 /* end of the longest prefix of text[from, to) that ends on a UTF-8 boundary */
 static size_t
@@ -62,52 +62,78 @@ Utf8Cut(const char *text, size_t from, size_t to)
  * agent.run_stream_text and announced on agent_run_deltas by its ids (with
  * the run's conversation when it has one), inside the caller's transaction
  * (sent at its commit); returns the offset reached (short of upto when the
- * text ends inside a UTF-8 character).
+ * text ends inside a UTF-8 character).  All the chunks of one call go in
+ * one statement (one INSERT of every row, then one pg_notify per chunk, in
+ * offset order), however many there are: a flush costs one executor run,
+ * not two per chunk.
  */
 size_t
 DeltasNotify(int64 run_id, const char *workspace, int64 conversation_id, int step, int attempt,
 			 const char *text, size_t from, size_t upto)
 {
-	Oid			ins_types[6] = {TEXTOID, INT8OID, INT4OID, INT4OID, INT8OID, TEXTOID};
-	Oid			types[1] = {TEXTOID};
+	Oid			types[7] = {TEXTOID, INT8OID, INT4OID, INT4OID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+	Datum		vals[7];
 	StringInfoData buf;
+	int			nmax = (int) ((upto - from) / DELTA_CHUNK) + 2;
+	Datum	   *offs;
+	Datum	   *texts;
+	Datum	   *payloads;
+	int			n = 0;
 
+	if (from >= upto)
+		return from;
+	offs = palloc(nmax * sizeof(Datum));
+	texts = palloc(nmax * sizeof(Datum));
+	payloads = palloc(nmax * sizeof(Datum));
 	initStringInfo(&buf);
 	while (from < upto)
 	{
-		size_t		n = Min(upto - from, DELTA_CHUNK);
+		size_t		len = Min(upto - from, DELTA_CHUNK);
 		size_t		e;
-		Datum		ins[6];
-		Datum		vals[1];
 
-		e = Utf8Cut(text, from, from + n);
+		e = Utf8Cut(text, from, from + len);
 		if (e == from)
-			return from;		/* an incomplete character: wait for the rest */
+			break;				/* an incomplete character: wait for the rest */
 		if (pg_encoding_verifymbstr(PG_UTF8, text + from, e - from) != (int) (e - from))
-			return upto;		/* not UTF-8: not published */
-		ins[0] = CStringGetTextDatum(workspace);
-		ins[1] = Int64GetDatum(run_id);
-		ins[2] = Int32GetDatum(step);
-		ins[3] = Int32GetDatum(attempt);
-		ins[4] = Int64GetDatum((int64) from);
-		ins[5] = PointerGetDatum(cstring_to_text_with_len(text + from, e - from));
-		if (SpiUtilExecPlan(&insert_plan,
-							"INSERT INTO agent.run_stream_text (workspace_id, run_id, step, attempt, \"offset\", text)"
-							" VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-							6, ins_types, ins, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record a text delta");
+		{
+			from = upto;		/* not UTF-8: not published */
+			break;
+		}
+		Assert(n < nmax);
+		offs[n] = Int64GetDatum((int64) from);
+		texts[n] = PointerGetDatum(cstring_to_text_with_len(text + from, e - from));
 		resetStringInfo(&buf);
 		appendStringInfo(&buf, "{\"run_id\":" INT64_FORMAT, run_id);
 		if (conversation_id > 0)
 			appendStringInfo(&buf, ",\"conversation_id\":" INT64_FORMAT, conversation_id);
 		appendStringInfo(&buf, ",\"step\":%d,\"attempt\":%d,\"offset\":%zu,\"length\":%zu}",
 						 step, attempt, from, e - from);
-		vals[0] = PointerGetDatum(cstring_to_text_with_len(buf.data, buf.len));
-		if (SpiUtilExecPlan(&notify_plan, "SELECT pg_catalog.pg_notify('agent_run_deltas', $1)",
-							 1, types, vals, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "pg_notify failed");
+		payloads[n] = PointerGetDatum(cstring_to_text_with_len(buf.data, buf.len));
+		n++;
 		from = e;
 	}
+	if (n > 0)
+	{
+		vals[0] = CStringGetTextDatum(workspace);
+		vals[1] = Int64GetDatum(run_id);
+		vals[2] = Int32GetDatum(step);
+		vals[3] = Int32GetDatum(attempt);
+		vals[4] = PointerGetDatum(construct_array(offs, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		vals[5] = PointerGetDatum(construct_array(texts, n, TEXTOID, -1, false, TYPALIGN_INT));
+		vals[6] = PointerGetDatum(construct_array(payloads, n, TEXTOID, -1, false, TYPALIGN_INT));
+		if (SpiUtilExecPlan(&publish_plan,
+							"WITH d AS (INSERT INTO agent.run_stream_text"
+							" (workspace_id, run_id, step, attempt, \"offset\", text)"
+							" SELECT $1, $2, $3, $4, u.o, u.t FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(o, t)"
+							" ON CONFLICT DO NOTHING)"
+							" SELECT pg_catalog.pg_notify('agent_run_deltas', p.p)"
+							" FROM pg_catalog.unnest($7) WITH ORDINALITY AS p(p, i) ORDER BY p.i",
+							7, types, vals, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != (uint64) n)
+			elog(ERROR, "could not publish the text deltas of run " INT64_FORMAT, run_id);
+	}
 	pfree(buf.data);
+	pfree(offs);
+	pfree(texts);
+	pfree(payloads);
 	return from;
 }
