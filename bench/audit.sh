@@ -53,17 +53,22 @@ bulk() {  # table, kind
     else
         sql="UPDATE $t SET status = CASE status WHEN 'open' THEN 'closed' ELSE 'open' END, priority = priority + 1"
     fi
-    "${psql[@]}" <<SQL
-SET pg_agents.actor = 'agent:1'; SET pg_agents.workspace = 'ws1';
+    timed "SET pg_agents.actor = 'agent:1'; SET pg_agents.workspace = 'ws1';" "$sql"
+}
+# timed SETUP STATEMENT: seconds the server took to run STATEMENT (after SETUP,
+# untimed), measured inside the server so that psql's own time is left out
+timed() {
+    "${psql[@]}" <<SQL 2>&1 | sed -n 's/.*NOTICE: *//p'
+$1
 DO \$\$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
-  EXECUTE \$q\$$sql\$q\$;
+  EXECUTE \$q\$$2\$q\$;
   RAISE NOTICE '%', extract(epoch FROM clock_timestamp() - t0);
 END \$\$;
 SQL
 }
-secs_of() { bulk "$@" 2>&1 | sed -n 's/.*NOTICE: *//p'; }
+secs_of() { bulk "$@"; }
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", x / y }'; }
 rate() { awk -v n="$rows" -v s="$1" 'BEGIN { printf "%.0f", n / s }'; }
 # added cost of b relative to d, from rates: (1/b - 1/a) / (1/d - 1/a)
@@ -87,17 +92,9 @@ BEGIN
 END \$\$;
 SQL
 }
-copy_secs() {
-    "${psql[@]}" <<SQL 2>&1 | sed -n 's/.*NOTICE: *//p'
-TRUNCATE bench_audit.floor_log;
-DO \$\$
-DECLARE t0 timestamptz := clock_timestamp();
-BEGIN
-  EXECUTE format('COPY bench_audit.floor_log FROM %L', current_setting('data_directory') || '/bench_audit_floor.copy');
-  RAISE NOTICE '%', extract(epoch FROM clock_timestamp() - t0);
-END \$\$;
-SQL
-}
+copy_file=$("${psql[@]}" -c "SELECT current_setting('data_directory') || '/bench_audit_floor.copy'")
+trap 'rm -f "$copy_file"' EXIT   # (written by the server in its data directory; removed at the end)
+copy_secs() { timed "TRUNCATE bench_audit.floor_log;" "COPY bench_audit.floor_log FROM '$copy_file'"; }
 floor_round() {  # kind: rounds of (plain statement, COPY of its audit rows, audited statement)
     local kind=$1 FA=() FC=() FB=() r n
     floor_setup
@@ -153,7 +150,7 @@ floor_row=$("${psql[@]}" -c "SELECT format('%L::jsonb, %L', changes, summary) FR
 PGOPTIONS="-c client_min_messages=warning" "${psql[@]}" -c "DROP TABLE IF EXISTS bench_audit_e; CREATE TABLE bench_audit_e (LIKE bench_audit_a INCLUDING ALL);
                  TRUNCATE bench_audit_a, bench_audit_b, bench_audit_c, bench_audit_d, bench_audit.floor_log" >/dev/null
 tables=(bench_audit_a bench_audit_b bench_audit_c bench_audit_d bench_audit_e)
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); trap 'rm -rf "$tmp" "$copy_file"' EXIT
 # (e) by hand: the unaudited write and, in the same statement, one audit
 # row like the C trigger's (its changes and summary taken from a row the bulk
 # part wrote) into bench_audit.floor_log, a copy of the partition with its
