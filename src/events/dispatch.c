@@ -133,6 +133,8 @@ static int	dispatch_depth = 0;
 static SPIPlanPtr plan_lookup = NULL;
 static SPIPlanPtr plan_mention = NULL;
 static SPIPlanPtr plan_agent = NULL;
+static SPIPlanPtr plan_agent_citus = NULL;
+static SPIPlanPtr plan_restype_citus = NULL;
 static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
 static SPIPlanPtr plan_launch = NULL;
@@ -721,6 +723,47 @@ AgentIsActive(int64 agent_id, const char *workspace_id, const char *resource_typ
 	int			ret;
 	bool		isnull;
 	Datum		d;
+
+	/*
+	 * On Citus, in a delegated agent._fire_event_in, a query of a distributed
+	 * table must name the workspace and nothing else: a subquery of the
+	 * reference table agent.resource_tables is refused there ("queries must
+	 * filter by the distribution argument"), so it is a query of its own.
+	 */
+	if (OidIsValid(triggers_relid) && RelcheckCitusManaged(triggers_relid))
+	{
+		Oid			rtypes[1] = {TEXTOID};
+		Datum		rargs[1];
+
+		SpiUtilKeptPlan(&plan_agent_citus,
+					"SELECT a.hourly_run_cap::pg_catalog.int8 "
+					"FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+					"AND a.id OPERATOR(pg_catalog.=) $1 "
+					"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
+					2, types);
+		ret = SPI_execute_plan(plan_agent_citus, args, NULL, false, 1);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
+		if (SPI_processed == 0)
+			return false;
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		f->has_cap = !isnull;
+		f->cap = isnull ? 0 : DatumGetInt64(d);
+		f->own_type_registered = false;
+		if (resource_type != NULL)
+		{
+			SpiUtilKeptPlan(&plan_restype_citus,
+						"SELECT FROM agent.resource_tables r "
+						"WHERE r.resource_type OPERATOR(pg_catalog.=) $1 LIMIT 1",
+						1, rtypes);
+			rargs[0] = CStringGetTextDatum(resource_type);
+			ret = SPI_execute_plan(plan_restype_citus, rargs, NULL, false, 1);
+			if (ret != SPI_OK_SELECT)
+				elog(ERROR, "pg_agents: resource type lookup failed: %s", SPI_result_code_string(ret));
+			f->own_type_registered = SPI_processed > 0;
+		}
+		return true;
+	}
 
 	SpiUtilKeptPlan(&plan_agent,
 				"SELECT a.hourly_run_cap::pg_catalog.int8, "
