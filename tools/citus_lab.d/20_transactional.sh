@@ -62,3 +62,23 @@ check_error "transactional: agent._fire_event_in of another workspace than the s
         -c "COMMIT"
 check "transactional: initech's runs unchanged by all of the above" "$tx_i0" \
     psqlc -c "SELECT count(*) FROM agent.runs WHERE workspace_id = 'initech'"
+
+# Not solved (docs/scaling.md, "What is known not to work"): the other API
+# calls, SECURITY DEFINER SQL or C reading as the owner of schema agent,
+# after the application's write of the same workspace.  Printed, not
+# checked (rolled back).
+tx_agent=$(psqlc -c "SELECT min(id) FROM agent.agents WHERE workspace_id = 'acme'")
+for tx_call in "SELECT agent.start_run($tx_agent, 'alice', '{}', 'autonomous', 'api') IS NOT NULL" \
+               "SELECT agent.can_access($tx_agent, 'page', 'roadmap')"; do
+    set +e
+    tx_out=$(as_app -v ON_ERROR_STOP=1 "${tx_begin[@]}" \
+        -c "INSERT INTO public.tickets VALUES (206, 'acme', 'alice', 'transactional, other call')" \
+        -c "$tx_call" -c "ROLLBACK" 2>&1)
+    set -e
+    case "$tx_out" in
+        *"by a different user"*) printf 'known   transactional: INSERT then %s in one transaction fails: %s\n' \
+            "${tx_call%%(*}" "$(printf '%s' "$tx_out" | grep -m1 ERROR)" ;;
+        *) printf 'note    transactional: INSERT then %s in one transaction gave: %s\n' \
+            "${tx_call%%(*}" "$(printf '%s' "$tx_out" | tr '\n' ' ' | cut -c1-300)" ;;
+    esac
+done
