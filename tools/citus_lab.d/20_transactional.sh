@@ -55,6 +55,19 @@ as_app -v ON_ERROR_STOP=1 "${tx_begin[@]}" \
 check "transactional: INSERT, fire_event, then a failing statement: neither the row nor a run" \
     "$((tx_t0 + 3))|$((tx_a0 + 2))|$tx_i0" tx_counts
 
+# the hourly cap (its lock, agent.locks, is the node's own): with a cap the
+# delegated call takes it on acme's node
+tx_uncapped=$(psqlc -c "WITH u AS (UPDATE agent.agents SET hourly_run_cap = 1000000
+                                    WHERE workspace_id = 'acme' AND hourly_run_cap IS NULL RETURNING id)
+                        SELECT coalesce(string_agg(id::text, ','), '0') FROM u")
+check "transactional: INSERT then fire_event with the agent's hourly cap set, COMMIT: one run" "1" \
+    as_app -v ON_ERROR_STOP=1 "${tx_begin[@]}" \
+        -c "INSERT INTO public.tickets VALUES (204, 'acme', 'alice', 'transactional, capped')" \
+        -c "$(tx_fire 204 'lab:tx:204b')" -c "COMMIT"
+psqlc -c "UPDATE agent.agents SET hourly_run_cap = NULL WHERE workspace_id = 'acme' AND id IN ($tx_uncapped)" >/dev/null
+check "transactional: after the capped call the row and one run more" \
+    "$((tx_t0 + 4))|$((tx_a0 + 3))|$tx_i0" tx_counts
+
 check_error "transactional: agent._fire_event_in of another workspace than the session's is refused" \
     'permission denied to fire an event in workspace "initech"' \
     as_app -v ON_ERROR_STOP=1 "${tx_begin[@]}" \
