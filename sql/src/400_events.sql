@@ -137,6 +137,7 @@ COMMENT ON COLUMN agent.event_dedup.seen_at IS 'When the fingerprint was (re)rec
 -- ---------------------------------------------------------------------------
 
 \ir ../functions/agent.fire_event.sql
+\ir ../functions/agent._fire_event_in.sql
 
 CREATE FUNCTION agent.unknown_workspace_events(
     OUT events bigint, OUT last_at timestamptz, OUT last_event text,

@@ -83,6 +83,7 @@ GRANT EXECUTE ON FUNCTION
   agent.approve(text, text, bigint), agent.deny(text, text, bigint),
   -- events
   agent.fire_event(text, text, text, jsonb, text, text, text), agent.filter_matches(jsonb, jsonb),
+  agent._fire_event_in(text, text, text, text, jsonb, text, text, text),
   agent.fire_trigger(bigint, text, jsonb),
   agent.watch_table(regclass, text, name, text[], name), agent.unwatch_table(regclass),
   -- (registering resource tables and allowlists is a DBA's: it grants the

@@ -37,6 +37,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "storage/lmgr.h"
 #include "catalog/pg_collation.h"
@@ -72,6 +73,7 @@
 #include "util/spi_util.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_fire_event);
+PG_FUNCTION_INFO_V1(pg_agents_fire_event_in);
 PG_FUNCTION_INFO_V1(pg_agents_triggers_changed);
 
 #define CACHE_KEY_LEN		256
@@ -131,6 +133,8 @@ static int	dispatch_depth = 0;
 static SPIPlanPtr plan_lookup = NULL;
 static SPIPlanPtr plan_mention = NULL;
 static SPIPlanPtr plan_agent = NULL;
+static SPIPlanPtr plan_agent_citus = NULL;
+static SPIPlanPtr plan_restype_citus = NULL;
 static SPIPlanPtr plan_parent = NULL;
 static SPIPlanPtr plan_dedup = NULL;
 static SPIPlanPtr plan_launch = NULL;
@@ -719,6 +723,47 @@ AgentIsActive(int64 agent_id, const char *workspace_id, const char *resource_typ
 	int			ret;
 	bool		isnull;
 	Datum		d;
+
+	/*
+	 * On Citus, in a delegated agent._fire_event_in, a query of a distributed
+	 * table must name the workspace and nothing else: a subquery of the
+	 * reference table agent.resource_tables is refused there ("queries must
+	 * filter by the distribution argument"), so it is a query of its own.
+	 */
+	if (OidIsValid(triggers_relid) && RelcheckCitusManaged(triggers_relid))
+	{
+		Oid			rtypes[1] = {TEXTOID};
+		Datum		rargs[1];
+
+		SpiUtilKeptPlan(&plan_agent_citus,
+					"SELECT a.hourly_run_cap::pg_catalog.int8 "
+					"FROM agent.agents a WHERE a.workspace_id OPERATOR(pg_catalog.=) $2 "
+					"AND a.id OPERATOR(pg_catalog.=) $1 "
+					"AND a.status OPERATOR(pg_catalog.=) 'active' AND a.deleted_at IS NULL",
+					2, types);
+		ret = SPI_execute_plan(plan_agent_citus, args, NULL, false, 1);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "pg_agents: agent lookup failed: %s", SPI_result_code_string(ret));
+		if (SPI_processed == 0)
+			return false;
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		f->has_cap = !isnull;
+		f->cap = isnull ? 0 : DatumGetInt64(d);
+		f->own_type_registered = false;
+		if (resource_type != NULL)
+		{
+			SpiUtilKeptPlan(&plan_restype_citus,
+						"SELECT FROM agent.resource_tables r "
+						"WHERE r.resource_type OPERATOR(pg_catalog.=) $1 LIMIT 1",
+						1, rtypes);
+			rargs[0] = CStringGetTextDatum(resource_type);
+			ret = SPI_execute_plan(plan_restype_citus, rargs, NULL, false, 1);
+			if (ret != SPI_OK_SELECT)
+				elog(ERROR, "pg_agents: resource type lookup failed: %s", SPI_result_code_string(ret));
+			f->own_type_registered = SPI_processed > 0;
+		}
+		return true;
+	}
 
 	SpiUtilKeptPlan(&plan_agent,
 				"SELECT a.hourly_run_cap::pg_catalog.int8, "
@@ -1492,6 +1537,172 @@ TextArgOrNull(FunctionCallInfo fcinfo, int n)
 	return PG_ARGISNULL(n) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(n));
 }
 
+/* The checked arguments of agent.fire_event (and agent._fire_event_in). */
+typedef struct FireArgs
+{
+	char	   *event_name;
+	char	   *resource_type;
+	char	   *resource_id;
+	Jsonb	   *payload;
+	char	   *actor;
+	char	   *event_id;
+	char	   *automation;
+} FireArgs;
+
+/* Reads and checks the event's arguments, the first at argument 'first'. */
+static void
+GetFireArgs(FunctionCallInfo fcinfo, int first, FireArgs *a)
+{
+	a->event_name = TextArgOrNull(fcinfo, first);
+	a->resource_type = TextArgOrNull(fcinfo, first + 1);
+	a->resource_id = TextArgOrNull(fcinfo, first + 2);
+	a->actor = TextArgOrNull(fcinfo, first + 4);
+	a->event_id = TextArgOrNull(fcinfo, first + 5);
+	/* the automation label (0.4.0; absent until ALTER EXTENSION ... UPDATE) */
+	a->automation = PG_NARGS() > first + 6 ? TextArgOrNull(fcinfo, first + 6) : NULL;
+
+	if (a->event_name == NULL || a->event_name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event_name must not be empty")));
+	if (a->resource_type == NULL || a->resource_type[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource_type must not be empty")));
+	if (PG_ARGISNULL(first + 3))
+		a->payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	else
+		a->payload = PG_GETARG_JSONB_P(first + 3);
+	if (!JsonContainerIsObject(&a->payload->root) || JsonContainerIsScalar(&a->payload->root))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event payload must be a JSON object")));
+	if (a->actor != NULL && a->actor[0] == '\0')
+		a->actor = NULL;
+	if (a->event_id != NULL && a->event_id[0] == '\0')
+		a->event_id = NULL;
+	if (a->automation != NULL && a->automation[0] == '\0')
+		a->automation = NULL;
+	if (a->automation != NULL && strlen(a->automation) > 200)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("automation label is too long"),
+				 errdetail("An automation label has at most 200 bytes.")));
+}
+
+/* Returns the run ids of a list (of int64 pointers) as the function's rows. */
+static void
+ReturnRuns(FunctionCallInfo fcinfo, List *runs)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	foreach(lc, runs)
+	{
+		Datum		value = Int64GetDatum(*(int64 *) lfirst(lc));
+		bool		isnull = false;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+	}
+}
+
+/* a quoted SQL literal of s, or NULL */
+static void
+AppendLiteral(StringInfo buf, const char *s, const char *cast)
+{
+	if (s == NULL)
+		appendStringInfoString(buf, "NULL");
+	else
+		appendStringInfoString(buf, quote_literal_cstr(s));
+	appendStringInfoString(buf, cast);
+}
+
+/*
+ * On Citus, in a transaction block: agent._fire_event_in, the distributed
+ * function (docs/scaling.md), called as the caller through SPI with constant
+ * arguments, which Citus delegates to the node of the workspace over the
+ * connection that already wrote that workspace's placements in this
+ * transaction (as the same user), where the event is dispatched.  Dispatching
+ * here would read and write the placements as the owner of schema "agent",
+ * on a second connection, which Citus refuses after the application's own
+ * writes of the workspace ("modified in this transaction by a different
+ * user").  False (nothing done) when the function is missing (the extension
+ * not yet updated) or not distributed: the event is then dispatched here.
+ */
+static bool
+DispatchThroughCitus(const char *workspace, FireArgs *a, List **runs)
+{
+	static Oid	fire_in_oid = InvalidOid;
+	Oid			nsp;
+	StringInfoData q;
+	uint64		i;
+	int			ret;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (!IsTransactionBlock() || dispatch_depth > 0)
+		return false;
+	if (!OidIsValid(triggers_relid))
+		RefreshCache();
+	if (!OidIsValid(triggers_relid) || !RelcheckCitusManaged(triggers_relid))
+		return false;
+	nsp = get_namespace_oid("agent", true);
+	if (!OidIsValid(nsp))
+		return false;
+	if (!OidIsValid(fire_in_oid) ||
+		!SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(fire_in_oid)))
+	{
+		Oid			argtypes[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID,
+		TEXTOID, TEXTOID, TEXTOID};
+		oidvector  *args = buildoidvector(argtypes, 8);
+		HeapTuple	tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum("_fire_event_in"),
+										  PointerGetDatum(args), ObjectIdGetDatum(nsp));
+
+		if (!HeapTupleIsValid(tup))
+			return false;
+		fire_in_oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+		ReleaseSysCache(tup);
+	}
+
+	/* the session's actor is named: the node's own may be another */
+	if (a->actor == NULL && pg_agents_actor != NULL && pg_agents_actor[0] != '\0')
+		a->actor = pg_agents_actor;
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT r FROM agent._fire_event_in(");
+	AppendLiteral(&q, workspace, "::pg_catalog.text, ");
+	AppendLiteral(&q, a->event_name, "::pg_catalog.text, ");
+	AppendLiteral(&q, a->resource_type, "::pg_catalog.text, ");
+	AppendLiteral(&q, a->resource_id, "::pg_catalog.text, ");
+	AppendLiteral(&q, JsonbToCString(NULL, &a->payload->root, VARSIZE(a->payload)),
+				  "::pg_catalog.jsonb, ");
+	AppendLiteral(&q, a->actor, "::pg_catalog.text, ");
+	AppendLiteral(&q, a->event_id, "::pg_catalog.text, ");
+	AppendLiteral(&q, a->automation, "::pg_catalog.text) AS r");
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_agents: SPI_connect failed");
+	ret = SPI_execute(q.data, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "pg_agents: could not dispatch the event through agent._fire_event_in: %s",
+			 SPI_result_code_string(ret));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old;
+		int64	   *v;
+
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(outer);
+		v = palloc(sizeof(int64));
+		*v = DatumGetInt64(d);
+		*runs = lappend(*runs, v);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return true;
+}
+
 /*
  * agent.fire_event(event_name text, resource_type text, resource_id text,
  *                  payload jsonb DEFAULT '{}', actor text DEFAULT NULL,
@@ -1501,48 +1712,12 @@ TextArgOrNull(FunctionCallInfo fcinfo, int n)
 Datum
 pg_agents_fire_event(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *event_name = TextArgOrNull(fcinfo, 0);
-	char	   *resource_type = TextArgOrNull(fcinfo, 1);
-	char	   *resource_id = TextArgOrNull(fcinfo, 2);
-	Jsonb	   *payload;
-	char	   *actor = TextArgOrNull(fcinfo, 4);
-	char	   *event_id = TextArgOrNull(fcinfo, 5);
-	/* the automation label (0.4.0; absent until ALTER EXTENSION ... UPDATE) */
-	char	   *automation = PG_NARGS() > 6 ? TextArgOrNull(fcinfo, 6) : NULL;
+	FireArgs	a;
 	const char *workspace;
-	List	   *runs;
-	ListCell   *lc;
+	List	   *runs = NIL;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	if (event_name == NULL || event_name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("event_name must not be empty")));
-	if (resource_type == NULL || resource_type[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("resource_type must not be empty")));
-	if (PG_ARGISNULL(3))
-		payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
-	else
-		payload = PG_GETARG_JSONB_P(3);
-	if (!JsonContainerIsObject(&payload->root) || JsonContainerIsScalar(&payload->root))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("event payload must be a JSON object")));
-	if (actor != NULL && actor[0] == '\0')
-		actor = NULL;
-	if (event_id != NULL && event_id[0] == '\0')
-		event_id = NULL;
-	if (automation != NULL && automation[0] == '\0')
-		automation = NULL;
-	if (automation != NULL && strlen(automation) > 200)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("automation label is too long"),
-				 errdetail("An automation label has at most 200 bytes.")));
+	GetFireArgs(fcinfo, 0, &a);
 
 	/*
 	 * The event belongs to the session's workspace.  A non-superuser session
@@ -1558,15 +1733,49 @@ pg_agents_fire_event(PG_FUNCTION_ARGS)
 				 errdetail("Every call of the pg_agents API works inside the session's workspace."),
 				 errhint("SET LOCAL pg_agents.workspace = '<workspace id>' for each request (or ALTER DATABASE ... SET pg_agents.workspace for a single-tenant database).")));
 
-	runs = DispatchEvent(workspace, event_name, resource_type, resource_id, payload, actor,
-						 event_id, true, automation);
-	foreach(lc, runs)
-	{
-		Datum		value = Int64GetDatum(*(int64 *) lfirst(lc));
-		bool		isnull = false;
+	if (workspace == NULL || !DispatchThroughCitus(workspace, &a, &runs))
+		runs = DispatchEvent(workspace, a.event_name, a.resource_type, a.resource_id, a.payload,
+							 a.actor, a.event_id, true, a.automation);
+	ReturnRuns(fcinfo, runs);
+	return (Datum) 0;
+}
 
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
-	}
+/*
+ * agent._fire_event_in(workspace_id text, event_name text, resource_type text,
+ *                      resource_id text, payload jsonb, actor text,
+ *                      event_id text, automation text)
+ *   RETURNS SETOF bigint
+ *
+ * agent.fire_event on the node of the workspace (DispatchThroughCitus): the
+ * workspace named must be the session's, as it is there (Citus sends the
+ * transaction's SET LOCAL commands along, docs/scaling.md).
+ */
+Datum
+pg_agents_fire_event_in(PG_FUNCTION_ARGS)
+{
+	FireArgs	a;
+	char	   *workspace = TextArgOrNull(fcinfo, 0);
+	const char *session = AccessSessionWorkspace();
+	List	   *runs;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	GetFireArgs(fcinfo, 1, &a);
+	if (session == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pg_agents.workspace is not set on the node of workspace \"%s\"",
+						workspace ? workspace : ""),
+				 errdetail("Every call of the pg_agents API works inside the session's workspace."),
+				 errhint("On Citus, set it with SET LOCAL pg_agents.workspace inside the transaction block, or with agent.set_identity() (see docs/scaling.md).")));
+	if (workspace == NULL || strcmp(workspace, session) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to fire an event in workspace \"%s\"",
+						workspace ? workspace : ""),
+				 errdetail("The session's workspace is \"%s\".", session)));
+	runs = DispatchEvent(workspace, a.event_name, a.resource_type, a.resource_id, a.payload,
+						 a.actor, a.event_id, true, a.automation);
+	ReturnRuns(fcinfo, runs);
 	return (Datum) 0;
 }
 

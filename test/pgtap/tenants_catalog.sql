@@ -92,6 +92,7 @@ SELECT v.proc, replace(replace(v.args, '$A', b.agent_id::text), '$R', b.run_id::
                ('agent.explain_access', $$$A, 'page', 'pb', NULL, NULL, NULL$$),
                ('agent.duplicate', $$$A, 'ub'$$),
                ('agent.fire_event', $$'page.updated', 'page', 'pb', '{}'::jsonb, 'ub', NULL, NULL$$),
+               ('agent._fire_event_in', $$'ws-cat-b', 'page.updated', 'page', 'pb', '{}'::jsonb, 'ub', NULL, NULL$$),
                ('agent.follow_relation', $$'page', 'pb', 'parent'$$),
                ('agent.insights', $$$A, 'ub', now() - interval '1 day', now()$$)
        ) v(proc, args)
