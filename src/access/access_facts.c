@@ -239,6 +239,7 @@ typedef struct CacheKey
 	uint32		xcnt;
 	int32		subxcnt;
 	bool		suboverflowed;
+	TimestampTz stmt;			/* with Citus: the statement's start */
 	bool		valid;
 } CacheKey;
 
@@ -432,7 +433,11 @@ CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
 
 /*
  * Makes the caches those of this snapshot: kept while the snapshot is the same
- * (and they are not too big), else started afresh.
+ * (and they are not too big), else started afresh.  With Citus, a change
+ * committed on another node (a revoke on the node of the workspace) leaves
+ * this node's snapshots alike: the caches are then also those of this
+ * statement only (its start), as the readable sets are
+ * (src/access/allowlist_cache.c), so that the next statement reads afresh.
  */
 static void
 AccessEnsureCache(Snapshot snap)
@@ -447,6 +452,8 @@ AccessEnsureCache(Snapshot snap)
 	k.xcnt = snap->xcnt;
 	k.subxcnt = snap->subxcnt;
 	k.suboverflowed = snap->suboverflowed;
+	if (AccessRelsOnCitus())
+		k.stmt = GetCurrentStatementStartTimestamp();
 	k.valid = true;
 	if (cache_key.valid && memcmp(&k, &cache_key, sizeof(k)) == 0 &&
 		agent_cache != NULL &&
@@ -752,7 +759,9 @@ static bool
 LoadGrantSet(AgentEntry *ag, Snapshot snap)
 {
 	AccessRows	rs;
-	AccessKey	key = {NULL, ag->id};
+	AccessKey	keys[2];
+	int			limit = Min(GRANTSET_MAX_AGENT, pg_agents_access_cache_grants);
+	int			seen = 0;
 	int			n = 0;
 	int			cap = 64;
 	int			ntypes = 0;
@@ -775,7 +784,13 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	levels = palloc(sizeof(uint8) * cap);
 	hashes = palloc(sizeof(uint32) * cap);
 	initStringInfo(&strings);
-	AccessRowsBegin(&rs, AQ_GRANTS_ALL, &key, snap, 0);
+	/*
+	 * At most limit + 1 rows (a statement routed to the agent's workspace
+	 * when Citus holds the grants): past limit the set is not kept.
+	 */
+	keys[0] = (AccessKey) {NULL, ag->id};
+	keys[1] = (AccessKey) {ag->workspace, 0};
+	AccessRowsBegin(&rs, AQ_GRANTS_ALL, keys, snap, limit);
 	while (AccessRowsNext(&rs))
 	{
 		bool		isnull;
@@ -785,15 +800,15 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		int			level;
 		int			ti;
 
-		d = AccessRowsGet(&rs, 2, &isnull);
-		level = isnull ? LEVEL_NONE : TextLevel(d);
-		if (level == LEVEL_NONE)
-			continue;
-		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
+		if (++seen > limit)
 		{
 			ok = false;
 			break;
 		}
+		d = AccessRowsGet(&rs, 2, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
 		if (n == cap)
 		{
 			cap *= 2;
