@@ -50,12 +50,15 @@ check "decisions: a revoke by another session is seen by the next autocommit sta
         -c "$(d30_other revoke2 acme "DELETE FROM agent.access WHERE agent_id = $d30_acme AND resource_type = 'page' AND resource_id = 'd30-2'")" \
         -c "SELECT agent.can_access($d30_acme, 'page', 'd30-2')"
 
+# (in its own transaction: a decision after the application's own write in
+# the same transaction is what Citus refuses, issue 35 item 2)
 check "decisions: the session's own revoke is seen by its next statement" "$(printf 't\nf')" \
-    d30_psql -c "BEGIN" -c "SET LOCAL pg_agents.workspace = 'acme'" -c "SET LOCAL pg_agents.actor = 'user:alice'" \
+    d30_psql -c "SET pg_agents.workspace = 'acme'" \
         -c "SELECT agent.can_access($d30_acme, 'page', 'd30-3')" \
+        -c "BEGIN" -c "SET LOCAL pg_agents.workspace = 'acme'" -c "SET LOCAL pg_agents.actor = 'user:alice'" \
         -c "DELETE FROM agent.access WHERE agent_id = $d30_acme AND resource_type = 'page' AND resource_id = 'd30-3'" \
-        -c "SELECT agent.can_access($d30_acme, 'page', 'd30-3')" \
-        -c "ROLLBACK"
+        -c "COMMIT" \
+        -c "SELECT agent.can_access($d30_acme, 'page', 'd30-3')"
 
 check "decisions: another workspace's revoke does not disturb them (acme stays granted, initech's is seen)" \
     "$(printf 't\nt\nf')" \
@@ -67,8 +70,8 @@ check "decisions: another workspace's revoke does not disturb them (acme stays g
         -c "SELECT agent.can_access($d30_initech, 'page', 'd30-4')" -c "COMMIT"
 
 # the figures: N decisions in one statement (one resource; 20 resources in
-# turn), and one decision per statement (M statements in one transaction,
-# against M statements SELECT 1 through the same session)
+# turn), and one decision per statement (M autocommit statements, against M
+# statements SELECT true through the same session)
 d30_n=2000
 d30_fig() {  # d30_fig SQL...: milliseconds of one psql session running them
     local t0; t0=$(now_ms)
@@ -82,10 +85,10 @@ d30_many=$(d30_fig -c "BEGIN" -c "SET LOCAL pg_agents.workspace = 'initech'" \
     -c "SELECT count(*) FILTER (WHERE agent.can_access($d30_initech, 'page', 'd30-' || (i % 20 + 1))) FROM generate_series(1, $d30_n) i" -c "COMMIT")
 step ok "figure: $d30_n decisions in one statement: one resource $d30_one ms, 20 resources in turn $d30_many ms, the same statement without decisions $d30_empty ms: $(( (d30_one - d30_empty) * 1000 / d30_n )) and $(( (d30_many - d30_empty) * 1000 / d30_n )) us a decision"
 d30_m=300
-{ echo "BEGIN;"; echo "SET LOCAL pg_agents.workspace = 'initech';"
+{ echo "SET pg_agents.workspace = 'initech';"
   for i in $(seq 1 $d30_m); do echo "SELECT agent.can_access($d30_initech, 'page', 'tps-report', 'edit');"; done
-  echo "COMMIT;"; } >"$lab/d30_stmts.sql"
-{ echo "BEGIN;"; for i in $(seq 1 $d30_m); do echo "SELECT true;"; done; echo "COMMIT;"; } >"$lab/d30_empty.sql"
+} >"$lab/d30_stmts.sql"
+{ echo "SET pg_agents.workspace = 'initech';"; for i in $(seq 1 $d30_m); do echo "SELECT true;"; done; } >"$lab/d30_empty.sql"
 d30_s=$(d30_fig -f "$lab/d30_stmts.sql")
 d30_e=$(d30_fig -f "$lab/d30_empty.sql")
-step ok "figure: $d30_m statements of one decision each in $d30_s ms, $d30_m of SELECT true in $d30_e ms: $(( (d30_s - d30_e) * 1000 / d30_m )) us a decision of its own statement"
+step ok "figure: $d30_m autocommit statements of one decision each in $d30_s ms, $d30_m of SELECT true in $d30_e ms: $(( (d30_s - d30_e) * 1000 / d30_m )) us a decision of its own statement"
