@@ -60,6 +60,14 @@ check "decisions: the session's own revoke is seen by its next statement" "$(pri
         -c "COMMIT" \
         -c "SELECT agent.can_access($d30_acme, 'page', 'd30-3')"
 
+check "decisions: a revoke inside a function is seen by its next statement (rolled back)" \
+    "$(printf 'NOTICE:  before t\nNOTICE:  after f')" \
+    d30_psql -c "BEGIN" -c "SET LOCAL pg_agents.workspace = 'acme'" -c "SET LOCAL pg_agents.actor = 'user:alice'" \
+        -c "DO \$\$ BEGIN RAISE NOTICE 'before %', agent.can_access($d30_acme, 'page', 'd30-6');
+                   PERFORM agent.revoke($d30_acme, 'page', 'd30-6', 'alice');
+                   RAISE NOTICE 'after %', agent.can_access($d30_acme, 'page', 'd30-6'); END \$\$" \
+        -c "ROLLBACK"
+
 check "decisions: another workspace's revoke does not disturb them (acme stays granted, initech's is seen)" \
     "$(printf 't\nt\nf')" \
     d30_psql -c "BEGIN" -c "SET LOCAL pg_agents.workspace = 'acme'" \
