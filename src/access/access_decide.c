@@ -224,7 +224,7 @@ AccessDecide(AccessArgs *a, bool want_detail, char **detail)
 	 * session bound to none that is not a superuser's) is answered as an id
 	 * no agent holds, on the same path: the same lookup, then this test.
 	 */
-	ag = AccessGetAgent(a->agent_id, snap);
+	ag = AccessGetAgentFor(a->agent_id, a->rtype, a->rid, snap);
 	if (!AccessAgentVisible(ag))
 	{
 		if (want_detail)

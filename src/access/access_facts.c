@@ -239,6 +239,7 @@ typedef struct CacheKey
 	uint32		xcnt;
 	int32		subxcnt;
 	bool		suboverflowed;
+	TimestampTz stmt;			/* with Citus: the statement's start */
 	bool		valid;
 } CacheKey;
 
@@ -432,7 +433,11 @@ CacheCreate(const char *name, Size keysize, Size entrysize, long nelem)
 
 /*
  * Makes the caches those of this snapshot: kept while the snapshot is the same
- * (and they are not too big), else started afresh.
+ * (and they are not too big), else started afresh.  With Citus, a change
+ * committed on another node (a revoke on the node of the workspace) leaves
+ * this node's snapshots alike: the caches are then also those of this
+ * statement only (its start), as the readable sets are
+ * (src/access/allowlist_cache.c), so that the next statement reads afresh.
  */
 static void
 AccessEnsureCache(Snapshot snap)
@@ -447,6 +452,8 @@ AccessEnsureCache(Snapshot snap)
 	k.xcnt = snap->xcnt;
 	k.subxcnt = snap->subxcnt;
 	k.suboverflowed = snap->suboverflowed;
+	if (AccessRelsOnCitus())
+		k.stmt = GetCurrentStatementStartTimestamp();
 	k.valid = true;
 	if (cache_key.valid && memcmp(&k, &cache_key, sizeof(k)) == 0 &&
 		agent_cache != NULL &&
@@ -530,6 +537,38 @@ RememberGrantCount(int64 agent_id, int n)
 	e->n = n;
 }
 
+/* a new (or refilled) agent entry: nothing known yet */
+static void
+AgentEntryInit(AgentEntry *e, int64 agent_id)
+{
+	e->filled = false;
+	e->found = false;
+	e->deleted = false;
+	e->suspended = false;
+	e->workspace = NULL;
+	e->owner = NULL;
+	e->ws_grant = -1;
+	e->checks = 0;
+	e->known_grants = KnownGrantCount(agent_id);
+	e->loads = 0;
+	e->set_failed = false;
+	e->set = NULL;
+	e->first_rtype = NULL;
+	e->first_rid = NULL;
+	e->first_level = LEVEL_NONE;
+}
+
+/* the agent's row from text columns (workspace, owner, status, deleted_at) */
+static void
+AgentEntryFill(AgentEntry *e, char *workspace, char *owner, bool suspended, bool deleted)
+{
+	e->found = true;
+	e->workspace = workspace != NULL ? workspace : MemoryContextStrdup(cache_cxt, "");
+	e->owner = owner != NULL ? owner : MemoryContextStrdup(cache_cxt, "");
+	e->suspended = suspended;
+	e->deleted = deleted;
+}
+
 /*
  * The agent's row (workspace, owner, status), read once per snapshot; found is
  * false for an unknown agent.
@@ -545,18 +584,7 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
 	if (found && e->filled)
 		return e;
-	e->filled = false;
-	e->found = false;
-	e->deleted = false;
-	e->suspended = false;
-	e->workspace = NULL;
-	e->owner = NULL;
-	e->ws_grant = -1;
-	e->checks = 0;
-	e->known_grants = KnownGrantCount(agent_id);
-	e->loads = 0;
-	e->set_failed = false;
-	e->set = NULL;
+	AgentEntryInit(e, agent_id);
 
 	/* routed to the session's workspace first, else by id alone */
 	keys[0] = (AccessKey) {NULL, agent_id};
@@ -565,21 +593,91 @@ AccessGetAgent(int64 agent_id, Snapshot snap)
 	if (AccessRowsNext(&rs))
 	{
 		bool		isnull;
+		bool		snull;
 		Datum		d;
+		char	   *workspace = AccessRowsText(&rs, 0, cache_cxt);
+		char	   *owner = AccessRowsText(&rs, 1, cache_cxt);
 
-		e->found = true;
-		e->workspace = AccessRowsText(&rs, 0, cache_cxt);
-		if (e->workspace == NULL)
-			e->workspace = MemoryContextStrdup(cache_cxt, "");
-		e->owner = AccessRowsText(&rs, 1, cache_cxt);
-		if (e->owner == NULL)
-			e->owner = MemoryContextStrdup(cache_cxt, "");
-		d = AccessRowsGet(&rs, 2, &isnull);
-		e->suspended = !isnull && TextEq(d, "suspended", 9);
+		d = AccessRowsGet(&rs, 2, &snull);
 		(void) AccessRowsGet(&rs, 3, &isnull);
-		e->deleted = !isnull;
+		AgentEntryFill(e, workspace, owner, !snull && TextEq(d, "suspended", 9), !isnull);
 	}
 	AccessRowsEnd(&rs);
+	e->filled = true;
+	return e;
+}
+
+/*
+ * With Citus, the agent's row, its grant on (rtype, rid) and its
+ * workspace_shared grant in one statement routed to the session's workspace
+ * (the two tables are co-located: one round trip to the node of the
+ * workspace instead of two or three), for the first decision on the agent
+ * in the snapshot; else, or when the agent is not of the session's
+ * workspace, AccessGetAgent.  The grants are what AccessGetGrant would read
+ * (the same snapshot, the agent's workspace), kept in the entry for
+ * AccessAgentGrant and AccessGetWorkspaceGrant.
+ */
+static SPIPlanPtr plan_agent_grant = NULL;
+
+AgentEntry *
+AccessGetAgentFor(int64 agent_id, const char *rtype, const char *rid, Snapshot snap)
+{
+	AgentEntry *e;
+	bool		found;
+	PgaElevation elev;
+	Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[4];
+
+	if (!AccessRelations.agents_citus || !AccessRelations.access_citus ||
+		AccessSessionWorkspace() == NULL)
+		return AccessGetAgent(agent_id, snap);
+	e = (AgentEntry *) hash_search(agent_cache, &agent_id, HASH_ENTER, &found);
+	if (found && e->filled)
+		return e;
+	AgentEntryInit(e, agent_id);
+	vals[0] = Int64GetDatum(agent_id);
+	vals[1] = CStringGetTextDatum(rtype);
+	vals[2] = CStringGetTextDatum(rid);
+	vals[3] = CStringGetTextDatum(AccessSessionWorkspace());
+	AccessSpiRun(&elev, &plan_agent_grant,
+				 "SELECT a.workspace_id, a.owner_id, a.status, a.deleted_at, g.access, w.access "
+				 "FROM agent.agents a LEFT JOIN agent.access g"
+				 " ON g.agent_id OPERATOR(pg_catalog.=) a.id"
+				 " AND g.workspace_id OPERATOR(pg_catalog.=) a.workspace_id"
+				 " AND g.resource_type OPERATOR(pg_catalog.=) $2"
+				 " AND g.resource_id OPERATOR(pg_catalog.=) $3 "
+				 "LEFT JOIN agent.access w"
+				 " ON w.agent_id OPERATOR(pg_catalog.=) a.id"
+				 " AND w.workspace_id OPERATOR(pg_catalog.=) a.workspace_id"
+				 " AND w.resource_type OPERATOR(pg_catalog.=) 'workspace_shared'"
+				 " AND w.resource_id OPERATOR(pg_catalog.=) '*' "
+				 "WHERE a.id OPERATOR(pg_catalog.=) $1 AND a.workspace_id OPERATOR(pg_catalog.=) $4",
+				 4, types, vals);
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		snull;
+		bool		dnull;
+		bool		gnull;
+		bool		wnull;
+		Datum		st = SPI_getbinval(tup, desc, 3, &snull);
+		Datum		g;
+		Datum		w;
+
+		(void) SPI_getbinval(tup, desc, 4, &dnull);
+		g = SPI_getbinval(tup, desc, 5, &gnull);
+		w = SPI_getbinval(tup, desc, 6, &wnull);
+		e->ws_grant = wnull ? LEVEL_NONE : TextLevel(w);
+		AgentEntryFill(e, AccessSpiText(0, 1, cache_cxt), AccessSpiText(0, 2, cache_cxt),
+					   !snull && TextEq(st, "suspended", 9), !dnull);
+		e->first_level = gnull ? LEVEL_NONE : TextLevel(g);
+		e->first_rtype = MemoryContextStrdup(cache_cxt, rtype);
+		e->first_rid = MemoryContextStrdup(cache_cxt, rid);
+	}
+	AccessSpiDone(&elev);
+	if (!e->found)
+		return AccessGetAgent(agent_id, snap);	/* another workspace's, or none */
 	e->filled = true;
 	return e;
 }
@@ -752,7 +850,9 @@ static bool
 LoadGrantSet(AgentEntry *ag, Snapshot snap)
 {
 	AccessRows	rs;
-	AccessKey	key = {NULL, ag->id};
+	AccessKey	keys[2];
+	int			limit = Min(GRANTSET_MAX_AGENT, pg_agents_access_cache_grants);
+	int			seen = 0;
 	int			n = 0;
 	int			cap = 64;
 	int			ntypes = 0;
@@ -775,7 +875,13 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 	levels = palloc(sizeof(uint8) * cap);
 	hashes = palloc(sizeof(uint32) * cap);
 	initStringInfo(&strings);
-	AccessRowsBegin(&rs, AQ_GRANTS_ALL, &key, snap, 0);
+	/*
+	 * At most limit + 1 rows (a statement routed to the agent's workspace
+	 * when Citus holds the grants): past limit the set is not kept.
+	 */
+	keys[0] = (AccessKey) {NULL, ag->id};
+	keys[1] = (AccessKey) {ag->workspace, 0};
+	AccessRowsBegin(&rs, AQ_GRANTS_ALL, keys, snap, limit);
 	while (AccessRowsNext(&rs))
 	{
 		bool		isnull;
@@ -785,15 +891,15 @@ LoadGrantSet(AgentEntry *ag, Snapshot snap)
 		int			level;
 		int			ti;
 
-		d = AccessRowsGet(&rs, 2, &isnull);
-		level = isnull ? LEVEL_NONE : TextLevel(d);
-		if (level == LEVEL_NONE)
-			continue;
-		if (n >= GRANTSET_MAX_AGENT || n >= pg_agents_access_cache_grants)
+		if (++seen > limit)
 		{
 			ok = false;
 			break;
 		}
+		d = AccessRowsGet(&rs, 2, &isnull);
+		level = isnull ? LEVEL_NONE : TextLevel(d);
+		if (level == LEVEL_NONE)
+			continue;
 		if (n == cap)
 		{
 			cap *= 2;
@@ -906,6 +1012,9 @@ AccessAgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot sn
 		ag->set->last_use = check_clock;
 		return AccessGrantSetLookup(ag->set, rtype, rid);
 	}
+	if (ag->first_rtype != NULL && strcmp(ag->first_rtype, rtype) == 0 &&
+		strcmp(ag->first_rid, rid) == 0)
+		return ag->first_level;
 	return AccessGetGrant(ag->id, rtype, rid, snap);
 }
 

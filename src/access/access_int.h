@@ -125,6 +125,10 @@ typedef struct AgentEntry
 	int			loads;			/* how many times its set was loaded */
 	bool		set_failed;		/* too many grants to load them all */
 	struct GrantSet *set;		/* all its grants, once loaded */
+	/* with Citus: the grant read with its row (AccessGetAgentFor), if any */
+	char	   *first_rtype;	/* NULL: none */
+	char	   *first_rid;
+	int			first_level;
 	bool		filled;			/* false while (or if an error stopped) filling it */
 } AgentEntry;
 
@@ -211,6 +215,8 @@ extern bool AccessAgentVisible(const AgentEntry *ag);
 extern void AccessEnsureRels(void);
 extern Snapshot AccessBegin(const char *what);
 extern AgentEntry *AccessGetAgent(int64 agent_id, Snapshot snap);
+extern AgentEntry *AccessGetAgentFor(int64 agent_id, const char *rtype, const char *rid,
+									 Snapshot snap);
 extern int	AccessGetGrant(int64 agent_id, const char *rtype, const char *rid, Snapshot snap);
 extern int	AccessGrantSetLookup(struct GrantSet *gs, const char *rtype, const char *rid);
 extern int	AccessAgentGrant(AgentEntry *ag, const char *rtype, const char *rid, Snapshot snap);

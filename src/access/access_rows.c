@@ -67,12 +67,16 @@ const AccessQueryDef AccessQueries[AQ_NQUERIES] = {
 		false, false
 	},
 	[AQ_GRANTS_ALL] = {
-		/* the grant sets: loaded by index scan only (one probe each through SPI) */
+		/* the grant sets (bounded: a set too big to keep is not loaded) */
 		"every grant", &AccessRelations.access, &AccessRelations.access_pkey,
 		&AccessRelations.access_pkey_ix,
-		1, {{AK_INDEX, INT8OID, NULL}},
+		2, {{AK_INDEX, INT8OID, NULL}, {AK_ROUTE, TEXTOID, NULL}},
 		3, {&AccessRelations.ac_type, &AccessRelations.ac_id, &AccessRelations.ac_access},
-		NULL, NULL, false, false
+		"SELECT g.resource_type, g.resource_id, g.access FROM agent.access g "
+		"WHERE g.agent_id" OPEQ "$1 AND g.workspace_id" OPEQ "$3 LIMIT $2",
+		"SELECT g.resource_type, g.resource_id, g.access FROM agent.access g "
+		"WHERE g.agent_id" OPEQ "$1 LIMIT $2",
+		false, true
 	},
 	[AQ_ACL] = {
 		"acl", &AccessRelations.acl, &AccessRelations.acl_pkey, &AccessRelations.acl_pkey_ix,

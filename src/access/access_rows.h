@@ -42,8 +42,8 @@ typedef enum AccessQuery
 	AQ_GRANT,					/* access by agent, type, id [, route]: access */
 	AQ_GRANTS_OF_TYPE,			/* access by agent, type [, route]:
 								 * resource_id, access */
-	AQ_GRANTS_ALL,				/* access by agent: resource_type,
-								 * resource_id, access (index backend only) */
+	AQ_GRANTS_ALL,				/* access by agent [, route] (bounded):
+								 * resource_type, resource_id, access */
 	AQ_ACL,						/* resource_acl by type, id: principal,
 								 * access, workspace_id */
 	AQ_ACL_OF_PRINCIPAL,		/* resource_acl by principal, type (bounded):
