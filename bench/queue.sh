@@ -55,7 +55,8 @@ fill() {  # $1: one or many (W workspaces); earlier traffic: P runs queued, clai
 SET client_min_messages = warning;
 TRUNCATE agent.runs CASCADE;
 TRUNCATE done;
-DELETE FROM agent.run_queue_marks;
+DELETE FROM agent.run_queue_marks WHERE workspace_id <> '';
+UPDATE agent.run_queue_marks SET low_id = '-9223372036854775808', next_id = NULL, next_wait = NULL;
 DELETE FROM agent.run_queue_returns;
 DELETE FROM agent.agents;
 INSERT INTO agent.agents (id, workspace_id, owner_id, name, hourly_run_cap)

@@ -22,12 +22,17 @@ DECLARE
   v_gn   bigint;
 BEGIN
   -- (only those not in view: an INSERT that meets a mark another step is
-  -- updating would wait for that step's transaction)
-  INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
-  SELECT p_ws, p, '-9223372036854775808'::bigint FROM pg_catalog.unnest(p_prios) p
-   WHERE NOT EXISTS (SELECT 1 FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws AND k.priority = p)
-  ON CONFLICT DO NOTHING;
-  v_glob := NOT v_all AND EXISTS (SELECT 1 FROM agent.run_queue_marks k WHERE k.workspace_id = '');
+  -- updating would wait for that step's transaction; those of all
+  -- workspaces, which every claimer steps, are made by the install only)
+  IF NOT v_all THEN
+    INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
+    SELECT p_ws, p, '-9223372036854775808'::bigint FROM pg_catalog.unnest(p_prios) p
+     WHERE NOT EXISTS (SELECT 1 FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws AND k.priority = p)
+    ON CONFLICT DO NOTHING;
+  END IF;
+  v_glob := NOT v_all AND EXISTS (SELECT 1 FROM agent.run_queue_marks k
+                                    WHERE k.workspace_id = ''
+                                      AND (k.low_id > '-9223372036854775808'::bigint OR k.next_id IS NOT NULL));
   FOR m IN SELECT * FROM agent.run_queue_marks k WHERE k.workspace_id = p_ws
             ORDER BY k.priority FOR UPDATE SKIP LOCKED
   LOOP

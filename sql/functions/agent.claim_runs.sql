@@ -179,11 +179,11 @@ BEGIN
     -- step folds them in once it can)
     IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_rows) r
                  LEFT JOIN ROWS FROM (pg_catalog.unnest(v_mp), pg_catalog.unnest(v_mn)) m(p, low) ON m.p = r.priority
-                WHERE m.p IS NULL OR r.id - m.low >= 256)
+                WHERE m.p IS NULL OR r.id - 256 >= m.low)
        OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_ml), pg_catalog.unnest(v_mk)) x(l, k) WHERE x.l < x.k)
        OR (pg_catalog.cardinality(v_rows) < least(n, v_room) AND v_mp IS NOT NULL
            AND pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass)
-               - (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x) >= 256) THEN
+               - 256 >= (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x)) THEN
       PERFORM agent._queue_advance(v_one, ARRAY(SELECT DISTINCT r.priority FROM pg_catalog.unnest(v_rows) r));
     END IF;
   END IF;
@@ -308,9 +308,10 @@ BEGIN
         -- a step of the marks of all workspaces when the walk went 256 ids
         -- past a mark (or its candidate), or read a queue from below its
         -- mark (runs noted as queued again), as the claim of one workspace
+        -- (the install made those of priorities 10 and 0: no claim makes one)
         IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_got) r
-                     LEFT JOIN ROWS FROM (pg_catalog.unnest(v_gp), pg_catalog.unnest(v_gn)) m(p, low) ON m.p = r.priority
-                    WHERE m.p IS NULL OR r.id - m.low >= 256)
+                     JOIN ROWS FROM (pg_catalog.unnest(v_gp), pg_catalog.unnest(v_gn)) m(p, low) ON m.p = r.priority
+                    WHERE r.id - 256 >= m.low)
            OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_gl), pg_catalog.unnest(v_gk)) x(l, k) WHERE x.l < x.k) THEN
           PERFORM agent._queue_advance('', ARRAY(SELECT DISTINCT r.priority FROM pg_catalog.unnest(v_got) r));
           -- (once a claim: its next passes read the marks as they were)
