@@ -273,19 +273,27 @@ BEGIN
             LEFT JOIN ROWS FROM (pg_catalog.unnest(v_sw), pg_catalog.unnest(v_sn)) s(w, running) ON s.w = h.w
         ), nw AS (
           SELECT pg_catalog.count(*)::integer AS wn FROM walk
+        ), room AS (
+          -- each workspace's runs up to its room under the cap; k = n - W + 1
+          -- for W workspaces with room, as in the pass below
+          SELECT c.* FROM cand c WHERE v_cap = 0 OR c.place <= v_cap - c.running
+        ), kk AS (
+          SELECT greatest(1, v_want - pg_catalog.count(DISTINCT r.w)::integer + 1) AS k FROM room r
         ), pick AS (
           -- The walk read the whole queue (it ended before its LIMIT): every
-          -- queued run is a candidate, in the fair order, each workspace's
-          -- up to its room under the cap.  Otherwise only the heads.
-          SELECT c.w, c.id, pg_catalog.row_number() OVER (ORDER BY c.pri DESC, c.turn, c.id) AS ord
-            FROM cand c, nw
-           WHERE (nw.wn < v_lim OR c.place = 1) AND (v_cap = 0 OR c.place <= v_cap - c.running)
-           ORDER BY c.pri DESC, c.turn, c.id LIMIT v_want
+          -- queued run is a candidate, in the fair order, the first k of
+          -- each workspace (as the pass below reads them).  Otherwise only
+          -- the heads.
+          SELECT r.w, r.id, pg_catalog.row_number() OVER (ORDER BY r.pri DESC, r.turn, r.id) AS ord
+            FROM room r, nw, kk
+           WHERE CASE WHEN nw.wn < v_lim THEN r.place <= kk.k ELSE r.place = 1 END
+           ORDER BY r.pri DESC, r.turn, r.id LIMIT v_want
         )
       SELECT (SELECT nw.wn FROM nw),
              (SELECT pg_catalog.count(*)::integer FROM cand c WHERE c.place = 1 AND c.running = 0),
-             ARRAY(SELECT p.id FROM pick p ORDER BY p.ord), ARRAY(SELECT DISTINCT p.w FROM pick p)
-        INTO v_wn, v_hn, v_try, v_tw;
+             ARRAY(SELECT p.id FROM pick p ORDER BY p.ord), ARRAY(SELECT DISTINCT p.w FROM pick p),
+             EXISTS (SELECT 1 FROM room r, kk WHERE r.place > kk.k)
+        INTO v_wn, v_hn, v_try, v_tw, v_more;
       v_all := v_wn < v_lim;
       IF v_all OR v_hn >= v_want THEN
         -- the candidates locked by primary key with SKIP LOCKED (the status
@@ -317,8 +325,10 @@ BEGIN
           -- (once a claim: its next passes read the marks as they were)
           v_gp := NULL; v_gl := NULL; v_gn := NULL; v_gk := NULL;
         END IF;
+        -- (a walk of the whole queue: done when every candidate was claimed
+        -- and no workspace was cut at k, as the pass below)
         EXIT WHEN pg_catalog.cardinality(v_rows) >= n
-               OR (v_all AND pg_catalog.cardinality(v_got) = pg_catalog.cardinality(v_try));
+               OR (v_all AND pg_catalog.cardinality(v_got) = pg_catalog.cardinality(v_try) AND NOT v_more);
         -- some taken by concurrent claimers: look past them
         v_skip := v_skip || ARRAY(SELECT x FROM pg_catalog.unnest(v_try) x
                                    WHERE x <> ALL (ARRAY(SELECT p.id FROM pg_catalog.unnest(v_got) p)));
