@@ -44,7 +44,8 @@ fill() {  # W workspaces, one agent each, 3 runs queued each (workspace by works
     q >/dev/null <<SQL
 SET client_min_messages = warning;
 TRUNCATE agent.runs CASCADE;
-DELETE FROM agent.run_queue_marks;
+DELETE FROM agent.run_queue_marks WHERE workspace_id <> '';
+UPDATE agent.run_queue_marks SET low_id = '-9223372036854775808', next_id = NULL, next_wait = NULL;
 DELETE FROM agent.run_queue_returns;
 DELETE FROM agent.agents;
 TRUNCATE claim_ms;

@@ -63,6 +63,17 @@ DECLARE
   v_sn    integer[];
   v_lim   integer;
   v_hn    integer;
+  -- and its segments, from the marks of the queue of all workspaces
+  -- (workspace ''), read once a claim, and whether it read the whole queue
+  v_gp    smallint[];
+  v_gl    bigint[];
+  v_gn    bigint[];
+  v_gk    bigint[];
+  v_glo   integer[];
+  v_ghi   integer[];
+  v_glw   bigint[];
+  v_wn    integer;
+  v_all   boolean;
 BEGIN
   IF n IS NULL OR n < 1 THEN
     RAISE EXCEPTION 'number of runs to claim must be positive'
@@ -168,11 +179,11 @@ BEGIN
     -- step folds them in once it can)
     IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_rows) r
                  LEFT JOIN ROWS FROM (pg_catalog.unnest(v_mp), pg_catalog.unnest(v_mn)) m(p, low) ON m.p = r.priority
-                WHERE m.p IS NULL OR r.id - m.low >= 256)
+                WHERE m.p IS NULL OR r.id - 256 >= m.low)
        OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_ml), pg_catalog.unnest(v_mk)) x(l, k) WHERE x.l < x.k)
        OR (pg_catalog.cardinality(v_rows) < least(n, v_room) AND v_mp IS NOT NULL
            AND pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence('agent.runs', 'id')::regclass)
-               - (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x) >= 256) THEN
+               - 256 >= (SELECT pg_catalog.min(x) FROM pg_catalog.unnest(v_mn) x)) THEN
       PERFORM agent._queue_advance(v_one, ARRAY(SELECT DISTINCT r.priority FROM pg_catalog.unnest(v_rows) r));
     END IF;
   END IF;
@@ -208,29 +219,83 @@ BEGIN
                WHERE r.status = 'running' GROUP BY r.workspace_id) b;
       v_sw := coalesce(v_sw, '{}'); v_sn := coalesce(v_sn, '{}');
       v_lim := 4 * (v_want + pg_catalog.cardinality(v_sw)) + 64;
+      -- The walk in segments, highest priority first, as the claim of one
+      -- workspace reads its queue: each priority with a mark of the queue
+      -- of all workspaces from that mark (or the lowest run noted as queued
+      -- again there), past the entries of the runs claimed since VACUUM
+      -- last ran that a held snapshot keeps; the priorities between from
+      -- their start.  No queued run is below a mark, so the walk is still a
+      -- prefix of the queue's order.
+      IF v_glo IS NULL THEN
+        SELECT pg_catalog.array_agg(m.priority ORDER BY m.priority DESC), pg_catalog.array_agg(m.low ORDER BY m.priority DESC),
+               pg_catalog.array_agg(m.next ORDER BY m.priority DESC), pg_catalog.array_agg(m.low_id ORDER BY m.priority DESC)
+          INTO v_gp, v_gl, v_gn, v_gk
+          FROM (SELECT k.priority, k.low_id, coalesce(k.next_id, k.low_id) AS next,
+                       least(k.low_id, (SELECT pg_catalog.min(r.run_id) FROM agent.run_queue_returns r
+                                         WHERE r.priority = k.priority)) AS low
+                  FROM agent.run_queue_marks k WHERE k.workspace_id = '') m;
+        v_glo := '{}'; v_ghi := '{}'; v_glw := '{}'; v_top := 32767;
+        FOR i IN 1 .. coalesce(pg_catalog.cardinality(v_gp), 0) LOOP
+          IF v_gp[i] < v_top THEN
+            v_glo := v_glo || (v_gp[i] + 1); v_ghi := v_ghi || v_top; v_glw := v_glw || '-9223372036854775808'::bigint;
+          END IF;
+          v_glo := v_glo || v_gp[i]::integer; v_ghi := v_ghi || v_gp[i]::integer; v_glw := v_glw || v_gl[i];
+          v_top := v_gp[i] - 1;
+        END LOOP;
+        IF v_top >= -32768 THEN
+          v_glo := v_glo || -32768; v_ghi := v_ghi || v_top; v_glw := v_glw || '-9223372036854775808'::bigint;
+        END IF;
+      END IF;
       -- (the runs of deleted agents dropped after the LIMIT, which then
       -- stays a prefix of the queue's order: before it, an unknown LIMIT
       -- made the plan test every queued run)
       WITH walk AS (
-          SELECT q.workspace_id AS w, q.priority AS pri, q.id, q.agent_id FROM agent.runs q
-           WHERE q.status = 'queued' AND q.id <> ALL (v_skip)
-           ORDER BY q.priority DESC, q.id   -- runs_queue_idx
+          SELECT l.w, l.pri, l.id, l.agent_id
+            FROM ROWS FROM (pg_catalog.unnest(v_glo), pg_catalog.unnest(v_ghi), pg_catalog.unnest(v_glw)) WITH ORDINALITY s(plo, phi, low, ord)
+           CROSS JOIN LATERAL (
+                 SELECT q.workspace_id AS w, q.priority AS pri, q.id, q.agent_id FROM agent.runs q
+                  WHERE q.status = 'queued' AND q.priority BETWEEN s.plo AND s.phi AND q.id >= s.low
+                    AND q.id <> ALL (v_skip)
+                  ORDER BY q.priority DESC, q.id   -- runs_queue_idx
+                  LIMIT v_lim) l
            LIMIT v_lim
-        ), heads AS (
-          SELECT DISTINCT ON (k.w) k.w, k.pri, k.id FROM walk k
+        ), live AS (
+          SELECT k.w, k.pri, k.id FROM walk k
            WHERE (SELECT a.deleted_at FROM agent.agents a WHERE a.workspace_id = k.w AND a.id = k.agent_id) IS NULL
-           ORDER BY k.w, k.pri DESC, k.id
         ), cand AS (
-          SELECT h.w, h.pri, h.id, coalesce(s.running, 0) AS running
-            FROM heads h
+          -- each run's turn (its workspace's runs running plus its place in
+          -- the workspace's queue of its priority) and its place in the
+          -- workspace's queue; its workspace's first met is its head
+          SELECT h.w, h.pri, h.id, coalesce(s.running, 0) AS running,
+                 coalesce(s.running, 0) + pg_catalog.row_number() OVER (PARTITION BY h.w, h.pri ORDER BY h.id) AS turn,
+                 pg_catalog.row_number() OVER (PARTITION BY h.w ORDER BY h.pri DESC, h.id) AS place
+            FROM live h
             LEFT JOIN ROWS FROM (pg_catalog.unnest(v_sw), pg_catalog.unnest(v_sn)) s(w, running) ON s.w = h.w
-           WHERE v_cap = 0 OR coalesce(s.running, 0) < v_cap
+        ), nw AS (
+          SELECT pg_catalog.count(*)::integer AS wn FROM walk
+        ), room AS (
+          -- each workspace's runs up to its room under the cap; k = n - W + 1
+          -- for W workspaces with room, as in the pass below
+          SELECT c.* FROM cand c WHERE v_cap = 0 OR c.place <= v_cap - c.running
+        ), kk AS (
+          SELECT greatest(1, v_want - pg_catalog.count(DISTINCT r.w)::integer + 1) AS k FROM room r
+        ), pick AS (
+          -- The walk read the whole queue (it ended before its LIMIT): every
+          -- queued run is a candidate, in the fair order, the first k of
+          -- each workspace (as the pass below reads them).  Otherwise only
+          -- the heads.
+          SELECT r.w, r.id, pg_catalog.row_number() OVER (ORDER BY r.pri DESC, r.turn, r.id) AS ord
+            FROM room r, nw, kk
+           WHERE CASE WHEN nw.wn < v_lim THEN r.place <= kk.k ELSE r.place = 1 END
+           ORDER BY r.pri DESC, r.turn, r.id LIMIT v_want
         )
-      SELECT (SELECT pg_catalog.count(*)::integer FROM cand c WHERE c.running = 0),
-             ARRAY(SELECT c.id FROM cand c ORDER BY c.pri DESC, c.running, c.id LIMIT v_want),
-             ARRAY(SELECT DISTINCT c.w FROM cand c)
-        INTO v_hn, v_try, v_tw;
-      IF v_hn >= v_want THEN
+      SELECT (SELECT nw.wn FROM nw),
+             (SELECT pg_catalog.count(*)::integer FROM cand c WHERE c.place = 1 AND c.running = 0),
+             ARRAY(SELECT p.id FROM pick p ORDER BY p.ord), ARRAY(SELECT DISTINCT p.w FROM pick p),
+             EXISTS (SELECT 1 FROM room r, kk WHERE r.place > kk.k)
+        INTO v_wn, v_hn, v_try, v_tw, v_more;
+      v_all := v_wn < v_lim;
+      IF v_all OR v_hn >= v_want THEN
         -- the candidates locked by primary key with SKIP LOCKED (the status
         -- re-checked on the newest version, as below) and claimed
         WITH c AS (
@@ -246,11 +311,27 @@ BEGIN
           RETURNING x AS run
         )
         SELECT pg_catalog.array_agg(u.run ORDER BY pg_catalog.array_position(v_try, (u.run).id)) INTO v_got FROM u;
-        v_rows := v_rows || coalesce(v_got, '{}');
-        EXIT WHEN pg_catalog.cardinality(v_rows) >= n;
+        v_got := coalesce(v_got, '{}');
+        v_rows := v_rows || v_got;
+        -- a step of the marks of all workspaces when the walk went 256 ids
+        -- past a mark (or its candidate), or read a queue from below its
+        -- mark (runs noted as queued again), as the claim of one workspace
+        -- (the install made those of priorities 10 and 0: no claim makes one)
+        IF EXISTS (SELECT 1 FROM pg_catalog.unnest(v_got) r
+                     JOIN ROWS FROM (pg_catalog.unnest(v_gp), pg_catalog.unnest(v_gn)) m(p, low) ON m.p = r.priority
+                    WHERE r.id - 256 >= m.low)
+           OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest(v_gl), pg_catalog.unnest(v_gk)) x(l, k) WHERE x.l < x.k) THEN
+          PERFORM agent._queue_advance('', ARRAY(SELECT DISTINCT r.priority FROM pg_catalog.unnest(v_got) r));
+          -- (once a claim: its next passes read the marks as they were)
+          v_gp := NULL; v_gl := NULL; v_gn := NULL; v_gk := NULL;
+        END IF;
+        -- (a walk of the whole queue: done when every candidate was claimed
+        -- and no workspace was cut at k, as the pass below)
+        EXIT WHEN pg_catalog.cardinality(v_rows) >= n
+               OR (v_all AND pg_catalog.cardinality(v_got) = pg_catalog.cardinality(v_try) AND NOT v_more);
         -- some taken by concurrent claimers: look past them
         v_skip := v_skip || ARRAY(SELECT x FROM pg_catalog.unnest(v_try) x
-                                   WHERE x <> ALL (ARRAY(SELECT p.id FROM pg_catalog.unnest(coalesce(v_got, '{}')) p)));
+                                   WHERE x <> ALL (ARRAY(SELECT p.id FROM pg_catalog.unnest(v_got) p)));
         CONTINUE;
       END IF;
     END IF;
@@ -370,4 +451,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent.claim_runs(int) IS
-  'Claims up to n queued runs of agents not deleted, serving workspaces in turn: interactive runs first, then the run whose workspace has the fewest runs running counting those ahead of it in its queue, then the oldest; at most n - W + 1 runs of one workspace when W workspaces have queued runs; workspaces with pg_agents.max_runs_per_workspace runs running are skipped (0: no cap); a session bound to a workspace (pg_agents.workspace) claims only its runs. A one-workspace claim reads each priority''s queue from its mark (agent.run_queue_marks), past the claimed runs a held snapshot keeps. FOR UPDATE SKIP LOCKED, never the same run twice: running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease. Returns the runs in claim order.';
+  'Claims up to n queued runs of agents not deleted, serving workspaces in turn: interactive runs first, then the run whose workspace has the fewest runs running counting those ahead of it in its queue, then the oldest; at most n - W + 1 runs of one workspace when W workspaces have queued runs; workspaces with pg_agents.max_runs_per_workspace runs running are skipped (0: no cap); a session bound to a workspace (pg_agents.workspace) claims only its runs. A one-workspace claim reads each priority''s queue from its mark (agent.run_queue_marks), a claim of several workspaces the queue of all workspaces from theirs (workspace ''''), past the claimed runs a held snapshot keeps. FOR UPDATE SKIP LOCKED, never the same run twice: running, attempts + 1, started_at on the first claim, lease_until = now() + pg_agents.run_lease. Returns the runs in claim order.';

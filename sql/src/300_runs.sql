@@ -124,6 +124,15 @@ COMMENT ON FUNCTION agent.start_run(bigint, text, jsonb, text, text) IS
 -- its candidate, so the marks are written once per 256 runs or so (each
 -- write a row version that a held snapshot keeps too).
 \ir ../tables/agent.run_queue_marks.sql
+-- The marks of the queue of all workspaces (workspace ''; runs_queue_idx),
+-- which the claim of several workspaces reads its walk from: made here, so
+-- that no claim ever inserts one (two claimers inserting the same mark: the
+-- second would wait for the first's transaction), for the priorities the
+-- runs take (10: interactive, 0: autonomous); another is walked from its
+-- start.
+INSERT INTO agent.run_queue_marks (workspace_id, priority, low_id)
+VALUES ('', 10, '-9223372036854775808'), ('', 0, '-9223372036854775808')
+ON CONFLICT DO NOTHING;
 
 \ir ../tables/agent.run_queue_returns.sql
 

@@ -29,7 +29,7 @@ psql -XAtq -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
 psql -XAtq -d postgres -c "CREATE DATABASE $db" >/dev/null
 q() { psql -XAtq -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 q -c "CREATE EXTENSION pg_agents" >/dev/null
-echo "1..24"
+echo "1..28"
 n=0
 check() {  # description, got, want
     n=$((n+1))
@@ -165,7 +165,39 @@ check "every queued run of qa was claimed, each once" \
       "$(q -c "SELECT count(*) FROM agent.runs WHERE workspace_id = 'qa' AND agent_id = 1 AND status = 'queued'")|$(q -c "SELECT count(*) - count(DISTINCT run_id) FROM claims")" "0|0"
 check "the deleted agent's runs stayed queued" "$(q -c "SELECT count(*) FROM agent.runs WHERE agent_id = 2 AND status = 'queued'")" "5"
 
-# 9. the marks are the claim's own
+# 9. the claim of several workspaces (a session bound to none, as the
+# worker's) walks the queue from the marks of all workspaces (workspace ''),
+# with runs of two workspaces queued in turn
+q >/dev/null <<'SQL'
+UPDATE agent.runs SET status = 'succeeded', finished_at = now(), lease_until = NULL WHERE status IN ('queued', 'running');
+INSERT INTO agent.agents (id, workspace_id, owner_id, name, hourly_run_cap) VALUES
+  (4, 'qc', 'owner', 'c', 100000000), (5, 'qd', 'owner', 'd', 100000000);
+TRUNCATE claims;
+SQL
+q -c "INSERT INTO agent.runs (workspace_id, agent_id, regime, origin, status, priority)
+      SELECT CASE WHEN i % 2 = 0 THEN 'qc' ELSE 'qd' END, 4 + i % 2, 'autonomous', 'api', 'queued', 0
+        FROM generate_series(0, 799) i ORDER BY i" >/dev/null
+first_all=$(q -c "SELECT min(id) FROM agent.runs WHERE status = 'queued'")
+q -c "DO \$\$
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    WITH c AS (SELECT c.id, c.priority FROM agent.claim_runs(1) c)
+    INSERT INTO claims (run_id, priority) SELECT c.id, c.priority FROM c;
+    UPDATE agent.runs SET status = 'succeeded', finished_at = now(), lease_until = NULL WHERE status = 'running';
+    COMMIT;
+  END LOOP;
+END \$\$" >/dev/null
+check "600 runs claimed by the claim of several workspaces, the oldest first (nothing running)" \
+      "$(q -c "SELECT count(*), max(run_id) < (SELECT min(id) FROM agent.runs WHERE status = 'queued'), count(*) FILTER (WHERE r.workspace_id = 'qc') FROM claims c JOIN agent.runs r ON r.id = c.run_id")" "600|t|300"
+check "the mark of all workspaces went past the claimed runs, never past a queued one" \
+      "$(q -c "SELECT low_id > $first_all + 256, low_id <= (SELECT min(id) FROM agent.runs WHERE status = 'queued') FROM agent.run_queue_marks WHERE workspace_id = '' AND priority = 0")" "t|t"
+old5=$(q -c "SELECT min(run_id) FROM claims c JOIN agent.runs r ON r.id = c.run_id WHERE r.workspace_id = 'qd'")
+q -c "UPDATE agent.runs SET status = 'queued', finished_at = NULL WHERE id = $old5" >/dev/null
+check "a run of qd put back by hand is noted below it" \
+      "$(q -c "SELECT count(*) FROM agent.run_queue_returns WHERE workspace_id = 'qd' AND run_id = $old5")" "1"
+check "the next claim of several workspaces takes it" "$(q -c "SELECT string_agg(id::text, ' ') FROM agent.claim_runs(1)")" "$old5"
+
+# 10. the marks are the claim's own
 q >/dev/null <<'SQL'
 CREATE ROLE qm_nobody NOLOGIN;
 CREATE ROLE qm_app NOLOGIN IN ROLE agents_app;
