@@ -171,11 +171,11 @@ SlotLimiterDone(Slot *s, HttpRequest *req, int64 used, const char *error)
 
 static TimestampTz last_deltas = 0;	/* the last delta notifications */
 
-/* notifies text[from, upto) of the slot's stream; returns the new offset */
+/* text[from, upto) of the slot's stream to the unit's deltas; returns the new offset */
 static size_t
 NotifyDeltas(Slot *s, size_t from, size_t upto)
 {
-	return DeltasNotify(s->run_id, s->workspace, s->conversation_id, s->stream_step, s->http_attempts + 1,
+	return DeltasAdd(s->run_id, s->workspace, s->conversation_id, s->stream_step, s->http_attempts + 1,
 						s->stream->text, from, upto);
 }
 
@@ -234,7 +234,9 @@ DeltasCommitted(TimestampTz now)
 static void
 DeltaUnit(Slot *unused, void *arg)
 {
+	DeltasReset();
 	DeltasInUnit(*(TimestampTz *) arg);
+	DeltasPublish();
 }
 
 /* one short transaction for the deltas due (NOTIFY is sent at its commit) */
@@ -329,7 +331,9 @@ ReplyUnit(Slot *s, void *arg)
 	ToolGateRecordStep(s->run_id, s->workspace, "llm", s->model, in, out, "ok", r->tokens_in + r->tokens_out, s->call_started);
 	json_decref(in);
 	json_decref(out);
+	DeltasReset();
 	NotifyRest(s);
+	DeltasPublish();
 	if (!RunSqlAfterUsage(s, r, &budget, &used))
 	{
 		s->state = SLOT_FREE;	/* add_usage ended it (budget), or someone cancelled it */
@@ -530,11 +534,13 @@ BatchUnit(Slot *unused, void *arg)
 	for (int i = 0; i < b->n; i++)
 		b->items[i].outcome = outcomes[i];
 
-	/* the rest of streamed answers recorded here (the others: ReplyUnit) */
+	/* the rest of streamed answers recorded here (the others: ReplyUnit), in one statement with the deltas due */
+	DeltasReset();
 	for (int i = 0; i < b->n; i++)
 		if (b->items[i].outcome == 'f' || b->items[i].outcome == 'c')
 			NotifyRest(b->items[i].s);
 	DeltasInUnit(b->deltas_at);
+	DeltasPublish();
 
 	/* teams: a message arrived during the call, the run goes on */
 	for (int i = 0; i < b->n; i++)
