@@ -39,9 +39,11 @@ static TimestampTz last_perform = 0;
  * pile up for STREAM_COALESCE_MS between two reads instead of waking for
  * each (a provider sends an event per token or so): the latch still ends
  * the wait at once, and a request without streaming in flight turns this
- * off.
+ * off.  (10 ms: every read costs a poll and a recv per transfer; the text
+ * goes out at most every 100 ms anyway, and a final answer waits up to
+ * 10 ms for the next ones, run_calls.c.)
  */
-#define STREAM_COALESCE_MS	5
+#define STREAM_COALESCE_MS	10
 
 /*
  * on_proc_exit callback: cleans up the multi handle and libcurl's global

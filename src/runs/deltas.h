@@ -11,7 +11,11 @@
 
 #include <stddef.h>
 
-extern size_t DeltasNotify(int64 run_id, const char *workspace, int64 conversation_id, int step,
-						   int attempt, const char *text, size_t from, size_t upto);
+/* deltas are gathered by DeltasAdd, then published together (DeltasPublish) */
+
+extern size_t DeltasAdd(int64 run_id, const char *workspace, int64 conversation_id, int step,
+						int attempt, const char *text, size_t from, size_t upto);
+extern void DeltasPublish(void);
+extern void DeltasReset(void);
 
 #endif							/* PG_AGENTS_DELTAS_H */

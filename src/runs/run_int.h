@@ -121,6 +121,7 @@ extern void RunCallDone(Slot *s, HttpRequest *req);
 extern void RunCallsFlush(void);
 extern bool RunCallsBatchFull(void);
 extern bool RunCallsBatchEmpty(void);
+extern bool RunCallsFlushDue(TimestampTz now, long *wait_ms);
 extern void RunCallsPublishDeltas(void);
 extern long RunCallsDeltaWait(TimestampTz now);
 

@@ -476,7 +476,9 @@ RunsStep(void)
 			HttpPerform();
 		}
 	}
-	RunCallsFlush();
+	/* (while streams are in flight, final answers wait a little for the next ones) */
+	if (RunCallsFlushDue(GetCurrentTimestamp(), NULL))
+		RunCallsFlush();
 	RunToolsFlushAsync();
 	RunCallsPublishDeltas();	/* streaming: the text deltas still due */
 
@@ -526,7 +528,7 @@ RunsNextTimeout(long dflt)
 			if (s->rl_until > 0)
 				t = Min(t, Max((long) ((s->rl_until - now) / 1000), 1));
 		}
-		else if (s->state == SLOT_HTTP && s->stream && s->stream->text_len > s->stream->published)
+		else if (s->state == SLOT_HTTP && s->req && s->stream && s->stream->text_len > s->stream->published)
 		{
 			long		ms = RunCallsDeltaWait(now);
 
@@ -534,6 +536,15 @@ RunsNextTimeout(long dflt)
 		}
 		else if (s->state == SLOT_READY || s->state == SLOT_TOOLS)
 			t = 0;
+	}
+	if (!RunCallsBatchEmpty())
+	{
+		long		ms;
+
+		if (RunCallsFlushDue(now, &ms))
+			t = 0;
+		else
+			t = Min(t, Max(ms, 1));
 	}
 	if ((woken || RunSlotMoreWork) && ActiveSlots() < RunsCap() && HttpInFlight() == 0)
 		t = 0;
