@@ -148,6 +148,8 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
 
+bool		(*guc_actor_plans_may_fold) (void) = NULL;
+
 /*
  * True when an actor string is "agent:<1 to 18 digits>", the same rule as
  * agent.current_agent_id().
@@ -183,7 +185,8 @@ PgAgentsActorAssign(const char *newval, void *extra)
 	if (is_agent != actor_is_agent)
 	{
 		actor_is_agent = is_agent;
-		ResetPlanCache();
+		if (guc_actor_plans_may_fold == NULL || guc_actor_plans_may_fold())
+			ResetPlanCache();
 	}
 }
 
