@@ -358,7 +358,7 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 		if (SpiUtilExecPlan(&root_plan,
 							"UPDATE agent.runs x "
 							"SET tokens_total = x.tokens_total + $2 + $3, "
-							"tokens_reserved = pg_catalog.greatest(0, x.tokens_reserved), "
+							"tokens_reserved = greatest(0, x.tokens_reserved), "
 							"tokens_in = x.tokens_in + $2, tokens_out = x.tokens_out + $3, "
 							"model = coalesce($4, x.model), tokens_cached = x.tokens_cached + $6 "
 							"FROM agent.agents a "
