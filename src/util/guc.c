@@ -174,8 +174,9 @@ GucActorIsAgent(const char *actor)
 /*
  * Assign hook of pg_agents.actor: a change between "acts as an agent" and
  * "does not" invalidates the backend's cached plans, which may hold a folded
- * allowlist policy.  Assign hooks must not fail; ResetPlanCache only marks
- * plans invalid.
+ * allowlist policy, unless the allowlist module knows that none can
+ * (guc_actor_plans_may_fold: no object uses agent._allowlist_active()).
+ * Assign hooks must not fail; ResetPlanCache only marks plans invalid.
  */
 static void
 PgAgentsActorAssign(const char *newval, void *extra)
