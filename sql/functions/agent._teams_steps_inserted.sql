@@ -9,6 +9,9 @@ DECLARE
   v_previews text[];
   v_ws       text;
   v_n        bigint;
+  v_id       bigint;
+  v_label    text;
+  v_preview  text;
 BEGIN
   -- each run shows its latest new step (as the row trigger would leave it)
   SELECT array_agg(l.run_id ORDER BY l.run_id), array_agg(l.workspace_id ORDER BY l.run_id),
@@ -22,7 +25,17 @@ BEGIN
   END IF;
   -- a run that shows it already (the worker's batch writes it with its own
   -- update) is left alone
-  IF TG_TABLE_NAME = 'run_steps' THEN
+  IF TG_TABLE_NAME = 'run_steps' AND cardinality(v_ids) = 1 THEN
+    -- one run (each step the worker writes outside its batch of final
+    -- answers): a primary-key update on scalars, whose generic plan is kept;
+    -- the statement on the arrays below is planned anew at every call (its
+    -- custom plan always looks cheaper than a generic one, which may also
+    -- be a scan of agent.runs)
+    v_id := v_ids[1]; v_ws := v_wss[1]; v_label := v_labels[1]; v_preview := v_previews[1];
+    UPDATE agent.runs x SET current_step = v_label, preview = v_preview
+     WHERE x.id = v_id AND x.workspace_id = v_ws
+       AND (x.current_step IS DISTINCT FROM v_label OR x.preview IS DISTINCT FROM v_preview);
+  ELSIF TG_TABLE_NAME = 'run_steps' THEN
     -- on the table itself: one statement, probing the primary key from each
     -- run of the arrays (the plan of the single-node bulk load: a statement
     -- that also filters on the workspace may be planned as a scan of the
@@ -58,4 +71,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION agent._teams_steps_inserted() IS
-  'Statement trigger on agent.run_steps (INSERT): what agent._teams_step_changed does for each new step, set-based: current_step and preview of each run from its latest new step (one UPDATE by primary key), NOTIFY agent_run_steps per step.';
+  'Statement trigger on agent.run_steps (INSERT): what agent._teams_step_changed does for each new step, set-based: current_step and preview of each run from its latest new step (one UPDATE by primary key, on scalars when the steps are of one run), NOTIFY agent_run_steps per step.';

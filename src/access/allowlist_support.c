@@ -39,7 +39,10 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -62,6 +65,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -77,6 +81,7 @@
 #include "util/relcheck.h"
 #include "util/shmem.h"
 
+#include "allowlist.h"
 #include "allowlist_int.h"
 
 PG_FUNCTION_INFO_V1(pg_agents_allowlist_active);
@@ -93,6 +98,70 @@ Datum
 pg_agents_allowlist_active(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(GucActorIsAgent(pg_agents_actor));
+}
+
+/*
+ * Whether a switch of pg_agents.actor must drop every cached plan.  Only a
+ * plan that folded agent._allowlist_active() (an allowlist policy, or a view
+ * or SQL-standard function body calling it) depends on the actor, and such
+ * an object is recorded in pg_depend as using the function.  While no object
+ * uses it, no valid cached plan holds the folded value: a plan made on a
+ * table that later gets a policy is invalidated by the relcache invalidation
+ * of CREATE POLICY, which also forgets the answer kept here (any relcache
+ * invalidation does, the whole-cache one included), so that the next switch
+ * drops the plans again until the question is asked anew.  Without a kept
+ * answer the switch drops them (the assign hook, guc.c, reads no catalog).
+ * The worker asks before each tool unit's identity (ToolGateSetIdentity):
+ * without this its two switches a unit re-planned every statement it kept.
+ */
+static bool fold_valid = false;
+static bool fold_none = false;
+static bool fold_callback = false;
+
+static void
+FoldInvalidate(Datum arg, Oid relid)
+{
+	fold_valid = false;
+}
+
+static bool
+AllowlistPlansMayFold(void)
+{
+	return !(fold_valid && fold_none);
+}
+
+void
+AllowlistNoteFolding(void)
+{
+	Oid			fn;
+	bool		found = false;
+
+	if (fold_valid)
+		return;
+	if (!fold_callback)
+	{
+		RelcheckRegisterCallback(FoldInvalidate, (Datum) 0);
+		guc_actor_plans_may_fold = AllowlistPlansMayFold;
+		fold_callback = true;
+	}
+	fold_valid = true;			/* an invalidation from here on clears it */
+	fn = LookupFuncName(list_make2(makeString("agent"), makeString("_allowlist_active")), 0, NULL, true);
+	if (OidIsValid(fn))
+	{
+		Relation	rel = table_open(DependRelationId, AccessShareLock);
+		ScanKeyData key[2];
+		SysScanDesc scan;
+
+		ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(ProcedureRelationId));
+		ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(fn));
+		scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
+		found = HeapTupleIsValid(systable_getnext(scan));
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
+	fold_none = !found;
 }
 
 /*

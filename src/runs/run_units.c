@@ -322,6 +322,10 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 	Datum		vals[4];
 	Oid			stypes[2] = {INT8OID, TEXTOID};
 	Datum		svals[2];
+	Oid			rtypes[6] = {INT8OID, INT4OID, INT4OID, TEXTOID, TEXTOID, INT8OID};
+	Datum		rvals[6];
+	char		rnulls[6] = "      ";
+	static SPIPlanPtr root_plan = NULL;
 	static SPIPlanPtr usage_plan = NULL;
 	static SPIPlanPtr status_plan = NULL;
 	static const char *const columns[] = {"status", "budget", "used"};
@@ -329,10 +333,49 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 	HeapTuple	tup;
 	TupleDesc	td;
 	char	   *status;
+	int32		tin = (int32) Min(r->tokens_in, PG_INT32_MAX);
+	int32		tout = (int32) Min(r->tokens_out, PG_INT32_MAX);
+
+	/*
+	 * A root run (no parent: no ancestor to add to, no reservation to
+	 * release, its row its own tree lock) takes its usage, cached tokens
+	 * included, in one statement that returns what the status query below
+	 * reads: what agent.add_usage and that query do for it, without the
+	 * function's reads of the tree.  A child run, or counts add_usage would
+	 * refuse, take the general path.
+	 */
+	if (tin >= 0 && tout >= 0 && r->tokens_cached >= 0)
+	{
+		rvals[0] = Int64GetDatum(s->run_id);
+		rvals[1] = Int32GetDatum(tin);
+		rvals[2] = Int32GetDatum(tout);
+		if (s->model)
+			rvals[3] = CStringGetTextDatum(s->model);
+		else
+			rnulls[3] = 'n';
+		rvals[4] = CStringGetTextDatum(s->workspace);
+		rvals[5] = Int64GetDatum(r->tokens_cached);
+		if (SpiUtilExecPlan(&root_plan,
+							"UPDATE agent.runs x "
+							"SET tokens_total = x.tokens_total + $2 + $3, "
+							"tokens_reserved = greatest(0, x.tokens_reserved), "
+							"tokens_in = x.tokens_in + $2, tokens_out = x.tokens_out + $3, "
+							"model = coalesce($4, x.model), tokens_cached = x.tokens_cached + $6 "
+							"FROM agent.agents a "
+							"WHERE x.workspace_id = $5 AND x.id = $1 AND x.parent_run_id IS NULL "
+							"AND coalesce(x.root_run_id, x.id) = x.id "
+							"AND a.workspace_id = $5 AND a.id = x.agent_id "
+							"RETURNING x.status, coalesce(x.token_budget, a.default_token_budget) AS budget, "
+							"x.tokens_total AS used",
+							6, rtypes, rvals, rnulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not add the usage of run " INT64_FORMAT, s->run_id);
+		if (SPI_processed == 1)
+			goto status;
+	}
 
 	vals[0] = Int64GetDatum(s->run_id);
-	vals[1] = Int32GetDatum((int32) Min(r->tokens_in, PG_INT32_MAX));
-	vals[2] = Int32GetDatum((int32) Min(r->tokens_out, PG_INT32_MAX));
+	vals[1] = Int32GetDatum(tin);
+	vals[2] = Int32GetDatum(tout);
 	vals[3] = CStringGetTextDatum(s->model);
 	if (SpiUtilExecPlan(&usage_plan, "SELECT agent.add_usage($1, $2, $3, $4)", 4, types, vals, NULL, false, 0)
 		!= SPI_OK_SELECT)
@@ -357,6 +400,7 @@ RunSqlAfterUsage(Slot *s, const LlmReply *r, int64 *budget, int64 *used)
 						 "WHERE r.workspace_id = $2 AND r.id = $1",
 						 2, stypes, svals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "run " INT64_FORMAT " disappeared", s->run_id);
+status:
 	tup = SPI_tuptable->vals[0];
 	td = SPI_tuptable->tupdesc;
 	SpiUtilColumnsByName(td, columns, att, lengthof(columns));

@@ -19,6 +19,7 @@
 
 #include "approval_rules.h"
 #include "tool_gate.h"
+#include "access/allowlist.h"
 #include "util/spi_util.h"
 
 #include "access/xact.h"
@@ -57,6 +58,8 @@ ToolGateSetIdentity(const ToolRun *tr)
 {
 	char		buf[64];
 
+	/* the switch to the agent and back keeps the cached plans when it may */
+	AllowlistNoteFolding();
 	if (strcmp(tr->regime, "manual") == 0 && tr->user_id)
 	{
 		char	   *actor = psprintf("user:%s", tr->user_id);

@@ -148,6 +148,8 @@ DefineIdentityGuc(const char *name, const char *desc, char **var)
 /* whether the last value assigned to pg_agents.actor named an agent */
 static bool actor_is_agent = false;
 
+bool		(*guc_actor_plans_may_fold) (void) = NULL;
+
 /*
  * True when an actor string is "agent:<1 to 18 digits>", the same rule as
  * agent.current_agent_id().
@@ -172,8 +174,9 @@ GucActorIsAgent(const char *actor)
 /*
  * Assign hook of pg_agents.actor: a change between "acts as an agent" and
  * "does not" invalidates the backend's cached plans, which may hold a folded
- * allowlist policy.  Assign hooks must not fail; ResetPlanCache only marks
- * plans invalid.
+ * allowlist policy, unless the allowlist module knows that none can
+ * (guc_actor_plans_may_fold: no object uses agent._allowlist_active()).
+ * Assign hooks must not fail; ResetPlanCache only marks plans invalid.
  */
 static void
 PgAgentsActorAssign(const char *newval, void *extra)
@@ -183,7 +186,8 @@ PgAgentsActorAssign(const char *newval, void *extra)
 	if (is_agent != actor_is_agent)
 	{
 		actor_is_agent = is_agent;
-		ResetPlanCache();
+		if (guc_actor_plans_may_fold == NULL || guc_actor_plans_may_fold())
+			ResetPlanCache();
 	}
 }
 

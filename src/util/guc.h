@@ -79,4 +79,13 @@ extern int	GucEffectiveDelegationDepth(void);
 /* pg_agents.actor: whether it names an agent (guc.c) */
 extern bool GucActorIsAgent(const char *actor);
 
+/*
+ * Set by the allowlist module (allowlist_support.c): false when it knows that
+ * no cached plan can hold a folded allowlist policy, so that a switch of
+ * pg_agents.actor between an agent and not need not invalidate every cached
+ * plan of the backend.  NULL, or true: it must (the safe answer).  Called
+ * from the assign hook: must not fail, must not read catalogs.
+ */
+extern bool (*guc_actor_plans_may_fold) (void);
+
 #endif							/* PG_AGENTS_GUC_H */
