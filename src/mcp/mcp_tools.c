@@ -105,33 +105,38 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	Datum		vals[2];
 	int			rc;
 	json_t	   *known;
-	static SPIPlanPtr any_plan = NULL;
 	static SPIPlanPtr list_plan = NULL;
 
 	vals[0] = Int64GetDatum(agent_id);
 	vals[1] = Int64GetDatum(run_id);
 
 	/*
-	 * Most agents have no MCP server enabled in their workspace: a cheap
-	 * kept-plan look first, then the listing (agent.mcp_agent_tools is a
-	 * SECURITY DEFINER SQL function, planned again at every call).
+	 * One kept-plan query, agent.mcp_agent_tools(agent, agent._mcp_run_user(run))
+	 * written out (those are plpgsql, planned again at every call): the run's
+	 * workspace (Citus routes by it, the agent's own), the run's user (the
+	 * requester of a manual run, the owner of an autonomous one), the agent's
+	 * patterns, then its servers' tools.  A workspace with no enabled MCP
+	 * server finds no server row: nothing more to do.
 	 */
-	rc = SpiUtilExecPlan(&any_plan,
-						  "SELECT EXISTS (SELECT 1 FROM agent.mcp_servers s "
-						  "WHERE s.workspace_id = (SELECT a.workspace_id FROM agent.agents a WHERE a.id = $1) "
-						  "AND s.enabled)",	/* the agent's workspace first: no join (Citus) */
-						  1, types, vals, NULL, true, 1);	/* (agent only) */
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not look for the MCP servers of agent " INT64_FORMAT, agent_id);
-	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
-	{
-		CachePut(run_id, json_pack("{}"));
-		return;
-	}
-	rc = SpiUtilExecPlan(&list_plan, "SELECT m.exposed_name, m.server, coalesce(m.description, ''), m.input_schema::pg_catalog.text, "
-						  "m.server_id, m.tool, m.needs_approval, m.read_only "
-						  "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($2)) m ORDER BY m.exposed_name",
-						  2, types, vals, NULL, true, 0);
+	rc = SpiUtilExecPlan(&list_plan,
+						 "SELECT t.exposed_name, s.name, coalesce(t.description, ''), "
+						 "t.input_schema::pg_catalog.text, s.id, t.name, "
+						 "t.needs_approval OR t.exposed_name LIKE ANY (p.ap), "
+						 "coalesce((t.annotations->>'readOnlyHint')::boolean, false) "
+						 "FROM (SELECT r.workspace_id AS ws, "
+						 "CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS usr, "
+						 "agent._mcp_like_patterns(a.scope->'mcp_servers') AS sp, "
+						 "agent._mcp_like_patterns(a.scope->'mcp_tools') AS tp, "
+						 "agent._mcp_like_patterns(a.scope->'needs_approval') AS ap "
+						 "FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						 "WHERE r.id = $2 AND a.id = $1 AND a.deleted_at IS NULL) p "
+						 "JOIN agent.mcp_servers s ON s.workspace_id = p.ws "
+						 "JOIN agent.mcp_tools t ON t.workspace_id = s.workspace_id AND t.server_id = s.id "
+						 "WHERE s.enabled "
+						 "AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = p.usr)) "
+						 "AND (s.name LIKE ANY (p.sp) OR t.exposed_name LIKE ANY (p.tp)) "
+						 "ORDER BY t.exposed_name",
+						 2, types, vals, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
 	known = json_pack("{}");
@@ -171,6 +176,63 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 }
 
 /*
+ * The preparation of a call (agent._mcp_worker_prepare's answer:
+ * {"prepared", server_id, server, tool, url, headers, protocol_version,
+ * arguments, tool_def}) through one kept-plan read of the server's row, in
+ * the run's workspace, enabled.  NULL when the function must answer instead:
+ * no such server (now disabled, deleted: refused), or a 2026-07-28 server,
+ * where an answered question of the run for this very call is consumed and
+ * sent with it.
+ */
+static json_t *
+McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_id,
+			   const char *tool, const char *schema)
+{
+	Oid			types[2] = {TEXTOID, INT8OID};
+	Datum		vals[2];
+	static SPIPlanPtr plan = NULL;
+	HeapTuple	tup;
+	TupleDesc	td;
+	char	   *server;
+	char	   *url;
+	char	   *headers;
+	char	   *protocol;
+	json_t	   *h;
+	json_t	   *sch;
+	json_t	   *args;
+	json_t	   *prep;
+
+	vals[0] = CStringGetTextDatum(tr->workspace ? tr->workspace : "");
+	vals[1] = Int64GetDatum(server_id);
+	if (SpiUtilExecPlan(&plan, "SELECT s.name, s.url, s.headers::pg_catalog.text, s.protocol_version "
+						"FROM agent.mcp_servers s WHERE s.workspace_id = $1 AND s.id = $2 AND s.enabled",
+						2, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read MCP server " INT64_FORMAT, server_id);
+	if (SPI_processed != 1)
+		return NULL;
+	tup = SPI_tuptable->vals[0];
+	td = SPI_tuptable->tupdesc;
+	server = SPI_getvalue(tup, td, 1);
+	url = SPI_getvalue(tup, td, 2);
+	headers = SPI_getvalue(tup, td, 3);
+	protocol = SPI_getvalue(tup, td, 4);
+	if (protocol && strcmp(protocol, MCP_STATELESS_VERSION) == 0)
+		return NULL;
+	h = headers ? json_loads(headers, JSON_DECODE_ANY, NULL) : NULL;
+	sch = json_loads(schema ? schema : "{}", JSON_DECODE_ANY, NULL);
+	args = json_is_object(input) ? json_deep_copy(input) : json_object();
+	prep = json_pack("{s:b, s:I, s:s?, s:s, s:s?, s:o, s:s?, s:o, s:{s:s, s:o}}",
+					 "prepared", 1, "server_id", (json_int_t) server_id, "server", server,
+					 "tool", tool ? tool : "", "url", url,
+					 "headers", h ? h : json_null(), "protocol_version", protocol,
+					 "arguments", args,
+					 "tool_def", "name", tool ? tool : "", "inputSchema", sch ? sch : json_null());
+	if (prep == NULL)
+		elog(ERROR, "could not prepare the call of MCP tool \"%s\"", name);
+	return prep;
+}
+
+/*
  * Executes one mcp__* tool call for the run, inside the tool transaction:
  * the look-up, the approval gate and the preparation
  * (agent._mcp_worker_prepare).  TOOL_ASYNC: the call is prepared
@@ -180,10 +242,6 @@ static ToolOutcome
 McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **result,
 			   TimestampTz started)
 {
-	Oid			types[4] = {INT8OID, TEXTOID, JSONBOID, INT8OID};
-	Datum		vals[4];
-	int			rc;
-	bool		isnull;
 	bool		needs;
 	bool		read_only;
 	int64		server_id;
@@ -196,40 +254,28 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 	static SPIPlanPtr prep_plan = NULL;
 
 	*result = NULL;
-	vals[0] = Int64GetDatum(tr->agent_id);
-	vals[1] = CStringGetTextDatum(name);
-	vals[2] = (Datum) 0;
-	vals[3] = Int64GetDatum(tr->run_id);
 	cached = CacheGet(tr->run_id, name);
-	if (cached)
+	if (cached == NULL)
 	{
-		/* as offered at the claim (the server's row is read again by the preparation) */
-		needs = json_is_true(json_object_get(cached, "needs"));
-		read_only = json_is_true(json_object_get(cached, "read_only"));
-		server_id = (int64) json_integer_value(json_object_get(cached, "server_id"));
-		tool = pstrdup(json_string_value(json_object_get(cached, "tool")));
-		schema = pstrdup(json_string_value(json_object_get(cached, "schema")));
+		/* evicted from the ring (or no such tool): the run's tools listed again */
+		json_t	   *scratch = json_array();
+
+		McpAppendToolDefinitions(scratch, tr->agent_id, tr->run_id);
+		json_decref(scratch);
+		cached = CacheGet(tr->run_id, name);
 	}
-	else
+	if (cached == NULL)
 	{
-		rc = SPI_execute_with_args("SELECT m.needs_approval, m.read_only, m.server_id, m.tool, "
-								   "m.input_schema::pg_catalog.text "
-								   "FROM agent.mcp_agent_tools($1, agent._mcp_run_user($4)) m "
-								   "WHERE m.exposed_name = $2", 4, types, vals, "  n ", true, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "could not look up MCP tool \"%s\"", name);
-		if (SPI_processed != 1)
-		{
-			*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
-			ToolGateRecordStep(tr->run_id, tr->workspace, "error", name, input, *result, "error", 0, started);
-			return TOOL_DONE;
-		}
-		needs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		read_only = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		server_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-		tool = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
-		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+		*result = json_pack("{s:s}", "error", psprintf("unknown tool \"%s\"", name));
+		ToolGateRecordStep(tr->run_id, tr->workspace, "error", name, input, *result, "error", 0, started);
+		return TOOL_DONE;
 	}
+	/* as offered at the claim (the server's row is read again by the preparation) */
+	needs = json_is_true(json_object_get(cached, "needs"));
+	read_only = json_is_true(json_object_get(cached, "read_only"));
+	server_id = (int64) json_integer_value(json_object_get(cached, "server_id"));
+	tool = pstrdup(json_string_value(json_object_get(cached, "tool")));
+	schema = pstrdup(json_string_value(json_object_get(cached, "schema")));
 	if (needs || ToolGateNeedsApproval(tr, name, !read_only))
 	{
 		ToolOutcome gate = ToolGateApproval(tr, name, input, result, started);
@@ -238,24 +284,30 @@ McpToolExecute(const ToolRun *tr, const char *name, json_t *input, json_t **resu
 			return gate;
 	}
 
-	vals[2] = McpJsonbArg(input);
+	prep = McpPrepareFast(tr, name, input, server_id, tool, schema);
+	if (prep == NULL)
 	{
+		/*
+		 * The server is gone or disabled (refused below), or speaks
+		 * 2026-07-28 (an answered question of the run may go with the call):
+		 * agent._mcp_worker_prepare.
+		 */
 		Oid			ptypes[6] = {INT8OID, TEXTOID, JSONBOID, INT8OID, TEXTOID, JSONBOID};
 		Datum		pvals[6];
 
 		pvals[0] = Int64GetDatum(tr->run_id);
 		pvals[1] = CStringGetTextDatum(name);
-		pvals[2] = vals[2];
+		pvals[2] = McpJsonbArg(input);
 		pvals[3] = Int64GetDatum(server_id);
 		pvals[4] = CStringGetTextDatum(tool ? tool : "");
 		pvals[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum(schema ? schema : "{}"));
 		if (SpiUtilExecPlan(&prep_plan, "SELECT agent._mcp_worker_prepare($1, $2, $3, $4, $5, $6)::pg_catalog.text",
 							 6, ptypes, pvals, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "agent._mcp_worker_prepare returned no row");
+		prep = McpJsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		if (prep == NULL)
+			elog(ERROR, "agent._mcp_worker_prepare returned invalid JSON");
 	}
-	prep = McpJsonFromText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-	if (prep == NULL)
-		elog(ERROR, "agent._mcp_worker_prepare returned invalid JSON");
 	if (!json_is_true(json_object_get(prep, "prepared")))
 	{
 		/* refused (the tool left the agent's reach meanwhile) */
