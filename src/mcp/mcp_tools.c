@@ -5,7 +5,8 @@
  *		execution of an mcp__<server>__<tool> call.
  *
  * Tools come from agent.mcp_agent_tools (the agent's workspace servers and
- * its owner's personal ones, filtered by its scope), read at every claim, so
+ * its owner's personal ones, filtered by its scope; written out here as one
+ * kept-plan query), read at every claim, so
  * that a server added or refreshed while the worker runs is used by the next
  * run without a restart.  A call goes through the same approval gate as the
  * built-in tools (the tool's needs_approval flag, scope.needs_approval, the
@@ -13,7 +14,8 @@
  * readOnlyHint), then the call, where a remote failure is a failed tool
  * result the model reads, never an error of the run.
  *
- * The tool transaction only prepares the call (agent._mcp_worker_prepare);
+ * The tool transaction only prepares the call (McpPrepareFast, else
+ * agent._mcp_worker_prepare);
  * mcp_tools_async.c sends it and records the answer.
  *
  *-------------------------------------------------------------------------

@@ -10,7 +10,8 @@
  * (agent._mcp_worker_prepare, mcp_tools.c), the executor sends it through
  * the worker's curl multi handle once that transaction committed, with no
  * transaction open, and records the answer in a short transaction of its own
- * (agent._mcp_worker_finish, McpCallRecord), with the same step as a
+ * (McpCallRecord: a result as it came, anything else through
+ * agent._mcp_worker_finish), with the same step as a
  * synchronous call.  Each request is bounded by pg_agents.request_timeout;
  * a slow or silent server delays only the runs waiting on it.
  *
