@@ -92,6 +92,17 @@ CacheGet(int64 run_id, const char *name)
 }
 
 /*
+ * agent._mcp_like_patterns(a.scope->'key') written out, for the listing: a
+ * call of that function (SET search_path: never inlined) costs more than the
+ * rest of the query.
+ */
+#define LIKE_PATTERNS(key) \
+	"(SELECT coalesce(pg_catalog.array_agg(pg_catalog.replace(pg_catalog.replace(" \
+	"pg_catalog.replace(pg_catalog.replace(pat, '\\', '\\\\'), '%', '\\%'), '_', '\\_'), '*', '%')), '{}') " \
+	"FROM pg_catalog.jsonb_array_elements_text(CASE WHEN pg_catalog.jsonb_typeof(a.scope->'" key "') = 'array' " \
+	"THEN a.scope->'" key "' ELSE '[]' END) AS pat)"
+
+/*
  * Appends the run's MCP tools ({name, description, parameters}, the
  * description prefixed with the server's name) to tools: those of the
  * workspace's servers and of the personal ones of the run's user
@@ -127,11 +138,12 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 						 "coalesce((t.annotations->>'readOnlyHint')::boolean, false) "
 						 "FROM (SELECT r.workspace_id AS ws, "
 						 "CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS usr, "
-						 "agent._mcp_like_patterns(a.scope->'mcp_servers') AS sp, "
-						 "agent._mcp_like_patterns(a.scope->'mcp_tools') AS tp, "
-						 "agent._mcp_like_patterns(a.scope->'needs_approval') AS ap "
+						 LIKE_PATTERNS("mcp_servers") " AS sp, "
+						 LIKE_PATTERNS("mcp_tools") " AS tp, "
+						 LIKE_PATTERNS("needs_approval") " AS ap "
 						 "FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
-						 "WHERE r.id = $2 AND a.id = $1 AND a.deleted_at IS NULL) p "
+						 "WHERE r.id = $2 AND a.id = $1 AND a.deleted_at IS NULL "
+						 "OFFSET 0) p "	/* (not pulled up: the patterns once, not a row) */
 						 "JOIN agent.mcp_servers s ON s.workspace_id = p.ws "
 						 "JOIN agent.mcp_tools t ON t.workspace_id = s.workspace_id AND t.server_id = s.id "
 						 "WHERE s.enabled "
