@@ -193,17 +193,21 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
  * The preparation of a call (agent._mcp_worker_prepare's answer:
  * {"prepared", server_id, server, tool, url, headers, protocol_version,
  * arguments, tool_def}) through one kept-plan read of the server's row, in
- * the run's workspace, enabled.  NULL when the function must answer instead:
- * no such server (now disabled, deleted: refused), or a 2026-07-28 server,
- * where an answered question of the run for this very call is consumed and
- * sent with it.
+ * the run's workspace, enabled.  The call is gated again there, as the
+ * listing gates it (so that a change since the claim counts): the server is
+ * the workspace's or the run's user's own, and the agent (not deleted) still
+ * allows the server or the tool; else the refusal
+ * ({"ok": false, "denied": true, ...}).  NULL when the function must answer
+ * instead: no such server (now disabled, deleted: refused there), or a
+ * 2026-07-28 server, where an answered question of the run for this very
+ * call is consumed and sent with it.
  */
 static json_t *
 McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_id,
 			   const char *tool, const char *schema)
 {
-	Oid			types[2] = {TEXTOID, INT8OID};
-	Datum		vals[2];
+	Oid			types[4] = {TEXTOID, INT8OID, TEXTOID, INT8OID};
+	Datum		vals[4];
 	static SPIPlanPtr plan = NULL;
 	HeapTuple	tup;
 	TupleDesc	td;
@@ -211,6 +215,7 @@ McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_
 	char	   *url;
 	char	   *headers;
 	char	   *protocol;
+	char	   *allowed;
 	json_t	   *h;
 	json_t	   *sch;
 	json_t	   *args;
@@ -218,9 +223,19 @@ McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_
 
 	vals[0] = CStringGetTextDatum(tr->workspace ? tr->workspace : "");
 	vals[1] = Int64GetDatum(server_id);
-	if (SpiUtilExecPlan(&plan, "SELECT s.name, s.url, s.headers::pg_catalog.text, s.protocol_version "
-						"FROM agent.mcp_servers s WHERE s.workspace_id = $1 AND s.id = $2 AND s.enabled",
-						2, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+	vals[2] = CStringGetTextDatum(name);
+	vals[3] = Int64GetDatum(tr->run_id);
+	if (SpiUtilExecPlan(&plan, "SELECT s.name, s.url, s.headers::pg_catalog.text, s.protocol_version, "
+						"coalesce((s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = p.usr)) "
+						"AND (s.name LIKE ANY (p.sp) OR $3 LIKE ANY (p.tp)), false) "
+						"FROM agent.mcp_servers s LEFT JOIN "
+						"(SELECT CASE WHEN r.regime = 'manual' THEN r.requested_by ELSE a.owner_id END AS usr, "
+						LIKE_PATTERNS("mcp_servers") " AS sp, "
+						LIKE_PATTERNS("mcp_tools") " AS tp "
+						"FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
+						"WHERE r.workspace_id = $1 AND r.id = $4 AND a.deleted_at IS NULL OFFSET 0) p ON true "
+						"WHERE s.workspace_id = $1 AND s.id = $2 AND s.enabled",
+						4, types, vals, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read MCP server " INT64_FORMAT, server_id);
 	if (SPI_processed != 1)
 		return NULL;
@@ -230,6 +245,16 @@ McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_
 	url = SPI_getvalue(tup, td, 2);
 	headers = SPI_getvalue(tup, td, 3);
 	protocol = SPI_getvalue(tup, td, 4);
+	allowed = SPI_getvalue(tup, td, 5);
+	if (allowed == NULL || allowed[0] != 't')
+	{
+		char	   *msg = psprintf("tool \"%s\" is not available to this agent", name);
+
+		prep = json_pack("{s:b, s:b, s:s, s:{s:b, s:[{s:s, s:s}]}}", "ok", 0, "denied", 1, "error", msg,
+						 "result", "isError", 1, "content", "type", "text", "text", msg);
+		pfree(msg);
+		return prep;
+	}
 	if (protocol && strcmp(protocol, MCP_STATELESS_VERSION) == 0)
 		return NULL;
 	h = headers ? json_loads(headers, JSON_DECODE_ANY, NULL) : NULL;
