@@ -92,6 +92,34 @@ CacheGet(int64 run_id, const char *name)
 }
 
 /*
+ * SpiUtilExecPlan with a generic plan, made once: the listing's and the
+ * preparation's plans cost more to make than to run, and their parameters
+ * are keys.  With Citus (which plans no generic plan of a join of
+ * distributed tables) as SpiUtilExecPlan does, a plan made at each call.
+ */
+static int
+ExecGenericPlan(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types, Datum *vals,
+				bool read_only, long count)
+{
+	static int	citus = -1;
+
+	if (citus < 0)
+		citus = SpiUtilFunctionExists("pg_catalog.citus_version()") ? 1 : 0;
+	if (*cache == NULL && citus == 0)
+	{
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
+
+		if (plan == NULL)
+			elog(ERROR, "pg_agents: could not prepare \"%s\": %s", sql,
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_agents: could not keep the plan of \"%s\"", sql);
+		*cache = plan;
+	}
+	return SpiUtilExecPlan(cache, sql, nargs, types, vals, NULL, read_only, count);
+}
+
+/*
  * agent._mcp_like_patterns(a.scope->'key') written out, for the listing: a
  * call of that function (SET search_path: never inlined) costs more than the
  * rest of the query.
@@ -131,7 +159,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 	 * patterns, then its servers' tools.  A workspace with no enabled MCP
 	 * server finds no server row: nothing more to do.
 	 */
-	rc = SpiUtilExecPlan(&list_plan,
+	rc = ExecGenericPlan(&list_plan,
 						 "SELECT t.exposed_name, s.name, coalesce(t.description, ''), "
 						 "t.input_schema::pg_catalog.text, s.id, t.name, "
 						 "t.needs_approval OR t.exposed_name LIKE ANY (p.ap), "
@@ -150,7 +178,7 @@ McpAppendToolDefinitions(json_t *tools, int64 agent_id, int64 run_id)
 						 "AND (s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = p.usr)) "
 						 "AND (s.name LIKE ANY (p.sp) OR t.exposed_name LIKE ANY (p.tp)) "
 						 "ORDER BY t.exposed_name",
-						 2, types, vals, NULL, true, 0);
+						 2, types, vals, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list the MCP tools of agent " INT64_FORMAT, agent_id);
 	known = json_pack("{}");
@@ -225,7 +253,7 @@ McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_
 	vals[1] = Int64GetDatum(server_id);
 	vals[2] = CStringGetTextDatum(name);
 	vals[3] = Int64GetDatum(tr->run_id);
-	if (SpiUtilExecPlan(&plan, "SELECT s.name, s.url, s.headers::pg_catalog.text, s.protocol_version, "
+	if (ExecGenericPlan(&plan, "SELECT s.name, s.url, s.headers::pg_catalog.text, s.protocol_version, "
 						"coalesce((s.scope = 'workspace' OR (s.scope = 'user' AND s.owner_id = p.usr)) "
 						"AND (s.name LIKE ANY (p.sp) OR $3 LIKE ANY (p.tp)), false) "
 						"FROM agent.mcp_servers s LEFT JOIN "
@@ -235,7 +263,7 @@ McpPrepareFast(const ToolRun *tr, const char *name, json_t *input, int64 server_
 						"FROM agent.runs r JOIN agent.agents a ON a.workspace_id = r.workspace_id AND a.id = r.agent_id "
 						"WHERE r.workspace_id = $1 AND r.id = $4 AND a.deleted_at IS NULL OFFSET 0) p ON true "
 						"WHERE s.workspace_id = $1 AND s.id = $2 AND s.enabled",
-						4, types, vals, NULL, true, 1) != SPI_OK_SELECT)
+						4, types, vals, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read MCP server " INT64_FORMAT, server_id);
 	if (SPI_processed != 1)
 		return NULL;
