@@ -10,7 +10,8 @@
  * (agent._mcp_worker_prepare, mcp_tools.c), the executor sends it through
  * the worker's curl multi handle once that transaction committed, with no
  * transaction open, and records the answer in a short transaction of its own
- * (agent._mcp_worker_finish, McpCallRecord), with the same step as a
+ * (McpCallRecord: a result as it came, anything else through
+ * agent._mcp_worker_finish), with the same step as a
  * synchronous call.  Each request is bounded by pg_agents.request_timeout;
  * a slow or silent server delays only the runs waiting on it.
  *
@@ -627,6 +628,30 @@ McpJsonbArg(json_t *j)
  * (agent._mcp_worker_finish: the same outcome as agent.mcp_agent_call_input,
  * a pause for people included), its step, and the model's result.
  */
+/*
+ * agent._mcp_worker_finish's answer for a call that came back with its
+ * result, built here: {"ok": not isError, "server", "tool", "result"}.
+ * NULL when the function must answer (a failure, a question for people, a
+ * changed tool list to mark, an isError that is no JSON boolean).
+ */
+static json_t *
+McpFinishFast(McpCall *mc)
+{
+	json_t	   *res;
+	json_t	   *is_error;
+
+	if (mc->list_changed || !json_is_true(json_object_get(mc->answer, "ok")) ||
+		json_is_true(json_object_get(mc->answer, "input_required")))
+		return NULL;
+	res = json_object_get(mc->answer, "result");
+	is_error = json_object_get(res, "isError");
+	if (is_error && !json_is_boolean(is_error) && !json_is_null(is_error))
+		return NULL;
+	return json_pack("{s:b, s:s, s:s, s:O?}", "ok", !json_is_true(is_error),
+					 "server", mc->server ? mc->server : "", "tool", mc->tool ? mc->tool : "",
+					 "result", res);
+}
+
 static ToolOutcome
 McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 {
@@ -637,6 +662,13 @@ McpCallRecord(const ToolRun *tr, McpCall *mc, json_t **result)
 	ToolOutcome oc;
 
 	*result = NULL;
+	call = McpFinishFast(mc);
+	if (call)
+	{
+		oc = McpRecordCall(tr, mc->exposed, mc->input, call, result, mc->started);
+		json_decref(call);
+		return oc;
+	}
 	vals[0] = Int64GetDatum(tr->run_id);
 	vals[1] = CStringGetTextDatum(mc->exposed);
 	vals[2] = McpJsonbArg(mc->arguments);
