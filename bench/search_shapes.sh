@@ -157,3 +157,35 @@ for shape in pages docs; do
         done
     done
 done
+
+# Nearest-neighbour search (pgvector) under the allowlist, where this
+# PostgreSQL has pgvector: an embedding of 16 dimensions on pages (random,
+# seeded), an HNSW index (cosine), the worker's settings (hnsw.iterative_scan
+# = strict_order, hnsw.ef_search = 200); for agents 1-3, the 10 nearest rows
+# to a fixed vector as the agent beside the same query unrestricted.
+if ! q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; then
+    echo "vector: skipped: pgvector not installed"
+    exit 0
+fi
+t0=$(date +%s)
+q >/dev/null <<'SQL'
+SET client_min_messages = warning;
+SELECT setseed(0.42);
+ALTER TABLE pages ADD COLUMN emb vector(16);
+UPDATE pages SET emb = (SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 16) d WHERE id > 0)::vector(16);
+CREATE INDEX pages_emb_idx ON pages USING hnsw (emb vector_cosine_ops);
+VACUUM ANALYZE pages;
+SQL
+q -c "ALTER DATABASE $DB SET hnsw.iterative_scan = strict_order" -c "ALTER DATABASE $DB SET hnsw.ef_search = 200" >/dev/null
+vec=$(q -c "SELECT array_agg(round((sin(d) / 2)::numeric, 3))::text FROM generate_series(1, 16) d" | tr '{}' '[]')
+echo "vector: pgvector $(q -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'"), 16 dimensions, HNSW built in $(( $(date +%s) - t0 )) s; median of $REPS runs, ms"
+QV="SELECT id FROM pages ORDER BY emb <=> '$vec' LIMIT 10"
+printf '%-6s %7s | %8s %8s | %6s | %s\n' shape grants unr agent a/u 'plan as the agent'
+for agent in 1 2 3; do
+    grants=$(q -c "SELECT count(*) FROM agent.access WHERE agent_id = $agent")
+    read -r u a <<<"$(pair "$QV" user:u1 "$QV" agent:$agent)"
+    printf '%-6s %7s | %8s %8s | %6s | %s\n' pages "$grants" "$u" "$a" "$(ratio "$a" "$u")" \
+        "$(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:$agent'" -c "EXPLAIN (COSTS OFF) $QV" |
+           grep -Eo '(Index Scan using [a-z_0-9]+|Bitmap Index Scan on [a-z_0-9]+|Seq Scan)' | head -1 |
+           sed -E 's/Bitmap Index Scan on /bitmap /; s/Index Scan using /index /; s/Seq Scan/seq/')"
+done
