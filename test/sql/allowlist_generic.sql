@@ -20,6 +20,10 @@ INSERT INTO agent.resource_acl (workspace_id, resource_type, resource_id, princi
   SELECT 'ws-gen', 'page', g::text, 'user:u-gen', 'read' FROM generate_series(1, 20000, 4) g;
 INSERT INTO agent.access (workspace_id, agent_id, resource_type, resource_id, access)
   SELECT 'ws-gen', 7510001, 'page', g::text, 'read' FROM generate_series(1, 20000, 4) g;
+-- a second agent with few grants (50)
+INSERT INTO agent.agents (id, workspace_id, owner_id, name) VALUES (7510002, 'ws-gen', 'u-gen', 'generic, few grants');
+INSERT INTO agent.access (workspace_id, agent_id, resource_type, resource_id, access)
+  SELECT 'ws-gen', 7510002, 'page', g::text, 'read' FROM generate_series(1, 20000, 400) g;
 SELECT agent.enable_allowlist('public.gen_pages', 'page', 'id') IS NOT NULL AS enabled;
 ANALYZE public.gen_pages;
 SET LOCAL ROLE agents_tool;
@@ -49,6 +53,14 @@ EXECUTE gen_ilike('%C777 %');
 CREATE FUNCTION pg_temp.gen_search(q tsquery) RETURNS bigint LANGUAGE plpgsql AS
 $$ BEGIN RETURN (SELECT count(*) FROM public.gen_pages WHERE tsv @@ q); END $$;
 SELECT pg_temp.gen_search(to_tsquery('simple', 'c777')), pg_temp.gen_search(to_tsquery('simple', 'b7'));
+-- few grants: the custom plan of a common term probes the 50 grants (by
+-- cost); the generic plan, made for every term, starts from the text index
+SET LOCAL pg_agents.actor = 'agent:7510002';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM public.gen_pages WHERE tsv @@ to_tsquery('simple', 'a1');
+EXPLAIN (COSTS OFF) EXECUTE gen_ts(to_tsquery('simple', 'a1'));
+EXECUTE gen_ts(to_tsquery('simple', 'a1'));
+SELECT count(*) FROM public.gen_pages WHERE tsv @@ to_tsquery('simple', 'a1');
+SET LOCAL pg_agents.actor = 'agent:7510001';
 -- what the twin refuses raises, whatever the rows: a pattern ending with the
 -- escape character, a query nested deeper than 256 levels
 SAVEPOINT s;
