@@ -32,6 +32,7 @@
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/plancat.h"
 #include "optimizer/restrictinfo.h"
@@ -644,6 +645,7 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 	List	   *guards = NIL;
 	List	   *policy_ris = NIL;
 	List	   *guarded_ris = NIL;
+	ListCell   *lc2;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
@@ -722,10 +724,19 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 #endif
 		rel->baserestrictinfo = lappend(rel->baserestrictinfo, gri);
 		root->hasPseudoConstantQuals = true;
+		/* an index scan takes its conditions from its index's list */
+		foreach(lc2, rel->indexlist)
+		{
+			IndexOptInfo *index = (IndexOptInfo *) lfirst(lc2);
+
+			if (index->indrestrictinfo != rel->baserestrictinfo)
+				index->indrestrictinfo = lappend(index->indrestrictinfo, gri);
+		}
 	}
 	if (changed && rel->indexlist != NIL)
 	{
-		create_index_paths(root, rel);
+		List	   *probes = NIL;
+		bool		text_path = false;
 
 		/*
 		 * A generic plan (a guarded twin) is made once for every value of
@@ -733,34 +744,79 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 		 * the rows for @@): a plan probing the id index with every grant
 		 * then costs one probe per grant even for a term that matches
 		 * nothing (25-1700 times the unrestricted query), while starting
-		 * from the text index costs at most about what the unrestricted
-		 * query costs (it reads the same candidates, and tests each against
-		 * the readable set by bisection).  So when such a path exists, the
-		 * probes of the readable set are left out (unparameterized paths
-		 * only): the plan stays within the unrestricted query's cost
-		 * whatever the value.
+		 * from the text index costs about what the unrestricted query costs
+		 * (it reads the same candidates, and tests each against the
+		 * readable set by bisection).  So the probes of the readable set
+		 * (unparameterized) are set aside while the index paths are built
+		 * again without them, and come back only if no path starts from the
+		 * twin's index condition: the plan then stays within the
+		 * unrestricted query's cost whatever the value.
 		 */
 		if (guarded_ris != NIL)
 		{
-			bool		text_path = false;
-
 			foreach(lc, rel->pathlist)
 			{
 				Path	   *path = (Path *) lfirst(lc);
 
-				if (path->param_info == NULL && PathUsesClauses(path, guarded_ris) &&
-					!PathUsesClauses(path, policy_ris))
+				if (path->param_info == NULL && PathUsesClauses(path, policy_ris))
+				{
+					probes = lappend(probes, path);
+					rel->pathlist = foreach_delete_current(rel->pathlist, lc);
+				}
+			}
+		}
+		if (guarded_ris == NIL)
+			create_index_paths(root, rel);
+		else
+		{
+			/*
+			 * The index paths without the policy as an index condition (it
+			 * stays the scan's filter: the plan takes its conditions from
+			 * baserestrictinfo), so that no probe of the readable set
+			 * dominates the text index's path and drops it.
+			 */
+			List	   *saved = NIL;
+
+			foreach(lc, rel->indexlist)
+			{
+				IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
+				List	   *l = NIL;
+
+				saved = lappend(saved, index->indrestrictinfo);
+				foreach(lc2, index->indrestrictinfo)
+				{
+					RestrictInfo *ri = lfirst_node(RestrictInfo, lc2);
+
+					if (list_member_ptr(policy_ris, ri))
+					{
+						/*
+						 * a copy that no index matches (pseudoconstant), whose
+						 * columns still count (no index-only scan without id)
+						 */
+						RestrictInfo *c = makeNode(RestrictInfo);
+
+						memcpy(c, ri, sizeof(RestrictInfo));
+						c->pseudoconstant = true;
+						ri = c;
+					}
+					l = lappend(l, ri);
+				}
+				index->indrestrictinfo = l;
+			}
+			create_index_paths(root, rel);
+			forboth(lc, rel->indexlist, lc2, saved)
+				((IndexOptInfo *) lfirst(lc))->indrestrictinfo = (List *) lfirst(lc2);
+			foreach(lc, rel->pathlist)
+			{
+				Path	   *path = (Path *) lfirst(lc);
+
+				if (path->param_info == NULL && PathUsesClauses(path, guarded_ris))
 					text_path = true;
 			}
-			if (text_path)
+			if (!text_path)
 			{
-				foreach(lc, rel->pathlist)
-				{
-					Path	   *path = (Path *) lfirst(lc);
-
-					if (path->param_info == NULL && PathUsesClauses(path, policy_ris))
-						rel->pathlist = foreach_delete_current(rel->pathlist, lc);
-				}
+				foreach(lc, probes)
+					add_path(rel, (Path *) lfirst(lc));
 			}
 		}
 	}
