@@ -14,6 +14,12 @@
 #           as an agent (the policy folds away): the floor
 #   @@      the same query as the agent (the application's own shape)
 #   ts      the documented shape, WHERE agent.ts_match(tsv, q), as the agent
+#   gen     the @@ query with the term as a parameter under a generic plan
+#           (a plpgsql function's RETURN QUERY ... WHERE tsv @@ $1 with
+#           plan_cache_mode = force_generic_plan: what PREPARE after five
+#           executions, a plpgsql function or a tool's SPI with parameters
+#           run), as the agent; its ratio is to the same function run by a
+#           session that does not act as an agent (gen/u)
 # Each figure is the median of BENCH_REPS runs (default 5, at least 3), in
 # ms, the readable set kept (a commit that changes no access data before
 # each run); the ratios to unr are printed (target <= 1.5).
@@ -67,6 +73,18 @@ RESET session_replication_role;
 VACUUM ANALYZE;
 SELECT agent.enable_allowlist('pages', 'page', 'id');
 SELECT agent.enable_allowlist('docs', 'page', 'id');
+-- the generic plan of the @@ query with the term as $1
+CREATE FUNCTION search_gen_pages(q tsquery) RETURNS TABLE (id bigint, title text, r real)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+  RETURN QUERY SELECT p.id, p.title, ts_rank(p.tsv, q) AS r FROM pages p WHERE p.tsv @@ q ORDER BY 3 DESC LIMIT 20;
+END $$;
+CREATE FUNCTION search_gen_docs(q tsquery) RETURNS TABLE (id uuid, title text, r real)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+  RETURN QUERY SELECT d.id, d.title, ts_rank(d.tsv, q) AS r FROM docs d WHERE d.tsv @@ q ORDER BY 3 DESC LIMIT 20;
+END $$;
+GRANT EXECUTE ON FUNCTION search_gen_pages(tsquery), search_gen_docs(tsquery) TO agents_tool;
 CREATE TABLE bench_tick (n int);
 GRANT INSERT ON bench_tick TO agents_tool;
 -- two queries run alternately, each as its actor after a commit, so that the
@@ -104,6 +122,13 @@ pair() {  # query a, actor a, query b, actor b: "ms_a ms_b"
       -c "CALL bench_pair_ms(\$q\$$1\$q\$, '$2', \$q\$$3\$q\$, '$4', $REPS)" |
         awk -F'|' '{ printf "%.3f %.3f\n", $1, $2 }'
 }
+plan_gen() {  # actor, shape, tsquery: the scan of the generic plan of @@ $1
+    q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" -c "SET plan_cache_mode = force_generic_plan" \
+      -c "PREPARE p(tsquery) AS SELECT id, title, ts_rank(tsv, \$1) AS r FROM $2 WHERE tsv @@ \$1 ORDER BY 3 DESC LIMIT 20" \
+      -c "EXPLAIN (COSTS OFF) EXECUTE p($3)" |
+        grep -Eo '(Bitmap Index Scan on [a-z_0-9]+|Index Scan using [a-z_0-9]+|Seq Scan)' | head -1 |
+        sed -E 's/Bitmap Index Scan on /bitmap /; s/Index Scan using /probe /; s/Seq Scan/seq/'
+}
 ratio() { echo "scale=2; $1 / $2" | bc | sed 's/^\./0./'; }
 plan() {  # actor, query: the scan that reads the table
     q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = '$1'" -c "EXPLAIN (COSTS OFF) $2" |
@@ -111,7 +136,7 @@ plan() {  # actor, query: the scan that reads the table
         sed -E 's/Bitmap Index Scan on /bitmap /; s/Index Scan using /probe /; s/Seq Scan/seq/'
 }
 
-printf '%-6s %-5s %7s %7s | %8s %8s %8s | %6s %6s | %s\n' shape term matches grants unr '@@' ts '@@/u' ts/u 'plan of @@'
+printf '%-6s %-5s %7s %7s | %8s %8s %8s | %8s %8s | %6s %6s %6s | %-16s %s\n' shape term matches grants unr '@@' ts unr-gen gen '@@/u' ts/u gen/u 'plan of @@' 'plan of gen'
 for shape in pages docs; do
     if [ $shape = pages ]; then cfg=simple; terms="many:a3 few:c777 none:zz9"; else cfg=english; terms="many:topic3 few:code777 none:nothingmatches"; fi
     QAT="SELECT id, title, ts_rank(tsv, q) AS r FROM $shape, to_tsquery('$cfg', '%s') q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
@@ -124,8 +149,43 @@ for shape in pages docs; do
             grants=$(q -c "SELECT count(*) FROM agent.access WHERE agent_id = $agent")
             read -r u a <<<"$(pair "$(printf "$QAT" $term)" user:u1 "$(printf "$QAT" $term)" agent:$agent)"
             read -r u2 t <<<"$(pair "$(printf "$QAT" $term)" user:u1 "$(printf "$QTS" $term)" agent:$agent)"
-            printf '%-6s %-5s %7s %7s | %8s %8s %8s | %6s %6s | %s\n' $shape $label "$m" "$grants" "$u" "$a" "$t" \
-                "$(ratio "$a" "$u")" "$(ratio "$t" "$u2")" "$(plan agent:$agent "$(printf "$QAT" $term)")"
+            QG="SELECT * FROM search_gen_$shape(to_tsquery('$cfg', '$term'))"
+            read -r ug g <<<"$(pair "$QG" user:u1 "$QG" agent:$agent)"
+            printf '%-6s %-5s %7s %7s | %8s %8s %8s | %8s %8s | %6s %6s %6s | %-16s %s\n' $shape $label "$m" "$grants" "$u" "$a" "$t" \
+                "$ug" "$g" "$(ratio "$a" "$u")" "$(ratio "$t" "$u2")" "$(ratio "$g" "$ug")" \
+                "$(plan agent:$agent "$(printf "$QAT" $term)")" "$(plan_gen agent:$agent $shape "to_tsquery('$cfg', '$term')")"
         done
     done
+done
+
+# Nearest-neighbour search (pgvector) under the allowlist, where this
+# PostgreSQL has pgvector: an embedding of 16 dimensions on pages (random,
+# seeded), an HNSW index (cosine), the worker's settings (hnsw.iterative_scan
+# = strict_order, hnsw.ef_search = 200); for agents 1-3, the 10 nearest rows
+# to a fixed vector as the agent beside the same query unrestricted.
+if ! q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; then
+    echo "vector: skipped: pgvector not installed"
+    exit 0
+fi
+t0=$(date +%s)
+q >/dev/null <<'SQL'
+SET client_min_messages = warning;
+SELECT setseed(0.42);
+ALTER TABLE pages ADD COLUMN emb vector(16);
+UPDATE pages SET emb = (SELECT array_agg(random()::real - 0.5) FROM generate_series(1, 16) d WHERE id > 0)::vector(16);
+CREATE INDEX pages_emb_idx ON pages USING hnsw (emb vector_cosine_ops);
+VACUUM ANALYZE pages;
+SQL
+q -c "ALTER DATABASE $DB SET hnsw.iterative_scan = strict_order" -c "ALTER DATABASE $DB SET hnsw.ef_search = 200" >/dev/null
+vec=$(q -c "SELECT array_agg(round((sin(d) / 2)::numeric, 3))::text FROM generate_series(1, 16) d" | tr '{}' '[]')
+echo "vector: pgvector $(q -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'"), 16 dimensions, HNSW built in $(( $(date +%s) - t0 )) s; median of $REPS runs, ms"
+QV="SELECT id FROM pages ORDER BY emb <=> '$vec' LIMIT 10"
+printf '%-6s %7s | %8s %8s | %6s | %s\n' shape grants unr agent a/u 'plan as the agent'
+for agent in 1 2 3; do
+    grants=$(q -c "SELECT count(*) FROM agent.access WHERE agent_id = $agent")
+    read -r u a <<<"$(pair "$QV" user:u1 "$QV" agent:$agent)"
+    printf '%-6s %7s | %8s %8s | %6s | %s\n' pages "$grants" "$u" "$a" "$(ratio "$a" "$u")" \
+        "$(q -c "SET ROLE agents_tool" -c "SET pg_agents.actor = 'agent:$agent'" -c "EXPLAIN (COSTS OFF) $QV" |
+           grep -Eo '(Index Scan using [a-z_0-9]+|Bitmap Index Scan on [a-z_0-9]+|Seq Scan)' | head -1 |
+           sed -E 's/Bitmap Index Scan on /bitmap /; s/Index Scan using /index /; s/Seq Scan/seq/')"
 done

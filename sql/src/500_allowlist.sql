@@ -310,6 +310,10 @@ COMMENT ON FUNCTION agent._allowlist_ids_uuid(text, text) IS
 
 \ir ../functions/agent.ilike.sql
 
+\ir ../functions/agent._search_arg.sql
+
+\ir ../functions/agent._search_arg_2.sql
+
 -- Transactions that change what agents may access say so (src/shmem.c), so
 -- that a backend may keep an agent's readable set across statements until one
 -- of them commits.  ENABLE ALWAYS: logical replication's apply changes count.

@@ -54,6 +54,8 @@ GRANT EXECUTE ON FUNCTION
   agent._allowlist_has(text, text, text), agent._allowlist_new_row(text, text),
   -- the leakproof match that lets an agent's search start from the text index
   agent.ts_match(tsvector, tsquery), agent.like(text, text), agent.ilike(text, text),
+  -- and its guard of a search argument that is not a constant ($1)
+  agent._search_arg(tsquery), agent._search_arg(text),
   -- autonomous decisions only: a user id is refused unless the caller is
   -- the application (src/access.c); the custom-ACL policy shape calls it
   agent.can_access(bigint, text, text, text, text, text),

@@ -32,8 +32,10 @@
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/plancat.h"
+#include "optimizer/restrictinfo.h"
 #include "parser/parse_func.h"
 #include "parser/parse_oper.h"
 #include "mb/pg_wchar.h"
@@ -65,6 +67,8 @@ PG_FUNCTION_INFO_V1(pg_agents_ts_match_support);
 PG_FUNCTION_INFO_V1(pg_agents_like);
 PG_FUNCTION_INFO_V1(pg_agents_ilike);
 PG_FUNCTION_INFO_V1(pg_agents_like_support);
+PG_FUNCTION_INFO_V1(pg_agents_search_arg_tsquery);
+PG_FUNCTION_INFO_V1(pg_agents_search_arg_text);
 
 /* ------------------------------------------------------------------------
  * agent.ts_match: a leakproof full-text match
@@ -85,6 +89,8 @@ PG_FUNCTION_INFO_V1(pg_agents_like_support);
  * and estimate it as @@.
  */
 #define TS_MATCH_MAX_DEPTH 256
+
+static Expr *SearchArgGuard(Expr *arg, Oid type);
 
 /*
  * Whether the query nests deeper than TS_MATCH_MAX_DEPTH levels (or is
@@ -199,10 +205,25 @@ pg_agents_ts_match_support(PG_FUNCTION_ARGS)
 		if (IsA(query, Const) && !((Const *) query)->constisnull &&
 			TsQueryTooDeep(DatumGetTSQuery(((Const *) query)->constvalue)))
 			PG_RETURN_POINTER(NULL);
+		/*
+		 * Any other query ($1, an expression of parameters): the index
+		 * condition, which the bitmap's recheck evaluates on rows the policy
+		 * has not filtered yet, reads it through agent._search_arg, which
+		 * raises on a query too deep when the scan starts (its keys are
+		 * computed before any row is read), whatever the rows.
+		 */
+		if (!IsA(query, Const))
+		{
+			query = (Node *) SearchArgGuard((Expr *) query, TSQUERYOID);
+			if (query == NULL)
+				PG_RETURN_POINTER(NULL);
+		}
+		else
+			query = copyObject(query);
 		req->lossy = false;
 		PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
 												   (Expr *) copyObject(linitial(fe->args)),
-												   (Expr *) copyObject(query),
+												   (Expr *) query,
 												   InvalidOid, fe->inputcollid)));
 	}
 	PG_RETURN_POINTER(NULL);
@@ -294,6 +315,82 @@ pg_agents_ilike(PG_FUNCTION_ARGS)
 	return like_call(fcinfo, texticlike);
 }
 
+/* ------------------------------------------------------------------------
+ * agent._search_arg: the guard of a search argument that is not a constant
+ * ------------------------------------------------------------------------
+ *
+ * A query or pattern the planner cannot see ($1 of a generic plan, a plpgsql
+ * variable, an expression of them) cannot be checked at plan time as a
+ * constant is.  agent._search_arg returns it unchanged, or raises the error
+ * the twin avoids (too deep a query; a pattern ending with the escape
+ * character or with too many %) from its argument alone: evaluated once
+ * before the scan (a one-time condition of the plan) and as the right side
+ * of the index condition (computed when the scan starts), it fails before
+ * any row is read, so whether it fails says nothing about the rows.
+ */
+
+/* agent._search_arg(tsquery) RETURNS tsquery: see above */
+Datum
+pg_agents_search_arg_tsquery(PG_FUNCTION_ARGS)
+{
+	TSQuery		q = PG_GETARG_TSQUERY(0);
+
+	if (TsQueryTooDeep(q))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("text search query is nested too deeply for a search under the allowlist"),
+				 errdetail("An agent's search matches a query nested at most %d levels deep.",
+						   TS_MATCH_MAX_DEPTH)));
+	PG_RETURN_POINTER(q);
+}
+
+/* agent._search_arg(text) RETURNS text: see above */
+Datum
+pg_agents_search_arg_text(PG_FUNCTION_ARGS)
+{
+	text	   *pat = PG_GETARG_TEXT_PP(0);
+
+	if (LikePatternBad(pat))
+	{
+		const char *p = VARDATA_ANY(pat);
+		int			len = VARSIZE_ANY_EXHDR(pat);
+
+		if (len > 0 && p[len - 1] == '\\')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_ESCAPE_SEQUENCE),
+					 errmsg("LIKE pattern must not end with escape character")));
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("LIKE pattern has too many wildcards for a search under the allowlist"),
+				 errdetail("An agent's search takes a pattern with at most %d %% signs.",
+						   LIKE_MAX_WILDCARDS)));
+	}
+	PG_RETURN_TEXT_P(pat);
+}
+
+/* agent._search_arg(<type>) */
+static Oid
+SearchArgFunction(Oid type)
+{
+	return LookupFuncName(list_make2(makeString("agent"), makeString("_search_arg")),
+						  1, &type, true);
+}
+
+/*
+ * agent._search_arg(arg) over a copy of the expression (of type tsquery or
+ * text), or NULL when this installation has no such function.
+ */
+static Expr *
+SearchArgGuard(Expr *arg, Oid type)
+{
+	Oid			fn = SearchArgFunction(type);
+
+	if (!OidIsValid(fn) || exprType((Node *) arg) != type)
+		return NULL;
+	return (Expr *) makeFuncExpr(fn, type, list_make1(copyObject(arg)),
+								 InvalidOid, exprCollation((Node *) arg), COERCE_EXPLICIT_CALL);
+}
+
 /*
  * agent._like_support(internal): planner support of agent.like and
  * agent.ilike: the estimates and btree prefix conditions of LIKE and ILIKE
@@ -329,17 +426,25 @@ pg_agents_like_support(PG_FUNCTION_ARGS)
 		if (OidIsValid(op) && op_in_opfamily(op, req->opfamily))
 		{
 			/*
-			 * The index's recheck runs ~~ itself on the candidates: only a
-			 * constant pattern, known not to make it fail.
+			 * The index's recheck runs ~~ itself on the candidates: a
+			 * constant pattern known not to make it fail, or any other
+			 * through agent._search_arg (which raises on a pattern that
+			 * could, when the scan starts, whatever the rows).
 			 */
-			if (!IsA(pattern, Const) || ((Const *) pattern)->constisnull ||
-				LikePatternBad(DatumGetTextPP(((Const *) pattern)->constvalue)))
-				PG_RETURN_POINTER(NULL);
-			req->lossy = false;
-			PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
-													   (Expr *) copyObject(linitial(fe->args)),
-													   (Expr *) copyObject(pattern),
-													   InvalidOid, fe->inputcollid)));
+			Expr	   *arg = NULL;
+
+			if (!IsA(pattern, Const))
+				arg = SearchArgGuard((Expr *) pattern, TEXTOID);
+			else if (!((Const *) pattern)->constisnull &&
+					 !LikePatternBad(DatumGetTextPP(((Const *) pattern)->constvalue)))
+				arg = (Expr *) copyObject(pattern);
+			if (arg != NULL)
+			{
+				req->lossy = false;
+				PG_RETURN_POINTER(list_make1(make_opclause(op, BOOLOID, false,
+														   (Expr *) copyObject(linitial(fe->args)),
+														   arg, InvalidOid, fe->inputcollid)));
+			}
 		}
 	}
 	/* a btree prefix (lossy: the match stays as a filter), and the estimates */
@@ -406,43 +511,125 @@ CallsAllowlistHas(Node *node, void *context)
 }
 
 /*
+ * Whether the right side of a condition, not a constant, is one the twin may
+ * take with a guard: it reads no column (of this relation or any other) and
+ * nothing volatile, runs no subplan and returns no set, so that it is a value
+ * fixed for the scan ($1 of a generic plan, a plpgsql variable, an initplan's
+ * result, an expression of them) which agent._search_arg can check once
+ * before the scan.
+ */
+static bool
+SearchArgFixed(Node *arg, Oid type)
+{
+	return exprType(arg) == type && !contain_var_clause(arg) &&
+		!contain_volatile_functions(arg) && !contain_subplans(arg) &&
+		!expression_returns_set(arg) && !contain_agg_clause(arg) &&
+		!contain_window_function(arg);
+}
+
+/*
  * The leakproof twin of a condition (see above), or NULL: agent.ts_match,
- * agent.like or agent.ilike over the same arguments.
+ * agent.like or agent.ilike over the same arguments.  When the right side is
+ * not a constant, *guard is set to the one-time condition that checks it
+ * before the scan: agent._search_arg(<right side>) IS NOT NULL.
  */
 static Expr *
-LeakproofTwin(Expr *clause)
+LeakproofTwin(Expr *clause, Expr **guard)
 {
 	OpExpr	   *op = (OpExpr *) clause;
-	Const	   *c;
+	Node	   *right;
+	Const	   *c = NULL;
 	Oid			fn;
 	Oid			twin;
+	Oid			argtype;
 
-	if (!IsA(op, OpExpr) || list_length(op->args) != 2 || !IsA(lsecond(op->args), Const))
+	*guard = NULL;
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
 		return NULL;
-	c = (Const *) lsecond(op->args);
-	if (c->constisnull)
-		return NULL;
+	right = lsecond(op->args);
+	if (IsA(right, Const))
+	{
+		c = (Const *) right;
+		if (c->constisnull)
+			return NULL;
+	}
 	fn = OidIsValid(op->opfuncid) ? op->opfuncid : get_opcode(op->opno);
 	switch (fn)
 	{
 		case F_TS_MATCH_VQ:
-			if (TsQueryTooDeep(DatumGetTSQuery(c->constvalue)))
+			if (c != NULL && TsQueryTooDeep(DatumGetTSQuery(c->constvalue)))
 				return NULL;
 			twin = AgentFunction2("ts_match", TSVECTOROID, TSQUERYOID);
+			argtype = TSQUERYOID;
 			break;
 		case F_TEXTLIKE:
 		case F_TEXTICLIKE:
-			if (LikePatternBad(DatumGetTextPP(c->constvalue)))
+			if (c != NULL && LikePatternBad(DatumGetTextPP(c->constvalue)))
 				return NULL;
 			twin = AgentFunction2(fn == F_TEXTLIKE ? "like" : "ilike", TEXTOID, TEXTOID);
+			argtype = TEXTOID;
 			break;
 		default:
 			return NULL;
 	}
 	if (!OidIsValid(twin) || !get_func_leakproof(twin))
 		return NULL;
+	if (c == NULL)
+	{
+		NullTest   *nt;
+		Expr	   *arg;
+
+		if (!SearchArgFixed(right, argtype) ||
+			(arg = SearchArgGuard((Expr *) right, argtype)) == NULL)
+			return NULL;
+		nt = makeNode(NullTest);
+		nt->arg = arg;
+		nt->nulltesttype = IS_NOT_NULL;
+		nt->argisrow = false;
+		nt->location = -1;
+		*guard = (Expr *) nt;
+	}
 	return (Expr *) makeFuncExpr(twin, BOOLOID, copyObject(op->args), InvalidOid,
 								 op->inputcollid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * Whether an unparameterized path scans by an index condition taken from one
+ * of the restrictions in rinfos (a plain or bitmap index scan).
+ */
+static bool
+PathUsesClauses(Path *path, List *rinfos)
+{
+	ListCell   *lc;
+
+	switch (nodeTag(path))
+	{
+		case T_IndexPath:
+			foreach(lc, ((IndexPath *) path)->indexclauses)
+			{
+				if (list_member_ptr(rinfos, lfirst_node(IndexClause, lc)->rinfo))
+					return true;
+			}
+			return false;
+		case T_BitmapHeapPath:
+			return PathUsesClauses(((BitmapHeapPath *) path)->bitmapqual, rinfos);
+		case T_BitmapAndPath:
+			foreach(lc, ((BitmapAndPath *) path)->bitmapquals)
+			{
+				if (PathUsesClauses((Path *) lfirst(lc), rinfos))
+					return true;
+			}
+			return false;
+		case T_BitmapOrPath:
+			foreach(lc, ((BitmapOrPath *) path)->bitmapquals)
+			{
+				if (PathUsesClauses((Path *) lfirst(lc), rinfos))
+					return true;
+			}
+			return false;
+		default:
+			return false;
+	}
 }
 
 /*
@@ -455,6 +642,10 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 	ListCell   *lc;
 	bool		policy = false;
 	bool		changed = false;
+	List	   *guards = NIL;
+	List	   *policy_ris = NIL;
+	List	   *guarded_ris = NIL;
+	ListCell   *lc2;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
@@ -479,7 +670,7 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 			CallsAllowlistHas((Node *) ri->clause, NULL))
 		{
 			policy = true;
-			break;
+			policy_ris = lappend(policy_ris, ri);
 		}
 	}
 	if (!policy)
@@ -488,13 +679,19 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 		Expr	   *twin;
+		Expr	   *guard;
 
 		if (ri->leakproof || ri->security_level <= rel->baserestrict_min_security ||
-			ri->orclause != NULL)
+			ri->orclause != NULL || ri->pseudoconstant)
 			continue;
-		twin = LeakproofTwin(ri->clause);
+		twin = LeakproofTwin(ri->clause, &guard);
 		if (twin == NULL || contain_leaked_vars((Node *) twin))
 			continue;
+		if (guard != NULL)
+		{
+			guards = lappend(guards, guard);
+			guarded_ris = lappend(guarded_ris, ri);
+		}
 		ri->clause = twin;
 		ri->leakproof = true;
 		/*
@@ -507,8 +704,122 @@ AllowlistRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntr
 		ri->eval_cost.startup = -1;
 		changed = true;
 	}
+	/*
+	 * The guards of the right sides that are not constants, as one-time
+	 * conditions (pseudoconstant: a Result above whichever scan is chosen
+	 * evaluates them before the scan's first row), so that a query or
+	 * pattern the twin would refuse raises before any row is read, and
+	 * never reaches the index's recheck.
+	 */
+	foreach(lc, guards)
+	{
+		RestrictInfo *gri;
+
+#if PG_VERSION_NUM >= 160000
+		gri = make_restrictinfo(root, (Expr *) lfirst(lc), true, false, false, true, 0,
+								rel->relids, NULL, NULL);
+#else
+		gri = make_restrictinfo(root, (Expr *) lfirst(lc), true, false, true, 0,
+								rel->relids, NULL, NULL);
+#endif
+		rel->baserestrictinfo = lappend(rel->baserestrictinfo, gri);
+		root->hasPseudoConstantQuals = true;
+		/* an index scan takes its conditions from its index's list */
+		foreach(lc2, rel->indexlist)
+		{
+			IndexOptInfo *index = (IndexOptInfo *) lfirst(lc2);
+
+			if (index->indrestrictinfo != rel->baserestrictinfo)
+				index->indrestrictinfo = lappend(index->indrestrictinfo, gri);
+		}
+	}
 	if (changed && rel->indexlist != NIL)
-		create_index_paths(root, rel);
+	{
+		List	   *probes = NIL;
+		bool		text_path = false;
+
+		/*
+		 * A generic plan (a guarded twin) is made once for every value of
+		 * its argument, which the planner estimates at a default (0.5 % of
+		 * the rows for @@): a plan probing the id index with every grant
+		 * then costs one probe per grant even for a term that matches
+		 * nothing (25-1700 times the unrestricted query), while starting
+		 * from the text index costs about what the unrestricted query costs
+		 * (it reads the same candidates, and tests each against the
+		 * readable set by bisection).  So the probes of the readable set
+		 * (unparameterized) are set aside while the index paths are built
+		 * again without them, and come back only if no path starts from the
+		 * twin's index condition: the plan then stays within the
+		 * unrestricted query's cost whatever the value.
+		 */
+		if (guarded_ris != NIL)
+		{
+			foreach(lc, rel->pathlist)
+			{
+				Path	   *path = (Path *) lfirst(lc);
+
+				if (path->param_info == NULL && PathUsesClauses(path, policy_ris))
+				{
+					probes = lappend(probes, path);
+					rel->pathlist = foreach_delete_current(rel->pathlist, lc);
+				}
+			}
+		}
+		if (guarded_ris == NIL)
+			create_index_paths(root, rel);
+		else
+		{
+			/*
+			 * The index paths without the policy as an index condition (it
+			 * stays the scan's filter: the plan takes its conditions from
+			 * baserestrictinfo), so that no probe of the readable set
+			 * dominates the text index's path and drops it.
+			 */
+			List	   *saved = NIL;
+
+			foreach(lc, rel->indexlist)
+			{
+				IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
+				List	   *l = NIL;
+
+				saved = lappend(saved, index->indrestrictinfo);
+				foreach(lc2, index->indrestrictinfo)
+				{
+					RestrictInfo *ri = lfirst_node(RestrictInfo, lc2);
+
+					if (list_member_ptr(policy_ris, ri))
+					{
+						/*
+						 * a copy that no index matches (pseudoconstant), whose
+						 * columns still count (no index-only scan without id)
+						 */
+						RestrictInfo *c = makeNode(RestrictInfo);
+
+						memcpy(c, ri, sizeof(RestrictInfo));
+						c->pseudoconstant = true;
+						ri = c;
+					}
+					l = lappend(l, ri);
+				}
+				index->indrestrictinfo = l;
+			}
+			create_index_paths(root, rel);
+			forboth(lc, rel->indexlist, lc2, saved)
+				((IndexOptInfo *) lfirst(lc))->indrestrictinfo = (List *) lfirst(lc2);
+			foreach(lc, rel->pathlist)
+			{
+				Path	   *path = (Path *) lfirst(lc);
+
+				if (path->param_info == NULL && PathUsesClauses(path, guarded_ris))
+					text_path = true;
+			}
+			if (!text_path)
+			{
+				foreach(lc, probes)
+					add_path(rel, (Path *) lfirst(lc));
+			}
+		}
+	}
 }
 
 /* _PG_init: the hook above */
