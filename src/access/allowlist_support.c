@@ -69,6 +69,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -108,7 +109,8 @@ pg_agents_allowlist_active(PG_FUNCTION_ARGS)
  * uses it, no valid cached plan holds the folded value: a plan made on a
  * table that later gets a policy is invalidated by the relcache invalidation
  * of CREATE POLICY, which also forgets the answer kept here (any relcache
- * invalidation does, the whole-cache one included), so that the next switch
+ * invalidation does, the whole-cache one included, and so does any change
+ * of a function, which sends none), so that the next switch
  * drops the plans again until the question is asked anew.  Without a kept
  * answer the switch drops them (the assign hook, guc.c, reads no catalog).
  * The worker asks before each tool unit's identity (ToolGateSetIdentity):
@@ -120,6 +122,17 @@ static bool fold_callback = false;
 
 static void
 FoldInvalidate(Datum arg, Oid relid)
+{
+	fold_valid = false;
+}
+
+/*
+ * A function created or changed (pg_proc) sends no relcache invalidation: a
+ * SQL-standard body calling agent._allowlist_active() is a new user of it,
+ * and a plan inlining that function may fold it.
+ */
+static void
+FoldInvalidateProc(Datum arg, int cacheid, uint32 hashvalue)
 {
 	fold_valid = false;
 }
@@ -141,6 +154,7 @@ AllowlistNoteFolding(void)
 	if (!fold_callback)
 	{
 		RelcheckRegisterCallback(FoldInvalidate, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, FoldInvalidateProc, (Datum) 0);
 		guc_actor_plans_may_fold = AllowlistPlansMayFold;
 		fold_callback = true;
 	}
