@@ -109,7 +109,9 @@ host_mirror() {  # [security]
 # every process whose root is $1 (started in the chroot)
 procs_in() {
     local r p
-    r=$(readlink -f "$1")
+    # (nothing runs in a root that is not there: without this, an empty r
+    # would match every process whose root link cannot be read, PID 1 too)
+    r=$(readlink -f "$1" 2>/dev/null) && [ -n "$r" ] && [ "$r" != / ] && [ -d "$r" ] || return 0
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && echo "${p#/proc/}"
     done
