@@ -158,10 +158,10 @@ PREPARE gc(text) AS SELECT count(*) FROM public.pages WHERE body ILIKE $1;
 EXECUTE gc('%acquisition%');
 EXECUTE gc('%40m%');
 \echo -- generic EXPLAIN ANALYZE
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE gs(plainto_tsquery('english', 'acquisition budget plan'));
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE gs(plainto_tsquery('english', 'acquisition budget plan'));
 \echo -- generic leakproof EXPLAIN ANALYZE
 PREPARE gt(tsquery) AS SELECT id, ts_rank(tsv, $1) FROM public.pages WHERE agent.ts_match(tsv, $1) ORDER BY 2 DESC, id LIMIT 20;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE gt(plainto_tsquery('english', 'acquisition budget plan'));
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE gt(plainto_tsquery('english', 'acquisition budget plan'));
 RESET plan_cache_mode;
 \echo -- relation
 SELECT * FROM agent.follow_relation('page', '300', 'related');
