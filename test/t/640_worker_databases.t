@@ -127,7 +127,7 @@ dumpf="$own/a640.sql"
 pg_dump --load-via-partition-root -d a640 -f "$dumpf" 2>"$own/dump.err"
 ok $? "pg_dump of a640"
 qd postgres "CREATE DATABASE r640" >/dev/null
-out=$(PGOPTIONS='-c session_replication_role=replica' PGDATABASE=r640 psql -XAtq -v ON_ERROR_STOP=1 -f "$dumpf" 2>&1)
+out=$(PGOPTIONS='-c session_replication_role=replica' PGDATABASE=r640 psql -XAtq -1 -v ON_ERROR_STOP=1 -f "$dumpf" 2>&1)
 rc=$?; ok $rc "the dump restores into r640"; [ $rc = 0 ] || diag "${out:0:2000}"
 hist() { qd "$1" "SELECT count(*) || ' ' || md5(string_agg(id || status || coalesce(output::text, ''), '|' ORDER BY id)) FROM agent.runs"; }
 is "$(hist r640)" "$(hist a640)" "r640 has a640's runs, their statuses and answers"
